@@ -1,0 +1,33 @@
+# The README's two commands: `make demo` and `make test`. Both set up what is missing first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test demo bench lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@command -v java >/dev/null 2>&1 || { echo "installing a Java runtime for Spark"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q default-jre-headless; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[spark,test,dev]'
+	@touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest
+
+demo: setup
+	$(VENV)/bin/insync demo
+
+bench: setup
+	$(VENV)/bin/insync bench storage
+
+lint: setup
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache

@@ -1,0 +1,1 @@
+"""The `insync` command line: one module per command group, each exposing `register(subparsers)`."""

@@ -1,0 +1,351 @@
+"""Broker and topic configuration with Kafka's names and defaults.
+
+A `server.properties` file (Java properties syntax: `key=value` or `key: value`, `#`/`!` comments, backslash
+line continuations) plus `--config key=value` overrides become one validated `BrokerConfig`. Every key must be
+defined in `BROKER_CONFIGS`; an unknown key or a value of the wrong type or out of range raises `ConfigError`
+naming the key and what is allowed. Nothing is half-applied: the whole set validates or nothing is returned.
+
+Topic-level overrides (`min.insync.replicas`, `retention.ms`, ...) use `TOPIC_CONFIGS` and resolve against the
+broker's defaults into a `LogConfig`, the one object the storage engine reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+ConfigType = Literal["int", "long", "bool", "string", "list", "double"]
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration key or value is not acceptable; the message names the key and what is allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: object
+    doc: str
+    min: float | None = None
+    max: float | None = None
+    allowed: tuple[str, ...] | None = None
+
+    def describe_allowed(self) -> str:
+        if self.allowed is not None:
+            return "one of " + ", ".join(self.allowed)
+        if self.type == "bool":
+            return "true or false"
+        if self.type in ("int", "long", "double"):
+            low = "-inf" if self.min is None else f"{self.min:g}"
+            high = "+inf" if self.max is None else f"{self.max:g}"
+            return f"a{'n integer' if self.type != 'double' else ' number'} in [{low}, {high}]"
+        if self.type == "list":
+            return "a comma-separated list"
+        return "a string"
+
+    def parse(self, raw: object) -> object:
+        """Parse `raw` (a string from a file, or an already typed value) or raise ConfigError."""
+        try:
+            value = self._coerce(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"invalid value {raw!r} for {self.name}: expected {self.describe_allowed()}") from None
+        self._check_range(raw, value)
+        return value
+
+    def _coerce(self, raw: object) -> object:
+        if raw is None:
+            return None
+        text = raw.strip() if isinstance(raw, str) else raw
+        if self.type == "bool":
+            if isinstance(text, bool):
+                return text
+            if isinstance(text, str) and text.lower() in ("true", "false"):
+                return text.lower() == "true"
+            raise ValueError(text)
+        if self.type in ("int", "long"):
+            if isinstance(text, bool):
+                raise ValueError(text)
+            return int(text)  # type: ignore[call-overload]
+        if self.type == "double":
+            return float(text)  # type: ignore[arg-type]
+        if self.type == "list":
+            if isinstance(text, list | tuple):
+                return tuple(str(item) for item in text)
+            return tuple(item.strip() for item in str(text).split(",") if item.strip())
+        return str(text)
+
+    def _check_range(self, raw: object, value: object) -> None:
+        if value is None:
+            return
+        bad = False
+        if self.allowed is not None:
+            items = value if isinstance(value, tuple) else (value,)
+            bad = any(str(item) not in self.allowed for item in items)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            bad = (self.min is not None and value < self.min) or (self.max is not None and value > self.max)
+            if self.type == "int" and not -(2**31) <= value <= INT_MAX:
+                bad = True
+        if bad:
+            raise ConfigError(f"invalid value {raw!r} for {self.name}: expected {self.describe_allowed()}")
+
+
+def _d(name: str, type_: ConfigType, default: object, doc: str, **kw: object) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, **kw)  # type: ignore[arg-type]
+
+
+# Topic-level settings: the name a topic uses, and the broker key that supplies its default.
+_TOPIC_TO_BROKER: dict[str, str] = {
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "max.message.bytes": "message.max.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "min.insync.replicas": "min.insync.replicas",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "cleanup.policy": "log.cleanup.policy",
+}
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in (
+        # Identity and roles
+        _d("node.id", "int", 1, "This node's id (broker.id is an alias).", min=0),
+        _d("broker.id", "int", None, "Alias of node.id, as in ZooKeeper-era Kafka.", min=0),
+        _d("process.roles", "list", ("broker", "controller"), "broker, controller, or both.",
+           allowed=("broker", "controller")),
+        _d("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), "Where clients and followers connect."),
+        _d("advertised.listeners", "list", None, "Addresses given to clients; defaults to listeners."),
+        _d("controller.listener", "string", "CONTROLLER://127.0.0.1:9093", "Where the controller listens."),
+        _d("controller.quorum.voters", "list", ("1@127.0.0.1:9093",), "id@host:port of the controller."),
+        _d("log.dirs", "list", None, "Directories holding partition logs (log.dir is the fallback)."),
+        _d("log.dir", "string", "/tmp/insync-logs", "Fallback when log.dirs is unset."),
+        # Replication and the ISR (seeds 000-004)
+        _d("replica.lag.time.max.ms", "long", 30000, "Out of sync after this long without catching up.", min=1),
+        _d("replica.lag.max.messages", "long", 0, "Legacy count rule (0.8.2); 0 turns it off.", min=0),
+        _d("follower.fetch.pending.reads.insync.enable", "bool", False,
+           "KIP-501: a follower whose fetch is still being read counts as in sync."),
+        _d("replica.fetch.wait.max.ms", "int", 500, "Longest wait of a follower fetch.", min=0),
+        _d("replica.fetch.min.bytes", "int", 1, "Bytes a follower fetch waits for.", min=1),
+        _d("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition per follower fetch.", min=0),
+        _d("replica.fetch.response.max.bytes", "int", 10485760, "Bytes per follower fetch response.", min=0),
+        _d("replica.fetch.backoff.ms", "int", 1000, "Back-off after a fetch error.", min=0),
+        _d("replica.socket.timeout.ms", "int", 30000, "Follower fetch request timeout.", min=1),
+        _d("num.replica.fetchers", "int", 1, "Fetcher sessions per source broker.", min=1, max=64),
+        _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "HW checkpoint interval.", min=1),
+        _d("min.insync.replicas", "int", 1, "ISR size needed for acks=all.", min=1),
+        _d("unclean.leader.election.enable", "bool", False, "Allow an out-of-sync replica to lead."),
+        _d("default.replication.factor", "int", 1, "Replication factor of auto-created topics.", min=1),
+        _d("num.partitions", "int", 1, "Partitions of auto-created topics.", min=1),
+        _d("auto.create.topics.enable", "bool", False, "Create topics on first metadata request."),
+        # ISR propagation (seed 003); Kafka hard-codes these three, insync lets tests shorten them.
+        _d("isr.change.propagation.check.interval.ms", "long", 2500, "How often pending ISR changes are checked.",
+           min=1),
+        _d("isr.change.propagation.blackout.ms", "long", 5000, "Publish when the last change is this old.", min=0),
+        _d("isr.change.propagation.max.interval.ms", "long", 60000, "Publish at least this often under churn.",
+           min=0),
+        # Controller and liveness
+        _d("broker.session.timeout.ms", "int", 9000, "Fence a broker after this long without heartbeat.", min=1),
+        _d("broker.heartbeat.interval.ms", "int", 2000, "Broker heartbeat interval.", min=1),
+        _d("metadata.store", "string", "local", "Where the controller keeps metadata.",
+           allowed=("local", "zookeeper")),
+        _d("zookeeper.connect", "string", None, "host:port/chroot when metadata.store=zookeeper."),
+        # Network and request limits
+        _d("socket.request.max.bytes", "int", 104857600, "Largest request accepted.", min=1),
+        _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", min=0),
+        _d("request.timeout.ms", "int", 30000, "Client-side request timeout used by insync's own tools.", min=1),
+        # Log
+        _d("log.segment.bytes", "int", 1073741824, "Roll a segment at this size.", min=14),
+        _d("log.roll.ms", "long", 604800000, "Roll a segment after this long (log.roll.hours x 3.6e6).", min=1),
+        _d("log.retention.ms", "long", 604800000, "Delete segments older than this; -1 keeps forever.", min=-1),
+        _d("log.retention.bytes", "long", -1, "Delete oldest segments beyond this size; -1 keeps all.", min=-1),
+        _d("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", min=1),
+        _d("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", min=0),
+        _d("log.index.size.max.bytes", "int", 10485760, "Largest offset index.", min=4),
+        _d("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", min=1),
+        _d("log.flush.interval.ms", "long", None, "fsync after this long (unset: never by time).", min=0),
+        _d("log.message.timestamp.type", "string", "CreateTime", "Record timestamp type.",
+           allowed=("CreateTime", "LogAppendTime")),
+        _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",)),
+        # Operations
+        _d("metrics.port", "int", 0, "Prometheus endpoint port; 0 turns it off.", min=0, max=65535),
+        _d("fault.injection.enable", "bool", False, "Accept chaos commands (slow reads, failing partitions)."),
+        _d("events.enable", "bool", True, "Write events.jsonl in the first log dir."),
+    )
+}
+
+TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    topic_key: ConfigDef(topic_key, BROKER_CONFIGS[broker_key].type, None, BROKER_CONFIGS[broker_key].doc,
+                         BROKER_CONFIGS[broker_key].min, BROKER_CONFIGS[broker_key].max,
+                         BROKER_CONFIGS[broker_key].allowed)
+    for topic_key, broker_key in _TOPIC_TO_BROKER.items()
+}
+
+
+def _validate(raw: Mapping[str, object], defs: Mapping[str, ConfigDef], what: str) -> dict[str, object]:
+    unknown = sorted(key for key in raw if key not in defs)
+    if unknown:
+        raise ConfigError(f"unknown {what} config key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
+    return {key: defs[key].parse(value) for key, value in raw.items()}
+
+
+class BrokerConfig:
+    """A validated, immutable broker configuration. Look values up by Kafka's name."""
+
+    __slots__ = ("_values", "_explicit")
+
+    def __init__(self, values: Mapping[str, object] | None = None) -> None:
+        explicit = _validate(values or {}, BROKER_CONFIGS, "broker")
+        if explicit.get("broker.id") is not None and "node.id" not in explicit:
+            explicit["node.id"] = explicit["broker.id"]
+        merged = {name: d.default for name, d in BROKER_CONFIGS.items()}
+        merged.update(explicit)
+        _check_relations(merged)
+        self._values: dict[str, object] = merged
+        self._explicit: frozenset[str] = frozenset(explicit)
+
+    @classmethod
+    def from_sources(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
+        raw: dict[str, object] = dict(parse_properties(Path(path).read_text())) if path else {}
+        raw.update(parse_overrides(overrides))
+        return cls(raw)
+
+    def get(self, name: str) -> object:
+        if name not in self._values:
+            raise ConfigError(f"unknown broker config key: {name}")
+        return self._values[name]
+
+    def int(self, name: str) -> int:
+        value = self.get(name)
+        assert isinstance(value, int) and not isinstance(value, bool), f"{name} is not an integer"
+        return value
+
+    def bool(self, name: str) -> bool:
+        value = self.get(name)
+        assert isinstance(value, bool), f"{name} is not a boolean"
+        return value
+
+    def str(self, name: str) -> str | None:
+        value = self.get(name)
+        assert value is None or isinstance(value, str), f"{name} is not a string"
+        return value
+
+    def list(self, name: str) -> tuple[str, ...]:
+        value = self.get(name)
+        assert value is None or isinstance(value, tuple), f"{name} is not a list"
+        return value or ()
+
+    def is_explicit(self, name: str) -> bool:
+        return name in self._explicit
+
+    def with_overrides(self, values: Mapping[str, object]) -> BrokerConfig:
+        explicit = {name: self._values[name] for name in self._explicit}
+        explicit.update(values)
+        return BrokerConfig(explicit)
+
+    def items(self) -> list[tuple[str, object]]:
+        return sorted(self._values.items())
+
+    def log_dirs(self) -> tuple[str, ...]:
+        return self.list("log.dirs") or (self.str("log.dir") or "/tmp/insync-logs",)
+
+    def log_config(self, topic_overrides: Mapping[str, object] | None = None) -> LogConfig:
+        topic = validate_topic_configs(topic_overrides or {})
+
+        def pick(topic_key: str) -> object:
+            value = topic.get(topic_key)
+            return self._values[_TOPIC_TO_BROKER[topic_key]] if value is None else value
+
+        flush_ms = pick("flush.ms")
+        return LogConfig(
+            segment_bytes=int(pick("segment.bytes")),  # type: ignore[call-overload]
+            segment_ms=int(pick("segment.ms")),  # type: ignore[call-overload]
+            retention_ms=int(pick("retention.ms")),  # type: ignore[call-overload]
+            retention_bytes=int(pick("retention.bytes")),  # type: ignore[call-overload]
+            index_interval_bytes=int(pick("index.interval.bytes")),  # type: ignore[call-overload]
+            max_message_bytes=int(pick("max.message.bytes")),  # type: ignore[call-overload]
+            flush_interval_messages=int(pick("flush.messages")),  # type: ignore[call-overload]
+            flush_interval_ms=None if flush_ms is None else int(flush_ms),  # type: ignore[call-overload]
+            index_size_max_bytes=self.int("log.index.size.max.bytes"),
+            min_insync_replicas=int(pick("min.insync.replicas")),  # type: ignore[call-overload]
+            unclean_leader_election=bool(pick("unclean.leader.election.enable")),
+        )
+
+
+def _check_relations(values: Mapping[str, object]) -> None:
+    """Rules that span keys, checked once the whole set is known."""
+    if values.get("metadata.store") == "zookeeper" and not values.get("zookeeper.connect"):
+        raise ConfigError("zookeeper.connect is required when metadata.store=zookeeper")
+    heartbeat, session = values["broker.heartbeat.interval.ms"], values["broker.session.timeout.ms"]
+    assert isinstance(heartbeat, int) and isinstance(session, int)
+    if heartbeat >= session:
+        raise ConfigError(
+            f"broker.heartbeat.interval.ms ({heartbeat}) must be less than broker.session.timeout.ms ({session})")
+
+
+def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:
+    """Validate topic-level overrides (CreateTopics configs, `--config k=v`); unknown keys are an error."""
+    return _validate(raw, TOPIC_CONFIGS, "topic")
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """What one partition's log needs to know, resolved from topic overrides over broker defaults."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    index_interval_bytes: int = 4096
+    max_message_bytes: int = 1048588
+    flush_interval_messages: int = LONG_MAX
+    flush_interval_ms: int | None = None
+    index_size_max_bytes: int = 10485760
+    min_insync_replicas: int = 1
+    unclean_leader_election: bool = False
+
+
+_PROPERTY_LINE = re.compile(r"^\s*([^=:\s]+)\s*[=:]?\s*(.*?)\s*$")
+
+
+def parse_properties(text: str) -> list[tuple[str, str]]:
+    """Java `.properties` syntax, the subset Kafka configs use. Raises ConfigError naming a bad line."""
+    pairs: list[tuple[str, str]] = []
+    logical: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not logical and (not stripped or stripped[0] in "#!"):
+            continue
+        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
+            logical.append(stripped[:-1])
+            continue
+        logical.append(stripped)
+        joined, logical = "".join(logical), []
+        match = _PROPERTY_LINE.match(joined)
+        if match is None:
+            raise ConfigError(f"line {number}: cannot parse {line!r}")
+        pairs.append((match.group(1), match.group(2)))
+    if logical:
+        raise ConfigError("file ends inside a line continuation")
+    return pairs
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, str]:
+    """`key=value` strings from the command line."""
+    result: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected key=value, got {item!r}")
+        result[key.strip()] = value.strip()
+    return result

@@ -1,0 +1,35 @@
+"""Every hard bound in insync that is not a user setting, in one place (TigerBeetle style: nothing unbounded).
+
+Settings a Kafka operator knows (`message.max.bytes`, `socket.request.max.bytes`, ...) live in `config.py`.
+These are the limits behind them: sizes of in-memory structures, retry counts, queue depths.
+"""
+
+from __future__ import annotations
+
+# Storage
+SEGMENTS_PER_PARTITION_MAX = 100_000
+BATCHES_PER_READ_MAX = 100_000
+RECOVERY_BATCHES_MAX = 10_000_000
+CHECKPOINT_ENTRIES_MAX = 1_000_000
+CHECKPOINT_BYTES_MAX = 64 * 1024 * 1024
+LEADER_EPOCH_ENTRIES_MAX = 100_000
+RECORDS_PER_BATCH_MAX = 1_000_000
+DECOMPRESSED_BATCH_BYTES_MAX = 256 * 1024 * 1024
+
+# Replication
+PARTITIONS_PER_BROKER_MAX = 100_000
+PENDING_READS_PER_REPLICA_MAX = 1_024
+PURGATORY_ENTRIES_MAX = 100_000
+FETCHER_PARTITIONS_MAX = 100_000
+TRUNCATION_ROUNDS_MAX = 64
+PRODUCER_BATCHES_REMEMBERED = 5  # Kafka keeps the last five batches per producer for duplicate detection
+
+# Controller
+BROKERS_MAX = 10_000
+METADATA_RECORDS_PER_BATCH_MAX = 10_000
+ALTER_PARTITION_ITEMS_MAX = 10_000
+
+# Network
+CONNECTIONS_MAX = 10_000
+INFLIGHT_REQUESTS_PER_CONNECTION_MAX = 100
+EVENTS_BUFFERED_MAX = 100_000

@@ -1,0 +1,26 @@
+"""Names for the integers that replication juggles, so that an offset is never passed where an epoch belongs.
+
+`NewType`s cost nothing at run time; mypy keeps them apart. `TopicPartition` is the key of almost every map.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, NewType
+
+Offset = NewType("Offset", int)
+LeaderEpoch = NewType("LeaderEpoch", int)
+PartitionEpoch = NewType("PartitionEpoch", int)
+BrokerId = NewType("BrokerId", int)
+BrokerEpoch = NewType("BrokerEpoch", int)
+
+NO_LEADER = BrokerId(-1)
+UNKNOWN_OFFSET = Offset(-1)
+UNDEFINED_EPOCH = LeaderEpoch(-1)
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"

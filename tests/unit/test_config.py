@@ -1,0 +1,75 @@
+from pathlib import Path
+
+import pytest
+
+from insync.config import BrokerConfig, ConfigError, parse_properties
+
+
+def test_defaults_are_kafkas() -> None:
+    config = BrokerConfig()
+    assert config.int("replica.lag.time.max.ms") == 30000
+    assert config.int("replica.fetch.wait.max.ms") == 500
+    assert config.int("min.insync.replicas") == 1
+    assert config.bool("unclean.leader.election.enable") is False
+    assert config.int("socket.request.max.bytes") == 104857600
+    assert config.int("message.max.bytes") == 1048588
+    assert config.int("replica.lag.max.messages") == 0
+    assert config.bool("follower.fetch.pending.reads.insync.enable") is False
+
+
+def test_properties_file_and_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "server.properties"
+    path.write_text("# comment\nnode.id=3\nreplica.lag.time.max.ms: 4000\nlog.dirs=/a,\\\n  /b\n")
+    config = BrokerConfig.from_sources(path, ["min.insync.replicas=2"])
+    assert config.int("node.id") == 3
+    assert config.int("replica.lag.time.max.ms") == 4000
+    assert config.log_dirs() == ("/a", "/b")
+    assert config.int("min.insync.replicas") == 2
+    assert config.is_explicit("node.id") and not config.is_explicit("num.partitions")
+
+
+def test_unknown_key_is_named() -> None:
+    with pytest.raises(ConfigError, match="replica.lag.time.max.msx"):
+        BrokerConfig({"replica.lag.time.max.msx": "1"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("replica.lag.time.max.ms", "ten", "an integer"),
+        ("replica.lag.time.max.ms", "0", r"\[1, \+inf\]"),
+        ("unclean.leader.election.enable", "yes", "true or false"),
+        ("metadata.store", "etcd", "one of local, zookeeper"),
+        ("process.roles", "broker,observer", "one of broker, controller"),
+    ],
+)
+def test_bad_value_names_key_and_allowed(key: str, value: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected) as info:
+        BrokerConfig({key: value})
+    assert key in str(info.value)
+
+
+def test_cross_key_rules() -> None:
+    with pytest.raises(ConfigError, match="zookeeper.connect"):
+        BrokerConfig({"metadata.store": "zookeeper"})
+    with pytest.raises(ConfigError, match="broker.heartbeat.interval.ms"):
+        BrokerConfig({"broker.heartbeat.interval.ms": "9000"})
+
+
+def test_topic_overrides_resolve_over_broker_defaults() -> None:
+    config = BrokerConfig({"log.segment.bytes": "1000", "min.insync.replicas": "2"})
+    log_config = config.log_config({"retention.ms": "60000"})
+    assert log_config.segment_bytes == 1000
+    assert log_config.retention_ms == 60000
+    assert log_config.min_insync_replicas == 2
+    with pytest.raises(ConfigError, match="unknown topic config key: retention.msec"):
+        config.log_config({"retention.msec": "1"})
+
+
+def test_bad_properties_line() -> None:
+    with pytest.raises(ConfigError, match="continuation"):
+        parse_properties("a=1\\")
+
+
+def test_broker_id_alias() -> None:
+    assert BrokerConfig({"broker.id": "7"}).int("node.id") == 7
