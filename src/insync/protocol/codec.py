@@ -1,0 +1,127 @@
+"""Request and response bodies on the wire, through kio, sans-IO.
+
+A request frame is `header + body`; the header's version follows from the request's flexibility (v1 for
+non-flexible, v2 for flexible versions), which kio records on each request class as `__header_schema__`.
+`decode_request` peeks at api key, version and correlation id with one `struct` read, checks them against the
+table of what the broker implements, then lets kio parse the header and body. The outcome is either a
+`DecodedRequest` or one of two typed errors the server turns into Kafka's behaviour:
+- `UnsupportedRequest` (unknown api key, or a version outside the table): ApiVersions answers error 35 with a v0
+  body listing what is supported; anything else closes the connection, as Kafka does.
+- `MalformedRequest` (a body that does not parse, or trailing bytes): the connection is closed.
+
+`encode_response` writes the response header (v0 for ApiVersions always, and for non-flexible responses; v1
+otherwise) and body, framed. kio writes tagged fields only when they differ from their defaults, which is what
+old librdkafka builds (kcat) need.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
+
+from insync.protocol.framing import frame
+
+API_VERSIONS_KEY = 18
+_PEEK = struct.Struct(">hhi")
+
+SupportedVersions = Mapping[int, tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # a kio request entity
+
+    @property
+    def flexible(self) -> bool:
+        return bool(self.body.__flexible__)
+
+
+class UnsupportedRequest(Exception):
+    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+        super().__init__(f"unsupported api key {api_key} version {api_version}")
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+class MalformedRequest(Exception):
+    def __init__(self, reason: str, correlation_id: int | None = None) -> None:
+        super().__init__(reason)
+        self.correlation_id = correlation_id
+
+
+def peek(frame_bytes: bytes) -> tuple[int, int, int]:
+    """(api key, api version, correlation id) of a request frame without parsing the rest."""
+    if len(frame_bytes) < _PEEK.size:
+        raise MalformedRequest(f"request of {len(frame_bytes)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = _PEEK.unpack_from(frame_bytes, 0)
+    return int(api_key), int(api_version), int(correlation_id)
+
+
+def decode_request(frame_bytes: bytes, supported: SupportedVersions) -> DecodedRequest:
+    api_key, api_version, correlation_id = peek(frame_bytes)
+    versions = supported.get(api_key)
+    if versions is None or not versions[0] <= api_version <= versions[1]:
+        raise UnsupportedRequest(api_key, api_version, correlation_id)
+    schema = load_request_schema(api_key, api_version)
+    try:
+        header, header_size = entity_reader(schema.__header_schema__)(frame_bytes, 0)
+        body, body_size = entity_reader(schema)(frame_bytes, header_size)
+    except Exception as exc:  # kio raises a variety of errors on garbage; all mean the same here
+        raise MalformedRequest(f"cannot parse {schema.__name__} v{api_version}: {exc!r}", correlation_id) from None
+    if header_size + body_size != len(frame_bytes):
+        extra = len(frame_bytes) - header_size - body_size
+        raise MalformedRequest(f"{schema.__name__} v{api_version} has {extra} trailing bytes", correlation_id)
+    return DecodedRequest(api_key, api_version, correlation_id, header.client_id, body)
+
+
+def response_schema(api_key: int, api_version: int) -> Any:
+    return load_response_schema(api_key, api_version)
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """A framed response: header (v0 for ApiVersions and non-flexible bodies, else v1) and body."""
+    assert body.__api_key__ == api_key, (body, api_key)
+    buffer = io.BytesIO()
+    if api_key == API_VERSIONS_KEY or not body.__flexible__:
+        entity_writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
+    else:
+        entity_writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    entity_writer(type(body))(buffer, body)
+    return frame(buffer.getvalue())
+
+
+def encode_request(body: Any, correlation_id: int, client_id: str | None = "insync") -> bytes:
+    """A framed request (used by insync's own clients: followers, tools, tests)."""
+    header_schema = body.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header_schema)(buffer, header_schema(
+        request_api_key=body.__api_key__, request_api_version=body.__version__,
+        correlation_id=i32(correlation_id), client_id=client_id))
+    entity_writer(type(body))(buffer, body)
+    return frame(buffer.getvalue())
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, Any]:
+    """(correlation id, body) of a response payload (without its size prefix)."""
+    schema = load_response_schema(api_key, api_version)
+    header_schema = ResponseHeaderV0 if api_key == API_VERSIONS_KEY or not schema.__flexible__ else ResponseHeaderV1
+    try:
+        header, header_size = entity_reader(header_schema)(payload, 0)
+        body, _ = entity_reader(schema)(payload, header_size)
+    except Exception as exc:
+        raise MalformedRequest(f"cannot parse {schema.__name__} v{api_version}: {exc!r}") from None
+    return int(header.correlation_id), body
