@@ -200,7 +200,7 @@ def _validate(raw: Mapping[str, object], defs: Mapping[str, ConfigDef], what: st
 
 
 class BrokerConfig:
-    """A validated, immutable broker configuration. Look values up by Kafka's name."""
+    """A validated, immutable broker configuration. Look values up by Kafka's name: `get_int`, `get_bool`..."""
 
     __slots__ = ("_values", "_explicit")
 
@@ -225,22 +225,22 @@ class BrokerConfig:
             raise ConfigError(f"unknown broker config key: {name}")
         return self._values[name]
 
-    def int(self, name: str) -> int:
+    def get_int(self, name: str) -> int:
         value = self.get(name)
         assert isinstance(value, int) and not isinstance(value, bool), f"{name} is not an integer"
         return value
 
-    def bool(self, name: str) -> bool:
+    def get_bool(self, name: str) -> bool:
         value = self.get(name)
         assert isinstance(value, bool), f"{name} is not a boolean"
         return value
 
-    def str(self, name: str) -> str | None:
+    def get_str(self, name: str) -> str | None:
         value = self.get(name)
         assert value is None or isinstance(value, str), f"{name} is not a string"
         return value
 
-    def list(self, name: str) -> tuple[str, ...]:
+    def get_list(self, name: str) -> tuple[str, ...]:
         value = self.get(name)
         assert value is None or isinstance(value, tuple), f"{name} is not a list"
         return value or ()
@@ -257,7 +257,7 @@ class BrokerConfig:
         return sorted(self._values.items())
 
     def log_dirs(self) -> tuple[str, ...]:
-        return self.list("log.dirs") or (self.str("log.dir") or "/tmp/insync-logs",)
+        return self.get_list("log.dirs") or (self.get_str("log.dir") or "/tmp/insync-logs",)
 
     def log_config(self, topic_overrides: Mapping[str, object] | None = None) -> LogConfig:
         topic = validate_topic_configs(topic_overrides or {})
@@ -276,7 +276,7 @@ class BrokerConfig:
             max_message_bytes=int(pick("max.message.bytes")),  # type: ignore[call-overload]
             flush_interval_messages=int(pick("flush.messages")),  # type: ignore[call-overload]
             flush_interval_ms=None if flush_ms is None else int(flush_ms),  # type: ignore[call-overload]
-            index_size_max_bytes=self.int("log.index.size.max.bytes"),
+            index_size_max_bytes=self.get_int("log.index.size.max.bytes"),
             min_insync_replicas=int(pick("min.insync.replicas")),  # type: ignore[call-overload]
             unclean_leader_election=bool(pick("unclean.leader.election.enable")),
         )

@@ -7,24 +7,24 @@ from insync.config import BrokerConfig, ConfigError, parse_properties
 
 def test_defaults_are_kafkas() -> None:
     config = BrokerConfig()
-    assert config.int("replica.lag.time.max.ms") == 30000
-    assert config.int("replica.fetch.wait.max.ms") == 500
-    assert config.int("min.insync.replicas") == 1
-    assert config.bool("unclean.leader.election.enable") is False
-    assert config.int("socket.request.max.bytes") == 104857600
-    assert config.int("message.max.bytes") == 1048588
-    assert config.int("replica.lag.max.messages") == 0
-    assert config.bool("follower.fetch.pending.reads.insync.enable") is False
+    assert config.get_int("replica.lag.time.max.ms") == 30000
+    assert config.get_int("replica.fetch.wait.max.ms") == 500
+    assert config.get_int("min.insync.replicas") == 1
+    assert config.get_bool("unclean.leader.election.enable") is False
+    assert config.get_int("socket.request.max.bytes") == 104857600
+    assert config.get_int("message.max.bytes") == 1048588
+    assert config.get_int("replica.lag.max.messages") == 0
+    assert config.get_bool("follower.fetch.pending.reads.insync.enable") is False
 
 
 def test_properties_file_and_overrides(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("# comment\nnode.id=3\nreplica.lag.time.max.ms: 4000\nlog.dirs=/a,\\\n  /b\n")
     config = BrokerConfig.from_sources(path, ["min.insync.replicas=2"])
-    assert config.int("node.id") == 3
-    assert config.int("replica.lag.time.max.ms") == 4000
+    assert config.get_int("node.id") == 3
+    assert config.get_int("replica.lag.time.max.ms") == 4000
     assert config.log_dirs() == ("/a", "/b")
-    assert config.int("min.insync.replicas") == 2
+    assert config.get_int("min.insync.replicas") == 2
     assert config.is_explicit("node.id") and not config.is_explicit("num.partitions")
 
 
@@ -72,4 +72,4 @@ def test_bad_properties_line() -> None:
 
 
 def test_broker_id_alias() -> None:
-    assert BrokerConfig({"broker.id": "7"}).int("node.id") == 7
+    assert BrokerConfig({"broker.id": "7"}).get_int("node.id") == 7

@@ -124,4 +124,4 @@ def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int
         body, _ = entity_reader(schema)(payload, header_size)
     except Exception as exc:
         raise MalformedRequest(f"cannot parse {schema.__name__} v{api_version}: {exc!r}") from None
-    return int(header.correlation_id), body
+    return int(header.correlation_id), body  # type: ignore[attr-defined]

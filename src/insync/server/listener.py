@@ -1,0 +1,145 @@
+"""The Kafka listener: accept connections, frame and decode requests, hand them to a dispatcher, write responses.
+
+This is the only place a broker touches sockets. Each connection is served by one task that reads a frame,
+decodes it, awaits the dispatcher and writes the response before reading the next frame: Kafka "mutes" a
+connection the same way, which keeps responses in request order without a reordering buffer, while clients
+still pipeline (their requests wait in the socket buffer). A frame over `socket.request.max.bytes`, an unknown
+api key or version (except ApiVersions, answered with error 35), or a body that does not parse closes the
+connection with a log line; the broker keeps serving everyone else.
+
+Every connection task is owned by the listener's TaskGroup and every socket is closed in `finally`. `stop()`
+stops accepting, lets in-flight requests finish until the deadline, then cancels what is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+from insync import limits
+from insync.protocol.codec import (
+    API_VERSIONS_KEY,
+    DecodedRequest,
+    MalformedRequest,
+    SupportedVersions,
+    UnsupportedRequest,
+    decode_request,
+    encode_response,
+)
+from insync.protocol.framing import FrameDecoder, FrameError
+
+log = logging.getLogger("insync.server")
+
+READ_CHUNK_BYTES = 256 * 1024
+
+
+class Dispatcher(Protocol):
+    """What the listener needs from the broker: the version table and one coroutine per request."""
+
+    def supported_versions(self) -> SupportedVersions: ...
+
+    def handle(self, request: DecodedRequest, peer: str) -> Awaitable[Any | None]:
+        """The kio response body, or None when no response is sent (Produce with acks=0)."""
+        ...
+
+    def unsupported_api_versions_response(self) -> Any:
+        """ApiVersions v0 body with error 35 and the supported table (REFERENCE 13)."""
+        ...
+
+
+class Listener:
+    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_request_bytes: int) -> None:
+        assert max_request_bytes > 0
+        self.dispatcher = dispatcher
+        self.host = host
+        self.port = port
+        self.max_request_bytes = max_request_bytes
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.ready = asyncio.Event()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=READ_CHUNK_BYTES)
+        sockets = self._server.sockets
+        assert sockets, "listener has no socket"
+        self.port = sockets[0].getsockname()[1]
+        self.ready.set()
+        log.info("Listening on %s:%d", self.host, self.port)
+
+    async def stop(self, deadline_s: float) -> None:
+        """Stop accepting; give in-flight connections until the deadline; then cancel them."""
+        if self._server is not None:
+            self._server.close()
+        pending = set(self._connections)
+        if pending:
+            _, still_running = await asyncio.wait(pending, timeout=deadline_s)
+            for task in still_running:
+                task.cancel()
+            if still_running:
+                await asyncio.wait(still_running, timeout=1.0)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), timeout=1.0)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= limits.CONNECTIONS_MAX:
+            log.warning("Refusing connection: %d connections open", len(self._connections))
+            writer.close()
+            return
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = _peer_name(writer)
+        try:
+            await self._serve(reader, writer, peer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except FrameError as exc:
+            log.warning("Closing connection from %s: %s", peer, exc)
+        except Exception:
+            # A bug in a handler must cost one connection, never the broker.
+            log.exception("Error handling a request from %s; closing the connection", peer)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> None:
+        decoder = FrameDecoder(self.max_request_bytes)
+        while True:
+            data = await reader.read(READ_CHUNK_BYTES)
+            if not data:
+                return
+            for payload in decoder.feed(data):
+                response = await self._respond(payload, peer)
+                if response is None:
+                    continue
+                writer.write(response)
+                await writer.drain()
+
+    async def _respond(self, payload: bytes, peer: str) -> bytes | None:
+        try:
+            request = decode_request(payload, self.dispatcher.supported_versions())
+        except UnsupportedRequest as exc:
+            if exc.api_key == API_VERSIONS_KEY:
+                body = self.dispatcher.unsupported_api_versions_response()
+                return encode_response(API_VERSIONS_KEY, 0, exc.correlation_id, body)
+            raise FrameError(f"{exc} (correlation id {exc.correlation_id})") from None
+        except MalformedRequest as exc:
+            raise FrameError(f"malformed request: {exc}") from None
+        body = await self.dispatcher.handle(request, peer)
+        if body is None:
+            return None
+        return encode_response(request.api_key, request.api_version, request.correlation_id, body)
+
+
+def _peer_name(writer: asyncio.StreamWriter) -> str:
+    peer = writer.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return f"{peer[0]}:{peer[1]}"
+    return str(peer)
+

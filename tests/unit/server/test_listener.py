@@ -1,0 +1,107 @@
+"""The listener against a dispatcher that answers ApiVersions and echoes a delay, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import struct
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.api_versions.v0.response import ApiVersion
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16
+
+from insync.protocol.codec import DecodedRequest, decode_response, encode_request
+from insync.server.listener import Listener
+
+pytestmark = pytest.mark.timeout(20)
+
+
+class ApiVersionsOnly:
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def supported_versions(self) -> dict[int, tuple[int, int]]:
+        return {18: (0, 3)}
+
+    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+        self.seen.append(request.correlation_id)
+        # Later requests finish first unless the listener serialises them.
+        await asyncio.sleep(0.05 if request.correlation_id % 2 == 0 else 0)
+        schema = load_response_schema(18, request.api_version)
+        return schema(error_code=ErrorCode.none, api_keys=(), throttle_time=datetime.timedelta(0))
+
+    def unsupported_api_versions_response(self) -> Any:
+        schema = load_response_schema(18, 0)
+        return schema(error_code=ErrorCode.unsupported_version,
+                      api_keys=(ApiVersion(api_key=i16(18), min_version=i16(0), max_version=i16(3)),))
+
+
+def api_versions(version: int, correlation_id: int) -> bytes:
+    schema = load_request_schema(18, version)
+    body = schema(client_software_name="t", client_software_version="1") if version >= 3 else schema()
+    return encode_request(body, correlation_id)
+
+
+async def read_response(reader: asyncio.StreamReader, version: int) -> tuple[int, Any]:
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    return decode_response(18, version, await reader.readexactly(size))
+
+
+async def with_listener(dispatcher: Any, body: Any) -> None:
+    listener = Listener(dispatcher, "127.0.0.1", 0, max_request_bytes=1024)
+    await listener.start()
+    try:
+        await body(listener.port)
+    finally:
+        await listener.stop(deadline_s=1.0)
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(api_versions(3, cid) for cid in range(6)))
+        ids = [(await read_response(reader, 3))[0] for _ in range(6)]
+        assert ids == list(range(6))
+        writer.close()
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body))
+
+
+def test_too_high_api_versions_gets_error_35_with_v0_body() -> None:
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(api_versions(4, 11))
+        correlation_id, response = await read_response(reader, 0)
+        assert correlation_id == 11
+        assert response.error_code == ErrorCode.unsupported_version
+        assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 3)]
+        writer.close()
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body))
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        struct.pack(">i", 5000) + b"x" * 10,  # over socket.request.max.bytes
+        struct.pack(">i", 8) + struct.pack(">hhi", 999, 0, 1),  # unknown api key
+        api_versions(3, 1)[:-2],  # torn body: size says more than is sent, then EOF
+        struct.pack(">i", 9) + struct.pack(">hhi", 18, 3, 1) + b"\xff",  # body does not parse
+    ],
+)
+def test_bad_frames_close_only_their_connection(garbage: bytes) -> None:
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(garbage)
+        writer.write_eof()
+        assert await asyncio.wait_for(reader.read(), timeout=5) == b""
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(api_versions(3, 2))
+        assert (await read_response(reader, 3))[0] == 2
+        writer.close()
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body))
