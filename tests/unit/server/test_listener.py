@@ -105,3 +105,34 @@ def test_bad_frames_close_only_their_connection(garbage: bytes) -> None:
         writer.close()
 
     asyncio.run(with_listener(ApiVersionsOnly(), body))
+
+
+def test_client_pipelines_and_reconnects() -> None:
+    from insync.server.client import KafkaConnection
+
+    async def body(port: int) -> None:
+        connection = KafkaConnection("127.0.0.1", port)
+        schema = load_request_schema(18, 3)
+        request = schema(client_software_name="t", client_software_version="1")
+        responses = await asyncio.gather(*(connection.request(request, timeout_s=5) for _ in range(8)))
+        assert all(r.error_code == ErrorCode.none for r in responses)
+        await connection.close()
+        assert (await connection.request(request, timeout_s=5)).error_code == ErrorCode.none
+        await connection.close()
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body))
+
+
+def test_client_fails_waiters_when_the_connection_drops() -> None:
+    from insync.server.client import KafkaConnection
+
+    async def body(port: int) -> None:
+        connection = KafkaConnection("127.0.0.1", port)
+        unsupported = load_request_schema(18, 4)(client_software_name="t", client_software_version="1")
+        # v4 is not in the table: the listener answers with a v0 body that a v4 reader cannot parse, so the
+        # connection is dropped and the waiter gets a ConnectionError instead of hanging.
+        with pytest.raises(ConnectionError):
+            await connection.request(unsupported, timeout_s=5)
+        await connection.close()
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body))

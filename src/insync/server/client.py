@@ -1,0 +1,113 @@
+"""An asyncio Kafka connection for insync's own traffic: follower fetches, broker-to-controller RPCs, tools.
+
+One `KafkaConnection` is one TCP connection to one node. Requests are pipelined: `request()` writes the frame
+and awaits the response matched by correlation id, which a single reader task delivers. In-flight requests are
+bounded (`limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX`); each request has a timeout; when the connection drops,
+every waiting request fails with `ConnectionError` and the next `request()` reconnects. The reader task is
+owned by the connection and cancelled in `close()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import struct
+from typing import Any
+
+from insync import limits
+from insync.protocol.codec import decode_response, encode_request
+
+log = logging.getLogger("insync.client")
+
+_SIZE = struct.Struct(">i")
+RESPONSE_BYTES_MAX = 256 * 1024 * 1024
+
+
+class KafkaConnection:
+    def __init__(self, host: str, port: int, *, client_id: str = "insync", connect_timeout_s: float = 5.0) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.connect_timeout_s = connect_timeout_s
+        self._correlation = itertools.count(1)
+        self._pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._slots = asyncio.Semaphore(limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX)
+        self._connect_lock = asyncio.Lock()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def request(self, body: Any, timeout_s: float = 30.0) -> Any:
+        """Send a kio request body and return the kio response body."""
+        async with self._slots:
+            writer = await self._connect()
+            correlation_id = next(self._correlation) & 0x7FFFFFFF
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._pending[correlation_id] = (int(body.__api_key__), int(body.__version__), future)
+            try:
+                writer.write(encode_request(body, correlation_id, self.client_id))
+                await writer.drain()
+                return await asyncio.wait_for(future, timeout_s)
+            finally:
+                self._pending.pop(correlation_id, None)
+
+    async def send_without_response(self, body: Any) -> None:
+        """For Produce with acks=0, which Kafka never answers."""
+        writer = await self._connect()
+        writer.write(encode_request(body, next(self._correlation) & 0x7FFFFFFF, self.client_id))
+        await writer.drain()
+
+    async def close(self) -> None:
+        task, self._reader_task = self._reader_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._drop(ConnectionError(f"connection to {self.address} closed"))
+
+    async def _connect(self) -> asyncio.StreamWriter:
+        async with self._connect_lock:
+            if self._writer is not None and not self._writer.is_closing():
+                return self._writer
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout=self.connect_timeout_s)
+            self._writer = writer
+            self._reader_task = asyncio.create_task(self._read_loop(reader), name=f"kafka-read-{self.address}")
+            return writer
+
+    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+        error: BaseException = ConnectionError(f"connection to {self.address} lost")
+        try:
+            while True:
+                (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+                if not 4 <= size <= RESPONSE_BYTES_MAX:
+                    raise ConnectionError(f"response of {size} bytes from {self.address}")
+                payload = await reader.readexactly(size)
+                (correlation_id,) = _SIZE.unpack_from(payload, 0)
+                entry = self._pending.get(correlation_id)
+                if entry is None:
+                    continue  # its requester timed out
+                api_key, api_version, future = entry
+                if not future.done():
+                    future.set_result(decode_response(api_key, api_version, payload)[1])
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
+            error = ConnectionError(f"connection to {self.address} lost: {exc}")
+        except Exception as exc:  # an undecodable response: fail the waiters, drop the connection
+            log.warning("Bad response from %s: %r", self.address, exc)
+            error = ConnectionError(f"bad response from {self.address}: {exc!r}")
+        finally:
+            self._drop(error)
+
+    def _drop(self, error: BaseException) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+        for _, _, future in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self._pending.clear()
