@@ -9,8 +9,10 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
-	@command -v java >/dev/null 2>&1 || { echo "installing a Java runtime for Spark"; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q default-jre-headless; }
+	@missing=""; command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[spark,test,dev]'
