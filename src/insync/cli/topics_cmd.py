@@ -1,0 +1,198 @@
+"""`insync topics create|list|describe|delete`, like `kafka-topics.sh`, over the Kafka protocol.
+
+It speaks only the Kafka protocol (confluent-kafka's AdminClient), so it works against any Kafka-compatible
+cluster. `describe` prints one line per partition in kafka-topics' format and takes its filters:
+`--under-replicated-partitions` (ISR smaller than the replica set), `--under-min-isr-partitions` (ISR smaller
+than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from insync.config import ConfigError, parse_overrides, validate_topic_configs
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+ADMIN_TIMEOUT_S = 15.0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("topics", help="create, list, describe and delete topics")
+    commands = parser.add_subparsers(dest="topics_command", metavar="ACTION")
+    commands.required = True
+
+    create = commands.add_parser("create", help="create a topic")
+    create.add_argument("name")
+    create.add_argument("--partitions", type=int, default=1)
+    create.add_argument("--replication-factor", type=int, default=1)
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="topic config")
+    create.set_defaults(func=_create)
+
+    listing = commands.add_parser("list", help="list topic names")
+    listing.set_defaults(func=_list)
+
+    describe = commands.add_parser("describe", help="leader, replicas and ISR of each partition")
+    describe.add_argument("names", nargs="*", help="topics (default: all)")
+    describe.add_argument("--under-replicated-partitions", action="store_true")
+    describe.add_argument("--under-min-isr-partitions", action="store_true")
+    describe.add_argument("--unavailable-partitions", action="store_true")
+    describe.set_defaults(func=_describe)
+
+    delete = commands.add_parser("delete", help="delete a topic")
+    delete.add_argument("name")
+    delete.set_defaults(func=_delete)
+
+    for sub in (create, listing, describe, delete):
+        sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
+
+
+def _admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000)})
+
+
+def _wait(admin: Any, futures: dict[str, Any], verb: str) -> int:
+    """Wait for each topic's future while `admin` stays referenced (librdkafka fails futures of a freed handle)."""
+    failed = 0
+    for name, future in futures.items():
+        try:
+            future.result(timeout=ADMIN_TIMEOUT_S)
+            print(f"{verb} topic {name}.")
+        except Exception as exc:  # KafkaException carries the broker's error name
+            print(f"Error: topic {name} not {verb.lower()}: {_kafka_error_text(exc)}", file=sys.stderr)
+            failed += 1
+    del admin
+    return 1 if failed else 0
+
+
+def _kafka_error_text(exc: Exception) -> str:
+    arg = exc.args[0] if exc.args else exc
+    name = getattr(arg, "name", None)
+    text = getattr(arg, "str", None)
+    if callable(name) and callable(text):
+        return f"{name()}: {text()}"
+    return str(exc)
+
+
+def _create(args: argparse.Namespace) -> int:
+    from confluent_kafka.admin import NewTopic
+
+    if args.partitions < 1:
+        raise ConfigError(f"--partitions must be at least 1, got {args.partitions}")
+    if args.replication_factor < 1:
+        raise ConfigError(f"--replication-factor must be at least 1, got {args.replication_factor}")
+    configs = parse_overrides(args.config)
+    validate_topic_configs(configs)
+    topic = NewTopic(args.name, num_partitions=args.partitions, replication_factor=args.replication_factor,
+                     config=configs)
+    admin = _admin(args.bootstrap_server)
+    return _wait(admin, admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S), "Created")
+
+
+def _delete(args: argparse.Namespace) -> int:
+    admin = _admin(args.bootstrap_server)
+    return _wait(admin, admin.delete_topics([args.name], operation_timeout=ADMIN_TIMEOUT_S), "Deleted")
+
+
+def _list(args: argparse.Namespace) -> int:
+    metadata = _admin(args.bootstrap_server).list_topics(timeout=ADMIN_TIMEOUT_S)
+    for name in sorted(metadata.topics):
+        print(name)
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRow:
+    topic: str
+    topic_id: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    min_isr: int
+
+    def matches(self, under_replicated: bool, under_min_isr: bool, unavailable: bool) -> bool:
+        if not (under_replicated or under_min_isr or unavailable):
+            return True
+        return ((under_replicated and len(self.isr) < len(self.replicas))
+                or (under_min_isr and len(self.isr) < self.min_isr)
+                or (unavailable and self.leader < 0))
+
+    def line(self) -> str:
+        return (f"\tTopic: {self.topic}\tTopicId: {self.topic_id}\tPartition: {self.partition}"
+                f"\tLeader: {self.leader if self.leader >= 0 else 'none'}"
+                f"\tReplicas: {','.join(map(str, self.replicas))}\tIsr: {','.join(map(str, self.isr))}")
+
+
+def describe_rows(bootstrap: str, names: Iterable[str] = ()) -> list[PartitionRow]:
+    """Every partition of the named topics (all topics when none are named), with its topic's min ISR."""
+    admin = _admin(bootstrap)
+    metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+    wanted = list(names) or sorted(metadata.topics)
+    unknown = [name for name in wanted if name not in metadata.topics]
+    if unknown:
+        raise ConfigError(f"unknown topic{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
+    min_isr = _min_isr_by_topic(admin, wanted)
+    topic_ids = _topic_ids(admin, wanted)
+    rows = []
+    for name in wanted:
+        topic = metadata.topics[name]
+        for pid in sorted(topic.partitions):
+            partition = topic.partitions[pid]
+            rows.append(PartitionRow(name, topic_ids.get(name, ""), pid, partition.leader,
+                                     tuple(partition.replicas), tuple(partition.isrs), min_isr.get(name, 1)))
+    return rows
+
+
+def _topic_ids(admin: Any, names: list[str]) -> dict[str, str]:
+    from confluent_kafka import TopicCollection
+
+    result: dict[str, str] = {}
+    if not names:
+        return result
+    for name, future in admin.describe_topics(TopicCollection(names), request_timeout=ADMIN_TIMEOUT_S).items():
+        try:
+            result[name] = str(future.result(timeout=ADMIN_TIMEOUT_S).topic_id or "")
+        except Exception:
+            continue  # brokers without topic ids: the column stays empty
+    return result
+
+
+def _min_isr_by_topic(admin: Any, names: list[str]) -> dict[str, int]:
+    from confluent_kafka.admin import ConfigResource
+
+    result: dict[str, int] = {}
+    if not names:
+        return result
+    futures = admin.describe_configs([ConfigResource("topic", name) for name in names],
+                                     request_timeout=ADMIN_TIMEOUT_S)
+    for resource, future in futures.items():
+        try:
+            entries = future.result(timeout=ADMIN_TIMEOUT_S)
+        except Exception:
+            continue  # a broker without DescribeConfigs: fall back to Kafka's default of 1
+        entry = entries.get("min.insync.replicas")
+        if entry is not None and entry.value is not None:
+            result[resource.name] = int(entry.value)
+    return result
+
+
+def _describe(args: argparse.Namespace) -> int:
+    rows = describe_rows(args.bootstrap_server, args.names)
+    filtered = [r for r in rows if r.matches(args.under_replicated_partitions, args.under_min_isr_partitions,
+                                             args.unavailable_partitions)]
+    any_filter = args.under_replicated_partitions or args.under_min_isr_partitions or args.unavailable_partitions
+    current = None
+    for row in filtered:
+        if row.topic != current and not any_filter:
+            count = sum(1 for r in rows if r.topic == row.topic)
+            print(f"Topic: {row.topic}\tTopicId: {row.topic_id}\tPartitionCount: {count}"
+                  f"\tReplicationFactor: {len(row.replicas)}\tConfigs: min.insync.replicas={row.min_isr}")
+            current = row.topic
+        print(row.line())
+    return 0
