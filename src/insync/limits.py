@@ -36,3 +36,6 @@ EVENTS_BUFFERED_MAX = 100_000
 
 # Idempotent producers (replication/producer_state.py)
 PRODUCERS_PER_PARTITION_MAX = 100_000
+
+# Controller (metadata log; no snapshots yet, so the whole log stays in memory)
+METADATA_LOG_RECORDS_MAX = 10_000_000

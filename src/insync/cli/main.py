@@ -17,6 +17,8 @@ from insync.config import ConfigError
 COMMAND_MODULES = (
     "insync.cli.log_cmd",
     "insync.cli.bench_cmd",
+    "insync.cli.topics_cmd",
+    "insync.cli.console_cmd",
 )
 
 

@@ -80,7 +80,7 @@ def _kafka_error_text(exc: Exception) -> str:
 
 
 def _create(args: argparse.Namespace) -> int:
-    from confluent_kafka.admin import NewTopic
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     if args.partitions < 1:
         raise ConfigError(f"--partitions must be at least 1, got {args.partitions}")
@@ -164,7 +164,7 @@ def _topic_ids(admin: Any, names: list[str]) -> dict[str, str]:
 
 
 def _min_isr_by_topic(admin: Any, names: list[str]) -> dict[str, int]:
-    from confluent_kafka.admin import ConfigResource
+    from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
     result: dict[str, int] = {}
     if not names:
