@@ -1,0 +1,1 @@
+"""Real-process harness: lay out and run local clusters, inject faults, check histories."""

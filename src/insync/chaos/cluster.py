@@ -1,0 +1,251 @@
+"""A local cluster of real insync processes: lay it out, start it, find it again, stop it.
+
+`insync cluster up --brokers N --dir DIR` writes one `server.properties` per node under `DIR/node-<id>/`
+(log dir `DIR/node-<id>/data`, `server.log` and `stdout.log` beside it), starts a controller (node 0) and N
+brokers (nodes 1..N) as separate `insync broker start` processes on 127.0.0.1, and records what it started in
+`DIR/cluster.json` (ids, roles, ports, pids). Every later command (`status`, `down`, `insync chaos ...`) reads
+that file, so a cluster is found by its directory alone.
+
+Ports: brokers listen on `port + id - 1`, the controller on `port + N`, and each node's Prometheus endpoint on
+`port + 100 + id`. `port=0` picks free ports (tests). Processes are started in their own session so a test's
+Ctrl-C does not reach them, and stopped with SIGTERM, then SIGKILL after a deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from insync.config import BrokerConfig, ConfigError, parse_overrides
+
+CLUSTER_FILE = "cluster.json"
+CONTROLLER_ID = 0
+STOP_DEADLINE_S = 10.0
+START_DEADLINE_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    node_id: int
+    roles: str
+    port: int
+    metrics_port: int
+    directory: str
+    pid: int | None = None
+
+    @property
+    def config_path(self) -> Path:
+        return Path(self.directory) / "server.properties"
+
+    @property
+    def log_dir(self) -> Path:
+        return Path(self.directory) / "data"
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    directory: str
+    nodes: tuple[NodeSpec, ...]
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def controller(self) -> NodeSpec:
+        return next(n for n in self.nodes if n.node_id == CONTROLLER_ID)
+
+    @property
+    def brokers(self) -> tuple[NodeSpec, ...]:
+        return tuple(n for n in self.nodes if n.node_id != CONTROLLER_ID)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.address for b in self.brokers)
+
+    def node(self, node_id: int) -> NodeSpec:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        raise ConfigError(f"no node {node_id} in the cluster at {self.directory}")
+
+    def with_pid(self, node_id: int, pid: int | None) -> ClusterSpec:
+        nodes = tuple(_replace_pid(n, pid) if n.node_id == node_id else n for n in self.nodes)
+        return ClusterSpec(self.directory, nodes, self.overrides)
+
+    def save(self) -> None:
+        path = Path(self.directory) / CLUSTER_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"directory": self.directory, "overrides": dict(self.overrides),
+                                   "nodes": [asdict(n) for n in self.nodes]}, indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, directory: str | Path) -> ClusterSpec:
+        path = Path(directory) / CLUSTER_FILE
+        if not path.exists():
+            raise ConfigError(f"no cluster at {directory}: {path} does not exist (run `insync cluster up`)")
+        try:
+            data = json.loads(path.read_text())
+            nodes = tuple(NodeSpec(**n) for n in data["nodes"])
+            return cls(str(data["directory"]), nodes, dict(data.get("overrides", {})))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path} is not a cluster description: {exc}") from None
+
+
+def _replace_pid(node: NodeSpec, pid: int | None) -> NodeSpec:
+    return NodeSpec(node.node_id, node.roles, node.port, node.metrics_port, node.directory, pid)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[str] = ()) -> ClusterSpec:
+    """Plan a cluster and write each node's server.properties; validates the overrides first."""
+    if brokers < 1:
+        raise ConfigError(f"--brokers must be at least 1, got {brokers}")
+    extra = parse_overrides(overrides)
+    root = Path(directory).resolve()
+    if port == 0:
+        ports = free_ports(2 * (brokers + 1))
+        node_ports = {i: ports[i] for i in range(brokers + 1)}
+        metric_ports = {i: ports[brokers + 1 + i] for i in range(brokers + 1)}
+    else:
+        node_ports = {i: port + i - 1 for i in range(1, brokers + 1)} | {CONTROLLER_ID: port + brokers}
+        metric_ports = {i: port + 100 + i for i in range(brokers + 1)}
+    nodes = []
+    for node_id in range(brokers + 1):
+        roles = "controller" if node_id == CONTROLLER_ID else "broker"
+        nodes.append(NodeSpec(node_id, roles, node_ports[node_id], metric_ports[node_id],
+                              str(root / f"node-{node_id}")))
+    spec = ClusterSpec(str(root), tuple(nodes), extra)
+    for node in spec.nodes:
+        properties = _properties(spec, node)
+        BrokerConfig(properties)  # an unknown key or bad value fails here, before anything starts
+        Path(node.directory).mkdir(parents=True, exist_ok=True)
+        node.config_path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    spec.save()
+    return spec
+
+
+def _properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
+    controller = spec.controller
+    listener_key = "controller.listener" if node.node_id == CONTROLLER_ID else "listeners"
+    listener_name = "CONTROLLER" if node.node_id == CONTROLLER_ID else "PLAINTEXT"
+    properties = {
+        "node.id": str(node.node_id),
+        "process.roles": node.roles,
+        listener_key: f"{listener_name}://127.0.0.1:{node.port}",
+        "controller.quorum.voters": f"{CONTROLLER_ID}@127.0.0.1:{controller.port}",
+        "log.dirs": str(node.log_dir),
+        "metrics.port": str(node.metrics_port),
+    }
+    properties.update(spec.overrides)
+    return properties
+
+
+def start_node(spec: ClusterSpec, node_id: int) -> ClusterSpec:
+    node = spec.node(node_id)
+    if node.pid is not None and pid_alive(node.pid):
+        raise ConfigError(f"node {node_id} is already running (pid {node.pid})")
+    stdout = open(Path(node.directory) / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "insync.cli.main", "broker", "start", "--config", str(node.config_path)],
+            stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            cwd=node.directory)
+    finally:
+        stdout.close()
+    updated = spec.with_pid(node_id, process.pid)
+    updated.save()
+    return updated
+
+
+def wait_listening(node: NodeSpec, deadline_s: float = START_DEADLINE_S) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if node.pid is not None and not pid_alive(node.pid):
+            raise RuntimeError(f"node {node.node_id} exited; see {Path(node.directory) / 'stdout.log'}")
+        try:
+            with socket.create_connection(("127.0.0.1", node.port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"node {node.node_id} not listening on {node.address} after {deadline_s} s")
+
+
+def stop_node(spec: ClusterSpec, node_id: int, deadline_s: float = STOP_DEADLINE_S,
+              sig: int = signal.SIGTERM) -> ClusterSpec:
+    """Graceful stop (SIGTERM), then SIGKILL once the deadline passes. SIGKILL straight away for `kill`."""
+    node = spec.node(node_id)
+    if node.pid is not None and pid_alive(node.pid):
+        _signal(node.pid, sig)
+        deadline = time.monotonic() + deadline_s
+        while pid_alive(node.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid_alive(node.pid):
+            _signal(node.pid, signal.SIGKILL)
+            _reap(node.pid, 5.0)
+    updated = spec.with_pid(node_id, None)
+    updated.save()
+    return updated
+
+
+def signal_node(spec: ClusterSpec, node_id: int, sig: int) -> None:
+    node = spec.node(node_id)
+    if node.pid is None or not pid_alive(node.pid):
+        raise ConfigError(f"node {node_id} is not running")
+    _signal(node.pid, sig)
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _reap(pid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+        if finished == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: fall through to the signal probe
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
