@@ -56,6 +56,7 @@ class LeaderChangeReason(StrEnum):
     PREFERRED = "preferred"
     UNCLEAN = "unclean"
     ISR_CHANGE = "isr_change"
+    UNFENCED = "unfenced"  # an offline partition back online when an ISR member returns
 
 
 # Fields each type must carry, beyond the common ones. Values are JSON Schema type names.

@@ -1,0 +1,416 @@
+"""The active controller: broker liveness, topics, leader election and ISR commits, as records.
+
+Every operation follows KRaft's shape: decide from the current image, produce a batch of records and a
+response, append the batch to the store, then apply it by replaying it (`MetadataImage.replay`), nothing else.
+Request-level errors (unknown broker, stale epoch, bad topic) raise `KafkaException` before anything is
+written; per-partition errors of AlterPartition travel in the response. Decisions that build on each other in
+one operation (fence two brokers, commit several AlterPartition items) are staged on a scratch image first.
+
+Time is the `now_ms` argument of each call (never decreasing); the owner (server or simulator) calls `tick`
+by `next_deadline_ms()` to fence brokers whose session expired and to run seed 003's propagation check.
+Replication-health events (`controller_elected`, `broker_*`, `leader_change`, `partition_offline|online`,
+`metadata_propagated`) collect in a bounded buffer that the owner drains.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from insync import errors
+from insync.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, validate_topic_configs
+from insync.controller.brokers import (
+    BrokerSessions,
+    BrokerState,
+    current_state,
+    is_caught_up,
+    next_broker_state,
+)
+from insync.controller.image import BrokerRegistration, MetadataImage
+from insync.controller.propagation import MetadataLog, PropagationConfig, Publication
+from insync.controller.records import (
+    NO_LEADER,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    ControllerChangeRecord,
+    FenceBrokerRecord,
+    PartitionRecord,
+    Record,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+)
+from insync.controller.replication_control import (
+    AlterPartitionItem,
+    TopicPartitionChange,
+    change_events,
+    check_alter_partition,
+    check_topic_name,
+    leaving_broker_changes,
+    place_replicas,
+    preferred_leader_changes,
+    returning_broker_changes,
+)
+from insync.controller.store import MetadataStore
+from insync.errors import KafkaError, KafkaException
+from insync.events import Event, EventType, LeaderChangeReason
+from insync.limits import (
+    ALTER_PARTITION_ITEMS_MAX,
+    BROKERS_MAX,
+    EVENTS_BUFFERED_MAX,
+    METADATA_RECORDS_PER_BATCH_MAX,
+)
+
+T = TypeVar("T")
+
+# One CreateTopics batch holds the topic, its configs and its partitions.
+TOPIC_PARTITIONS_MAX = METADATA_RECORDS_PER_BATCH_MAX - 1 - len(TOPIC_CONFIGS)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerResult(Generic[T]):
+    records: tuple[Record, ...]
+    response: T
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicResponse:
+    topic_id: str
+    assignments: tuple[tuple[int, ...], ...]  # replicas per partition, the first one leads
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionItemResult:
+    """The partition's state after the request (or as it stands, with the error that refused the change)."""
+
+    topic_id: str
+    partition: int
+    error: KafkaError
+    leader: int = NO_LEADER
+    isr: tuple[int, ...] = ()
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+
+
+class _Batch:
+    """Records staged on a scratch image, so that later decisions of one operation see the earlier ones."""
+
+    def __init__(self, image: MetadataImage, node_id: int, now_ms: int) -> None:
+        self.image = image
+        self.records: list[Record] = []
+        self.events: list[Event] = []
+        self._node_id = node_id
+        self._now_ms = now_ms
+
+    def add(self, record: Record) -> None:
+        self.records.append(record)
+        self.image = self.image.replay(record)
+
+    def add_changes(self, changes: Sequence[TopicPartitionChange]) -> None:
+        for change in changes:
+            self.add(change.change.record)
+            self.events.extend(change_events(self._now_ms, self._node_id, change))
+
+    def event(self, event_type: EventType, **fields: int) -> None:
+        self.events.append(Event(self._now_ms, self._node_id, event_type, fields=fields))
+
+
+def _config_text(value: object) -> str:
+    """Config values are stored as Kafka writes them: `true`/`false`, comma-joined lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+class Controller:
+    """One active controller over a `MetadataStore`; see the module docstring for the rules."""
+
+    def __init__(self, node_id: int, config: BrokerConfig, store: MetadataStore, now_ms: int,
+                 rng: random.Random) -> None:
+        assert node_id >= 0 and now_ms >= 0
+        self.node_id = node_id
+        self._config = config
+        self._store = store
+        self._rng = rng  # topic ids and placement: a seeded simulator gets the same cluster every run
+        self._now_ms = now_ms
+        records = store.load()
+        self._image = MetadataImage.from_records(records)
+        self._log = MetadataLog(PropagationConfig.from_broker_config(config), records, now_ms)
+        session_timeout_ms = config.get("broker.session.timeout.ms")
+        assert isinstance(session_timeout_ms, int)
+        self._sessions = BrokerSessions(session_timeout_ms)
+        self._events: deque[Event] = deque(maxlen=EVENTS_BUFFERED_MAX)
+        self.events_dropped = 0
+        # Like Kafka's newly active controller, give live brokers a full session instead of fencing them all.
+        for broker in self._image.brokers.values():
+            if not broker.fenced:
+                self._sessions.touch(broker.broker_id, now_ms)
+        batch = self._batch(now_ms)
+        epoch = self._image.controller_epoch + 1
+        batch.add(ControllerChangeRecord(node_id, epoch))
+        batch.event(EventType.CONTROLLER_ELECTED, controller_epoch=epoch)
+        self._commit(batch, now_ms)
+
+    # ---- state for the owner
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._image
+
+    @property
+    def propagations(self) -> int:
+        return self._log.propagations
+
+    @property
+    def published_offset(self) -> int:
+        return self._log.published_offset
+
+    def records_since(self, offset: int, max_records: int) -> tuple[list[tuple[int, Record]], int]:
+        return self._log.records_since(offset, max_records)
+
+    def next_deadline_ms(self) -> int:
+        """When `tick` next has work: the propagation check or the first session expiry."""
+        live = [b.broker_id for b in self._image.brokers.values() if not b.fenced]
+        expiry = self._sessions.next_expiry_ms(live)
+        check = self._log.next_check_ms()
+        return check if expiry is None else min(check, expiry)
+
+    def drain_events(self) -> list[Event]:
+        events = list(self._events)
+        self._events.clear()
+        return events
+
+    def close(self) -> None:
+        self._store.close()
+
+    # ---- brokers
+
+    def register_broker(self, broker_id: int, incarnation_id: str, host: str, port: int, now_ms: int,
+                        rack: str | None = None) -> ControllerResult[int]:
+        """BrokerRegistration: a new broker epoch (the record's offset); the broker starts fenced."""
+        self._advance(now_ms)
+        invalid = errors.BY_NAME["INVALID_REGISTRATION"]
+        if broker_id < 0 or not 0 < port <= 65535 or not incarnation_id:
+            raise KafkaException(invalid, f"broker {broker_id} at {host}:{port} incarnation {incarnation_id!r}")
+        existing = self._image.brokers.get(broker_id)
+        if existing is None and len(self._image.brokers) >= BROKERS_MAX:
+            raise KafkaException(invalid, f"the cluster already has {BROKERS_MAX} brokers")
+        if (existing is not None and existing.incarnation_id != incarnation_id
+                and self._sessions.has_valid_session(broker_id, now_ms)):
+            raise KafkaException(errors.BY_NAME["DUPLICATE_BROKER_REGISTRATION"],
+                                 f"broker {broker_id} is registered by incarnation {existing.incarnation_id} "
+                                 "whose session has not expired")
+        batch = self._batch(now_ms)
+        if existing is not None and not existing.fenced:
+            self._fence(batch, existing, str(LeaderChangeReason.FENCED))  # a restart the session did not see
+        epoch = self._log.end_offset + len(batch.records)
+        batch.add(RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack))
+        batch.event(EventType.BROKER_REGISTERED, broker_id=broker_id, broker_epoch=epoch)
+        records = self._commit(batch, now_ms)
+        self._sessions.touch(broker_id, now_ms)  # after the commit: a failed write leaves no session behind
+        return ControllerResult(records, epoch)
+
+    def heartbeat(self, broker_id: int, broker_epoch: int, now_ms: int, current_metadata_offset: int,
+                  want_fence: bool = False, want_shutdown: bool = False) -> ControllerResult[HeartbeatResponse]:
+        """BrokerHeartbeat: renews the session and moves the broker through Kafka's state table."""
+        self._advance(now_ms)
+        broker = self._registered(broker_id, broker_epoch)
+        self._sessions.touch(broker_id, now_ms)
+        shutting_down = want_shutdown or broker.in_controlled_shutdown
+        has_leaderships = shutting_down and bool(self._image.partitions_led_by(broker_id))  # a scan: only if asked
+        state = next_broker_state(broker, current_metadata_offset, want_fence, want_shutdown, has_leaderships)
+        batch = self._batch(now_ms)
+        if state is not current_state(broker):
+            if state is BrokerState.UNFENCED:
+                self._unfence(batch, broker)
+            elif state is BrokerState.FENCED:
+                self._fence(batch, broker, str(LeaderChangeReason.FENCED))
+            elif state is BrokerState.CONTROLLED_SHUTDOWN:
+                batch.add_changes(leaving_broker_changes(batch.image, broker_id, str(LeaderChangeReason.SHUTDOWN),
+                                                         self._unclean_allowed))
+                batch.add(BrokerRegistrationChangeRecord(broker_id, broker.broker_epoch, True))
+            elif not broker.fenced:
+                self._fence(batch, broker, str(LeaderChangeReason.SHUTDOWN))
+        records = self._commit(batch, now_ms)
+        response = HeartbeatResponse(is_caught_up(broker, current_metadata_offset),
+                                     self._image.brokers[broker_id].fenced, state is BrokerState.SHUTDOWN_NOW)
+        return ControllerResult(records, response)
+
+    def tick(self, now_ms: int) -> ControllerResult[None]:
+        """Fence brokers whose session expired, then run the ISR propagation check if it is due."""
+        self._advance(now_ms)
+        live = [b.broker_id for b in self._image.brokers.values() if not b.fenced]
+        batch = self._batch(now_ms)
+        for broker_id in self._sessions.expired(live, now_ms):
+            self._fence(batch, batch.image.brokers[broker_id], str(LeaderChangeReason.FENCED))
+        records = self._commit(batch, now_ms)
+        self._note_publication(self._log.tick(now_ms), now_ms)
+        return ControllerResult(records, None)
+
+    # ---- topics
+
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
+                     configs: Mapping[str, object], now_ms: int) -> ControllerResult[CreateTopicResponse]:
+        """CreateTopics for one topic: replicas placed round-robin over eligible brokers, first replica leads."""
+        self._advance(now_ms)
+        self._check_new_topic(name, num_partitions, replication_factor)
+        try:
+            parsed = validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
+        topic_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        assignments = place_replicas(self._image.eligible_brokers(), num_partitions, replication_factor, self._rng)
+        batch = self._batch(now_ms)
+        batch.add(TopicRecord(name, topic_id))
+        for key in sorted(parsed):
+            batch.add(ConfigRecord(name, key, _config_text(parsed[key])))
+        for partition, replicas in enumerate(assignments):
+            batch.add(PartitionRecord(topic_id, partition, replicas, replicas, replicas[0], 0, 0))
+            fields = {"leader_before": NO_LEADER, "leader_after": replicas[0], "leader_epoch": 0,
+                      "isr": list(replicas), "reason": str(LeaderChangeReason.CREATED)}
+            batch.events.append(Event(now_ms, self.node_id, EventType.LEADER_CHANGE, name, partition, fields))
+        records = self._commit(batch, now_ms)
+        return ControllerResult(records, CreateTopicResponse(topic_id, tuple(assignments)))
+
+    def delete_topic(self, name: str, now_ms: int) -> ControllerResult[str]:
+        """DeleteTopics for one topic; answers its topic id."""
+        self._advance(now_ms)
+        topic = self._image.topic(name)
+        if topic is None:
+            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic named {name!r}")
+        batch = self._batch(now_ms)
+        batch.add(RemoveTopicRecord(topic.topic_id))
+        return ControllerResult(self._commit(batch, now_ms), topic.topic_id)
+
+    # ---- partitions
+
+    def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[AlterPartitionItem],
+                        now_ms: int) -> ControllerResult[tuple[AlterPartitionItemResult, ...]]:
+        """AlterPartition (KIP-497): commit each leader-proposed ISR that passes the fencing checks."""
+        self._advance(now_ms)
+        broker = self._image.brokers.get(broker_id)
+        if broker is None or broker.broker_epoch != broker_epoch:
+            raise KafkaException(errors.STALE_BROKER_EPOCH,
+                                 f"broker {broker_id} epoch {broker_epoch} is not the registered one")
+        if len(items) > ALTER_PARTITION_ITEMS_MAX:
+            raise KafkaException(errors.INVALID_REQUEST, f"{len(items)} partitions > {ALTER_PARTITION_ITEMS_MAX}")
+        batch = self._batch(now_ms)
+        results = []
+        for item in items:
+            outcome = check_alter_partition(batch.image, broker_id, item)
+            if outcome is not None and not isinstance(outcome, KafkaError):
+                batch.add(outcome.record)
+            error = outcome if isinstance(outcome, KafkaError) else errors.NONE
+            results.append(self._partition_state(batch.image, item, error))
+        return ControllerResult(self._commit(batch, now_ms), tuple(results))
+
+    def elect_preferred_leaders(self, now_ms: int) -> ControllerResult[int]:
+        """Move leadership back to first replicas that are in sync; answers how many partitions moved."""
+        self._advance(now_ms)
+        batch = self._batch(now_ms)
+        changes = preferred_leader_changes(self._image)
+        batch.add_changes(changes)
+        return ControllerResult(self._commit(batch, now_ms), len(changes))
+
+    # ---- internals
+
+    def _advance(self, now_ms: int) -> None:
+        assert now_ms >= self._now_ms, f"time went backwards: {now_ms} < {self._now_ms}"
+        self._now_ms = now_ms
+
+    def _batch(self, now_ms: int) -> _Batch:
+        return _Batch(self._image, self.node_id, now_ms)
+
+    def _commit(self, batch: _Batch, now_ms: int) -> tuple[Record, ...]:
+        """Append to the store, then apply by replay: the one place controller state changes."""
+        records = tuple(batch.records)
+        if not records:
+            assert not batch.events
+            return records
+        self._store.append(records)
+        publication = self._log.append(records, now_ms)
+        image = self._image
+        for record in records:
+            image = image.replay(record)
+        assert image.offset == self._log.end_offset == batch.image.offset, (image.offset, self._log.end_offset)
+        self._image = image
+        self._emit(batch.events)
+        self._note_publication(publication, now_ms)
+        return records
+
+    def _note_publication(self, publication: Publication | None, now_ms: int) -> None:
+        if publication is not None:
+            self._emit([Event(now_ms, self.node_id, EventType.METADATA_PROPAGATED,
+                              fields={"changes": publication.changes})])
+
+    def _emit(self, events: Sequence[Event]) -> None:
+        overflow = len(self._events) + len(events) - EVENTS_BUFFERED_MAX
+        self.events_dropped += max(0, overflow)  # the deque drops the oldest; the owner drains too rarely
+        self._events.extend(events)
+
+    def _registered(self, broker_id: int, broker_epoch: int) -> BrokerRegistration:
+        broker = self._image.brokers.get(broker_id)
+        if broker is None:
+            raise KafkaException(errors.BROKER_ID_NOT_REGISTERED, f"broker {broker_id} is not registered")
+        if broker.broker_epoch != broker_epoch:
+            raise KafkaException(errors.STALE_BROKER_EPOCH,
+                                 f"broker {broker_id} epoch {broker_epoch}, registered {broker.broker_epoch}")
+        return broker
+
+    def _fence(self, batch: _Batch, broker: BrokerRegistration, reason: str) -> None:
+        batch.add_changes(leaving_broker_changes(batch.image, broker.broker_id, reason, self._unclean_allowed))
+        batch.add(FenceBrokerRecord(broker.broker_id, broker.broker_epoch))
+        batch.event(EventType.BROKER_FENCED, broker_id=broker.broker_id)
+
+    def _unfence(self, batch: _Batch, broker: BrokerRegistration) -> None:
+        changes = returning_broker_changes(batch.image, broker.broker_id, self._unclean_allowed)
+        batch.add(UnfenceBrokerRecord(broker.broker_id, broker.broker_epoch))
+        batch.add_changes(changes)
+        batch.event(EventType.BROKER_UNFENCED, broker_id=broker.broker_id)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        """`unclean.leader.election.enable`: the topic's override, else the broker default."""
+        text = self._image.configs(topic).get("unclean.leader.election.enable")
+        if text is None:
+            return self._config.get("unclean.leader.election.enable") is True
+        return text == "true"
+
+    def _check_new_topic(self, name: str, num_partitions: int, replication_factor: int) -> None:
+        check_topic_name(name)
+        if name in self._image.topic_ids_by_name:
+            raise KafkaException(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        # Kafka refuses names that differ only by '.' versus '_': their metric names would collide.
+        for existing in self._image.topic_ids_by_name:
+            if existing.replace(".", "_") == name.replace(".", "_"):
+                raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
+                                     f"topic {name!r} collides with existing topic {existing!r}")
+        if not 1 <= num_partitions <= TOPIC_PARTITIONS_MAX:
+            raise KafkaException(errors.INVALID_PARTITIONS,
+                                 f"{num_partitions} partitions: must be between 1 and {TOPIC_PARTITIONS_MAX}")
+        live = len(self._image.eligible_brokers())
+        if not 1 <= replication_factor <= live:
+            raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
+                                 f"replication factor {replication_factor}: {live} brokers are available")
+
+    @staticmethod
+    def _partition_state(image: MetadataImage, item: AlterPartitionItem,
+                         error: KafkaError) -> AlterPartitionItemResult:
+        reg = image.partition(item.topic_id, item.partition)
+        if reg is None:
+            return AlterPartitionItemResult(item.topic_id, item.partition, error)
+        return AlterPartitionItemResult(item.topic_id, item.partition, error, reg.leader, reg.isr,
+                                        reg.leader_epoch, reg.partition_epoch)

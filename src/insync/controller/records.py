@@ -1,0 +1,244 @@
+"""Metadata records: the only way cluster state changes, mirroring KRaft's `__cluster_metadata` records.
+
+The controller never edits its image. Each operation produces a batch of records, appends it to the store and
+then replays it (`image.py`); a restarted controller replays the same records and arrives at the same image.
+Brokers receive the same records, in order, with their offsets (`propagation.py`).
+
+Every record is a frozen dataclass with a JSON encoding: `to_dict()` gives `{"type": "<tag>", ...fields}` and
+`record_from_dict()` decodes it back, checking each field's presence and type, so a damaged store line is a
+`RecordError` naming the record type and the field, never a half-built record. Records also check their own
+invariants (an ISR inside the replicas, no duplicate brokers, non-negative epochs) on construction.
+
+Unlike KRaft, a `PartitionChangeRecord` carries the resulting leader epoch and partition epoch, so replay
+verifies instead of computing them, and `leader is None` marks an ISR-only change (what seed 003 batches).
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, ClassVar, Union
+
+NO_LEADER = -1
+
+
+class RecordError(ValueError):
+    """A record (or its JSON form) is malformed; the message names the record type and what is wrong."""
+
+
+def _require(condition: bool, record: object, detail: str) -> None:
+    if not condition:
+        raise RecordError(f"{type(record).__name__}: {detail}")
+
+
+def _check_brokers(record: object, name: str, brokers: tuple[int, ...] | None, allow_empty: bool) -> None:
+    if brokers is None:
+        return
+    _require(allow_empty or len(brokers) > 0, record, f"{name} is empty")
+    _require(len(set(brokers)) == len(brokers), record, f"{name} {list(brokers)} has duplicates")
+    _require(all(b >= 0 for b in brokers), record, f"{name} {list(brokers)} has a negative broker id")
+
+
+class _Record:
+    """Shared JSON encoding. Subclasses are frozen slotted dataclasses with a unique `TYPE` tag."""
+
+    __slots__ = ()
+    TYPE: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.TYPE}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord(_Record):
+    TYPE: ClassVar[str] = "topic"
+    name: str
+    topic_id: str
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), self, "empty topic name")
+        _require(bool(self.topic_id), self, "empty topic_id")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord(_Record):
+    TYPE: ClassVar[str] = "partition"
+    topic_id: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+    def __post_init__(self) -> None:
+        _require(self.partition >= 0, self, f"negative partition {self.partition}")
+        _check_brokers(self, "replicas", self.replicas, allow_empty=False)
+        _check_brokers(self, "isr", self.isr, allow_empty=False)
+        _require(set(self.isr) <= set(self.replicas), self, f"isr {list(self.isr)} not within replicas")
+        _require(self.leader == NO_LEADER or self.leader in self.isr, self, f"leader {self.leader} not in isr")
+        _require(self.leader_epoch >= 0 and self.partition_epoch >= 0, self, "negative epoch")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord(_Record):
+    """A committed change of one partition: ISR-only when `leader is None`, a leadership change otherwise.
+
+    `leader_epoch` and `partition_epoch` are the values after the change; a leadership change bumps both,
+    an ISR-only change bumps only the partition epoch (KIP-497's `partition_epoch`, ZooKeeper's zkVersion).
+    """
+
+    TYPE: ClassVar[str] = "partition_change"
+    topic_id: str
+    partition: int
+    isr: tuple[int, ...] | None
+    leader: int | None
+    leader_epoch: int
+    partition_epoch: int
+
+    def __post_init__(self) -> None:
+        _require(self.partition >= 0, self, f"negative partition {self.partition}")
+        _require(self.isr is not None or self.leader is not None, self, "changes neither isr nor leader")
+        _check_brokers(self, "isr", self.isr, allow_empty=False)
+        _require(self.leader is None or self.leader >= NO_LEADER, self, f"bad leader {self.leader}")
+        _require(self.leader_epoch >= 0 and self.partition_epoch >= 0, self, "negative epoch")
+
+    @property
+    def is_isr_only(self) -> bool:
+        return self.leader is None
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveTopicRecord(_Record):
+    TYPE: ClassVar[str] = "remove_topic"
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord(_Record):
+    """A broker (re-)registers; it starts fenced. Its epoch is the record's metadata offset, as in KRaft."""
+
+    TYPE: ClassVar[str] = "register_broker"
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    host: str
+    port: int
+    rack: str | None = None
+
+    def __post_init__(self) -> None:
+        _require(self.broker_id >= 0, self, f"negative broker_id {self.broker_id}")
+        _require(self.broker_epoch >= 0, self, f"negative broker_epoch {self.broker_epoch}")
+        _require(0 <= self.port <= 65535, self, f"port {self.port} out of range")
+
+
+@dataclass(frozen=True, slots=True)
+class FenceBrokerRecord(_Record):
+    TYPE: ClassVar[str] = "fence_broker"
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class UnfenceBrokerRecord(_Record):
+    TYPE: ClassVar[str] = "unfence_broker"
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationChangeRecord(_Record):
+    """KRaft's record for a broker entering controlled shutdown (its only use here)."""
+
+    TYPE: ClassVar[str] = "broker_registration_change"
+    broker_id: int
+    broker_epoch: int
+    in_controlled_shutdown: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRecord(_Record):
+    """A topic config override; `value is None` deletes it (KRaft's null value)."""
+
+    TYPE: ClassVar[str] = "config"
+    topic: str
+    key: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerChangeRecord(_Record):
+    """A controller became active; the epoch fences requests of an older controller."""
+
+    TYPE: ClassVar[str] = "controller_change"
+    controller_id: int
+    controller_epoch: int
+
+    def __post_init__(self) -> None:
+        _require(self.controller_epoch > 0, self, f"controller_epoch {self.controller_epoch} must be > 0")
+
+
+Record = (
+    TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | RegisterBrokerRecord
+    | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | ConfigRecord
+    | ControllerChangeRecord
+)
+
+RECORD_TYPES: dict[str, type[_Record]] = {
+    cls.TYPE: cls for cls in typing.get_args(Record)
+}
+
+
+def _decode(value: object, hint: object, where: str) -> object:
+    """Check `value` against a field annotation (the few shapes records use) and convert lists to tuples."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        assert len(inner) == 1, hint
+        return _decode(value, inner[0], where)
+    if typing.get_origin(hint) is tuple:
+        if not isinstance(value, list):
+            raise RecordError(f"{where}: expected a list, got {value!r}")
+        return tuple(_decode(item, args[0], f"{where}[{i}]") for i, item in enumerate(value))
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise RecordError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise RecordError(f"{where}: expected an integer, got {value!r}")
+        return value
+    assert hint is str, hint
+    if not isinstance(value, str):
+        raise RecordError(f"{where}: expected a string, got {value!r}")
+    return value
+
+
+def record_from_dict(data: object) -> Record:
+    """Decode one record from its JSON form; raises RecordError naming the type and field that is wrong."""
+    if not isinstance(data, dict):
+        raise RecordError(f"a record must be a JSON object, got {type(data).__name__}")
+    tag = data.get("type")
+    cls = RECORD_TYPES.get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        raise RecordError(f"unknown record type {tag!r}; known: {', '.join(sorted(RECORD_TYPES))}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(names) - {"type"})
+    if unknown:
+        raise RecordError(f"{cls.__name__}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+    kwargs: dict[str, object] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name not in data:
+            if f.default is not MISSING:  # a field with a default (rack) may be absent
+                continue
+            raise RecordError(f"{cls.__name__}: missing field {f.name}")
+        kwargs[f.name] = _decode(data[f.name], hints[f.name], f"{cls.__name__}.{f.name}")
+    return cls(**kwargs)  # type: ignore[return-value]

@@ -1,0 +1,184 @@
+"""Partition decisions of the controller, after Kafka's `ReplicationControlManager`: pure functions of an image.
+
+Each function reads a `MetadataImage` and returns the partition changes to make, never touching state:
+- `leaving_broker_changes`: a broker is fenced or enters controlled shutdown. It leaves every ISR (KRaft does
+  this) except where it is the last member, since an empty ISR would forget who holds the committed data;
+  partitions it led elect a new leader from the remaining ISR, unclean only where the topic allows it, or
+  go offline (leader -1).
+- `returning_broker_changes`: a broker is unfenced; offline partitions it can lead elect it.
+- `preferred_leader_changes`: move leadership back to each partition's first replica where it is in sync.
+- `check_alter_partition`: KIP-497 validation of one AlterPartition item, then the change it commits.
+- `place_replicas` and `check_topic_name` for topic creation.
+`change_events` turns a change into the replication-health events DESIGN.md 7 lists.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from insync import errors
+from insync.controller.election import PartitionChange, build_partition_change
+from insync.controller.image import MetadataImage, PartitionView
+from insync.controller.records import NO_LEADER
+from insync.errors import KafkaError, KafkaException
+from insync.events import Event, EventType, LeaderChangeReason
+
+# A partition comes back online because an ISR member returned. DESIGN.md 7 has no reason for this yet
+# (LeaderChangeReason lives in events.py); the schema types `reason` as a string.
+REASON_UNFENCED = "unfenced"
+
+TOPIC_NAME_MAX = 249
+_LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionChange:
+    topic: str
+    change: PartitionChange
+    reason: str
+
+
+def _changes(views: list[PartitionView], target_isr: Callable[[PartitionView], tuple[int, ...]],
+             is_eligible: Callable[[int], bool], unclean_for: Callable[[str], bool], reason: str,
+             preferred: bool = False) -> list[TopicPartitionChange]:
+    out = []
+    for view in views:
+        change = build_partition_change(view.topic_id, view.partition, view.registration, target_isr(view),
+                                        is_eligible, unclean_for(view.topic), preferred)
+        if change is not None:
+            out.append(TopicPartitionChange(view.topic, change,
+                                            str(LeaderChangeReason.UNCLEAN) if change.unclean else reason))
+    assert len(out) <= len(views)
+    return out
+
+
+def leaving_broker_changes(image: MetadataImage, broker_id: int, reason: str,
+                           unclean_for: Callable[[str], bool]) -> list[TopicPartitionChange]:
+    """Take `broker_id` out of every ISR (but never empty one) and move its leaderships."""
+    assert broker_id in image.brokers, broker_id
+
+    def without_broker(view: PartitionView) -> tuple[int, ...]:
+        isr = view.registration.isr
+        return tuple(b for b in isr if b != broker_id) or isr
+
+    def eligible(b: int) -> bool:
+        return b != broker_id and image.is_eligible(b)
+
+    views = image.partitions_with_replica_in_isr(broker_id)
+    return _changes(views, without_broker, eligible, unclean_for, reason)
+
+
+def returning_broker_changes(image: MetadataImage, broker_id: int,
+                             unclean_for: Callable[[str], bool]) -> list[TopicPartitionChange]:
+    """Elect leaders for offline partitions now that `broker_id` (not yet unfenced in `image`) is back."""
+    assert broker_id in image.brokers, broker_id
+
+    def eligible(b: int) -> bool:
+        return b == broker_id or image.is_eligible(b)
+
+    views = [v for v in image.offline_partitions() if broker_id in v.registration.replicas]
+    return _changes(views, lambda v: v.registration.isr, eligible, unclean_for, REASON_UNFENCED)
+
+
+def preferred_leader_changes(image: MetadataImage) -> list[TopicPartitionChange]:
+    """Move leadership to the first replica wherever it is in the ISR and eligible but not leading."""
+    views = [v for v in image.all_partitions()
+             if v.registration.leader != v.registration.replicas[0]
+             and v.registration.replicas[0] in v.registration.isr
+             and image.is_eligible(v.registration.replicas[0])]
+    return _changes(views, lambda v: v.registration.isr, image.is_eligible, lambda _: False,
+                    str(LeaderChangeReason.PREFERRED), preferred=True)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionItem:
+    """One partition of an AlterPartition request: the leader's proposed ISR and the state it is based on."""
+
+    topic_id: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+
+
+def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionItem
+                          ) -> KafkaError | PartitionChange | None:
+    """The error for `item`, or the change to commit (None: the proposed ISR is already the ISR)."""
+    topic = image.topics_by_id.get(item.topic_id)
+    if topic is None:
+        return errors.UNKNOWN_TOPIC_ID
+    current = topic.partitions.get(item.partition)
+    if current is None:
+        return errors.UNKNOWN_TOPIC_OR_PARTITION
+    if item.leader_epoch != current.leader_epoch:
+        return errors.FENCED_LEADER_EPOCH
+    if broker_id != current.leader:
+        return errors.NOT_LEADER_OR_FOLLOWER
+    if item.partition_epoch != current.partition_epoch:
+        return errors.INVALID_UPDATE_VERSION
+    if broker_id not in item.new_isr or len(set(item.new_isr)) != len(item.new_isr):
+        return errors.INVALID_REQUEST  # the leader must stay in its ISR, once
+    added = [b for b in item.new_isr if b not in current.isr]
+    if any(b not in current.replicas or not image.is_eligible(b) for b in added):
+        return errors.INELIGIBLE_REPLICA
+    change = build_partition_change(item.topic_id, item.partition, current, item.new_isr, image.is_eligible,
+                                    unclean_allowed=False)
+    assert change is None or change.leader_after == broker_id, change  # an eligible leader in its ISR stays
+    return change
+
+
+def check_topic_name(name: str) -> None:
+    """Kafka's topic name rules (`Topic.validate`); raises INVALID_TOPIC_EXCEPTION saying which one failed."""
+    if not name:
+        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION, "topic name is empty")
+    if name in (".", ".."):
+        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
+    if len(name) > TOPIC_NAME_MAX:
+        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
+                             f"topic name is {len(name)} characters, longer than {TOPIC_NAME_MAX}")
+    if not _LEGAL_TOPIC_CHARS.match(name):
+        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
+                             f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_', '-'")
+
+
+def place_replicas(brokers: list[int], num_partitions: int, replication_factor: int,
+                   rng: random.Random) -> list[tuple[int, ...]]:
+    """Kafka's rack-unaware assignment: leaders round-robin from a random start, followers shifted.
+
+    Partition p's first replica is broker (start + p) mod n; follower j sits `1 + (shift + j) mod (n - 1)`
+    places after it, and the shift grows by one after each full round, so followers of one broker's
+    partitions spread over the other brokers too.
+    """
+    n = len(brokers)
+    assert 1 <= replication_factor <= n and num_partitions >= 1, (brokers, num_partitions, replication_factor)
+    ordered = sorted(brokers)
+    start = rng.randrange(n)
+    shift = rng.randrange(n)
+    out: list[tuple[int, ...]] = []
+    for p in range(num_partitions):
+        if p > 0 and p % n == 0:
+            shift += 1
+        first = (p + start) % n
+        followers = [(first + 1 + (shift + j) % (n - 1)) % n for j in range(replication_factor - 1)]
+        out.append(tuple(ordered[i] for i in [first, *followers]))
+    assert all(len(set(r)) == replication_factor for r in out), out
+    return out
+
+
+def change_events(ts_ms: int, node_id: int, tpc: TopicPartitionChange) -> list[Event]:
+    """leader_change, and partition_offline / partition_online when the leader goes to or comes from -1."""
+    change = tpc.change
+    if change.leader_before == change.leader_after:
+        return []
+    fields = {"leader_before": change.leader_before, "leader_after": change.leader_after,
+              "leader_epoch": change.record.leader_epoch, "isr": list(change.isr_after), "reason": tpc.reason}
+    partition = change.record.partition
+    events = [Event(ts_ms, node_id, EventType.LEADER_CHANGE, tpc.topic, partition, fields)]
+    if change.leader_after == NO_LEADER:
+        events.append(Event(ts_ms, node_id, EventType.PARTITION_OFFLINE, tpc.topic, partition))
+    elif change.leader_before == NO_LEADER:
+        events.append(Event(ts_ms, node_id, EventType.PARTITION_ONLINE, tpc.topic, partition))
+    return events

@@ -1,0 +1,138 @@
+"""Where the controller keeps its metadata records: a three-method interface and two implementations.
+
+`MetadataStore` is all the controller needs: `load()` the records of earlier runs, `append(records)` a batch
+durably before it is applied, `close()`. `MemoryStore` serves the simulator and tests. `LocalFileStore` is
+`metadata.store=local`: one JSON-lines file in the controller's directory, one line per batch:
+
+    {"crc": <crc32c of the records' canonical JSON>, "records": [{"type": "...", ...}, ...]}
+
+One line per batch makes a batch atomic: a crash can only tear the last line, and a torn last line (no
+newline, bad JSON or a CRC mismatch) is dropped on load with a log line and cut off the file, so the next append
+starts on a clean line. A damaged line anywhere else is not a crash artefact but corruption, and loading fails
+with an error naming the line. Each append is written and fsynced before `append` returns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import crc32c
+
+from insync.controller.records import Record, RecordError, record_from_dict
+
+log = logging.getLogger(__name__)
+
+METADATA_FILE = "metadata.jsonl"
+
+
+class MetadataStoreError(Exception):
+    """The stored metadata cannot be read; the message names the file and line."""
+
+
+class MetadataStore(Protocol):
+    def load(self) -> list[Record]: ...
+
+    def append(self, records: Sequence[Record]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryStore:
+    """Records in a list; survives a simulated controller restart when the same object is reused."""
+
+    def __init__(self) -> None:
+        self._records: list[Record] = []
+        self.closed = False
+
+    def load(self) -> list[Record]:
+        assert not self.closed
+        return list(self._records)
+
+    def append(self, records: Sequence[Record]) -> None:
+        assert not self.closed and records
+        self._records.extend(records)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _canonical(dicts: list[dict[str, Any]]) -> bytes:
+    return json.dumps(dicts, sort_keys=True, separators=(",", ":")).encode()
+
+
+def encode_batch(records: Sequence[Record]) -> bytes:
+    dicts = [r.to_dict() for r in records]
+    line = {"crc": crc32c.crc32c(_canonical(dicts)), "records": dicts}
+    return json.dumps(line, separators=(",", ":")).encode() + b"\n"
+
+
+def decode_batch(line: bytes) -> list[Record]:
+    """The records of one line; raises ValueError (or RecordError) saying what is wrong."""
+    data = json.loads(line)
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list) or "crc" not in data:
+        raise ValueError("not a {crc, records} object")
+    if crc32c.crc32c(_canonical(data["records"])) != data["crc"]:
+        raise ValueError("CRC mismatch")
+    return [record_from_dict(item) for item in data["records"]]
+
+
+class LocalFileStore:
+    """`metadata.jsonl` in `directory`, appended and fsynced one batch per line."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path = Path(directory) / METADATA_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.path.exists()
+        self._file = open(self.path, "ab")  # noqa: SIM115 (held open for the store's lifetime)
+        if created:
+            _fsync_directory(self.path.parent)
+        self._loaded = False
+
+    def load(self) -> list[Record]:
+        *complete, tail = self.path.read_bytes().split(b"\n")  # tail: bytes after the last newline
+        records: list[Record] = []
+        good_bytes = 0
+        for number, line in enumerate(complete, start=1):
+            try:
+                records.extend(decode_batch(line))
+            except (ValueError, RecordError) as exc:
+                if number < len(complete) or tail:
+                    raise MetadataStoreError(f"{self.path}: line {number} is corrupt: {exc}") from exc
+                self._drop_torn_tail(good_bytes, number, str(exc))
+                break
+            good_bytes += len(line) + 1
+        else:
+            if tail:
+                self._drop_torn_tail(good_bytes, len(complete) + 1, "no newline at the end")
+        self._loaded = True
+        return records
+
+    def append(self, records: Sequence[Record]) -> None:
+        assert self._loaded, "load() before append(): a torn tail must be cut first"
+        assert records
+        self._file.write(encode_batch(records))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _drop_torn_tail(self, size: int, line_number: int, why: str) -> None:
+        log.warning("%s: dropping torn last line %d left by a crash (%s); keeping %d bytes",
+                    self.path, line_number, why, size)
+        self._file.truncate(size)
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

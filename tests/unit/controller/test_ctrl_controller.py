@@ -1,0 +1,318 @@
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping
+
+import pytest
+from ctrl_harness import Harness
+
+from insync import errors
+from insync.controller.controller import AlterPartitionItemResult
+from insync.controller.records import PartitionRecord, TopicRecord
+from insync.controller.replication_control import AlterPartitionItem, place_replicas
+from insync.errors import KafkaException
+from insync.events import EventType
+
+SESSION_MS = 9000
+
+
+def set_isr(h: Harness, topic: str, isr: tuple[int, ...], partition: int = 0) -> AlterPartitionItemResult:
+    reg = h.partition(topic, partition)
+    item = AlterPartitionItem(h.topic_id(topic), partition, reg.leader_epoch, reg.partition_epoch, isr)
+    result = h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now).response[0]
+    assert result.error is errors.NONE, result
+    return result
+
+
+def expire(h: Harness, dead: set[int], live: tuple[int, ...]) -> None:
+    """Let `dead` brokers' sessions run out while `live` ones keep heartbeating."""
+    for _ in range(SESSION_MS // 1000 + 1):
+        h.advance(1000)
+        h.heartbeat_all(*live)
+        h.controller.tick(h.now)
+    assert all(h.controller.image.brokers[b].fenced for b in dead)
+
+
+def three_broker_topic(overrides: Mapping[str, object] | None = None,
+                       topic_configs: Mapping[str, object] | None = None) -> Harness:
+    h = Harness(overrides)
+    h.start(1, 2, 3)
+    h.controller.create_topic("t", 1, 3, topic_configs or {}, h.now)
+    return h
+
+
+# ---- election on fencing
+
+
+def test_fenced_leader_is_replaced_from_the_isr_and_leaves_it() -> None:
+    h = three_broker_topic()
+    leader = h.partition("t").leader
+    others = tuple(b for b in (1, 2, 3) if b != leader)
+    h.drain()
+    expire(h, {leader}, others)
+    reg = h.partition("t")
+    assert reg.leader in others and leader not in reg.isr and len(reg.isr) == 2
+    assert reg.leader_epoch == 1
+    change = [e for e in h.drain() if e.type is EventType.LEADER_CHANGE]
+    assert len(change) == 1
+    assert change[0].fields["leader_before"] == leader and change[0].fields["reason"] == "fenced"
+    assert change[0].fields["leader_after"] == reg.leader and change[0].fields["isr"] == list(reg.isr)
+
+
+def test_last_isr_member_fenced_goes_offline_keeping_the_isr_then_comes_back_online() -> None:
+    h = three_broker_topic()
+    leader = h.partition("t").leader
+    set_isr(h, "t", (leader,))
+    others = tuple(b for b in (1, 2, 3) if b != leader)
+    h.drain()
+    expire(h, {leader}, others)
+    reg = h.partition("t")
+    assert reg.leader == -1 and reg.isr == (leader,)  # the last ISR member stays: it holds the committed data
+    assert [v.topic for v in h.controller.image.offline_partitions()] == ["t"]
+    events = h.drain()
+    assert [e.type for e in events if e.partition == 0] == [EventType.LEADER_CHANGE, EventType.PARTITION_OFFLINE]
+    # the broker restarts: registers, catches up, is unfenced and elected
+    h.register(leader, incarnation="restarted")
+    assert h.partition("t").leader == -1  # fenced until caught up
+    h.heartbeat(leader)
+    reg = h.partition("t")
+    assert reg.leader == leader and reg.leader_epoch == 2
+    events = h.drain()
+    assert [e.type for e in events if e.partition == 0] == [EventType.LEADER_CHANGE, EventType.PARTITION_ONLINE]
+
+
+def test_no_unclean_election_by_default_even_with_live_out_of_sync_replicas() -> None:
+    h = three_broker_topic()
+    leader = h.partition("t").leader
+    set_isr(h, "t", (leader,))
+    others = tuple(b for b in (1, 2, 3) if b != leader)
+    expire(h, {leader}, others)
+    assert h.partition("t").leader == -1
+
+
+def test_unclean_election_when_the_broker_default_allows_it() -> None:
+    h = three_broker_topic({"unclean.leader.election.enable": True})
+    leader = h.partition("t").leader
+    replicas = h.partition("t").replicas
+    set_isr(h, "t", (leader,))
+    others = tuple(b for b in (1, 2, 3) if b != leader)
+    h.drain()
+    expire(h, {leader}, others)
+    reg = h.partition("t")
+    expected = next(b for b in replicas if b != leader)  # first live replica in assignment order
+    assert reg.leader == expected and reg.isr == (expected,)
+    change = [e for e in h.drain() if e.type is EventType.LEADER_CHANGE]
+    assert change[0].fields["reason"] == "unclean"
+
+
+@pytest.mark.parametrize(("broker_default", "topic_value", "elects"), [
+    (False, "true", True), (True, "false", False), (False, None, False), (True, None, True),
+])
+def test_topic_config_overrides_the_broker_default_for_unclean_election(
+        broker_default: bool, topic_value: str | None, elects: bool) -> None:
+    configs = {} if topic_value is None else {"unclean.leader.election.enable": topic_value}
+    h = three_broker_topic({"unclean.leader.election.enable": broker_default}, configs)
+    leader = h.partition("t").leader
+    set_isr(h, "t", (leader,))
+    expire(h, {leader}, tuple(b for b in (1, 2, 3) if b != leader))
+    assert (h.partition("t").leader != -1) is elects
+
+
+def test_offline_partition_with_unclean_enabled_elects_a_returning_out_of_sync_replica() -> None:
+    h = Harness({"unclean.leader.election.enable": True})
+    h.start(1, 2)
+    h.controller.create_topic("t", 1, 2, {}, h.now)
+    leader = h.partition("t").leader
+    follower = 3 - leader
+    set_isr(h, "t", (leader,))
+    expire(h, {leader, follower}, ())
+    assert h.partition("t").leader == -1
+    h.register(follower, incarnation="back")
+    h.heartbeat(follower)
+    assert h.partition("t").leader == follower and h.partition("t").isr == (follower,)
+
+
+# ---- topics
+
+
+def test_create_topic_records_and_response() -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    h.drain()
+    result = h.controller.create_topic("orders", 3, 2, {"min.insync.replicas": 2}, h.now)
+    topic_id = result.response.topic_id
+    assert isinstance(result.records[0], TopicRecord) and result.records[0].topic_id == topic_id
+    partitions = [r for r in result.records if isinstance(r, PartitionRecord)]
+    assert [p.replicas for p in partitions] == list(result.response.assignments)
+    assert all(p.isr == p.replicas and p.leader == p.replicas[0] and p.leader_epoch == 0 for p in partitions)
+    assert h.controller.image.configs("orders") == {"min.insync.replicas": "2"}
+    created = [e for e in h.drain() if e.type is EventType.LEADER_CHANGE]
+    assert [e.fields["reason"] for e in created] == ["created"] * 3
+
+
+def test_topic_ids_are_uuids_and_deterministic_for_a_seed() -> None:
+    ids = []
+    for _ in range(2):
+        h = Harness(seed=42)
+        h.start(1)
+        ids.append(h.controller.create_topic("t", 1, 1, {}, h.now).response.topic_id)
+    assert ids[0] == ids[1] and len(ids[0]) == 36 and ids[0][14] == "4"
+
+
+@pytest.mark.parametrize(("name", "partitions", "rf", "configs", "error", "detail"), [
+    ("t", 1, 1, {}, "TOPIC_ALREADY_EXISTS", "already exists"),
+    ("", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "empty"),
+    (".", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "cannot be"),
+    ("..", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "cannot be"),
+    ("a" * 250, 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "longer than 249"),
+    ("bad name", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "characters"),
+    ("tøpic", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "characters"),
+    ("my_topic", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "collides with existing topic 'my.topic'"),
+    ("u", 0, 1, {}, "INVALID_PARTITIONS", "0 partitions"),
+    ("u", 1, 4, {}, "INVALID_REPLICATION_FACTOR", "3 brokers are available"),
+    ("u", 1, 0, {}, "INVALID_REPLICATION_FACTOR", "replication factor 0"),
+    ("u", 1, 1, {"min.insync.replicas": "zero"}, "INVALID_CONFIG", "min.insync.replicas"),
+    ("u", 1, 1, {"no.such.key": "1"}, "INVALID_CONFIG", "no.such.key"),
+])
+def test_create_topic_errors(name: str, partitions: int, rf: int, configs: dict[str, object], error: str,
+                             detail: str) -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    h.controller.create_topic("t", 1, 1, {}, h.now)
+    h.controller.create_topic("my.topic", 1, 1, {}, h.now)
+    offset = h.controller.image.offset
+    with pytest.raises(KafkaException) as exc:
+        h.controller.create_topic(name, partitions, rf, configs, h.now)
+    assert exc.value.error.name == error and detail in str(exc.value)
+    assert h.controller.image.offset == offset  # nothing written
+
+
+def test_replication_factor_counts_only_unfenced_brokers() -> None:
+    h = Harness()
+    h.start(1, 2)
+    h.register(3)  # fenced until its first heartbeat
+    with pytest.raises(KafkaException) as exc:
+        h.controller.create_topic("t", 1, 3, {}, h.now)
+    assert exc.value.error is errors.INVALID_REPLICATION_FACTOR
+
+
+def test_delete_topic() -> None:
+    h = Harness()
+    h.start(1)
+    topic_id = h.controller.create_topic("t", 2, 1, {"retention.ms": 1000}, h.now).response.topic_id
+    assert h.controller.delete_topic("t", h.now).response == topic_id
+    image = h.controller.image
+    assert image.topic("t") is None and topic_id not in image.topics_by_id and image.configs("t") == {}
+    with pytest.raises(KafkaException) as exc:
+        h.controller.delete_topic("t", h.now)
+    assert exc.value.error is errors.UNKNOWN_TOPIC_OR_PARTITION
+    h.controller.create_topic("t", 1, 1, {}, h.now)  # the name is free again, with a new id
+    assert h.topic_id("t") != topic_id
+
+
+def test_placement_spreads_leaders_and_replicas_evenly() -> None:
+    h = Harness()
+    h.start(1, 2, 3)
+    assignments = h.controller.create_topic("t", 6, 3, {}, h.now).response.assignments
+    assert Counter(r[0] for r in assignments) == {1: 2, 2: 2, 3: 2}
+    assert all(sorted(r) == [1, 2, 3] for r in assignments)
+    assert Counter(r[1] for r in assignments) == {1: 2, 2: 2, 3: 2}
+
+
+def test_placement_follows_kafka_round_robin() -> None:
+    for seed in range(20):
+        rng = random.Random(seed)
+        out = place_replicas([10, 20, 30, 40, 50], 10, 3, rng)
+        leaders = [r[0] for r in out]
+        assert Counter(leaders) == {b: 2 for b in (10, 20, 30, 40, 50)}
+        # consecutive partitions have consecutive leaders (a rotating start)
+        order = [10, 20, 30, 40, 50]
+        assert all(order.index(leaders[i + 1]) == (order.index(leaders[i]) + 1) % 5 for i in range(9))
+        # each broker leads partitions whose followers differ between the two rounds (the shift moves)
+        assert out[0][1:] != out[5][1:]
+
+
+# ---- AlterPartition (KIP-497)
+
+
+def alter(h: Harness, broker: int, **changes: object) -> AlterPartitionItemResult:
+    reg = h.partition("t")
+    fields: dict[str, object] = {"topic_id": h.topic_id("t"), "partition": 0, "leader_epoch": reg.leader_epoch,
+                                 "partition_epoch": reg.partition_epoch, "new_isr": reg.isr}
+    fields.update(changes)
+    item = AlterPartitionItem(**fields)  # type: ignore[arg-type]
+    return h.controller.alter_partition(broker, h.epochs[broker], [item], h.now).response[0]
+
+
+def test_alter_partition_commits_and_answers_the_new_state() -> None:
+    h = three_broker_topic()
+    reg = h.partition("t")
+    follower = reg.isr[-1]
+    new_isr = tuple(b for b in reg.isr if b != follower)
+    result = alter(h, reg.leader, new_isr=new_isr)
+    assert result.error is errors.NONE
+    assert (result.leader, result.isr, result.leader_epoch, result.partition_epoch) == (
+        reg.leader, new_isr, reg.leader_epoch, reg.partition_epoch + 1)
+    assert h.partition("t").isr == new_isr
+    expanded = alter(h, reg.leader, new_isr=(*new_isr, follower))
+    assert expanded.error is errors.NONE and expanded.partition_epoch == reg.partition_epoch + 2
+
+
+def test_alter_partition_fencing_errors() -> None:
+    h = three_broker_topic()
+    reg = h.partition("t")
+    follower = next(b for b in reg.replicas if b != reg.leader)
+    assert alter(h, reg.leader, leader_epoch=reg.leader_epoch - 1).error is errors.FENCED_LEADER_EPOCH
+    assert alter(h, reg.leader, leader_epoch=reg.leader_epoch + 1).error is errors.FENCED_LEADER_EPOCH
+    assert alter(h, follower).error is errors.NOT_LEADER_OR_FOLLOWER
+    assert alter(h, reg.leader, partition_epoch=reg.partition_epoch + 3).error is errors.INVALID_UPDATE_VERSION
+    assert alter(h, reg.leader, new_isr=(follower,)).error is errors.INVALID_REQUEST  # leader must stay
+    assert alter(h, reg.leader, new_isr=(reg.leader, reg.leader)).error is errors.INVALID_REQUEST
+    assert alter(h, reg.leader, topic_id="00000000-0000-4000-8000-000000000000").error is errors.UNKNOWN_TOPIC_ID
+    assert alter(h, reg.leader, partition=7).error is errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert h.partition("t") == reg  # nothing changed
+    with pytest.raises(KafkaException) as stale:
+        h.controller.alter_partition(reg.leader, h.epochs[reg.leader] - 1, [], h.now)
+    assert stale.value.error is errors.STALE_BROKER_EPOCH
+
+
+def test_alter_partition_after_a_commit_with_the_old_partition_epoch_is_refused() -> None:
+    h = three_broker_topic()
+    reg = h.partition("t")
+    set_isr(h, "t", reg.isr[:2])
+    assert alter(h, reg.leader, partition_epoch=reg.partition_epoch, new_isr=reg.isr[:1]).error \
+        is errors.INVALID_UPDATE_VERSION
+
+
+def test_alter_partition_rejects_ineligible_replicas() -> None:
+    h = Harness()
+    h.start(1, 2, 3, 4)
+    h.controller.create_topic("t", 1, 3, {}, h.now)
+    reg = h.partition("t")
+    outsider = next(b for b in (1, 2, 3, 4) if b not in reg.replicas)
+    follower = reg.isr[-1]
+    set_isr(h, "t", tuple(b for b in reg.isr if b != follower))
+    isr = h.partition("t").isr
+    assert alter(h, reg.leader, new_isr=(*isr, outsider)).error is errors.INELIGIBLE_REPLICA
+    expire(h, {follower}, tuple(b for b in (1, 2, 3, 4) if b != follower))
+    assert alter(h, reg.leader, new_isr=(*isr, follower)).error is errors.INELIGIBLE_REPLICA  # fenced
+    h.register(follower, incarnation="back")
+    h.heartbeat(follower)
+    assert alter(h, reg.leader, new_isr=(*isr, follower)).error is errors.NONE
+
+
+def test_preferred_leader_election_moves_leadership_back() -> None:
+    h = three_broker_topic()
+    preferred = h.partition("t").replicas[0]
+    others = tuple(b for b in (1, 2, 3) if b != preferred)
+    expire(h, {preferred}, others)
+    assert h.partition("t").leader != preferred
+    h.register(preferred, incarnation="back")
+    h.heartbeat(preferred)
+    set_isr(h, "t", (*h.partition("t").isr, preferred))
+    h.drain()
+    assert h.controller.elect_preferred_leaders(h.now).response == 1
+    assert h.partition("t").leader == preferred
+    assert [e.fields["reason"] for e in h.drain() if e.type is EventType.LEADER_CHANGE] == ["preferred"]
+    assert h.controller.elect_preferred_leaders(h.now).response == 0
