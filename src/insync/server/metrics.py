@@ -1,0 +1,83 @@
+"""The Prometheus endpoint (`metrics.port`) with Kafka's metric names.
+
+Gauges are read from the node's cores at scrape time through a `snapshot` callable, so there is no second copy
+of replication state to drift: UnderReplicatedPartitions, UnderMinIsrPartitionCount, OfflinePartitionsCount
+(controller), FailedPartitionsCount, MaxLag, ActiveControllerCount, and the ISR meters IsrShrinksPerSec /
+IsrExpandsPerSec (Prometheus counters, so they carry the `_total` suffix Prometheus requires; `rate()` gives
+Kafka's per-second figure). Requests are counted and timed per API (`RequestsPerSec{request="Produce"}`,
+`TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics are. Each node owns its own registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSnapshot:
+    under_replicated_partitions: int = 0
+    under_min_isr_partitions: int = 0
+    offline_partitions: int = 0
+    failed_partitions: int = 0
+    max_lag: int = 0
+    active_controller: int = 0
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+
+
+class _CoreCollector(Collector):
+    def __init__(self, snapshot: Callable[[], MetricsSnapshot]) -> None:
+        self.snapshot = snapshot
+
+    def collect(self) -> Iterator[Any]:
+        s = self.snapshot()
+        gauges = (
+            ("UnderReplicatedPartitions", "Partitions led here whose ISR is smaller than the replica set",
+             s.under_replicated_partitions),
+            ("UnderMinIsrPartitionCount", "Partitions led here whose ISR is below min.insync.replicas",
+             s.under_min_isr_partitions),
+            ("OfflinePartitionsCount", "Partitions without a leader (controller)", s.offline_partitions),
+            ("FailedPartitionsCount", "Partitions the replica fetchers marked failed (KIP-461)",
+             s.failed_partitions),
+            ("MaxLag", "Largest lag in messages of a follower partition behind its leader", s.max_lag),
+            ("ActiveControllerCount", "1 on the active controller", s.active_controller),
+        )
+        for name, doc, value in gauges:
+            yield GaugeMetricFamily(name, doc, value=value)
+        yield CounterMetricFamily("IsrShrinksPerSec", "ISR shrinks committed by partitions led here",
+                                  value=s.isr_shrinks)
+        yield CounterMetricFamily("IsrExpandsPerSec", "ISR expansions committed by partitions led here",
+                                  value=s.isr_expands)
+
+
+class NodeMetrics:
+    def __init__(self, snapshot: Callable[[], MetricsSnapshot]) -> None:
+        self.registry = CollectorRegistry()
+        self.registry.register(_CoreCollector(snapshot))
+        self.requests = Counter("RequestsPerSec", "Requests handled, by API", ["request"],
+                                registry=self.registry)
+        self.latency = Histogram("TotalTimeMs", "Request time from receipt to response, by API", ["request"],
+                                 buckets=LATENCY_BUCKETS_MS, registry=self.registry)
+        self._server: Any = None
+
+    def observe_request(self, api_name: str, elapsed_ms: float) -> None:
+        self.requests.labels(api_name).inc()
+        self.latency.labels(api_name).observe(elapsed_ms)
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> None:
+        """Start the HTTP endpoint in a daemon thread (prometheus-client's own server)."""
+        assert port > 0
+        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server = None

@@ -1,0 +1,32 @@
+import urllib.request
+
+from prometheus_client import generate_latest
+
+from insync.chaos.cluster import free_ports
+from insync.server.metrics import MetricsSnapshot, NodeMetrics
+
+
+def test_kafka_names_from_a_live_snapshot() -> None:
+    state = {"urp": 2}
+    metrics = NodeMetrics(lambda: MetricsSnapshot(under_replicated_partitions=state["urp"], isr_shrinks=5,
+                                                  failed_partitions=1, active_controller=1))
+    metrics.observe_request("Produce", 3.0)
+    text = generate_latest(metrics.registry).decode()
+    assert "UnderReplicatedPartitions 2.0" in text
+    assert "FailedPartitionsCount 1.0" in text
+    assert "IsrShrinksPerSec_total 5.0" in text
+    assert 'RequestsPerSec_total{request="Produce"} 1.0' in text
+    assert 'TotalTimeMs_bucket{le="5.0",request="Produce"} 1.0' in text
+    state["urp"] = 0
+    assert "UnderReplicatedPartitions 0.0" in generate_latest(metrics.registry).decode()
+
+
+def test_http_endpoint_on_loopback() -> None:
+    metrics = NodeMetrics(lambda: MetricsSnapshot(offline_partitions=3))
+    port = free_ports(1)[0]
+    metrics.serve(port)
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert "OfflinePartitionsCount 3.0" in body
+    finally:
+        metrics.close()
