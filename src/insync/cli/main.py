@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "insync.cli.bench_cmd",
     "insync.cli.topics_cmd",
     "insync.cli.console_cmd",
+    "insync.cli.cluster_cmd",
+    "insync.cli.chaos_cmd",
 )
 
 

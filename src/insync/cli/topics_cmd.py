@@ -196,3 +196,28 @@ def _describe(args: argparse.Namespace) -> int:
             current = row.topic
         print(row.line())
     return 0
+
+
+def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
+                 configs: dict[str, str], deadline_s: float = 30.0) -> None:
+    """Create the topic unless it exists, then wait until every partition has a leader."""
+    import time
+
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    admin = _admin(bootstrap)
+    future = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                                           config=configs)], operation_timeout=ADMIN_TIMEOUT_S)[name]
+    try:
+        future.result(timeout=ADMIN_TIMEOUT_S)
+    except Exception as exc:
+        if "TOPIC_ALREADY_EXISTS" not in _kafka_error_text(exc):
+            raise ConfigError(f"cannot create topic {name}: {_kafka_error_text(exc)}") from None
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
+                p.leader >= 0 for p in topic.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"topic {name} has no leader for every partition after {deadline_s} s")

@@ -1,0 +1,148 @@
+"""A real-process workload and its verdict: what was acknowledged against what can be read back.
+
+`ProduceWorkload` runs an idempotent confluent-kafka producer (acks=all) in a thread at a fixed rate; every
+value carries a run id and a sequence number, and every delivery report is recorded: acknowledged
+(partition, offset, sequence) or failed (error name). `read_back` then consumes each partition from the
+earliest offset up to its high watermark. `verdict` compares the two histories:
+- lost: acknowledged sequences that were not read back (must be 0 for acks=all with min ISR >= 2 and no
+  unclean election);
+- duplicated: sequences read more than once (the idempotent producer must make this 0);
+- reordered: within a partition, sequences read out of the order they were sent.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+DELIVERY_TIMEOUT_S = 60.0
+READ_IDLE_S = 10.0
+
+
+@dataclass
+class ProduceHistory:
+    acked: list[tuple[int, int, int]] = field(default_factory=list)  # (partition, offset, sequence)
+    failed: Counter[str] = field(default_factory=Counter)
+    sent: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    sent: int
+    acked: int
+    failed: dict[str, int]
+    read: int
+    lost: int
+    duplicated: int
+    reordered: int
+    lost_examples: tuple[int, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.lost == 0 and self.duplicated == 0 and self.reordered == 0
+
+
+def encode_value(run_id: str, sequence: int, size: int) -> bytes:
+    head = f"{run_id}:{sequence}:".encode()
+    return head + b"x" * max(0, size - len(head))
+
+
+def decode_value(run_id: str, value: bytes | None) -> int | None:
+    if not value:
+        return None
+    parts = value.split(b":", 2)
+    if len(parts) < 3 or parts[0].decode(errors="replace") != run_id:
+        return None
+    try:
+        return int(parts[1])
+    except ValueError:
+        return None
+
+
+class ProduceWorkload:
+    def __init__(self, bootstrap: str, topic: str, rate: float, run_id: str, size: int = 100) -> None:
+        assert rate > 0
+        self.bootstrap, self.topic, self.rate, self.run_id, self.size = bootstrap, topic, rate, run_id, size
+        self.history = ProduceHistory()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-producer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> ProduceHistory:
+        self._stop.set()
+        self._thread.join(DELIVERY_TIMEOUT_S + 10)
+        return self.history
+
+    def _run(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 5, "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000)})
+        lock = threading.Lock()
+
+        def delivered(err: Any, msg: Any) -> None:
+            sequence = decode_value(self.run_id, msg.value())
+            with lock:
+                if err is not None:
+                    self.history.failed[err.name()] += 1
+                elif sequence is not None:
+                    self.history.acked.append((msg.partition(), msg.offset(), sequence))
+
+        start = time.monotonic()
+        while not self._stop.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            while self.history.sent < due and not self._stop.is_set():
+                value = encode_value(self.run_id, self.history.sent, self.size)
+                try:
+                    producer.produce(self.topic, key=str(self.history.sent % 64).encode(), value=value,
+                                     on_delivery=delivered)
+                except BufferError:
+                    break
+                self.history.sent += 1
+            producer.poll(0.01)
+        producer.flush(DELIVERY_TIMEOUT_S)
+
+
+def read_back(bootstrap: str, topic: str, run_id: str) -> dict[int, list[int]]:
+    """Sequences of this run per partition, in log order, from the earliest offset to the high watermark."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"chaos-{run_id}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        result: dict[int, list[int]] = {p: [] for p in partitions}
+        remaining = {p for p in partitions if ends[p] > 0}
+        idle_deadline = time.monotonic() + READ_IDLE_S
+        while remaining and time.monotonic() < idle_deadline:
+            for message in consumer.consume(num_messages=10_000, timeout=0.5):
+                if message.error() is not None:
+                    continue
+                idle_deadline = time.monotonic() + READ_IDLE_S
+                partition, offset = int(message.partition() or 0), int(message.offset() or 0)
+                sequence = decode_value(run_id, message.value())
+                if sequence is not None:
+                    result[partition].append(sequence)
+                if offset + 1 >= ends[partition]:
+                    remaining.discard(partition)
+        return result
+    finally:
+        consumer.close()
+
+
+def verdict(history: ProduceHistory, read: dict[int, list[int]]) -> Verdict:
+    read_counts = Counter(s for sequences in read.values() for s in sequences)
+    acked = {sequence for _, _, sequence in history.acked}
+    lost = sorted(acked - set(read_counts))
+    duplicated = sum(count - 1 for count in read_counts.values() if count > 1)
+    reordered = sum(1 for sequences in read.values() for a, b in zip(sequences, sequences[1:], strict=False)
+                    if b < a)
+    return Verdict(history.sent, len(acked), dict(history.failed), sum(read_counts.values()), len(lost),
+                   duplicated, reordered, tuple(lost[:10]))

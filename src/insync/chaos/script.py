@@ -1,0 +1,163 @@
+"""`insync chaos`: one fault now (`apply`), or a timed script of faults under a workload (`run_script`).
+
+A script is TOML:
+
+    topic = "chaos"            # created if missing
+    partitions = 3
+    replication_factor = 3
+    min_insync_replicas = 2
+    rate = 200                 # records per second, acks=all, idempotent
+    duration_s = 40
+    [[step]]
+    at_s = 5
+    action = "pause"           # pause | resume | kill | restart | slow-reads | clear | fail-partition | delay
+    broker = 2
+    # slow-reads / fail-partition: topic, partition (and ms for slow-reads); delay: ms
+
+Steps run in time order while the workload produces; at the end every paused broker is resumed and every
+killed one restarted, the workload stops, the topic is read back and the verdict (acknowledged vs read: lost,
+duplicated, reordered) is returned. An unknown action or a missing field is an error naming the step.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+import tomllib
+import uuid
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from insync.chaos import cluster, faults, history
+from insync.config import ConfigError
+
+ACTIONS = ("pause", "resume", "kill", "restart", "slow-reads", "clear", "fail-partition", "delay")
+_NEEDS = {"slow-reads": ("topic", "partition", "ms"), "fail-partition": ("topic", "partition"), "delay": ("ms",)}
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    at_s: float
+    action: str
+    broker: int
+    topic: str | None = None
+    partition: int | None = None
+    ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    topic: str = "chaos"
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    rate: float = 200.0
+    duration_s: float = 30.0
+    steps: tuple[Step, ...] = field(default_factory=tuple)
+
+
+def parse_step(raw: dict[str, Any], index: int) -> Step:
+    where = f"step {index + 1}"
+    action = raw.get("action")
+    if action not in ACTIONS:
+        raise ConfigError(f"{where}: action must be one of {', '.join(ACTIONS)}, got {action!r}")
+    for key in ("at_s", "broker", *_NEEDS.get(action, ())):
+        if key not in raw:
+            raise ConfigError(f"{where} ({action}) needs {key}")
+    unknown = set(raw) - {"at_s", "action", "broker", "topic", "partition", "ms"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
+    try:
+        return Step(float(raw["at_s"]), action, int(raw["broker"]), raw.get("topic"),
+                    None if raw.get("partition") is None else int(raw["partition"]),
+                    None if raw.get("ms") is None else int(raw["ms"]))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def load_script(path: str | Path) -> Script:
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    steps = tuple(sorted((parse_step(s, i) for i, s in enumerate(data.pop("step", []))), key=lambda s: s.at_s))
+    known = {"topic", "partitions", "replication_factor", "min_insync_replicas", "rate", "duration_s"}
+    unknown = set(data) - known
+    if unknown:
+        raise ConfigError(f"{path}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
+    return replace(Script(**data), steps=steps)
+
+
+def apply(spec: cluster.ClusterSpec, step: Step) -> cluster.ClusterSpec:
+    """Carry out one step against the cluster; returns the (possibly updated) cluster description."""
+    node = spec.node(step.broker)
+    if step.action == "pause":
+        cluster.signal_node(spec, step.broker, signal.SIGSTOP)
+    elif step.action == "resume":
+        cluster.signal_node(spec, step.broker, signal.SIGCONT)
+    elif step.action == "kill":
+        return cluster.stop_node(spec, step.broker, deadline_s=0, sig=signal.SIGKILL)
+    elif step.action == "restart":
+        spec = cluster.start_node(spec, step.broker)
+        cluster.wait_listening(spec.node(step.broker))
+    else:
+        _apply_fault(node.directory, step)
+    return spec
+
+
+def _apply_fault(directory: str, step: Step) -> None:
+    current = faults.read_faults(directory)
+    if step.action == "clear":
+        updated = faults.FaultSpec()
+    elif step.action == "slow-reads":
+        assert step.topic is not None and step.partition is not None and step.ms is not None
+        slow = dict(current.slow_reads_ms)
+        slow[faults.partition_key(step.topic, step.partition)] = step.ms
+        updated = replace(current, slow_reads_ms=slow)
+    elif step.action == "fail-partition":
+        assert step.topic is not None and step.partition is not None
+        key = faults.partition_key(step.topic, step.partition)
+        updated = replace(current, failed_partitions=tuple(sorted({*current.failed_partitions, key})))
+    else:
+        assert step.action == "delay" and step.ms is not None
+        updated = replace(current, delay_ms=step.ms)
+    faults.write_faults(directory, updated)
+
+
+def run_script(spec: cluster.ClusterSpec, script: Script, log: Any = print) -> history.Verdict:
+    from insync.cli.topics_cmd import ensure_topic
+
+    ensure_topic(spec.bootstrap, script.topic, script.partitions, script.replication_factor,
+                 {"min.insync.replicas": str(script.min_insync_replicas)})
+    run_id = uuid.uuid4().hex[:8]
+    workload = history.ProduceWorkload(spec.bootstrap, script.topic, script.rate, run_id)
+    workload.start()
+    start = time.monotonic()
+    paused: set[int] = set()
+    killed: set[int] = set()
+    try:
+        for step in script.steps:
+            time.sleep(max(0.0, start + step.at_s - time.monotonic()))
+            log(f"[{time.monotonic() - start:6.1f}s] {step.action} broker {step.broker}")
+            spec = apply(spec, step)
+            _track(step, paused, killed)
+        time.sleep(max(0.0, start + script.duration_s - time.monotonic()))
+    finally:
+        for broker in sorted(paused):
+            spec = apply(spec, Step(0, "resume", broker))
+        for broker in sorted(killed):
+            spec = apply(spec, Step(0, "restart", broker))
+        produced = workload.stop()
+    return history.verdict(produced, history.read_back(spec.bootstrap, script.topic, run_id))
+
+
+def _track(step: Step, paused: set[int], killed: set[int]) -> None:
+    if step.action == "pause":
+        paused.add(step.broker)
+    elif step.action == "resume":
+        paused.discard(step.broker)
+    elif step.action == "kill":
+        killed.add(step.broker)
+    elif step.action == "restart":
+        killed.discard(step.broker)

@@ -1,0 +1,67 @@
+"""`insync chaos`: faults on demand against a cluster started by `insync cluster up --dir DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from insync.chaos import cluster, script
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("chaos", help="inject faults into a local cluster")
+    commands = parser.add_subparsers(dest="chaos_command", metavar="ACTION")
+    commands.required = True
+    helps = {
+        "pause": "SIGSTOP the broker (a GC pause that lasts until resume)",
+        "resume": "SIGCONT the broker",
+        "kill": "SIGKILL the broker",
+        "restart": "start a killed or stopped broker again",
+        "slow-reads": "every read of one partition's log takes --ms (KIP-501's slow leader)",
+        "clear": "remove every injected fault from the broker",
+        "fail-partition": "the broker's follower appends to one partition raise (KIP-461)",
+        "delay": "add --ms of latency to the broker's replication requests",
+    }
+    for action in script.ACTIONS:
+        sub = commands.add_parser(action, help=helps[action])
+        sub.add_argument("broker", type=int)
+        if action in ("slow-reads", "fail-partition"):
+            if action == "fail-partition":
+                sub.add_argument("topic")
+                sub.add_argument("partition", type=int)
+            else:
+                sub.add_argument("--topic", required=True)
+                sub.add_argument("--partition", type=int, required=True)
+        if action in ("slow-reads", "delay"):
+            sub.add_argument("--ms", type=int, required=True)
+        sub.add_argument("--dir", required=True, help="cluster directory")
+        sub.set_defaults(func=_one, action=action)
+    run = commands.add_parser("run", help="play a timed TOML script of faults under a workload")
+    run.add_argument("file")
+    run.add_argument("--dir", required=True)
+    run.add_argument("--json", action="store_true")
+    run.set_defaults(func=_run)
+
+
+def _one(args: argparse.Namespace) -> int:
+    step = script.parse_step({"at_s": 0, "action": args.action, "broker": args.broker,
+                              **{k: getattr(args, k) for k in ("topic", "partition", "ms")
+                                 if getattr(args, k, None) is not None}}, 0)
+    script.apply(cluster.ClusterSpec.load(args.dir), step)
+    print(f"{args.action} broker {args.broker}: done")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    plan = script.load_script(args.file)
+    verdict = script.run_script(cluster.ClusterSpec.load(args.dir), plan,
+                                log=(lambda _line: None) if args.json else print)
+    if args.json:
+        print(json.dumps({**{k: getattr(verdict, k) for k in verdict.__slots__}, "ok": verdict.ok}))
+    else:
+        print(f"sent {verdict.sent}, acknowledged {verdict.acked}, read back {verdict.read}, failed "
+              f"{sum(verdict.failed.values())} {verdict.failed or ''}")
+        print(f"lost {verdict.lost}, duplicated {verdict.duplicated}, reordered {verdict.reordered}: "
+              f"{'OK' if verdict.ok else 'VIOLATION'}")
+    return 0 if verdict.ok else 1
