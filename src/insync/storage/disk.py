@@ -1,0 +1,352 @@
+"""The file interface storage does all its I/O through: a real disk, and an in-memory one for tests and sim.
+
+`Disk` is deliberately small and path-based (string paths, `/`-separated): the storage engine appends to segment
+and index files, reads them back with `pread`, truncates them, fsyncs them, and replaces checkpoint files with
+`write_file` + `fsync` + `rename`. There are no file handles in the interface; `RealDisk` caches one OS file
+descriptor per path (the `OPEN_FILES_MAX` most recently used) so the hot path (append, pread) is a single
+system call.
+
+Faults, on both disks (`FaultHooks`):
+- `set_slow_reads(path_prefix, ms)`: reads of matching paths are slow. `MemoryDisk` returns at once and
+  `read_latency_ms(path)` reports the latency the simulator must charge; `RealDisk` really sleeps in `pread`
+  (the server calls storage reads off its event loop, so a slow read there is a slow read, as in seed 000).
+- `set_io_error(path_prefix, on_read=True, on_write=True)`: matching operations raise `OSError(EIO)`.
+- `clear_faults()`.
+
+Crashes (`MemoryDisk.crash`): every file keeps only its durable image, the bytes present at its last `fsync`;
+with `torn_tail=True` the file that took the last unflushed append also keeps a random prefix of that append.
+Metadata operations (create, rename, remove, mkdir, truncate) are durable at once, like a journaling file
+system that orders metadata; truncation also shortens the durable image, so cut data never reappears.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+OPEN_FILES_MAX = 512
+
+
+class Disk(Protocol):
+    def exists(self, path: str) -> bool: ...
+
+    def mkdir(self, path: str) -> None:
+        """Create a directory and its parents; no error if it exists."""
+
+    def listdir(self, path: str) -> list[str]:
+        """Names (not paths) of the entries of a directory, sorted."""
+
+    def rmdir(self, path: str) -> None:
+        """Remove an empty directory."""
+
+    def size(self, path: str) -> int: ...
+
+    def append(self, path: str, data: bytes | bytearray | memoryview) -> int:
+        """Append to a file, creating it when missing; returns the position the data was written at."""
+
+    def pread(self, path: str, position: int, length: int) -> bytes:
+        """Up to `length` bytes from `position` (fewer at the end of the file)."""
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a file with `data` (not durable until `fsync`)."""
+
+    def truncate(self, path: str, size: int) -> None: ...
+
+    def fsync(self, path: str) -> None: ...
+
+    def rename(self, source: str, target: str) -> None:
+        """Atomically replace `target` with `source`."""
+
+    def remove(self, path: str) -> None: ...
+
+    def read_latency_ms(self, path: str) -> int:
+        """Latency a slow-read fault adds to reads of `path` (0 when none)."""
+
+
+@dataclass(slots=True)
+class FaultHooks:
+    """Slow reads and I/O errors by path prefix; shared by both disks."""
+
+    slow_reads_ms: dict[str, int] = field(default_factory=dict)
+    io_errors: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+
+    def set_slow_reads(self, path_prefix: str, ms: int) -> None:
+        assert ms >= 0
+        self.slow_reads_ms[path_prefix] = ms
+
+    def set_io_error(self, path_prefix: str, on_read: bool = True, on_write: bool = True) -> None:
+        self.io_errors[path_prefix] = (on_read, on_write)
+
+    def clear_faults(self) -> None:
+        self.slow_reads_ms.clear()
+        self.io_errors.clear()
+
+    def read_latency_ms(self, path: str) -> int:
+        if not self.slow_reads_ms:
+            return 0
+        return max((ms for prefix, ms in self.slow_reads_ms.items() if path.startswith(prefix)), default=0)
+
+    def check(self, path: str, *, write: bool) -> None:
+        if not self.io_errors:
+            return
+        for prefix, (on_read, on_write) in self.io_errors.items():
+            if path.startswith(prefix) and (on_write if write else on_read):
+                raise OSError(errno.EIO, f"injected I/O error ({'write' if write else 'read'})", path)
+
+
+class RealDisk:
+    """Files on the local file system. One cached descriptor per open file; `close()` releases them."""
+
+    def __init__(self) -> None:
+        self.faults = FaultHooks()
+        self._fds: dict[str, int] = {}
+
+    # Fault hooks, delegated so both disks expose the same methods.
+    def set_slow_reads(self, path_prefix: str, ms: int) -> None:
+        self.faults.set_slow_reads(path_prefix, ms)
+
+    def set_io_error(self, path_prefix: str, on_read: bool = True, on_write: bool = True) -> None:
+        self.faults.set_io_error(path_prefix, on_read, on_write)
+
+    def clear_faults(self) -> None:
+        self.faults.clear_faults()
+
+    def read_latency_ms(self, path: str) -> int:
+        return self.faults.read_latency_ms(path)
+
+    def _fd(self, path: str) -> int:
+        fd = self._fds.pop(path, None)
+        if fd is None:
+            if len(self._fds) >= OPEN_FILES_MAX:  # close the least recently used descriptor
+                self._forget(next(iter(self._fds)))
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fds[path] = fd  # re-inserted last: the dict's order is the recency order
+        return fd
+
+    def _forget(self, path: str) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        for path in list(self._fds):
+            self._forget(path)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def mkdir(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        os.makedirs(path, exist_ok=True)
+
+    def listdir(self, path: str) -> list[str]:
+        self.faults.check(path, write=False)
+        return sorted(os.listdir(path))
+
+    def rmdir(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        os.rmdir(path)
+
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def append(self, path: str, data: bytes | bytearray | memoryview) -> int:
+        self.faults.check(path, write=True)
+        fd = self._fd(path)
+        position = os.lseek(fd, 0, os.SEEK_END)
+        written = os.write(fd, data)
+        view = memoryview(data)
+        # os.write may write less than asked on some file systems; finish the job rather than tear the batch.
+        for _ in range(1 + len(view) // 65536):
+            if written >= len(view):
+                break
+            written += os.write(fd, view[written:])
+        assert written == len(view), f"short write to {path}"
+        return position
+
+    def pread(self, path: str, position: int, length: int) -> bytes:
+        assert position >= 0 and length >= 0
+        self.faults.check(path, write=False)
+        latency_ms = self.faults.read_latency_ms(path)
+        if latency_ms:
+            time.sleep(latency_ms / 1000)
+        return os.pread(self._fd(path), length, position)
+
+    def read_file(self, path: str) -> bytes:
+        self.faults.check(path, write=False)
+        with open(path, "rb") as handle:
+            return handle.read()
+
+    def write_file(self, path: str, data: bytes) -> None:
+        self.faults.check(path, write=True)
+        self._forget(path)
+        with open(path, "wb") as handle:
+            handle.write(data)
+
+    def truncate(self, path: str, size: int) -> None:
+        assert size >= 0
+        self.faults.check(path, write=True)
+        os.truncate(path, size)
+
+    def fsync(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        os.fsync(self._fd(path))
+
+    def rename(self, source: str, target: str) -> None:
+        self.faults.check(target, write=True)
+        self._forget(source)
+        self._forget(target)
+        os.replace(source, target)
+        # The rename is only durable once the directory entry is.
+        directory = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+    def remove(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        self._forget(path)
+        os.remove(path)
+
+
+@dataclass(slots=True)
+class _MemoryFile:
+    data: bytearray = field(default_factory=bytearray)
+    durable: bytes = b""
+
+
+class MemoryDisk:
+    """Files in memory with a durable image per file, so a crash can be simulated (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.faults = FaultHooks()
+        self._files: dict[str, _MemoryFile] = {}
+        self._dirs: set[str] = {"", "/"}
+        self._last_append: str | None = None  # the file that took the last unflushed append
+
+    def set_slow_reads(self, path_prefix: str, ms: int) -> None:
+        self.faults.set_slow_reads(path_prefix, ms)
+
+    def set_io_error(self, path_prefix: str, on_read: bool = True, on_write: bool = True) -> None:
+        self.faults.set_io_error(path_prefix, on_read, on_write)
+
+    def clear_faults(self) -> None:
+        self.faults.clear_faults()
+
+    def read_latency_ms(self, path: str) -> int:
+        return self.faults.read_latency_ms(path)
+
+    def _file(self, path: str) -> _MemoryFile:
+        found = self._files.get(_norm(path))
+        if found is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file", path)
+        return found
+
+    def exists(self, path: str) -> bool:
+        path = _norm(path)
+        return path in self._files or path in self._dirs
+
+    def mkdir(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        path = _norm(path)
+        for _ in range(path.count("/") + 1):
+            self._dirs.add(path)
+            path = os.path.dirname(path)
+
+    def listdir(self, path: str) -> list[str]:
+        self.faults.check(path, write=False)
+        path = _norm(path)
+        if path not in self._dirs:
+            raise FileNotFoundError(errno.ENOENT, "no such directory", path)
+        names = {os.path.basename(p) for p in (*self._files, *self._dirs) if p and os.path.dirname(p) == path}
+        return sorted(name for name in names if name)
+
+    def rmdir(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        if self.listdir(path):
+            raise OSError(errno.ENOTEMPTY, "directory not empty", path)
+        self._dirs.discard(_norm(path))
+
+    def size(self, path: str) -> int:
+        return len(self._file(path).data)
+
+    def append(self, path: str, data: bytes | bytearray | memoryview) -> int:
+        self.faults.check(path, write=True)
+        key = _norm(path)
+        assert os.path.dirname(key) in self._dirs, f"no directory for {path}"
+        file = self._files.setdefault(key, _MemoryFile())
+        position = len(file.data)
+        file.data += data
+        self._last_append = key
+        return position
+
+    def pread(self, path: str, position: int, length: int) -> bytes:
+        assert position >= 0 and length >= 0
+        self.faults.check(path, write=False)
+        return bytes(self._file(path).data[position : position + length])
+
+    def read_file(self, path: str) -> bytes:
+        self.faults.check(path, write=False)
+        return bytes(self._file(path).data)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        self.faults.check(path, write=True)
+        key = _norm(path)
+        assert os.path.dirname(key) in self._dirs, f"no directory for {path}"
+        self._files[key] = _MemoryFile(bytearray(data), b"")
+
+    def truncate(self, path: str, size: int) -> None:
+        assert size >= 0
+        self.faults.check(path, write=True)
+        file = self._file(path)
+        del file.data[size:]
+        file.durable = file.durable[:size]
+
+    def fsync(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        file = self._file(path)
+        file.durable = bytes(file.data)
+        if self._last_append == _norm(path):
+            self._last_append = None
+
+    def rename(self, source: str, target: str) -> None:
+        self.faults.check(target, write=True)
+        file = self._file(source)
+        del self._files[_norm(source)]
+        self._files[_norm(target)] = file
+
+    def remove(self, path: str) -> None:
+        self.faults.check(path, write=True)
+        self._file(path)
+        del self._files[_norm(path)]
+
+    def crash(self, torn_tail: bool = False, rng: random.Random | None = None) -> None:
+        """Lose everything not fsynced; with `torn_tail`, keep a random prefix of the last unflushed append."""
+        torn: tuple[str, bytes] | None = None
+        if torn_tail and self._last_append is not None:
+            file = self._files.get(self._last_append)
+            if file is not None and file.data.startswith(file.durable):
+                # Writes reach the disk in order, so what survives is a prefix of the unflushed bytes.
+                keep = (rng or random.Random()).randint(0, len(file.data) - len(file.durable))
+                torn = (self._last_append, bytes(file.data[len(file.durable) : len(file.durable) + keep]))
+        for file in self._files.values():
+            file.data = bytearray(file.durable)
+        if torn is not None:
+            self._files[torn[0]].data += torn[1]
+        self._last_append = None
+
+    def unflushed_bytes(self, path: str) -> int:
+        """Bytes of `path` a crash would lose (for tests)."""
+        file = self._file(path)
+        return len(file.data) - len(file.durable)
+
+
+def _norm(path: str) -> str:
+    return os.path.normpath(path) if path else path

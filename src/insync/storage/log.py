@@ -1,0 +1,474 @@
+"""One partition's log: an ordered list of segments, the leader epoch cache, and Kafka's offsets over them.
+
+Offsets are contiguous: segment i covers [base_i, base_i+1), the last (active) segment takes appends, and
+`log_end_offset` is its next offset. `log_start_offset` may lie inside the first segment (DeleteRecords), and
+`recovery_point` is the offset below which data was fsynced. Batches stay opaque bytes: a leader append
+validates the one produced batch (`records.validate_batches`: CRC, magic, `max.message.bytes`, all or nothing),
+copies it once into a bytearray to stamp base offset and leader epoch, and writes it with one system call.
+
+Opening a log recovers it: segments wholly below the recovery point are trusted (their index files load, or
+are rebuilt when damaged); from the segment holding the recovery point on, every batch is CRC-checked, a torn
+or corrupt tail is cut (logged on `insync.storage` as `Truncated N bytes of corrupt tail in <segment>`), later
+segments are dropped, and indexes are rebuilt.
+
+Errors: an I/O error (`OSError` from the disk) while writing takes the log offline: that call and every later
+one raise KafkaException(KAFKA_STORAGE_ERROR) until the log is reopened, which recovers it; a read error fails
+only that read, with the same code. Bad input raises the `InvalidRecordError` of `records` (CORRUPT_MESSAGE,
+MESSAGE_TOO_LARGE, INVALID_RECORD) and a follower append that does not start at the log end offset raises
+OFFSET_OUT_OF_RANGE; nothing is written in either case.
+
+Choices where Kafka leaves room: a truncation offset inside a batch drops the whole batch, so the log end offset
+can end below the requested one (and when that would put it below the log start offset, the log restarts empty
+at the requested offset). A leader append in an epoch older than the cache's latest is not recorded in the cache
+(the caller fences stale leaders). Time-based rolls, and time retention of segments without timestamps, count
+from the segment's creation or load time on the log's clock. A missing or garbled `leader-epoch-checkpoint` is
+rebuilt from the batches.
+
+Beyond the surface in the brief: `roll()` forces a new segment; `segments`, `active_segment`, `size_bytes`;
+`update_config()`; `offline`; `ReadResult.read_latency_ms` (the disk's slow-read fault, for the simulator);
+`AppendInfo.log_start_offset`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import functools
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+from insync import errors
+from insync.clock import Clock, SystemClock
+from insync.config import LogConfig
+from insync.errors import KafkaException
+from insync.limits import SEGMENTS_PER_PARTITION_MAX
+from insync.protocol.records import BatchHeader, decode_records, iter_batches, stamp, validate_batches
+from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
+from insync.storage.disk import Disk, RealDisk
+from insync.storage.index import RELATIVE_OFFSET_MAX
+from insync.storage.leader_epoch import LeaderEpochCache
+from insync.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchScan, LogSegment
+
+logger = logging.getLogger("insync.storage")
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+
+
+def _writes(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
+    """An I/O error while changing the log takes it offline, as Kafka takes a log dir offline: the call and
+    every later one raise KAFKA_STORAGE_ERROR until the log is reopened (and so recovered)."""
+
+    @functools.wraps(method)
+    def guarded(log: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if log.offline:
+            raise KafkaException(errors.KAFKA_STORAGE_ERROR, f"{log.directory} is offline after an I/O error")
+        try:
+            return method(log, *args, **kwargs)
+        except OSError as exc:
+            log.offline = True
+            logger.error("Taking %s offline after an I/O error: %s", log.directory, exc)
+            raise KafkaException(errors.KAFKA_STORAGE_ERROR, f"{log.directory}: {exc}") from exc
+
+    return guarded
+
+
+def _reads(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
+    """An I/O error while reading fails the call with KAFKA_STORAGE_ERROR; the log stays usable."""
+
+    @functools.wraps(method)
+    def guarded(log: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if log.offline:
+            raise KafkaException(errors.KAFKA_STORAGE_ERROR, f"{log.directory} is offline after an I/O error")
+        try:
+            return method(log, *args, **kwargs)
+        except OSError as exc:
+            raise KafkaException(errors.KAFKA_STORAGE_ERROR, f"{log.directory}: {exc}") from exc
+
+    return guarded
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    record_count: int
+    max_timestamp: int
+    batch_count: int
+    size_bytes: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    records: bytes
+    first_offset: int  # base offset of the first batch returned, or the fetch offset when empty
+    next_offset: int
+    log_start_offset: int
+    log_end_offset: int  # captured before the read (KAFKA-7104, REFERENCE.md 1)
+    read_latency_ms: int = 0
+
+
+class Log:
+    def __init__(self, directory: str, config: LogConfig, disk: Disk, clock: Clock,
+                 leader_epoch_cache: LeaderEpochCache, owns_disk: bool) -> None:
+        self.directory = directory
+        self.config = config
+        self.disk = disk
+        self.clock = clock
+        self.leader_epoch_cache = leader_epoch_cache
+        self.segments: list[LogSegment] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.offline = False
+        self._owns_disk = owns_disk
+        self._unflushed_messages = 0
+        self._last_flush_ms = clock.monotonic_ms()
+
+    # --- Opening and recovery ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: str | Path, config: LogConfig, disk: Disk | None = None, *,
+             clock: Clock | None = None, recovery_point: int | None = None,
+             log_start_offset: int | None = None) -> Log:
+        """Open (creating when missing) and recover the log in `directory`. Without a recovery point every
+        segment is checked."""
+        path = str(directory).rstrip("/") or "/"
+        real_disk = disk or RealDisk()
+        real_disk.mkdir(path)
+        epoch_path = f"{path}/{LEADER_EPOCH_CHECKPOINT}"
+        try:
+            # Without the file (never written, or lost) the cache is rebuilt too: the batches hold the epochs.
+            cache, rebuild_epochs = LeaderEpochCache.load(real_disk, epoch_path), not real_disk.exists(epoch_path)
+        except CheckpointError as exc:
+            logger.warning("Rebuilding the leader epoch cache of %s from its batches: %s", path, exc)
+            cache, rebuild_epochs = LeaderEpochCache(real_disk, epoch_path), True
+        log = cls(path, config, real_disk, clock or SystemClock(), cache, owns_disk=disk is None)
+        log._load_segments(recovery_point or 0, rebuild_epochs, log_start_offset or 0)
+        log._finish_open(recovery_point or 0, log_start_offset or 0)
+        return log
+
+    def _segment_bases(self) -> list[int]:
+        bases: set[int] = set()
+        for name in self.disk.listdir(self.directory):
+            match = _SEGMENT_NAME.match(name)
+            if match and match.group(2) == "log":
+                bases.add(int(match.group(1)))
+            elif name.endswith(".tmp"):
+                self.disk.remove(f"{self.directory}/{name}")  # a checkpoint write that never got renamed
+        for name in self.disk.listdir(self.directory):
+            match = _SEGMENT_NAME.match(name)
+            if match and int(match.group(1)) not in bases:
+                self.disk.remove(f"{self.directory}/{name}")  # an index whose segment was deleted
+        assert len(bases) <= SEGMENTS_PER_PARTITION_MAX, f"{self.directory}: too many segments"
+        return sorted(bases)
+
+    def _load_segments(self, recovery_point: int, rebuild_epochs: bool, log_start_offset: int) -> None:
+        bases = self._segment_bases()
+        now_ms = self.clock.now_ms()
+        for i, base in enumerate(bases):
+            following = bases[i + 1] if i + 1 < len(bases) else None
+            segment = None
+            if following is not None and following <= recovery_point:
+                segment = LogSegment.open_trusted(self.disk, self.directory, base, following, now_ms,
+                                                  self.config.index_interval_bytes)
+                if segment is not None and rebuild_epochs:
+                    self._assign_epochs(_epoch_starts(segment))
+            if segment is None:
+                segment, epoch_starts = LogSegment.recover(self.disk, self.directory, base, now_ms,
+                                                           self.config.index_interval_bytes)
+                self._assign_epochs(epoch_starts)
+            self.segments.append(segment)
+            if following is not None:
+                segment.seal()
+                if segment.next_offset != following:
+                    self._drop_segment_files(bases[i + 1:])
+                    break
+        if not self.segments:
+            self.segments.append(LogSegment.create(self.disk, self.directory, max(log_start_offset, 0), now_ms,
+                                                   self.config.index_interval_bytes))
+
+    def _drop_segment_files(self, bases: list[int]) -> None:
+        logger.warning("Deleting segments %s of %s: they follow a truncated segment", bases, self.directory)
+        for base in bases:
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                path = f"{self.directory}/{base:020d}{suffix}"
+                if self.disk.exists(path):
+                    self.disk.remove(path)
+
+    def _assign_epochs(self, epoch_starts: list[tuple[int, int]]) -> None:
+        for epoch, start_offset in epoch_starts:
+            latest = self.leader_epoch_cache.latest_epoch
+            if latest is None or epoch > latest:
+                self.leader_epoch_cache.assign(epoch, start_offset)
+
+    def _finish_open(self, recovery_point: int, log_start_offset: int) -> None:
+        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        if self.log_start_offset > self.log_end_offset:
+            logger.warning("Log start offset %d of %s is past its end %d: starting the log there",
+                           self.log_start_offset, self.directory, self.log_end_offset)
+            self.truncate_fully_and_start_at(self.log_start_offset)
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self.recovery_point = min(max(recovery_point, self.segments[0].base_offset), self.log_end_offset)
+
+    # --- Offsets -------------------------------------------------------------------------------------------
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self.segments)
+
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+
+    # --- Appends -------------------------------------------------------------------------------------------
+
+    @_writes
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Validate the produced batch, give it the next offsets and `leader_epoch`, and append it."""
+        assert leader_epoch >= 0
+        (header,) = validate_batches(records, max_message_bytes=self.config.max_message_bytes)
+        base_offset = self.log_end_offset
+        buffer = bytearray(records)  # the one copy: stamping writes into it, the caller's bytes stay as sent
+        stamp(buffer, 0, base_offset=base_offset, partition_leader_epoch=leader_epoch)
+        stamped = dataclasses.replace(header, base_offset=base_offset, partition_leader_epoch=leader_epoch)
+        info = self._append(buffer, [stamped])
+        self._assign_epochs([(leader_epoch, base_offset)])
+        return info
+
+    @_writes
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches copied from the leader, offsets and epochs as they are; they must start at the
+        log end offset and follow each other without gaps. CRC-checked, all or nothing."""
+        headers = [header for _, header in iter_batches(records, verify_crc=True)]
+        if not headers:
+            raise KafkaException(errors.CORRUPT_MESSAGE, f"{self.directory}: follower append without batches")
+        expected = self.log_end_offset
+        if headers[0].base_offset != expected:
+            kind = "gap" if headers[0].base_offset > expected else "overlap"
+            raise KafkaException(errors.OFFSET_OUT_OF_RANGE, f"{self.directory}: follower append at offset "
+                                 f"{headers[0].base_offset} would leave a {kind}: log end offset is {expected}")
+        for previous, header in zip(headers, headers[1:], strict=False):
+            if header.base_offset != previous.next_offset:
+                raise KafkaException(errors.UNKNOWN_SERVER_ERROR, f"{self.directory}: batch at offset "
+                                     f"{header.base_offset} does not follow {previous.last_offset}")
+        for header in headers:
+            if header.size > self.config.max_message_bytes:
+                raise KafkaException(errors.MESSAGE_TOO_LARGE, f"{self.directory}: batch at offset "
+                                     f"{header.base_offset} is {header.size} bytes, over max.message.bytes")
+        info = self._append(records if isinstance(records, bytes | bytearray) else bytes(records), headers)
+        self._assign_epochs([(h.partition_leader_epoch, h.base_offset) for h in headers
+                             if h.partition_leader_epoch >= 0])
+        return info
+
+    def _append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> AppendInfo:
+        self.maybe_roll(len(data), headers[-1].last_offset)
+        self.active_segment.append(data, headers)
+        record_count = sum(header.record_count for header in headers)
+        self._unflushed_messages += record_count
+        self._maybe_flush()
+        return AppendInfo(
+            first_offset=headers[0].base_offset,
+            last_offset=headers[-1].last_offset,
+            record_count=record_count,
+            max_timestamp=max(header.max_timestamp for header in headers),
+            batch_count=len(headers),
+            size_bytes=len(data),
+            log_start_offset=self.log_start_offset,
+        )
+
+    def maybe_roll(self, incoming_bytes: int = 0, last_offset: int | None = None) -> bool:
+        """Start a new segment when the active one would pass `segment.bytes`, is older than `segment.ms`,
+        has a full index, or could not index `last_offset` relative to its base. Never rolls an empty one."""
+        active = self.active_segment
+        if active.size == 0:
+            return False
+        if (active.size + incoming_bytes > self.config.segment_bytes
+                or self.clock.now_ms() - active.created_ms > self.config.segment_ms
+                or active.index_full(self.config.index_size_max_bytes)
+                or (last_offset is not None and last_offset - active.base_offset > RELATIVE_OFFSET_MAX)):
+            self.roll()
+            return True
+        return False
+
+    @_writes
+    def roll(self) -> None:
+        """Seal the active segment and start one at the log end offset. The sealed segment stays dirty until
+        the next flush, which fsyncs it before the recovery point passes it."""
+        if self.active_segment.size == 0:
+            return
+        assert len(self.segments) < SEGMENTS_PER_PARTITION_MAX, f"{self.directory}: too many segments"
+        self.active_segment.seal()
+        self.segments.append(LogSegment.create(self.disk, self.directory, self.log_end_offset,
+                                               self.clock.now_ms(), self.config.index_interval_bytes))
+
+    def _maybe_flush(self) -> None:
+        flush_ms = self.config.flush_interval_ms
+        if self._unflushed_messages >= self.config.flush_interval_messages or (
+                flush_ms is not None and self.clock.monotonic_ms() - self._last_flush_ms >= flush_ms):
+            self.flush()
+
+    @_writes
+    def flush(self) -> None:
+        """fsync every segment written since the last flush, then move the recovery point to the end."""
+        end = self.log_end_offset
+        for segment in self.segments:
+            if segment.dirty:
+                segment.flush()
+        self.recovery_point = end
+        self._unflushed_messages = 0
+        self._last_flush_ms = self.clock.monotonic_ms()
+
+    # --- Reads ---------------------------------------------------------------------------------------------
+
+    @_reads
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None, *,
+             min_one_batch: bool = True) -> ReadResult:
+        """Whole batches from the one holding `offset`, within one segment (see `LogSegment.read`)."""
+        assert max_bytes >= 0
+        log_start_offset, log_end_offset = self.log_start_offset, self.log_end_offset
+        if offset < log_start_offset or offset > log_end_offset:
+            raise KafkaException(errors.OFFSET_OUT_OF_RANGE, f"{self.directory}: offset {offset} is outside "
+                                 f"[{log_start_offset}, {log_end_offset}]")
+        empty = ReadResult(b"", offset, offset, log_start_offset, log_end_offset)
+        if offset == log_end_offset or (max_offset is not None and offset >= max_offset):
+            return empty
+        index = bisect.bisect_right(self.segments, offset, key=_base_offset) - 1
+        for segment in self.segments[index:]:
+            found = segment.find_batch(offset)
+            if found is None:
+                continue
+            result = segment.read(found[0], found[1], max_bytes, max_offset, min_one_batch)
+            if not result.records:
+                return empty
+            return ReadResult(result.records, result.first_offset, result.next_offset, log_start_offset,
+                              log_end_offset, self.disk.read_latency_ms(segment.log_path))
+        return empty
+
+    @_reads
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        """ListOffsets by time: the first offset at or after the log start whose record timestamp is >=
+        `timestamp`, or None when there is none."""
+        for segment in self.segments:
+            if segment.max_timestamp < timestamp or segment.next_offset <= self.log_start_offset:
+                continue
+            start = max(segment.time_index.lookup_before(timestamp), self.log_start_offset)
+            _, position = segment.offset_index.lookup(start)
+            for batch_position, header in BatchScan(self.disk, segment.log_path, position, segment.size,
+                                                    verify_crc=False):
+                if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
+                    continue
+                batch = self.disk.pread(segment.log_path, batch_position, header.size)
+                for record in decode_records(batch):
+                    if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
+                        return record.offset
+        return None
+
+    # --- Truncation and deletion ---------------------------------------------------------------------------
+
+    @_writes
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything at and after `offset` (no-op at or past the end)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        while len(self.segments) > 1 and self.active_segment.base_offset > offset:
+            self.segments.pop().delete()
+        self.active_segment.truncate_to(offset)
+        if self.log_end_offset < self.log_start_offset:
+            # The batch holding the log start offset went whole: nothing readable is left.
+            self.truncate_fully_and_start_at(offset)
+            return
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+
+    @_writes
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart the log, empty, at `offset`."""
+        assert offset >= 0
+        for segment in self.segments:
+            segment.delete()
+        self.segments = [LogSegment.create(self.disk, self.directory, offset, self.clock.now_ms(),
+                                           self.config.index_interval_bytes)]
+        self.log_start_offset = self.recovery_point = offset
+        self.leader_epoch_cache.clear()
+
+    @_writes
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start offset up to `offset` (never back, never past the end) and delete the whole
+        segments below it. Returns the new log start offset."""
+        if offset > self.log_end_offset:
+            raise KafkaException(errors.OFFSET_OUT_OF_RANGE, f"{self.directory}: cannot move the log start "
+                                 f"offset to {offset}, past the log end offset {self.log_end_offset}")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+                self.segments.pop(0).delete()
+            self.leader_epoch_cache.truncate_from_start(offset)
+        return self.log_start_offset
+
+    @_writes
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete the oldest whole segments past `retention.ms` or beyond `retention.bytes`, never the active
+        one. Returns how many were deleted."""
+        deleted = 0
+        retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
+        excess_bytes = self.size_bytes - retention_bytes if retention_bytes >= 0 else -1
+        while len(self.segments) > 1:
+            oldest = self.segments[0]
+            last_ms = oldest.max_timestamp if oldest.max_timestamp >= 0 else oldest.created_ms
+            expired = retention_ms >= 0 and now_ms - last_ms > retention_ms
+            if not expired and excess_bytes < oldest.size:
+                break
+            excess_bytes -= oldest.size
+            self.segments.pop(0).delete()
+            deleted += 1
+        if deleted:
+            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+            self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
+        return deleted
+
+    @_writes
+    def close(self) -> None:
+        """Seal and flush, so the next open trusts everything below the end."""
+        self.active_segment.seal()
+        self.flush()
+        if self._owns_disk and isinstance(self.disk, RealDisk):
+            self.disk.close()
+
+
+def _base_offset(segment: LogSegment) -> int:
+    return segment.base_offset
+
+
+def _epoch_starts(segment: LogSegment) -> list[tuple[int, int]]:
+    """(epoch, base offset) of each batch of a trusted segment that starts a newer epoch (headers only)."""
+    starts: list[tuple[int, int]] = []
+    for _, header in BatchScan(segment.disk, segment.log_path, 0, segment.size, verify_crc=False):
+        epoch = header.partition_leader_epoch
+        if epoch >= 0 and (not starts or epoch > starts[-1][0]):
+            starts.append((epoch, header.base_offset))
+    return starts

@@ -1,0 +1,143 @@
+"""Every partition log of one log dir, and the three offset checkpoint files at its root.
+
+`LogManager.open` reads `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`, then opens each
+`<topic>-<partition>` directory as a `Log` from those offsets. A garbled recovery-point checkpoint is not fatal:
+every log is then recovered from its first segment (recovery point 0: slower, never wrong). A garbled log-start
+checkpoint falls back to each log's first segment base offset (what Kafka does for a missing entry: records
+deleted by DeleteRecords but still in that segment become readable again, none are lost). Both are logged on
+`insync.storage`. The high watermark checkpoint (`replication-offset-checkpoint`) is read strictly:
+`read_high_watermarks` raises `CheckpointError` and the caller decides, because a guessed high watermark
+could expose uncommitted data.
+
+Beyond the surface in the brief: `log_dir`, `disk`, and `tp_of(name)` (parse a partition directory name).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from insync.clock import Clock, SystemClock
+from insync.config import BrokerConfig, LogConfig
+from insync.limits import PARTITIONS_PER_BROKER_MAX
+from insync.storage.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointError,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from insync.storage.disk import Disk, RealDisk
+from insync.storage.log import Log
+from insync.types import TopicPartition
+
+logger = logging.getLogger("insync.storage")
+
+_PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
+
+
+def tp_of(name: str) -> TopicPartition | None:
+    """The partition a directory name stands for, or None for anything else (checkpoints, events.jsonl)."""
+    match = _PARTITION_DIR.match(name)
+    if match is None:
+        return None
+    return TopicPartition(match.group("topic"), int(match.group("partition")))
+
+
+class LogManager:
+    def __init__(self, log_dir: str, config: LogConfig, disk: Disk, clock: Clock, owns_disk: bool) -> None:
+        self.log_dir = log_dir
+        self.config = config
+        self.disk = disk
+        self.clock = clock
+        self._logs: dict[TopicPartition, Log] = {}
+        self._owns_disk = owns_disk
+
+    @classmethod
+    def open(cls, log_dir: str | Path, config: BrokerConfig | LogConfig, disk: Disk | None = None,
+             clock: Clock | None = None) -> LogManager:
+        path = str(log_dir).rstrip("/") or "/"
+        log_config = config.log_config() if isinstance(config, BrokerConfig) else config
+        manager = cls(path, log_config, disk or RealDisk(), clock or SystemClock(), owns_disk=disk is None)
+        manager.disk.mkdir(path)
+        recovery_points = manager._read_or_default(RECOVERY_POINT_CHECKPOINT, "recovering every log in full")
+        log_starts = manager._read_or_default(LOG_START_OFFSET_CHECKPOINT, "log start offsets restart at the "
+                                              "first segment of each log")
+        for name in manager.disk.listdir(path):
+            tp = tp_of(name)
+            if tp is None:
+                continue
+            assert len(manager._logs) < PARTITIONS_PER_BROKER_MAX
+            manager._logs[tp] = Log.open(f"{path}/{name}", log_config, manager.disk, clock=manager.clock,
+                                         recovery_point=recovery_points.get(tp),
+                                         log_start_offset=log_starts.get(tp))
+        return manager
+
+    def _read_or_default(self, name: str, default_text: str) -> dict[TopicPartition, int]:
+        try:
+            return read_offset_checkpoint(self.disk, f"{self.log_dir}/{name}")
+        except CheckpointError as exc:
+            logger.warning("Ignoring %s: %s; %s", name, exc, default_text)
+            return {}
+
+    def get(self, tp: TopicPartition) -> Log | None:
+        return self._logs.get(tp)
+
+    def get_or_create(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        """The partition's log, created empty when missing; `config` (topic overrides) replaces the old one."""
+        log = self._logs.get(tp)
+        if log is None:
+            assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
+            log = Log.open(f"{self.log_dir}/{tp}", config or self.config, self.disk, clock=self.clock)
+            self._logs[tp] = log
+        elif config is not None:
+            log.update_config(config)
+        return log
+
+    def delete(self, tp: TopicPartition) -> None:
+        """Remove the partition's directory and everything in it."""
+        log = self._logs.pop(tp, None)
+        directory = f"{self.log_dir}/{tp}"
+        if log is not None:
+            directory = log.directory
+        if not self.disk.exists(directory):
+            return
+        for name in self.disk.listdir(directory):
+            self.disk.remove(f"{directory}/{name}")
+        self.disk.rmdir(directory)
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        write_offset_checkpoint(self.disk, f"{self.log_dir}/{REPLICATION_OFFSET_CHECKPOINT}",
+                                {tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        """The HW checkpoint (empty when missing). Raises CheckpointError, naming file and line, when garbled."""
+        return read_offset_checkpoint(self.disk, f"{self.log_dir}/{REPLICATION_OFFSET_CHECKPOINT}")
+
+    def checkpoint_recovery_points_and_log_starts(self) -> None:
+        write_offset_checkpoint(self.disk, f"{self.log_dir}/{RECOVERY_POINT_CHECKPOINT}",
+                                {tp: log.recovery_point for tp, log in self._logs.items()})
+        write_offset_checkpoint(self.disk, f"{self.log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
+                                {tp: log.log_start_offset for tp, log in self._logs.items()})
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Retention on every log; returns the number of segments deleted."""
+        return sum(log.apply_retention(now_ms) for log in self._logs.values())
+
+    def flush(self) -> None:
+        for log in self._logs.values():
+            log.flush()
+
+    def close(self) -> None:
+        """Flush every log and write the checkpoints, so the next open trusts all the data."""
+        for log in self._logs.values():
+            log.close()
+        self.checkpoint_recovery_points_and_log_starts()
+        if self._owns_disk and isinstance(self.disk, RealDisk):
+            self.disk.close()

@@ -1,0 +1,213 @@
+"""Log: appends as leader and follower, reads (KIP-74, bounds), truncation, DeleteRecords, rolls, flush."""
+
+from __future__ import annotations
+
+import pytest
+from storage_helpers import DIR, bases, batch, open_log
+
+from insync import errors
+from insync.clock import ManualClock
+from insync.errors import KafkaException
+from insync.protocol.records import build_batch, iter_batches
+from insync.storage.disk import MemoryDisk
+
+
+def test_leader_append_assigns_offsets_and_stamps_epoch() -> None:
+    log = open_log()
+    produced = batch(3)
+    first = log.append_as_leader(produced, leader_epoch=4)
+    second = log.append_as_leader(batch(2), leader_epoch=4)
+    assert (first.first_offset, first.last_offset, first.record_count, first.batch_count) == (0, 2, 3, 1)
+    assert (second.first_offset, second.last_offset) == (3, 4)
+    assert first.size_bytes == len(produced) and first.max_timestamp == 1_700_000_000_000
+    assert log.log_end_offset == 5
+    assert produced == batch(3)  # the caller's bytes are not stamped
+    result = log.read(0, 10_000)
+    headers = [h for _, h in iter_batches(result.records)]  # CRC still valid after stamping
+    assert [(h.base_offset, h.partition_leader_epoch) for h in headers] == [(0, 4), (3, 4)]
+    assert log.leader_epoch_cache.epoch_entries == [(4, 0)]
+    log.append_as_leader(batch(1), leader_epoch=6)
+    assert log.latest_epoch() == 6 and log.leader_epoch_cache.epoch_entries == [(4, 0), (6, 5)]
+    assert log.end_offset_for_epoch(4) == (4, 5) and log.end_offset_for_epoch(6) == (6, 6)
+
+
+def test_leader_append_is_all_or_nothing() -> None:
+    log = open_log(max_message_bytes=200)
+    corrupt = bytearray(batch(2))
+    corrupt[-1] ^= 0xFF
+    with pytest.raises(KafkaException) as info:
+        log.append_as_leader(bytes(corrupt), leader_epoch=0)
+    assert info.value.error == errors.CORRUPT_MESSAGE
+    with pytest.raises(KafkaException) as info:
+        log.append_as_leader(batch(5, value_bytes=100), leader_epoch=0)
+    assert info.value.error == errors.MESSAGE_TOO_LARGE
+    assert log.log_end_offset == 0 and log.active_segment.size == 0
+
+
+def test_read_returns_whole_batches_within_bounds() -> None:
+    log = open_log()
+    for _ in range(4):
+        log.append_as_leader(batch(3), leader_epoch=0)
+    size = len(batch(3))
+    two = log.read(0, 2 * size + 10)
+    assert bases(two.records) == [0, 3] and two.next_offset == 6
+    assert (two.log_start_offset, two.log_end_offset) == (0, 12)
+    middle = log.read(4, 10_000)  # inside a batch: that whole batch first
+    assert middle.first_offset == 3 and bases(middle.records) == [3, 6, 9]
+    up_to_hw = log.read(0, 10_000, max_offset=6)  # exclusive bound on base offsets
+    assert bases(up_to_hw.records) == [0, 3]
+    assert log.read(6, 10_000, max_offset=6).records == b""
+    oversize = log.read(3, 10)  # KIP-74: one batch even when larger than max_bytes
+    assert bases(oversize.records) == [3] and oversize.next_offset == 6
+    strict = log.read(3, 10, min_one_batch=False)
+    assert strict.records == b"" and (strict.first_offset, strict.next_offset) == (3, 3)
+    at_end = log.read(12, 100)
+    assert at_end.records == b"" and at_end.next_offset == 12
+    for offset in (-1, 13):
+        with pytest.raises(KafkaException) as info:
+            log.read(offset, 100)
+        assert info.value.error == errors.OFFSET_OUT_OF_RANGE
+
+
+def test_sequential_reads_with_sparse_index() -> None:
+    log = open_log(index_interval_bytes=300)
+    for i in range(30):
+        log.append_as_leader(batch(1 + i % 3), leader_epoch=0)
+    offset, seen = 0, []
+    for _ in range(100):
+        if offset == log.log_end_offset:
+            break
+        result = log.read(offset, 250)
+        seen += bases(result.records)
+        offset = result.next_offset
+    assert offset == log.log_end_offset and seen == sorted(set(seen)) and len(seen) == 30
+    # Random access agrees with sequential access.
+    for target in range(log.log_end_offset):
+        result = log.read(target, 1)
+        header = next(h for _, h in iter_batches(result.records))
+        assert header.base_offset <= target <= header.last_offset
+
+
+def test_follower_append_keeps_leader_offsets_and_rejects_gaps() -> None:
+    log = open_log()
+    leader_data = build_batch([(b"a", b"1"), (b"b", b"2")], base_offset=0, partition_leader_epoch=3) + \
+        build_batch([(b"c", b"3")], base_offset=2, partition_leader_epoch=5)
+    info = log.append_as_follower(leader_data)
+    assert (info.first_offset, info.last_offset, info.batch_count) == (0, 2, 2)
+    assert log.leader_epoch_cache.epoch_entries == [(3, 0), (5, 2)]
+    assert log.read(0, 10_000).records == leader_data
+    for start, kind in ((5, "gap"), (1, "overlap")):
+        with pytest.raises(KafkaException, match=kind) as info_exc:
+            log.append_as_follower(build_batch([(b"x", b"y")], base_offset=start, partition_leader_epoch=5))
+        assert info_exc.value.error == errors.OFFSET_OUT_OF_RANGE
+    torn = build_batch([(b"d", b"4")], base_offset=3)[:-2]
+    with pytest.raises(KafkaException) as info_exc:
+        log.append_as_follower(torn)
+    assert info_exc.value.error == errors.CORRUPT_MESSAGE
+    assert log.log_end_offset == 3
+
+
+def test_segments_roll_by_size_and_time() -> None:
+    clock = ManualClock()
+    disk = MemoryDisk()
+    size = len(batch(2))
+    log = open_log(disk, clock, segment_bytes=3 * size, segment_ms=60_000)
+    for _ in range(7):
+        log.append_as_leader(batch(2), leader_epoch=0)
+    assert [s.base_offset for s in log.segments] == [0, 6, 12]
+    assert "00000000000000000006.log" in disk.listdir(DIR)
+    clock.advance(60_001)
+    log.append_as_leader(batch(2), leader_epoch=0)
+    assert [s.base_offset for s in log.segments] == [0, 6, 12, 14]
+    assert bases(log.read(6, 10 * size).records) == [6, 8, 10]  # a read stays within one segment
+
+
+def test_truncate_to_drops_tail_segments_and_epochs() -> None:
+    log = open_log(segment_bytes=2 * len(batch(2)))
+    for epoch in range(6):
+        log.append_as_leader(batch(2), leader_epoch=epoch)
+    log.truncate_to(5)  # inside batch [4, 5]: the whole batch goes
+    assert log.log_end_offset == 4 and [s.base_offset for s in log.segments] == [0, 4]
+    assert log.leader_epoch_cache.latest_epoch == 1
+    log.truncate_to(100)  # past the end: nothing
+    assert log.log_end_offset == 4
+    log.append_as_leader(batch(1), leader_epoch=9)
+    assert bases(log.read(0, 10_000).records) == [0, 2] and bases(log.read(4, 10_000).records) == [4]
+    log.truncate_fully_and_start_at(50)
+    assert (log.log_start_offset, log.log_end_offset, log.latest_epoch()) == (50, 50, None)
+    assert [s.base_offset for s in log.segments] == [50]
+    log.append_as_follower(build_batch([(b"k", b"v")], base_offset=50, partition_leader_epoch=10))
+    assert log.log_end_offset == 51
+
+
+def test_delete_records_moves_log_start_and_deletes_segments() -> None:
+    log = open_log(segment_bytes=2 * len(batch(2)))
+    for epoch in range(6):
+        log.append_as_leader(batch(2), leader_epoch=epoch)
+    assert log.delete_records_before(5) == 5
+    assert [s.base_offset for s in log.segments] == [4, 8]
+    assert log.leader_epoch_cache.epoch_entries[0] == (2, 5)
+    with pytest.raises(KafkaException):
+        log.read(4, 100)
+    assert bases(log.read(5, 100).records) == [4]  # the batch holding the start offset
+    assert log.delete_records_before(3) == 5  # never back
+    with pytest.raises(KafkaException) as info:
+        log.delete_records_before(13)
+    assert info.value.error == errors.OFFSET_OUT_OF_RANGE
+    assert log.delete_records_before(12) == 12 and log.log_end_offset == 12
+
+
+def test_flush_by_message_count_advances_recovery_point() -> None:
+    disk = MemoryDisk()
+    log = open_log(disk, flush_interval_messages=5)
+    log.append_as_leader(batch(3), leader_epoch=0)
+    assert log.recovery_point == 0 and disk.unflushed_bytes(log.active_segment.log_path) > 0
+    log.append_as_leader(batch(3), leader_epoch=0)
+    assert log.recovery_point == 6 and disk.unflushed_bytes(log.active_segment.log_path) == 0
+
+
+def test_flush_by_time() -> None:
+    clock = ManualClock()
+    log = open_log(clock=clock, flush_interval_ms=1000)
+    log.append_as_leader(batch(1), leader_epoch=0)
+    assert log.recovery_point == 0
+    clock.advance(1000)
+    log.append_as_leader(batch(1), leader_epoch=0)
+    assert log.recovery_point == 2
+
+
+def test_read_reports_slow_disk_latency() -> None:
+    disk = MemoryDisk()
+    log = open_log(disk)
+    log.append_as_leader(batch(1), leader_epoch=0)
+    disk.set_slow_reads(DIR, 250)
+    assert log.read(0, 100).read_latency_ms == 250
+
+
+def test_write_error_takes_the_log_offline_until_reopened() -> None:
+    disk = MemoryDisk()
+    log = open_log(disk, index_interval_bytes=0)
+    log.append_as_leader(batch(2), leader_epoch=0)
+    disk.set_io_error(f"{DIR}/00000000000000000000.index", on_read=False, on_write=True)
+    with pytest.raises(KafkaException) as info:
+        log.append_as_leader(batch(2, value_bytes=5000), leader_epoch=1)  # data written, index entry fails
+    assert info.value.error == errors.KAFKA_STORAGE_ERROR and log.offline
+    with pytest.raises(KafkaException) as info:
+        log.read(0, 100)
+    assert info.value.error == errors.KAFKA_STORAGE_ERROR
+    disk.clear_faults()
+    again = open_log(disk)  # recovery rebuilds the index the error left short
+    assert again.log_end_offset == 4 and bases(again.read(0, 100_000).records) == [0, 2]
+    assert again.append_as_leader(batch(1), leader_epoch=2).first_offset == 4
+
+
+def test_read_error_fails_only_that_read() -> None:
+    disk = MemoryDisk()
+    log = open_log(disk)
+    log.append_as_leader(batch(2), leader_epoch=0)
+    disk.set_io_error(DIR, on_read=True, on_write=False)
+    with pytest.raises(KafkaException) as info:
+        log.read(0, 100)
+    assert info.value.error == errors.KAFKA_STORAGE_ERROR and not log.offline
+    disk.clear_faults()
+    assert bases(log.read(0, 100).records) == [0]

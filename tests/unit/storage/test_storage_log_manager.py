@@ -1,0 +1,82 @@
+"""LogManager: partition directories, the three root checkpoints, safe defaults for damaged ones."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from storage_helpers import batch
+
+from insync.clock import ManualClock
+from insync.config import BrokerConfig, LogConfig
+from insync.storage.checkpoint import CheckpointError
+from insync.storage.disk import MemoryDisk
+from insync.storage.log_manager import LogManager, tp_of
+from insync.types import TopicPartition
+
+ROOT = "/kafka-logs"
+T0, T1 = TopicPartition("orders", 0), TopicPartition("my-topic", 3)
+
+
+def filled_manager(disk: MemoryDisk) -> LogManager:
+    manager = LogManager.open(ROOT, LogConfig(segment_bytes=2 * len(batch(2))), disk, ManualClock())
+    for tp in (T0, T1):
+        log = manager.get_or_create(tp)
+        for _ in range(3):
+            log.append_as_leader(batch(2), leader_epoch=1)
+    return manager
+
+
+def test_partition_directory_names() -> None:
+    assert tp_of("my-topic-3") == T1 and tp_of("a.b_c-0") == TopicPartition("a.b_c", 0)
+    assert tp_of("replication-offset-checkpoint") is None and tp_of("events.jsonl") is None
+
+
+def test_close_and_reopen_restores_every_log_from_checkpoints() -> None:
+    disk = MemoryDisk()
+    manager = filled_manager(disk)
+    manager.get_or_create(T0).delete_records_before(3)
+    manager.close()
+    assert disk.read_file(f"{ROOT}/recovery-point-offset-checkpoint") == b"0\n2\nmy-topic 3 6\norders 0 6\n"
+    assert disk.read_file(f"{ROOT}/log-start-offset-checkpoint") == b"0\n2\nmy-topic 3 0\norders 0 3\n"
+    again = LogManager.open(ROOT, BrokerConfig({"log.segment.bytes": 1000}), disk, ManualClock())
+    assert set(again.all_logs()) == {T0, T1}
+    log = again.get(T0)
+    assert log is not None and (log.log_start_offset, log.log_end_offset, log.recovery_point) == (3, 6, 6)
+    assert again.get(TopicPartition("nope", 0)) is None
+
+
+def test_high_watermark_checkpoint_round_trip_and_strict_read() -> None:
+    disk = MemoryDisk()
+    manager = filled_manager(disk)
+    assert manager.read_high_watermarks() == {}
+    manager.checkpoint_high_watermarks({T0: 4, T1: 6, TopicPartition("gone", 0): 9})
+    assert manager.read_high_watermarks() == {T0: 4, T1: 6}
+    disk.write_file(f"{ROOT}/replication-offset-checkpoint", b"0\n2\norders 0 4\n")
+    with pytest.raises(CheckpointError, match="replication-offset-checkpoint: line 4"):
+        manager.read_high_watermarks()
+
+
+def test_garbled_recovery_and_log_start_checkpoints_fall_back_safely(caplog: pytest.LogCaptureFixture) -> None:
+    disk = MemoryDisk()
+    manager = filled_manager(disk)
+    manager.get_or_create(T0).delete_records_before(1)
+    manager.close()
+    disk.write_file(f"{ROOT}/recovery-point-offset-checkpoint", b"0\n2\norders 0 zz\n")
+    disk.write_file(f"{ROOT}/log-start-offset-checkpoint", b"0\n")
+    with caplog.at_level(logging.WARNING, logger="insync.storage"):
+        again = LogManager.open(ROOT, LogConfig(), disk, ManualClock())
+    log = again.get(T0)
+    assert log is not None and log.recovery_point == 0 and log.log_start_offset == 0 and log.log_end_offset == 6
+    assert "recovering every log in full" in caplog.text and "first segment" in caplog.text
+
+
+def test_delete_and_retention() -> None:
+    disk = MemoryDisk()
+    manager = filled_manager(disk)
+    manager.delete(T1)
+    assert manager.get(T1) is None and "my-topic-3" not in disk.listdir(ROOT)
+    manager.get_or_create(T0, LogConfig(segment_bytes=2 * len(batch(2)), retention_bytes=0, retention_ms=-1))
+    assert manager.apply_retention(0) == 1  # segments [0, 4) and the active [4, 6)
+    log = manager.get(T0)
+    assert log is not None and log.log_start_offset == 4
