@@ -58,3 +58,20 @@ def test_bad_arguments_are_named(tansu_bootstrap: str) -> None:
         run(["topics", "describe", "nope", *bs])
     with pytest.raises(SystemExit):
         run(["topics", "create"])
+
+
+def test_bench_clients_against_reference(tansu_bootstrap: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from insync.cli.main import main
+
+    assert main(["topics", "create", "bench-t", "--partitions", "2", "--bootstrap-server", tansu_bootstrap]) == 0
+    assert main(["bench", "produce", "--topic", "bench-t", "--messages", "2000", "--bootstrap-server",
+                 tansu_bootstrap]) == 0
+    produced = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert produced["messages"] == 2000 and produced["errors"] == 0 and produced["p99_ms"] >= produced["p50_ms"]
+    assert main(["bench", "consume", "--topic", "bench-t", "--messages", "2000", "--bootstrap-server",
+                 tansu_bootstrap]) == 0
+    consumed = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert consumed["messages"] == 2000 and consumed["mb_per_s"] > 0
+    assert main(["bench", "produce", "--messages", "0"]) == 1

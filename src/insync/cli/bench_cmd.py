@@ -1,11 +1,13 @@
-"""`insync bench storage`: storage throughput beside plain file I/O (logic in `insync.bench.storage`)."""
+"""`insync bench storage|produce|consume|e2e`: storage beside plain file I/O (`insync.bench.storage`), and
+client throughput and latency over the Kafka protocol (`insync.bench.clients`), as JSON or a line of text."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from insync.bench import storage
+from insync.bench import clients, storage
+from insync.config import ConfigError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,11 +20,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     bench.add_argument("--fetch-bytes", type=int, default=1024 * 1024, help="bytes per read (default 1 MiB)")
     bench.add_argument("--json", action="store_true", help="print one JSON object per batch size")
     bench.set_defaults(func=run_storage)
+    for mode, text in (("produce", "produce records as fast as acks allow (or at --rate)"),
+                       ("consume", "consume the topic from the earliest offset"),
+                       ("e2e", "produce at --rate and consume at once: send-to-receipt latency")):
+        sub = commands.add_parser(mode, help=text)
+        sub.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+        sub.add_argument("--topic", default="insync-bench")
+        sub.add_argument("--messages", type=int, default=100_000)
+        sub.add_argument("--size", type=int, default=1024, help="bytes per record (default 1 KiB)")
+        sub.add_argument("--acks", default="all", choices=["0", "1", "all"])
+        sub.add_argument("--rate", type=float, default=2000.0 if mode == "e2e" else None,
+                         help="records per second (e2e default 2000)")
+        sub.set_defaults(func=run_client, mode=mode)
 
 
 def run_storage(args: argparse.Namespace) -> int:
     if args.seconds <= 0 or args.fetch_bytes <= 0:
-        raise argparse.ArgumentTypeError("--seconds and --fetch-bytes must be positive")
+        raise ConfigError("--seconds and --fetch-bytes must be positive")
     results = storage.run(seconds=args.seconds, directory=args.dir, fetch_bytes=args.fetch_bytes)
     if args.json:
         for result in results:
@@ -34,3 +48,16 @@ def run_storage(args: argparse.Namespace) -> int:
         print(f"{r.batch:>6} {r.total_mb:>8.1f} {r.append_mb_s:>12.1f} {r.plain_write_mb_s:>11.1f} "
               f"{r.append_ratio:>6.2f} {r.read_mb_s:>10.1f} {r.plain_read_mb_s:>11.1f} {r.read_ratio:>6.2f}")
     return 0
+
+
+def run_client(args: argparse.Namespace) -> int:
+    if args.messages <= 0 or args.size < 16 or (args.rate is not None and args.rate <= 0):
+        raise ConfigError("--messages must be positive, --size at least 16 and --rate positive")
+    if args.mode == "produce":
+        result = clients.produce(args.bootstrap_server, args.topic, args.messages, args.size, args.acks, args.rate)
+    elif args.mode == "consume":
+        result = clients.consume(args.bootstrap_server, args.topic, args.messages)
+    else:
+        result = clients.e2e(args.bootstrap_server, args.topic, args.messages, args.size, args.rate, args.acks)
+    print(result.to_json())
+    return 0 if result.errors == 0 else 1
