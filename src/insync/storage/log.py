@@ -388,8 +388,10 @@ class Log:
 
     @_writes
     def truncate_to(self, offset: int) -> None:
-        """Drop everything at and after `offset` (no-op at or past the end)."""
+        """Drop everything at and after `offset`. At or past the end only the leader epoch cache is cut back to
+        the end: a former leader may have recorded its epoch without appending (Kafka's truncateTo does the same)."""
         if offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
@@ -430,14 +432,17 @@ class Log:
         return self.log_start_offset
 
     @_writes
-    def apply_retention(self, now_ms: int) -> int:
+    def apply_retention(self, now_ms: int, high_watermark: int | None = None) -> int:
         """Delete the oldest whole segments past `retention.ms` or beyond `retention.bytes`, never the active
-        one. Returns how many were deleted."""
+        one and, when `high_watermark` is given, never one holding offsets at or above it (Kafka deletes only
+        segments whose successor starts at or below the high watermark). Returns how many were deleted."""
         deleted = 0
         retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
         excess_bytes = self.size_bytes - retention_bytes if retention_bytes >= 0 else -1
         while len(self.segments) > 1:
             oldest = self.segments[0]
+            if high_watermark is not None and self.segments[1].base_offset > high_watermark:
+                break
             last_ms = oldest.max_timestamp if oldest.max_timestamp >= 0 else oldest.created_ms
             expired = retention_ms >= 0 and now_ms - last_ms > retention_ms
             if not expired and excess_bytes < oldest.size:

@@ -126,9 +126,11 @@ class LogManager:
         write_offset_checkpoint(self.disk, f"{self.log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
                                 {tp: log.log_start_offset for tp, log in self._logs.items()})
 
-    def apply_retention(self, now_ms: int) -> int:
-        """Retention on every log; returns the number of segments deleted."""
-        return sum(log.apply_retention(now_ms) for log in self._logs.values())
+    def apply_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
+        """Retention on every log, never past a partition's high watermark where one is given; returns the
+        number of segments deleted."""
+        marks = high_watermarks or {}
+        return sum(log.apply_retention(now_ms, marks.get(tp)) for tp, log in self._logs.items())
 
     def flush(self) -> None:
         for log in self._logs.values():

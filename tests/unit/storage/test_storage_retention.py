@@ -59,3 +59,32 @@ def test_offset_for_timestamp_after_truncation_and_reopen() -> None:
     log.truncate_to(3)
     assert log.offset_for_timestamp(T0 + 20) == 2 and log.offset_for_timestamp(T0 + 21) is None
     assert log.active_segment.max_timestamp == T0 + 20
+
+
+def test_retention_never_deletes_at_or_above_the_high_watermark() -> None:
+    from insync.config import LogConfig
+    from insync.protocol.records import build_batch
+    from insync.storage.disk import MemoryDisk
+    from insync.storage.log import Log
+
+    log = Log.open("/p/t-0", LogConfig(segment_bytes=200, retention_bytes=0), MemoryDisk())
+    for _ in range(6):
+        log.append_as_leader(build_batch([(b"k", b"v" * 100)], base_timestamp=1), 0)
+    assert len(log.segments) == 6
+    assert log.apply_retention(10, high_watermark=2) == 2  # segments [0,1) and [1,2) only
+    assert log.log_start_offset == 2
+    assert log.apply_retention(10) == 3  # without a bound: everything but the active segment
+    assert log.log_start_offset == 5
+
+
+def test_truncate_past_the_end_still_cuts_unused_epochs() -> None:
+    from insync.config import LogConfig
+    from insync.protocol.records import build_batch
+    from insync.storage.disk import MemoryDisk
+    from insync.storage.log import Log
+
+    log = Log.open("/p/t-0", LogConfig(), MemoryDisk())
+    log.append_as_leader(build_batch([(b"k", b"v")]), 3)
+    log.leader_epoch_cache.assign(5, 1)  # became leader at epoch 5, appended nothing
+    log.truncate_to(1)
+    assert log.latest_epoch() == 3

@@ -1,0 +1,304 @@
+"""A fetcher session: one follower broker copying many partitions from one leader broker.
+
+The session keeps, per partition, where to fetch next (`FetchPosition`: log end offset, last fetched epoch, log
+start), the leader epoch it follows, and a back-off deadline. `build_fetch_request(now_ms)` asks for every
+partition not backing off (one request in flight; one that outlives `replica.socket.timeout.ms` counts as
+failed); `handle_fetch_response` applies the answer through the follower `Partition`s it gets from `lookup`.
+A partition whose state changed since the request (removed, new epoch, truncated) ignores its part of it.
+
+Per-partition error isolation (KIP-461, seed 002): whatever goes wrong with one partition stays with it.
+- Appending or truncating raised (storage error, offset mismatch, any unexpected exception): the partition is
+  marked failed, leaves the session, counts in `failed_partitions_count`, and an event `partition_failed`
+  says so. The rest of the response is still applied. Corrupt records are only backed off, as in Kafka,
+  since a transient truncation on the leader explains them.
+- FENCED_LEADER_EPOCH for the epoch this session still follows: the leader moved on; failed until new
+  leadership metadata arrives.
+- Other errors (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR
+  on the leader, ...): back off `replica.fetch.backoff.ms` for that partition only.
+A failed partition is retried when `add_partition` brings a newer leader epoch (`partition_unfailed`).
+
+KAFKA-7104 (seed 004) never fails a partition: OFFSET_OUT_OF_RANGE and a leader log start beyond the
+follower's end are handled by truncation (see `follower.py`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from insync import errors, limits
+from insync.config import BrokerConfig
+from insync.errors import KafkaException
+from insync.events import Event, EventType
+from insync.replication.event_buffer import EventBuffer
+from insync.replication.follower import FetchPosition, FollowerReplica
+from insync.replication.messages import (
+    FetchPartitionData,
+    FetchRequest,
+    FetchRequestPartition,
+    FetchResponse,
+)
+from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+
+logger = logging.getLogger("insync.fetcher")
+
+# Processing errors that a later fetch may not see again (Kafka backs off on corrupt records).
+_BACK_OFF_ON_PROCESSING = frozenset({errors.CORRUPT_MESSAGE, errors.BY_NAME["INVALID_RECORD"]})
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 10_485_760
+    partition_max_bytes: int = 1_048_576
+    backoff_ms: int = 1_000
+    request_timeout_ms: int = 30_000
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> FetcherConfig:
+        return cls(config.get_int("replica.fetch.wait.max.ms"), config.get_int("replica.fetch.min.bytes"),
+                   config.get_int("replica.fetch.response.max.bytes"), config.get_int("replica.fetch.max.bytes"),
+                   config.get_int("replica.fetch.backoff.ms"), config.get_int("replica.socket.timeout.ms"))
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetchState:
+    position: FetchPosition
+    leader_epoch: LeaderEpoch
+    delayed_until_ms: int = 0
+    truncation_rounds: int = 0  # diverging-epoch answers in a row (one per epoch, bounded)
+    leader_high_watermark: Offset = Offset(-1)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchOutcome:
+    """What one response did, partition by partition."""
+
+    appended: tuple[TopicPartition, ...] = ()
+    truncated: tuple[TopicPartition, ...] = ()
+    backed_off: tuple[TopicPartition, ...] = ()
+    failed: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(slots=True)
+class _OutcomeBuilder:
+    appended: list[TopicPartition] = field(default_factory=list)
+    truncated: list[TopicPartition] = field(default_factory=list)
+    backed_off: list[TopicPartition] = field(default_factory=list)
+    failed: list[TopicPartition] = field(default_factory=list)
+
+    def build(self) -> FetchOutcome:
+        return FetchOutcome(tuple(self.appended), tuple(self.truncated), tuple(self.backed_off),
+                            tuple(self.failed))
+
+
+@dataclass(frozen=True, slots=True)
+class _InFlight:
+    request: FetchRequest
+    sent_ms: int
+
+
+class FetcherSession:
+    def __init__(self, follower_id: BrokerId, leader_id: BrokerId,
+                 lookup: Callable[[TopicPartition], FollowerReplica | None], config: FetcherConfig | None = None,
+                 *, events: EventBuffer | None = None) -> None:
+        assert follower_id != leader_id
+        self.follower_id = follower_id
+        self.leader_id = leader_id
+        self.config = config or FetcherConfig()
+        self.events = events if events is not None else EventBuffer()
+        self._lookup = lookup
+        self._partitions: dict[TopicPartition, PartitionFetchState] = {}  # fetch order: served ones move last
+        self._failed: dict[TopicPartition, LeaderEpoch] = {}  # the epoch each failed in
+        self._in_flight: _InFlight | None = None
+        self._correlation_ids = itertools.count(1)
+
+    # --- Partitions -------------------------------------------------------------------------------------------
+
+    @property
+    def partitions(self) -> dict[TopicPartition, PartitionFetchState]:
+        return dict(self._partitions)
+
+    @property
+    def failed_partitions(self) -> frozenset[TopicPartition]:
+        return frozenset(self._failed)
+
+    @property
+    def failed_partitions_count(self) -> int:
+        return len(self._failed)
+
+    @property
+    def max_lag(self) -> int:
+        """Kafka's MaxLag: the largest (leader high watermark - fetch offset) over the partitions."""
+        return max((max(0, s.leader_high_watermark - s.position.fetch_offset) for s in self._partitions.values()),
+                   default=0)
+
+    def add_partition(self, topic_partition: TopicPartition, leader_epoch: LeaderEpoch, position: FetchPosition,
+                      now_ms: int) -> bool:
+        """Start (or restart, on a newer leader epoch) fetching a partition. A failed partition comes back
+        only with a newer epoch than the one it failed in. Returns whether the session changed."""
+        failed_epoch = self._failed.get(topic_partition)
+        if failed_epoch is not None:
+            if leader_epoch <= failed_epoch:
+                return False
+            del self._failed[topic_partition]
+            self._emit(EventType.PARTITION_UNFAILED, topic_partition, now_ms, leader=self.leader_id)
+        current = self._partitions.get(topic_partition)
+        if current is not None and current.leader_epoch >= leader_epoch:
+            return False
+        assert len(self._partitions) < limits.FETCHER_PARTITIONS_MAX or current is not None
+        self._partitions.pop(topic_partition, None)
+        self._partitions[topic_partition] = PartitionFetchState(position, leader_epoch)
+        return True
+
+    def remove_partition(self, topic_partition: TopicPartition) -> None:
+        """Stop fetching (became leader, moved elsewhere, deleted); also forgets a failure."""
+        self._partitions.pop(topic_partition, None)
+        self._failed.pop(topic_partition, None)
+
+    # --- Requests ---------------------------------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> FetchRequest | None:
+        return self._in_flight.request if self._in_flight is not None else None
+
+    def next_fetch_ms(self) -> int | None:
+        """When `build_fetch_request` may next return a request: a time at or before now means at once, None
+        that there is nothing to fetch."""
+        if self._in_flight is not None:
+            return self._in_flight.sent_ms + self.config.request_timeout_ms
+        return min((state.delayed_until_ms for state in self._partitions.values()), default=None)
+
+    def build_fetch_request(self, now_ms: int) -> FetchRequest | None:
+        if self._in_flight is not None:
+            if now_ms - self._in_flight.sent_ms < self.config.request_timeout_ms:
+                return None
+            logger.warning("Fetch request %d to broker %d timed out", self._in_flight.request.correlation_id,
+                           self.leader_id)
+            self.handle_fetch_error(self._in_flight.request.correlation_id, now_ms)
+        partitions = tuple(
+            FetchRequestPartition(topic_partition, state.position.fetch_offset, state.leader_epoch,
+                                  state.position.last_fetched_epoch, state.position.log_start_offset,
+                                  self.config.partition_max_bytes)
+            for topic_partition, state in self._partitions.items() if state.delayed_until_ms <= now_ms)
+        if not partitions:
+            return None
+        request = FetchRequest(next(self._correlation_ids), self.follower_id, self.config.max_wait_ms,
+                               self.config.min_bytes, self.config.max_bytes, partitions)
+        self._in_flight = _InFlight(request, now_ms)
+        return request
+
+    def handle_fetch_error(self, correlation_id: int, now_ms: int) -> None:
+        """The request got no response (connection lost, timed out): back off all its partitions."""
+        if self._in_flight is None or self._in_flight.request.correlation_id != correlation_id:
+            return
+        request, self._in_flight = self._in_flight.request, None
+        for requested in request.partitions:
+            self._back_off(requested.topic_partition, now_ms)
+
+    # --- Responses --------------------------------------------------------------------------------------------
+
+    def handle_fetch_response(self, response: FetchResponse, now_ms: int) -> FetchOutcome:
+        if self._in_flight is None or self._in_flight.request.correlation_id != response.correlation_id:
+            return FetchOutcome()  # a late answer to a request already given up
+        request, self._in_flight = self._in_flight.request, None
+        outcome = _OutcomeBuilder()
+        if response.error != errors.NONE:
+            for sent in request.partitions:
+                if self._back_off(sent.topic_partition, now_ms):
+                    outcome.backed_off.append(sent.topic_partition)
+            return outcome.build()
+        requested_by_tp = {requested.topic_partition: requested for requested in request.partitions}
+        for data in response.partitions:
+            requested = requested_by_tp.get(data.topic_partition)
+            state = self._partitions.get(data.topic_partition)
+            if requested is None or state is None or state.leader_epoch != requested.current_leader_epoch \
+                    or state.position.fetch_offset != requested.fetch_offset:
+                continue  # removed, re-added or moved since the request: this answer is stale
+            self._apply(data, requested, state, now_ms, outcome)
+        return outcome.build()
+
+    def _apply(self, data: FetchPartitionData, requested: FetchRequestPartition, state: PartitionFetchState,
+               now_ms: int, outcome: _OutcomeBuilder) -> None:
+        topic_partition = data.topic_partition
+        if data.error == errors.FENCED_LEADER_EPOCH:
+            # The request carried the epoch this session still follows: wait for new leadership metadata.
+            self._fail(topic_partition, state, data.error.name, now_ms)
+            outcome.failed.append(topic_partition)
+            return
+        if data.error not in (errors.NONE, errors.OFFSET_OUT_OF_RANGE):
+            self._back_off(topic_partition, now_ms)
+            outcome.backed_off.append(topic_partition)
+            return
+        replica = self._lookup(topic_partition)
+        if replica is None:
+            self._partitions.pop(topic_partition)  # no longer hosted here
+            return
+        try:
+            self._apply_to_replica(replica, data, requested, state, now_ms, outcome)
+        except AssertionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - KIP-461: whatever one partition raises stays with it
+            if isinstance(exc, KafkaException) and exc.error in _BACK_OFF_ON_PROCESSING:
+                logger.warning("Found invalid messages during fetch for partition %s offset %d: %s",
+                               topic_partition, requested.fetch_offset, exc)
+                self._back_off(topic_partition, now_ms)
+                outcome.backed_off.append(topic_partition)
+                return
+            logger.error("Unexpected error occurred while processing data for partition %s at offset %d: %s",
+                         topic_partition, requested.fetch_offset, exc)
+            error = str(exc) if isinstance(exc, KafkaException) else f"{type(exc).__name__}: {exc}"
+            self._fail(topic_partition, state, error, now_ms)
+            outcome.failed.append(topic_partition)
+
+    def _apply_to_replica(self, replica: FollowerReplica, data: FetchPartitionData,
+                          requested: FetchRequestPartition, state: PartitionFetchState, now_ms: int,
+                          outcome: _OutcomeBuilder) -> None:
+        topic_partition = data.topic_partition
+        if data.error == errors.OFFSET_OUT_OF_RANGE:
+            position = replica.truncate_on_out_of_range(data.log_start_offset, data.log_end_offset,
+                                                        data.high_watermark, now_ms)
+            if position == state.position:  # nothing explained the error: retry later
+                self._back_off(topic_partition, now_ms)
+                outcome.backed_off.append(topic_partition)
+            else:
+                self._update(topic_partition, replace(state, position=position, truncation_rounds=0))
+                outcome.truncated.append(topic_partition)
+        elif data.diverging_epoch is not None:
+            rounds = state.truncation_rounds + 1
+            if rounds > limits.TRUNCATION_ROUNDS_MAX:
+                raise KafkaException(errors.UNKNOWN_SERVER_ERROR, f"{rounds} truncation rounds in a row")
+            position = replica.truncate_on_divergence(data.diverging_epoch, now_ms)
+            self._update(topic_partition, replace(state, position=position, truncation_rounds=rounds))
+            outcome.truncated.append(topic_partition)
+        else:
+            position = replica.append_fetched_records(requested.fetch_offset, data.records, data.high_watermark,
+                                                      data.log_start_offset, now_ms)
+            self._update(topic_partition, replace(state, position=position, truncation_rounds=0,
+                                                  leader_high_watermark=data.high_watermark))
+            outcome.appended.append(topic_partition)
+
+    def _update(self, topic_partition: TopicPartition, state: PartitionFetchState) -> None:
+        # Move to the end so the next request serves the others first (Kafka's updateAndMoveToEnd).
+        del self._partitions[topic_partition]
+        self._partitions[topic_partition] = state
+
+    def _back_off(self, topic_partition: TopicPartition, now_ms: int) -> bool:
+        state = self._partitions.get(topic_partition)
+        if state is None:
+            return False
+        self._update(topic_partition, replace(state, delayed_until_ms=now_ms + self.config.backoff_ms))
+        return True
+
+    def _fail(self, topic_partition: TopicPartition, state: PartitionFetchState, error: str, now_ms: int) -> None:
+        del self._partitions[topic_partition]
+        self._failed[topic_partition] = state.leader_epoch
+        logger.warning("Partition %s marked as failed", topic_partition)
+        self._emit(EventType.PARTITION_FAILED, topic_partition, now_ms, leader=self.leader_id, error=error)
+
+    def _emit(self, event_type: EventType, topic_partition: TopicPartition, now_ms: int, **fields: object) -> None:
+        self.events.emit(Event(now_ms, self.follower_id, event_type, topic_partition.topic,
+                               topic_partition.partition, fields))

@@ -1,0 +1,159 @@
+"""Who leaves the ISR and why (`IsrPolicy`), and the ISR state of one partition as a closed set.
+
+Seed 001 is the reason for the time-based rule: a follower is out of sync when it has not caught up to the
+leader's log end within `replica.lag.time.max.ms` (see `ReplicaState`), which covers both a stuck follower
+(no fetch for that long: reason `stuck`) and a slow one (fetching, but never reaching the end: `slow`). The
+legacy 0.8.2 count rule is kept behind `replica.lag.max.messages` > 0 so its flapping can be shown: a follower
+whose known log end offset is more than that many offsets behind the leader's is out (`messages`), which
+wrongly removes healthy followers whenever one produce batch is larger than the setting. When KIP-501's
+pending reads keep a follower that the time rule would remove, the check says so (`kept_by_pending_read`).
+
+ISR states (REFERENCE.md 2): `Committed`, or one change in flight, `PendingExpand` / `PendingShrink`. In each,
+`isr` is the last committed ISR (acks=all admission and min ISR use it) and `maximal_isr` the largest ISR that
+may be in force (the high watermark and acks=all completion use it): the committed ISR plus the replica being
+added, or the old ISR while a shrink awaits the controller, so a change is assumed only in the safe direction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from insync.config import BrokerConfig
+from insync.events import ShrinkReason
+from insync.replication.messages import AlterPartitionItem
+from insync.replication.replica_state import ReplicaState
+from insync.types import BrokerId, Offset
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """One follower leaving the ISR, with what the leader knew of it (the `removed` entries of `isr_shrink`)."""
+
+    broker: BrokerId
+    leo: Offset
+    last_caught_up_ms: int
+    last_fetch_ms: int
+    reason: ShrinkReason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"broker": self.broker, "leo": self.leo, "last_caught_up_ms": self.last_caught_up_ms,
+                "last_fetch_ms": self.last_fetch_ms, "reason": str(self.reason)}
+
+
+@dataclass(frozen=True, slots=True)
+class KeptByPendingRead:
+    """A follower the time rule would remove, kept because a read for it is still being served (KIP-501)."""
+
+    broker: BrokerId
+    pending_since_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class IsrCheck:
+    removals: tuple[Removal, ...] = ()
+    kept_by_pending_read: tuple[KeptByPendingRead, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IsrPolicy:
+    replica_lag_time_max_ms: int = 30_000
+    replica_lag_max_messages: int = 0  # 0: the legacy count rule is off
+
+    def __post_init__(self) -> None:
+        assert self.replica_lag_time_max_ms > 0, self
+        assert self.replica_lag_max_messages >= 0, self
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> IsrPolicy:
+        return cls(config.get_int("replica.lag.time.max.ms"), config.get_int("replica.lag.max.messages"))
+
+    def out_of_sync_replicas(self, now_ms: int, leader_log_end_offset: Offset,
+                             replicas: Iterable[ReplicaState]) -> IsrCheck:
+        """Check the given followers (the ISR members other than the leader) against both rules."""
+        assert leader_log_end_offset >= 0
+        removals: list[Removal] = []
+        kept: list[KeptByPendingRead] = []
+        for replica in replicas:
+            reason = self._time_reason(now_ms, leader_log_end_offset, replica)
+            if reason is not None and replica.pending_reads:
+                since = replica.pending_since_ms
+                assert since is not None
+                kept.append(KeptByPendingRead(replica.broker_id, since))
+                reason = None
+            if reason is None and self._behind_by_count(leader_log_end_offset, replica):
+                reason = ShrinkReason.MESSAGES
+            if reason is not None:
+                removals.append(Removal(replica.broker_id, replica.log_end_offset, replica.last_caught_up_ms,
+                                        replica.last_fetch_time_ms, reason))
+        return IsrCheck(tuple(removals), tuple(kept))
+
+    def _time_reason(self, now_ms: int, leader_log_end_offset: Offset, replica: ReplicaState) -> ShrinkReason | None:
+        if replica.lag_caught_up(now_ms, leader_log_end_offset, self.replica_lag_time_max_ms):
+            return None
+        if now_ms - replica.last_fetch_time_ms > self.replica_lag_time_max_ms:
+            return ShrinkReason.STUCK
+        return ShrinkReason.SLOW
+
+    def _behind_by_count(self, leader_log_end_offset: Offset, replica: ReplicaState) -> bool:
+        # As 0.8.2: a follower whose end offset the leader does not know yet is never removed by count.
+        return (self.replica_lag_max_messages > 0 and replica.log_end_offset >= 0
+                and leader_log_end_offset - replica.log_end_offset > self.replica_lag_max_messages)
+
+
+# --- ISR state ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    isr: tuple[BrokerId, ...]
+
+    @property
+    def maximal_isr(self) -> tuple[BrokerId, ...]:
+        return self.isr
+
+    @property
+    def is_inflight(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingExpand:
+    isr: tuple[BrokerId, ...]
+    new_in_sync_replica: BrokerId
+    proposal: AlterPartitionItem
+
+    def __post_init__(self) -> None:
+        assert self.new_in_sync_replica not in self.isr, self
+        assert self.proposal.new_isr == (*self.isr, self.new_in_sync_replica), self
+
+    @property
+    def maximal_isr(self) -> tuple[BrokerId, ...]:
+        return (*self.isr, self.new_in_sync_replica)
+
+    @property
+    def is_inflight(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class PendingShrink:
+    isr: tuple[BrokerId, ...]
+    removals: tuple[Removal, ...]
+    proposal: AlterPartitionItem
+
+    def __post_init__(self) -> None:
+        assert self.removals and all(r.broker in self.isr for r in self.removals), self
+        assert set(self.proposal.new_isr) == set(self.isr) - {r.broker for r in self.removals}, self
+
+    @property
+    def maximal_isr(self) -> tuple[BrokerId, ...]:
+        return self.isr
+
+    @property
+    def is_inflight(self) -> bool:
+        return True
+
+
+IsrState = Committed | PendingExpand | PendingShrink

@@ -1,0 +1,563 @@
+"""One topic-partition on one broker: the leader's side of replication, and the entry points of the follower's.
+
+Roles change only through `make_leader` / `make_follower`, driven by metadata from the controller; stale
+leader or partition epochs are ignored. As leader the partition:
+- appends produced batches (`append_records_as_leader`): acks must be 0, 1 or -1, and acks=all is refused with
+  NOT_ENOUGH_REPLICAS before the append when the committed ISR is smaller than the effective min ISR
+  (min(min.insync.replicas, replication factor), Kafka 3.7+); `produce_status` then tells a delayed produce
+  when the high watermark has passed it (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is
+  below min ISR) or that leadership moved (NOT_LEADER_OR_FOLLOWER);
+- serves follower fetches in two halves so a slow read can be modelled (KIP-501): `begin_follower_fetch`
+  captures high watermark, log start and log end offset BEFORE the read (KAFKA-7104), answers a diverging
+  last fetched epoch at once, and registers a pending read; the caller reads the log, possibly slowly;
+  `complete_follower_fetch` updates the follower's `ReplicaState` only on success, may propose an ISR
+  expansion, and advances the high watermark;
+- checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task, run every lag/2 by the driver).
+ISR changes are proposals: the partition moves to PendingExpand / PendingShrink and returns an
+`AlterPartitionItem`; `on_alter_partition_result` commits it or reacts to the controller's error as Kafka does,
+and newer metadata resolves any pending change. The high watermark is min(leader LEO, LEO of every replica in
+the maximal ISR or caught up and eligible), only moves forward, and stands still while the committed ISR is
+below min ISR (Kafka 3.7+).
+
+As follower, the partition applies what its fetcher session hands it (see `follower.py`). Every state change
+worth reporting becomes an `Event` in `self.events` (isr_shrink / isr_expand on commit, isr_kept_pending_read,
+under_replicated_* and under_min_isr_*, log_start_bounded, truncate); the driver drains it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from insync import errors
+from insync.config import BrokerConfig, LogConfig
+from insync.errors import KafkaError, KafkaException
+from insync.events import Event, EventType
+from insync.replication import follower
+from insync.replication.event_buffer import EventBuffer
+from insync.replication.follower import Emit, FetchPosition
+from insync.replication.isr import Committed, IsrPolicy, IsrState, PendingExpand, PendingShrink
+from insync.replication.log_view import LogView, ReadResultView
+from insync.replication.messages import (
+    AlterPartitionItem,
+    AlterPartitionResult,
+    EpochEndOffset,
+    FetchPartitionData,
+)
+from insync.replication.replica_state import ReplicaState
+from insync.replication.results import (
+    AlterOutcome,
+    AlterPartitionOutcome,
+    FollowerFetchResult,
+    FollowerRead,
+    LeaderAppendResult,
+    ProduceWait,
+)
+from insync.types import (
+    NO_LEADER,
+    UNDEFINED_EPOCH,
+    UNKNOWN_OFFSET,
+    BrokerId,
+    LeaderEpoch,
+    Offset,
+    PartitionEpoch,
+    TopicPartition,
+)
+
+logger = logging.getLogger("insync.partition")
+
+# AlterPartition errors after which the controller guarantees the request was not applied: back to the last
+# committed ISR, so the next check proposes again (Kafka's handleAlterPartitionError).
+_ROLL_BACK = frozenset({errors.INELIGIBLE_REPLICA, errors.BY_NAME["OPERATION_NOT_ATTEMPTED"]})
+# Errors meaning this broker's view is stale. The request may have been applied by an earlier attempt, so the
+# change stays pending (safe: the maximal ISR is used) until metadata with a newer partition epoch arrives.
+_AWAIT_METADATA = frozenset({errors.FENCED_LEADER_EPOCH, errors.INVALID_UPDATE_VERSION,
+                             errors.UNKNOWN_TOPIC_OR_PARTITION, errors.UNKNOWN_TOPIC_ID, errors.INVALID_REQUEST,
+                             errors.NEW_LEADER_ELECTED})
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionConfig:
+    isr_policy: IsrPolicy = IsrPolicy()
+    min_insync_replicas: int = 1
+    pending_reads_insync_enable: bool = False  # follower.fetch.pending.reads.insync.enable (KIP-501)
+
+    def __post_init__(self) -> None:
+        assert self.min_insync_replicas >= 1, self
+
+    @classmethod
+    def from_configs(cls, broker: BrokerConfig, log: LogConfig) -> PartitionConfig:
+        return cls(IsrPolicy.from_config(broker), log.min_insync_replicas,
+                   broker.get_bool("follower.fetch.pending.reads.insync.enable"))
+
+
+def _isr_text(isr: Sequence[int]) -> str:
+    return ",".join(str(broker) for broker in isr)
+
+
+class Partition:
+    def __init__(self, topic_partition: TopicPartition, local_broker_id: BrokerId, log: LogView,
+                 config: PartitionConfig | None = None, *, events: EventBuffer | None = None,
+                 is_replica_eligible: Callable[[BrokerId], bool] | None = None,
+                 high_watermark: int = 0) -> None:
+        """`is_replica_eligible(broker)`: alive, not fenced, not shutting down (asked before adding a replica
+        to the ISR). `high_watermark`: from the replication-offset-checkpoint, bounded by the log."""
+        self.topic_partition = topic_partition
+        self.broker_id = local_broker_id
+        self.log = log
+        self.config = config or PartitionConfig()
+        self.events = events if events is not None else EventBuffer()
+        self._is_replica_eligible = is_replica_eligible or (lambda _broker: True)
+        self._leader_id = NO_LEADER
+        self._leader_epoch = UNDEFINED_EPOCH
+        self._partition_epoch = PartitionEpoch(-1)
+        self._replicas: tuple[BrokerId, ...] = ()
+        self._isr_state: IsrState = Committed(())
+        self._replica_states: dict[BrokerId, ReplicaState] = {}  # leader only: every replica but this one
+        self._leader_epoch_start_offset: Offset | None = None
+        self._high_watermark = follower.bounded_high_watermark(log, Offset(high_watermark))
+        self._under_replicated = False
+        self._under_min_isr = False
+        self._next_read_id = 0
+        self._log_prefix = f"[Partition {topic_partition} broker={local_broker_id}] "
+
+    # --- State ------------------------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader_id == self.broker_id
+
+    @property
+    def leader_id(self) -> BrokerId:
+        return self._leader_id
+
+    @property
+    def leader_epoch(self) -> LeaderEpoch:
+        return self._leader_epoch
+
+    @property
+    def partition_epoch(self) -> PartitionEpoch:
+        return self._partition_epoch
+
+    @property
+    def replicas(self) -> tuple[BrokerId, ...]:
+        return self._replicas
+
+    @property
+    def isr_state(self) -> IsrState:
+        return self._isr_state
+
+    @property
+    def isr(self) -> tuple[BrokerId, ...]:
+        """The last committed ISR."""
+        return self._isr_state.isr
+
+    @property
+    def maximal_isr(self) -> tuple[BrokerId, ...]:
+        return self._isr_state.maximal_isr
+
+    @property
+    def high_watermark(self) -> Offset:
+        return self._high_watermark
+
+    @property
+    def log_end_offset(self) -> Offset:
+        return Offset(self.log.log_end_offset)
+
+    @property
+    def effective_min_isr(self) -> int:
+        return min(self.config.min_insync_replicas, len(self._replicas))
+
+    @property
+    def is_under_replicated(self) -> bool:
+        return self._under_replicated
+
+    @property
+    def is_under_min_isr(self) -> bool:
+        return self._under_min_isr
+
+    def replica_state(self, broker_id: BrokerId) -> ReplicaState | None:
+        return self._replica_states.get(broker_id)
+
+    # --- Leadership -------------------------------------------------------------------------------------------
+
+    def make_leader(self, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch, isr: Sequence[BrokerId],
+                    replicas: Sequence[BrokerId], now_ms: int) -> bool:
+        """Apply metadata naming this broker leader. Returns False when it is stale or already applied."""
+        assert self.broker_id in isr and set(isr) <= set(replicas), (isr, replicas)
+        if self._is_stale(leader_epoch, partition_epoch):
+            return False
+        is_new_leader = not self.is_leader
+        is_new_epoch = leader_epoch > self._leader_epoch
+        if not (is_new_leader or is_new_epoch or partition_epoch > self._partition_epoch):
+            return False
+        previous_state = self._isr_state
+        previous_epoch = self._leader_epoch
+        self._leader_id = self.broker_id
+        self._partition_epoch = partition_epoch
+        self._replicas = tuple(replicas)
+        if is_new_leader or is_new_epoch:
+            self._start_leader_epoch(leader_epoch, is_new_leader, tuple(isr), now_ms)
+            logger.info("%sLeader %s starts at leader epoch %d from offset %d with high watermark %d ISR [%s] "
+                        "addingReplicas [] removingReplicas []. Previous leader epoch was %d.", self._log_prefix,
+                        self.topic_partition, leader_epoch, self.log.log_end_offset, self._high_watermark,
+                        _isr_text(isr), previous_epoch)
+        else:
+            self._replica_states = {broker: self._replica_states.get(broker, ReplicaState(broker))
+                                    for broker in self._replicas if broker != self.broker_id}
+        self._commit_isr(tuple(isr), previous_state, now_ms)
+        self._maybe_advance_high_watermark(now_ms)
+        return True
+
+    def _start_leader_epoch(self, leader_epoch: LeaderEpoch, is_new_leader: bool, isr: tuple[BrokerId, ...],
+                            now_ms: int) -> None:
+        # Recording (epoch, LEO) at once lets followers with entries from a later failed epoch truncate
+        # correctly even before this leader appends anything (REFERENCE.md 8).
+        start = Offset(self.log.log_end_offset)
+        self.log.leader_epoch_cache.assign(leader_epoch, start)
+        self._leader_epoch = leader_epoch
+        self._leader_epoch_start_offset = start
+        self._replica_states = {
+            broker: self._replica_states.get(broker, ReplicaState(broker)).reset(
+                now_ms=now_ms, leader_log_end_offset=start, is_new_leader=is_new_leader, in_isr=broker in isr)
+            for broker in self._replicas if broker != self.broker_id
+        }
+
+    def make_follower(self, leader_id: BrokerId, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch,
+                      isr: Sequence[BrokerId], replicas: Sequence[BrokerId], now_ms: int) -> bool:
+        """Apply metadata naming another broker leader (or none: -1). Returns True when the leader epoch
+        changed or this broker stopped leading, i.e. when its fetcher must (re)start for this partition."""
+        assert leader_id != self.broker_id and self.broker_id in replicas, (leader_id, replicas)
+        if self._is_stale(leader_epoch, partition_epoch):
+            return False
+        was_leader = self.is_leader
+        restart_fetching = was_leader or leader_epoch > self._leader_epoch
+        if not (restart_fetching or leader_id != self._leader_id or partition_epoch > self._partition_epoch):
+            return False
+        previous_epoch = self._leader_epoch
+        self._leader_id = leader_id
+        self._leader_epoch = leader_epoch
+        self._partition_epoch = partition_epoch
+        self._replicas = tuple(replicas)
+        self._isr_state = Committed(tuple(isr))
+        self._replica_states = {}  # drops every pending read with them
+        self._leader_epoch_start_offset = None
+        self._refresh_health(now_ms)
+        if restart_fetching:
+            logger.info("%sFollower %s starts at leader epoch %d from offset %d with high watermark %d. "
+                        "Previous leader epoch was %d.", self._log_prefix, self.topic_partition, leader_epoch,
+                        self.log.log_end_offset, self._high_watermark, previous_epoch)
+        return restart_fetching
+
+    def _is_stale(self, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch) -> bool:
+        return leader_epoch < self._leader_epoch or partition_epoch < self._partition_epoch
+
+    # --- Produce ----------------------------------------------------------------------------------------------
+
+    def append_records_as_leader(self, records: bytes, required_acks: int, now_ms: int) -> LeaderAppendResult:
+        """Append one produced batch. Raises KafkaException with INVALID_REQUIRED_ACKS,
+        NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, or whatever the log refuses."""
+        if required_acks not in (0, 1, -1):
+            raise KafkaException(errors.INVALID_REQUIRED_ACKS, f"acks={required_acks}")
+        if not self.is_leader:
+            raise KafkaException(errors.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} is not the leader of {self.topic_partition}")
+        isr, min_isr = self._isr_state.isr, self.effective_min_isr
+        if required_acks == -1 and len(isr) < min_isr:
+            raise KafkaException(errors.NOT_ENOUGH_REPLICAS, f"The size of the current ISR Set({_isr_text(isr)}) is "
+                                 f"insufficient to satisfy the min.isr requirement of {min_isr} for partition "
+                                 f"{self.topic_partition}")
+        info = self.log.append_as_leader(records, self._leader_epoch)
+        assert info.last_offset >= info.first_offset >= 0 and info.last_offset < self.log.log_end_offset
+        advanced = self._maybe_advance_high_watermark(now_ms)
+        wait = ProduceWait(Offset(info.last_offset + 1), self._leader_epoch)
+        return LeaderAppendResult(Offset(info.first_offset), Offset(info.last_offset), info.record_count, wait,
+                                  advanced)
+
+    def produce_status(self, wait: ProduceWait) -> KafkaError | None:
+        """The outcome of an acks=all produce, or None while it must keep waiting."""
+        if not self.is_leader or self._leader_epoch != wait.leader_epoch:
+            return errors.NOT_LEADER_OR_FOLLOWER
+        if self._high_watermark < wait.required_offset:
+            return None
+        # The ISR may have shrunk after the append was admitted (REFERENCE.md 3).
+        if len(self._isr_state.maximal_isr) >= self.effective_min_isr:
+            return errors.NONE
+        return errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset` (-1: the high watermark), never past the
+        high watermark. Returns the new log start offset."""
+        if not self.is_leader:
+            raise KafkaException(errors.NOT_LEADER_OR_FOLLOWER, str(self.topic_partition))
+        target = self._high_watermark if offset == -1 else offset
+        if target < 0 or target > self._high_watermark:
+            raise KafkaException(errors.OFFSET_OUT_OF_RANGE, f"Cannot increment the log start offset to {target} "
+                                 f"of partition {self.topic_partition} since it is larger than the high watermark "
+                                 f"{self._high_watermark}")
+        return self.log.delete_records_before(target)
+
+    # --- Follower fetches, on the leader ----------------------------------------------------------------------
+
+    def begin_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
+                             last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset,
+                             now_ms: int) -> FollowerRead | FetchPartitionData:
+        """First half of a follower fetch. Returns the answer at once (an error, or a diverging epoch with no
+        records, neither of which touches the follower's state), or a `FollowerRead`: read the log at
+        `fetch_offset`, then call `complete_follower_fetch`."""
+        error = self._leader_epoch_error(current_leader_epoch)
+        if error is None and replica_id not in self._replica_states:
+            error = errors.NOT_LEADER_OR_FOLLOWER  # not a replica, as far as this leader knows
+        if error is not None:
+            return FetchPartitionData(self.topic_partition, error)
+        high_watermark, log_start_offset = self._high_watermark, Offset(self.log.log_start_offset)
+        log_end_offset = Offset(self.log.log_end_offset)
+        if fetch_offset < log_start_offset:
+            return self._error_data(errors.OFFSET_OUT_OF_RANGE)
+        if last_fetched_epoch != UNDEFINED_EPOCH:
+            epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
+            if epoch < 0 or end_offset < 0:
+                return self._error_data(errors.OFFSET_OUT_OF_RANGE)  # as Kafka: nothing to compare against
+            if epoch < last_fetched_epoch or end_offset < fetch_offset:
+                diverging = EpochEndOffset(LeaderEpoch(epoch), Offset(end_offset))
+                return FetchPartitionData(self.topic_partition, errors.NONE, high_watermark, log_start_offset,
+                                          log_end_offset, diverging)
+        if fetch_offset > log_end_offset:
+            return self._error_data(errors.OFFSET_OUT_OF_RANGE)
+        read_id, self._next_read_id = self._next_read_id, self._next_read_id + 1
+        registered = False
+        if self.config.pending_reads_insync_enable:
+            state, registered = self._replica_states[replica_id].begin_pending_read(read_id, fetch_offset, now_ms)
+            self._replica_states[replica_id] = state
+        return FollowerRead(replica_id, self._leader_epoch, read_id, registered, fetch_offset,
+                            follower_log_start_offset, now_ms, high_watermark, log_start_offset, log_end_offset)
+
+    def complete_follower_fetch(self, read: FollowerRead, outcome: ReadResultView | KafkaException,
+                                now_ms: int) -> FollowerFetchResult:
+        """Second half: the read finished at `now_ms`, with records or an error. Only a successful read in
+        the same leader epoch updates the follower's state (REFERENCE.md 1)."""
+        assert now_ms >= read.fetch_time_ms
+        state = self._replica_states.get(read.replica_id)
+        if not self.is_leader or self._leader_epoch != read.leader_epoch or state is None:
+            # Leadership moved during the read, or the replica was reassigned away: nothing to update.
+            moved_on = self.is_leader and self._leader_epoch != read.leader_epoch
+            error = errors.FENCED_LEADER_EPOCH if moved_on else errors.NOT_LEADER_OR_FOLLOWER
+            return FollowerFetchResult(FetchPartitionData(self.topic_partition, error))
+        if read.was_pending_read:
+            state = state.end_pending_read(read.read_id)
+        if isinstance(outcome, KafkaException):
+            self._replica_states[read.replica_id] = state
+            return FollowerFetchResult(self._error_data(outcome.error))
+        self._replica_states[read.replica_id] = state.after_fetch(
+            fetch_offset=read.fetch_offset, follower_log_start_offset=read.follower_log_start_offset,
+            fetch_time_ms=read.fetch_time_ms, leader_log_end_offset=read.log_end_offset, completed_ms=now_ms,
+            was_pending_read=read.was_pending_read)
+        alter_partition = self._maybe_expand_isr(read.replica_id)
+        advanced = self._maybe_advance_high_watermark(now_ms)
+        data = FetchPartitionData(self.topic_partition, errors.NONE, read.high_watermark, read.log_start_offset,
+                                  read.log_end_offset, None, bytes(outcome.records))
+        return FollowerFetchResult(data, alter_partition, advanced)
+
+    def handle_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
+                              last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset, max_bytes: int,
+                              now_ms: int) -> FollowerFetchResult:
+        """Both halves with an immediate read."""
+        started = self.begin_follower_fetch(replica_id, fetch_offset, current_leader_epoch, last_fetched_epoch,
+                                            follower_log_start_offset, now_ms)
+        if isinstance(started, FetchPartitionData):
+            return FollowerFetchResult(started)
+        outcome: ReadResultView | KafkaException
+        try:
+            outcome = self.log.read(fetch_offset, max_bytes)
+        except KafkaException as exc:
+            outcome = exc
+        return self.complete_follower_fetch(started, outcome, now_ms)
+
+    def _leader_epoch_error(self, current_leader_epoch: LeaderEpoch) -> KafkaError | None:
+        if not self.is_leader:
+            return errors.NOT_LEADER_OR_FOLLOWER
+        if current_leader_epoch == UNDEFINED_EPOCH or current_leader_epoch == self._leader_epoch:
+            return None
+        return errors.FENCED_LEADER_EPOCH if current_leader_epoch < self._leader_epoch else errors.UNKNOWN_LEADER_EPOCH
+
+    def _error_data(self, error: KafkaError) -> FetchPartitionData:
+        """An error answer; with OFFSET_OUT_OF_RANGE, the current offsets the follower needs to restart."""
+        if error != errors.OFFSET_OUT_OF_RANGE:
+            return FetchPartitionData(self.topic_partition, error)
+        return FetchPartitionData(self.topic_partition, error, self._high_watermark,
+                                  Offset(self.log.log_start_offset), Offset(self.log.log_end_offset))
+
+    # --- ISR --------------------------------------------------------------------------------------------------
+
+    def maybe_shrink_isr(self, now_ms: int) -> AlterPartitionItem | None:
+        """The isr-expiration check: propose removing the ISR members (other than this leader) that are out
+        of sync. Does nothing unless leader, or while an ISR change is in flight."""
+        if not self.is_leader or self._isr_state.is_inflight:
+            return None
+        committed = self._isr_state.isr
+        followers = [self._replica_states.get(broker, ReplicaState(broker))
+                     for broker in committed if broker != self.broker_id]
+        check = self.config.isr_policy.out_of_sync_replicas(now_ms, self.log_end_offset, followers)
+        for kept in check.kept_by_pending_read:
+            self._emit(EventType.ISR_KEPT_PENDING_READ, now_ms, replica=kept.broker,
+                       pending_since_ms=kept.pending_since_ms)
+        if not check.removals:
+            return None
+        removed = {removal.broker for removal in check.removals}
+        proposal = self._proposal(tuple(broker for broker in committed if broker not in removed))
+        self._isr_state = PendingShrink(committed, check.removals, proposal)
+        out_of_sync = ", ".join(f"(brokerId: {r.broker}, endOffset: {r.leo}, lastCaughtUpTimeMs: "
+                                f"{r.last_caught_up_ms})" for r in check.removals)
+        logger.info("%sShrinking ISR from %s to %s. Leader: (highWatermark: %d, endOffset: %d). Out of sync "
+                    "replicas: %s.", self._log_prefix, _isr_text(committed), _isr_text(proposal.new_isr),
+                    self._high_watermark, self.log.log_end_offset, out_of_sync)
+        return proposal
+
+    def _maybe_expand_isr(self, replica_id: BrokerId) -> AlterPartitionItem | None:
+        """Expansion rule (REFERENCE.md 2): no change in flight, an assigned and eligible replica outside the
+        ISR, whose log end offset reached both the high watermark and the start of this leader's epoch."""
+        state = self._isr_state
+        if state.is_inflight or replica_id in state.isr or replica_id not in self._replicas:
+            return None
+        follower_leo = self._replica_states[replica_id].log_end_offset
+        epoch_start = self._leader_epoch_start_offset
+        assert epoch_start is not None, "a leader always knows where its epoch started"
+        if follower_leo < self._high_watermark or follower_leo < epoch_start:
+            return None
+        if not self._is_replica_eligible(replica_id):
+            return None
+        proposal = self._proposal((*state.isr, replica_id))
+        self._isr_state = PendingExpand(state.isr, replica_id, proposal)
+        logger.info("%sExpanding ISR from %s to %s", self._log_prefix, _isr_text(state.isr),
+                    _isr_text(proposal.new_isr))
+        return proposal
+
+    def _proposal(self, new_isr: tuple[BrokerId, ...]) -> AlterPartitionItem:
+        return AlterPartitionItem(self.topic_partition, self.broker_id, self._leader_epoch, self._partition_epoch,
+                                  new_isr)
+
+    def on_alter_partition_result(self, item: AlterPartitionItem, result: AlterPartitionResult,
+                                  now_ms: int) -> AlterPartitionOutcome:
+        """The controller answered `item`. Commit, roll back, keep waiting for metadata, or ask for a resend
+        (an unexpected error such as a lost connection), as Kafka's Partition does."""
+        state = self._isr_state
+        if isinstance(state, Committed) or state.proposal != item:
+            return AlterPartitionOutcome(AlterOutcome.IGNORED)
+        if result.error == errors.NONE:
+            if result.leader_epoch != self._leader_epoch or result.partition_epoch < self._partition_epoch:
+                return AlterPartitionOutcome(AlterOutcome.IGNORED)  # stale: metadata will bring the truth
+            self._partition_epoch = result.partition_epoch
+            self._commit_isr(result.isr, state, now_ms)
+            return AlterPartitionOutcome(AlterOutcome.COMMITTED, self._maybe_advance_high_watermark(now_ms))
+        if result.error in _ROLL_BACK:
+            self._isr_state = Committed(state.isr)
+            logger.info("%sFailed to alter partition to %s since the controller rejected the request with %s. "
+                        "Partition state has been reset to the latest committed state.", self._log_prefix,
+                        _isr_text(item.new_isr), result.error.name)
+            return AlterPartitionOutcome(AlterOutcome.ROLLED_BACK)
+        if result.error in _AWAIT_METADATA:
+            return AlterPartitionOutcome(AlterOutcome.AWAITING_METADATA)
+        return AlterPartitionOutcome(AlterOutcome.RETRY)
+
+    def _commit_isr(self, isr: tuple[BrokerId, ...], previous: IsrState, now_ms: int) -> None:
+        """Install a committed ISR (from the controller's answer or from metadata). When it is the change this
+        leader proposed in its current epoch, report the shrink or expansion."""
+        assert self.is_leader and self.broker_id in isr, isr
+        self._isr_state = Committed(isr)
+        if not isinstance(previous, Committed) and previous.proposal.leader_epoch == self._leader_epoch \
+                and set(previous.proposal.new_isr) == set(isr):
+            self._emit_isr_change(previous, isr, now_ms)
+        self._refresh_health(now_ms)
+
+    def _emit_isr_change(self, change: PendingExpand | PendingShrink, isr: tuple[BrokerId, ...], now_ms: int) -> None:
+        before = list(change.isr)
+        if isinstance(change, PendingShrink):
+            self._emit(EventType.ISR_SHRINK, now_ms, isr_before=before, isr_after=list(isr),
+                       removed=[removal.to_dict() for removal in change.removals], leader_epoch=self._leader_epoch,
+                       hw=self._high_watermark, leo=self.log.log_end_offset)
+        else:
+            added = change.new_in_sync_replica
+            self._emit(EventType.ISR_EXPAND, now_ms, isr_before=before, isr_after=list(isr),
+                       added=[{"broker": added, "leo": self._replica_states[added].log_end_offset}])
+        under_min = " (under-min-isr)" if len(isr) < self.effective_min_isr else " "
+        logger.info("%sISR updated to %s%s and version updated to %d", self._log_prefix, _isr_text(isr),
+                    under_min, self._partition_epoch)
+
+    # --- High watermark and health ----------------------------------------------------------------------------
+
+    def _maybe_advance_high_watermark(self, now_ms: int) -> bool:
+        """REFERENCE.md 3. Returns whether the high watermark moved (delayed produces may complete)."""
+        if not self.is_leader or len(self._isr_state.isr) < self.effective_min_isr:
+            return False
+        leader_leo = self.log_end_offset
+        maximal_isr = self._isr_state.maximal_isr
+        lag_ms = self.config.isr_policy.replica_lag_time_max_ms
+        candidate = leader_leo
+        for broker in maximal_isr:
+            if broker != self.broker_id:
+                state = self._replica_states.get(broker)
+                candidate = min(candidate, state.log_end_offset if state is not None else UNKNOWN_OFFSET)
+        for broker, state in self._replica_states.items():
+            # A caught-up replica about to join the ISR is waited for, as Kafka does.
+            if broker not in maximal_isr and state.is_caught_up(now_ms, leader_leo, lag_ms) \
+                    and self._is_replica_eligible(broker):
+                candidate = min(candidate, state.log_end_offset)
+        if candidate <= self._high_watermark:
+            return False
+        assert candidate <= leader_leo, (candidate, leader_leo)
+        self._set_high_watermark(Offset(candidate))
+        return True
+
+    def _set_high_watermark(self, high_watermark: Offset) -> None:
+        assert not self.is_leader or high_watermark >= self._high_watermark, \
+            f"a leader's high watermark only moves forward: {self._high_watermark} -> {high_watermark}"
+        assert high_watermark <= self.log.log_end_offset, (high_watermark, self.log.log_end_offset)
+        self._high_watermark = high_watermark
+
+    def _refresh_health(self, now_ms: int) -> None:
+        """Under-replicated and under-min-ISR are leader-side conditions on the committed ISR."""
+        isr_size = len(self._isr_state.isr)
+        under_replicated = self.is_leader and isr_size < len(self._replicas)
+        under_min_isr = self.is_leader and isr_size < self.effective_min_isr
+        if under_replicated != self._under_replicated:
+            self._under_replicated = under_replicated
+            kind = EventType.UNDER_REPLICATED_START if under_replicated else EventType.UNDER_REPLICATED_END
+            self._emit(kind, now_ms)
+        if under_min_isr != self._under_min_isr:
+            self._under_min_isr = under_min_isr
+            self._emit(EventType.UNDER_MIN_ISR_START if under_min_isr else EventType.UNDER_MIN_ISR_END, now_ms)
+
+    def _emit(self, event_type: EventType, now_ms: int, **fields: Any) -> None:
+        self.events.emit(Event(now_ms, self.broker_id, event_type, self.topic_partition.topic,
+                               self.topic_partition.partition, fields))
+
+    def _emitter(self, now_ms: int) -> Emit:
+        return lambda event_type, **fields: self._emit(event_type, now_ms, **fields)
+
+    # --- Follower role (see follower.py) ----------------------------------------------------------------------
+
+    def fetch_position(self) -> FetchPosition:
+        return follower.position_of(self.log)
+
+    def append_fetched_records(self, fetch_offset: Offset, records: bytes, leader_high_watermark: Offset,
+                               leader_log_start_offset: Offset, now_ms: int) -> FetchPosition:
+        assert not self.is_leader, "a leader never appends fetched records"
+        self._set_high_watermark(follower.append_fetched(self.log, fetch_offset, records, leader_high_watermark,
+                                                         leader_log_start_offset, self._emitter(now_ms)))
+        return self.fetch_position()
+
+    def truncate_on_divergence(self, diverging_epoch: EpochEndOffset, now_ms: int) -> FetchPosition:
+        assert not self.is_leader, "a leader never truncates on a fetch response"
+        self._set_high_watermark(follower.truncate_on_divergence(self.log, diverging_epoch, self._high_watermark,
+                                                                 self._emitter(now_ms)))
+        return self.fetch_position()
+
+    def truncate_on_out_of_range(self, leader_log_start_offset: Offset, leader_log_end_offset: Offset,
+                                 leader_high_watermark: Offset, now_ms: int) -> FetchPosition:
+        assert not self.is_leader, "a leader never truncates on a fetch response"
+        self._set_high_watermark(follower.truncate_on_out_of_range(
+            self.log, leader_log_start_offset, leader_log_end_offset, leader_high_watermark, self._high_watermark,
+            self._emitter(now_ms)))
+        return self.fetch_position()

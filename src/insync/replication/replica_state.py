@@ -1,0 +1,128 @@
+"""The leader's view of one follower, and the rules that decide whether it is caught up (REFERENCE.md 1).
+
+A `ReplicaState` is an immutable snapshot; every change returns a new one, so the leader swaps it in one
+assignment. On each successful follower fetch (offset `f`, request time `t`, and `leader_leo`, the leader's log
+end offset captured BEFORE the read, so appends that land during the read never keep a follower out):
+
+    if f >= leader_leo:                          last_caught_up = max(last_caught_up, t)
+    elif f >= last_fetch_leader_log_end_offset:  last_caught_up = max(last_caught_up, last_fetch_time)
+    last_fetch_leader_log_end_offset = max(leader_leo, last_fetch_leader_log_end_offset)
+    last_fetch_time = t
+
+A failed read, or one answered with a diverging epoch, changes nothing. A follower is caught up when its log
+end offset equals the leader's, or when it caught up within `replica.lag.time.max.ms` (Kafka 3.3+).
+
+KIP-501 (seed 000, `follower.fetch.pending.reads.insync.enable`): a read with `f >=
+last_fetch_leader_log_end_offset` is registered as pending when it starts. While any read is pending the
+follower counts as caught up, since it is the leader, not the follower, that is slow; when such a read
+completes, `last_caught_up` becomes the completion time. Pending reads vanish when a read fails and when
+leadership changes (the state is reset). A follower with no previous fetch under this leader
+(`last_fetch_leader_log_end_offset` unknown) registers nothing: the rule needs a previous fetch to compare to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from insync import limits
+from insync.types import UNKNOWN_OFFSET, BrokerId, Offset
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRead:
+    read_id: int
+    fetch_offset: Offset
+    started_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    broker_id: BrokerId
+    log_end_offset: Offset = UNKNOWN_OFFSET
+    log_start_offset: Offset = UNKNOWN_OFFSET
+    last_fetch_time_ms: int = 0
+    last_fetch_leader_log_end_offset: Offset = UNKNOWN_OFFSET
+    last_caught_up_ms: int = 0
+    pending_reads: tuple[PendingRead, ...] = ()
+
+    def __post_init__(self) -> None:
+        assert self.log_end_offset >= UNKNOWN_OFFSET and self.log_start_offset >= UNKNOWN_OFFSET, self
+        assert len(self.pending_reads) <= limits.PENDING_READS_PER_REPLICA_MAX, self.broker_id
+
+    # --- Leadership -------------------------------------------------------------------------------------------
+
+    def reset(self, *, now_ms: int, leader_log_end_offset: Offset, is_new_leader: bool,
+              in_isr: bool) -> ReplicaState:
+        """On becoming leader, or a new leader epoch on the same leader. ISR members get a full lag period
+        (`last_caught_up = now`); others start at 0 so they do not hold the high watermark back. A new leader
+        knows nothing of the follower's log; a re-elected one keeps what it knew."""
+        assert now_ms >= 0 and leader_log_end_offset >= 0
+        last_caught_up_ms = now_ms if in_isr else 0
+        if is_new_leader:
+            return ReplicaState(self.broker_id, last_caught_up_ms=last_caught_up_ms)
+        return ReplicaState(
+            self.broker_id,
+            log_end_offset=self.log_end_offset,
+            log_start_offset=self.log_start_offset,
+            last_fetch_time_ms=now_ms if in_isr else 0,
+            last_fetch_leader_log_end_offset=leader_log_end_offset,
+            last_caught_up_ms=last_caught_up_ms,
+        )
+
+    # --- Fetches ----------------------------------------------------------------------------------------------
+
+    def begin_pending_read(self, read_id: int, fetch_offset: Offset, now_ms: int) -> tuple[ReplicaState, bool]:
+        """KIP-501: register a read that starts at or beyond the leader's end at the previous fetch. Returns
+        the new state and whether the read was registered (not when ineligible or at the bound)."""
+        assert fetch_offset >= 0 and all(p.read_id != read_id for p in self.pending_reads)
+        eligible = UNKNOWN_OFFSET < self.last_fetch_leader_log_end_offset <= fetch_offset
+        if not eligible or len(self.pending_reads) >= limits.PENDING_READS_PER_REPLICA_MAX:
+            return self, False
+        pending = (*self.pending_reads, PendingRead(read_id, fetch_offset, now_ms))
+        return dataclasses.replace(self, pending_reads=pending), True
+
+    def end_pending_read(self, read_id: int) -> ReplicaState:
+        """Forget a pending read (completed or failed); a no-op when it is not there (reset since)."""
+        remaining = tuple(p for p in self.pending_reads if p.read_id != read_id)
+        if len(remaining) == len(self.pending_reads):
+            return self
+        return dataclasses.replace(self, pending_reads=remaining)
+
+    def after_fetch(self, *, fetch_offset: Offset, follower_log_start_offset: Offset, fetch_time_ms: int,
+                    leader_log_end_offset: Offset, completed_ms: int, was_pending_read: bool) -> ReplicaState:
+        """The state after a successful read. `leader_log_end_offset` is the leader's LEO captured before the
+        read; `was_pending_read` says the read was registered under KIP-501 (its completion time counts)."""
+        assert fetch_offset >= 0 and leader_log_end_offset >= 0
+        assert completed_ms >= fetch_time_ms >= 0
+        if was_pending_read:
+            last_caught_up_ms = max(self.last_caught_up_ms, completed_ms)
+        elif fetch_offset >= leader_log_end_offset:
+            last_caught_up_ms = max(self.last_caught_up_ms, fetch_time_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_time_ms)
+        else:
+            last_caught_up_ms = self.last_caught_up_ms
+        return dataclasses.replace(
+            self,
+            log_end_offset=fetch_offset,
+            log_start_offset=follower_log_start_offset,
+            last_fetch_time_ms=fetch_time_ms,
+            last_fetch_leader_log_end_offset=max(leader_log_end_offset, self.last_fetch_leader_log_end_offset),
+            last_caught_up_ms=last_caught_up_ms,
+        )
+
+    # --- Queries ----------------------------------------------------------------------------------------------
+
+    @property
+    def pending_since_ms(self) -> int | None:
+        return min((p.started_ms for p in self.pending_reads), default=None)
+
+    def lag_caught_up(self, now_ms: int, leader_log_end_offset: Offset, lag_time_max_ms: int) -> bool:
+        """Kafka's rule alone (3.3+), without KIP-501."""
+        return (self.log_end_offset == leader_log_end_offset
+                or now_ms - self.last_caught_up_ms <= lag_time_max_ms)
+
+    def is_caught_up(self, now_ms: int, leader_log_end_offset: Offset, lag_time_max_ms: int) -> bool:
+        """Kafka's rule, or a pending read (KIP-501: only ever registered when the flag is on)."""
+        return bool(self.pending_reads) or self.lag_caught_up(now_ms, leader_log_end_offset, lag_time_max_ms)

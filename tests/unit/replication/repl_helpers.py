@@ -1,0 +1,100 @@
+"""Shared helpers (imported by name: pytest puts this directory on sys.path) for the replication tests: real `Log`s on a `MemoryDisk`, batches, partitions, and a wire-free
+fetch loop between a leader `Partition` and follower partitions through a `FetcherSession`."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+from insync import errors
+from insync.clock import ManualClock
+from insync.config import LogConfig
+from insync.events import Event, EventType
+from insync.protocol.records import build_batch
+from insync.replication.event_buffer import EventBuffer
+from insync.replication.fetcher import FetcherSession, FetchOutcome
+from insync.replication.isr import IsrPolicy
+from insync.replication.messages import AlterPartitionItem, FetchPartitionData, FetchResponse
+from insync.replication.partition import Partition, PartitionConfig
+from insync.storage.disk import MemoryDisk
+from insync.storage.log import Log
+from insync.types import BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition
+
+T0 = 1_700_000_000_000  # realistic epoch milliseconds: a last_caught_up of 0 must look ancient
+LAG_MS = 10_000
+TP = TopicPartition("events", 0)
+
+_log_names = itertools.count()
+
+
+def new_log(config: LogConfig | None = None) -> Log:
+    """A fresh log on its own in-memory disk."""
+    return Log.open(f"/logs/t-{next(_log_names)}", config or LogConfig(), disk=MemoryDisk(), clock=ManualClock(T0))
+
+
+def batch(count: int = 1, *, value: bytes = b"v") -> bytes:
+    """A produced batch of `count` records (offsets and epoch are stamped by the leader)."""
+    return build_batch([(None, value + str(i).encode()) for i in range(count)], base_timestamp=T0)
+
+
+def config(*, min_isr: int = 1, lag_ms: int = LAG_MS, lag_messages: int = 0, pending_reads: bool = False
+           ) -> PartitionConfig:
+    return PartitionConfig(IsrPolicy(lag_ms, lag_messages), min_isr, pending_reads)
+
+
+def new_partition(broker: int, cfg: PartitionConfig | None = None, *, log: Log | None = None,
+                  events: EventBuffer | None = None, eligible: Callable[[BrokerId], bool] | None = None,
+                  topic_partition: TopicPartition = TP, high_watermark: int = 0) -> Partition:
+    return Partition(topic_partition, BrokerId(broker), log or new_log(), cfg or config(), events=events,
+                     is_replica_eligible=eligible, high_watermark=high_watermark)
+
+
+def leader(broker: int = 1, *, isr: Sequence[int] = (1, 2, 3), replicas: Sequence[int] = (1, 2, 3),
+           epoch: int = 1, partition_epoch: int = 1, now_ms: int = T0, **kwargs: object) -> Partition:
+    partition = new_partition(broker, **kwargs)  # type: ignore[arg-type]
+    assert partition.make_leader(LeaderEpoch(epoch), PartitionEpoch(partition_epoch), ids(isr), ids(replicas),
+                                 now_ms)
+    return partition
+
+
+def ids(brokers: Sequence[int]) -> tuple[BrokerId, ...]:
+    return tuple(BrokerId(b) for b in brokers)
+
+
+def events_of(buffer: EventBuffer, event_type: EventType) -> list[Event]:
+    return [event for event in buffer.drain() if event.type == event_type]
+
+
+def log_bytes(log: Log) -> bytes:
+    """Every batch of the log from its start, as stored."""
+    out, offset = bytearray(), log.log_start_offset
+    for _ in range(100_000):
+        if offset >= log.log_end_offset:
+            return bytes(out)
+        result = log.read(offset, 1 << 20)
+        out += result.records
+        offset = result.next_offset
+    raise AssertionError("log_bytes did not finish")
+
+
+def fetch_round(session: FetcherSession, leaders: dict[TopicPartition, Partition], now_ms: int,
+                max_bytes: int = 1 << 20, alter_items: list[AlterPartitionItem] | None = None) -> FetchOutcome | None:
+    """One follower fetch from `leaders` through `session`, with immediate reads. Returns the outcome, or None
+    when the session had nothing to ask. ISR expansions the leaders propose go to `alter_items`."""
+    request = session.build_fetch_request(now_ms)
+    if request is None:
+        return None
+    answers: list[FetchPartitionData] = []
+    for requested in request.partitions:
+        found = leaders.get(requested.topic_partition)
+        if found is None:
+            answers.append(FetchPartitionData(requested.topic_partition, errors.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        result = found.handle_follower_fetch(request.replica_id, requested.fetch_offset,
+                                             requested.current_leader_epoch, requested.last_fetched_epoch,
+                                             requested.log_start_offset, max_bytes, now_ms)
+        if result.alter_partition is not None and alter_items is not None:
+            alter_items.append(result.alter_partition)
+        answers.append(result.data)
+    return session.handle_fetch_response(FetchResponse(request.correlation_id, errors.NONE, tuple(answers)),
+                                         now_ms)

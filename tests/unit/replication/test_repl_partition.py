@@ -1,0 +1,452 @@
+"""Partition as leader: roles, ISR shrink/expand proposals and their outcomes, high watermark, acks and min ISR,
+follower fetch handling (KAFKA-7104 snapshot, diverging epochs), and KIP-501 pending reads. Mirrors Kafka's
+PartitionTest, IsrExpirationTest and ReplicaManagerTest where REFERENCE.md 11 names them."""
+
+from __future__ import annotations
+
+import pytest
+from repl_helpers import LAG_MS, T0, TP, batch, config, events_of, ids, leader, new_log, new_partition
+
+from insync import errors
+from insync.config import BrokerConfig
+from insync.errors import KafkaException
+from insync.events import EventType
+from insync.replication.event_buffer import EventBuffer
+from insync.replication.isr import Committed, IsrPolicy, PendingExpand, PendingShrink
+from insync.replication.messages import AlterPartitionItem, AlterPartitionResult, EpochEndOffset
+from insync.replication.partition import Partition, PartitionConfig
+from insync.replication.results import AlterOutcome, FollowerFetchResult, FollowerRead
+from insync.types import BrokerId, LeaderEpoch, Offset, PartitionEpoch
+
+NETWORK_EXCEPTION = errors.BY_NAME["NETWORK_EXCEPTION"]
+
+
+def fetch(partition: Partition, broker: int, offset: int, at_ms: int, *, last_epoch: int = -1,
+          current_epoch: int | None = None) -> FollowerFetchResult:
+    epoch = partition.leader_epoch if current_epoch is None else current_epoch
+    return partition.handle_follower_fetch(BrokerId(broker), Offset(offset), LeaderEpoch(epoch),
+                                           LeaderEpoch(last_epoch), Offset(0), 1 << 20, at_ms)
+
+
+def commit(partition: Partition, item: AlterPartitionItem, now_ms: int) -> AlterOutcome:
+    result = AlterPartitionResult(item.topic_partition, errors.NONE, item.leader_id, item.leader_epoch,
+                                  PartitionEpoch(item.partition_epoch + 1), item.new_isr)
+    return partition.on_alter_partition_result(item, result, now_ms).outcome
+
+
+def fail(partition: Partition, item: AlterPartitionItem, error: errors.KafkaError, now_ms: int) -> AlterOutcome:
+    return partition.on_alter_partition_result(item, AlterPartitionResult(item.topic_partition, error), now_ms).outcome
+
+
+# --- Roles ------------------------------------------------------------------------------------------------------
+
+
+def test_make_leader_records_its_epoch_start_and_ignores_stale_metadata() -> None:
+    partition = leader(1, epoch=1, partition_epoch=1)
+    partition.append_records_as_leader(batch(3), 1, T0)
+    assert partition.make_leader(LeaderEpoch(2), PartitionEpoch(2), ids((1, 2, 3)), ids((1, 2, 3)), T0)
+    assert partition.log.leader_epoch_cache.epoch_entries == [(1, 0), (2, 3)]  # type: ignore[attr-defined]
+    assert not partition.make_leader(LeaderEpoch(1), PartitionEpoch(3), ids((1, 2, 3)), ids((1, 2, 3)), T0)
+    assert not partition.make_follower(BrokerId(2), LeaderEpoch(2), PartitionEpoch(1), ids((1, 2)), ids((1, 2, 3)),
+                                       T0)
+    assert not partition.make_leader(LeaderEpoch(2), PartitionEpoch(2), ids((1, 2, 3)), ids((1, 2, 3)), T0)
+    assert partition.is_leader and partition.leader_epoch == 2
+
+
+def test_leadership_loss_ends_leader_conditions_and_fails_waiting_produces() -> None:
+    events = EventBuffer()
+    partition = leader(1, isr=(1,), replicas=(1, 2), cfg=config(min_isr=2), events=events)
+    assert [e.type for e in events.drain()] == [EventType.UNDER_REPLICATED_START, EventType.UNDER_MIN_ISR_START]
+    wait = partition.append_records_as_leader(batch(1), 1, T0).wait
+    assert partition.make_follower(BrokerId(2), LeaderEpoch(2), PartitionEpoch(2), ids((2,)), ids((1, 2)), T0 + 1)
+    assert [e.type for e in events.drain()] == [EventType.UNDER_REPLICATED_END, EventType.UNDER_MIN_ISR_END]
+    assert partition.produce_status(wait) == errors.NOT_LEADER_OR_FOLLOWER
+    with pytest.raises(KafkaException) as raised:
+        partition.append_records_as_leader(batch(1), 1, T0 + 2)
+    assert raised.value.error == errors.NOT_LEADER_OR_FOLLOWER
+
+
+# --- Expansion --------------------------------------------------------------------------------------------------
+
+
+def test_isr_expansion() -> None:
+    events = EventBuffer()
+    partition = leader(1, isr=(1,), replicas=(1, 2), events=events)
+    partition.append_records_as_leader(batch(10), 1, T0)
+    assert partition.high_watermark == 10  # the ISR is the leader alone
+    assert fetch(partition, 2, 5, T0 + 1).alter_partition is None  # below the high watermark
+    item = fetch(partition, 2, 10, T0 + 2).alter_partition
+    assert item == AlterPartitionItem(TP, BrokerId(1), LeaderEpoch(1), PartitionEpoch(1), ids((1, 2)))
+    assert isinstance(partition.isr_state, PendingExpand)
+    assert partition.isr == (1,) and partition.maximal_isr == (1, 2)
+    events.drain()
+    assert commit(partition, item, T0 + 3) == AlterOutcome.COMMITTED
+    assert partition.isr_state.is_inflight is False and partition.partition_epoch == 2
+    assert list(partition.isr) == [1, 2]
+    expand, urp_end = events.drain()
+    assert expand.type == EventType.ISR_EXPAND and urp_end.type == EventType.UNDER_REPLICATED_END
+    assert expand.fields == {"isr_before": [1], "isr_after": [1, 2], "added": [{"broker": 2, "leo": 10}]}
+
+
+def test_follower_does_not_join_isr_until_caught_up_to_offset_within_current_leader_epoch() -> None:
+    log = new_log()
+    log.append_as_leader(batch(4), 0)  # written under an older leader
+    partition = leader(1, isr=(1, 3), replicas=(1, 2, 3), epoch=8, log=log)
+    partition.append_records_as_leader(batch(2), 0, T0)
+    partition.append_records_as_leader(batch(3), 0, T0)
+    fetch(partition, 3, 0, T0 + 1)
+    fetch(partition, 3, 2, T0 + 2)
+    assert partition.high_watermark == 2
+    assert fetch(partition, 2, 2, T0 + 3).alter_partition is None  # at the HW, but before epoch 8 started (4)
+    fetch(partition, 3, 4, T0 + 4)
+    assert partition.high_watermark == 4
+    item = fetch(partition, 2, 4, T0 + 5).alter_partition
+    assert item is not None and item.new_isr == (1, 3, 2)
+
+
+def test_isr_not_expanded_if_update_fails() -> None:
+    events = EventBuffer()
+    partition = leader(1, isr=(1,), replicas=(1, 2), events=events)
+    item = fetch(partition, 2, 0, T0 + 1).alter_partition
+    assert item is not None
+    assert fail(partition, item, errors.INVALID_UPDATE_VERSION, T0 + 2) == AlterOutcome.AWAITING_METADATA
+    # The request may have been applied by an earlier attempt: stay pending, keep the safe maximal ISR, no retry.
+    assert partition.isr == (1,) and partition.maximal_isr == (1, 2)
+    assert fetch(partition, 2, 0, T0 + 3).alter_partition is None
+    # Metadata with a newer partition epoch resolves it; it is the change proposed, so it is reported.
+    events.drain()
+    assert partition.make_leader(LeaderEpoch(1), PartitionEpoch(2), ids((1, 2)), ids((1, 2)), T0 + 4)
+    assert partition.isr_state == Committed(ids((1, 2)))
+    assert [e.type for e in events.drain()] == [EventType.ISR_EXPAND, EventType.UNDER_REPLICATED_END]
+
+
+def test_ineligible_replica_rolls_back_and_the_next_fetch_proposes_again() -> None:
+    partition = leader(1, isr=(1,), replicas=(1, 2))
+    item = fetch(partition, 2, 0, T0 + 1).alter_partition
+    assert item is not None
+    assert fail(partition, item, errors.INELIGIBLE_REPLICA, T0 + 2) == AlterOutcome.ROLLED_BACK
+    assert partition.isr_state == Committed(ids((1,)))
+    assert fetch(partition, 2, 0, T0 + 3).alter_partition == item
+
+
+def test_fenced_or_shutting_down_replica_is_not_added() -> None:
+    fenced = {BrokerId(2)}
+    partition = leader(1, isr=(1,), replicas=(1, 2), eligible=lambda broker: broker not in fenced)
+    assert fetch(partition, 2, 0, T0 + 1).alter_partition is None
+    fenced.clear()
+    assert fetch(partition, 2, 0, T0 + 2).alter_partition is not None
+
+
+# --- Shrink -----------------------------------------------------------------------------------------------------
+
+
+def test_maybe_shrink_isr() -> None:
+    events = EventBuffer()
+    partition = leader(1, events=events)
+    partition.append_records_as_leader(batch(5), 1, T0)
+    fetch(partition, 2, 5, T0 + 100)  # broker 3 never fetches
+    assert partition.maybe_shrink_isr(T0 + LAG_MS) is None  # a full lag period from the election
+    item = partition.maybe_shrink_isr(T0 + LAG_MS + 1)
+    assert item is not None and item.new_isr == (1, 2)
+    assert isinstance(partition.isr_state, PendingShrink)
+    assert partition.isr == (1, 2, 3) and partition.maximal_isr == (1, 2, 3)
+    assert partition.high_watermark == 0  # broker 3 still counts until the controller agrees
+    events.drain()
+    result = partition.on_alter_partition_result(item, AlterPartitionResult(TP, errors.NONE, BrokerId(1),
+                                                 LeaderEpoch(1), PartitionEpoch(2), ids((1, 2))), T0 + LAG_MS + 2)
+    assert result.outcome == AlterOutcome.COMMITTED and result.high_watermark_advanced
+    assert list(partition.isr) == [1, 2] and partition.high_watermark == 5
+    shrink, urp = events.drain()
+    assert urp.type == EventType.UNDER_REPLICATED_START
+    assert shrink.type == EventType.ISR_SHRINK and shrink.fields["isr_after"] == [1, 2]
+    assert shrink.fields["removed"] == [{"broker": 3, "leo": -1, "last_caught_up_ms": T0, "last_fetch_ms": 0,
+                                         "reason": "stuck"}]
+    assert (shrink.fields["leader_epoch"], shrink.fields["leo"]) == (1, 5)
+
+
+def test_should_not_shrink_isr_if_previous_fetch_is_caught_up() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2))
+    partition.append_records_as_leader(batch(10), 1, T0)
+    fetch(partition, 2, 5, T0 + 500)
+    partition.append_records_as_leader(batch(5), 1, T0 + 600)
+    fetch(partition, 2, 10, T0 + 1_000)  # reached the leader's end as of the previous fetch (T0 + 500)
+    assert partition.replica_state(BrokerId(2)).last_caught_up_ms == T0 + 500  # type: ignore[union-attr]
+    assert partition.maybe_shrink_isr(T0 + 500 + LAG_MS) is None
+    item = partition.maybe_shrink_isr(T0 + 501 + LAG_MS)
+    assert item is not None and item.new_isr == (1,)
+    assert partition.isr_state.removals[0].reason == "slow"  # type: ignore[union-attr]
+
+
+def test_should_not_shrink_isr_if_follower_caught_up_to_log_end() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2))
+    partition.append_records_as_leader(batch(10), 1, T0)
+    fetch(partition, 2, 10, T0 + 1)
+    assert partition.maybe_shrink_isr(T0 + 100 * LAG_MS) is None
+
+
+def test_isr_not_shrunk_if_update_fails() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2))
+    partition.append_records_as_leader(batch(3), 1, T0)
+    item = partition.maybe_shrink_isr(T0 + LAG_MS + 1)
+    assert item is not None
+    assert fail(partition, item, errors.INVALID_UPDATE_VERSION, T0 + LAG_MS + 2) == AlterOutcome.AWAITING_METADATA
+    assert isinstance(partition.isr_state, PendingShrink) and partition.isr == (1, 2)
+    assert partition.high_watermark == 0
+    assert partition.maybe_shrink_isr(T0 + 2 * LAG_MS) is None  # one change in flight
+
+
+def test_retry_shrink_isr() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2))
+    partition.append_records_as_leader(batch(3), 1, T0)
+    item = partition.maybe_shrink_isr(T0 + LAG_MS + 1)
+    assert item is not None
+    assert fail(partition, item, NETWORK_EXCEPTION, T0 + LAG_MS + 2) == AlterOutcome.RETRY
+    assert isinstance(partition.isr_state, PendingShrink)
+    assert commit(partition, item, T0 + LAG_MS + 3) == AlterOutcome.COMMITTED
+    assert partition.isr == (1,) and partition.high_watermark == 3
+
+
+def test_single_in_flight_alter_isr() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2, 3))
+    expand = fetch(partition, 3, 0, T0 + 1).alter_partition
+    assert expand is not None
+    assert partition.maybe_shrink_isr(T0 + 2 * LAG_MS) is None  # broker 2 is stuck, but a change is in flight
+    assert fetch(partition, 3, 0, T0 + 2 * LAG_MS).alter_partition is None
+    assert commit(partition, expand, T0 + 2 * LAG_MS) == AlterOutcome.COMMITTED
+    shrink = partition.maybe_shrink_isr(T0 + 2 * LAG_MS + 1)
+    assert shrink is not None and shrink.new_isr == (1, 3) and shrink.partition_epoch == 2
+
+
+def test_stale_or_foreign_alter_partition_answers_are_ignored() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2))
+    item = partition.maybe_shrink_isr(T0 + LAG_MS + 1)
+    assert item is not None
+    other = AlterPartitionItem(TP, BrokerId(1), LeaderEpoch(1), PartitionEpoch(1), ids((1, 2)))
+    assert commit(partition, other, T0 + LAG_MS + 2) == AlterOutcome.IGNORED
+    newer_leader = AlterPartitionResult(TP, errors.NONE, BrokerId(2), LeaderEpoch(2), PartitionEpoch(3), ids((2,)))
+    assert partition.on_alter_partition_result(item, newer_leader, T0).outcome == AlterOutcome.IGNORED
+    assert isinstance(partition.isr_state, PendingShrink)
+
+
+# --- High watermark, min ISR and acks ---------------------------------------------------------------------------
+
+
+def test_high_watermark_advance_should_not_advance_when_under_min_isr() -> None:
+    partition = leader(1, isr=(1,), replicas=(1, 2), cfg=config(min_isr=2))
+    partition.append_records_as_leader(batch(4), 1, T0)
+    assert partition.high_watermark == 0 and partition.is_under_min_isr
+    item = fetch(partition, 2, 4, T0 + 1).alter_partition
+    assert item is not None and partition.high_watermark == 0  # pending: the committed ISR is still too small
+    commit(partition, item, T0 + 2)
+    assert partition.high_watermark == 4 and not partition.is_under_min_isr
+
+
+def test_high_watermark_only_moves_forward() -> None:
+    log = new_log()
+    log.append_as_leader(batch(6), 0)
+    partition = leader(1, isr=(1, 2), replicas=(1, 2), epoch=1, log=log, high_watermark=5)
+    assert partition.high_watermark == 5
+    fetch(partition, 2, 3, T0 + 1)  # an ISR member below the checkpointed high watermark
+    assert partition.high_watermark == 5
+    fetch(partition, 2, 6, T0 + 2)
+    assert partition.high_watermark == 6
+
+
+def test_caught_up_replica_outside_the_isr_holds_the_high_watermark() -> None:
+    partition = leader(1, isr=(1,), replicas=(1, 2))
+    partition.append_records_as_leader(batch(4), 1, T0)
+    item = fetch(partition, 2, 4, T0 + 1).alter_partition
+    assert item is not None
+    fail(partition, item, errors.INELIGIBLE_REPLICA, T0 + 2)  # back to ISR (1): broker 2 still caught up
+    partition.append_records_as_leader(batch(2), 1, T0 + 3)
+    assert partition.high_watermark == 4
+    assert partition.replica_state(BrokerId(2)).last_caught_up_ms == T0 + 1  # type: ignore[union-attr]
+    partition.append_records_as_leader(batch(1), 1, T0 + 2 + LAG_MS)  # no longer caught up: not waited for
+    assert partition.high_watermark == 7
+
+
+def test_use_checkpoint_to_initialize_high_watermark() -> None:
+    log = new_log()
+    log.append_as_leader(batch(6), 0)
+    assert new_partition(1, log=log, high_watermark=4).high_watermark == 4
+    assert new_partition(1, log=log, high_watermark=100).high_watermark == 6  # bounded by the log end
+
+
+def test_at_min_isr() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2, 3), cfg=config(min_isr=2))
+    assert partition.effective_min_isr == 2 and not partition.is_under_min_isr
+    partition.append_records_as_leader(batch(1), -1, T0)
+    small = leader(1, isr=(1,), replicas=(1,), cfg=config(min_isr=2))  # min ISR capped by replication factor
+    assert small.effective_min_isr == 1
+    small.append_records_as_leader(batch(1), -1, T0)
+    assert small.produce_status(small.append_records_as_leader(batch(1), -1, T0).wait) == errors.NONE
+
+
+def test_acks_all_is_refused_before_the_append_below_min_isr() -> None:
+    partition = leader(1, isr=(1,), replicas=(1, 2, 3), cfg=config(min_isr=2))
+    with pytest.raises(KafkaException) as raised:
+        partition.append_records_as_leader(batch(1), -1, T0)
+    assert raised.value.error == errors.NOT_ENOUGH_REPLICAS
+    assert "The size of the current ISR Set(1) is insufficient to satisfy the min.isr requirement of 2" \
+        in str(raised.value)
+    assert partition.log_end_offset == 0
+    assert partition.append_records_as_leader(batch(1), 1, T0).first_offset == 0  # acks=1 still works
+
+
+def test_acks_all_completes_when_the_high_watermark_passes_it() -> None:
+    partition = leader(1, cfg=config(min_isr=2))
+    wait = partition.append_records_as_leader(batch(5), -1, T0).wait
+    assert wait.required_offset == 5 and partition.produce_status(wait) is None
+    fetch(partition, 2, 5, T0 + 1)
+    assert partition.produce_status(wait) is None  # broker 3 is in the ISR and has not fetched
+    assert fetch(partition, 3, 5, T0 + 2).high_watermark_advanced
+    assert partition.produce_status(wait) == errors.NONE
+
+
+def test_not_enough_replicas_after_append_when_the_isr_shrank_meanwhile() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2), cfg=config(min_isr=2))
+    wait = partition.append_records_as_leader(batch(5), -1, T0).wait
+    fetch(partition, 2, 5, T0 + 1)
+    partition.append_records_as_leader(batch(1), 1, T0 + 2)
+    item = partition.maybe_shrink_isr(T0 + 2 + LAG_MS)  # then broker 2 stalls and is removed
+    assert item is not None
+    commit(partition, item, T0 + 3 + LAG_MS)
+    assert partition.produce_status(wait) == errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+
+def test_invalid_required_acks() -> None:
+    with pytest.raises(KafkaException) as raised:
+        leader(1).append_records_as_leader(batch(1), 2, T0)
+    assert raised.value.error == errors.INVALID_REQUIRED_ACKS
+
+
+def test_delete_records_never_passes_the_high_watermark() -> None:
+    partition = leader(1, isr=(1,), replicas=(1, 2))
+    partition.append_records_as_leader(batch(10), 1, T0)
+    assert partition.delete_records_on_leader(4) == 4
+    with pytest.raises(KafkaException) as raised:
+        partition.delete_records_on_leader(11)
+    assert raised.value.error == errors.OFFSET_OUT_OF_RANGE
+    assert partition.delete_records_on_leader(-1) == 10
+
+
+# --- Follower fetches on the leader -----------------------------------------------------------------------------
+
+
+def test_follower_state_not_updated_if_log_read_fails() -> None:
+    partition = leader(1, isr=(1, 2), replicas=(1, 2))
+    partition.append_records_as_leader(batch(3), 1, T0)
+    before = partition.replica_state(BrokerId(2))
+    started = partition.begin_follower_fetch(BrokerId(2), Offset(3), LeaderEpoch(1), LeaderEpoch(1), Offset(0),
+                                             T0 + 1)
+    assert isinstance(started, FollowerRead)
+    result = partition.complete_follower_fetch(started, KafkaException(errors.KAFKA_STORAGE_ERROR, "disk"), T0 + 2)
+    assert result.data.error == errors.KAFKA_STORAGE_ERROR and not result.data.records
+    assert partition.replica_state(BrokerId(2)) == before and partition.high_watermark == 0
+
+
+def test_fetch_answer_carries_offsets_captured_before_the_read() -> None:
+    # KAFKA-7104, leader half: records read, then the log start moves before the answer is built.
+    partition = leader(1, isr=(1,), replicas=(1, 2))
+    partition.append_records_as_leader(batch(10), 1, T0)
+    started = partition.begin_follower_fetch(BrokerId(2), Offset(0), LeaderEpoch(1), LeaderEpoch(-1), Offset(0),
+                                             T0 + 1)
+    assert isinstance(started, FollowerRead)
+    read = partition.log.read(0, 1 << 20)
+    partition.append_records_as_leader(batch(5), 1, T0 + 2)
+    partition.delete_records_on_leader(12)
+    data = partition.complete_follower_fetch(started, read, T0 + 3).data
+    assert (data.high_watermark, data.log_start_offset, data.log_end_offset) == (10, 0, 10)
+    assert data.records == read.records
+
+
+def test_diverging_epoch_is_answered_without_records_or_state_change() -> None:
+    log = new_log()
+    log.append_as_leader(batch(5), 1)
+    partition = leader(1, isr=(1, 2), replicas=(1, 2), epoch=3, log=log)
+    partition.append_records_as_leader(batch(5), 1, T0)
+    before = partition.replica_state(BrokerId(2))
+    data = fetch(partition, 2, 8, T0 + 1, last_epoch=2).data  # the follower wrote 5..7 in an epoch 2 we never had
+    assert data.error == errors.NONE and data.diverging_epoch == EpochEndOffset(LeaderEpoch(1), Offset(5))
+    assert data.records == b"" and partition.replica_state(BrokerId(2)) == before
+    assert fetch(partition, 2, 5, T0 + 2, last_epoch=1).data.diverging_epoch is None
+
+
+@pytest.mark.parametrize(("current_epoch", "error"), [(0, errors.FENCED_LEADER_EPOCH),
+                                                      (2, errors.UNKNOWN_LEADER_EPOCH)])
+def test_fetch_with_a_wrong_leader_epoch(current_epoch: int, error: errors.KafkaError) -> None:
+    assert fetch(leader(1), 2, 0, T0, current_epoch=current_epoch).data.error == error
+
+
+def test_fetch_from_a_non_replica_or_beyond_the_end() -> None:
+    partition = leader(1)
+    partition.append_records_as_leader(batch(2), 1, T0)
+    assert fetch(partition, 7, 0, T0).data.error == errors.NOT_LEADER_OR_FOLLOWER
+    beyond = fetch(partition, 2, 5, T0).data
+    assert beyond.error == errors.OFFSET_OUT_OF_RANGE and beyond.log_end_offset == 2 and beyond.log_start_offset == 0
+    assert new_partition(1).handle_follower_fetch(BrokerId(2), Offset(0), LeaderEpoch(-1), LeaderEpoch(-1),
+                                                  Offset(0), 100, T0).data.error == errors.NOT_LEADER_OR_FOLLOWER
+
+
+# --- KIP-501 (seed 000) -----------------------------------------------------------------------------------------
+
+
+def _slow_read_setup(pending_reads: bool) -> tuple[Partition, EventBuffer, list[FollowerRead]]:
+    """Followers caught up at T0+100; new data at T0+200; their next fetches (T0+300) take 25 s to read."""
+    events = EventBuffer()
+    partition = leader(1, cfg=config(min_isr=2, pending_reads=pending_reads), events=events)
+    partition.append_records_as_leader(batch(10), -1, T0)
+    for follower in (2, 3):
+        fetch(partition, follower, 10, T0 + 100)
+    partition.append_records_as_leader(batch(5), -1, T0 + 200)
+    reads = []
+    for follower in (2, 3):
+        started = partition.begin_follower_fetch(BrokerId(follower), Offset(10), LeaderEpoch(1), LeaderEpoch(1),
+                                                 Offset(0), T0 + 300)
+        assert isinstance(started, FollowerRead) and started.was_pending_read == pending_reads
+        reads.append(started)
+    events.drain()
+    return partition, events, reads
+
+
+def test_slow_leader_reads_drop_followers_without_kip_501() -> None:
+    partition, _, reads = _slow_read_setup(pending_reads=False)
+    item = partition.maybe_shrink_isr(T0 + 101 + LAG_MS)
+    assert item is not None and item.new_isr == (1,)
+    commit(partition, item, T0 + 102 + LAG_MS)
+    with pytest.raises(KafkaException) as raised:
+        partition.append_records_as_leader(batch(1), -1, T0 + 103 + LAG_MS)
+    assert raised.value.error == errors.NOT_ENOUGH_REPLICAS
+
+
+def test_slow_leader_reads_keep_followers_in_sync_with_kip_501() -> None:
+    partition, events, reads = _slow_read_setup(pending_reads=True)
+    for probe_ms in (T0 + 101 + LAG_MS, T0 + 20_000):
+        assert partition.maybe_shrink_isr(probe_ms) is None
+        kept = events_of(events, EventType.ISR_KEPT_PENDING_READ)
+        assert [(e.fields["replica"], e.fields["pending_since_ms"]) for e in kept] == [(2, T0 + 300), (3, T0 + 300)]
+    done_ms = T0 + 300 + 25_000
+    for started in reads:
+        partition.complete_follower_fetch(started, partition.log.read(10, 1 << 20), done_ms)
+        state = partition.replica_state(started.replica_id)
+        assert state is not None and state.last_caught_up_ms == done_ms and not state.pending_reads
+    assert partition.maybe_shrink_isr(done_ms + LAG_MS) is None
+    assert partition.append_records_as_leader(batch(1), -1, done_ms + LAG_MS).first_offset == 15
+
+
+def test_pending_reads_vanish_on_failure_and_on_leadership_change() -> None:
+    partition, _, reads = _slow_read_setup(pending_reads=True)
+    partition.complete_follower_fetch(reads[0], KafkaException(errors.KAFKA_STORAGE_ERROR), T0 + 400)
+    assert not partition.replica_state(BrokerId(2)).pending_reads  # type: ignore[union-attr]
+    assert partition.make_leader(LeaderEpoch(2), PartitionEpoch(2), ids((1, 2, 3)), ids((1, 2, 3)), T0 + 500)
+    assert not partition.replica_state(BrokerId(3)).pending_reads  # type: ignore[union-attr]
+    late = partition.complete_follower_fetch(reads[1], partition.log.read(10, 1 << 20), T0 + 600)
+    assert late.data.error == errors.FENCED_LEADER_EPOCH
+    assert partition.replica_state(BrokerId(3)).last_fetch_time_ms == T0 + 500  # type: ignore[union-attr]
+
+
+def test_partition_config_from_broker_and_topic_settings() -> None:
+    broker = BrokerConfig({"replica.lag.time.max.ms": "10000", "replica.lag.max.messages": "4000",
+                           "follower.fetch.pending.reads.insync.enable": "true"})
+    resolved = PartitionConfig.from_configs(broker, broker.log_config({"min.insync.replicas": "2"}))
+    assert resolved == PartitionConfig(IsrPolicy(10_000, 4_000), 2, True)
