@@ -101,7 +101,7 @@ def _d(name: str, type_: ConfigType, default: object, doc: str, **kw: object) ->
 
 
 # Topic-level settings: the name a topic uses, and the broker key that supplies its default.
-_TOPIC_TO_BROKER: dict[str, str] = {
+TOPIC_TO_BROKER: dict[str, str] = {
     "segment.bytes": "log.segment.bytes",
     "segment.ms": "log.roll.ms",
     "retention.ms": "log.retention.ms",
@@ -188,7 +188,7 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     topic_key: ConfigDef(topic_key, BROKER_CONFIGS[broker_key].type, None, BROKER_CONFIGS[broker_key].doc,
                          BROKER_CONFIGS[broker_key].min, BROKER_CONFIGS[broker_key].max,
                          BROKER_CONFIGS[broker_key].allowed)
-    for topic_key, broker_key in _TOPIC_TO_BROKER.items()
+    for topic_key, broker_key in TOPIC_TO_BROKER.items()
 }
 
 
@@ -264,7 +264,7 @@ class BrokerConfig:
 
         def pick(topic_key: str) -> object:
             value = topic.get(topic_key)
-            return self._values[_TOPIC_TO_BROKER[topic_key]] if value is None else value
+            return self._values[TOPIC_TO_BROKER[topic_key]] if value is None else value
 
         flush_ms = pick("flush.ms")
         return LogConfig(

@@ -1,0 +1,21 @@
+"""The translation layer between Kafka's wire types (kio entities, any supported version) and insync's internal
+messages. Pure functions: no I/O, no asyncio, no clock; the server's dispatcher calls them around the cores.
+
+Per API group, one module:
+- `versions`: the ApiVersions tables (broker and controller listeners) and responses, incl. the error-35 body.
+- `produce`, `fetch`: Produce and Fetch (consumer and follower forms; the follower's client side too).
+- `metadata`: Metadata and DescribeCluster, answered from a `MetadataImage`.
+- `offsets`: ListOffsets, OffsetForLeaderEpoch, DeleteRecords.
+- `topics`: CreateTopics, DeleteTopics (one controller call per topic).
+- `configs`: DescribeConfigs (topic configs from the image, broker configs from `BrokerConfig`).
+- `producer_id`: InitProducerId.
+- `controller_apis`: BrokerRegistration, BrokerHeartbeat, AlterPartition, both the broker's and the
+  controller's halves.
+- `metadata_log`: how brokers fetch the controller's metadata records (a Fetch of `__cluster_metadata`).
+- `internal`: the internal requests/responses for APIs `broker.messages` does not carry.
+- `entities`: the shared mechanics (version-agnostic entity building, topic keys, error codes).
+
+The shape is the same everywhere: `decode_*(DecodedRequest, ...) -> Decoded[internal request]` (with the
+version, how topics were named, and what the translator answers itself), the core answers, and
+`encode_*(internal response, decoded) -> kio response body` of the request's version.
+"""

@@ -1,0 +1,150 @@
+"""Metadata (v0-v13) and DescribeCluster (v0-v2), answered from a `MetadataImage`.
+
+Both describe the cluster as this broker's image has it, the way KRaft brokers do:
+- Brokers: the registered, unfenced ones (a fenced broker cannot serve; DescribeCluster v2 lists fenced ones
+  on request, flagged).
+- Controller id: clients send admin requests (CreateTopics, DeleteTopics) to "the controller", which must be
+  a broker they can reach. Like KRaft brokers, insync names a live broker: the active controller's node when
+  it is also a live broker (combined mode), else the lowest live broker id; brokers forward to the controller.
+- Partitions: leader and `leader_epoch` (>= 0, so clients check epochs and call OffsetForLeaderEpoch),
+  replicas, ISR, and offline replicas (on brokers fenced or gone). A partition without a leader carries
+  LEADER_NOT_AVAILABLE and leader -1.
+- Topics: all topics (v0: an empty list; v1+: null), or the ones asked for by name (UNKNOWN_TOPIC_OR_PARTITION
+  when unknown) or, from v10, by id (UNKNOWN_TOPIC_ID). Topic ids are the controller's, identical on every
+  broker. Creating unknown topics on request (`allow_auto_topic_creation` with `auto.create.topics.enable`)
+  is the handler's business: it creates them, then answers from the new image.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from insync import errors
+from insync.controller.image import MetadataImage, TopicImage
+from insync.errors import KafkaError
+from insync.protocol.codec import DecodedRequest
+from insync.server.apis.entities import (
+    NO_THROTTLE,
+    ZERO_UUID,
+    build,
+    check_body,
+    code,
+    field_or,
+    nested,
+    response_class,
+    wire_uuid,
+)
+from insync.server.apis.versions import DESCRIBE_CLUSTER, METADATA
+
+BROKER_ENDPOINT = 1
+CONTROLLER_ENDPOINT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataQuery:
+    """What a Metadata request asks: every topic (`topics is None`), or the named ones and the ones by id."""
+
+    version: int
+    topics: tuple[str, ...] | None
+    topic_ids: tuple[uuid.UUID, ...]
+    allow_auto_topic_creation: bool
+
+
+def decode_request(request: DecodedRequest) -> MetadataQuery:
+    body = request.body
+    version = check_body(body, METADATA)
+    allow = bool(field_or(body, "allow_auto_topic_creation", True))
+    if body.topics is None or (version == 0 and not body.topics):
+        return MetadataQuery(version, None, (), allow)
+    names = tuple(t.name for t in body.topics if t.name is not None)
+    ids = tuple(t.topic_id for t in body.topics
+                if t.name is None and field_or(t, "topic_id", None) not in (None, ZERO_UUID))
+    return MetadataQuery(version, names, ids, allow)
+
+
+def unknown_topics(query: MetadataQuery, image: MetadataImage) -> tuple[str, ...]:
+    """Names asked for that the image does not know (candidates for auto-creation)."""
+    return tuple(name for name in query.topics or () if image.topic(name) is None)
+
+
+def live_broker_ids(image: MetadataImage) -> list[int]:
+    return sorted(b.broker_id for b in image.brokers.values() if not b.fenced)
+
+
+def controller_id_for_clients(image: MetadataImage) -> int:
+    live = live_broker_ids(image)
+    if image.controller_id in live:
+        return image.controller_id
+    return live[0] if live else -1
+
+
+def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str) -> Any:
+    cls = response_class(METADATA, query.version)
+    broker_cls = nested(cls, "MetadataResponseBroker")
+    brokers = tuple(build(broker_cls, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+                    for b in sorted(image.brokers.values(), key=lambda b: b.broker_id) if not b.fenced)
+    topics: list[Any] = []
+    if query.topics is None:
+        topics.extend(_topic(cls, image, t) for t in sorted(image.topics_by_id.values(), key=lambda t: t.name))
+    else:
+        for name in query.topics:
+            topic = image.topic(name)
+            topics.append(_topic(cls, image, topic) if topic is not None
+                          else _missing(cls, name, ZERO_UUID, errors.UNKNOWN_TOPIC_OR_PARTITION))
+        for topic_id in query.topic_ids:
+            topic = image.topics_by_id.get(str(topic_id))
+            topics.append(_topic(cls, image, topic) if topic is not None
+                          else _missing(cls, None, topic_id, errors.UNKNOWN_TOPIC_ID))
+    return build(cls, throttle_time=NO_THROTTLE, brokers=brokers, cluster_id=cluster_id,
+                 controller_id=controller_id_for_clients(image), topics=tuple(topics), error_code=code(errors.NONE))
+
+
+def respond(request: DecodedRequest, image: MetadataImage, cluster_id: str) -> Any:
+    """Decode and answer in one step, for a broker that does not auto-create topics."""
+    return encode_response(decode_request(request), image, cluster_id)
+
+
+def _missing(cls: type, name: str | None, topic_id: uuid.UUID, error: KafkaError) -> Any:
+    return build(nested(cls, "MetadataResponseTopic"), error_code=code(error), name=name, topic_id=topic_id,
+                 is_internal=False, partitions=())
+
+
+def _topic(cls: type, image: MetadataImage, topic: TopicImage) -> Any:
+    partition_cls = nested(cls, "MetadataResponsePartition")
+    live = set(live_broker_ids(image))
+    partitions = []
+    for index, reg in sorted(topic.partitions.items()):
+        error = errors.LEADER_NOT_AVAILABLE if reg.is_offline else errors.NONE
+        partitions.append(build(partition_cls, error_code=code(error), partition_index=index, leader_id=reg.leader,
+                                leader_epoch=reg.leader_epoch, replica_nodes=reg.replicas, isr_nodes=reg.isr,
+                                offline_replicas=tuple(r for r in reg.replicas if r not in live)))
+    return build(nested(cls, "MetadataResponseTopic"), error_code=code(errors.NONE), name=topic.name,
+                 topic_id=wire_uuid(topic.topic_id), is_internal=False, partitions=tuple(partitions))
+
+
+# DescribeCluster -----------------------------------------------------------------------------------------
+
+
+def describe_cluster(request: DecodedRequest, image: MetadataImage, cluster_id: str) -> Any:
+    """DescribeCluster on a broker listener: the live brokers (and fenced ones if asked, v2), the controller
+    id clients should use, the cluster id. Asking a broker for controller endpoints (v1+) is
+    MISMATCHED_ENDPOINT_TYPE, as in Kafka."""
+    body = request.body
+    version = check_body(body, DESCRIBE_CLUSTER)
+    cls = response_class(DESCRIBE_CLUSTER, version)
+    endpoint_type = int(field_or(body, "endpoint_type", BROKER_ENDPOINT))
+    if endpoint_type != BROKER_ENDPOINT:
+        return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.BY_NAME["MISMATCHED_ENDPOINT_TYPE"]),
+                     error_message="DescribeCluster for controllers must go to a controller listener",
+                     endpoint_type=endpoint_type, cluster_id=cluster_id, controller_id=-1, brokers=())
+    include_fenced = bool(field_or(body, "include_fenced_brokers", False))
+    broker_cls = nested(cls, "DescribeClusterBroker")
+    brokers = tuple(build(broker_cls, broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack,
+                          is_fenced=b.fenced)
+                    for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
+                    if include_fenced or not b.fenced)
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), error_message=None,
+                 endpoint_type=BROKER_ENDPOINT, cluster_id=cluster_id,
+                 controller_id=controller_id_for_clients(image), brokers=brokers)

@@ -1,0 +1,166 @@
+"""CreateTopics (v2-v7) and DeleteTopics (v1-v6) <-> `apis.internal`, one controller call per topic.
+
+CreateTopics: -1 partitions or replication factor mean the broker's defaults (`num.partitions`,
+`default.replication.factor`). The translator refuses by itself what
+the controller cannot take: a topic listed twice (INVALID_REQUEST, as Kafka), manual replica assignments and
+null config values (INVALID_REQUEST: insync places replicas itself). From v5 a created topic's answer carries
+its partition count, replication factor and resulting configs; from v7 its topic id.
+
+DeleteTopics: v6 names topics by name or by id; an id the image does not know is UNKNOWN_TOPIC_ID, a topic
+listed twice INVALID_REQUEST. The answer gives each topic's name (and id from v6) and error (message v5+).
+
+Topic-level refusals are `Rejected` entries with partition -1.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from insync import errors
+from insync.config import BrokerConfig
+from insync.controller.image import MetadataImage
+from insync.errors import KafkaError
+from insync.protocol.codec import DecodedRequest
+from insync.server.apis.configs import topic_configs
+from insync.server.apis.entities import (
+    NO_THROTTLE,
+    ZERO_UUID,
+    Decoded,
+    Rejected,
+    TopicKey,
+    build,
+    check_body,
+    code,
+    has_field,
+    millis,
+    nested,
+    response_class,
+    topic_key,
+    wire_uuid,
+)
+from insync.server.apis.internal import (
+    CreateTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    NewTopic,
+)
+from insync.server.apis.versions import CREATE_TOPICS, DELETE_TOPICS
+
+WHOLE_TOPIC = -1  # `Rejected.partition` for a refusal of a whole topic
+
+
+# CreateTopics --------------------------------------------------------------------------------------------
+
+
+def decode_create_topics(request: DecodedRequest, config: BrokerConfig) -> Decoded[CreateTopicsRequest]:
+    body = request.body
+    version = check_body(body, CREATE_TOPICS)
+    counts = Counter(t.name for t in body.topics)
+    topics: list[NewTopic] = []
+    rejected: list[Rejected] = []
+    for topic in body.topics:
+        refusal = _refusal(topic, counts[topic.name])
+        if refusal is not None:
+            if refusal not in rejected:
+                rejected.append(refusal)
+            continue
+        num_partitions = int(topic.num_partitions)
+        replication_factor = int(topic.replication_factor)
+        topics.append(NewTopic(
+            topic.name, config.get_int("num.partitions") if num_partitions == -1 else num_partitions,
+            config.get_int("default.replication.factor") if replication_factor == -1 else replication_factor,
+            tuple((c.name, c.value) for c in topic.configs)))
+    internal = CreateTopicsRequest(request.correlation_id, millis(body.timeout), bool(body.validate_only),
+                                   tuple(topics))
+    return Decoded(version, internal, {}, tuple(rejected))
+
+
+def _refusal(topic: Any, count: int) -> Rejected | None:
+    key = TopicKey(topic.name, ZERO_UUID)
+    if count > 1:
+        return Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST, "the topic is listed more than once")
+    if topic.assignments:
+        return Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST,
+                        "manual replica assignment is not supported; leave assignments empty")
+    if any(c.value is None for c in topic.configs):
+        return Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST, "null config values are not supported")
+    return None
+
+
+def encode_create_topics(response: CreateTopicsResponse, decoded: Decoded[CreateTopicsRequest],
+                         config: BrokerConfig) -> Any:
+    """The answer; `config` resolves the created topics' configs (v5+)."""
+    assert response.correlation_id == decoded.request.correlation_id, (response, decoded.request)
+    cls = response_class(CREATE_TOPICS, decoded.version)
+    requested = {t.name: t for t in decoded.request.topics}
+    results = [_created(cls, r, requested.get(r.name), config) for r in response.results]
+    for refusal in decoded.rejected:
+        assert refusal.topic.name is not None, "CreateTopics names topics by name"
+        results.append(_created(cls, CreateTopicResult(refusal.topic.name, refusal.error, refusal.message), None,
+                                config))
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+def _created(cls: type, result: CreateTopicResult, topic: NewTopic | None, config: BrokerConfig) -> Any:
+    result_cls = nested(cls, "CreatableTopicResult")
+    configs = None
+    if result.error is errors.NONE and topic is not None and has_field(result_cls, "configs"):
+        config_cls = nested(cls, "CreatableTopicConfigs")
+        configs = tuple(build(config_cls, name=e.name, value=e.value, read_only=e.read_only,
+                              config_source=e.source, is_sensitive=False)
+                        for e in topic_configs(dict(topic.configs), config))
+    return build(result_cls, name=result.name, topic_id=wire_uuid(result.topic_id),
+                 error_code=code(result.error), error_message=result.message,
+                 num_partitions=result.num_partitions, replication_factor=result.replication_factor,
+                 configs=configs)
+
+
+# DeleteTopics --------------------------------------------------------------------------------------------
+
+
+def decode_delete_topics(request: DecodedRequest, image: MetadataImage) -> Decoded[DeleteTopicsRequest]:
+    body = request.body
+    version = check_body(body, DELETE_TOPICS)
+    if version < 6:
+        keys = [topic_key(image, name, None) for name in body.topic_names]
+    else:
+        keys = [topic_key(image, t.name, t.topic_id) for t in body.topics]
+    counts = Counter(keys)
+    rejected: list[Rejected] = []
+    names: list[str] = []
+    for key in keys:
+        if key.name is None:
+            rejected.append(Rejected(key, WHOLE_TOPIC, errors.UNKNOWN_TOPIC_ID))
+        elif counts[key] > 1:
+            if all(r.topic != key for r in rejected):
+                rejected.append(Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST))
+        else:
+            names.append(key.name)
+    internal = DeleteTopicsRequest(request.correlation_id, millis(body.timeout), tuple(names))
+    return Decoded(version, internal, {key.name: key for key in keys if key.name is not None}, tuple(rejected))
+
+
+def encode_delete_topics(response: DeleteTopicsResponse, decoded: Decoded[DeleteTopicsRequest]) -> Any:
+    assert response.correlation_id == decoded.request.correlation_id, (response, decoded.request)
+    cls = response_class(DELETE_TOPICS, decoded.version)
+    result_cls = nested(cls, "DeletableTopicResult")
+
+    def result(key: TopicKey, error: KafkaError, message: str | None) -> Any:
+        return build(result_cls, name=key.name, topic_id=key.topic_id, error_code=code(error),
+                     error_message=message)
+
+    results = [result(_deleted_key(decoded, r), r.error, r.message) for r in response.results]
+    results.extend(result(r.topic, r.error, r.message) for r in decoded.rejected)
+    return build(cls, throttle_time=NO_THROTTLE, responses=tuple(results))
+
+
+def _deleted_key(decoded: Decoded[DeleteTopicsRequest], result: DeleteTopicResult) -> TopicKey:
+    key = decoded.key(result.name)
+    if key.topic_id == ZERO_UUID and result.topic_id:
+        return TopicKey(result.name, wire_uuid(result.topic_id))
+    return key
+

@@ -1,0 +1,139 @@
+"""Whatever a client sends that kio can parse, the translators decode it and the answer serialises.
+
+Hypothesis builds arbitrary request entities (kio registers strategies for its field types); each is decoded,
+answered with an empty core response (or its immediate error), and the response written with kio. Nothing may
+raise but a `KafkaException` (an operating error the handler turns into a code).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+from apis_helpers import cluster_image
+from hypothesis import HealthCheck, given, settings
+from kio.serial import entity_writer
+from kio.static.primitive import Records
+
+from insync import errors
+from insync.broker.messages import (
+    AlterPartitionResponse,
+    BrokerRegistrationResponse,
+    ConsumerFetchResponse,
+    ProduceResponse,
+)
+from insync.config import BrokerConfig
+from insync.controller.controller import HeartbeatResponse
+from insync.errors import KafkaException
+from insync.protocol.codec import DecodedRequest
+from insync.replication.messages import FetchResponse
+from insync.server.apis import (
+    configs,
+    controller_apis,
+    fetch,
+    metadata,
+    metadata_log,
+    offsets,
+    produce,
+    producer_id,
+    topics,
+    versions,
+)
+from insync.server.apis.entities import request_class
+from insync.server.apis.internal import (
+    CreateTopicsResponse,
+    DeleteRecordsResponse,
+    DeleteTopicsResponse,
+    InitProducerIdResponse,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochResponse,
+)
+from insync.types import BrokerEpoch
+
+st.register_type_strategy(Records, st.binary(max_size=64))  # kio registers none for record bytes
+
+IMAGE = cluster_image()
+CONFIG = BrokerConfig({"node.id": 1})
+CID = 42
+
+
+def _fetch(r: DecodedRequest) -> Any:
+    decoded = fetch.decode_request(r, IMAGE)
+    if decoded.error is not errors.NONE:
+        return fetch.encode_response(None, decoded, IMAGE)
+    if fetch.is_follower_fetch(decoded.request):
+        return fetch.encode_response(FetchResponse(CID, errors.NONE, ()), decoded, IMAGE)
+    fetch.consumer_request(decoded.request)
+    return fetch.encode_response(ConsumerFetchResponse(CID, ()), decoded, IMAGE)
+
+
+def _metadata_log(r: DecodedRequest) -> Any:
+    decoded = metadata_log.decode_fetch(r)
+    metadata_log.metadata_fetch_request(decoded)
+    return metadata_log.encode_fetch_response(None, decoded)
+
+
+def _producer_id(r: DecodedRequest) -> Any:
+    decoded = producer_id.decode_request(r)
+    response = None if decoded.error is not errors.NONE else InitProducerIdResponse(CID, errors.NONE, 5, 0)
+    return producer_id.encode_response(response, decoded)
+
+
+ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
+    versions.API_VERSIONS: lambda r: versions.respond(r, versions.BROKER_API_VERSIONS),
+    versions.PRODUCE: lambda r: produce.encode_response(ProduceResponse(CID, ()), produce.decode_request(r, IMAGE),
+                                                        IMAGE),
+    versions.FETCH: _fetch,
+    versions.METADATA: lambda r: metadata.respond(r, IMAGE, "cluster"),
+    versions.LIST_OFFSETS: lambda r: offsets.encode_list_offsets(ListOffsetsResponse(CID, ()),
+                                                                 offsets.decode_list_offsets(r)),
+    versions.OFFSET_FOR_LEADER_EPOCH: lambda r: offsets.encode_offset_for_leader_epoch(
+        OffsetForLeaderEpochResponse(CID, ()), offsets.decode_offset_for_leader_epoch(r)),
+    versions.DELETE_RECORDS: lambda r: offsets.encode_delete_records(DeleteRecordsResponse(CID, ()),
+                                                                     offsets.decode_delete_records(r)),
+    versions.CREATE_TOPICS: lambda r: topics.encode_create_topics(CreateTopicsResponse(CID, ()),
+                                                                  topics.decode_create_topics(r, CONFIG), CONFIG),
+    versions.DELETE_TOPICS: lambda r: topics.encode_delete_topics(DeleteTopicsResponse(CID, ()),
+                                                                  topics.decode_delete_topics(r, IMAGE)),
+    versions.INIT_PRODUCER_ID: _producer_id,
+    versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
+    versions.DESCRIBE_CLUSTER: lambda r: metadata.describe_cluster(r, IMAGE, "cluster"),
+    versions.BROKER_REGISTRATION: lambda r: (controller_apis.decode_registration(r, "cluster"),
+                                             controller_apis.encode_registration_response(
+                                                 BrokerRegistrationResponse(CID, errors.NONE, BrokerEpoch(3)),
+                                                 r.api_version))[1],
+    versions.BROKER_HEARTBEAT: lambda r: (controller_apis.decode_heartbeat(r),
+                                          controller_apis.encode_heartbeat_response(
+                                              HeartbeatResponse(True, False, False), r.api_version))[1],
+    versions.ALTER_PARTITION: lambda r: (controller_apis.decode_alter_partition(r),
+                                         controller_apis.encode_alter_partition_response(
+                                             AlterPartitionResponse(CID, errors.NONE, ()), r.api_version))[1],
+}
+
+CASES = [(key, version) for key, (low, high) in {**versions.BROKER_API_VERSIONS,
+                                                 **versions.CONTROLLER_API_VERSIONS}.items()
+         for version in sorted({low, high})]
+
+
+@pytest.mark.parametrize(("api_key", "version"), CASES)
+def test_arbitrary_requests_decode_and_answer(api_key: int, version: int) -> None:
+    answer = ANSWER[api_key]
+
+    @settings(max_examples=15, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.from_type(request_class(api_key, version)))
+    def check(body: Any) -> None:
+        request = DecodedRequest(api_key, version, CID, "fuzz", body)
+        try:
+            response = answer(request)
+        except KafkaException:
+            return
+        assert int(response.__api_key__) == api_key and int(response.__version__) == version
+        entity_writer(type(response))(io.BytesIO(), response)
+        if api_key == versions.FETCH:
+            _metadata_log(request)
+
+    check()

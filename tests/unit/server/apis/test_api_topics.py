@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+from apis_helpers import (
+    OTHER_ID,
+    TOPIC_ID,
+    UNKNOWN_ID,
+    client_request,
+    cluster_image,
+    request_entity,
+    running_controller,
+    wire,
+)
+
+from insync import errors
+from insync.config import BrokerConfig
+from insync.errors import KafkaException
+from insync.server.apis import topics
+from insync.server.apis.internal import (
+    CreateTopicResult,
+    CreateTopicsResponse,
+    DeleteTopicResult,
+    DeleteTopicsResponse,
+    created,
+)
+
+CONFIG = BrokerConfig({"default.replication.factor": 3})
+NEW_ID = "11111111-2222-4333-8444-555555555555"
+
+
+def creatable(version: int, name: str, partitions: int, rf: int, assignments: tuple[object, ...] = (),
+              configs: tuple[tuple[str, str | None], ...] = ()) -> object:
+    config_entities = tuple(request_entity(19, version, "CreatableTopicConfig", name=k, value=v) for k, v in configs)
+    return request_entity(19, version, "CreatableTopic", name=name, num_partitions=partitions, replication_factor=rf,
+                          assignments=assignments, configs=config_entities)
+
+
+@pytest.mark.parametrize("version", [2, 4, 5, 7])
+def test_create_topics_round_trip(version: int) -> None:
+    assignment = request_entity(19, version, "CreatableReplicaAssignment", partition_index=0, broker_ids=(1,))
+    wire_topics = (creatable(version, "events", 3, -1, configs=(("min.insync.replicas", "2"),)),
+                   creatable(version, "defaults", -1, 2),
+                   creatable(version, "manual", 1, 1, assignments=(assignment,)),
+                   creatable(version, "dup", 1, 1), creatable(version, "dup", 2, 1))
+    request = client_request(19, version, topics=wire_topics, timeout=datetime.timedelta(seconds=30),
+                             validate_only=False)
+    decoded = topics.decode_create_topics(request, CONFIG)
+    events, defaults = decoded.request.topics
+    assert (events.name, events.num_partitions, events.replication_factor) == ("events", 3, 3)
+    assert events.configs == (("min.insync.replicas", "2"),)
+    assert (defaults.num_partitions, defaults.replication_factor) == (1, 2)
+    assert decoded.request.timeout_ms == 30_000 and not decoded.request.validate_only
+    assert [(r.topic.name, r.error) for r in decoded.rejected] == [("manual", errors.INVALID_REQUEST),
+                                                                   ("dup", errors.INVALID_REQUEST)]
+
+    response = CreateTopicsResponse(42, (created(events, NEW_ID), CreateTopicResult(
+        "defaults", errors.TOPIC_ALREADY_EXISTS, "topic 'defaults' already exists")))
+    body = wire(topics.encode_create_topics(response, decoded, CONFIG))
+    results = {t.name: t for t in body.topics}
+    assert set(results) == {"events", "defaults", "manual", "dup"}
+    assert results["events"].error_code == 0
+    assert (results["defaults"].error_code, results["defaults"].error_message) == (
+        errors.TOPIC_ALREADY_EXISTS.code, "topic 'defaults' already exists")
+    assert "assignment" in results["manual"].error_message
+    if version >= 5:
+        new = results["events"]
+        assert (new.num_partitions, new.replication_factor) == (3, 3)
+        by_name = {c.name: c for c in new.configs}
+        assert (by_name["min.insync.replicas"].value, by_name["min.insync.replicas"].config_source) == ("2", 1)
+        assert results["defaults"].configs is None
+    if version >= 7:
+        assert results["events"].topic_id == uuid.UUID(NEW_ID)
+
+
+@pytest.mark.parametrize("version", [1, 5, 6])
+def test_delete_topics_round_trip(version: int) -> None:
+    if version < 6:
+        fields: dict[str, object] = {"topic_names": ("orders", "nope")}
+    else:
+        fields = {"topics": (request_entity(20, 6, "DeleteTopicState", name="orders", topic_id=None),
+                             request_entity(20, 6, "DeleteTopicState", name=None, topic_id=uuid.UUID(OTHER_ID)),
+                             request_entity(20, 6, "DeleteTopicState", name=None, topic_id=uuid.UUID(UNKNOWN_ID)))}
+    request = client_request(20, version, 42, timeout=datetime.timedelta(seconds=5), **fields)
+    decoded = topics.decode_delete_topics(request, cluster_image())
+    expected = ("orders", "nope") if version < 6 else ("orders", "logs")
+    assert decoded.request.topics == expected and decoded.request.timeout_ms == 5000
+    response = DeleteTopicsResponse(42, (DeleteTopicResult("orders", errors.NONE, None, TOPIC_ID),
+                                         DeleteTopicResult(expected[1], errors.UNKNOWN_TOPIC_OR_PARTITION, "no such")))
+    body = wire(topics.encode_delete_topics(response, decoded))
+    codes = [(r.name, r.error_code) for r in body.responses]
+    assert codes[:2] == [("orders", 0), (expected[1], errors.UNKNOWN_TOPIC_OR_PARTITION.code)]
+    if version >= 6:
+        assert body.responses[0].topic_id == uuid.UUID(TOPIC_ID)
+        assert (body.responses[2].topic_id, body.responses[2].error_code) == (uuid.UUID(UNKNOWN_ID),
+                                                                              errors.UNKNOWN_TOPIC_ID.code)
+    if version >= 5:
+        assert body.responses[1].error_message == "no such"
+
+
+def test_create_and_delete_through_the_controller() -> None:
+    """The decoded shapes are the controller's call shapes; its exceptions become per-topic results."""
+    controller, now = running_controller(), 100
+    request = client_request(19, 7, topics=(creatable(7, "events", 2, 3, configs=(("retention.ms", "1000"),)),
+                                            creatable(7, "orders", 1, 1), creatable(7, "big", 1, 9)),
+                             timeout=datetime.timedelta(seconds=30), validate_only=False)
+    decoded = topics.decode_create_topics(request, CONFIG)
+    results = []
+    for topic in decoded.request.topics:
+        try:
+            outcome = controller.create_topic(topic.name, topic.num_partitions, topic.replication_factor,
+                                              dict(topic.configs), now)
+            results.append(created(topic, outcome.response.topic_id))
+        except KafkaException as exc:
+            results.append(CreateTopicResult(topic.name, exc.error, exc.detail))
+    body = wire(topics.encode_create_topics(CreateTopicsResponse(42, tuple(results)), decoded, CONFIG))
+    by_name = {t.name: t for t in body.topics}
+    events_id = controller.image.topic_ids_by_name["events"]
+    assert (by_name["events"].error_code, by_name["events"].topic_id) == (0, uuid.UUID(events_id))
+    assert by_name["orders"].error_code == errors.TOPIC_ALREADY_EXISTS.code
+    assert by_name["big"].error_code == errors.INVALID_REPLICATION_FACTOR.code
+
+    delete = client_request(20, 6, timeout=datetime.timedelta(seconds=5), topics=(
+        request_entity(20, 6, "DeleteTopicState", name=None, topic_id=uuid.UUID(events_id)),))
+    decoded_delete = topics.decode_delete_topics(delete, controller.image)
+    (name,) = decoded_delete.request.topics
+    deleted_id = controller.delete_topic(name, now).response
+    answer = wire(topics.encode_delete_topics(DeleteTopicsResponse(42, (
+        DeleteTopicResult(name, errors.NONE, None, deleted_id),)), decoded_delete))
+    assert [(r.name, r.topic_id, r.error_code) for r in answer.responses] == [("events", uuid.UUID(events_id), 0)]
