@@ -7,9 +7,11 @@ descriptor per path (the `OPEN_FILES_MAX` most recently used) so the hot path (a
 system call.
 
 Faults, on both disks (`FaultHooks`):
-- `set_slow_reads(path_prefix, ms)`: reads of matching paths are slow. `MemoryDisk` returns at once and
-  `read_latency_ms(path)` reports the latency the simulator must charge; `RealDisk` really sleeps in `pread`
-  (the server calls storage reads off its event loop, so a slow read there is a slow read, as in seed 000).
+- `set_slow_reads(path_prefix, ms)`: reads of matching paths are slow. Both disks return at once and
+  `read_latency_ms(path)` reports the latency the driver must charge: the simulator on its virtual clock, the
+  server by completing that fetch `ms` later on its event loop (`CompleteAfter`). So a slow read delays the
+  fetches that touch the partition, as one stuck Kafka request handler would (seed 000), without stalling the
+  broker's heartbeats or its other partitions.
 - `set_io_error(path_prefix, on_read=True, on_write=True)`: matching operations raise `OSError(EIO)`.
 - `clear_faults()`.
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 import errno
 import os
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -173,9 +174,6 @@ class RealDisk:
     def pread(self, path: str, position: int, length: int) -> bytes:
         assert position >= 0 and length >= 0
         self.faults.check(path, write=False)
-        latency_ms = self.faults.read_latency_ms(path)
-        if latency_ms:
-            time.sleep(latency_ms / 1000)
         return os.pread(self._fd(path), length, position)
 
     def read_file(self, path: str) -> bytes:
