@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "insync.cli.console_cmd",
     "insync.cli.cluster_cmd",
     "insync.cli.chaos_cmd",
+    "insync.cli.broker_cmd",
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,12 +30,12 @@ class EventLog:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._rejections: dict[tuple[str, int, str], int] = {}
         self._rejections_since_ms: int | None = None
-        self.written = 0
+        self.counts: Counter[str] = Counter()  # events written, by type (the ISR meters read these)
 
     def write(self, events: Iterable[Event]) -> None:
         for event in events:
             os.write(self._fd, (event.to_json() + "\n").encode())
-            self.written += 1
+            self.counts[str(event.type)] += 1
             line = kafkalog.line_for(event)
             if line is not None:
                 logging.getLogger(line[0]).info(line[1])

@@ -1,0 +1,186 @@
+"""The broker's side of its conversation with the controller: registration, heartbeats, AlterPartition, metadata.
+
+A small state machine, free of I/O, that returns the requests to send:
+- Registration: on start the broker registers with a fresh incarnation id and retries every heartbeat interval
+  until it gets a broker epoch. A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED (the
+  controller forgot us, or fenced an older incarnation) sends it back to registering.
+- Heartbeats every `broker.heartbeat.interval.ms`, carrying the metadata offset applied; the answer carries the
+  published offset, and a broker behind it fetches metadata (published batches are also pushed to brokers, so
+  fetching only repairs a lost push).
+- AlterPartition (KIP-497): leaders queue one proposal per partition; at most one request is in flight per
+  broker, carrying every queued proposal. A lost request is retried after `REQUEST_TIMEOUT_MS`.
+Requests the controller never answers (lost messages) time out, so nothing waits forever.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from insync import errors
+from insync.broker.messages import (
+    CONTROLLER,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    MetadataFetchRequest,
+    Outgoing,
+)
+from insync.controller.controller import AlterPartitionItemResult
+from insync.controller.replication_control import AlterPartitionItem
+from insync.limits import ALTER_PARTITION_ITEMS_MAX, METADATA_RECORDS_PER_BATCH_MAX
+from insync.types import BrokerEpoch, BrokerId, TopicPartition
+
+# How long a request to the controller may go unanswered before it is considered lost and retried.
+REQUEST_TIMEOUT_MS = 5_000
+NO_EPOCH = BrokerEpoch(-1)
+
+
+@dataclass(slots=True)
+class _InFlight:
+    correlation_id: int
+    deadline_ms: int
+
+
+class ControllerChannel:
+    def __init__(self, broker_id: BrokerId, incarnation_id: int, heartbeat_interval_ms: int) -> None:
+        assert heartbeat_interval_ms > 0
+        self.broker_id = broker_id
+        self.incarnation_id = incarnation_id
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.broker_epoch = NO_EPOCH
+        self.is_fenced = True
+        self._correlation = 0
+        self._registration: _InFlight | None = None
+        self._next_heartbeat_ms = 0
+        self._alter_in_flight: _InFlight | None = None
+        self._alter_sent: dict[TopicPartition, AlterPartitionItem] = {}
+        self._alter_queue: dict[TopicPartition, AlterPartitionItem] = {}
+        self._metadata_fetch: _InFlight | None = None
+        self.published_offset = 0
+
+    def _next_correlation(self) -> int:
+        self._correlation += 1
+        return self._correlation
+
+    @property
+    def registered(self) -> bool:
+        return self.broker_epoch != NO_EPOCH
+
+    # Timers -------------------------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int:
+        deadlines = [self._next_heartbeat_ms]
+        for in_flight in (self._registration, self._alter_in_flight, self._metadata_fetch):
+            if in_flight is not None:
+                deadlines.append(in_flight.deadline_ms)
+        if self._alter_queue and self._alter_in_flight is None and self.registered:
+            deadlines.append(0)
+        return min(deadlines)
+
+    def tick(self, now_ms: int, applied_offset: int) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        for name in ("_registration", "_alter_in_flight", "_metadata_fetch"):
+            in_flight: _InFlight | None = getattr(self, name)
+            if in_flight is not None and now_ms >= in_flight.deadline_ms:
+                setattr(self, name, None)
+                if name == "_alter_in_flight":
+                    self._requeue_sent()
+        if now_ms >= self._next_heartbeat_ms:
+            self._next_heartbeat_ms = now_ms + self.heartbeat_interval_ms
+            out.append(self._heartbeat_or_register(now_ms, applied_offset))
+        out.extend(self._maybe_send_alter(now_ms))
+        if applied_offset < self.published_offset:
+            out.extend(self.fetch_metadata(now_ms, applied_offset))
+        return out
+
+    def _heartbeat_or_register(self, now_ms: int, applied_offset: int) -> Outgoing:
+        correlation = self._next_correlation()
+        if not self.registered:
+            self._registration = _InFlight(correlation, now_ms + REQUEST_TIMEOUT_MS)
+            return Outgoing(CONTROLLER, BrokerRegistrationRequest(correlation, self.broker_id, self.incarnation_id))
+        return Outgoing(CONTROLLER, BrokerHeartbeatRequest(correlation, self.broker_id, self.broker_epoch,
+                                                           applied_offset))
+
+    # Responses ----------------------------------------------------------------------------------------
+
+    def on_registration(self, now_ms: int, response: BrokerRegistrationResponse) -> bool:
+        """True when this response made us registered (the caller then heartbeats at once)."""
+        if self._registration is None or response.correlation_id != self._registration.correlation_id:
+            return False
+        self._registration = None
+        if response.error is not errors.NONE:
+            return False
+        self.broker_epoch = response.broker_epoch
+        self._next_heartbeat_ms = now_ms
+        return True
+
+    def on_heartbeat(self, response: BrokerHeartbeatResponse) -> None:
+        if response.error in (errors.STALE_BROKER_EPOCH, errors.BROKER_ID_NOT_REGISTERED):
+            self.broker_epoch = NO_EPOCH
+            self.is_fenced = True
+            return
+        if response.error is errors.NONE:
+            self.is_fenced = response.is_fenced
+            self.published_offset = max(self.published_offset, response.published_offset)
+
+    def on_metadata_update(self, correlation_id: int, published_offset: int) -> None:
+        self.published_offset = max(self.published_offset, published_offset)
+        if self._metadata_fetch is not None and correlation_id == self._metadata_fetch.correlation_id:
+            self._metadata_fetch = None
+
+    def fetch_metadata(self, now_ms: int, applied_offset: int) -> list[Outgoing]:
+        """Ask for records from `applied_offset` unless a fetch is already out."""
+        if self._metadata_fetch is not None:
+            return []
+        correlation = self._next_correlation()
+        self._metadata_fetch = _InFlight(correlation, now_ms + REQUEST_TIMEOUT_MS)
+        return [Outgoing(CONTROLLER, MetadataFetchRequest(correlation, self.broker_id, applied_offset,
+                                                          METADATA_RECORDS_PER_BATCH_MAX))]
+
+    # AlterPartition -----------------------------------------------------------------------------------
+
+    def propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem) -> list[Outgoing]:
+        """Queue a leader's ISR proposal (replacing an unsent one for the same partition) and send if idle."""
+        assert tp in self._alter_queue or len(self._alter_queue) < ALTER_PARTITION_ITEMS_MAX
+        self._alter_queue[tp] = item
+        return self._maybe_send_alter(now_ms)
+
+    def withdraw(self, tp: TopicPartition) -> None:
+        """The partition's leadership ended: forget its unsent proposal."""
+        self._alter_queue.pop(tp, None)
+
+    def _maybe_send_alter(self, now_ms: int) -> list[Outgoing]:
+        if self._alter_in_flight is not None or not self._alter_queue or not self.registered:
+            return []
+        correlation = self._next_correlation()
+        self._alter_sent = self._alter_queue
+        self._alter_queue = {}
+        self._alter_in_flight = _InFlight(correlation, now_ms + REQUEST_TIMEOUT_MS)
+        request = AlterPartitionRequest(correlation, self.broker_id, self.broker_epoch,
+                                        tuple(self._alter_sent.values()))
+        return [Outgoing(CONTROLLER, request)]
+
+    def _requeue_sent(self) -> None:
+        for tp, item in self._alter_sent.items():
+            self._alter_queue.setdefault(tp, item)
+        self._alter_sent = {}
+
+    def on_alter_partition(self, now_ms: int, response: AlterPartitionResponse
+                           ) -> tuple[list[tuple[TopicPartition, AlterPartitionItem, AlterPartitionItemResult]],
+                                      list[Outgoing]]:
+        """Match results to the proposals sent; returns (tp, item, result) triples and the next request."""
+        if self._alter_in_flight is None or response.correlation_id != self._alter_in_flight.correlation_id:
+            return [], []
+        self._alter_in_flight = None
+        sent = self._alter_sent
+        self._alter_sent = {}
+        if response.error is not errors.NONE:
+            for tp, item in sent.items():
+                self._alter_queue.setdefault(tp, item)  # the whole request failed: retry every item
+            return [], []
+        assert len(response.results) == len(sent), (response, sent)
+        matched = [(tp, item, result) for (tp, item), result in zip(sent.items(), response.results, strict=True)]
+        return matched, self._maybe_send_alter(now_ms)

@@ -1,0 +1,327 @@
+"""One broker's cores composed, sans-IO: the object both the simulator and the asyncio server drive.
+
+`BrokerCore` owns the partitions this broker hosts (`replication.Partition` over `storage` logs), its copy of
+the metadata (`BrokerMetadata`), its conversation with the controller (`ControllerChannel`), the fetches it
+serves (`FetchServer`), the produce purgatory (`ProduceHandler`) and the fetcher sessions that replicate from
+other leaders (`ReplicaFetchers`). It never does I/O and never reads a clock. A driver calls:
+- `start(now_ms)` once, `handle(now_ms, source, message)` for every message received,
+  `complete_read(now_ms, token)` when a `CompleteAfter(delay_ms, token)` it was given has elapsed,
+  `tick(now_ms)` at `next_deadline_ms()`;
+each returns commands: `Outgoing(destination, message)` to send, `CompleteAfter` to schedule.
+- `drain_events()` after each call, for the events sink.
+Timers: isr-expiration every `replica.lag.time.max.ms / 2`, HW checkpoint every
+`replica.high.watermark.checkpoint.interval.ms`, heartbeats, purgatory deadlines, fetcher back-offs, retention.
+
+Metadata drives roles: published records are replayed into the image, and the partitions they touch become
+leader (`make_leader`), follower (`make_follower`, moving the partition to the fetcher session of its new
+leader), adopt a new ISR, or stop. ISR proposals of the partitions go to the controller through the channel,
+one AlterPartition request in flight; the answers are handed back to the partitions.
+"""
+
+from __future__ import annotations
+
+from insync.broker.controller_channel import ControllerChannel
+from insync.broker.fetch_serving import FetchOutcome, FetchServer
+from insync.broker.fetchers import ReplicaFetchers
+from insync.broker.messages import (
+    Address,
+    AlterPartitionResponse,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationResponse,
+    Command,
+    ConsumerFetchRequest,
+    MetadataRequest,
+    MetadataResponse,
+    MetadataUpdate,
+    Outgoing,
+    PartitionMetadata,
+    ProduceRequest,
+)
+from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
+from insync.broker.produce import ProduceHandler
+from insync.config import BrokerConfig
+from insync.controller.replication_control import AlterPartitionItem as ControllerAlterItem
+from insync.events import Event, EventType
+from insync.replication.event_buffer import EventBuffer
+from insync.replication.messages import AlterPartitionItem, AlterPartitionResult, FetchRequest, FetchResponse
+from insync.replication.partition import Partition, PartitionConfig
+from insync.replication.results import AlterOutcome
+from insync.storage.checkpoint import CheckpointError
+from insync.storage.log_manager import LogManager
+from insync.types import BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition
+
+REJECTED_REPORT_INTERVAL_MS = 1_000
+
+
+class BrokerCore:
+    def __init__(self, broker_id: BrokerId, config: BrokerConfig, log_manager: LogManager, incarnation_id: int,
+                 now_ms: int) -> None:
+        assert broker_id >= 0 and now_ms >= 0
+        self.broker_id = broker_id
+        self.config = config
+        self.log_manager = log_manager
+        self.events = EventBuffer()
+        self.metadata = BrokerMetadata(broker_id)
+        self.channel = ControllerChannel(broker_id, incarnation_id, config.get_int("broker.heartbeat.interval.ms"))
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.fetch_server = FetchServer(self._leader_partition)
+        self.produce = ProduceHandler(self._leader_partition)
+        self.fetchers = ReplicaFetchers(broker_id, config, self.partitions, self.events)
+        self._isr_check_interval_ms = max(1, config.get_int("replica.lag.time.max.ms") // 2)
+        self._checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms")
+        self._retention_interval_ms = config.get_int("log.retention.check.interval.ms")
+        self._next_isr_check_ms = now_ms + self._isr_check_interval_ms
+        self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
+        self._next_retention_ms = now_ms + self._retention_interval_ms
+        self._proposals: dict[TopicPartition, AlterPartitionItem] = {}
+        self._next_rejected_report_ms = now_ms
+        self._now_ms = now_ms
+        try:
+            self._checkpointed_hw = log_manager.read_high_watermarks()
+        except CheckpointError:
+            self._checkpointed_hw = {}  # never guess a HW: start from the log start and learn it again
+
+    # Queries for drivers, tools and the simulator's checker -------------------------------------------------
+
+    def _leader_partition(self, tp: TopicPartition) -> Partition | None:
+        partition = self.partitions.get(tp)
+        return partition if partition is not None and partition.is_leader else None
+
+    def leader_states(self) -> list[tuple[TopicPartition, int, int]]:
+        return [(tp, p.leader_epoch, p.high_watermark) for tp, p in self.partitions.items() if p.is_leader]
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        partition = self.partitions.get(tp)
+        return 0 if partition is None else partition.high_watermark
+
+    @property
+    def failed_partitions_count(self) -> int:
+        return self.fetchers.failed_partitions_count
+
+    def drain_events(self) -> list[Event]:
+        return self.events.drain()
+
+    def _report_rejected(self, now_ms: int) -> None:
+        """produce_rejected is a per-second aggregate per partition and error (DESIGN.md 7), not one per request."""
+        self._next_rejected_report_ms = now_ms + REJECTED_REPORT_INTERVAL_MS
+        for (tp, name), count in sorted(self.produce.drain_rejected().items()):
+            self.events.emit(Event(now_ms, self.broker_id, EventType.PRODUCE_REJECTED, tp.topic, tp.partition,
+                                   {"error": name, "count": count}))
+
+    # Driving ------------------------------------------------------------------------------------------
+
+    def start(self, now_ms: int) -> list[Command]:
+        self._now_ms = now_ms
+        return list(self.channel.tick(now_ms, self.metadata.applied_offset))
+
+    def handle(self, now_ms: int, source: Address, message: object) -> list[Command]:
+        """Process one received message; returns what to send or schedule."""
+        assert now_ms >= self._now_ms, (now_ms, self._now_ms)
+        self._now_ms = now_ms
+        if isinstance(message, FetchRequest):
+            return self._after_fetch(now_ms, self.fetch_server.follower_fetch(now_ms, source, message))
+        if isinstance(message, FetchResponse):
+            return self._on_fetch_response(now_ms, source, message)
+        if isinstance(message, ProduceRequest):
+            outcome = self.produce.handle(now_ms, source, message)
+            commands: list[Command] = list(outcome.outgoing)
+            commands.extend(self.produce.check(now_ms, outcome.advanced) if outcome.advanced else [])
+            commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms, outcome.appended,
+                                                                             outcome.advanced)))
+            return commands
+        if isinstance(message, ConsumerFetchRequest):
+            return self._after_fetch(now_ms, self.fetch_server.consumer_fetch(now_ms, source, message))
+        if isinstance(message, MetadataRequest):
+            return [Outgoing(source, self._client_metadata(message))]
+        if isinstance(message, MetadataUpdate):
+            return self._on_metadata_update(now_ms, message)
+        if isinstance(message, BrokerHeartbeatResponse):
+            self.channel.on_heartbeat(message)
+            return list(self.channel.tick(now_ms, self.metadata.applied_offset))
+        if isinstance(message, BrokerRegistrationResponse):
+            if self.channel.on_registration(now_ms, message):
+                return list(self.channel.tick(now_ms, self.metadata.applied_offset))
+            return []
+        if isinstance(message, AlterPartitionResponse):
+            return self._on_alter_partition_response(now_ms, message)
+        raise AssertionError(f"broker {self.broker_id} got an unexpected {type(message).__name__}")
+
+    def complete_read(self, now_ms: int, token: int) -> list[Command]:
+        assert now_ms >= self._now_ms
+        self._now_ms = now_ms
+        return self._after_fetch(now_ms, self.fetch_server.complete(now_ms, token))
+
+    def tick(self, now_ms: int) -> list[Command]:
+        assert now_ms >= self._now_ms
+        self._now_ms = now_ms
+        commands: list[Command] = []
+        if now_ms >= self._next_isr_check_ms:
+            self._next_isr_check_ms = now_ms + self._isr_check_interval_ms
+            for tp, partition in self.partitions.items():
+                proposal = partition.maybe_shrink_isr(now_ms)
+                if proposal is not None:
+                    commands.extend(self._propose(now_ms, tp, proposal))
+        if now_ms >= self._next_checkpoint_ms:
+            self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
+            self.checkpoint()
+        if now_ms >= self._next_rejected_report_ms and self.produce.rejected:
+            self._report_rejected(now_ms)
+        if now_ms >= self._next_retention_ms:
+            self._next_retention_ms = now_ms + self._retention_interval_ms
+            self.log_manager.apply_retention(now_ms)
+        commands.extend(self.produce.check(now_ms, ()))
+        commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms)))
+        commands.extend(self.fetchers.tick(now_ms))
+        commands.extend(self.channel.tick(now_ms, self.metadata.applied_offset))
+        return commands
+
+    def next_deadline_ms(self) -> int:
+        deadlines = [self._next_isr_check_ms, self._next_checkpoint_ms, self._next_retention_ms,
+                     self.channel.next_deadline_ms(), self.fetchers.next_deadline_ms()]
+        if self.produce.rejected:
+            deadlines.append(self._next_rejected_report_ms)
+        for deadline in (self.produce.next_deadline_ms(), self.fetch_server.next_deadline_ms()):
+            if deadline is not None:
+                deadlines.append(deadline)
+        return min(deadlines)
+
+    def checkpoint(self) -> None:
+        """Write the HW checkpoint (and the recovery points and log starts with it)."""
+        self.log_manager.checkpoint_high_watermarks({tp: p.high_watermark for tp, p in self.partitions.items()})
+        self.log_manager.checkpoint_recovery_points_and_log_starts()
+
+    def delete_records(self, now_ms: int, tp: TopicPartition, offset: int | None) -> list[Command]:
+        """DeleteRecords on the leader: move the log start offset (None: to the high watermark)."""
+        partition = self._leader_partition(tp)
+        if partition is None:
+            return []
+        partition.delete_records_on_leader(-1 if offset is None else offset)
+        return []
+
+    # Fetch serving and its consequences ---------------------------------------------------------------
+
+    def _after_fetch(self, now_ms: int, outcome: FetchOutcome) -> list[Command]:
+        commands: list[Command] = list(outcome.commands)
+        advanced: list[TopicPartition] = []
+        for partition, result in outcome.results:
+            if result.alter_partition is not None:
+                commands.extend(self._propose(now_ms, partition.topic_partition, result.alter_partition))
+            if result.high_watermark_advanced:
+                advanced.append(partition.topic_partition)
+        if advanced:
+            commands.extend(self.produce.check(now_ms, advanced))
+            commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms, hw_advanced=advanced)))
+        return commands
+
+    def _on_fetch_response(self, now_ms: int, source: Address, response: FetchResponse) -> list[Command]:
+        assert isinstance(source, int), source
+        return self.fetchers.on_response(now_ms, BrokerId(source), response)
+
+    # Metadata -----------------------------------------------------------------------------------------
+
+    def _client_metadata(self, request: MetadataRequest) -> MetadataResponse:
+        image = self.metadata.image
+        partitions = []
+        for name in request.topics:
+            topic = image.topic(name)
+            if topic is None:
+                continue
+            for number, reg in sorted(topic.partitions.items()):
+                partitions.append(PartitionMetadata(TopicPartition(name, number), BrokerId(reg.leader),
+                                                    LeaderEpoch(reg.leader_epoch), reg.replicas, reg.isr))
+        return MetadataResponse(request.correlation_id, tuple(partitions))
+
+    def _on_metadata_update(self, now_ms: int, update: MetadataUpdate) -> list[Command]:
+        self.channel.on_metadata_update(update.correlation_id, update.published_offset)
+        deltas = self.metadata.apply(update.records)
+        if deltas is None:
+            return list(self.channel.fetch_metadata(now_ms, self.metadata.applied_offset))
+        commands: list[Command] = []
+        touched: list[TopicPartition] = []
+        for delta in deltas:
+            commands.extend(self._apply_delta(now_ms, delta))
+            touched.append(delta.topic_partition)
+        if touched:
+            commands.extend(self.produce.check(now_ms, touched))
+            commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms, forced=touched)))
+        commands.extend(self.fetchers.tick(now_ms))
+        if self.metadata.applied_offset < self.channel.published_offset:
+            commands.extend(self.channel.fetch_metadata(now_ms, self.metadata.applied_offset))
+        return commands
+
+    def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
+        tp = delta.topic_partition
+        if delta.kind is DeltaKind.STOP:
+            self.fetchers.remove(tp)
+            self.channel.withdraw(tp)
+            self._proposals.pop(tp, None)
+            if self.partitions.pop(tp, None) is not None:
+                self.log_manager.delete(tp)
+            return []
+        reg = delta.registration
+        assert reg is not None
+        partition = self._partition(tp)
+        leader_epoch, partition_epoch = LeaderEpoch(reg.leader_epoch), PartitionEpoch(reg.partition_epoch)
+        isr = tuple(BrokerId(b) for b in reg.isr)
+        replicas = tuple(BrokerId(b) for b in reg.replicas)
+        if reg.leader == self.broker_id:
+            if partition.make_leader(leader_epoch, partition_epoch, isr, replicas, now_ms):
+                self.fetchers.remove(tp)
+                if delta.kind is DeltaKind.LEADER:
+                    self.channel.withdraw(tp)
+                    self._proposals.pop(tp, None)
+            return []
+        restart = partition.make_follower(BrokerId(reg.leader), leader_epoch, partition_epoch, isr, replicas,
+                                          now_ms)
+        if restart or delta.kind is DeltaKind.FOLLOWER:
+            self.channel.withdraw(tp)
+            self._proposals.pop(tp, None)
+            self.fetchers.assign(now_ms, tp, BrokerId(reg.leader), leader_epoch)
+        return []
+
+    def _partition(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            return partition
+        topic_configs = dict(self.metadata.image.configs(tp.topic))
+        log_config = self.config.log_config(topic_configs)
+        log = self.log_manager.get_or_create(tp, log_config)
+        partition = Partition(tp, self.broker_id, log, PartitionConfig.from_configs(self.config, log_config),
+                              events=self.events, is_replica_eligible=self.metadata.is_eligible,
+                              high_watermark=self._checkpointed_hw.get(tp, 0))
+        self.partitions[tp] = partition
+        return partition
+
+    # AlterPartition -----------------------------------------------------------------------------------
+
+    def _propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem) -> list[Outgoing]:
+        topic_id = self.metadata.topic_id(tp.topic)
+        if topic_id is None:
+            return []
+        self._proposals[tp] = item
+        wire = ControllerAlterItem(topic_id, tp.partition, item.leader_epoch, item.partition_epoch,
+                                   tuple(item.new_isr))
+        return self.channel.propose(now_ms, tp, wire)
+
+    def _on_alter_partition_response(self, now_ms: int, response: AlterPartitionResponse) -> list[Command]:
+        matched, commands_out = self.channel.on_alter_partition(now_ms, response)
+        commands: list[Command] = list(commands_out)
+        advanced: list[TopicPartition] = []
+        for tp, _, raw in matched:
+            item = self._proposals.get(tp)
+            partition = self.partitions.get(tp)
+            if item is None or partition is None:
+                continue
+            result = AlterPartitionResult(tp, raw.error, BrokerId(raw.leader), LeaderEpoch(raw.leader_epoch),
+                                          PartitionEpoch(raw.partition_epoch), tuple(BrokerId(b) for b in raw.isr))
+            outcome = partition.on_alter_partition_result(item, result, now_ms)
+            if outcome.outcome is AlterOutcome.RETRY:
+                commands.extend(self._propose(now_ms, tp, item))
+            elif outcome.outcome is not AlterOutcome.AWAITING_METADATA:
+                self._proposals.pop(tp, None)
+            if outcome.high_watermark_advanced:
+                advanced.append(tp)
+        if advanced:
+            commands.extend(self.produce.check(now_ms, advanced))
+            commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms, hw_advanced=advanced)))
+        return commands

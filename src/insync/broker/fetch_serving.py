@@ -1,0 +1,215 @@
+"""Serving fetches on the leader: follower fetches (replication) and consumer fetches (committed data only).
+
+A follower fetch is served in Kafka's shape, split where time passes (KIP-501): for every partition
+`Partition.begin_follower_fetch` captures the leader's offsets and registers a pending read, the log is read,
+and `complete_follower_fetch` updates the follower's state. When the disk says the reads are slow
+(`ReadResult.read_latency_ms`, the simulated slow disk of seed 000), the whole response waits for its slowest
+read, as one Kafka request handler would: the server returns `CompleteAfter(latency, token)` and the driver
+calls `complete(token)` when the time has passed; until then the reads stay pending on the leader.
+
+A fetch that finds nothing to send waits (Kafka's DelayedFetch) up to its `max_wait_ms`: it is parked and
+served again when `min_bytes` were appended to the partitions it asks for (followers: Kafka's
+`replica.fetch.min.bytes`), when the high watermark of one of them advanced (consumers), or when its wait
+expires. Consumer fetches read only below the high watermark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+
+from insync import errors
+from insync.broker.messages import (
+    Address,
+    CompleteAfter,
+    ConsumerFetchPartition,
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+    Outgoing,
+)
+from insync.errors import KafkaException
+from insync.limits import PURGATORY_ENTRIES_MAX
+from insync.replication.log_view import ReadResultView
+from insync.replication.messages import FetchPartitionData, FetchRequest, FetchResponse
+from insync.replication.partition import Partition
+from insync.replication.results import FollowerFetchResult, FollowerRead
+from insync.types import UNKNOWN_OFFSET, Offset, TopicPartition
+
+Request = FetchRequest | ConsumerFetchRequest
+
+
+_Read = tuple[TopicPartition, FollowerRead, ReadResultView | KafkaException]
+
+
+@dataclass(slots=True)
+class _SlowFollowerFetch:
+    source: Address
+    request: FetchRequest
+    answers: list[FetchPartitionData | _Read]
+
+
+@dataclass(slots=True)
+class _Parked:
+    source: Address
+    request: Request
+    deadline_ms: int
+    asks: frozenset[TopicPartition]
+    min_bytes: int
+    bytes_waiting: int = 0
+
+    @property
+    def is_follower(self) -> bool:
+        return isinstance(self.request, FetchRequest)
+
+
+@dataclass(slots=True)
+class FetchOutcome:
+    commands: list[Outgoing | CompleteAfter]
+    results: list[tuple[Partition, FollowerFetchResult]]  # ISR expansions and HW moves for the core to act on
+
+
+class FetchServer:
+    def __init__(self, partitions: Callable[[TopicPartition], Partition | None]) -> None:
+        self._partitions = partitions
+        self._slow: dict[int, _SlowFollowerFetch] = {}
+        self._parked: list[_Parked] = []
+        self._next_token = 0
+
+    # Follower fetches ---------------------------------------------------------------------------------
+
+    def follower_fetch(self, now_ms: int, source: Address, request: FetchRequest, may_park: bool = True
+                       ) -> FetchOutcome:
+        answers: list[FetchPartitionData | _Read] = []
+        latency_ms = 0
+        for part in request.partitions:
+            partition = self._partitions(part.topic_partition)
+            if partition is None:
+                answers.append(FetchPartitionData(part.topic_partition, errors.NOT_LEADER_OR_FOLLOWER))
+                continue
+            started = partition.begin_follower_fetch(request.replica_id, part.fetch_offset,
+                                                     part.current_leader_epoch, part.last_fetched_epoch,
+                                                     part.log_start_offset, now_ms)
+            if isinstance(started, FetchPartitionData):
+                answers.append(started)
+                continue
+            outcome: ReadResultView | KafkaException
+            try:
+                outcome = partition.log.read(part.fetch_offset, part.partition_max_bytes)
+                latency_ms = max(latency_ms, getattr(outcome, "read_latency_ms", 0))
+            except KafkaException as exc:
+                outcome = exc
+            answers.append((part.topic_partition, started, outcome))
+        slow = _SlowFollowerFetch(source, request, answers)
+        if latency_ms > 0:
+            self._next_token += 1
+            assert len(self._slow) < PURGATORY_ENTRIES_MAX
+            self._slow[self._next_token] = slow
+            return FetchOutcome([CompleteAfter(latency_ms, self._next_token)], [])
+        return self._finish(now_ms, slow, may_park)
+
+    def complete(self, now_ms: int, token: int) -> FetchOutcome:
+        slow = self._slow.pop(token, None)
+        if slow is None:
+            return FetchOutcome([], [])
+        return self._finish(now_ms, slow, may_park=False)
+
+    def _finish(self, now_ms: int, slow: _SlowFollowerFetch, may_park: bool) -> FetchOutcome:
+        datas: list[FetchPartitionData] = []
+        results: list[tuple[Partition, FollowerFetchResult]] = []
+        for answer in slow.answers:
+            if isinstance(answer, FetchPartitionData):
+                datas.append(answer)
+                continue
+            tp, read, outcome = answer
+            partition = self._partitions(tp)
+            if partition is None:
+                datas.append(FetchPartitionData(tp, errors.NOT_LEADER_OR_FOLLOWER))
+                continue
+            result = partition.complete_follower_fetch(read, outcome, now_ms)
+            results.append((partition, result))
+            datas.append(result.data)
+        quiet = all(data.error is errors.NONE and data.diverging_epoch is None for data in datas)
+        size = sum(len(data.records) for data in datas)
+        if may_park and quiet and (size == 0 or size < slow.request.min_bytes) and slow.request.max_wait_ms > 0 and slow.request.partitions:
+            self._park(now_ms, slow.source, slow.request)
+            return FetchOutcome([], results)
+        response = FetchResponse(slow.request.correlation_id, errors.NONE, tuple(datas))
+        return FetchOutcome([Outgoing(slow.source, response)], results)
+
+    # Consumer fetches ---------------------------------------------------------------------------------
+
+    def consumer_fetch(self, now_ms: int, source: Address, request: ConsumerFetchRequest, may_park: bool = True
+                       ) -> FetchOutcome:
+        parts: list[ConsumerFetchPartition] = []
+        for tp, offset in request.partitions:
+            parts.append(self._consumer_read(tp, offset, request.max_bytes))
+        empty = all(not p.records and p.error is errors.NONE for p in parts)
+        if may_park and empty and request.max_wait_ms > 0:
+            self._park(now_ms, source, request)
+            return FetchOutcome([], [])
+        return FetchOutcome([Outgoing(source, ConsumerFetchResponse(request.correlation_id, tuple(parts)))], [])
+
+    def _consumer_read(self, tp: TopicPartition, offset: Offset, max_bytes: int) -> ConsumerFetchPartition:
+        partition = self._partitions(tp)
+        if partition is None or not partition.is_leader:
+            return ConsumerFetchPartition(tp, errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET, UNKNOWN_OFFSET, b"")
+        hw = partition.high_watermark
+        log_start = Offset(partition.log.log_start_offset)
+        if offset < log_start or offset > hw:
+            return ConsumerFetchPartition(tp, errors.OFFSET_OUT_OF_RANGE, hw, log_start, b"")
+        try:
+            result = partition.log.read(offset, max_bytes, hw)
+        except KafkaException as exc:
+            return ConsumerFetchPartition(tp, exc.error, hw, log_start, b"")
+        return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, bytes(result.records))
+
+    # Parked fetches -----------------------------------------------------------------------------------
+
+    def _park(self, now_ms: int, source: Address, request: Request) -> None:
+        assert len(self._parked) < PURGATORY_ENTRIES_MAX, "fetch purgatory full"
+        if isinstance(request, FetchRequest):
+            asks = frozenset(part.topic_partition for part in request.partitions)
+            min_bytes = request.min_bytes
+        else:
+            asks = frozenset(tp for tp, _ in request.partitions)
+            min_bytes = 1
+        self._parked.append(_Parked(source, request, now_ms + request.max_wait_ms, asks, min_bytes))
+
+    def wake(self, now_ms: int, appended: Mapping[TopicPartition, int] | None = None,
+             hw_advanced: Collection[TopicPartition] = (), forced: Collection[TopicPartition] = ()
+             ) -> FetchOutcome:
+        """Serve the parked fetches that are now due (Kafka's DelayedFetch.tryComplete):
+        - a follower fetch once `min_bytes` were appended to its partitions since it was parked,
+        - a consumer fetch once the high watermark of one of its partitions advanced,
+        - any fetch for a partition in `forced` (leadership moved: it gets an error now),
+        - any fetch whose wait expired."""
+        if not self._parked:
+            return FetchOutcome([], [])
+        due: list[_Parked] = []
+        keep: list[_Parked] = []
+        for parked in self._parked:
+            if appended and parked.is_follower:
+                parked.bytes_waiting += sum(n for tp, n in appended.items() if tp in parked.asks)
+            ready = (now_ms >= parked.deadline_ms
+                     or (parked.is_follower and parked.bytes_waiting >= parked.min_bytes)
+                     or (not parked.is_follower and not parked.asks.isdisjoint(hw_advanced))
+                     or not parked.asks.isdisjoint(forced))
+            (due if ready else keep).append(parked)
+        self._parked = keep
+        outcome = FetchOutcome([], [])
+        for parked in due:
+            expired = now_ms >= parked.deadline_ms
+            if isinstance(parked.request, FetchRequest):
+                served = self.follower_fetch(now_ms, parked.source, parked.request, may_park=not expired)
+            else:
+                served = self.consumer_fetch(now_ms, parked.source, parked.request, may_park=not expired)
+            outcome.commands.extend(served.commands)
+            outcome.results.extend(served.results)
+        return outcome
+
+    def forget(self, source: Address) -> None:
+        """A peer restarted: its parked fetches will never be read."""
+        self._parked = [p for p in self._parked if p.source != source]
+
+    def next_deadline_ms(self) -> int | None:
+        return min((p.deadline_ms for p in self._parked), default=None)

@@ -1,0 +1,85 @@
+"""The follower side of a broker: one `FetcherSession` per leader broker, carrying all partitions it leads.
+
+`assign` moves a partition to the session of its current leader (a newer leader epoch restarts it there, and
+un-fails it if KIP-461 had failed it); `remove` takes it out when this broker leads it or stops hosting it.
+After every response and at every tick each idle session sends its next request (the leader long-polls it up
+to `replica.fetch.wait.max.ms`), unless its partitions are backing off. `failed_partitions_count` is Kafka's
+`FailedPartitionsCount` over all sessions.
+"""
+
+from __future__ import annotations
+
+from insync.broker.messages import Outgoing
+from insync.config import BrokerConfig
+from insync.limits import BROKERS_MAX
+from insync.replication.event_buffer import EventBuffer
+from insync.replication.fetcher import FetcherConfig, FetcherSession
+from insync.replication.follower import FollowerReplica
+from insync.replication.messages import FetchResponse
+from insync.replication.partition import Partition
+from insync.types import NO_LEADER, BrokerId, LeaderEpoch, TopicPartition
+
+NEVER = 2**62
+
+
+class ReplicaFetchers:
+    def __init__(self, broker_id: BrokerId, config: BrokerConfig, partitions: dict[TopicPartition, Partition],
+                 events: EventBuffer) -> None:
+        self.broker_id = broker_id
+        self._config = FetcherConfig.from_config(config)
+        self._partitions = partitions
+        self._events = events
+        self.sessions: dict[BrokerId, FetcherSession] = {}
+        self._leader_of: dict[TopicPartition, BrokerId] = {}
+
+    def _lookup(self, tp: TopicPartition) -> FollowerReplica | None:
+        partition = self._partitions.get(tp)
+        return partition if partition is not None and not partition.is_leader else None
+
+    @property
+    def failed_partitions_count(self) -> int:
+        return sum(session.failed_partitions_count for session in self.sessions.values())
+
+    def assign(self, now_ms: int, tp: TopicPartition, leader: BrokerId, leader_epoch: LeaderEpoch) -> None:
+        """Fetch `tp` from `leader` at `leader_epoch` (no leader: stop fetching it)."""
+        previous = self._leader_of.get(tp)
+        if previous is not None and previous != leader:
+            self.sessions[previous].remove_partition(tp)
+            del self._leader_of[tp]
+        if leader == NO_LEADER:
+            return
+        partition = self._partitions[tp]
+        session = self.sessions.get(leader)
+        if session is None:
+            assert len(self.sessions) < BROKERS_MAX
+            session = FetcherSession(self.broker_id, leader, self._lookup, self._config, events=self._events)
+            self.sessions[leader] = session
+        session.add_partition(tp, leader_epoch, partition.fetch_position(), now_ms)
+        self._leader_of[tp] = leader
+
+    def remove(self, tp: TopicPartition) -> None:
+        leader = self._leader_of.pop(tp, None)
+        if leader is not None:
+            self.sessions[leader].remove_partition(tp)
+
+    def on_response(self, now_ms: int, leader: BrokerId, response: FetchResponse) -> list[Outgoing]:
+        session = self.sessions.get(leader)
+        if session is None:
+            return []
+        session.handle_fetch_response(response, now_ms)
+        return self._send(now_ms, session)
+
+    def tick(self, now_ms: int) -> list[Outgoing]:
+        commands: list[Outgoing] = []
+        for session in self.sessions.values():
+            commands.extend(self._send(now_ms, session))
+        return commands
+
+    @staticmethod
+    def _send(now_ms: int, session: FetcherSession) -> list[Outgoing]:
+        request = session.build_fetch_request(now_ms)
+        return [] if request is None else [Outgoing(session.leader_id, request)]
+
+    def next_deadline_ms(self) -> int:
+        deadlines = [session.next_fetch_ms() for session in self.sessions.values()]
+        return min((d for d in deadlines if d is not None), default=NEVER)

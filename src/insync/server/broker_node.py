@@ -1,0 +1,373 @@
+"""The broker process: a sans-IO `BrokerCore` on an asyncio loop, behind the Kafka listener.
+
+Requests arrive through the `Listener`; the `apis` translators turn them into the core's messages, which are
+fed to the core with a source address unique to the request (`c<n>`), and the core's `Outgoing` answer to that
+address resolves the request's future. Everything else the core emits is carried out here:
+- `Outgoing` to `CONTROLLER` (registration, heartbeats, AlterPartition, metadata fetches) and `Outgoing` to a
+  broker id (follower fetches) become Kafka requests on `KafkaConnection`s; their answers go back into the core;
+  a lost connection fails the fetch so the fetcher backs off and retries;
+- `CompleteAfter(ms, token)`: a follower read the disk reports as slow (fault injection, seed 000) completes
+  `ms` later, on the loop, without stalling anything else.
+A timer task calls `core.tick` at `core.next_deadline_ms()`; a metadata task long-polls the controller's
+`__cluster_metadata` so leadership changes arrive at once. Events go to `events.jsonl` after every core call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+from collections.abc import Coroutine
+from typing import Any
+
+from insync import errors
+from insync.broker import queries
+from insync.broker.core import BrokerCore
+from insync.broker.messages import (
+    CONTROLLER,
+    AlterPartitionRequest,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    CompleteAfter,
+    MetadataFetchRequest,
+    Outgoing,
+)
+from insync.chaos.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
+from insync.clock import Clock, SystemClock
+from insync.config import BrokerConfig, ConfigError
+from insync.protocol.codec import DecodedRequest
+from insync.replication.messages import FetchRequest
+from insync.server.apis import (
+    configs,
+    controller_apis,
+    fetch,
+    metadata,
+    metadata_log,
+    offsets,
+    produce,
+    producer_id,
+    versions,
+)
+from insync.server.client import KafkaConnection
+from insync.server.event_log import EventLog
+from insync.server.listener import Listener
+from insync.server.metrics import MetricsSnapshot, NodeMetrics
+from insync.server.node import API_NAMES, CLUSTER_ID, listener_address, monotonic_now
+from insync.storage.disk import RealDisk
+from insync.storage.log_manager import LogManager
+from insync.types import BrokerId
+
+log = logging.getLogger("insync.broker")
+
+REQUEST_TIMEOUT_S = 60.0
+PEER_TIMEOUT_S = 30.0
+METADATA_POLL_WAIT_MS = 500
+TIMER_MAX_S = 1.0
+TASKS_MAX = 10_000
+VERSION_FETCH = 12
+VERSION_REGISTRATION = 3
+VERSION_HEARTBEAT = 1
+VERSION_ALTER = 3
+
+
+class BrokerNode:
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self._now = monotonic_now(self.clock)
+        self.broker_id = BrokerId(config.get_int("node.id"))
+        self.log_dir = config.log_dirs()[0]
+        self.disk = RealDisk()
+        self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
+        self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
+        self.host, self.port = listener_address(config.get_list("listeners")[0])
+        self.listener = Listener(self, self.host, self.port, config.get_int("socket.request.max.bytes"))
+        self.controller = KafkaConnection(*_controller_address(config), client_id=f"broker-{self.broker_id}")
+        self.peers: dict[int, KafkaConnection] = {}
+        self.event_log = EventLog(self.log_dir, self.broker_id)
+        self.metrics = NodeMetrics(self._snapshot)
+        self.producer_ids = queries.ProducerIdAllocator(self.broker_id, self._now())
+        self._waiters: dict[tuple[object, int], asyncio.Future[object]] = {}
+        self._sources = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._wake = asyncio.Event()
+        self._published_offset = 0
+        self._faults = FaultSpec()
+
+    # Feeding the core ------------------------------------------------------------------------------------
+
+    def _feed(self, commands: list[Any]) -> None:
+        """Carry out what the core asked for, record its events, and re-arm the timer."""
+        for command in commands:
+            if isinstance(command, CompleteAfter):
+                asyncio.get_running_loop().call_later(command.delay_ms / 1000, self._complete_read, command.token)
+                continue
+            assert isinstance(command, Outgoing), command
+            waiter = self._waiters.pop((command.destination, getattr(command.message, "correlation_id", -1)), None)
+            if waiter is not None:
+                if not waiter.done():
+                    waiter.set_result(command.message)
+            elif command.destination == CONTROLLER:
+                self._spawn(self._to_controller(command.message))
+            elif isinstance(command.destination, int):
+                self._spawn(self._to_broker(command.destination, command.message))
+        self.event_log.write(self.core.drain_events())
+        self._wake.set()
+
+    def _complete_read(self, token: int) -> None:
+        self._feed(self.core.complete_read(self._now(), token))
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        if len(self._tasks) >= TASKS_MAX:
+            coroutine.close()
+            log.warning("Dropping an outgoing request: %d already in flight", len(self._tasks))
+            return
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _call(self, message: Any) -> Any:
+        """Hand a client's request to the core and wait for the core's answer to it."""
+        source = f"c{next(self._sources)}"
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._waiters[(source, message.correlation_id)] = future
+        try:
+            self._feed(self.core.handle(self._now(), source, message))
+            return await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
+        finally:
+            self._waiters.pop((source, message.correlation_id), None)
+
+    # Outgoing --------------------------------------------------------------------------------------------
+
+    async def _to_controller(self, message: Any) -> None:
+        try:
+            if isinstance(message, BrokerRegistrationRequest):
+                body = controller_apis.registration_request(message, VERSION_REGISTRATION, CLUSTER_ID, "PLAINTEXT",
+                                                            self.host, self.listener.port)
+                reply: Any = controller_apis.registration_response_from_wire(
+                    await self.controller.request(body, PEER_TIMEOUT_S), message.correlation_id)
+            elif isinstance(message, BrokerHeartbeatRequest):
+                body = controller_apis.heartbeat_request(message, VERSION_HEARTBEAT)
+                reply = controller_apis.heartbeat_response_from_wire(
+                    await self.controller.request(body, PEER_TIMEOUT_S), message.correlation_id,
+                    self._published_offset)
+            elif isinstance(message, AlterPartitionRequest):
+                epochs = {b.broker_id: b.broker_epoch for b in self.core.metadata.image.brokers.values()}
+                body = controller_apis.alter_partition_request(message, VERSION_ALTER, epochs)
+                reply = controller_apis.alter_partition_response_from_wire(
+                    await self.controller.request(body, PEER_TIMEOUT_S), message)
+            else:
+                assert isinstance(message, MetadataFetchRequest), message
+                reply = await self._fetch_metadata(message.correlation_id, 0)
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            log.debug("Controller request %s failed: %s", type(message).__name__, exc)
+            return  # the channel times the request out and retries
+        self._feed(self.core.handle(self._now(), CONTROLLER, reply))
+
+    async def _fetch_metadata(self, correlation_id: int, max_wait_ms: int) -> Any:
+        body = metadata_log.fetch_request(correlation_id, self.broker_id, self.core.metadata.applied_offset,
+                                          VERSION_FETCH, max_wait_ms)
+        response = await self.controller.request(body, PEER_TIMEOUT_S + max_wait_ms / 1000)
+        update = metadata_log.update_from_fetch(response, correlation_id, self.broker_id)
+        self._published_offset = max(self._published_offset, update.published_offset)
+        return update
+
+    async def _to_broker(self, broker_id: int, message: Any) -> None:
+        assert isinstance(message, FetchRequest), message
+        image = self.core.metadata.image
+        try:
+            if self._faults.delay_ms:
+                await asyncio.sleep(self._faults.delay_ms / 1000)
+            connection = self._peer(broker_id)
+            body = fetch.encode_request(message, VERSION_FETCH, image)
+            timeout = PEER_TIMEOUT_S + message.max_wait_ms / 1000
+            response = fetch.decode_response(await connection.request(body, timeout), message, image)
+        except (ConnectionError, OSError, TimeoutError, ConfigError) as exc:
+            log.debug("Fetch from broker %d failed: %s", broker_id, exc)
+            self._feed(self.core.fetch_failed(self._now(), BrokerId(broker_id), message.correlation_id))
+            return
+        self._feed(self.core.handle(self._now(), broker_id, response))
+
+    def _peer(self, broker_id: int) -> KafkaConnection:
+        registration = self.core.metadata.image.brokers.get(broker_id)
+        if registration is None:
+            raise ConfigError(f"broker {broker_id} is not registered")
+        connection = self.peers.get(broker_id)
+        if connection is None or (connection.host, connection.port) != (registration.host, registration.port):
+            connection = KafkaConnection(registration.host, registration.port,
+                                         client_id=f"replica-fetcher-{self.broker_id}")
+            self.peers[broker_id] = connection
+        return connection
+
+    # Dispatcher (what the listener calls) --------------------------------------------------------------------
+
+    def supported_versions(self) -> dict[int, tuple[int, int]]:
+        return dict(versions.BROKER_API_VERSIONS)
+
+    def unsupported_api_versions_response(self) -> Any:
+        return versions.unsupported_version_response(versions.BROKER_API_VERSIONS)
+
+    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+        start = self.clock.monotonic_ms()
+        try:
+            return await self._handle(request)
+        finally:
+            self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
+                                         self.clock.monotonic_ms() - start)
+
+    async def _handle(self, request: DecodedRequest) -> Any:
+        key, image = request.api_key, self.core.metadata.image
+        if key == versions.PRODUCE:
+            return await self._produce(request)
+        if key == versions.FETCH:
+            return await self._fetch(request)
+        if key == versions.API_VERSIONS:
+            return versions.respond(request, versions.BROKER_API_VERSIONS)
+        if key == versions.METADATA:
+            return metadata.respond(request, image, CLUSTER_ID)
+        if key == versions.DESCRIBE_CLUSTER:
+            return metadata.describe_cluster(request, image, CLUSTER_ID)
+        if key == versions.DESCRIBE_CONFIGS:
+            return configs.describe_configs(request, image, self.config, self.broker_id)
+        if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS):
+            return await self.controller.request(request.body, PEER_TIMEOUT_S)  # forwarded, as KRaft brokers do
+        return self._local_query(request)
+
+    def _local_query(self, request: DecodedRequest) -> Any:
+        key, now = request.api_key, self._now()
+        if key == versions.LIST_OFFSETS:
+            decoded = offsets.decode_list_offsets(request)
+            return offsets.encode_list_offsets(queries.list_offsets(self.core, decoded.request), decoded)
+        if key == versions.OFFSET_FOR_LEADER_EPOCH:
+            decoded_epochs = offsets.decode_offset_for_leader_epoch(request)
+            return offsets.encode_offset_for_leader_epoch(
+                queries.offset_for_leader_epoch(self.core, decoded_epochs.request), decoded_epochs)
+        if key == versions.DELETE_RECORDS:
+            decoded_delete = offsets.decode_delete_records(request)
+            response, commands = queries.delete_records(self.core, decoded_delete.request, now)
+            self._feed(commands)
+            return offsets.encode_delete_records(response, decoded_delete)
+        assert key == versions.INIT_PRODUCER_ID, key
+        decoded_pid = producer_id.decode_request(request)
+        if decoded_pid.error is not errors.NONE:
+            return producer_id.encode_response(None, decoded_pid)
+        return producer_id.encode_response(self.producer_ids.allocate(decoded_pid.request, now), decoded_pid)
+
+    async def _produce(self, request: DecodedRequest) -> Any:
+        image = self.core.metadata.image
+        decoded = produce.decode_request(request, image)
+        internal = decoded.request
+        if decoded.error is not errors.NONE or not internal.partitions:
+            from insync.broker.messages import ProduceResponse
+
+            return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
+        if internal.acks == 0:
+            self._feed(self.core.handle(self._now(), f"c{next(self._sources)}", internal))
+            return None
+        return produce.encode_response(await self._call(internal), decoded, self.core.metadata.image)
+
+    async def _fetch(self, request: DecodedRequest) -> Any:
+        image = self.core.metadata.image
+        decoded = fetch.decode_request(request, image)
+        if decoded.error is not errors.NONE:
+            return fetch.encode_response(None, decoded, image)
+        internal: Any = decoded.request if fetch.is_follower_fetch(decoded.request) else \
+            fetch.consumer_request(decoded.request)
+        if not internal.partitions:
+            return fetch.encode_response(None, decoded, image)
+        return fetch.encode_response(await self._call(internal), decoded, self.core.metadata.image)
+
+    # Background tasks -----------------------------------------------------------------------------------------
+
+    async def _run_timers(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            delay_s = max(0.0, min(TIMER_MAX_S, (self.core.next_deadline_ms() - self._now()) / 1000))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay_s)
+            self._feed(self.core.tick(self._now()))
+
+    async def _run_metadata(self, stop: asyncio.Event) -> None:
+        """Long-poll the controller's metadata log so leadership changes arrive at once."""
+        correlation = itertools.count(1_000_000_000)
+        while not stop.is_set():
+            try:
+                update = await self._fetch_metadata(next(correlation), METADATA_POLL_WAIT_MS)
+            except (ConnectionError, OSError, TimeoutError) as exc:
+                log.debug("Metadata fetch failed: %s", exc)
+                await asyncio.sleep(0.2)
+                continue
+            if update.records:
+                self._feed(self.core.handle(self._now(), CONTROLLER, update))
+
+    async def _run_faults(self, stop: asyncio.Event) -> None:
+        """With fault.injection.enable, apply `faults.json` (written by `insync chaos`) as it changes."""
+        node_dir = self.config_directory()
+        while not stop.is_set():
+            try:
+                spec = read_faults(node_dir)
+            except (ConfigError, OSError) as exc:
+                log.warning("Ignoring faults file: %s", exc)
+                spec = self._faults
+            if spec != self._faults:
+                self._apply_faults(spec)
+            await asyncio.sleep(POLL_INTERVAL_MS / 1000)
+
+    def config_directory(self) -> str:
+        from pathlib import Path
+
+        return str(Path(self.log_dir).parent)
+
+    def _apply_faults(self, spec: FaultSpec) -> None:
+        log.warning("Applying injected faults: %s", spec.to_json())
+        self.disk.clear_faults()
+        for key, ms in spec.slow_reads_ms.items():
+            self.disk.set_slow_reads(f"{self.log_dir}/{key}/", ms)
+        for key in spec.failed_partitions:
+            self.disk.set_io_error(f"{self.log_dir}/{key}/", on_read=False, on_write=True)
+        self._faults = spec
+
+    def _snapshot(self) -> MetricsSnapshot:
+        return queries.metrics_snapshot(self.core, self.event_log.counts)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.listener.start()
+        if self.config.get_int("metrics.port"):
+            self.metrics.serve(self.config.get_int("metrics.port"))
+        self._feed(self.core.start(self._now()))
+        log.info("Broker %d serving on %s:%d", self.broker_id, self.host, self.listener.port)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._run_timers(stop))
+                group.create_task(self._run_metadata(stop))
+                if self.config.get_bool("fault.injection.enable"):
+                    group.create_task(self._run_faults(stop))
+                await stop.wait()
+                self._wake.set()
+        finally:
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        await self.listener.stop(deadline_s=5.0)
+        for task in list(self._tasks):
+            task.cancel()
+        for connection in [self.controller, *self.peers.values()]:
+            await connection.close()
+        self.core.checkpoint()
+        self.log_manager.close()
+        self.metrics.close()
+        self.event_log.close(self._now())
+        log.info("Broker %d shut down", self.broker_id)
+
+
+def _controller_address(config: BrokerConfig) -> tuple[str, int]:
+    voters = config.get_list("controller.quorum.voters")
+    if not voters:
+        raise ConfigError("controller.quorum.voters is empty: a broker needs its controller's id@host:port")
+    _, _, address = voters[0].partition("@")
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"controller.quorum.voters entry {voters[0]!r} is not id@host:port")
+    return host, int(port)

@@ -1,0 +1,220 @@
+"""The controller process: the sans-IO `Controller` on an asyncio loop, behind the Kafka controller listener.
+
+It serves exactly the controller APIs (`apis.versions.CONTROLLER_API_VERSIONS`): BrokerRegistration,
+BrokerHeartbeat, AlterPartition, CreateTopics and DeleteTopics (brokers forward their clients' requests here),
+and Fetch of `__cluster_metadata`, which is how brokers receive metadata: a long poll that returns as soon as
+the controller publishes past the broker's offset (leadership at once, ISR-only changes batched per seed 003)
+or after the fetch's max wait. A timer calls `Controller.tick` at its next deadline (session fencing,
+propagation checks). Every call's events go to `events.jsonl` in the controller's log dir; metadata persists in
+`metadata.jsonl` there (`LocalFileStore`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from typing import Any
+
+from insync import errors
+from insync.broker.messages import (
+    AlterPartitionResponse,
+    BrokerRegistrationResponse,
+    MetadataUpdate,
+)
+from insync.clock import Clock, SystemClock
+from insync.config import BrokerConfig
+from insync.controller.controller import Controller
+from insync.controller.store import LocalFileStore
+from insync.errors import KafkaException
+from insync.protocol.codec import DecodedRequest
+from insync.server.apis import controller_apis, metadata_log, topics, versions
+from insync.server.apis.internal import (
+    CreateTopicResult,
+    CreateTopicsResponse,
+    DeleteTopicResult,
+    DeleteTopicsResponse,
+    created,
+)
+from insync.server.event_log import EventLog
+from insync.server.listener import Listener
+from insync.server.metrics import MetricsSnapshot, NodeMetrics
+from insync.server.node import API_NAMES, CLUSTER_ID, listener_address, monotonic_now
+
+log = logging.getLogger("insync.controller")
+
+METADATA_WAIT_MAX_MS = 1000
+TICK_MAX_S = 1.0
+
+
+class ControllerNode:
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.node_id = config.get_int("node.id")
+        self.log_dir = config.log_dirs()[0]
+        self._now = monotonic_now(self.clock)
+        self.controller = Controller(self.node_id, config, LocalFileStore(self.log_dir), self._now(),
+                                     random.Random())
+        self.event_log = EventLog(self.log_dir, self.node_id)
+        host, port = listener_address(config.get_str("controller.listener") or "")
+        self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"))
+        self.metrics = NodeMetrics(self._snapshot)
+        self._published = asyncio.Event()
+        self._wake_timer = asyncio.Event()
+        self._drain()
+
+    # Dispatcher ----------------------------------------------------------------------------------------
+
+    def supported_versions(self) -> dict[int, tuple[int, int]]:
+        return dict(versions.CONTROLLER_API_VERSIONS)
+
+    def unsupported_api_versions_response(self) -> Any:
+        return versions.unsupported_version_response(versions.CONTROLLER_API_VERSIONS)
+
+    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+        start = self.clock.monotonic_ms()
+        try:
+            return await self._handle(request)
+        finally:
+            self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
+                                         self.clock.monotonic_ms() - start)
+
+    async def _handle(self, request: DecodedRequest) -> Any:
+        key = request.api_key
+        if key == versions.API_VERSIONS:
+            return versions.respond(request, versions.CONTROLLER_API_VERSIONS)
+        if key == versions.BROKER_REGISTRATION:
+            return self._register(request)
+        if key == versions.BROKER_HEARTBEAT:
+            return self._heartbeat(request)
+        if key == versions.ALTER_PARTITION:
+            return self._alter_partition(request)
+        if key == versions.CREATE_TOPICS:
+            return self._create_topics(request)
+        if key == versions.DELETE_TOPICS:
+            return self._delete_topics(request)
+        assert key == versions.FETCH, key
+        return await self._fetch_metadata(request)
+
+    def _register(self, request: DecodedRequest) -> Any:
+        registration = controller_apis.decode_registration(request, CLUSTER_ID)
+        epoch, error = -1, registration.error
+        if error is errors.NONE:
+            try:
+                result = self.controller.register_broker(registration.request.broker_id, registration.incarnation_id,
+                                                         registration.host, registration.port, self._now(),
+                                                         registration.rack)
+                epoch = result.response
+            except KafkaException as exc:
+                error = exc.error
+            self._drain()
+        response = BrokerRegistrationResponse(request.correlation_id, error, epoch)  # type: ignore[arg-type]
+        return controller_apis.encode_registration_response(response, request.api_version)
+
+    def _heartbeat(self, request: DecodedRequest) -> Any:
+        heartbeat = controller_apis.decode_heartbeat(request)
+        try:
+            result = self.controller.heartbeat(heartbeat.request.broker_id, heartbeat.request.broker_epoch,
+                                               self._now(), heartbeat.request.metadata_offset,
+                                               want_fence=heartbeat.want_fence,
+                                               want_shutdown=heartbeat.want_shutdown)
+            outcome: Any = result.response
+        except KafkaException as exc:
+            outcome = exc.error
+        self._drain()
+        return controller_apis.encode_heartbeat_response(outcome, request.api_version)
+
+    def _alter_partition(self, request: DecodedRequest) -> Any:
+        alter = controller_apis.decode_alter_partition(request)
+        try:
+            result = self.controller.alter_partition(alter.broker_id, alter.broker_epoch, alter.items,
+                                                     self._now())
+            response = AlterPartitionResponse(request.correlation_id, errors.NONE, tuple(result.response))
+        except KafkaException as exc:
+            response = AlterPartitionResponse(request.correlation_id, exc.error, ())
+        self._drain()
+        return controller_apis.encode_alter_partition_response(response, request.api_version)
+
+    def _create_topics(self, request: DecodedRequest) -> Any:
+        decoded = topics.decode_create_topics(request, self.config)
+        results: list[CreateTopicResult] = []
+        for topic in decoded.request.topics:
+            try:
+                if decoded.request.validate_only:
+                    results.append(created(topic, ""))
+                    continue
+                outcome = self.controller.create_topic(topic.name, topic.num_partitions, topic.replication_factor,
+                                                       dict(topic.configs), self._now())
+                results.append(created(topic, outcome.response.topic_id))
+            except KafkaException as exc:
+                results.append(CreateTopicResult(topic.name, exc.error, exc.detail))
+        self._drain()
+        response = CreateTopicsResponse(request.correlation_id, tuple(results))
+        return topics.encode_create_topics(response, decoded, self.config)
+
+    def _delete_topics(self, request: DecodedRequest) -> Any:
+        decoded = topics.decode_delete_topics(request, self.controller.image)
+        results: list[DeleteTopicResult] = []
+        for name in decoded.request.topics:
+            try:
+                topic_id = self.controller.delete_topic(name, self._now()).response
+                results.append(DeleteTopicResult(name, errors.NONE, None, topic_id))
+            except KafkaException as exc:
+                results.append(DeleteTopicResult(name, exc.error, exc.detail))
+        self._drain()
+        return topics.encode_delete_topics(DeleteTopicsResponse(request.correlation_id, tuple(results)), decoded)
+
+    async def _fetch_metadata(self, request: DecodedRequest) -> Any:
+        decoded = metadata_log.decode_fetch(request)
+        wanted = metadata_log.metadata_fetch_request(decoded)
+        if wanted is None:
+            return metadata_log.encode_fetch_response(None, decoded)
+        wait_s = min(decoded.request.max_wait_ms, METADATA_WAIT_MAX_MS) / 1000
+        if self.controller.published_offset <= wanted.from_offset and wait_s > 0:
+            self._published.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._published.wait(), wait_s)
+        records, published = self.controller.records_since(wanted.from_offset, wanted.max_records)
+        return metadata_log.encode_fetch_response(MetadataUpdate(request.correlation_id, tuple(records), published),
+                                                  decoded)
+
+    # Timers and events ---------------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """After every controller call: events to the log, wake long-polling brokers, re-arm the timer."""
+        self.event_log.write(self.controller.drain_events())
+        self._published.set()
+        self._wake_timer.set()
+
+    async def run_timers(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            delay_s = max(0.0, min(TICK_MAX_S, (self.controller.next_deadline_ms() - self._now()) / 1000))
+            self._wake_timer.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake_timer.wait(), delay_s)
+            self.controller.tick(self._now())
+            self.event_log.write(self.controller.drain_events())
+            self._published.set()
+
+    def _snapshot(self) -> MetricsSnapshot:
+        image = self.controller.image
+        return MetricsSnapshot(offline_partitions=len(image.offline_partitions()), active_controller=1)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.listener.start()
+        metrics_port = self.config.get_int("metrics.port")
+        if metrics_port:
+            self.metrics.serve(metrics_port)
+        log.info("Controller %d serving on %s:%d", self.node_id, self.listener.host, self.listener.port)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self.run_timers(stop))
+                await stop.wait()
+                self._wake_timer.set()
+        finally:
+            await self.listener.stop(deadline_s=2.0)
+            self.metrics.close()
+            self.controller.close()
+            self.event_log.close(self._now())

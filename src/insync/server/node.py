@@ -1,0 +1,86 @@
+"""One insync process: the roles of `process.roles` on one event loop, until SIGTERM or SIGINT.
+
+`run(config)` sets up logging (`server.log` in Kafka's log4j layout, in the first log dir, beside
+`events.jsonl`), starts the controller role and/or the broker role, and on a signal stops them gracefully:
+listeners stop accepting, in-flight requests get a deadline, the broker checkpoints its high watermarks and
+closes its logs. Everything shared by the two roles lives here: the cluster id, API names for metrics,
+listener parsing, and the node's notion of now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from insync.clock import Clock
+from insync.config import BrokerConfig, ConfigError
+from insync.kafkalog import KafkaLogFormatter
+
+CLUSTER_ID = "insync-cluster-0001"
+
+API_NAMES: dict[int, str] = {
+    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 19: "CreateTopics",
+    20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch",
+    32: "DescribeConfigs", 56: "AlterPartition", 60: "DescribeCluster", 62: "BrokerRegistration",
+    63: "BrokerHeartbeat",
+}
+
+
+def listener_address(url: str) -> tuple[str, int]:
+    """`PLAINTEXT://127.0.0.1:9092` -> ("127.0.0.1", 9092); a malformed listener names itself."""
+    _, _, address = url.rpartition("://")
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"listener {url!r} is not NAME://host:port")
+    return host, int(port)
+
+
+def monotonic_now(clock: Clock) -> Callable[[], int]:
+    """Wall-clock milliseconds (events and lag are wall times) that never go backwards, as the cores assert."""
+    last = 0
+
+    def now() -> int:
+        nonlocal last
+        last = max(last, clock.now_ms())
+        return last
+
+    return now
+
+
+def configure_logging(log_dir: str) -> None:
+    Path(log_dir).mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(Path(log_dir) / "server.log")
+    handler.setFormatter(KafkaLogFormatter())
+    console = logging.StreamHandler(sys.stderr)
+    console.setFormatter(KafkaLogFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler, console]
+    root.setLevel(logging.INFO)
+
+
+async def serve(config: BrokerConfig) -> None:
+    from insync.server.broker_node import BrokerNode
+    from insync.server.controller_node import ControllerNode
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    roles = set(config.get_list("process.roles"))
+    async with asyncio.TaskGroup() as group:
+        if "controller" in roles:
+            group.create_task(ControllerNode(config).run(stop))
+        if "broker" in roles:
+            group.create_task(BrokerNode(config).run(stop))
+
+
+def run(config: BrokerConfig) -> int:
+    configure_logging(config.log_dirs()[0])
+    logging.getLogger("insync.node").info("Starting node %d with roles %s", config.get_int("node.id"),
+                                          ",".join(config.get_list("process.roles")))
+    asyncio.run(serve(config))
+    return 0

@@ -1,0 +1,160 @@
+"""The simulated broker process: a real `BrokerCore` over a `MemoryDisk`, driven by the scheduler.
+
+The node turns the core's commands into simulation: `Outgoing` messages go on the network, a `CompleteAfter`
+(a follower fetch whose disk read is slow, KIP-501) schedules `complete_read` after the read's latency, and the
+core's next deadline becomes one timer. Process faults live here:
+- `pause(ms)`: like a stop-the-world GC pause, nothing runs; messages and finished reads wait in an inbox and are
+  handled, in order, when the pause ends.
+- `kill(torn_tail)`: the process dies: in-flight messages to it are lost (`Network.kill`), its disk keeps only
+  what was fsynced (`MemoryDisk.crash`), and pending reads are forgotten (the incarnation number changes).
+- `restart()`: a new process recovers the logs from that disk (`LogManager.open`) and registers again.
+After every step the node reports itself to `on_step`, where the checker runs its incremental invariants.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import deque
+from collections.abc import Callable
+
+from insync.broker.core import BrokerCore
+from insync.broker.messages import CompleteAfter, Outgoing
+from insync.config import BrokerConfig
+from insync.events import Event
+from insync.sim.network import Network, NodeId
+from insync.sim.scheduler import Scheduler, SchedulerClock, Timer
+from insync.storage.disk import MemoryDisk
+from insync.storage.log_manager import LogManager
+from insync.types import BrokerId
+
+# Messages a paused broker buffers; a pause long enough to exceed this means the workload is misconfigured.
+INBOX_MAX = 1_000_000
+
+
+class SimBroker:
+    def __init__(self, broker_id: BrokerId, config: BrokerConfig, scheduler: Scheduler, network: Network,
+                 sink: Callable[[list[Event]], None], on_step: Callable[[int], None]) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.disk = MemoryDisk()
+        self.log_dir = f"/broker-{broker_id}"
+        self._scheduler = scheduler
+        self._network = network
+        self._sink = sink
+        self._on_step = on_step
+        self._clock = SchedulerClock(scheduler)
+        self.core: BrokerCore | None = None
+        self.incarnation = 0
+        self._timer: Timer | None = None
+        self._paused_until_ms = 0
+        self._inbox: deque[tuple[NodeId, object] | int] = deque()
+        network.register(broker_id, self._on_message)
+
+    @property
+    def alive(self) -> bool:
+        return self.core is not None
+
+    @property
+    def paused(self) -> bool:
+        return self._scheduler.now_ms < self._paused_until_ms
+
+    def start(self) -> None:
+        assert self.core is None
+        self.incarnation += 1
+        log_manager = LogManager.open(self.log_dir, self.config, self.disk, self._clock)
+        self.core = BrokerCore(self.broker_id, self.config, log_manager, self.incarnation,
+                               self._scheduler.now_ms)
+        self._apply(self.core.start(self._scheduler.now_ms))
+
+    # Driving the core ---------------------------------------------------------------------------------
+
+    def _on_message(self, src: NodeId, message: object) -> None:
+        if self.core is None:
+            return
+        if self.paused:
+            assert len(self._inbox) < INBOX_MAX
+            self._inbox.append((src, message))
+            return
+        self._apply(self.core.handle(self._scheduler.now_ms, src, message))
+
+    def _complete(self, incarnation: int, token: int) -> None:
+        if self.core is None or incarnation != self.incarnation:
+            return
+        if self.paused:
+            self._inbox.append(token)
+            return
+        self._apply(self.core.complete_read(self._scheduler.now_ms, token))
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.core is None or self.paused:
+            return
+        self._apply(self.core.tick(self._scheduler.now_ms))
+
+    def _apply(self, commands: list[Outgoing | CompleteAfter]) -> None:
+        core = self.core
+        assert core is not None
+        network = self._network
+        for command in commands:
+            if isinstance(command, Outgoing):
+                network.send(self.broker_id, command.destination, command.message)
+            else:
+                self._scheduler.after(command.delay_ms,
+                                      functools.partial(self._complete, self.incarnation, command.token))
+        events = core.drain_events()
+        if events:
+            self._sink(events)
+        self._arm_timer()
+        self._on_step(self.broker_id)
+
+    def _arm_timer(self) -> None:
+        assert self.core is not None
+        deadline = max(self.core.next_deadline_ms(), self._scheduler.now_ms)
+        timer = self._timer
+        if timer is not None:
+            if timer.time_ms == deadline and not timer.cancelled:
+                return
+            timer.cancel()
+        self._timer = self._scheduler.at(deadline, self._tick)
+
+    # Process faults -----------------------------------------------------------------------------------
+
+    def pause(self, duration_ms: int) -> None:
+        if self.core is None:
+            return
+        assert duration_ms > 0
+        self._paused_until_ms = max(self._paused_until_ms, self._scheduler.now_ms + duration_ms)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._scheduler.at(self._paused_until_ms, self._resume)
+
+    def _resume(self) -> None:
+        if self.core is None or self.paused:
+            return
+        # Bounded by INBOX_MAX; a message handled here may not pause us again (pauses come from faults only).
+        while self._inbox and self.core is not None:
+            item = self._inbox.popleft()
+            if isinstance(item, int):
+                self._apply(self.core.complete_read(self._scheduler.now_ms, item))
+            else:
+                self._apply(self.core.handle(self._scheduler.now_ms, item[0], item[1]))
+        if self.core is not None:
+            self._apply(self.core.tick(self._scheduler.now_ms))
+
+    def kill(self, torn_tail: bool) -> None:
+        if self.core is None:
+            return
+        self.core = None
+        self.incarnation += 1
+        self._inbox.clear()
+        self._paused_until_ms = 0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._network.kill(self.broker_id)
+        self.disk.crash(torn_tail=torn_tail, rng=self._scheduler.rng)
+
+    def restart(self) -> None:
+        if self.core is None:
+            self.start()

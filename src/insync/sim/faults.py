@@ -1,0 +1,218 @@
+"""Fault plans: scripted faults from a scenario's `[[faults]]`, and random ones from its `[chaos]` table.
+
+A scripted fault is a table: `at_s` (when), `kind`, `target` and kind-specific fields. `target` is a broker id,
+or `"leader"` / `"follower"` / `"follower2"` resolved when the fault fires against partition `partition`
+(default 0) in the controller's image, so a plan can say "pause a follower" without knowing the placement.
+Kinds:
+- `pause` (`duration_s`): the broker's process stops, like a GC pause: no timers, no messages handled;
+  messages to it wait and are handled when it resumes.
+- `kill` (`restart_after_s`, `torn_tail`): the process dies and its disk keeps only fsynced data (with
+  `torn_tail`, a random prefix of its last unflushed append); it restarts from that disk later.
+- `isolate` (`duration_s`, `one_way`): the broker is cut off from every other node (brokers, controller,
+  clients); `one_way = true` loses only what it sends.
+- `partition` (`side_a`, `side_b` lists of targets, `duration_s`): a symmetric partition between two groups.
+- `clog` (`duration_s`): every link from the broker holds its messages until the end of the fault;
+  `swizzle` (`duration_s`): FoundationDB's swizzle-clog over all brokers.
+- `throttle` (`bytes_per_ms`, `duration_s`): links into the broker carry only that many record bytes per ms,
+  so it fetches steadily but receives data slower than it is produced (a slow follower).
+- `slow_reads` (`ms`, `duration_s`, `all_partitions`): reads of the partition's files on the broker take `ms`.
+- `io_error` (`duration_s`, `on_read`, `on_write`): operations on the partition's files raise EIO.
+- `delete_records` (`offset`: a number, or `"hw"`): the leader's log start moves (DeleteRecords).
+`every_s` and `until_s` repeat a fault periodically (churn). A `duration_s` of 0 or absent means "until the end of the run" (healed before the quiesce phase).
+
+`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, isolate, clog,
+slow_reads), `gap_s = [min, max]` between faults, `duration_s = [min, max]`, `slow_read_ms = [min, max]`,
+`until_s` (last fault start). One fault is active at a time, so an acks=all cluster with RF 3 and min ISR 2
+must lose nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from insync.config import ConfigError
+from insync.sim.scheduler import Scheduler
+from insync.types import TopicPartition
+
+KINDS = frozenset({"pause", "kill", "isolate", "partition", "clog", "swizzle", "slow_reads", "io_error",
+                   "delete_records", "throttle"})
+CHAOS_KINDS = frozenset({"pause", "kill", "isolate", "clog", "slow_reads"})
+FAULTS_PER_RUN_MAX = 100_000
+
+
+class FaultTarget(Protocol):
+    """The operations of the simulated cluster that faults use."""
+
+    topic: str
+
+    def resolve(self, target: object, topic_partition: TopicPartition) -> int: ...
+
+    def broker_ids(self) -> list[int]: ...
+
+    def pause(self, broker_id: int, duration_ms: int) -> None: ...
+
+    def kill(self, broker_id: int, torn_tail: bool) -> None: ...
+
+    def restart(self, broker_id: int) -> None: ...
+
+    def isolate(self, broker_id: int, one_way: bool) -> None: ...
+
+    def partition_groups(self, side_a: list[int], side_b: list[int]) -> None: ...
+
+    def heal_network(self) -> None: ...
+
+    def clog_from(self, broker_id: int, until_ms: int) -> None: ...
+
+    def throttle_to(self, broker_id: int, bytes_per_ms: int) -> None: ...
+
+    def swizzle(self, duration_ms: int) -> None: ...
+
+    def set_slow_reads(self, broker_id: int, topic_partition: TopicPartition | None, ms: int) -> None: ...
+
+    def set_io_error(self, broker_id: int, topic_partition: TopicPartition, on_read: bool, on_write: bool) -> None: ...
+
+    def clear_disk_faults(self, broker_id: int) -> None: ...
+
+    def delete_records(self, topic_partition: TopicPartition, offset: int | None) -> None: ...
+
+    def note(self, text: str) -> None:
+        """Log a fault for the run's trace."""
+
+
+class FaultPlan:
+    """Schedules the faults of one run; `heal_all` undoes whatever is still active."""
+
+    def __init__(self, scheduler: Scheduler, cluster: FaultTarget, end_ms: int) -> None:
+        self._scheduler = scheduler
+        self._cluster = cluster
+        self._end_ms = end_ms
+        self._heals: list[Callable[[], None]] = []
+        self._dead: set[int] = set()
+        self.applied = 0
+
+    def schedule(self, faults: tuple[dict[str, Any], ...]) -> None:
+        for spec in faults:
+            kind = spec.get("kind")
+            if kind not in KINDS:
+                raise ConfigError(f"unknown fault kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+            at_ms = self._scheduler.start_ms + round(float(spec.get("at_s", 0)) * 1000)
+            every_ms = round(float(spec.get("every_s", 0)) * 1000)
+            until_ms = self._scheduler.start_ms + round(float(spec.get("until_s", 0)) * 1000)
+            for _ in range(FAULTS_PER_RUN_MAX):
+                self._scheduler.at(at_ms, functools.partial(self.apply, dict(spec)))
+                at_ms += every_ms
+                if every_ms <= 0 or at_ms > until_ms:
+                    break
+
+    def schedule_chaos(self, chaos: dict[str, Any]) -> None:
+        kinds = sorted(chaos.get("kinds", sorted(CHAOS_KINDS)))
+        unknown = set(kinds) - CHAOS_KINDS
+        if unknown:
+            raise ConfigError(f"unknown chaos kinds {sorted(unknown)}; known: {', '.join(sorted(CHAOS_KINDS))}")
+        rng = self._scheduler.rng
+        gap_lo, gap_hi = (float(x) for x in chaos.get("gap_s", [2, 10]))
+        dur_lo, dur_hi = (float(x) for x in chaos.get("duration_s", [1, 15]))
+        slow_lo, slow_hi = (int(x) for x in chaos.get("slow_read_ms", [100, 20000]))
+        start = self._scheduler.start_ms
+        until_ms = start + round(float(chaos.get("until_s", (self._end_ms - start) / 1000)) * 1000)
+        time_ms = start + round(float(chaos.get("start_s", 5)) * 1000)
+        for _ in range(FAULTS_PER_RUN_MAX):
+            duration_s = rng.uniform(dur_lo, dur_hi)
+            if time_ms + duration_s * 1000 > until_ms:
+                break
+            kind = rng.choice(kinds)
+            spec: dict[str, Any] = {"kind": kind, "at_s": (time_ms - start) / 1000,
+                                    "target": rng.choice(["leader", "follower", "follower2"]),
+                                    "partition": rng.randrange(max(1, chaos.get("partitions", 1)))}
+            if kind == "kill":
+                spec["restart_after_s"] = duration_s
+                spec["torn_tail"] = rng.random() < 0.5
+            else:
+                spec["duration_s"] = duration_s
+            if kind == "slow_reads":
+                spec["ms"] = rng.randint(slow_lo, slow_hi)
+                spec["all_partitions"] = rng.random() < 0.5
+            if kind == "isolate":
+                spec["one_way"] = rng.random() < 0.3
+            self._scheduler.at(time_ms, functools.partial(self.apply, spec))
+            time_ms += round((duration_s + rng.uniform(gap_lo, gap_hi)) * 1000)
+
+    def apply(self, spec: dict[str, Any]) -> None:
+        """Inject one fault now and schedule its end."""
+        cluster = self._cluster
+        tp = TopicPartition(cluster.topic, int(spec.get("partition", 0)))
+        kind = spec["kind"]
+        broker = -1 if kind in ("partition", "swizzle", "delete_records") else cluster.resolve(spec.get("target"), tp)
+        if broker in self._dead:
+            return  # a fault on a dead broker has no effect
+        duration_ms = round(float(spec.get("duration_s", 0)) * 1000)
+        until_ms = self._scheduler.now_ms + duration_ms if duration_ms > 0 else self._end_ms
+        self.applied += 1
+        cluster.note(f"fault {kind} on broker {broker} ({spec})")
+        heal = self._inject(kind, spec, broker, tp, until_ms)
+        if heal is not None:
+            self._heals.append(heal)
+            self._scheduler.at(max(until_ms, self._scheduler.now_ms), functools.partial(self._run_heal, heal))
+
+    def _inject(self, kind: str, spec: dict[str, Any], broker: int, tp: TopicPartition,
+                until_ms: int) -> Callable[[], None] | None:
+        cluster = self._cluster
+        now = self._scheduler.now_ms
+        if kind == "pause":
+            cluster.pause(broker, until_ms - now)
+            return None
+        if kind == "kill":
+            restart_ms = round(float(spec.get("restart_after_s", 5)) * 1000)
+            cluster.kill(broker, bool(spec.get("torn_tail", False)))
+            self._dead.add(broker)
+            self._scheduler.at(now + restart_ms, lambda: self._restart(broker))
+            return None
+        if kind == "isolate":
+            cluster.isolate(broker, bool(spec.get("one_way", False)))
+            return cluster.heal_network
+        if kind == "partition":
+            side_a = [cluster.resolve(t, tp) for t in spec.get("side_a", [])]
+            side_b = [cluster.resolve(t, tp) for t in spec.get("side_b", [])]
+            cluster.partition_groups(side_a, side_b)
+            return cluster.heal_network
+        if kind == "clog":
+            cluster.clog_from(broker, until_ms)
+            return None
+        if kind == "throttle":
+            cluster.throttle_to(broker, int(spec["bytes_per_ms"]))
+            return lambda: cluster.throttle_to(broker, 0)
+        if kind == "swizzle":
+            cluster.swizzle(until_ms - now)
+            return None
+        if kind == "slow_reads":
+            cluster.set_slow_reads(broker, None if spec.get("all_partitions") else tp, int(spec.get("ms", 1000)))
+            return lambda: cluster.clear_disk_faults(broker)
+        if kind == "io_error":
+            cluster.set_io_error(broker, tp, bool(spec.get("on_read", False)), bool(spec.get("on_write", True)))
+            return lambda: cluster.clear_disk_faults(broker)
+        assert kind == "delete_records", kind
+        offset = spec.get("offset", "hw")
+        cluster.delete_records(tp, None if offset == "hw" else int(offset))
+        return None
+
+    def _restart(self, broker: int) -> None:
+        if broker in self._dead:
+            self._dead.discard(broker)
+            self._cluster.restart(broker)
+
+    def _run_heal(self, heal: Callable[[], None]) -> None:
+        if heal in self._heals:
+            self._heals.remove(heal)
+            heal()
+
+    def heal_all(self) -> None:
+        """End every fault: heal links, clear disk faults, restart dead brokers (pauses end by themselves)."""
+        for heal in list(self._heals):
+            self._run_heal(heal)
+        self._cluster.heal_network()
+        for broker in self._cluster.broker_ids():
+            self._cluster.clear_disk_faults(broker)
+        for broker in sorted(self._dead):
+            self._restart(broker)

@@ -1,0 +1,110 @@
+"""One simulation run: build the cluster, start the workload and the faults, run, heal, quiesce, check, report.
+
+Phases, all in virtual time from the scenario's seed:
+1. start-up: brokers register, the controller unfences them, the topic is created once all are in (bounded
+   wait), and the clients start;
+2. `duration_s` of workload under the scripted faults and `[chaos]`;
+3. heal: every fault ends (links healed, disks cleared, dead brokers restarted), producers stop;
+4. `quiesce_s` for the cluster to catch up, then the final checks (lost writes, divergence, consumed data).
+The checker's incremental invariants run after every broker step throughout.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from insync.events import EventType, LeaderChangeReason
+from insync.sim.cluster import SimCluster
+from insync.sim.expectations import check_expectations
+from insync.sim.faults import FaultPlan
+from insync.sim.history import History
+from insync.sim.result import SimResult
+from insync.sim.scenario import Scenario
+from insync.sim.scheduler import Scheduler
+from insync.sim.workload import SimConsumer, SimProducer
+from insync.types import BrokerId, TopicPartition
+
+STARTUP_MS_MAX = 60_000
+STARTUP_STEP_MS = 100
+
+
+def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) -> SimResult:
+    """Run `scenario` with its seed and return the result (the run is a pure function of both)."""
+    wall_start = time.perf_counter()
+    scheduler = Scheduler(scenario.seed)
+    run_start = scheduler.now_ms
+    cluster = SimCluster(scheduler, scenario.brokers, scenario.broker_config, scenario.topic.name, scenario.network)
+    _wait_for_brokers(scheduler, cluster)
+    topic = scenario.topic
+    cluster.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.configs)
+    scheduler.run_until(scheduler.now_ms + 1_000)  # leaders and followers start
+    history = History()
+    bootstrap = [BrokerId(b) for b in cluster.broker_ids()]
+    # Client schedules are relative to the start of the workload phase, as are faults.
+    workload_start = scheduler.now_ms
+    scheduler.start_ms = workload_start
+    producers = [SimProducer(f"producer-{i}", 1000 + i, spec, bootstrap, scheduler, cluster.network, history)
+                 for i, spec in enumerate(scenario.producers)]
+    consumers = [SimConsumer(f"consumer-{i}", topic.name, topic.partitions, bootstrap, scheduler, cluster.network,
+                             history) for i in range(scenario.consumers)]
+    end_ms = workload_start + scenario.duration_ms
+    plan = FaultPlan(scheduler, cluster, end_ms)
+    plan.schedule(scenario.faults)
+    if scenario.chaos is not None:
+        plan.schedule_chaos({"partitions": topic.partitions, **scenario.chaos})
+    scheduler.run_until(end_ms)
+    for producer in producers:
+        producer.stop()
+    plan.heal_all()
+    scheduler.run_until(end_ms + scenario.quiesce_ms)
+    cluster.update_health()
+    return _result(scenario, overrides or {}, cluster, history, (run_start, wall_start), consumers)
+
+
+def _wait_for_brokers(scheduler: Scheduler, cluster: SimCluster) -> None:
+    for _ in range(STARTUP_MS_MAX // STARTUP_STEP_MS):
+        if cluster.all_registered():
+            return
+        scheduler.run_until(scheduler.now_ms + STARTUP_STEP_MS)
+    raise AssertionError("brokers did not register and unfence within a minute of virtual time")
+
+
+def _result(scenario: Scenario, overrides: dict[str, str], cluster: SimCluster, history: History,
+            starts: tuple[int, float], consumers: list[SimConsumer]) -> SimResult:
+    scheduler = cluster.scheduler
+    tps = [TopicPartition(scenario.topic.name, p) for p in range(scenario.topic.partitions)]
+    types = Counter(event.type for event in cluster.events)
+    unclean = sum(1 for e in cluster.events if e.type is EventType.LEADER_CHANGE
+                  and e.fields.get("reason") == str(LeaderChangeReason.UNCLEAN))
+    report = cluster.checker.final_check(scheduler.now_ms, history, tps, unclean)
+    result = SimResult(
+        scenario=scenario.name,
+        seed=scenario.seed,
+        config=scenario.document,
+        overrides=overrides,
+        virtual_s=(scheduler.now_ms - starts[0]) / 1000,
+        wall_s=time.perf_counter() - starts[1],
+        acked=sum(1 for ack in history.acks),
+        acked_records=history.records_acked,
+        lost_acked=report.lost_acked,
+        duplicates=report.duplicates,
+        isr_shrinks=types[EventType.ISR_SHRINK],
+        isr_expands=types[EventType.ISR_EXPAND],
+        urp_ms=cluster.urp_ms,
+        under_min_isr_ms=cluster.under_min_isr_ms,
+        offline_ms=cluster.offline_ms,
+        produce_errors=dict(history.produce_errors),
+        failed_partitions_max=cluster.failed_partitions_max,
+        failed_partitions_end=cluster.failed_partitions_now(),
+        metadata_propagations=types[EventType.METADATA_PROPAGATED],
+        invariant_violations=list(cluster.checker.violations),
+        unclean_elections=unclean,
+        consumed_batches=sum(consumer.batches_read for consumer in consumers),
+        divergent_logs=len(report.divergent),
+        sim_events=scheduler.events_run,
+        events=[event.to_dict() for event in sorted(cluster.events, key=lambda e: e.ts_ms)],
+        trace=list(cluster.trace),
+    )
+    result.expectation_failures = check_expectations(scenario.expect, result)
+    return result

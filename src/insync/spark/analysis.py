@@ -1,0 +1,265 @@
+"""The replication-health analysis: from the normalised event table to the tables an operator reads after an alert
+storm. Every step is a DataFrame transformation; only small aggregates ever reach the driver.
+
+- `isr_changes`: each partition's ISR as a sequence (shrink, expand, Kafka's `ISR updated to` commit line, and the
+  ISR a new leader starts with), ordered by time. An ISR change is a step of that sequence whose members differ
+  from the step before (a step restating the previous ISR is no change: Kafka 2.x's commit line after its shrink
+  line, or one change read from both a broker's events.jsonl and its server.log). Removed and added replicas
+  are measured against the ISR the event states it had before, else the previous step's; removed replicas keep
+  the details their log gave (insync's `reason`).
+- `intervals`: one mechanism for the three kinds. Each source of evidence becomes a (partition, kind, time, state)
+  row, and an interval is a maximal run of `true` states. Under-replicated: insync's explicit start/end events,
+  and every ISR step whose ISR is smaller than the replica set (when events name it) or else than the largest
+  ISR seen for the partition. Under min ISR: insync's events, Kafka 3.5+'s `(under-min-isr)` marks, min-ISR
+  rejections, and the ISR size against the `min.insync.replicas` a rejection revealed. Offline: insync's
+  `partition_offline`/`partition_online`, and leader changes (to no leader, or to a leader). An interval still
+  open when the logs end runs to the last event seen, marked `open_ended`.
+- `removals`: one row per replica removed from an ISR, with how long it stayed out (until the next ISR change
+  that adds it back to that partition). A flapping episode is a removal re-added within the flap window.
+- `episodes`: removals grouped in time (a gap of more than EPISODE_GAP_S seconds starts a new episode; time is
+  bucketed by second so that the only global sort is over seconds, not rows), each given one cause, checked in
+  this order: `follower` (one broker removed, from at least FOLLOWER_PARTITIONS_MIN partitions), `burst` (every
+  removed replica back within BURST_OUT_MS_MAX and none stuck: seed 001), `leader` (one leader, every follower of
+  each affected partition removed, at least two followers: the slow leader of KIP-501), then insync's own
+  reasons (`stuck` or `slow`, the more frequent), else `unknown`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from insync.spark.logparse import ISR_UPDATE
+
+EPISODE_GAP_S = 10
+BURST_OUT_MS_MAX = 5_000
+FOLLOWER_PARTITIONS_MIN = 2
+CAUSES = ("follower", "leader", "burst", "stuck", "slow", "unknown")
+INTERVAL_KINDS = ("under_replicated", "under_min_isr", "offline")
+
+_ORDER = ("ts_ms", "file", "line")  # a total order of events: time, then position in the logs
+
+
+@dataclass(frozen=True, slots=True)
+class AnalysisOptions:
+    flap_window_ms: int = 60_000
+    log_timezone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        assert self.flap_window_ms > 0, self.flap_window_ms
+
+
+def _ids_text(ids: Column) -> Column:
+    return F.array_join(F.transform(ids, lambda b: b.cast("string")), ",")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ISR changes
+
+
+def isr_steps(events: DataFrame) -> DataFrame:
+    """Every event that states a partition's ISR, with the ISR of the step before (`previous_isr`) and the ISR
+    before it (as the event states it, else the previous step's)."""
+    steps = events.where(F.col("type").isin("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change")
+                         & F.col("isr_after").isNotNull())
+    by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER)
+    return (steps.withColumn("previous_isr", F.lag("isr_after").over(by_partition))
+            .withColumn("isr_before", F.coalesce("isr_before", "previous_isr")))
+
+
+def isr_changes(steps: DataFrame) -> DataFrame:
+    """Shrinks and expands: ISR steps (other than a new leader's) that change the members."""
+    removed_ids = F.array_except("isr_before", "isr_after")
+    added_ids = F.array_except("isr_after", "isr_before")
+
+    def removed_entry(broker: Column) -> Column:
+        logged = F.get(F.filter(F.coalesce("removed", F.array()), lambda r: r["broker"] == broker), 0)
+        bare = F.struct(broker.alias("broker"), F.lit(None).cast("long").alias("leo"),
+                        F.lit(None).cast("long").alias("last_caught_up_ms"),
+                        F.lit(None).cast("long").alias("last_fetch_ms"), F.lit(None).cast("string").alias("reason"))
+        return F.coalesce(logged, bare)
+
+    # A step that restates the ISR the partition already had is no change: Kafka 2.x's commit line after its
+    # shrink line, or the same change read from both a broker's events.jsonl and its server.log.
+    restated = F.coalesce(F.col("previous_isr") == F.col("isr_after"), F.lit(False))
+    changes = (steps.where((F.col("type") != "leader_change") & F.col("isr_before").isNotNull() & ~restated)
+               .withColumn("removed", F.transform(removed_ids, removed_entry))
+               .withColumn("added", added_ids)
+               .where((F.size("removed") > 0) | (F.size("added") > 0)))
+    change = (F.when((F.size("removed") > 0) & (F.size("added") > 0), F.lit("shrink+expand"))
+              .when(F.size("removed") > 0, F.lit("shrink")).otherwise(F.lit("expand")))
+    return changes.select("ts", "ts_ms", "topic", "partition", "leader", change.alias("change"),
+                          F.col("type").alias("logged_as"), "isr_before", "isr_after", "removed", "added",
+                          "leader_epoch", "source", "file", "line")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Intervals
+
+
+def replica_counts(events: DataFrame) -> DataFrame:
+    """Per partition: the replica set size where events name it, else the largest ISR seen."""
+    return events.where(F.col("topic").isNotNull()).groupBy("topic", "partition").agg(
+        F.max(F.size("replicas")).alias("replicas_named"),
+        F.max(F.greatest(F.size("isr_before"), F.size("isr_after"))).alias("isr_max"),
+        F.max("min_isr").alias("partition_min_isr")
+    ).select("topic", "partition", F.coalesce("replicas_named", "isr_max").alias("replica_count"),
+             F.col("replicas_named").isNotNull().alias("replicas_known"), "partition_min_isr")
+
+
+def _state(df: DataFrame, kind: str, state: Column) -> DataFrame:
+    return df.select("topic", "partition", F.lit(kind).alias("kind"), *_ORDER, state.alias("state"))
+
+
+def state_rows(events: DataFrame, steps: DataFrame, counts: DataFrame) -> DataFrame:
+    """(topic, partition, kind, ts_ms, file, line, state) from every source of evidence; null states dropped."""
+    typ = F.col("type")
+    sized = steps.join(counts, ["topic", "partition"], "left")
+    isr_size = F.size("isr_after")
+    explicit = events.where(typ.isin("under_replicated_start", "under_replicated_end", "under_min_isr_start",
+                                     "under_min_isr_end", "partition_offline", "partition_online"))
+    rows = [
+        _state(sized, "under_replicated", isr_size < F.col("replica_count")),
+        _state(explicit.where(typ.startswith("under_replicated")), "under_replicated",
+               typ == "under_replicated_start"),
+        _state(sized, "under_min_isr", F.coalesce("under_min_isr", isr_size < F.col("partition_min_isr"))),
+        _state(events.where(typ == "produce_rejected"), "under_min_isr", F.lit(True)),
+        _state(explicit.where(typ.startswith("under_min_isr")), "under_min_isr", typ == "under_min_isr_start"),
+        _state(explicit.where(typ.startswith("partition_o")), "offline", typ == "partition_offline"),
+        _state(events.where((typ == "leader_change") & F.col("leader").isNotNull()), "offline",
+               F.col("leader") < 0),
+    ]
+    union = rows[0]
+    for more in rows[1:]:
+        union = union.unionByName(more)
+    return union.where(F.col("state").isNotNull())
+
+
+def intervals(states: DataFrame, horizon_ms: int) -> DataFrame:
+    """Maximal runs of `true` per (partition, kind); a run still open at `horizon_ms` ends there, marked."""
+    by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
+    flips = (states.withColumn("previous", F.lag("state").over(by_kind))
+             .where(F.col("state") != F.coalesce("previous", F.lit(False))))
+    runs = flips.withColumn("next_ms", F.lead("ts_ms").over(by_kind)).where("state")
+    end_ms = F.coalesce("next_ms", F.lit(horizon_ms))
+    return runs.select("topic", "partition", "kind", F.timestamp_millis("ts_ms").alias("start"),
+                       F.timestamp_millis(end_ms).alias("end"), F.col("ts_ms").alias("start_ms"),
+                       end_ms.alias("end_ms"), (end_ms - F.col("ts_ms")).alias("duration_ms"),
+                       F.col("next_ms").isNull().alias("open_ended"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Removals, flapping, episodes
+
+
+def removals(changes: DataFrame) -> DataFrame:
+    """One row per replica removed from an ISR, with `back_ms` until it was added back (null if never)."""
+    outs = changes.select("ts_ms", "topic", "partition", "leader", "isr_after", F.explode("removed").alias("r"),
+                          "file", "line").select(
+        "ts_ms", "topic", "partition", "leader", "isr_after", F.col("r.broker").alias("replica"),
+        F.col("r.reason").alias("reason"), F.lit("out").alias("move"), "file", "line")
+    ins = changes.select("ts_ms", "topic", "partition", "leader", "isr_after", F.explode("added").alias("replica"),
+                         F.lit(None).cast("string").alias("reason"), F.lit("in").alias("move"), "file", "line")
+    by_replica = Window.partitionBy("topic", "partition", "replica").orderBy(*_ORDER)
+    moves = outs.unionByName(ins).withColumn("next_move", F.lead("move").over(by_replica)) \
+        .withColumn("next_ms", F.lead("ts_ms").over(by_replica))
+    all_followers_out = (F.size("isr_after") == 1) & F.array_contains("isr_after", F.col("leader"))
+    return moves.where(F.col("move") == "out").select(
+        "ts_ms", "topic", "partition", "leader", "replica", "reason",
+        F.coalesce(all_followers_out, F.lit(False)).alias("all_followers_out"),
+        F.when(F.col("next_move") == "in", F.col("next_ms") - F.col("ts_ms")).alias("back_ms"), "file", "line")
+
+
+def flapping(outs: DataFrame, flap_window_ms: int) -> DataFrame:
+    flaps = outs.where(F.col("back_ms") <= flap_window_ms)
+    return flaps.select("topic", "partition", "replica", "leader", F.timestamp_millis("ts_ms").alias("removed_at"),
+                        F.timestamp_millis(F.col("ts_ms") + F.col("back_ms")).alias("readded_at"),
+                        F.col("back_ms").alias("out_ms"), "reason", "file", "line")
+
+
+def assign_episodes(outs: DataFrame) -> DataFrame:
+    """Removals with an `episode` number: seconds with removals, split where the gap exceeds EPISODE_GAP_S."""
+    seconds = outs.select(F.floor(F.col("ts_ms") / 1000).alias("second")).distinct()
+    in_time = Window.orderBy("second")
+    new = F.when(F.col("second") - F.lag("second").over(in_time) <= EPISODE_GAP_S, 0).otherwise(1)
+    seconds = seconds.withColumn("new", new).withColumn(
+        "episode", F.sum("new").over(in_time.rowsBetween(Window.unboundedPreceding, 0)).cast("int"))
+    return outs.withColumn("second", F.floor(F.col("ts_ms") / 1000)).join(
+        F.broadcast(seconds.select("second", "episode")), "second").drop("second")
+
+
+def _cause() -> Column:
+    removed, leaders = F.col("removed_brokers"), F.col("leaders")
+    return (F.when((F.size(removed) == 1) & (F.col("partitions") >= FOLLOWER_PARTITIONS_MIN), F.lit("follower"))
+            .when((F.col("not_back") == 0) & (F.col("max_out_ms") <= BURST_OUT_MS_MAX) & (F.col("stuck") == 0),
+                  F.lit("burst"))
+            .when((F.size(leaders) == 1) & F.col("all_followers_out") & (F.size(removed) >= 2), F.lit("leader"))
+            .when((F.col("stuck") > 0) & (F.col("stuck") >= F.col("slow")), F.lit("stuck"))
+            .when(F.col("slow") > 0, F.lit("slow"))
+            .otherwise(F.lit("unknown")))
+
+
+def _evidence() -> Column:
+    span_s = (F.col("last_removal_ms") - F.col("start_ms")) / 1000.0
+    removed, leaders = _ids_text(F.col("removed_brokers")), _ids_text(F.col("leaders"))
+    return (F.when(F.col("cause") == "follower", F.format_string(
+                "broker %s removed from %d partitions (leaders %s) within %.1f s", removed, "partitions", leaders,
+                span_s))
+            .when(F.col("cause") == "leader", F.format_string(
+                "every follower (%s) of %d partitions led by broker %s removed within %.1f s", removed,
+                "partitions", leaders, span_s))
+            .when(F.col("cause") == "burst", F.format_string(
+                "%d removals over %d partitions, every replica back within %.1f s, none stuck", "removals",
+                "partitions", F.col("max_out_ms") / 1000.0))
+            .otherwise(F.format_string(
+                "%d removals over %d partitions (brokers %s, leaders %s): %d stuck, %d slow, %d by message count",
+                "removals", "partitions", removed, leaders, "stuck", "slow", "messages")))
+
+
+def episodes(outs_with_episode: DataFrame, horizon_ms: int) -> DataFrame:
+    reason = F.col("reason")
+    agg = outs_with_episode.groupBy("episode").agg(
+        F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("last_removal_ms"),
+        F.max(F.coalesce(F.col("ts_ms") + F.col("back_ms"), F.lit(horizon_ms))).alias("end_ms"),
+        F.count("*").alias("removals"), F.countDistinct("topic", "partition").alias("partitions"),
+        F.array_sort(F.collect_set("replica")).alias("removed_brokers"),
+        F.array_sort(F.collect_set("leader")).alias("leaders"),
+        F.bool_and("all_followers_out").alias("all_followers_out"),
+        F.sum(F.col("back_ms").isNull().cast("int")).alias("not_back"), F.max("back_ms").alias("max_out_ms"),
+        F.sum(F.coalesce(reason == "stuck", F.lit(False)).cast("int")).alias("stuck"), F.sum(F.coalesce(reason == "slow", F.lit(False)).cast("int")).alias("slow"),
+        F.sum(F.coalesce(reason == "messages", F.lit(False)).cast("int")).alias("messages"))
+    agg = agg.withColumn("cause", _cause()).withColumn("evidence", _evidence())
+    return agg.select("episode", F.timestamp_millis("start_ms").alias("start"), F.timestamp_millis("end_ms").alias("end"),
+                      (F.col("end_ms") - F.col("start_ms")).alias("duration_ms"),
+                      (F.col("not_back") > 0).alias("open_ended"), "cause", "evidence", "partitions", "removals",
+                      "removed_brokers", "leaders", "max_out_ms", "not_back", "stuck", "slow", "messages")
+
+
+def per_broker(events: DataFrame, outs: DataFrame, episode_table: DataFrame, flap_window_ms: int) -> DataFrame:
+    """How often each broker was removed, and how often it led a partition whose followers were removed."""
+    reason = F.col("reason")
+    as_follower = outs.groupBy(F.col("replica").alias("broker")).agg(
+        F.count("*").alias("times_removed"), F.countDistinct("topic", "partition").alias("partitions_removed_from"),
+        F.sum(F.coalesce(F.col("back_ms") <= flap_window_ms, F.lit(False)).cast("int")).alias("flaps"),
+        F.sum(F.coalesce(reason == "stuck", F.lit(False)).cast("int")).alias("removed_stuck"),
+        F.sum(F.coalesce(reason == "slow", F.lit(False)).cast("int")).alias("removed_slow"),
+        F.sum(F.coalesce(reason == "messages", F.lit(False)).cast("int")).alias("removed_by_messages"))
+    as_leader = outs.where(F.col("leader").isNotNull()).groupBy(F.col("leader").alias("broker")).agg(
+        F.count("*").alias("times_leader_of_removal"),
+        F.countDistinct("topic", "partition").alias("partitions_led_with_removals"))
+    blamed = episode_table.where(F.col("cause").isin("follower", "leader")).select(
+        F.when(F.col("cause") == "follower", F.col("removed_brokers")[0]).otherwise(F.col("leaders")[0])
+        .alias("broker"), "cause")
+    by_episode = blamed.groupBy("broker").agg(
+        F.sum((F.col("cause") == "follower").cast("int")).alias("follower_episodes"),
+        F.sum((F.col("cause") == "leader").cast("int")).alias("leader_episodes"))
+    reported = events.where(F.col("broker").isNotNull()).groupBy("broker").agg(
+        F.count("*").alias("events_reported"),
+        F.sum((F.col("type") == "partition_failed").cast("int")).alias("partitions_failed"))
+    table = reported
+    for part in (as_follower, as_leader, by_episode):
+        table = table.join(part, "broker", "full_outer")
+    counts = [c for c in table.columns if c != "broker"]
+    return table.fillna(0, subset=counts).select("broker", *counts)

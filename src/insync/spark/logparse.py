@@ -1,0 +1,366 @@
+"""Reading insync `events.jsonl` and Kafka `server.log` files into one event table, with the malformed lines aside.
+
+Everything is DataFrame expressions (no Python UDFs), so parsing scales with the cluster:
+- `read_lines` reads text files and numbers their lines. Spark gives no line numbers, so each row takes
+  `monotonically_increasing_id()` (consecutive within a file split), and a small aggregate per split adds the
+  number of lines in the earlier splits of the same file.
+- insync lines are parsed with `from_json` against a schema derived from `events.EVENT_FIELDS`, and validated
+  the way `events.Event` validates (version, required fields per type).
+- Kafka lines are matched with the regular expressions of REFERENCE 10 (2.x and 3.x wordings). The log4j
+  timestamp has no zone: it is read in `log_timezone` (UTC unless told) and stored as a UTC instant. The
+  min-ISR rejection is usually the exception line after `Error processing append operation`, without a log4j
+  prefix: it takes the timestamp and broker of that preceding line.
+A line is malformed when it cannot be what it claims: an insync line that is not a valid event, a Kafka line
+with a broken log4j prefix, or a Kafka line with one of the parsed phrases in an unrecognised shape. Kafka lines
+about other things, and stack-trace lines, are not events and not malformed.
+
+Every event row has EVENT_COLUMNS; ISR lists are sorted (Kafka prints them unsorted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSION, EventType
+from insync.spark.inputs import Inputs
+
+MALFORMED_TEXT_CHARS_MAX = 300
+TS_MS_MAX = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later instants overflow Spark's timestamp
+
+REMOVED_TYPE = T.ArrayType(T.StructType([
+    T.StructField("broker", T.IntegerType()), T.StructField("leo", T.LongType()),
+    T.StructField("last_caught_up_ms", T.LongType()), T.StructField("last_fetch_ms", T.LongType()),
+    T.StructField("reason", T.StringType())]))
+INT_LIST = T.ArrayType(T.IntegerType())
+
+# The normalised event table, in column order.
+EVENT_SCHEMA = T.StructType([
+    T.StructField("ts", T.TimestampType()), T.StructField("ts_ms", T.LongType()),
+    T.StructField("source", T.StringType()), T.StructField("file", T.StringType()),
+    T.StructField("line", T.LongType()), T.StructField("broker", T.IntegerType()),
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+    T.StructField("type", T.StringType()), T.StructField("leader", T.IntegerType()),
+    T.StructField("leader_epoch", T.IntegerType()), T.StructField("isr_before", INT_LIST),
+    T.StructField("isr_after", INT_LIST), T.StructField("replicas", INT_LIST),
+    T.StructField("removed", REMOVED_TYPE), T.StructField("added", INT_LIST),
+    T.StructField("hw", T.LongType()), T.StructField("leo", T.LongType()),
+    T.StructField("under_min_isr", T.BooleanType()), T.StructField("min_isr", T.IntegerType()),
+    T.StructField("detail", T.StringType())])
+EVENT_COLUMNS = tuple(f.name for f in EVENT_SCHEMA.fields)
+MALFORMED_COLUMNS = ("source", "file", "line", "reason", "text")
+# What parsing yields: every line that is an event or malformed, with `reason` set (and `text` kept) only when
+# malformed. One pass over the text produces both tables.
+PARSED_COLUMNS = (*EVENT_COLUMNS, "reason", "text")
+
+# Types that only Kafka logs produce (insync reports these facts with its own types).
+ISR_UPDATE = "isr_update"  # the commit line `ISR updated to ...` (2.8+ has no expand line, only this)
+FOLLOWER_START = "follower_start"
+
+# ---------------------------------------------------------------------------------------------------------------
+# Lines
+
+
+def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
+    """(text, file, line) for every line of `files`; line numbers start at 1."""
+    assert files
+    raw = spark.read.text(list(files)).select(
+        F.col("value").alias("text"),
+        F.regexp_replace(F.col("_metadata.file_path"), "^file:", "").alias("file"),
+        F.col("_metadata.file_block_start").alias("block_start"),
+        F.monotonically_increasing_id().alias("row_id"))
+    blocks = raw.groupBy("file", "block_start").agg(F.min("row_id").alias("row0"), F.count("*").alias("n"))
+    earlier = Window.partitionBy("file").orderBy("block_start").rowsBetween(Window.unboundedPreceding, -1)
+    blocks = blocks.select("file", "block_start", "row0",
+                           F.coalesce(F.sum("n").over(earlier), F.lit(0)).alias("lines_before"))
+    return raw.join(F.broadcast(blocks), ["file", "block_start"]).select(
+        "text", "file", (F.col("lines_before") + F.col("row_id") - F.col("row0") + 1).alias("line"))
+
+
+def _malformed_text() -> Column:
+    return F.when(F.col("reason").isNotNull(), F.substring("text", 1, MALFORMED_TEXT_CHARS_MAX)).alias("text")
+
+
+def _sorted_ids(csv: Column) -> Column:
+    """'3,1,2' -> [1,2,3]; '' -> []. Kafka prints ISR lists unsorted."""
+    ids = F.filter(F.split(F.regexp_replace(csv, " ", ""), ",").try_cast(INT_LIST), lambda x: x.isNotNull())
+    return F.array_sort(ids)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# insync events.jsonl
+
+_ARRAY_TYPES: dict[str, T.DataType] = {
+    "isr_before": INT_LIST, "isr_after": INT_LIST, "isr": INT_LIST, "removed": REMOVED_TYPE,
+    "added": T.ArrayType(T.StructType([T.StructField("broker", T.IntegerType()),
+                                       T.StructField("leo", T.LongType())])),
+}
+_JSON_TYPES: dict[str, T.DataType] = {"integer": T.LongType(), "string": T.StringType()}
+
+
+def _json_schema() -> T.StructType:
+    fields: dict[str, T.DataType] = {"v": T.LongType(), "ts_ms": T.LongType(), "broker": T.LongType(),
+                                     "type": T.StringType(), "topic": T.StringType(),
+                                     "partition": T.LongType(), "replicas": INT_LIST}
+    for required in EVENT_FIELDS.values():
+        for name, json_type in required.items():
+            # An array field no analysis reads is kept as its JSON text: only its presence is checked.
+            data_type = _ARRAY_TYPES.get(name, T.StringType()) if json_type == "array" else _JSON_TYPES[json_type]
+            assert fields.get(name, data_type) == data_type, f"{name} has two types in EVENT_FIELDS"
+            fields[name] = data_type
+    return T.StructType([T.StructField(n, t) for n, t in fields.items()]
+                        + [T.StructField("_corrupt_record", T.StringType())])
+
+
+JSON_SCHEMA = _json_schema()
+
+
+def _insync_invalid_reason() -> Column:
+    """Why a parsed line is not a valid event (null when it is), checked in the order Event checks."""
+    j = F.col("j")
+    type_ = j["type"]
+    reason = (F.when(j["_corrupt_record"].isNotNull(), F.lit("not a JSON object of the event schema"))
+              .when(j["v"].isNull() | (j["v"] != SCHEMA_VERSION), F.lit(f"schema version is not {SCHEMA_VERSION}"))
+              .when(j["ts_ms"].isNull() | (j["ts_ms"] < 0) | (j["ts_ms"] > TS_MS_MAX), F.lit("missing or invalid ts_ms"))
+              .when(j["broker"].isNull(), F.lit("missing broker"))
+              .when(~type_.isin([str(t) for t in EventType]) | type_.isNull(), F.lit("unknown event type"))
+              .when(~type_.isin([str(t) for t in BROKER_LEVEL])
+                    & (j["topic"].isNull() | j["partition"].isNull() | (j["partition"] < 0)),
+                    F.lit("missing topic or partition")))
+    for event_type, required in EVENT_FIELDS.items():
+        if not required:
+            continue
+        missing = F.lit(False)
+        for name in required:
+            missing = missing | j[name].isNull()
+        reason = reason.when((type_ == str(event_type)) & missing,
+                             F.lit(f"{event_type} lacks one of {', '.join(required)}"))
+    return reason
+
+
+def _insync_leader() -> Column:
+    j = F.col("j")
+    return (F.when(j["type"].isin("isr_shrink", "isr_expand", "isr_kept_pending_read"), j["broker"])
+            .when(j["type"] == "leader_change", j["leader_after"])
+            .otherwise(j["leader"])).try_cast("int")
+
+
+def parse_insync(lines: DataFrame) -> DataFrame:
+    """events.jsonl lines as PARSED_COLUMNS rows; blank lines are neither events nor malformed."""
+    parsed = (lines.where(F.trim("text") != "")
+              .withColumn("j", F.from_json("text", JSON_SCHEMA, {"mode": "PERMISSIVE",
+                                                                "columnNameOfCorruptRecord": "_corrupt_record"}))
+              .withColumn("reason", _insync_invalid_reason()))
+    j = F.col("j")
+    return parsed.select(
+        F.timestamp_millis(j["ts_ms"]).alias("ts"), j["ts_ms"].alias("ts_ms"), F.lit("insync").alias("source"),
+        "file", "line", j["broker"].try_cast("int").alias("broker"), j["topic"].alias("topic"),
+        j["partition"].try_cast("int").alias("partition"), j["type"].alias("type"), _insync_leader().alias("leader"),
+        j["leader_epoch"].try_cast("int").alias("leader_epoch"), F.array_sort(j["isr_before"]).alias("isr_before"),
+        F.array_sort(F.coalesce(j["isr_after"], j["isr"])).alias("isr_after"),
+        F.array_sort(j["replicas"]).alias("replicas"), j["removed"].alias("removed"),
+        F.array_sort(F.transform(j["added"], lambda a: a["broker"])).alias("added"),
+        j["hw"].alias("hw"), j["leo"].alias("leo"), F.lit(None).cast("boolean").alias("under_min_isr"),
+        F.lit(None).cast("int").alias("min_isr"), F.coalesce(j["reason"], j["error"]).alias("detail"),
+        "reason", _malformed_text())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kafka server.log
+
+LOG4J_RX = r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\] ([A-Z]+) (.*)$"
+LOG4J_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
+# The message without its context (`[Partition t-0 broker=1] `) and log4j's `%c` suffix (` (kafka.cluster.Partition)`)
+BODY_RX = r"^(?:\[[^\]]*\] )?(.*?)(?: \([\w.$]+\))?$"
+CONTEXT_RX = r"^\[([^\]]*)\] "
+SEP = "\u0001"  # joins the captured groups of a line into one string, split once
+MIN_ISR_PHRASE = "min.isr requirement"
+APPEND_ERROR_PHRASE = "Error processing append operation"
+
+# Slots every kind's groups are rearranged into (empty when the line's wording has no such value).
+SLOTS = ("topic", "partition", "isr_before", "isr_after", "leader_epoch", "hw", "leo", "out_of_sync",
+         "commit_flag", "min_isr", "leader")
+
+
+@dataclass(frozen=True, slots=True)
+class LineKind:
+    name: str  # the event type it becomes
+    announce: Callable[[Column], Column]  # cheap test: the line claims to be this kind
+    pattern: str  # full-line pattern it must then match
+    groups: Mapping[str, int]  # slot -> capture group
+
+    def template(self) -> str:
+        return SEP.join(f"${self.groups[slot]}" if slot in self.groups else "" for slot in SLOTS)
+
+
+KINDS: tuple[LineKind, ...] = (
+    LineKind("isr_shrink", lambda b: b.startswith("Shrinking ISR from "),
+             r"^Shrinking ISR from ([0-9,]*) to ([0-9,]*)(?:\. Leader: \(highWatermark: (-?\d+|unknown), "
+             r"endOffset: (-?\d+|unknown)\)\. Out of sync replicas: (.*?))?\.?$",
+             {"isr_before": 1, "isr_after": 2, "hw": 3, "leo": 4, "out_of_sync": 5}),
+    LineKind("isr_expand", lambda b: b.startswith("Expanding ISR from "),
+             r"^Expanding ISR from ([0-9,]*) to ([0-9,]*)\.?$", {"isr_before": 1, "isr_after": 2}),
+    # 2.4-2.7 `[1,2] and zkVersion updated to [7]`, 2.8-3.4 `1,2 and version ...`, 3.5+ `1,2  and` or
+    # `1,2 (under-min-isr) and`: the group between the list and `and` tells which.
+    LineKind(ISR_UPDATE, lambda b: b.startswith("ISR updated to "),
+             r"^ISR updated to \[?([0-9,]*)\]?( \(under-min-isr\) |  | )and (?:zkVersion|version) updated to "
+             r"\[?\d+\]?\.?$", {"isr_after": 1, "commit_flag": 2}),
+    LineKind("leader_change", lambda b: b.startswith("Leader ") & b.contains(" starts at leader epoch "),
+             r"^Leader (.+?)-(\d+)(?: with topic id \S+)? starts at leader epoch (\d+) from offset (-?\d+) with "
+             r"(?:partition epoch \d+, )?high watermark (-?\d+),? ISR \[([0-9,]*)\].*$",
+             {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4, "hw": 5, "isr_after": 6}),
+    LineKind("leader_change", lambda b: b.contains(" starts at Leader Epoch "),  # 2.0-2.5
+             r"^(.+?)-(\d+) starts at Leader Epoch (\d+) from offset (-?\d+)\. Previous Leader Epoch was: -?\d+$",
+             {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4}),
+    LineKind(FOLLOWER_START, lambda b: b.startswith("Follower ") & b.contains(" starts at leader epoch "),
+             r"^Follower (.+?)-(\d+) starts at leader epoch (\d+) from offset (-?\d+) with "
+             r"(?:partition epoch \d+ and )?high watermark (-?\d+)\.(?: Current leader is (-?\d+)\.)?.*$",
+             {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4, "hw": 5, "leader": 6}),
+    LineKind("produce_rejected", lambda b: b.contains(MIN_ISR_PHRASE),
+             r"^.*The size of the current ISR \w*[(\[]([0-9, ]*)[)\]] is insufficient to satisfy the min\.isr "
+             r"requirement of (\d+) for partition (.+)-(\d+)\s*$",
+             {"isr_after": 1, "min_isr": 2, "topic": 3, "partition": 4}),
+    LineKind("partition_failed", lambda b: b.contains(" marked as failed"),
+             r"^.*Partition (.+)-(\d+) marked as failed.*$", {"topic": 1, "partition": 2}),
+)
+
+
+def _by_kind(value: Callable[[int, LineKind], Column]) -> Column:
+    """A CASE over the line's kind index: only the branch of the line's own kind is evaluated."""
+    out = F.when(F.lit(False), F.lit(None))
+    for index, kind in enumerate(KINDS):
+        out = out.when(F.col("kind") == index, value(index, kind))
+    return out
+
+
+def _kafka_lines(lines: DataFrame, log_timezone: str) -> DataFrame:
+    """Kafka lines split into timestamp and body, with the index in KINDS of what they announce (or null)."""
+    prefixed = F.col("text").rlike(LOG4J_RX)
+    parts = F.split(F.regexp_replace("text", LOG4J_RX, f"$1{SEP}$3"), SEP, 2)
+    local_ts = F.try_to_timestamp(F.get(parts, 0), F.lit(LOG4J_FORMAT))
+    ts = local_ts if log_timezone == "UTC" else F.to_utc_timestamp(local_ts, log_timezone)
+    msg = F.get(parts, 1)
+    body = F.when(F.col("prefixed"), F.regexp_replace(msg, BODY_RX, "$1")).otherwise(F.col("text"))
+    kind = F.when(F.lit(False), F.lit(None).cast("int"))
+    for index, line_kind in enumerate(KINDS):
+        kind = kind.when(line_kind.announce(F.col("body")), F.lit(index))
+    return (lines.withColumn("prefixed", prefixed)
+            .select("text", "file", "line", "prefixed", F.when(F.col("prefixed"), ts).alias("ts"),
+                    F.when(F.col("prefixed"), msg).alias("msg"), body.alias("body"))
+            .withColumn("kind", kind))
+
+
+def _slot(name: str) -> Column:
+    value = F.get(F.col("groups"), SLOTS.index(name))
+    return F.when(value != "", value)
+
+
+def _removed_from_shrink() -> Column:
+    """The out-of-sync replicas of a shrink line, with the end offsets and caught-up times Kafka printed."""
+    out_of_sync = F.coalesce(_slot("out_of_sync"), F.lit(""))
+    ids = F.regexp_extract_all(out_of_sync, F.lit(r"brokerId: (-?\d+)"), 1)
+    leos = F.regexp_extract_all(out_of_sync, F.lit(r"endOffset: (-?\d+|unknown)"), 1)
+    caught_up = F.regexp_extract_all(out_of_sync, F.lit(r"lastCaughtUpTimeMs: (-?\d+|unknown)"), 1)
+    removed_ids = F.array_except(F.col("isr_before"), F.col("isr_after"))
+
+    def entry(broker: Column) -> Column:
+        pos = F.array_position(ids, broker.cast("string")).cast("int")
+        return F.struct(broker.alias("broker"),
+                        F.try_element_at(leos, pos).try_cast("long").alias("leo"),
+                        F.try_element_at(caught_up, pos).try_cast("long").alias("last_caught_up_ms"),
+                        F.lit(None).cast("long").alias("last_fetch_ms"),
+                        F.lit(None).cast("string").alias("reason"))
+
+    return F.when(F.col("type") == "isr_shrink", F.transform(removed_ids, entry))
+
+
+def _kafka_fields() -> list[Column]:
+    typ = F.col("type")
+    context = F.col("context")
+    ctx_partition = F.regexp_extract(context, r"^Partition (.+)-(\d+) broker=\d+$", 2)
+    ctx_topic = F.regexp_extract(context, r"^Partition (.+)-(\d+) broker=\d+$", 1)
+    ctx_leader = F.regexp_extract(context, r"leaderId=(\d+)", 1)
+    flag = _slot("commit_flag")
+    under_min_isr = (F.when(F.col("body").contains("(under-min-isr)"), F.lit(True))
+                     .when(flag == "  ", F.lit(False))
+                     .when((typ == "leader_change") & F.col("body").contains("with partition epoch"), F.lit(False)))
+    leader = (F.when(typ.isin("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change"), F.col("broker"))
+              .when(typ == FOLLOWER_START, _slot("leader").try_cast("int"))
+              .when(typ == "partition_failed", F.when(ctx_leader != "", ctx_leader).try_cast("int")))
+    return [
+        F.col("ts"), F.unix_millis("ts").alias("ts_ms"), F.lit("kafka").alias("source"), F.col("file"),
+        F.col("line"), F.col("broker"), F.coalesce(_slot("topic"), F.when(ctx_topic != "", ctx_topic)).alias("topic"),
+        F.coalesce(_slot("partition"), F.when(ctx_partition != "", ctx_partition)).try_cast("int").alias("partition"),
+        typ, leader.alias("leader"), _slot("leader_epoch").try_cast("int").alias("leader_epoch"),
+        F.col("isr_before"), F.col("isr_after"), F.lit(None).cast(INT_LIST).alias("replicas"),
+        _removed_from_shrink().alias("removed"),
+        F.when(typ == "isr_expand", F.array_except("isr_after", "isr_before")).alias("added"),
+        _slot("hw").try_cast("long").alias("hw"), _slot("leo").try_cast("long").alias("leo"),
+        under_min_isr.alias("under_min_isr"), _slot("min_isr").try_cast("int").alias("min_isr"),
+        F.when(typ == "produce_rejected", F.lit("NOT_ENOUGH_REPLICAS")).alias("detail"),
+    ]
+
+
+def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
+    """Kafka server.log / state-change.log lines as PARSED_COLUMNS rows (events, and malformed with a reason)."""
+    k = _kafka_lines(lines, log_timezone)
+    bad_prefix = F.col("text").startswith("[") & ~F.col("prefixed")
+    # Only the min-ISR exception text is read from a line without a log4j prefix (a continuation line).
+    min_isr_kind = [i for i, kind in enumerate(KINDS) if kind.name == "produce_rejected"][0]
+    candidate = F.col("kind").isNotNull() & (F.col("prefixed") | (F.col("kind") == min_isr_kind))
+    append_error = F.col("prefixed") & F.col("msg").contains(APPEND_ERROR_PHRASE)
+    k = k.where(bad_prefix | candidate | append_error).withColumn(
+        "context", F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, 1))
+    k = k.withColumn("ctx_broker", F.regexp_extract("context", r"(?:broker|Broker id|replicaId)=(\d+)", 1)
+                     .try_cast("int"))
+    # The timestamp and broker of a continuation line come from the line before it.
+    previous = k.where(append_error).select("file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"),
+                                            F.col("ctx_broker").alias("prev_broker"))
+    k = (k.where(bad_prefix | candidate).join(previous, ["file", "line"], "left")
+         .withColumn("ts", F.coalesce("ts", "prev_ts")).withColumn("broker", F.coalesce("ctx_broker", "prev_broker"))
+         .withColumn("ok", F.coalesce(_by_kind(lambda _, kind: F.col("body").rlike(kind.pattern)), F.lit(False))))
+    reason = (F.when(bad_prefix, F.lit("unparseable log4j prefix"))
+              .when(~F.col("ok"), F.concat(F.lit("unrecognised "), _by_kind(lambda _, kind: F.lit(kind.name)),
+                                           F.lit(" line")))
+              .when(F.col("ts").isNull(), F.lit("no timestamp (continuation line without its log line)")))
+    k = (k.withColumn("reason", reason)
+         .withColumn("groups", F.when(F.col("reason").isNull(), F.split(
+             _by_kind(lambda _, kind: F.regexp_replace("body", kind.pattern, kind.template())), SEP)))
+         .withColumn("type", _by_kind(lambda _, kind: F.lit(kind.name))))
+    k = k.withColumn("isr_before", F.when(F.col("type").isin("isr_shrink", "isr_expand"),
+                                          _sorted_ids(_slot("isr_before"))))
+    k = k.withColumn("isr_after", F.when(_slot("isr_after").isNotNull() | (F.col("type") == ISR_UPDATE),
+                                         _sorted_ids(F.coalesce(_slot("isr_after"), F.lit("")))))
+    return k.select(*_kafka_fields(), "reason", _malformed_text())
+
+
+def _fill_file_broker(parsed: DataFrame) -> DataFrame:
+    """Lines without a broker id (a fetcher line, say) take the broker the rest of their file names."""
+    per_file = (parsed.where(F.col("broker").isNotNull()).groupBy("file", "broker").count()
+                .withColumn("rank", F.row_number().over(Window.partitionBy("file").orderBy(F.desc("count"), "broker")))
+                .where(F.col("rank") == 1).select("file", F.col("broker").alias("file_broker")))
+    return (parsed.join(F.broadcast(per_file), "file", "left")
+            .withColumn("broker", F.coalesce("broker", "file_broker")).select(*PARSED_COLUMNS))
+
+
+def load(spark: SparkSession, inputs: Inputs, log_timezone: str = "UTC") -> DataFrame:
+    """All inputs parsed into PARSED_COLUMNS: events have a null `reason`, malformed lines a reason and text."""
+    assert inputs.event_logs or inputs.kafka_logs
+    parts: list[DataFrame] = []
+    if inputs.event_logs:
+        parts.append(parse_insync(read_lines(spark, inputs.event_logs)).select(*PARSED_COLUMNS))
+    if inputs.kafka_logs:
+        parts.append(_fill_file_broker(parse_kafka(read_lines(spark, inputs.kafka_logs), log_timezone)))
+    return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+
+
+def events_of(parsed: DataFrame) -> DataFrame:
+    return parsed.where(F.col("reason").isNull()).select(*EVENT_COLUMNS)
+
+
+def malformed_of(parsed: DataFrame) -> DataFrame:
+    return parsed.where(F.col("reason").isNotNull()).select(*MALFORMED_COLUMNS)

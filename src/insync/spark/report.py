@@ -1,0 +1,261 @@
+"""The HTML report: `collect` pulls small aggregates and the top rows from the tables (Spark), `render` turns them
+into one self-contained page (pure Python: inline CSS and SVG, no scripts, no external files).
+
+All times are shown in UTC with a `Z`. The recommendations are rules over the episode causes, each quoting the
+episodes and counts it rests on; with no ISR churn there is nothing to recommend, and the report says so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from insync.spark import analysis, svg
+from insync.spark.inputs import Inputs
+
+TOP_ROWS = 50  # rows shown per table
+MALFORMED_EXAMPLES = 20
+CHURN_BUCKETS = 60
+GANTT_PARTITIONS = 25
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportData:
+    summary: dict[str, Any]
+    inputs: Inputs
+    options: analysis.AnalysisOptions
+    first_ms: int | None
+    last_ms: int | None
+    bucket_ms: int
+    churn: list[tuple[int, int, int]]  # (bucket start ms, shrinks, expands)
+    interval_totals: list[Row]  # per kind: count, total duration, open-ended
+    longest_intervals: list[Row]
+    gantt_rows: list[tuple[str, str, int, int]]
+    episodes: list[Row]
+    flaps: list[Row]
+    brokers: list[Row]
+    malformed_by_reason: list[Row]
+    malformed_examples: list[Row]
+    partitions_with_replicas: int
+
+
+def _rows(df: Any, limit: int) -> list[Row]:
+    return [row.asDict() for row in df.limit(limit).collect()]
+
+
+def _bucket_ms(first_ms: int, last_ms: int) -> int:
+    """A round bucket width giving at most CHURN_BUCKETS buckets."""
+    raw = max((last_ms - first_ms) / CHURN_BUCKETS, 1000)
+    for width in (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 21_600_000,
+                  86_400_000):
+        if width >= raw:
+            return width
+    return int(math.ceil(raw / 86_400_000) * 86_400_000)
+
+
+def collect(tables: Any, summary: dict[str, Any], inputs: Inputs, options: analysis.AnalysisOptions) -> ReportData:
+    """Everything the page shows, from the job's tables (job.Tables); only aggregates and top rows are collected."""
+    bounds = tables.events.agg(F.min("ts_ms").alias("first"), F.max("ts_ms").alias("last")).first()
+    first_ms, last_ms = (bounds["first"], bounds["last"]) if bounds is not None else (None, None)
+    bucket_ms = _bucket_ms(first_ms, last_ms) if first_ms is not None and last_ms is not None else 1000
+    origin = first_ms or 0
+    bucket = F.floor((F.col("ts_ms") - origin) / bucket_ms)
+    churn_rows = tables.isr_changes.groupBy(bucket.alias("b")).agg(
+        F.sum((F.size("removed") > 0).cast("int")).alias("shrinks"),
+        F.sum((F.size("added") > 0).cast("int")).alias("expands")).orderBy("b").collect()
+    churn = [(origin + int(r["b"]) * bucket_ms, int(r["shrinks"]), int(r["expands"])) for r in churn_rows]
+    spans = tables.intervals
+    totals = _rows(spans.groupBy("kind").agg(
+        F.count("*").alias("intervals"), F.sum("duration_ms").alias("total_ms"), F.max("duration_ms").alias("max_ms"),
+        F.sum(F.col("open_ended").cast("int")).alias("open_ended"),
+        F.countDistinct("topic", "partition").alias("partitions")).orderBy("kind"), 10)
+    worst = (spans.where(F.col("kind") == "under_replicated").groupBy("topic", "partition")
+             .agg(F.sum("duration_ms").alias("total")).orderBy(F.desc("total"), "topic", "partition")
+             .limit(GANTT_PARTITIONS))
+    gantt = [(f'{r["topic"]}-{r["partition"]}', r["kind"], int(r["start_ms"]), int(r["end_ms"]))
+             for r in spans.join(worst, ["topic", "partition"]).orderBy(F.desc("total"), "start_ms")
+             .limit(svg.BARS_MAX).collect()]
+    malformed = tables.malformed
+    return ReportData(
+        summary=summary, inputs=inputs, options=options, first_ms=first_ms, last_ms=last_ms, bucket_ms=bucket_ms,
+        churn=churn, interval_totals=totals,
+        longest_intervals=_rows(spans.orderBy(F.desc("duration_ms"), "topic", "partition"), TOP_ROWS),
+        gantt_rows=gantt,
+        episodes=_rows(tables.episodes.orderBy("episode"), TOP_ROWS),
+        flaps=_rows(tables.flapping_episodes.orderBy("removed_at", "topic", "partition"), TOP_ROWS),
+        brokers=_rows(tables.per_broker.orderBy("broker"), svg.BARS_MAX),
+        malformed_by_reason=_rows(malformed.groupBy("source", "reason").count().orderBy(F.desc("count")), TOP_ROWS),
+        malformed_examples=_rows(malformed.orderBy("source", "file", "line"), MALFORMED_EXAMPLES),
+        partitions_with_replicas=tables.replica_counts.where("replicas_known").count(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Rendering
+
+
+def utc(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        stamp = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return escape(utc(stamp.timestamp() * 1000))
+    if isinstance(value, list):
+        return escape(",".join(str(v) for v in value))
+    return escape("-" if value is None else str(value))
+
+
+def _table(rows: Sequence[Row], columns: Sequence[str]) -> str:
+    if not rows:
+        return "<p class=none>None.</p>"
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in columns) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _episodes_of(data: ReportData, cause: str) -> list[Row]:
+    return [e for e in data.episodes if e["cause"] == cause]
+
+
+def _example(episodes: list[Row]) -> str:
+    first = episodes[0]
+    return f'episode {first["episode"]} at {_cell(first["start"])}: {first["evidence"]}'
+
+
+def recommendations(data: ReportData) -> list[tuple[str, str]]:
+    """(advice, evidence) pairs, one per cause or condition found."""
+    causes = data.summary["episodes_by_cause"]
+    out: list[tuple[str, str]] = []
+    by_messages = sum(int(b.get("removed_by_messages", 0)) for b in data.brokers)
+    if causes.get("burst", 0) or by_messages:
+        out.append(("Judge replica lag by time only: set replica.lag.max.messages=0 (off) and keep "
+                    "replica.lag.time.max.ms (default 30000). Healthy followers removed by a large batch come back "
+                    "on their next fetch; under time-based lag they are never removed (seed 001).",
+                    f'{causes.get("burst", 0)} burst episode(s), {by_messages} removal(s) by message count, '
+                    f'{data.summary["flapping_episodes"]} flap(s) within {data.options.flap_window_ms // 1000} s'
+                    + (f"; e.g. {_example(_episodes_of(data, 'burst'))}" if _episodes_of(data, "burst") else "")))
+    if causes.get("leader", 0):
+        leaders = sorted({e["leaders"][0] for e in _episodes_of(data, "leader") if e["leaders"]})
+        out.append(("Set follower.fetch.pending.reads.insync.enable=true (KIP-501): followers whose fetch the leader "
+                    "is still serving stay in sync, so a slow leader read no longer empties the ISR. Then look at "
+                    f"broker(s) {', '.join(map(str, leaders))}: disk and CPU during these episodes.",
+                    f'{causes["leader"]} leader-side episode(s); e.g. {_example(_episodes_of(data, "leader"))}'))
+    if causes.get("follower", 0):
+        blamed = sorted({e["removed_brokers"][0] for e in _episodes_of(data, "follower") if e["removed_brokers"]})
+        out.append((f"Look at broker(s) {', '.join(map(str, blamed))}: dropped from many partitions at once "
+                    "(GC pause, network, disk, or the broker stopping). If pauses are expected, "
+                    "replica.lag.time.max.ms must exceed the longest one.",
+                    f'{causes["follower"]} follower-side episode(s); e.g. {_example(_episodes_of(data, "follower"))}'))
+    if causes.get("stuck", 0) or causes.get("slow", 0):
+        out.append(("Stuck followers (no fetch within replica.lag.time.max.ms) point at liveness or the network; slow "
+                    "ones (fetching, not catching up) at fetch capacity: num.replica.fetchers, "
+                    "replica.fetch.max.bytes.",
+                    f'{causes.get("stuck", 0)} stuck and {causes.get("slow", 0)} slow episode(s) by insync reasons'))
+    for row in data.interval_totals:
+        if row["kind"] == "under_min_isr":
+            out.append(("acks=all producers were refused (NOT_ENOUGH_REPLICAS) while the ISR was below "
+                        "min.insync.replicas: fix the causes above rather than lowering min.insync.replicas.",
+                        f'{row["intervals"]} interval(s) over {row["partitions"]} partition(s), '
+                        f'{row["total_ms"] / 1000:.1f} s in total'))
+        if row["kind"] == "offline":
+            out.append(("Partitions went offline (no in-sync replica to lead). Keep "
+                        "unclean.leader.election.enable=false unless losing acknowledged data is acceptable; "
+                        "the ISR fixes above keep more replicas electable.",
+                        f'{row["intervals"]} interval(s), {row["total_ms"] / 1000:.1f} s in total'))
+    return out
+
+
+def _notes(data: ReportData) -> list[str]:
+    partitions = data.summary["partitions"]
+    notes = [f"All times are UTC. Kafka log4j timestamps were read as {data.options.log_timezone}.",
+             f"Under-replicated means an ISR smaller than the replica set: the replica set was named by the events "
+             f"for {data.partitions_with_replicas} of {partitions} partition(s); for the others it is taken as the "
+             f"largest ISR seen for the partition, so a replica that was out for the whole log is not counted.",
+             f"Shrink episodes group removals less than {analysis.EPISODE_GAP_S} s apart. Causes are checked in "
+             f"this order: follower (one broker removed from at least {analysis.FOLLOWER_PARTITIONS_MIN} "
+             f"partitions), burst (every replica back within {analysis.BURST_OUT_MS_MAX / 1000:.0f} s, none "
+             "stuck), leader (one leader, all its followers removed), insync reasons (stuck, slow), unknown.",
+             f"A flapping episode is a replica removed and re-added within {data.options.flap_window_ms / 1000:.0f} s."]
+    if data.inputs.kafka_logs:
+        notes.append("Kafka server.log lines do not show a partition going offline (that is in the controller's "
+                     "log): offline windows come from insync events only.")
+    return notes
+
+
+_CSS = ("body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
+        "table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
+        "th{background:#f3f3f3}.none{color:#777}h2{border-bottom:1px solid #ddd;margin-top:1.6em}"
+        ".kpi{display:inline-block;margin:0 1.5em .5em 0}.kpi b{font-size:1.4em;display:block}"
+        "code{background:#f6f6f6}")
+
+EPISODE_COLUMNS = ("episode", "start", "end", "duration_ms", "cause", "evidence", "partitions", "removals",
+                   "removed_brokers", "leaders", "max_out_ms", "not_back")
+INTERVAL_COLUMNS = ("topic", "partition", "kind", "start", "end", "duration_ms", "open_ended")
+FLAP_COLUMNS = ("topic", "partition", "replica", "leader", "removed_at", "readded_at", "out_ms", "reason")
+BROKER_COLUMNS = ("broker", "times_removed", "partitions_removed_from", "times_leader_of_removal",
+                  "partitions_led_with_removals", "follower_episodes", "leader_episodes", "flaps", "removed_stuck",
+                  "removed_slow", "removed_by_messages", "partitions_failed", "events_reported")
+
+
+def _kpis(summary: dict[str, Any]) -> str:
+    shown = [(k, v) for k, v in summary.items() if k != "episodes_by_cause"]
+    shown += [(f"{cause} episodes", n) for cause, n in summary["episodes_by_cause"].items()]
+    return "".join(f'<span class=kpi><b>{escape(str(v))}</b>{escape(k)}</span>' for k, v in shown)
+
+
+def _charts(data: ReportData) -> str:
+    parts = []
+    if data.churn:
+        labels = [utc(ms) for ms, _, _ in data.churn]
+        parts.append(svg.stacked_bars(f"ISR shrinks and expands per {data.bucket_ms // 1000} s", labels,
+                                      {"shrink": [s for _, s, _ in data.churn],
+                                       "expand": [e for _, _, e in data.churn]}))
+    if data.gantt_rows and data.first_ms is not None and data.last_ms is not None:
+        parts.append(svg.gantt("Intervals of the most under-replicated partitions", data.gantt_rows,
+                               data.first_ms, data.last_ms, utc))
+    return "".join(f"<div>{p}</div>" for p in parts) or "<p class=none>No ISR changes to plot.</p>"
+
+
+def render(data: ReportData) -> str:
+    """The whole report page."""
+    advice = recommendations(data)
+    advice_html = ("".join(f"<li><p>{escape(a)}</p><p><i>Evidence:</i> {escape(e)}</p></li>" for a, e in advice)
+                   if advice else "<li>No ISR churn, no under-min-ISR or offline time: nothing to change.</li>")
+    broker_chart = svg.horizontal_bars("Per broker", [
+        (f'broker {b["broker"]}', {"times removed": int(b["times_removed"]),
+                                   "leader when followers removed": int(b["times_leader_of_removal"])})
+        for b in data.brokers]) if data.brokers else ""
+    inputs = [*data.inputs.event_logs, *data.inputs.kafka_logs]
+    sections = [
+        f"<h1>insync replication-health report</h1><p>{utc(data.first_ms)} to {utc(data.last_ms)} (UTC), "
+        f"{len(inputs)} log file(s).</p>",
+        f"<h2>Summary</h2><div>{_kpis(data.summary)}</div>",
+        f"<h2>Recommendations</h2><ol>{advice_html}</ol>",
+        f"<h2>ISR churn and intervals</h2>{_charts(data)}",
+        "<h3>Intervals by kind</h3>" + _table(data.interval_totals, ("kind", "intervals", "partitions", "total_ms",
+                                                                     "max_ms", "open_ended")),
+        "<h3>Longest intervals</h3>" + _table(data.longest_intervals, INTERVAL_COLUMNS),
+        "<h2>Shrink episodes and causes</h2>" + _table(data.episodes, EPISODE_COLUMNS),
+        "<h2>Flapping episodes</h2>" + _table(data.flaps, FLAP_COLUMNS),
+        f"<h2>Per broker</h2>{broker_chart}" + _table(data.brokers, BROKER_COLUMNS),
+        "<h2>Malformed lines</h2>" + _table(data.malformed_by_reason, ("source", "reason", "count"))
+        + _table(data.malformed_examples, ("source", "file", "line", "reason", "text")),
+        "<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in _notes(data)) + "</ul>",
+        "<h2>Inputs</h2><ul>" + "".join(f"<li><code>{escape(p)}</code></li>" for p in inputs[:TOP_ROWS]) + "</ul>",
+    ]
+    return ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>insync analysis</title>"
+            f"<style>{_CSS}</style></head><body>{''.join(sections)}</body></html>\n")

@@ -1,0 +1,123 @@
+"""Each packaged scenario with its expected outcome (issue 3, "Scenarios"), asserted on the run's result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from insync.sim.result import SimResult
+from insync.sim.run import run_scenario
+from insync.sim.scenario import load_scenario
+
+
+def run(name: str, seed: int | None = None, **overrides: object) -> SimResult:
+    sets = {key: str(value).lower() if isinstance(value, bool) else str(value) for key, value in overrides.items()}
+    result = run_scenario(load_scenario(name, sets, seed=seed), sets)
+    assert not result.invariant_violations, (result.reproduce_command(), result.invariant_violations[:5])
+    return result
+
+
+def events(result: SimResult, kind: str, partition: int | None = None) -> list[dict[str, Any]]:
+    return [e for e in result.events if e["type"] == kind and (partition is None or e.get("partition") == partition)]
+
+
+def test_bursty_producer_time_rule_keeps_healthy_followers() -> None:
+    result = run("bursty-producer")
+    assert result.acked > 0 and result.lost_acked == 0
+    assert result.isr_shrinks == 0 and result.urp_ms == 0
+
+
+def test_bursty_producer_count_rule_flaps() -> None:
+    result = run("bursty-producer", **{"broker.replica.lag.max.messages": 4000})
+    assert result.isr_shrinks > 0 and result.urp_ms > 0
+    reasons = {r["reason"] for e in events(result, "isr_shrink") for r in e["removed"]}
+    assert reasons == {"messages"}
+    assert result.isr_expands > 0  # healthy followers come straight back: the flapping of seed 001
+
+
+def test_stuck_follower_removed_between_lag_and_one_and_a_half_lag() -> None:
+    result = run("stuck-follower")
+    lag = 10_000
+    [shrink] = events(result, "isr_shrink")
+    [removed] = shrink["removed"]
+    assert removed["reason"] == "stuck"
+    waited = shrink["ts_ms"] - removed["last_caught_up_ms"]
+    assert lag < waited <= 1.5 * lag, waited
+    expands = [e for e in events(result, "isr_expand") if any(a["broker"] == removed["broker"] for a in e["added"])]
+    assert expands and expands[0]["ts_ms"] > shrink["ts_ms"]
+    assert "NOT_ENOUGH_REPLICAS" not in result.produce_errors
+    assert result.lost_acked == 0 and result.acked > 0
+    # acks=all kept succeeding throughout: acknowledgements before, during and after the pause.
+    assert result.produce_errors.get("REQUEST_TIMED_OUT", 0) == 0
+
+
+def test_slow_follower_removed_as_slow_within_one_and_a_half_lag() -> None:
+    result = run("slow-follower")
+    shrinks = events(result, "isr_shrink")
+    assert shrinks
+    removed = shrinks[0]["removed"][0]
+    assert removed["reason"] == "slow"
+    assert shrinks[0]["ts_ms"] - removed["last_caught_up_ms"] <= 15_000
+
+
+def test_slow_leader_reads_flag_off_goes_offline() -> None:
+    result = run("slow-leader-reads", seed=0)
+    removed = [r for e in events(result, "isr_shrink") for r in e["removed"]]
+    assert len({r["broker"] for r in removed}) == 2
+    assert result.produce_errors.get("NOT_ENOUGH_REPLICAS", 0) > 0
+    assert events(result, "partition_offline")
+    assert result.offline_ms > 20_000
+
+
+def test_slow_leader_reads_flag_on_fails_over_without_loss() -> None:
+    result = run("slow-leader-reads", seed=0, **{"broker.follower.fetch.pending.reads.insync.enable": True})
+    assert result.isr_shrinks == 0 or all(
+        r["reason"] != "slow" for e in events(result, "isr_shrink") for r in e["removed"])
+    assert events(result, "isr_kept_pending_read")
+    assert result.lost_acked == 0 and result.unclean_elections == 0
+    leaders = [e for e in events(result, "leader_change") if e["reason"] != "created"]
+    assert leaders and leaders[0]["leader_after"] != -1
+    # Offline only for the failover: the session timeout (9 s) plus a heartbeat.
+    assert result.offline_ms <= 12_000
+
+
+def test_failing_partition_isolated_then_rejoins() -> None:
+    result = run("failing-partition", seed=2)
+    assert result.failed_partitions_max == 1
+    [failed] = events(result, "partition_failed")
+    assert result.failed_partitions_end == 0
+    # Until the follower restarts (35 s into the run), only the failed partition leaves the ISR.
+    restart_ms = min(e["ts_ms"] for e in result.events) + 36_000
+    shrunk = {e["partition"] for e in events(result, "isr_shrink") if e["ts_ms"] < restart_ms}
+    assert shrunk == {failed["partition"]}
+    rejoined = [e for e in events(result, "isr_expand", failed["partition"]) if e["ts_ms"] > failed["ts_ms"]]
+    assert rejoined
+
+
+def test_log_start_race_no_failed_partition_and_rejoin() -> None:
+    result = run("log-start-race", seed=4)
+    assert result.failed_partitions_max == 0
+    assert not events(result, "partition_failed")
+    assert events(result, "isr_shrink") and events(result, "isr_expand")
+    assert any(e["reason"] in ("leader_log_start", "offset_out_of_range") for e in events(result, "truncate"))
+
+
+def test_isr_propagation_batches_and_bounds() -> None:
+    result = run("isr-propagation", seed=3)
+    start = min(e["ts_ms"] for e in result.events)
+    props = [e["ts_ms"] - start for e in events(result, "metadata_propagated")]
+    changes = sorted(e["ts_ms"] - start for e in result.events if e["type"] in ("isr_shrink", "isr_expand"))
+    # Phase 1: at least 50 ISR changes within 3 s reach brokers in at most 2 propagations.
+    burst = [t for t in changes if t < 40_000]
+    assert sum(1 for t in burst if t <= burst[0] + 3_000) >= 50
+    window = [p for p in props if burst[0] <= p <= burst[-1] + 7_500]
+    assert 1 <= len(window) <= 2, window
+    # Phase 2: a lone change is published 5 to 7.5 s after it happened.
+    [lone] = [t for t in changes if 45_000 <= t < 90_000]
+    first_after = min(p for p in props if p >= lone)
+    assert 5_000 <= first_after - lone <= 7_500
+    # Phase 3: churn never pauses for the 5 s blackout, yet publications come at least every 60 s.
+    churn = [t for t in changes if t > 95_000]
+    assert max(b - a for a, b in zip(churn, churn[1:], strict=False)) < 5_000
+    during = [p for p in props if 95_000 < p <= churn[-1]]
+    assert len(during) >= 2
+    assert all(b - a <= 60_000 + 2_500 for a, b in zip([95_000, *during], during, strict=False))

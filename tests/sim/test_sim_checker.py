@@ -1,0 +1,86 @@
+"""The checker catches what it must: HW regressions, two leaders in one epoch, lost acks, divergent logs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from insync.sim.checker import BatchInfo, Checker
+from insync.sim.history import Ack, History
+from insync.types import Offset, TopicPartition
+
+TP = TopicPartition("t", 0)
+
+
+class FakeView:
+    def __init__(self) -> None:
+        self.leaders: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        self.logs: dict[int, list[BatchInfo]] = {}
+        self.hws: dict[int, int] = {}
+        self.leader = 1
+
+    def leader_states(self, broker_id: int) -> Iterable[tuple[TopicPartition, int, int]]:
+        return self.leaders.get(broker_id, [])
+
+    def replica_brokers(self, topic_partition: TopicPartition) -> list[int]:
+        return sorted(self.logs)
+
+    def high_watermark(self, broker_id: int, topic_partition: TopicPartition) -> int:
+        return self.hws[broker_id]
+
+    def batches(self, broker_id: int, topic_partition: TopicPartition, end_offset: int) -> list[BatchInfo]:
+        return [b for b in self.logs[broker_id] if b.base_offset < end_offset]
+
+    def current_leader(self, topic_partition: TopicPartition) -> int:
+        return self.leader
+
+
+def test_hw_going_backwards_within_an_epoch_is_a_violation_but_not_across_epochs() -> None:
+    view = FakeView()
+    checker = Checker(view)
+    view.leaders[1] = [(TP, 3, 100)]
+    checker.check_broker(0, 1)
+    view.leaders[1] = [(TP, 4, 90)]  # a new epoch may start lower
+    checker.check_broker(1, 1)
+    assert checker.violations == []
+    view.leaders[1] = [(TP, 4, 80)]
+    checker.check_broker(2, 1)
+    assert len(checker.violations) == 1 and "backwards" in checker.violations[0]
+
+
+def test_two_leaders_for_one_epoch_is_a_violation() -> None:
+    view = FakeView()
+    checker = Checker(view)
+    view.leaders[1] = [(TP, 3, 100)]
+    view.leaders[2] = [(TP, 3, 100)]
+    checker.check_broker(0, 1)
+    checker.check_broker(0, 2)
+    assert any("both led epoch 3" in v for v in checker.violations)
+
+
+def _batch(offset: int, crc: int, ident: int) -> BatchInfo:
+    return BatchInfo(offset, offset + 9, crc, (7, ident))
+
+
+def test_lost_ack_and_divergence_are_reported() -> None:
+    view = FakeView()
+    view.logs = {1: [_batch(0, 11, 0), _batch(10, 12, 10)], 2: [_batch(0, 11, 0), _batch(10, 99, 10)]}
+    view.hws = {1: 20, 2: 20}
+    history = History()
+    history.record_ack(Ack(TP, (7, 0), Offset(0), 10, -1, 0))
+    history.record_ack(Ack(TP, (7, 20), Offset(20), 10, -1, 0))  # never made it into the log
+    checker = Checker(view)
+    report = checker.final_check(0, history, [TP], unclean_elections=0)
+    assert report.lost_acked == 1
+    assert report.divergent and "diverge at offset 10" in report.divergent[0]
+    assert len(checker.violations) == 2
+
+
+def test_lost_writes_after_an_unclean_election_are_reported_not_violations() -> None:
+    view = FakeView()
+    view.logs = {1: [_batch(0, 11, 0)]}
+    view.hws = {1: 10}
+    history = History()
+    history.record_ack(Ack(TP, (7, 10), Offset(10), 10, -1, 0))
+    checker = Checker(view)
+    report = checker.final_check(0, history, [TP], unclean_elections=1)
+    assert report.lost_acked == 1 and checker.violations == []

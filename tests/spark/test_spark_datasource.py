@@ -1,0 +1,377 @@
+"""format("insync") against a live Kafka-protocol broker: batch and streaming reads, the sink, options, data loss.
+
+The broker comes from `kafka_bootstrap` (Tansu today; an insync cluster later). Tansu answers ListOffsets(latest)
+with the base offset of the newest batch + 1 instead of the high watermark, so the test producers put each record
+in its own batch (`batch.num.messages=1`), which makes both numbers equal. Tansu has no DeleteRecords, so the
+"behind the log start" case is covered by `loss_when_stalled` with explicit watermarks; truncation and offsets
+going back are covered against the broker (a range past the high watermark; a topic deleted and re-created).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # public, not in stubs
+from pyspark.errors import AnalysisException, StreamingQueryException
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from insync.spark.datasource import (
+    InsyncDataSource,
+    InsyncStreamReader,
+    InsyncStreamWriter,
+    OptionError,
+    offsets_to_json,
+    parse_sink_options,
+    parse_source_options,
+    rate_limit,
+    split_ranges,
+)
+from insync.spark.kafka_io import (
+    DataLoss,
+    DataLossError,
+    Metadata,
+    OffsetRange,
+    RangeFetch,
+    loss_when_stalled,
+)
+from insync.types import TopicPartition
+
+Record = tuple[int, bytes | None, bytes | None, list[tuple[str, str | bytes | None]] | None]  # partition, key, value, headers
+QUERY_TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="module")
+def kafka_bootstrap(tansu_bootstrap: str) -> str:
+    return tansu_bootstrap
+
+
+@pytest.fixture(scope="module")
+def insync(spark: SparkSession) -> SparkSession:
+    spark.dataSource.register(InsyncDataSource)
+    return spark
+
+
+def create_topic(bootstrap: str, partitions: int, name: str | None = None) -> str:
+    topic = name or f"ds-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(10)
+    return topic
+
+
+def produce(bootstrap: str, topic: str, records: list[Record]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    for partition, key, value, headers in records:
+        producer.produce(topic, value, key, partition=partition, headers=headers)
+    assert producer.flush(10) == 0
+
+
+def read(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
+    return spark.read.format("insync").option("kafka.bootstrap.servers", bootstrap).options(**options).load()
+
+
+def by_position(rows: list[Row]) -> list[Row]:
+    return sorted(rows, key=lambda r: (r.topic, r.partition, r.offset))
+
+
+# 3 partitions, 10 records each: null keys, a null value (tombstone), headers on every third record.
+KNOWN: list[Record] = [
+    (i % 3, None if i % 7 == 0 else b"k%d" % i, None if i == 13 else b"v%d" % i,
+     [("n", b"%d" % i), ("tag", b"x")] if i % 3 == 0 else None)
+    for i in range(30)
+]
+
+
+@pytest.fixture(scope="module")
+def known_topic(kafka_bootstrap: str) -> Iterator[tuple[str, float, float]]:
+    topic = create_topic(kafka_bootstrap, 3)
+    before = time.time()
+    produce(kafka_bootstrap, topic, KNOWN)
+    yield topic, before, time.time()
+
+
+def expected_rows(records: list[Record]) -> list[tuple[int, int, bytes | None, bytes | None, object]]:
+    """(partition, offset, key, value, headers) as the broker assigns offsets: in order within a partition."""
+    next_offset: dict[int, int] = {}
+    result = []
+    for partition, key, value, headers in records:
+        offset = next_offset.get(partition, 0)
+        next_offset[partition] = offset + 1
+        result.append((partition, offset, key, value, [tuple(h) for h in headers] if headers else None))
+    return sorted(result, key=lambda r: (r[0], r[1]))
+
+
+def test_batch_read_returns_every_record_with_the_kafka_schema(insync: SparkSession, kafka_bootstrap: str,
+                                                               known_topic: tuple[str, float, float]) -> None:
+    topic, before, after = known_topic
+    df = read(insync, kafka_bootstrap, subscribe=topic, includeHeaders="true")
+    headers = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+    assert df.schema == StructType([
+        StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+        StructField("partition", IntegerType()), StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType()),
+        StructField("headers", headers)])
+    rows = by_position(df.collect())
+    assert len(rows) == len(KNOWN)
+    got = [(r.partition, r.offset, r.key, r.value,
+            [(h.key, h.value) for h in r.headers] if r.headers is not None else None) for r in rows]
+    assert got == expected_rows(KNOWN)
+    assert {r.topic for r in rows} == {topic}
+    assert {r.timestampType for r in rows} == {0}  # CreateTime
+    # Spark returns naive datetimes in the session zone, which the shared session pins to UTC.
+    stamps = [r.timestamp.replace(tzinfo=UTC).timestamp() for r in rows]
+    assert all(before - 1 <= s <= after + 1 for s in stamps)
+    assert "headers" not in read(insync, kafka_bootstrap, subscribe=topic).columns
+
+
+def test_batch_read_exact_offset_ranges_split_by_min_partitions(insync: SparkSession, kafka_bootstrap: str,
+                                                               known_topic: tuple[str, float, float]) -> None:
+    topic = known_topic[0]
+    starting = json.dumps({topic: {"0": 2, "1": -2, "2": 5}})
+    ending = json.dumps({topic: {"0": 7, "1": -1, "2": 5}})
+    df = read(insync, kafka_bootstrap, subscribePattern=topic.replace("-", "."), startingOffsets=starting,
+              endingOffsets=ending, minPartitions="6")
+    assert df.rdd.getNumPartitions() == 6  # [2, 7) and [0, 10) cut into pieces; the empty [5, 5) dropped
+    got = [(r.partition, r.offset) for r in by_position(df.collect())]
+    assert got == [(0, o) for o in range(2, 7)] + [(1, o) for o in range(10)]
+
+
+def test_batch_read_of_assigned_partitions(insync: SparkSession, kafka_bootstrap: str,
+                                           known_topic: tuple[str, float, float]) -> None:
+    topic = known_topic[0]
+    rows = read(insync, kafka_bootstrap, assign=json.dumps({topic: [2]})).collect()
+    assert sorted(r.offset for r in rows) == list(range(10)) and {r.partition for r in rows} == {2}
+
+
+def test_batch_read_from_a_timestamp(insync: SparkSession, kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 1)
+    base_ms = int(time.time() * 1000) - 100_000
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    for i in range(5):
+        producer.produce(topic, b"t%d" % i, partition=0, timestamp=base_ms + i * 1000)
+    assert producer.flush(10) == 0
+    with Metadata({"bootstrap.servers": kafka_bootstrap}) as md:
+        if md.for_timestamp([TopicPartition(topic, 0)], base_ms + 1500)[TopicPartition(topic, 0)] == 0:
+            pytest.skip("this broker ignores the timestamp in ListOffsets (Tansu 0.6 answers 0)")
+    rows = read(insync, kafka_bootstrap, subscribe=topic, startingTimestamp=str(base_ms + 1500)).collect()
+    assert sorted(r.offset for r in rows) == [2, 3, 4]
+    assert read(insync, kafka_bootstrap, subscribe=topic, startingTimestamp=str(base_ms + 9000)).collect() == []
+
+
+SOURCE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
+
+
+@pytest.mark.parametrize(("options", "streaming", "named"), [
+    ({"subscribe": "t"}, False, ["kafka.bootstrap.servers"]),
+    ({"kafka.bootstrap.servers": "h:1"}, False, ["subscribe", "subscribePattern", "assign"]),
+    (SOURCE | {"assign": '{"t": [0]}'}, False, ["subscribe", "assign"]),
+    ({"kafka.bootstrap.servers": "h:1", "subscribe": " , "}, False, ["subscribe"]),
+    ({"kafka.bootstrap.servers": "h:1", "assign": '{"t": 0}'}, False, ["assign"]),
+    (SOURCE | {"startingOffsets": "earliest", "startingTimestamp": "5"}, False,
+     ["startingOffsets", "startingTimestamp"]),
+    (SOURCE | {"startingOffsets": "latest"}, False, ["startingOffsets"]),
+    (SOURCE | {"startingOffsets": '{"t": {"0": -1}}'}, False, ["startingOffsets"]),
+    (SOURCE | {"endingOffsets": '{"t": {"0": -2}}'}, False, ["endingOffsets"]),
+    (SOURCE | {"endingOffsets": "latest"}, True, ["endingOffsets"]),
+    (SOURCE | {"maxOffsetsPerTrigger": "10"}, False, ["maxOffsetsPerTrigger"]),
+    (SOURCE | {"maxOffsetsPerTrigger": "0"}, True, ["maxOffsetsPerTrigger"]),
+    (SOURCE | {"minPartitions": "many"}, False, ["minPartitions"]),
+    (SOURCE | {"failOnDataLoss": "maybe"}, False, ["failOnDataLoss"]),
+    (SOURCE | {"startingOfsets": "earliest"}, False, ["startingofsets"]),  # Spark lower-cases keys
+    (SOURCE | {"kafka.auto.offset.reset": "latest"}, False, ["kafka.auto.offset.reset"]),
+    ({"kafka.bootstrap.servers": "h:1", "subscribePattern": "("}, True, ["subscribePattern"]),
+])
+def test_source_option_errors_name_the_option(options: dict[str, str], streaming: bool, named: list[str]) -> None:
+    # Spark hands options over lower-cased; errors still use the documented spelling.
+    with pytest.raises(OptionError) as info:
+        parse_source_options({k.lower(): v for k, v in options.items()}, streaming)
+    assert all(name in str(info.value) for name in named), str(info.value)
+
+
+def test_option_errors_surface_at_load(insync: SparkSession, kafka_bootstrap: str,
+                                       known_topic: tuple[str, float, float]) -> None:
+    topic = known_topic[0]
+    with pytest.raises(AnalysisException, match="exactly one of the options subscribe"):
+        read(insync, kafka_bootstrap, subscribe=topic, assign=json.dumps({topic: [0]}))
+    with pytest.raises(AnalysisException, match=r"startingOffsets must give an offset for every .*-1'"):
+        read(insync, kafka_bootstrap, subscribe=topic, startingOffsets=json.dumps({topic: {"0": 0}})).collect()
+
+
+def test_sink_option_errors_name_the_option() -> None:
+    schema = StructType([StructField("value", StringType()), StructField("partition", LongType())])
+    base = {"kafka.bootstrap.servers": "h:1", "topic": "t"}
+    cases = [(base, schema, "partition"),
+             (base, StructType([StructField("key", StringType())]), "value"),
+             ({"kafka.bootstrap.servers": "h:1"}, StructType([StructField("value", BinaryType())]), "topic"),
+             (base | {"kafka.acks": "1"}, StructType([StructField("value", BinaryType())]), "kafka.acks")]
+    for options, sink_schema, named in cases:
+        with pytest.raises(OptionError, match=named):
+            parse_sink_options(options, sink_schema, overwrite=False)
+    with pytest.raises(OptionError, match="append"):
+        parse_sink_options(base, StructType([StructField("value", BinaryType())]), overwrite=True)
+
+
+def test_offsets_json_is_canonical_and_limits_split_by_backlog() -> None:
+    offsets = {TopicPartition("b", 10): 1, TopicPartition("b", 9): 2, TopicPartition("a", 0): 3}
+    assert json.dumps(offsets_to_json(offsets)) == '{"a": {"0": 3}, "b": {"9": 2, "10": 1}}'
+    begin = {TopicPartition("t", 0): 0, TopicPartition("t", 1): 100, TopicPartition("t", 2): 7}
+    latest = {TopicPartition("t", 0): 900, TopicPartition("t", 1): 199, TopicPartition("t", 2): 8}
+    # Backlogs 900, 99, 1 share 100 offsets: 90, 9, and the 0.1 share rounded up so nobody starves.
+    assert rate_limit(begin, latest, 100) == {TopicPartition("t", 0): 90, TopicPartition("t", 1): 109,
+                                              TopicPartition("t", 2): 8}
+    assert rate_limit(begin, latest, 5000) == latest
+    pieces = split_ranges([OffsetRange("t", 0, 0, 10), OffsetRange("t", 1, 5, 5)], 3)
+    assert pieces == [OffsetRange("t", 0, 0, 4), OffsetRange("t", 0, 4, 7), OffsetRange("t", 0, 7, 10)]
+
+
+def run_available_now(insync: SparkSession, bootstrap: str, topic: str, checkpoint: Path,
+                      **options: str) -> list[list[Row]]:
+    """One Trigger.AvailableNow run; returns the rows of each micro-batch."""
+    batches: list[list[Row]] = []
+    stream = (insync.readStream.format("insync").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic).options(**options).load())
+    query = (stream.writeStream.foreachBatch(lambda df, _batch_id: batches.append(df.collect()))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    assert query.awaitTermination(QUERY_TIMEOUT_S), "query did not finish"
+    if query.exception() is not None:
+        raise query.exception()  # type: ignore[misc]
+    return batches
+
+
+def test_stream_available_now_resumes_from_checkpoint_without_gaps_or_repeats(
+        insync: SparkSession, kafka_bootstrap: str, tmp_path: Path) -> None:
+    topic = create_topic(kafka_bootstrap, 2)
+    produce(kafka_bootstrap, topic, [(i % 2, None, b"a%d" % i, None) for i in range(10)])
+    first = run_available_now(insync, kafka_bootstrap, topic, tmp_path / "cp", startingOffsets="earliest",
+                              maxOffsetsPerTrigger="4")
+    assert len([b for b in first if b]) >= 3 and all(len(b) <= 4 for b in first)  # 10 records, <= 4 a batch
+    produce(kafka_bootstrap, topic, [(i % 2, None, b"b%d" % i, None) for i in range(7)])
+    second = run_available_now(insync, kafka_bootstrap, topic, tmp_path / "cp", startingOffsets="earliest",
+                               maxOffsetsPerTrigger="4")
+    first_rows = [r for b in first for r in b]
+    second_rows = [r for b in second for r in b]
+    assert sorted(r.value for r in first_rows) == sorted(b"a%d" % i for i in range(10))
+    assert sorted(r.value for r in second_rows) == sorted(b"b%d" % i for i in range(7))
+    positions = sorted((r.partition, r.offset) for r in first_rows + second_rows)
+    assert positions == [(0, o) for o in range(9)] + [(1, o) for o in range(8)]
+
+
+def test_batch_sink_writes_every_row(insync: SparkSession, kafka_bootstrap: str) -> None:
+    topic, other = create_topic(kafka_bootstrap, 2), create_topic(kafka_bootstrap, 1)
+    rows = [(b"k%d" % i, f"v{i}", i % 2, [("i", b"%d" % i)]) for i in range(20)]
+    df = insync.createDataFrame(rows, "key binary, value string, partition int, "
+                                      "headers array<struct<key: string, value: binary>>")
+    # One record per batch only for Tansu's ListOffsets (module docstring); the sink's defaults batch.
+    tansu = {"kafka.batch.num.messages": "1", "kafka.linger.ms": "0"}
+    (df.write.format("insync").option("kafka.bootstrap.servers", kafka_bootstrap).option("topic", topic)
+     .options(**tansu).mode("append").save())
+    back = by_position(read(insync, kafka_bootstrap, subscribe=topic, includeHeaders="true").collect())
+    assert sorted((r.partition, r.key, r.value, r.headers[0].value) for r in back) == sorted(
+        (i % 2, b"k%d" % i, b"v%d" % i, b"%d" % i) for i in range(20))
+    routed = insync.createDataFrame([(topic if i < 3 else other, b"r%d" % i) for i in range(5)],
+                                    "topic string, value binary")
+    routed.write.format("insync").option("kafka.bootstrap.servers", kafka_bootstrap).options(**tansu) \
+        .mode("append").save()
+    assert len(read(insync, kafka_bootstrap, subscribe=topic).collect()) == 23
+    assert sorted(r.value for r in read(insync, kafka_bootstrap, subscribe=other).collect()) == [b"r3", b"r4"]
+
+
+def test_stream_sink_copies_a_topic(insync: SparkSession, kafka_bootstrap: str, tmp_path: Path,
+                                    known_topic: tuple[str, float, float]) -> None:
+    assert "at-least-once" in (InsyncStreamWriter.__doc__ or "").lower()
+    source, target = known_topic[0], create_topic(kafka_bootstrap, 1)
+    stream = (insync.readStream.format("insync").option("kafka.bootstrap.servers", kafka_bootstrap)
+              .option("subscribe", source).option("startingOffsets", "earliest").load())
+    query = (stream.select("key", "value").writeStream.format("insync")
+             .option("kafka.bootstrap.servers", kafka_bootstrap).option("topic", target)
+             .option("kafka.batch.num.messages", "1").option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(QUERY_TIMEOUT_S) and query.exception() is None
+    copied = read(insync, kafka_bootstrap, subscribe=target).collect()
+    assert sorted((r.key or b"", r.value or b"") for r in copied) == sorted(
+        (key or b"", value or b"") for _, key, value, _ in KNOWN)
+
+
+def test_loss_when_stalled_behind_log_start_truncated_or_slow() -> None:
+    r = OffsetRange("t", 3, 0, 50)
+    # Retention or DeleteRecords moved the log start to 20: [5, 20) is gone, known at once.
+    assert loss_when_stalled(r, 5, low=20, high=60, timed_out=False) == DataLoss("t", 3, 5, 20, (
+        "were deleted (the log now starts at 20: retention or DeleteRecords)"))
+    assert loss_when_stalled(r, 5, low=80, high=90, timed_out=False).end == 50  # type: ignore[union-attr]
+    # The high watermark went back to 30: waiting first (a new leader may still catch up), then truncation.
+    assert loss_when_stalled(r, 35, low=0, high=30, timed_out=False) is None
+    truncated = loss_when_stalled(r, 35, low=0, high=30, timed_out=True)
+    assert truncated is not None and (truncated.start, truncated.end, truncated.skipped) == (35, 50, 15)
+    with pytest.raises(TimeoutError, match=r"offsets \[35, 50\)"):
+        loss_when_stalled(r, 35, low=0, high=60, timed_out=True)
+    assert "topic 't' partition 3: offsets [35, 50)" in truncated.message()
+
+
+def test_task_reports_truncation_or_skips_and_counts(kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, 1)
+    produce(kafka_bootstrap, topic, [(0, None, b"x%d" % i, None) for i in range(10)])
+    conf = {"bootstrap.servers": kafka_bootstrap}
+    # The driver planned [8, 15) but the log ends at 10: as if the records [10, 15) were truncated.
+    planned = OffsetRange(topic, 0, 8, 15)
+    strict = RangeFetch(planned, conf, include_headers=False, fail_on_data_loss=True, poll_timeout_ms=1000)
+    with pytest.raises(DataLossError, match=rf"topic '{topic}' partition 0: offsets \[10, 15\) were truncated"):
+        list(strict.batches())
+    lenient = RangeFetch(planned, conf, include_headers=False, fail_on_data_loss=False, poll_timeout_ms=1000)
+    batches = list(lenient.batches())
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == [8, 9]
+    assert [(loss.start, loss.end, loss.skipped) for loss in lenient.losses] == [(10, 15, 5)]
+
+
+def test_stream_offsets_going_back_fail_the_query_or_are_skipped(insync: SparkSession, kafka_bootstrap: str,
+                                                                 tmp_path: Path) -> None:
+    topic = create_topic(kafka_bootstrap, 1)
+    produce(kafka_bootstrap, topic, [(0, None, b"old%d" % i, None) for i in range(5)])
+    checkpoint = tmp_path / "cp"
+    assert sum(map(len, run_available_now(insync, kafka_bootstrap, topic, checkpoint,
+                                          startingOffsets="earliest"))) == 5
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for future in admin.delete_topics([topic]).values():
+        future.result(10)
+    create_topic(kafka_bootstrap, 1, name=topic)
+    produce(kafka_bootstrap, topic, [(0, None, b"new%d" % i, None) for i in range(2)])
+    with pytest.raises(StreamingQueryException, match=rf"topic '{topic}' partition 0: offsets from 5 went back: "
+                                                      "the high watermark is 2"):
+        run_available_now(insync, kafka_bootstrap, topic, checkpoint)
+    assert sum(map(len, run_available_now(insync, kafka_bootstrap, topic, checkpoint,
+                                          failOnDataLoss="false"))) == 0
+    produce(kafka_bootstrap, topic, [(0, None, b"new%d" % i, None) for i in range(2, 5)])
+    rows = [r for b in run_available_now(insync, kafka_bootstrap, topic, checkpoint, failOnDataLoss="false")
+            for r in b]
+    assert [(r.offset, r.value) for r in by_position(rows)] == [(o, b"new%d" % o) for o in range(2, 5)]
+
+
+def test_stream_reader_counts_partitions_gone_or_gone_back() -> None:
+    options = parse_source_options({"kafka.bootstrap.servers": "h:1", "subscribe": "t",
+                                    "failondataloss": "false"}, streaming=True)
+    reader = InsyncStreamReader(options)
+    begin = {TopicPartition("t", 0): 10, TopicPartition("t", 1): 4, TopicPartition("t", 2): 7}
+    latest = {TopicPartition("t", 0): 12, TopicPartition("t", 1): 2}
+    assert reader._check_losses(begin, latest) == latest  # t-2 dropped, t-1 follows the log back to 2
+    assert reader.data_losses == 2
+    strict = InsyncStreamReader(parse_source_options({"kafka.bootstrap.servers": "h:1", "subscribe": "t"}, True))
+    with pytest.raises(DataLossError, match="partition 1: offsets from 4 went back: the high watermark is 2"):
+        strict._check_losses(begin, latest)
+    with pytest.raises(DataLossError, match="partition 2: offsets from 7 are gone"):
+        strict._check_losses(begin, {TopicPartition("t", 0): 12, TopicPartition("t", 1): 4})

@@ -1,0 +1,226 @@
+"""BrokerCore driven by hand: a real controller, two brokers, messages delivered in order, time moved by hand."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from insync import errors
+from insync.broker.core import BrokerCore
+from insync.broker.messages import (
+    CONTROLLER,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CompleteAfter,
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+    MetadataFetchRequest,
+    MetadataUpdate,
+    Outgoing,
+    ProduceRequest,
+    ProduceResponse,
+)
+from insync.config import BrokerConfig
+from insync.controller.controller import Controller
+from insync.controller.store import MemoryStore
+from insync.errors import KafkaException
+from insync.protocol.records import build_batch
+from insync.storage.disk import MemoryDisk
+from insync.storage.log_manager import LogManager
+from insync.types import BrokerEpoch, BrokerId, Offset, TopicPartition
+
+TP = TopicPartition("t", 0)
+START = 1_700_000_000_000
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def monotonic_ms(self) -> int:
+        return self.now
+
+
+class Harness:
+    def __init__(self, config: dict[str, object] | None = None, brokers: int = 2) -> None:
+        self.clock = Clock()
+        base = {"replica.lag.time.max.ms": 10_000, "min.insync.replicas": brokers, **(config or {})}
+        self.controller = Controller(0, BrokerConfig(base), MemoryStore(), START, random.Random(1))
+        self.disks = {b: MemoryDisk() for b in range(1, brokers + 1)}
+        self.cores: dict[int, BrokerCore] = {}
+        self.queue: deque[tuple[int | str, int | str, object]] = deque()
+        self.client: list[object] = []
+        self.pushed = self.controller.published_offset
+        self.reads: list[tuple[int, int, int]] = []  # (due, broker, token)
+        for b in self.disks:
+            config_b = BrokerConfig({**base, "node.id": b})
+            manager = LogManager.open(f"/b{b}", config_b, self.disks[b], self.clock)
+            self.cores[b] = BrokerCore(BrokerId(b), config_b, manager, 1, START)
+            self._send(b, self.cores[b].start(START))
+        self.run(0)
+
+    def _send(self, src: int | str, commands: list[Outgoing | CompleteAfter]) -> None:
+        for command in commands:
+            if isinstance(command, CompleteAfter):
+                assert isinstance(src, int)
+                self.reads.append((self.clock.now + command.delay_ms, src, command.token))
+            else:
+                self.queue.append((src, command.destination, command.message))
+
+    def _controller(self, src: int | str, message: object) -> None:
+        now = self.clock.now
+        c = self.controller
+        reply: object
+        if isinstance(message, BrokerRegistrationRequest):
+            epoch = c.register_broker(message.broker_id, f"i{message.incarnation_id}", "h", 1, now).response
+            reply = BrokerRegistrationResponse(message.correlation_id, errors.NONE, BrokerEpoch(epoch))
+        elif isinstance(message, BrokerHeartbeatRequest):
+            hb = c.heartbeat(message.broker_id, message.broker_epoch, now, message.metadata_offset).response
+            reply = BrokerHeartbeatResponse(message.correlation_id, errors.NONE, hb.is_fenced, c.published_offset)
+        elif isinstance(message, AlterPartitionRequest):
+            try:
+                results = c.alter_partition(message.broker_id, message.broker_epoch, message.items, now).response
+                reply = AlterPartitionResponse(message.correlation_id, errors.NONE, results)
+            except KafkaException as exc:
+                reply = AlterPartitionResponse(message.correlation_id, exc.error, ())
+        else:
+            assert isinstance(message, MetadataFetchRequest)
+            records, published = c.records_since(message.from_offset, message.max_records)
+            reply = MetadataUpdate(message.correlation_id, tuple(records), published)
+        self.queue.append((CONTROLLER, src, reply))
+
+    def _push(self) -> None:
+        records, published = self.controller.records_since(self.pushed, 10_000)
+        if records:
+            self.pushed = published
+            for b in self.cores:
+                self.queue.append((CONTROLLER, b, MetadataUpdate(0, tuple(records), published)))
+
+    def run(self, ms: int, step_ms: int = 10) -> None:
+        """Deliver everything (in order), then move time in steps, ticking whatever is due."""
+        end = self.clock.now + ms
+        for _ in range(100_000):
+            self._push()
+            if self.queue:
+                src, dst, message = self.queue.popleft()
+                if dst == CONTROLLER:
+                    self._controller(src, message)
+                elif isinstance(dst, int):
+                    if dst not in self.cores:
+                        continue  # a stopped broker: the message is lost
+                    self._send(dst, self.cores[dst].handle(self.clock.now, src, message))
+                else:
+                    self.client.append(message)
+                continue
+            due = [r for r in self.reads if r[0] <= self.clock.now]
+            if due:
+                self.reads = [r for r in self.reads if r not in due]
+                for _, b, token in due:
+                    self._send(b, self.cores[b].complete_read(self.clock.now, token))
+                continue
+            ticked = False
+            for b, core in self.cores.items():
+                if core.next_deadline_ms() <= self.clock.now:
+                    self._send(b, core.tick(self.clock.now))
+                    ticked = True
+            if self.controller.next_deadline_ms() <= self.clock.now:
+                self.controller.tick(self.clock.now)
+                ticked = True
+            if ticked:
+                continue
+            if self.clock.now >= end:
+                return
+            self.clock.now = min(end, self.clock.now + step_ms)
+        raise AssertionError("no quiescence")
+
+    def leader(self) -> BrokerCore:
+        reg = self.controller.image.topic("t")
+        assert reg is not None
+        return self.cores[reg.partitions[0].leader]
+
+    def produce(self, acks: int, correlation: int, records: int = 3) -> None:
+        batch = build_batch([(b"k", b"v%d" % i) for i in range(records)])
+        self.queue.append(("client", self.leader().broker_id, ProduceRequest(correlation, acks, 30_000, ((TP, batch),))))
+
+
+def _cluster(config: dict[str, object] | None = None) -> Harness:
+    h = Harness(config)
+    h.run(3_000)
+    h.controller.create_topic("t", 1, 2, {}, h.clock.now)
+    h.run(1_000)
+    return h
+
+
+def test_topic_creation_makes_one_leader_and_one_follower() -> None:
+    h = _cluster()
+    leaders = [b for b, core in h.cores.items() if core.leader_states()]
+    assert len(leaders) == 1
+    follower = 3 - leaders[0]
+    assert TP in h.cores[follower].partitions and not h.cores[follower].partitions[TP].is_leader
+
+
+def test_acks_all_is_answered_once_the_follower_has_the_batch() -> None:
+    h = _cluster()
+    h.produce(-1, 7)
+    h.run(600)  # the follower learns the new HW on its next fetch, at the latest after replica.fetch.wait.max.ms
+    [response] = [m for m in h.client if isinstance(m, ProduceResponse)]
+    assert response.correlation_id == 7 and response.results[0].error is errors.NONE
+    assert all(core.high_watermark(TP) == 3 for core in h.cores.values())
+
+
+def test_acks_zero_gets_no_answer_and_acks_one_gets_one_at_once() -> None:
+    h = _cluster()
+    h.produce(0, 1)
+    h.produce(1, 2)
+    h.run(50)
+    answers = [m.correlation_id for m in h.client if isinstance(m, ProduceResponse)]
+    assert answers == [2]
+
+
+def test_follower_stuck_leaves_isr_then_acks_all_is_refused_below_min_isr() -> None:
+    h = _cluster({"broker.session.timeout.ms": 60_000})
+    follower = next(b for b, core in h.cores.items() if not core.leader_states())
+    stuck = h.cores.pop(follower)  # it stops processing anything: a stuck follower
+    h.produce(1, 1)
+    h.run(17_000)
+    h.cores[follower] = stuck
+    assert h.controller.image.topic("t").partitions[0].isr == (h.leader().broker_id,)  # type: ignore[union-attr]
+    events = [e for e in h.leader().drain_events() if e.type.value == "isr_shrink"]
+    assert events and events[0].fields["removed"][0]["reason"] == "stuck"
+    h.cores.pop(follower)
+    h.produce(-1, 9)
+    h.run(1_100)
+    [refused] = [m for m in h.client if isinstance(m, ProduceResponse) and m.correlation_id == 9]
+    assert refused.results[0].error is errors.NOT_ENOUGH_REPLICAS
+
+
+def test_slow_leader_reads_come_back_as_complete_after() -> None:
+    h = _cluster()
+    leader = h.leader()
+    h.disks[leader.broker_id].set_slow_reads(f"/b{leader.broker_id}/t-0/", 2_000)
+    h.produce(1, 1)
+    h.run(100)
+    assert h.reads, "the follower fetch waits for its slow read"
+    h.run(2_500)
+    assert h.reads == [] or all(r[0] > h.clock.now for r in h.reads)
+    follower = next(core for core in h.cores.values() if core is not leader)
+    assert follower.partitions[TP].log_end_offset == 3
+
+
+def test_consumer_reads_only_below_the_high_watermark() -> None:
+    h = _cluster()
+    h.produce(-1, 1)
+    h.run(100)
+    leader = h.leader()
+    h.queue.append(("client", leader.broker_id, ConsumerFetchRequest(5, ((TP, Offset(0)),), 0, 1 << 20)))
+    h.run(10)
+    [fetched] = [m for m in h.client if isinstance(m, ConsumerFetchResponse)]
+    part = fetched.partitions[0]
+    assert part.error is errors.NONE and part.high_watermark == 3 and len(part.records) > 0

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from insync.broker.metadata import BrokerMetadata, DeltaKind
+from insync.controller.records import (
+    PartitionChangeRecord,
+    PartitionRecord,
+    Record,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+from insync.types import BrokerId, TopicPartition
+
+TP = TopicPartition("t", 0)
+
+
+def _setup() -> list[tuple[int, Record]]:
+    records: list[Record] = [RegisterBrokerRecord(b, b - 1, f"i{b}", "h", 1) for b in (1, 2, 3)]
+    records += [TopicRecord("t", "id-t"), PartitionRecord("id-t", 0, (1, 2, 3), (1, 2, 3), 1, 0, 0)]
+    return list(enumerate(records))
+
+
+def test_leader_and_follower_deltas_on_creation() -> None:
+    leader, follower = BrokerMetadata(BrokerId(1)), BrokerMetadata(BrokerId(2))
+    assert [d.kind for d in leader.apply(_setup()) or []] == [DeltaKind.LEADER]
+    deltas = follower.apply(_setup()) or []
+    assert [(d.kind, d.topic_partition) for d in deltas] == [(DeltaKind.FOLLOWER, TP)]
+    assert follower.applied_offset == 5
+
+
+def test_isr_only_change_and_leader_change_and_stop() -> None:
+    meta = BrokerMetadata(BrokerId(1))
+    meta.apply(_setup())
+    isr_only = PartitionChangeRecord("id-t", 0, (1, 2), None, 0, 1)
+    assert [d.kind for d in meta.apply([(5, isr_only)]) or []] == [DeltaKind.ISR]
+    moved = PartitionChangeRecord("id-t", 0, None, 2, 1, 2)
+    deltas = meta.apply([(6, moved)]) or []
+    assert [d.kind for d in deltas] == [DeltaKind.FOLLOWER]
+    assert deltas[0].registration is not None and deltas[0].registration.leader == 2
+    assert [d.kind for d in meta.apply([(7, RemoveTopicRecord("id-t"))]) or []] == [DeltaKind.STOP]
+
+
+def test_a_gap_is_refused_and_a_replay_is_ignored() -> None:
+    meta = BrokerMetadata(BrokerId(3))
+    records = _setup()
+    assert meta.apply(records[2:]) is None
+    assert meta.applied_offset == 0
+    meta.apply(records)
+    assert meta.apply(records) == []
+    assert meta.applied_offset == 5

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from insync import errors
+from insync.broker.controller_channel import REQUEST_TIMEOUT_MS, ControllerChannel
+from insync.broker.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    MetadataFetchRequest,
+)
+from insync.controller.controller import AlterPartitionItemResult
+from insync.controller.replication_control import AlterPartitionItem
+from insync.types import BrokerEpoch, BrokerId, TopicPartition
+
+
+def _registered(now: int = 1000) -> ControllerChannel:
+    channel = ControllerChannel(BrokerId(1), incarnation_id=1, heartbeat_interval_ms=2000)
+    [out] = channel.tick(now, applied_offset=0)
+    assert isinstance(out.message, BrokerRegistrationRequest)
+    assert channel.on_registration(now, BrokerRegistrationResponse(out.message.correlation_id, errors.NONE,
+                                                                    BrokerEpoch(7)))
+    return channel
+
+
+def test_registers_then_heartbeats_every_interval() -> None:
+    channel = _registered()
+    assert channel.broker_epoch == 7
+    [hb] = channel.tick(1000, applied_offset=3)
+    assert isinstance(hb.message, BrokerHeartbeatRequest) and hb.message.metadata_offset == 3
+    assert channel.tick(2999, applied_offset=3) == []
+    assert channel.next_deadline_ms() == 3000
+
+
+def test_stale_epoch_sends_the_broker_back_to_registration() -> None:
+    channel = _registered()
+    channel.on_heartbeat(BrokerHeartbeatResponse(1, errors.STALE_BROKER_EPOCH, True, 0))
+    assert not channel.registered
+    [out] = channel.tick(5000, applied_offset=0)
+    assert isinstance(out.message, BrokerRegistrationRequest)
+
+
+def test_behind_the_published_offset_fetches_metadata_once() -> None:
+    channel = _registered()
+    channel.on_heartbeat(BrokerHeartbeatResponse(1, errors.NONE, False, 10))
+    out = channel.tick(1000, applied_offset=4)
+    fetches = [o.message for o in out if isinstance(o.message, MetadataFetchRequest)]
+    assert len(fetches) == 1 and fetches[0].from_offset == 4
+    assert channel.fetch_metadata(1001, 4) == []
+
+
+def test_one_alter_partition_in_flight_and_retry_after_timeout() -> None:
+    channel = _registered()
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    [first] = channel.propose(1000, tp0, AlterPartitionItem("id", 0, 0, 0, (1, 2)))
+    assert isinstance(first.message, AlterPartitionRequest) and len(first.message.items) == 1
+    assert channel.propose(1001, tp1, AlterPartitionItem("id", 1, 0, 0, (1,))) == []
+    result = AlterPartitionItemResult("id", 0, errors.NONE, 1, (1, 2), 0, 1)
+    matched, nxt = channel.on_alter_partition(1002, AlterPartitionResponse(first.message.correlation_id,
+                                                                           errors.NONE, (result,)))
+    assert [(tp, r) for tp, _, r in matched] == [(tp0, result)]
+    assert len(nxt) == 1 and isinstance(nxt[0].message, AlterPartitionRequest)
+    # The second request is lost: after the timeout its item is sent again.
+    out = channel.tick(1002 + REQUEST_TIMEOUT_MS, applied_offset=0)
+    resent = [o.message for o in out if isinstance(o.message, AlterPartitionRequest)]
+    assert len(resent) == 1 and resent[0].items[0].partition == 1
