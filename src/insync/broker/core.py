@@ -146,6 +146,12 @@ class BrokerCore:
             return self._on_alter_partition_response(now_ms, message)
         raise AssertionError(f"broker {self.broker_id} got an unexpected {type(message).__name__}")
 
+    def fetch_failed(self, now_ms: int, leader: BrokerId, correlation_id: int) -> list[Command]:
+        """A follower fetch this broker sent got no answer (the driver lost the connection or timed out)."""
+        assert now_ms >= self._now_ms
+        self._now_ms = now_ms
+        return list(self.fetchers.on_error(now_ms, leader, correlation_id))
+
     def complete_read(self, now_ms: int, token: int) -> list[Command]:
         assert now_ms >= self._now_ms
         self._now_ms = now_ms
@@ -215,7 +221,7 @@ class BrokerCore:
 
     def _on_fetch_response(self, now_ms: int, source: Address, response: FetchResponse) -> list[Command]:
         assert isinstance(source, int), source
-        return self.fetchers.on_response(now_ms, BrokerId(source), response)
+        return list(self.fetchers.on_response(now_ms, BrokerId(source), response))
 
     # Metadata -----------------------------------------------------------------------------------------
 

@@ -69,6 +69,14 @@ class ReplicaFetchers:
         session.handle_fetch_response(response, now_ms)
         return self._send(now_ms, session)
 
+    def on_error(self, now_ms: int, leader: BrokerId, correlation_id: int) -> list[Outgoing]:
+        """The fetch got no answer (connection lost or timed out): its partitions back off, then retry."""
+        session = self.sessions.get(leader)
+        if session is None:
+            return []
+        session.handle_fetch_error(correlation_id, now_ms)
+        return self._send(now_ms, session)
+
     def tick(self, now_ms: int) -> list[Outgoing]:
         commands: list[Outgoing] = []
         for session in self.sessions.values():

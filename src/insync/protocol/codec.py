@@ -7,7 +7,9 @@ table of what the broker implements, then lets kio parse the header and body. Th
 `DecodedRequest` or one of two typed errors the server turns into Kafka's behaviour:
 - `UnsupportedRequest` (unknown api key, or a version outside the table): ApiVersions answers error 35 with a v0
   body listing what is supported; anything else closes the connection, as Kafka does.
-- `MalformedRequest` (a body that does not parse, or trailing bytes): the connection is closed.
+- `MalformedRequest` (a body that does not parse): the connection is closed.
+Trailing bytes after a complete body are ignored, as Kafka's parser ignores them: librdkafka 2.x sends a
+Metadata v13 "brokers only" request whose empty topic list is int32-encoded, leaving three extra bytes.
 
 `encode_response` writes the response header (v0 for ApiVersions always, and for non-flexible responses; v1
 otherwise) and body, framed. kio writes tagged fields only when they differ from their defaults, which is what
@@ -82,9 +84,7 @@ def decode_request(frame_bytes: bytes, supported: SupportedVersions) -> DecodedR
         body, body_size = entity_reader(schema)(frame_bytes, header_size)
     except Exception as exc:  # kio raises a variety of errors on garbage; all mean the same here
         raise MalformedRequest(f"cannot parse {schema.__name__} v{api_version}: {exc!r}", correlation_id) from None
-    if header_size + body_size != len(frame_bytes):
-        extra = len(frame_bytes) - header_size - body_size
-        raise MalformedRequest(f"{schema.__name__} v{api_version} has {extra} trailing bytes", correlation_id)
+    assert header_size + body_size <= len(frame_bytes), "kio read past the frame"
     return DecodedRequest(api_key, api_version, correlation_id, header.client_id, body)
 
 

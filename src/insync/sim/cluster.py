@@ -41,10 +41,12 @@ class SimCluster:
         self.failed_partitions_max = 0
         self._health: dict[TopicPartition, tuple[bool, bool, bool]] = {}
         self._health_since_ms = scheduler.now_ms
+        self._last_image: object = None
         self.urp_ms = self.under_min_isr_ms = self.offline_ms = 0
         self._min_isr_default = int(BrokerConfig(broker_config).get_int("min.insync.replicas"))
         self.controller = SimController(BrokerConfig(broker_config), scheduler, network=self.network,
-                                        broker_ids=list(self._broker_ids), sink=self._collect)
+                                        broker_ids=list(self._broker_ids), sink=self._collect,
+                                        on_step=self.update_health)
         self.brokers: dict[int, SimBroker] = {}
         for broker_id in self._broker_ids:
             config = BrokerConfig({**broker_config, "node.id": broker_id})
@@ -92,8 +94,6 @@ class SimCluster:
             health[TopicPartition(view.topic, view.partition)] = (
                 len(reg.isr) < len(reg.replicas), len(reg.isr) < min_isr, reg.leader == NO_LEADER)
         self._health = health
-
-    _last_image: object = None
 
     def note(self, text: str) -> None:
         self.trace.append(f"t={self.scheduler.elapsed_ms}ms {text}")

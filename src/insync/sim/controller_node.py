@@ -40,11 +40,12 @@ PUBLICATIONS_REMEMBERED_MAX = 1_000_000
 
 class SimController:
     def __init__(self, config: BrokerConfig, scheduler: Scheduler, network: Network, broker_ids: list[int],
-                 sink: Callable[[list[Event]], None]) -> None:
+                 sink: Callable[[list[Event]], None], on_step: Callable[[], None] = lambda: None) -> None:
         self._scheduler = scheduler
         self._network = network
         self._broker_ids = broker_ids
         self._sink = sink
+        self._on_step: Callable[[], None] = lambda: None
         self.controller = Controller(CONTROLLER_NODE_ID, config, MemoryStore(), scheduler.now_ms,
                                      random.Random(scheduler.rng.getrandbits(64)))
         self._pushed_offset = self.controller.published_offset
@@ -52,6 +53,7 @@ class SimController:
         self.publications: list[tuple[int, int]] = []  # (time, records published)
         network.register(CONTROLLER, self._on_message)
         self._after()
+        self._on_step = on_step  # from now on: the owner is fully built
 
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
         self.controller.create_topic(name, partitions, replication_factor, configs, self._scheduler.now_ms)
@@ -110,6 +112,7 @@ class SimController:
             self._sink(events)
         if controller.published_offset > self._pushed_offset:
             self._push()
+        self._on_step()
         deadline = max(controller.next_deadline_ms(), self._scheduler.now_ms)
         if self._timer is None or self._timer.time_ms != deadline:
             if self._timer is not None:

@@ -20,7 +20,7 @@ Kinds:
 - `delete_records` (`offset`: a number, or `"hw"`): the leader's log start moves (DeleteRecords).
 `every_s` and `until_s` repeat a fault periodically (churn). A `duration_s` of 0 or absent means "until the end of the run" (healed before the quiesce phase).
 
-`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, isolate, clog,
+`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, isolate, clog, swizzle,
 slow_reads), `gap_s = [min, max]` between faults, `duration_s = [min, max]`, `slow_read_ms = [min, max]`,
 `until_s` (last fault start). One fault is active at a time, so an acks=all cluster with RF 3 and min ISR 2
 must lose nothing.
@@ -38,7 +38,7 @@ from insync.types import TopicPartition
 
 KINDS = frozenset({"pause", "kill", "isolate", "partition", "clog", "swizzle", "slow_reads", "io_error",
                    "delete_records", "throttle"})
-CHAOS_KINDS = frozenset({"pause", "kill", "isolate", "clog", "slow_reads"})
+CHAOS_KINDS = frozenset({"pause", "kill", "isolate", "clog", "swizzle", "slow_reads"})
 FAULTS_PER_RUN_MAX = 100_000
 
 

@@ -32,6 +32,7 @@ STARTUP_STEP_MS = 100
 def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) -> SimResult:
     """Run `scenario` with its seed and return the result (the run is a pure function of both)."""
     wall_start = time.perf_counter()
+    cpu_start = time.process_time()
     scheduler = Scheduler(scenario.seed)
     run_start = scheduler.now_ms
     cluster = SimCluster(scheduler, scenario.brokers, scenario.broker_config, scenario.topic.name, scenario.network)
@@ -59,7 +60,7 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
     plan.heal_all()
     scheduler.run_until(end_ms + scenario.quiesce_ms)
     cluster.update_health()
-    return _result(scenario, overrides or {}, cluster, history, (run_start, wall_start), consumers)
+    return _result(scenario, overrides or {}, cluster, history, (run_start, wall_start, cpu_start), consumers)
 
 
 def _wait_for_brokers(scheduler: Scheduler, cluster: SimCluster) -> None:
@@ -71,7 +72,7 @@ def _wait_for_brokers(scheduler: Scheduler, cluster: SimCluster) -> None:
 
 
 def _result(scenario: Scenario, overrides: dict[str, str], cluster: SimCluster, history: History,
-            starts: tuple[int, float], consumers: list[SimConsumer]) -> SimResult:
+            starts: tuple[int, float, float], consumers: list[SimConsumer]) -> SimResult:
     scheduler = cluster.scheduler
     tps = [TopicPartition(scenario.topic.name, p) for p in range(scenario.topic.partitions)]
     types = Counter(event.type for event in cluster.events)
@@ -85,6 +86,7 @@ def _result(scenario: Scenario, overrides: dict[str, str], cluster: SimCluster, 
         overrides=overrides,
         virtual_s=(scheduler.now_ms - starts[0]) / 1000,
         wall_s=time.perf_counter() - starts[1],
+        cpu_s=time.process_time() - starts[2],
         acked=sum(1 for ack in history.acks),
         acked_records=history.records_acked,
         lost_acked=report.lost_acked,

@@ -35,6 +35,7 @@ from insync.types import NO_LEADER, BrokerId, Offset, TopicPartition
 # Batches a producer buffers per partition before it refuses new ones (Kafka: buffer.memory / max.block.ms).
 PRODUCER_QUEUE_MAX = 2_000
 METADATA_REFRESH_BACKOFF_MS = 100
+METADATA_RETRY_MS = 1_000
 _REFRESH_ON = frozenset({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION",
                          "REQUEST_TIMED_OUT", "KAFKA_STORAGE_ERROR", "FENCED_LEADER_EPOCH"})
 
@@ -214,8 +215,8 @@ class SimProducer:
         broker = self._bootstrap[self._scheduler.rng.randrange(len(self._bootstrap))]
         self._correlation += 1
         self._network.send(self.name, broker, MetadataRequest(self._correlation, (self.spec.topic,)))
-        # A lost request or a dead broker must not stall us: allow another attempt after a back-off.
-        self._scheduler.after(max(METADATA_REFRESH_BACKOFF_MS, 1000), self._metadata_timeout)
+        # A lost request or a dead broker must not stall us: allow another attempt after a while.
+        self._scheduler.after(METADATA_RETRY_MS, self._metadata_timeout)
 
     def _metadata_timeout(self) -> None:
         if self._metadata_pending:
@@ -259,16 +260,18 @@ class SimConsumer:
         scheduler.after(0, self._refresh_metadata)
 
     def _refresh_metadata(self) -> None:
+        """Ask a random broker who leads what; if no answer comes (lost, dead broker), ask again later."""
         self._correlation += 1
         broker = self._bootstrap[self._scheduler.rng.randrange(len(self._bootstrap))]
         self._network.send(self.name, broker, MetadataRequest(self._correlation, (self._topic,)))
-        self._scheduler.after(1000, self._poll_all)
+        self._scheduler.after(METADATA_RETRY_MS, self._check_leaders)
 
-    def _poll_all(self) -> None:
-        leaders = {leader for tp, leader in self._leaders.items() if leader != NO_LEADER}
-        if len(leaders) < len({self._leaders.get(tp) for tp in self._tps}) or not leaders:
+    def _check_leaders(self) -> None:
+        if any(tp not in self._leaders for tp in self._tps):
             self._refresh_metadata()
-        for leader in sorted(leaders):
+
+    def _poll_leaders(self) -> None:
+        for leader in sorted(set(self._leaders.values())):
             self._poll(leader)
 
     def _poll(self, leader: BrokerId) -> None:
@@ -294,9 +297,9 @@ class SimConsumer:
     def _on_message(self, src: NodeId, message: object) -> None:
         if isinstance(message, MetadataResponse):
             for meta in message.partitions:
-                self._leaders[meta.topic_partition] = meta.leader
-            for leader in sorted({leader for leader in self._leaders.values() if leader != NO_LEADER}):
-                self._poll(leader)
+                if meta.leader != NO_LEADER:
+                    self._leaders[meta.topic_partition] = meta.leader
+            self._poll_leaders()
         elif isinstance(message, ConsumerFetchResponse):
             self._on_fetch(message)
 
