@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from spark_scenario import HORIZON, T0, T1, T2, write
 
 from insync.spark import analysis, job
 from insync.spark.inputs import discover
-
-from spark_scenario import HORIZON, T0, T1, T2, write
 
 
 @pytest.fixture(scope="module")

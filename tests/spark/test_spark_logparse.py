@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from spark_scenario import KAFKA2_LOG, KAFKA3_LOG, T1, T2
 
 from insync.spark import logparse
 from insync.spark.inputs import Inputs
-
-from spark_scenario import KAFKA2_LOG, KAFKA3_LOG, T1, T2
 
 COLUMNS = ["line", "ts_ms", "broker", "topic", "partition", "type", "leader", "leader_epoch", "isr_before",
            "isr_after", "added", "hw", "leo", "under_min_isr", "min_isr"]
@@ -95,5 +94,5 @@ def test_insync_lines_validate_like_events(spark: SparkSession, tmp_path: Path) 
         (3, "no_such_type", None, None, "unknown event type"),
         (4, "partition_offline", None, None, "missing or invalid ts_ms"),
         (5, "broker_fenced", None, None, None),
-        (6, None, None, None, "not a JSON object of the event schema"),
+        (6, "partition_offline", None, None, "not a JSON object of the event schema"),
     ]

@@ -35,7 +35,8 @@ from insync import errors
 from insync.config import BrokerConfig, LogConfig
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType
-from insync.replication import follower
+from insync.protocol.records import parse_header
+from insync.replication import follower, producer_state
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.follower import Emit, FetchPosition
 from insync.replication.isr import Committed, IsrPolicy, IsrState, PendingExpand, PendingShrink
@@ -118,6 +119,7 @@ class Partition:
         self._replica_states: dict[BrokerId, ReplicaState] = {}  # leader only: every replica but this one
         self._leader_epoch_start_offset: Offset | None = None
         self._high_watermark = follower.bounded_high_watermark(log, Offset(high_watermark))
+        self.producer_state = producer_state.rebuild_from_log(log)
         self._under_replicated = False
         self._under_min_isr = False
         self._next_read_id = 0
@@ -269,8 +271,16 @@ class Partition:
             raise KafkaException(errors.NOT_ENOUGH_REPLICAS, f"The size of the current ISR Set({_isr_text(isr)}) is "
                                  f"insufficient to satisfy the min.isr requirement of {min_isr} for partition "
                                  f"{self.topic_partition}")
+        duplicate = self.producer_state.check_batch(records)
+        if duplicate is not None:  # a retry of a batch already in the log: answer with its offsets
+            return LeaderAppendResult(Offset(duplicate.first_offset), Offset(duplicate.last_offset),
+                                      duplicate.last_offset - duplicate.first_offset + 1,
+                                      ProduceWait(Offset(duplicate.last_offset + 1), self._leader_epoch), False)
         info = self.log.append_as_leader(records, self._leader_epoch)
         assert info.last_offset >= info.first_offset >= 0 and info.last_offset < self.log.log_end_offset
+        header = parse_header(records, 0)
+        self.producer_state.record(header.producer_id, header.producer_epoch, header.base_sequence,
+                                   info.first_offset, info.last_offset)
         advanced = self._maybe_advance_high_watermark(now_ms)
         wait = ProduceWait(Offset(info.last_offset + 1), self._leader_epoch)
         return LeaderAppendResult(Offset(info.first_offset), Offset(info.last_offset), info.record_count, wait,
@@ -546,12 +556,19 @@ class Partition:
         assert not self.is_leader, "a leader never appends fetched records"
         self._set_high_watermark(follower.append_fetched(self.log, fetch_offset, records, leader_high_watermark,
                                                          leader_log_start_offset, self._emitter(now_ms)))
+        self._sync_producer_state(records)
         return self.fetch_position()
+
+    def _sync_producer_state(self, appended: bytes = b"") -> None:
+        """Followers track producers too, so a new leader answers retries as the old one would."""
+        self.producer_state.truncate_to(self.log.log_end_offset)
+        producer_state.record_batches(self.producer_state, appended, below_offset=self.log.log_end_offset)
 
     def truncate_on_divergence(self, diverging_epoch: EpochEndOffset, now_ms: int) -> FetchPosition:
         assert not self.is_leader, "a leader never truncates on a fetch response"
         self._set_high_watermark(follower.truncate_on_divergence(self.log, diverging_epoch, self._high_watermark,
                                                                  self._emitter(now_ms)))
+        self._sync_producer_state()
         return self.fetch_position()
 
     def truncate_on_out_of_range(self, leader_log_start_offset: Offset, leader_log_end_offset: Offset,
@@ -560,4 +577,5 @@ class Partition:
         self._set_high_watermark(follower.truncate_on_out_of_range(
             self.log, leader_log_start_offset, leader_log_end_offset, leader_high_watermark, self._high_watermark,
             self._emitter(now_ms)))
+        self._sync_producer_state()
         return self.fetch_position()

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from insync import errors, limits
 from insync.errors import KafkaException
+from insync.protocol.records import iter_batches, parse_header
+from insync.replication.log_view import LogView
 
 NO_PRODUCER_ID = -1
 SEQUENCE_MAX = 2**31 - 1
@@ -66,6 +68,11 @@ def last_sequence_of(base_sequence: int, last_offset_delta: int) -> int:
 class ProducerStateTable:
     def __init__(self) -> None:
         self._producers: dict[int, ProducerEntry] = {}
+
+    def check_batch(self, records: bytes) -> Duplicate | None:
+        """`check` for the one batch of a produce request (its header read without decoding records)."""
+        header = parse_header(records, 0)
+        return self.check(header.producer_id, header.producer_epoch, header.base_sequence, header.last_offset_delta)
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -137,3 +144,29 @@ class ProducerStateTable:
         oldest = min(self._producers, key=lambda pid: self._producers[pid].batches[-1].last_offset
                      if self._producers[pid].batches else -1)
         del self._producers[oldest]
+
+
+def record_batches(table: ProducerStateTable, records: bytes | memoryview, below_offset: int | None = None) -> None:
+    """Record every idempotent batch in `records` (stamped with their offsets), headers only; batches at or
+    past `below_offset` (not appended) are skipped."""
+    for _, header in iter_batches(records, verify_crc=False):
+        if below_offset is not None and header.last_offset >= below_offset:
+            break
+        table.record(header.producer_id, header.producer_epoch, header.base_sequence, header.base_offset,
+                     header.last_offset)
+
+
+def rebuild_from_log(log: LogView, chunk_bytes: int = 8 * 1024 * 1024) -> ProducerStateTable:
+    """The table of a log reopened after a restart, from its batch headers (Kafka keeps snapshots instead; this
+    reads the whole log once at start-up, in bounded chunks)."""
+    table = ProducerStateTable()
+    offset, end = log.log_start_offset, log.log_end_offset
+    for _ in range(limits.RECOVERY_BATCHES_MAX):
+        if offset >= end:
+            break
+        result = log.read(offset, chunk_bytes)
+        if not result.records:
+            break
+        record_batches(table, result.records)
+        offset = result.next_offset
+    return table

@@ -4,6 +4,7 @@ After every event (cheap, O(partitions led by the brokers that just acted)):
 - a leader's high watermark never goes backwards within one leader epoch (a new leader may start lower and
   learn the HW from its followers, as in Kafka);
 - at most one broker ever acts as leader for a given (partition, leader epoch).
+Every `PREFIX_CHECK_INTERVAL_MS` of virtual time, and at the end: committed prefixes are identical.
 At the end of a run, once every fault is healed and the cluster has quiesced:
 - every batch acknowledged with acks=all is in the final leader's log below its HW, at the offset acknowledged,
   unless an unclean election happened (then lost writes are reported as such, not as violations);
@@ -25,6 +26,8 @@ from insync.types import TopicPartition
 
 # Violations remembered per run: after this many, the run is broken enough.
 VIOLATIONS_MAX = 1_000
+# Comparing logs reads every batch header, so it runs periodically rather than after every event.
+PREFIX_CHECK_INTERVAL_MS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +128,13 @@ class Checker:
         for conflict in history.consumed_conflicts:
             self.violation(now_ms, conflict)
         return report
+
+    def check_prefixes(self, now_ms: int, partitions: list[TopicPartition]) -> None:
+        """During the run: committed prefixes of live replicas agree (skipping partitions without a leader)."""
+        for tp in partitions:
+            leader = self._view.current_leader(tp)
+            if leader >= 0 and leader in self._view.replica_brokers(tp):
+                self._check_prefixes(now_ms, tp, FinalReport())
 
     def _check_prefixes(self, now_ms: int, tp: TopicPartition, report: FinalReport) -> dict[int, BatchInfo]:
         """Compare replicas below the smallest HW; return the leader's committed batches by base offset."""

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from insync.events import EventType, LeaderChangeReason
+from insync.sim.checker import PREFIX_CHECK_INTERVAL_MS
 from insync.sim.cluster import SimCluster
 from insync.sim.expectations import check_expectations
 from insync.sim.faults import FaultPlan
@@ -39,6 +41,7 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
     _wait_for_brokers(scheduler, cluster)
     topic = scenario.topic
     cluster.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.configs)
+    tps = [TopicPartition(topic.name, p) for p in range(topic.partitions)]
     scheduler.run_until(scheduler.now_ms + 1_000)  # leaders and followers start
     history = History()
     bootstrap = [BrokerId(b) for b in cluster.broker_ids()]
@@ -54,6 +57,7 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
     plan.schedule(scenario.faults)
     if scenario.chaos is not None:
         plan.schedule_chaos({"partitions": topic.partitions, **scenario.chaos})
+    _every(scheduler, PREFIX_CHECK_INTERVAL_MS, lambda: cluster.checker.check_prefixes(scheduler.now_ms, tps))
     scheduler.run_until(end_ms)
     for producer in producers:
         producer.stop()
@@ -61,6 +65,14 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
     scheduler.run_until(end_ms + scenario.quiesce_ms)
     cluster.update_health()
     return _result(scenario, overrides or {}, cluster, history, (run_start, wall_start, cpu_start), consumers)
+
+
+def _every(scheduler: Scheduler, interval_ms: int, action: Callable[[], None]) -> None:
+    def run() -> None:
+        action()
+        scheduler.after(interval_ms, run)
+
+    scheduler.after(interval_ms, run)
 
 
 def _wait_for_brokers(scheduler: Scheduler, cluster: SimCluster) -> None:

@@ -63,10 +63,13 @@ class ProducerSpec:
         assert self.max_in_flight >= 1 and self.burst_records >= 0 and self.burst_every_ms >= 0, self
 
 
+BATCH_ID_BITS = 32  # batches per producer before its ids would reach the next producer's
+
+
 @dataclass(slots=True)
 class _Batch:
     topic_partition: TopicPartition
-    sequence: int
+    producer_id: int  # the batch's own idempotent producer id; its base sequence is 0
     record_count: int
     data: bytes
     created_ms: int
@@ -129,11 +132,15 @@ class SimProducer:
         if len(queue) >= PRODUCER_QUEUE_MAX:
             self._history.record_error("BUFFER_EXHAUSTED")
             return
-        sequence = self._next_sequence
-        self._next_sequence += record_count
+        # Each batch is its own idempotent producer (a fresh producer id, sequence 0): retries of it are
+        # deduplicated by the leader exactly as Kafka's are, while batches never wait on each other's
+        # sequences, so the workload can keep several in flight and drop a batch without a sequence gap.
+        batch_producer_id = (self.producer_id << BATCH_ID_BITS) | self._next_sequence
+        self._next_sequence += 1
+        assert self._next_sequence < 2**BATCH_ID_BITS
         now = self._scheduler.now_ms
-        data = make_batch(self.producer_id, sequence, record_count, self.spec.value_bytes, now)
-        queue.append(_Batch(tp, sequence, record_count, data, now))
+        data = make_batch(batch_producer_id, 0, record_count, self.spec.value_bytes, now)
+        queue.append(_Batch(tp, batch_producer_id, record_count, data, now))
         self.batches_created += 1
         self._send_ready(tp)
 
@@ -185,7 +192,7 @@ class SimProducer:
         assert len(response.results) == 1 and response.results[0].topic_partition == tp, response
         result = response.results[0]
         if result.error is errors.NONE:
-            ack = Ack(tp, (self.producer_id, batch.sequence), result.base_offset, batch.record_count,
+            ack = Ack(tp, (batch.producer_id, 0), result.base_offset, batch.record_count,
                       self.spec.acks, self._scheduler.now_ms)
             self._history.record_ack(ack)
         else:

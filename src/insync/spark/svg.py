@@ -39,7 +39,7 @@ def stacked_bars(title: str, labels: Sequence[str], series: dict[str, Sequence[i
     body = [_text(5, top + 4, str(peak)), _text(5, top + plot_h, "0"),
             f'<line x1="{left}" y1="{top + plot_h}" x2="{WIDTH - 10}" y2="{top + plot_h}" stroke="#999"/>']
     for i in range(n):
-        y = top + plot_h
+        y = float(top + plot_h)
         for name, values in series.items():
             h = plot_h * values[i] / peak
             if h > 0:

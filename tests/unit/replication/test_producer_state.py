@@ -62,3 +62,33 @@ def test_truncation_forgets_later_batches() -> None:
     table.truncate_to(10)
     assert table.entry(2) is None
     assert table.check(1, 0, 10, 9) is None  # the truncated batch may be sent again
+
+
+def test_leader_answers_a_retry_with_the_original_offsets_and_a_new_leader_does_too() -> None:
+    from repl_helpers import T0, ids, leader, log_bytes, new_partition
+
+    from insync.protocol.records import build_batch
+    from insync.replication.producer_state import rebuild_from_log
+    from insync.types import BrokerId, LeaderEpoch, PartitionEpoch
+
+    old = leader(1, isr=(1,), replicas=(1, 2))
+    first = build_batch([(b"k", b"a"), (b"k", b"b")], producer_id=7, producer_epoch=0, base_sequence=0)
+    second = build_batch([(b"k", b"c")], producer_id=7, producer_epoch=0, base_sequence=2)
+    assert old.append_records_as_leader(first, 1, T0).first_offset == 0
+    assert old.append_records_as_leader(second, 1, T0).first_offset == 2
+    retry = old.append_records_as_leader(first, 1, T0)
+    assert (retry.first_offset, retry.last_offset) == (0, 1)
+    assert old.log.log_end_offset == 3  # nothing appended twice
+    gap = build_batch([(b"k", b"d")], producer_id=7, producer_epoch=0, base_sequence=9)
+    with pytest.raises(KafkaException, match="OUT_OF_ORDER_SEQUENCE_NUMBER"):
+        old.append_records_as_leader(gap, 1, T0)
+
+    # A follower that replicated the batches knows the producer: as the new leader it dedupes the retry.
+    follower = new_partition(2)
+    follower.make_follower(BrokerId(1), LeaderEpoch(1), PartitionEpoch(1), ids((1, 2)), ids((1, 2)), T0)
+    follower.append_fetched_records(follower.fetch_position().fetch_offset, log_bytes(old.log), 3, 0, T0)
+    assert follower.make_leader(LeaderEpoch(2), PartitionEpoch(2), ids((2,)), ids((1, 2)), T0)
+    assert follower.append_records_as_leader(second, 1, T0).first_offset == 2
+    assert follower.log.log_end_offset == 3
+    # And a restart rebuilds the same knowledge from the log alone.
+    assert rebuild_from_log(follower.log).check(7, 0, 2, 0) is not None
