@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from insync import errors
-from insync.broker.controller_channel import REQUEST_TIMEOUT_MS, ControllerChannel
+from insync.broker.controller_channel import ALTER_RETRY_BACKOFF_MS, REQUEST_TIMEOUT_MS, ControllerChannel
 from insync.broker.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -62,7 +62,20 @@ def test_one_alter_partition_in_flight_and_retry_after_timeout() -> None:
                                                                            errors.NONE, (result,)))
     assert [(tp, r) for tp, _, r in matched] == [(tp0, result)]
     assert len(nxt) == 1 and isinstance(nxt[0].message, AlterPartitionRequest)
-    # The second request is lost: after the timeout its item is sent again.
-    out = channel.tick(1002 + REQUEST_TIMEOUT_MS, applied_offset=0)
+    # The second request is lost: after the timeout and the back-off its item is sent again.
+    lost_at = 1002 + REQUEST_TIMEOUT_MS
+    assert not [o for o in channel.tick(lost_at, 0) if isinstance(o.message, AlterPartitionRequest)]
+    out = channel.tick(lost_at + ALTER_RETRY_BACKOFF_MS, applied_offset=0)
     resent = [o.message for o in out if isinstance(o.message, AlterPartitionRequest)]
     assert len(resent) == 1 and resent[0].items[0].partition == 1
+
+
+def test_a_refused_request_is_retried_after_the_back_off_not_in_a_loop() -> None:
+    channel = _registered()
+    [first] = channel.propose(1000, TopicPartition("t", 0), AlterPartitionItem("id", 0, 0, 0, (1, 2)))
+    assert isinstance(first.message, AlterPartitionRequest)
+    refused = AlterPartitionResponse(first.message.correlation_id, errors.STALE_BROKER_EPOCH, ())
+    assert channel.on_alter_partition(1001, refused) == ([], [])
+    assert channel.next_deadline_ms() == 1001 + ALTER_RETRY_BACKOFF_MS
+    out = channel.tick(1001 + ALTER_RETRY_BACKOFF_MS, applied_offset=0)
+    assert [type(o.message) for o in out].count(AlterPartitionRequest) == 1
