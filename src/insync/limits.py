@@ -45,3 +45,8 @@ SPARK_SOURCE_PARTITIONS_MAX = 100_000  # topic-partitions one query may read
 SPARK_SOURCE_CONSUME_MESSAGES_MAX = 10_000  # messages taken from librdkafka per consume() call
 SPARK_SOURCE_BATCH_ROWS_MAX = 32_768  # rows per Arrow batch handed to Spark
 SPARK_SOURCE_BATCH_BYTES_MAX = 32 * 1024 * 1024  # value bytes per Arrow batch
+
+# Spark analysis (spark/inputs.py, spark/logparse.py, spark/report.py)
+ANALYSIS_INPUT_FILES_MAX = 100_000  # log files one `insync analyze` run reads
+ANALYSIS_MALFORMED_TEXT_CHARS_MAX = 300  # characters of a malformed line kept as its example
+ANALYSIS_REPORT_ROWS_MAX = 50  # rows per table in report.html (the parquet tables hold all of them)

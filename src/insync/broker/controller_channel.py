@@ -8,7 +8,8 @@ A small state machine, free of I/O, that returns the requests to send:
   published offset, and a broker behind it fetches metadata (published batches are also pushed to brokers, so
   fetching only repairs a lost push).
 - AlterPartition (KIP-497): leaders queue one proposal per partition; at most one request is in flight per
-  broker, carrying every queued proposal. A lost request is retried after `REQUEST_TIMEOUT_MS`.
+  broker, carrying every queued proposal. A lost request is retried after `REQUEST_TIMEOUT_MS`, a refused one
+  (or an item the partition asks to resend) after `ALTER_RETRY_BACKOFF_MS`.
 Requests the controller never answers (lost messages) time out, so nothing waits forever.
 """
 
@@ -35,6 +36,8 @@ from insync.types import BrokerEpoch, BrokerId, TopicPartition
 
 # How long a request to the controller may go unanswered before it is considered lost and retried.
 REQUEST_TIMEOUT_MS = 5_000
+# A refused or lost AlterPartition is sent again after this back-off (Kafka's retry.backoff.ms), never in a loop.
+ALTER_RETRY_BACKOFF_MS = 100
 NO_EPOCH = BrokerEpoch(-1)
 
 
@@ -58,6 +61,7 @@ class ControllerChannel:
         self._alter_in_flight: _InFlight | None = None
         self._alter_sent: dict[TopicPartition, AlterPartitionItem] = {}
         self._alter_queue: dict[TopicPartition, AlterPartitionItem] = {}
+        self._alter_not_before_ms = 0
         self._metadata_fetch: _InFlight | None = None
         self.published_offset = 0
 
@@ -77,7 +81,7 @@ class ControllerChannel:
             if in_flight is not None:
                 deadlines.append(in_flight.deadline_ms)
         if self._alter_queue and self._alter_in_flight is None and self.registered:
-            deadlines.append(0)
+            deadlines.append(self._alter_not_before_ms)
         return min(deadlines)
 
     def tick(self, now_ms: int, applied_offset: int) -> list[Outgoing]:
@@ -87,7 +91,7 @@ class ControllerChannel:
             if in_flight is not None and now_ms >= in_flight.deadline_ms:
                 setattr(self, name, None)
                 if name == "_alter_in_flight":
-                    self._requeue_sent()
+                    self._requeue_sent(now_ms)
         if now_ms >= self._next_heartbeat_ms:
             self._next_heartbeat_ms = now_ms + self.heartbeat_interval_ms
             out.append(self._heartbeat_or_register(now_ms, applied_offset))
@@ -142,10 +146,14 @@ class ControllerChannel:
 
     # AlterPartition -----------------------------------------------------------------------------------
 
-    def propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem) -> list[Outgoing]:
-        """Queue a leader's ISR proposal (replacing an unsent one for the same partition) and send if idle."""
+    def propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem, retry: bool = False
+                ) -> list[Outgoing]:
+        """Queue a leader's ISR proposal (replacing an unsent one for the same partition) and send if idle;
+        a `retry` waits for the back-off first."""
         assert tp in self._alter_queue or len(self._alter_queue) < ALTER_PARTITION_ITEMS_MAX
         self._alter_queue[tp] = item
+        if retry:
+            self._alter_not_before_ms = max(self._alter_not_before_ms, now_ms + ALTER_RETRY_BACKOFF_MS)
         return self._maybe_send_alter(now_ms)
 
     def withdraw(self, tp: TopicPartition) -> None:
@@ -155,6 +163,8 @@ class ControllerChannel:
     def _maybe_send_alter(self, now_ms: int) -> list[Outgoing]:
         if self._alter_in_flight is not None or not self._alter_queue or not self.registered:
             return []
+        if now_ms < self._alter_not_before_ms:
+            return []
         correlation = self._next_correlation()
         self._alter_sent = self._alter_queue
         self._alter_queue = {}
@@ -163,10 +173,11 @@ class ControllerChannel:
                                         tuple(self._alter_sent.values()))
         return [Outgoing(CONTROLLER, request)]
 
-    def _requeue_sent(self) -> None:
+    def _requeue_sent(self, now_ms: int) -> None:
         for tp, item in self._alter_sent.items():
             self._alter_queue.setdefault(tp, item)
         self._alter_sent = {}
+        self._alter_not_before_ms = now_ms + ALTER_RETRY_BACKOFF_MS
 
     def on_alter_partition(self, now_ms: int, response: AlterPartitionResponse
                            ) -> tuple[list[tuple[TopicPartition, AlterPartitionItem, AlterPartitionItemResult]],
@@ -178,8 +189,8 @@ class ControllerChannel:
         sent = self._alter_sent
         self._alter_sent = {}
         if response.error is not errors.NONE:
-            for tp, item in sent.items():
-                self._alter_queue.setdefault(tp, item)  # the whole request failed: retry every item
+            self._alter_sent = sent
+            self._requeue_sent(now_ms)  # the whole request failed: retry every item after the back-off
             return [], []
         assert len(response.results) == len(sent), (response, sent)
         matched = [(tp, item, result) for (tp, item), result in zip(sent.items(), response.results, strict=True)]

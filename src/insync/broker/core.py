@@ -300,14 +300,15 @@ class BrokerCore:
 
     # AlterPartition -----------------------------------------------------------------------------------
 
-    def _propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem) -> list[Outgoing]:
+    def _propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem, retry: bool = False
+                 ) -> list[Outgoing]:
         topic_id = self.metadata.topic_id(tp.topic)
         if topic_id is None:
             return []
         self._proposals[tp] = item
         wire = ControllerAlterItem(topic_id, tp.partition, item.leader_epoch, item.partition_epoch,
                                    tuple(item.new_isr))
-        return self.channel.propose(now_ms, tp, wire)
+        return self.channel.propose(now_ms, tp, wire, retry)
 
     def _on_alter_partition_response(self, now_ms: int, response: AlterPartitionResponse) -> list[Command]:
         matched, commands_out = self.channel.on_alter_partition(now_ms, response)
@@ -322,7 +323,7 @@ class BrokerCore:
                                           PartitionEpoch(raw.partition_epoch), tuple(BrokerId(b) for b in raw.isr))
             outcome = partition.on_alter_partition_result(item, result, now_ms)
             if outcome.outcome is AlterOutcome.RETRY:
-                commands.extend(self._propose(now_ms, tp, item))
+                commands.extend(self._propose(now_ms, tp, item, retry=True))
             elif outcome.outcome is not AlterOutcome.AWAITING_METADATA:
                 self._proposals.pop(tp, None)
             if outcome.high_watermark_advanced:

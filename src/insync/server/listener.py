@@ -97,6 +97,8 @@ class Listener:
             await self._serve(reader, writer, peer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # shutdown past its deadline: the connection just closes
         except FrameError as exc:
             log.warning("Closing connection from %s: %s", peer, exc)
         except Exception:

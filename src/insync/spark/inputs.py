@@ -11,7 +11,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-INPUT_FILES_MAX = 100_000
+from insync.limits import ANALYSIS_INPUT_FILES_MAX
+
 KAFKA_LOG_PREFIXES = ("server.log", "state-change.log")
 EVENT_LOG_NAME = "events.jsonl"
 
@@ -45,8 +46,8 @@ def _walk(directory: str) -> tuple[list[str], list[str]]:
                 events.append(full)
             elif _is_kafka_log(name):
                 kafka.append(full)
-            if len(events) + len(kafka) > INPUT_FILES_MAX:
-                raise OSError(f"more than {INPUT_FILES_MAX} log files under {directory}")
+            if len(events) + len(kafka) > ANALYSIS_INPUT_FILES_MAX:
+                raise OSError(f"more than {ANALYSIS_INPUT_FILES_MAX} log files under {directory}")
     return events, kafka
 
 

@@ -6,10 +6,13 @@ Everything is DataFrame expressions (no Python UDFs), so parsing scales with the
   number of lines in the earlier splits of the same file.
 - insync lines are parsed with `from_json` against a schema derived from `events.EVENT_FIELDS`, and validated
   the way `events.Event` validates (version, required fields per type).
-- Kafka lines are matched with the regular expressions of REFERENCE 10 (2.x and 3.x wordings). The log4j
-  timestamp has no zone: it is read in `log_timezone` (UTC unless told) and stored as a UTC instant. The
-  min-ISR rejection is usually the exception line after `Error processing append operation`, without a log4j
-  prefix: it takes the timestamp and broker of that preceding line.
+- Kafka lines are matched against the wordings of REFERENCE 10 (2.x and 3.x), listed in KINDS. A cheap test
+  (prefix or substring) says what a line announces; its full pattern then validates it, and one
+  `regexp_replace` with a template rearranges the captured groups into fixed SLOTS, split once, so each line
+  costs a few regular expressions rather than one per field. The log4j timestamp has no zone: it is read in
+  `log_timezone` (UTC unless told) and stored as a UTC instant. The min-ISR rejection is usually the exception
+  line after `Error processing append operation`, without a log4j prefix: it takes the timestamp and broker of
+  that preceding line. A line without a broker id takes the broker most lines of its file name.
 A line is malformed when it cannot be what it claims: an insync line that is not a valid event, a Kafka line
 with a broken log4j prefix, or a Kafka line with one of the parsed phrases in an unrecognised shape. Kafka lines
 about other things, and stack-trace lines, are not events and not malformed.
@@ -27,9 +30,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSION, EventType
+from insync.limits import ANALYSIS_MALFORMED_TEXT_CHARS_MAX
 from insync.spark.inputs import Inputs
 
-MALFORMED_TEXT_CHARS_MAX = 300
 TS_MS_MAX = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later instants overflow Spark's timestamp
 
 REMOVED_TYPE = T.ArrayType(T.StructType([
@@ -82,7 +85,7 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
 
 
 def _malformed_text() -> Column:
-    return F.when(F.col("reason").isNotNull(), F.substring("text", 1, MALFORMED_TEXT_CHARS_MAX)).alias("text")
+    return F.when(F.col("reason").isNotNull(), F.substring("text", 1, ANALYSIS_MALFORMED_TEXT_CHARS_MAX)).alias("text")
 
 
 def _sorted_ids(csv: Column) -> Column:

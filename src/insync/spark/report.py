@@ -16,10 +16,10 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from insync.limits import ANALYSIS_REPORT_ROWS_MAX as TOP_ROWS
 from insync.spark import analysis, svg
 from insync.spark.inputs import Inputs
 
-TOP_ROWS = 50  # rows shown per table
 MALFORMED_EXAMPLES = 20
 CHURN_BUCKETS = 60
 GANTT_PARTITIONS = 25

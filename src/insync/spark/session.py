@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 LOCAL_DRIVER_MEMORY = "4g"  # local masters run the executors inside the driver JVM
+LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 4
 
 
 def is_local_master(master: str) -> bool:
@@ -40,6 +41,10 @@ def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.memory", LOCAL_DRIVER_MEMORY))
+    if shuffle_partitions is None and local:
+        # Spark's default of 200 shuffle partitions is sized for clusters: on a laptop it makes each shuffle
+        # 200 tiny tasks. A few per core keep both cores busy and the tasks few.
+        shuffle_partitions = LOCAL_SHUFFLE_PARTITIONS_PER_CORE * (os.cpu_count() or 1)
     if shuffle_partitions is not None:
         assert shuffle_partitions > 0, shuffle_partitions
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
