@@ -145,3 +145,11 @@ def test_report_is_self_contained_html_with_plots_and_recommendations(out: Path)
                    "unparseable log4j prefix", "All times are UTC", "2019-06-01 00:00:00.000Z"):
         assert needle in html, needle
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_logs_with_only_malformed_lines_give_an_empty_analysis(spark: SparkSession, tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "events.jsonl").write_text("garbage\n{\"v\":1}\n")
+    summary = job.run(spark, discover([str(tmp_path / "logs")]), str(tmp_path / "out"), analysis.AnalysisOptions())
+    assert summary["events"] == 0 and summary["malformed_lines"] == 2 and summary["partitions"] == 0
+    assert "No ISR churn" in (tmp_path / "out" / "report.html").read_text()

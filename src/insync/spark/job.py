@@ -105,6 +105,7 @@ def run(spark: SparkSession, inputs: Inputs, out_dir: str, options: analysis.Ana
         json.dump(summary, f, indent=2)
         f.write("\n")
     html = report.render(report.collect(tables, summary, inputs, options))
+    tables.replica_counts.unpersist()
     with open(os.path.join(out_dir, "report.html"), "w", encoding="utf-8") as f:
         f.write(html)
     return summary

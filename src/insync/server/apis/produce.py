@@ -1,7 +1,8 @@
 """Produce (v3-v13) <-> `broker.messages.ProduceRequest/ProduceResponse`.
 
 Records stay opaque bytes: the core validates and appends them. The translator answers by itself only what
-needs no log: an unknown topic id (v13+ names topics by id) gets UNKNOWN_TOPIC_ID, and acks other than 0, 1,
+needs no log: an unknown topic id (v13+ names topics by id) gets UNKNOWN_TOPIC_ID, a topic or partition the
+metadata lacks UNKNOWN_TOPIC_OR_PARTITION, and acks other than 0, 1,
 -1 get INVALID_REQUIRED_ACKS for every partition (Kafka's ReplicaManager does the same before touching a log).
 With acks=0 the listener sends no response at all; `encode_response` is still well defined.
 
@@ -48,6 +49,7 @@ def decode_request(request: DecodedRequest, image: MetadataImage) -> Decoded[Pro
     keys: dict[str, TopicKey] = {}
     partitions: list[tuple[TopicPartition, bytes]] = []
     rejected: list[Rejected] = []
+    acks = int(body.acks)
     for topic in body.topic_data:
         key = wire_topic_key(image, topic)
         for data in topic.partition_data:
@@ -55,13 +57,21 @@ def decode_request(request: DecodedRequest, image: MetadataImage) -> Decoded[Pro
                 rejected.append(Rejected(key, data.index, errors.UNKNOWN_TOPIC_ID))
                 continue
             keys[key.name] = key
-            partitions.append((TopicPartition(key.name, int(data.index)), bytes(data.records or b"")))
-    acks = int(body.acks)
-    if acks not in VALID_ACKS:
-        rejected.extend(Rejected(keys[tp.topic], tp.partition, errors.INVALID_REQUIRED_ACKS) for tp, _ in partitions)
-        partitions = []
+            if acks not in VALID_ACKS:
+                rejected.append(Rejected(key, data.index, errors.INVALID_REQUIRED_ACKS))
+            elif not _exists(image, key.name, int(data.index)):
+                rejected.append(Rejected(key, data.index, errors.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                partitions.append((TopicPartition(key.name, int(data.index)), bytes(data.records or b"")))
     internal = ProduceRequest(request.correlation_id, acks, millis(body.timeout), tuple(partitions))
     return Decoded(version, internal, keys, tuple(rejected))
+
+
+def _exists(image: MetadataImage, topic: str, partition: int) -> bool:
+    """Kafka answers UNKNOWN_TOPIC_OR_PARTITION for a partition the metadata does not have (a broker that
+    merely does not lead it answers NOT_LEADER_OR_FOLLOWER, from the core)."""
+    topic_id = image.topic_ids_by_name.get(topic)
+    return topic_id is not None and image.partition(topic_id, partition) is not None
 
 
 def encode_response(response: ProduceResponse, decoded: Decoded[ProduceRequest],

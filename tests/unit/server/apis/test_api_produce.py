@@ -35,18 +35,13 @@ def test_produce_round_trip(version: int) -> None:
     assert internal.acks == -1 and internal.timeout_ms == 1500 and internal.correlation_id == 42
     orders = [(tp, data) for tp, data in internal.partitions if tp.topic == "orders"]
     assert orders == [(TopicPartition("orders", 0), BATCH), (TopicPartition("orders", 1), BATCH)]
-    if version >= 13:
-        # v13 names topics by id: an unknown id is answered without the core
-        assert len(internal.partitions) == 2
-        assert [(r.topic.topic_id, r.error) for r in decoded.rejected] == [(uuid.UUID(UNKNOWN_ID),
-                                                                            errors.UNKNOWN_TOPIC_ID)]
-    else:
-        assert internal.partitions[2][0] == TopicPartition("ghost", 0) and not decoded.rejected
+    # An unknown topic is answered without the core: by id (v13+) UNKNOWN_TOPIC_ID, by name
+    # UNKNOWN_TOPIC_OR_PARTITION.
+    assert len(internal.partitions) == 2
+    expected_rejection = errors.UNKNOWN_TOPIC_ID if version >= 13 else errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert [r.error for r in decoded.rejected] == [expected_rejection]
 
     results = [PartitionProduceResult(tp, errors.NONE, Offset(100 + tp.partition)) for tp, _ in orders]
-    if version < 13:
-        results.append(PartitionProduceResult(TopicPartition("ghost", 0), errors.UNKNOWN_TOPIC_OR_PARTITION,
-                                              Offset(-1)))
     body = wire(produce.encode_response(ProduceResponse(42, tuple(results)), decoded))
     assert body.__version__ == version
     by_topic = {(t.topic_id if version >= 13 else t.name): t for t in body.responses}

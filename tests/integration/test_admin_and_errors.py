@@ -1,0 +1,100 @@
+"""Offsets, DeleteRecords, configs and cluster description over the wire, and the errors bad produce
+requests get: unknown topic, a follower asked to lead, a corrupt batch, an oversized batch. Nothing partial is
+ever appended."""
+
+from __future__ import annotations
+
+import datetime
+import struct
+import time
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema
+
+from insync.chaos.cluster import ClusterSpec
+from insync.cli.topics_cmd import describe_rows, ensure_topic
+from insync.protocol.codec import decode_response, encode_request
+from insync.protocol.records import build_batch
+from insync.server.apis.entities import build, nested
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def produce_raw(address: str, topic: str, records: bytes, acks: int = -1) -> int:
+    """One Produce v9 to `address`; returns the partition's error code."""
+    import socket
+
+    cls = load_request_schema(0, 9)
+    data = build(nested(cls, "PartitionProduceData"), index=0, records=records)
+    body = build(cls, transactional_id=None, acks=acks, timeout=datetime.timedelta(seconds=10),
+                 topic_data=(build(nested(cls, "TopicProduceData"), name=topic, partition_data=(data,)),))
+    host, port = address.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(encode_request(body, 77))
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        _, response = decode_response(0, 9, _read(sock, size))
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def _read(sock: Any, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        assert chunk, "connection closed"
+        out += chunk
+    return out
+
+
+def test_offsets_delete_records_configs(insync_cluster: ClusterSpec) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
+
+    ensure_topic(insync_cluster.bootstrap, "admin", 1, 3, {"min.insync.replicas": "2", "retention.ms": "3600000"})
+    producer = Producer({"bootstrap.servers": insync_cluster.bootstrap, "acks": "all"})
+    before = int(time.time() * 1000)
+    for i in range(100):
+        producer.produce("admin", value=str(i).encode(), timestamp=before + i)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": insync_cluster.bootstrap, "group.id": "admin"})
+    tp = TopicPartition("admin", 0)
+    assert consumer.get_watermark_offsets(tp, timeout=10) == (0, 100)
+    found = consumer.offsets_for_times([TopicPartition("admin", 0, before + 42)], timeout=10)
+    assert found[0].offset == 42
+
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    result = admin.delete_records([TopicPartition("admin", 0, 50)])
+    assert list(result.values())[0].result(timeout=10).low_watermark == 50
+    assert consumer.get_watermark_offsets(tp, timeout=10) == (50, 100)
+    consumer.close()
+
+    configs = admin.describe_configs([ConfigResource("topic", "admin")])
+    entries = list(configs.values())[0].result(timeout=10)
+    assert entries["min.insync.replicas"].value == "2"
+    assert entries["retention.ms"].value == "3600000"
+    cluster = admin.describe_cluster(request_timeout=10).result(timeout=10)
+    assert sorted(node.id for node in cluster.nodes) == [1, 2, 3]
+
+
+def test_bad_produce_requests_get_kafka_errors_and_append_nothing(insync_cluster: ClusterSpec) -> None:
+    ensure_topic(insync_cluster.bootstrap, "errs", 1, 3, {"max.message.bytes": "2000"})
+    row = describe_rows(insync_cluster.bootstrap, ["errs"])[0]
+    leader = insync_cluster.node(row.leader).address
+    follower = insync_cluster.node(next(b for b in row.replicas if b != row.leader)).address
+    good = build_batch([(b"k", b"v")])
+
+    assert produce_raw(leader, "no-such-topic", good) == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    assert produce_raw(follower, "errs", good) == 6  # NOT_LEADER_OR_FOLLOWER
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF  # a record byte: inside the CRC
+    assert produce_raw(leader, "errs", bytes(corrupt)) == 2  # CORRUPT_MESSAGE
+    assert produce_raw(leader, "errs", build_batch([(b"k", b"x" * 5000)])) == 10  # MESSAGE_TOO_LARGE
+    assert produce_raw(leader, "errs", good[:-7]) == 2  # truncated batch
+    assert produce_raw(leader, "errs", good, acks=5) == 21  # INVALID_REQUIRED_ACKS
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": insync_cluster.bootstrap, "group.id": "errs"})
+    assert consumer.get_watermark_offsets(TopicPartition("errs", 0), timeout=10) == (0, 0)
+    consumer.close()
+    assert produce_raw(leader, "errs", good) == 0
