@@ -51,3 +51,14 @@ def tansu_bootstrap() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def _restore_insync_log_level() -> Iterator[None]:
+    """Tests that quiet insync's loggers must not silence them for the tests that run after them."""
+    import logging
+
+    logger = logging.getLogger("insync")
+    level = logger.level
+    yield
+    logger.setLevel(level)
