@@ -7,6 +7,7 @@ import argparse
 import json
 
 from insync.bench import clients, storage
+from insync.bench import compare as compare_bench
 from insync.config import ConfigError
 
 
@@ -32,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("--rate", type=float, default=2000.0 if mode == "e2e" else None,
                          help="records per second (e2e default 2000)")
         sub.set_defaults(func=run_client, mode=mode)
+    compare = commands.add_parser("compare", help="produce/consume/e2e on a local insync cluster and on Tansu")
+    compare.add_argument("--messages", type=int, default=100_000)
+    compare.add_argument("--rate", type=float, default=2000.0, help="e2e records per second (default 2000)")
+    compare.add_argument("--json", action="store_true")
+    compare.set_defaults(func=run_compare)
 
 
 def run_storage(args: argparse.Namespace) -> int:
@@ -61,3 +67,11 @@ def run_client(args: argparse.Namespace) -> int:
         result = clients.e2e(args.bootstrap_server, args.topic, args.messages, args.size, args.rate, args.acks)
     print(result.to_json())
     return 0 if result.errors == 0 else 1
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    if args.messages <= 0 or args.rate <= 0:
+        raise ConfigError("--messages and --rate must be positive")
+    result = compare_bench.compare(args.messages, args.rate)
+    print(json.dumps(result) if args.json else compare_bench.table(result))
+    return 0
