@@ -34,7 +34,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _without_kio_test_hooks() -> None:
+    """kio registers Hypothesis strategies for its types whenever Hypothesis is importable, which costs seconds of
+    CPU at a server's first requests (it builds Hypothesis' Unicode tables). A real `insync` process never needs
+    them, so it hides Hypothesis from kio; test processes, which call `main(argv)`, keep it."""
+    if "hypothesis" not in sys.modules:
+        sys.modules["hypothesis"] = None  # type: ignore[assignment]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:
+        _without_kio_test_hooks()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

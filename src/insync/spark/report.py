@@ -111,8 +111,8 @@ def utc(ms: float | None) -> str:
 
 def _cell(value: Any) -> str:
     if isinstance(value, dt.datetime):
-        stamp = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-        return escape(utc(stamp.timestamp() * 1000))
+        # PySpark hands timestamps back as naive local times; timestamp() reads them back as such.
+        return escape(utc(value.timestamp() * 1000))
     if isinstance(value, list):
         return escape(",".join(str(v) for v in value))
     return escape("-" if value is None else str(value))
