@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import time
 from typing import Any
 
@@ -70,6 +71,10 @@ def wait_registered(spec: cluster.ClusterSpec, deadline_s: float) -> None:
 
 
 def down(spec: cluster.ClusterSpec, deadline_s: float) -> cluster.ClusterSpec:
+    """Brokers first (all at once: each checkpoints and closes its logs), then the controller."""
+    for broker in spec.brokers:
+        if broker.pid is not None and cluster.pid_alive(broker.pid):
+            cluster.signal_node(spec, broker.node_id, signal.SIGTERM)
     for broker in spec.brokers:
         spec = cluster.stop_node(spec, broker.node_id, deadline_s)
     return cluster.stop_node(spec, cluster.CONTROLLER_ID, deadline_s)

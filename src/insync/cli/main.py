@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "insync.cli.cluster_cmd",
     "insync.cli.chaos_cmd",
     "insync.cli.broker_cmd",
+    "insync.cli.demo_cmd",
 )
 
 

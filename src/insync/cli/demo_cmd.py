@@ -1,0 +1,68 @@
+"""`insync demo [--fast] [--dir DIR]`: the main job (`make demo`). See `insync.demo.run` for the acts."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("demo", help="the seeds' faults live on a local cluster, then the analysis")
+    parser.add_argument("--fast", action="store_true", help="short timeouts, under a minute, no analysis")
+    parser.add_argument("--dir", default=None, help="where clusters, logs and the report go (default: a temp dir)")
+    parser.add_argument("--no-analysis", action="store_true", help="skip the Spark analysis report")
+    parser.set_defaults(func=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    from insync.demo import run
+
+    directory = Path(args.dir or tempfile.mkdtemp(prefix="insync-demo-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    console = Console()
+    timing = run.FAST if args.fast else run.NORMAL
+    with Live(console=console, refresh_per_second=4, transient=False) as live:
+        demo = run.Demo(directory, timing, show=live.update, say=lambda text: live.console.print(f"\n{text}"))
+        result = demo.run()
+    table = Table(title="insync demo: per act")
+    for column in ("act", "shrinks", "expands", "URP s", "offline s", "acked", "errors"):
+        table.add_column(column, no_wrap=True)
+    for act in result["acts"]:
+        table.add_row(act["name"], str(act["shrinks"]), str(act["expands"]), str(act["urp_s"]),
+                      str(act["offline_s"]), str(act["acked"]), str(act["produce_errors"]))
+    console.print(table)
+    ok = True
+    for segment in result["segments"]:
+        v = segment["verdict"]
+        ok &= v["lost"] == 0 and v["duplicated"] == 0 and v["reordered"] == 0
+        console.print(f"{segment['name']}: acknowledged {v['acked']}, lost {v['lost']}, duplicated "
+                      f"{v['duplicated']}, reordered {v['reordered']}")
+    console.print("event logs:\n  " + "\n  ".join(result["event_logs"]))
+    if not (args.fast or args.no_analysis):
+        result["report"] = _analyse(directory, console)
+    console.print(f"summary: {run.save(directory, result)}")
+    return 0 if ok else 1
+
+
+def _analyse(directory: Path, console: Any) -> str | None:
+    if importlib.util.find_spec("pyspark") is None:
+        console.print("Spark is not installed (pip install 'insync[spark]'): no analysis report")
+        return None
+    out = directory / "analysis"
+    console.print("Running the replication-health analysis on Spark ...")
+    done = subprocess.run([sys.executable, "-m", "insync.cli.main", "analyze", str(directory), "--out", str(out)],
+                          timeout=600)
+    if done.returncode != 0:
+        console.print(f"the analysis failed (exit {done.returncode})")
+        return None
+    console.print(f"analysis report: {out / 'report.html'}")
+    return str(out / "report.html")

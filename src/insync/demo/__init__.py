@@ -1,0 +1,1 @@
+"""`insync demo`: the seed scenarios replayed live on real processes."""

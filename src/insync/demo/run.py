@@ -1,0 +1,248 @@
+"""`insync demo`: the seeds' faults, live, on real processes, with a verdict at the end.
+
+Two short-lived 3-broker clusters (RF 3, min ISR 2, an idempotent acks=all producer and a consumer throughout):
+- KIP-501 off: a follower pauses (the ISR shrinks after the lag time with reason `stuck`, and expands on
+  resume: seed 003); the leader's reads of one partition turn slow (followers drop out though they fetch: the
+  leader-side symptom of seed 000; produce is refused with NOT_ENOUGH_REPLICAS), then the leader dies: the
+  partition goes offline until it returns.
+- KIP-501 on (`follower.fetch.pending.reads.insync.enable=true`): the same slow leader keeps its followers in the
+  ISR, so when it dies a follower takes over at once; a partition's appends fail on one follower, which marks it
+  failed and keeps replicating the others (seed 002); a leader is killed under load.
+Each act is announced with one sentence of what to watch. The result is a table per act (ISR shrinks and
+expands, URP and offline partition-seconds, acknowledged writes) and the verdict of each cluster's workload
+(lost, duplicated, reordered: all must be 0), saved as `summary.json` in the demo directory with the event logs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from insync.chaos import cluster, history, script
+from insync.chaos.script import Step
+from insync.demo.observe import ActSummary, ClusterObserver, render, summarise
+
+TOPIC = "demo"
+MIN_ISR = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    lag_ms: int
+    session_ms: int
+    heartbeat_ms: int
+    pause_s: float
+    slow_read_ms: int
+    settle_s: float
+    rate: int
+
+    def overrides(self, kip501: bool) -> list[str]:
+        return [f"replica.lag.time.max.ms={self.lag_ms}", f"broker.session.timeout.ms={self.session_ms}",
+                f"broker.heartbeat.interval.ms={self.heartbeat_ms}", "replica.fetch.backoff.ms=200",
+                "isr.change.propagation.check.interval.ms=250", "isr.change.propagation.blackout.ms=500",
+                "fault.injection.enable=true", f"follower.fetch.pending.reads.insync.enable={str(kip501).lower()}"]
+
+    @property
+    def drop_s(self) -> float:
+        """Long enough for the isr-expiration task to remove a replica (up to 1.5 x the lag time) and tell."""
+        return 1.5 * self.lag_ms / 1000 + 1.5
+
+    @property
+    def failover_s(self) -> float:
+        return self.session_ms / 1000 + 2.0
+
+
+NORMAL = Timing(lag_ms=4000, session_ms=8000, heartbeat_ms=1000, pause_s=9, slow_read_ms=25000, settle_s=6, rate=200)
+FAST = Timing(lag_ms=1500, session_ms=3000, heartbeat_ms=500, pause_s=3.5, slow_read_ms=8000, settle_s=2.5, rate=100)
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    name: str
+    kip501: bool
+    acts: tuple[str, ...]
+    verdict: dict[str, Any]
+
+
+class Demo:
+    def __init__(self, directory: Path, timing: Timing, show: Callable[[Any], None], say: Callable[[str], None]
+                 ) -> None:
+        self.directory = directory
+        self.timing = timing
+        self.show = show
+        self.say = say
+        self.acts: list[ActSummary] = []
+        self.segments: list[Segment] = []
+
+    def run(self) -> dict[str, Any]:
+        self._segment("kip501-off", False, [self._act_pause_follower, self._act_slow_leader])
+        self._segment("kip501-on", True, [self._act_slow_leader, self._act_failing_partition,
+                                          self._act_kill_leader])
+        return {"acts": [asdict(a) for a in self.acts], "segments": [asdict(s) for s in self.segments],
+                "event_logs": sorted(str(p) for p in self.directory.glob("*/node-*/data/events.jsonl"))}
+
+    # One cluster ------------------------------------------------------------------------------------------
+
+    def _segment(self, name: str, kip501: bool, acts: list[Callable[[], str]]) -> None:
+        from insync.cli import cluster_cmd
+        from insync.cli.topics_cmd import ensure_topic
+
+        self.say(f"Starting a 3-broker cluster with KIP-501 {'on' if kip501 else 'off'} ...")
+        self.spec = cluster_cmd.up(str(self.directory / name), 3, 0, self.timing.overrides(kip501))
+        names: list[str] = []
+        try:
+            ensure_topic(self.spec.bootstrap, TOPIC, 3, 3, {"min.insync.replicas": str(MIN_ISR)})
+            self.observer = ClusterObserver(self.spec, TOPIC, MIN_ISR)
+            self.workload = history.ProduceWorkload(self.spec.bootstrap, TOPIC, self.timing.rate, name)
+            self.consumed = _CountingConsumer(self.spec.bootstrap, TOPIC)
+            self.workload.start()
+            self.consumed.start()
+            self._watch(self.timing.settle_s, "warming up")
+            for act in acts:
+                names.append(act())
+            produced = self.workload.stop()
+            self.consumed.stop()
+            verdict = history.verdict(produced, history.read_back(self.spec.bootstrap, TOPIC, name))
+            self.segments.append(Segment(name, kip501, tuple(names), {
+                "sent": verdict.sent, "acked": verdict.acked, "lost": verdict.lost,
+                "duplicated": verdict.duplicated, "reordered": verdict.reordered, "failed": verdict.failed}))
+            self.observer.close()
+        finally:
+            cluster_cmd.down(cluster.ClusterSpec.load(self.spec.directory), 10.0)
+
+    def _watch(self, seconds: float, title: str) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            self.observer.poll()
+            self.show(render(self.observer, title, self._counters()))
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
+    def _counters(self) -> dict[str, int]:
+        history_ = self.workload.history
+        return {"sent": history_.sent, "acked": len(history_.acked), "failed": sum(history_.failed.values()),
+                "consumed": self.consumed.count}
+
+    def _act(self, name: str, watch: str, body: Callable[[], None]) -> str:
+        self.say(f"[{name}] {watch}")
+        start_ms, acked_before = int(time.time() * 1000), len(self.workload.history.acked)
+        failed_before = sum(self.workload.history.failed.values())
+        body()
+        self.observer.poll()
+        end_ms = int(time.time() * 1000)
+        self.acts.append(summarise(name, self.observer.events, start_ms, end_ms,
+                                   len(self.workload.history.acked) - acked_before,
+                                   sum(self.workload.history.failed.values()) - failed_before))
+        return name
+
+    def _step(self, action: str, broker: int, **fields: Any) -> None:
+        self.spec = script.apply(self.spec, Step(0, action, broker, **fields))
+
+    def _roles(self, partition: int) -> tuple[int, list[int]]:
+        from insync.cli.topics_cmd import describe_rows
+
+        row = next(r for r in describe_rows(self.spec.bootstrap, [TOPIC]) if r.partition == partition)
+        return row.leader, [b for b in row.replicas if b != row.leader]
+
+    # Acts -------------------------------------------------------------------------------------------------
+
+    def _act_pause_follower(self) -> str:
+        leader, followers = self._roles(0)
+        victim = followers[0]
+
+        def body() -> None:
+            self._step("pause", victim)
+            self._watch(self.timing.pause_s, f"broker {victim} paused (SIGSTOP): its ISR membership expires")
+            self._step("resume", victim)
+            self._watch(self.timing.settle_s, f"broker {victim} resumed: it catches up and rejoins")
+
+        return self._act("pause-follower", f"Broker {victim} freezes like a long GC pause. Watch the ISRs drop it "
+                         f"after {self.timing.lag_ms} ms (reason: stuck) and take it back once it has caught up.",
+                         body)
+
+    def _act_slow_leader(self) -> str:
+        leader, _ = self._roles(0)
+        kip501 = "on" if "kip501-on" in self.spec.directory else "off"
+        expect = ("the followers stay in the ISR (their reads are pending), so a follower takes over at once"
+                  if kip501 == "on" else "the followers drop out though they keep fetching, produce to "
+                  f"{TOPIC}-0 is refused (NOT_ENOUGH_REPLICAS), and when the leader dies the partition is offline")
+
+        def body() -> None:
+            self._step("slow-reads", leader, topic=TOPIC, partition=0, ms=self.timing.slow_read_ms)
+            self._watch(self.timing.drop_s, f"leader {leader} reads {TOPIC}-0 slowly (KIP-501 {kip501})")
+            self._step("kill", leader)
+            self._watch(self.timing.failover_s, f"leader {leader} killed (KIP-501 {kip501})")
+            self._step("clear", leader)
+            self._step("restart", leader)
+            self._watch(self.timing.settle_s + 2, f"broker {leader} restarted")
+
+        return self._act(f"slow-leader-kip501-{kip501}", f"Broker {leader}'s disk reads of {TOPIC}-0 now take "
+                         f"{self.timing.slow_read_ms} ms, then it is killed. With KIP-501 {kip501}: {expect}.", body)
+
+    def _act_failing_partition(self) -> str:
+        _, followers = self._roles(1)
+        victim = followers[0]
+
+        def body() -> None:
+            self._step("fail-partition", victim, topic=TOPIC, partition=1)
+            self._watch(self.timing.drop_s, f"broker {victim}: appends to {TOPIC}-1 fail")
+            self._step("clear", victim)
+            self._step("kill", victim)
+            self._step("restart", victim)
+            self._watch(self.timing.settle_s + 2, f"broker {victim} restarted: {TOPIC}-1 recovers")
+
+        return self._act("failing-partition", f"Broker {victim}'s appends to {TOPIC}-1 fail (a bad disk region). "
+                         "It marks that one partition failed (FailedPartitionsCount 1) and keeps replicating the "
+                         "others; after a restart it rejoins.", body)
+
+    def _act_kill_leader(self) -> str:
+        leader, _ = self._roles(2)
+
+        def body() -> None:
+            self._step("kill", leader)
+            self._watch(self.timing.failover_s, f"leader {leader} killed")
+            self._step("restart", leader)
+            self._watch(self.timing.settle_s + 2, f"broker {leader} restarted")
+
+        return self._act("kill-leader", f"Broker {leader}, leader of {TOPIC}-2, is killed under load: a follower "
+                         "from the ISR takes over; nothing acknowledged is lost.", body)
+
+
+class _CountingConsumer:
+    """A consumer reading the topic throughout (committed data only), counting what it gets."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap, self.topic, self.count = bootstrap, topic, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="demo-consumer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "insync-demo",
+                             "enable.auto.commit": False})
+        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(3)])
+        try:
+            while not self._stop.is_set():
+                self.count += sum(1 for m in consumer.consume(1000, timeout=0.2) if m.error() is None)
+        finally:
+            consumer.close()
+
+
+def save(directory: Path, result: dict[str, Any]) -> Path:
+    path = directory / "summary.json"
+    path.write_text(json.dumps(result, indent=2))
+    return path
