@@ -1,8 +1,8 @@
 """Kafka's own `server.log` wording for ISR, leadership and fetcher lines (REFERENCE.md 10, the 3.x forms).
 
-Operators grep Kafka logs for these lines and tools parse them; insync writes the same words so one parser
-reads both (`insync analyze` does). `line_for(event)` renders an `events.Event` as the Kafka line that reports
-the same change, where Kafka has one; `KafkaLogFormatter` gives Python logging log4j's layout:
+Operators grep Kafka logs for these lines and tools parse them; insync's partitions and fetchers write the same
+words through these functions, so one parser reads both (`insync analyze` does). `KafkaLogFormatter` gives
+Python logging log4j's layout:
 `[2024-03-01 12:00:01,234] INFO [Partition t-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. ... (kafka.cluster.Partition)`.
 Timestamps are UTC.
 """
@@ -13,8 +13,6 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-from insync.events import Event, EventType
 
 PARTITION_LOGGER = "kafka.cluster.Partition"
 FETCHER_LOGGER = "kafka.server.ReplicaFetcherThread"
@@ -69,24 +67,6 @@ def min_isr_message(isr: Iterable[int], min_isr: int, topic: str, partition: int
 
 def failed_message(topic: str, partition: int) -> str:
     return f"Partition {topic}-{partition} marked as failed"
-
-
-def line_for(event: Event) -> tuple[str, str] | None:
-    """(logger name, message) of the Kafka line that reports `event`, or None when Kafka prints none."""
-    f = event.fields
-    if event.topic is None or event.partition is None:
-        return None
-    prefix = partition_prefix(event.topic, event.partition, event.broker)
-    if event.type is EventType.ISR_SHRINK:
-        return PARTITION_LOGGER, prefix + shrink_message(f["isr_before"], f["isr_after"], f["hw"], f["leo"],
-                                                         f["removed"])
-    if event.type is EventType.ISR_EXPAND and "partition_epoch" in f:
-        return PARTITION_LOGGER, prefix + isr_updated_message(f["isr_after"], f["partition_epoch"],
-                                                              bool(f.get("under_min_isr", False)))
-    if event.type is EventType.PARTITION_FAILED:
-        fetcher = f"[ReplicaFetcher replicaId={event.broker}, leaderId={f['leader']}, fetcherId=0] "
-        return FETCHER_LOGGER, fetcher + failed_message(event.topic, event.partition)
-    return None
 
 
 class KafkaLogFormatter(logging.Formatter):

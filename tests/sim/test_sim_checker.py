@@ -27,8 +27,9 @@ class FakeView:
     def high_watermark(self, broker_id: int, topic_partition: TopicPartition) -> int:
         return self.hws[broker_id]
 
-    def batches(self, broker_id: int, topic_partition: TopicPartition, end_offset: int) -> list[BatchInfo]:
-        return [b for b in self.logs[broker_id] if b.base_offset < end_offset]
+    def batches(self, broker_id: int, topic_partition: TopicPartition, end_offset: int,
+                start_offset: int = 0) -> list[BatchInfo]:
+        return [b for b in self.logs[broker_id] if start_offset <= b.last_offset and b.base_offset < end_offset]
 
     def current_leader(self, topic_partition: TopicPartition) -> int:
         return self.leader
@@ -84,3 +85,17 @@ def test_lost_writes_after_an_unclean_election_are_reported_not_violations() -> 
     checker = Checker(view)
     report = checker.final_check(0, history, [TP], unclean_elections=1)
     assert report.lost_acked == 1 and checker.violations == []
+
+
+def test_periodic_prefix_check_compares_only_what_was_committed_since_the_last() -> None:
+    view = FakeView()
+    view.logs = {1: [_batch(0, 11, 0)], 2: [_batch(0, 11, 0)]}
+    view.hws = {1: 10, 2: 10}
+    checker = Checker(view)
+    checker.check_prefixes(0, [TP])
+    assert checker.violations == []
+    view.logs[1].append(_batch(10, 12, 10))
+    view.logs[2].append(_batch(10, 13, 10))  # diverges above the old HW, below the new one
+    view.hws = {1: 20, 2: 20}
+    checker.check_prefixes(1, [TP])
+    assert len(checker.violations) == 1 and "diverge at offset 10" in checker.violations[0]

@@ -92,10 +92,10 @@ def by_position(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=lambda r: (r.topic, r.partition, r.offset))
 
 
-# 3 partitions, 10 records each: null keys, a null value (tombstone), headers on every third record.
+# 3 partitions, 10 records each: null keys, a null value (tombstone), headers (some null) on every third record.
 KNOWN: list[Record] = [
     (i % 3, None if i % 7 == 0 else b"k%d" % i, None if i == 13 else b"v%d" % i,
-     [("n", b"%d" % i), ("tag", b"x")] if i % 3 == 0 else None)
+     [("n", b"%d" % i), ("tag", None if i % 2 else b"x")] if i % 3 == 0 else None)
     for i in range(30)
 ]
 

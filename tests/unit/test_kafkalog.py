@@ -1,16 +1,11 @@
 import logging
 
 from insync import kafkalog
-from insync.events import Event, EventType
 
 
 def test_shrink_line_matches_kafka_36_wording() -> None:
-    event = Event(1700000000000, 1, EventType.ISR_SHRINK, "t", 0, {
-        "isr_before": [1, 2, 3], "isr_after": [1, 2], "leader_epoch": 5, "hw": 1100, "leo": 1100,
-        "removed": [{"broker": 3, "leo": 950, "last_caught_up_ms": 1700000000000, "last_fetch_ms": 0,
-                     "reason": "slow"}]})
-    logger, message = kafkalog.line_for(event) or ("", "")
-    assert logger == "kafka.cluster.Partition"
+    removed = [{"broker": 3, "leo": 950, "last_caught_up_ms": 1700000000000}]
+    message = kafkalog.partition_prefix("t", 0, 1) + kafkalog.shrink_message([1, 2, 3], [1, 2], 1100, 1100, removed)
     assert message == ("[Partition t-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. Leader: (highWatermark: 1100, "
                        "endOffset: 1100). Out of sync replicas: (brokerId: 3, endOffset: 950, "
                        "lastCaughtUpTimeMs: 1700000000000).")
@@ -33,10 +28,7 @@ def test_leader_follower_min_isr_failed_lines() -> None:
     assert kafkalog.min_isr_message([1], 2, "t", 0) == (
         "The size of the current ISR Set(1) is insufficient to satisfy the min.isr requirement of 2 for "
         "partition t-0")
-    event = Event(5, 2, EventType.PARTITION_FAILED, "t", 3, {"leader": 1, "error": "KAFKA_STORAGE_ERROR"})
-    assert kafkalog.line_for(event) == (
-        "kafka.server.ReplicaFetcherThread",
-        "[ReplicaFetcher replicaId=2, leaderId=1, fetcherId=0] Partition t-3 marked as failed")
+    assert kafkalog.failed_message("t", 3) == "Partition t-3 marked as failed"
 
 
 def test_formatter_is_log4j_layout_in_utc() -> None:

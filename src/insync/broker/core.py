@@ -76,6 +76,7 @@ class BrokerCore:
         self._proposals: dict[TopicPartition, AlterPartitionItem] = {}
         self._next_rejected_report_ms = now_ms
         self._now_ms = now_ms
+        self._caught_up = False
         try:
             self._checkpointed_hw = log_manager.read_high_watermarks()
         except CheckpointError:
@@ -237,11 +238,26 @@ class BrokerCore:
                                                     LeaderEpoch(reg.leader_epoch), reg.replicas, reg.isr))
         return MetadataResponse(request.correlation_id, tuple(partitions))
 
+    @property
+    def caught_up(self) -> bool:
+        """Registered, and the metadata applied reaches past this incarnation's own registration record (KRaft's
+        initial catch-up). Before that the broker replays metadata but takes no role: an image that predates its
+        registration may still name it leader at an epoch its previous incarnation held, with data this one lost
+        in a crash, and acting on it would let followers truncate committed data to match."""
+        if not self._caught_up and self.channel.registered:
+            self._caught_up = self.metadata.applied_offset > self.channel.broker_epoch
+        return self._caught_up
+
     def _on_metadata_update(self, now_ms: int, update: MetadataUpdate) -> list[Command]:
         self.channel.on_metadata_update(update.correlation_id, update.published_offset)
+        was_caught_up = self._caught_up
         deltas = self.metadata.apply(update.records)
         if deltas is None:
             return list(self.channel.fetch_metadata(now_ms, self.metadata.applied_offset))
+        if not self.caught_up:
+            deltas = []  # kept in the image; applied all at once when caught up
+        elif not was_caught_up:
+            deltas = self.metadata.hosted_deltas()
         commands: list[Command] = []
         touched: list[TopicPartition] = []
         for delta in deltas:

@@ -105,6 +105,17 @@ class BrokerMetadata:
         return [PartitionDelta(DeltaKind.STOP, TopicPartition(topic.name, p), topic_id, None)
                 for p, reg in sorted(topic.partitions.items()) if self.broker_id in reg.replicas]
 
+    def hosted_deltas(self) -> list[PartitionDelta]:
+        """The role of every partition this broker hosts in the current image, as if all were new: what a
+        broker applies once, when it has caught up with the metadata after (re)starting."""
+        deltas = []
+        for view in self.image.all_partitions():
+            reg = view.registration
+            if self.broker_id in reg.replicas:
+                kind = DeltaKind.LEADER if reg.leader == self.broker_id else DeltaKind.FOLLOWER
+                deltas.append(PartitionDelta(kind, TopicPartition(view.topic, view.partition), view.topic_id, reg))
+        return deltas
+
     # Queries ------------------------------------------------------------------------------------------
 
     def registration(self, tp: TopicPartition) -> PartitionRegistration | None:

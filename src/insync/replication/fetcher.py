@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from insync import errors, limits
+from insync import errors, kafkalog, limits
 from insync.config import BrokerConfig
 from insync.errors import KafkaException
 from insync.events import Event, EventType
@@ -42,7 +42,7 @@ from insync.replication.messages import (
 )
 from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 
-logger = logging.getLogger("insync.fetcher")
+logger = logging.getLogger(kafkalog.FETCHER_LOGGER)
 
 # Processing errors that a later fetch may not see again (Kafka backs off on corrupt records).
 _BACK_OFF_ON_PROCESSING = frozenset({errors.CORRUPT_MESSAGE, errors.BY_NAME["INVALID_RECORD"]})
@@ -296,7 +296,8 @@ class FetcherSession:
     def _fail(self, topic_partition: TopicPartition, state: PartitionFetchState, error: str, now_ms: int) -> None:
         del self._partitions[topic_partition]
         self._failed[topic_partition] = state.leader_epoch
-        logger.warning("Partition %s marked as failed", topic_partition)
+        logger.warning("[ReplicaFetcher replicaId=%d, leaderId=%d, fetcherId=0] %s", self.follower_id, self.leader_id,
+                       kafkalog.failed_message(topic_partition.topic, topic_partition.partition))
         self._emit(EventType.PARTITION_FAILED, topic_partition, now_ms, leader=self.leader_id, error=error)
 
     def _emit(self, event_type: EventType, topic_partition: TopicPartition, now_ms: int, **fields: object) -> None:

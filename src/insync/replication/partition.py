@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from insync import errors
+from insync import errors, kafkalog
 from insync.config import BrokerConfig, LogConfig
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType
@@ -67,7 +67,7 @@ from insync.types import (
     TopicPartition,
 )
 
-logger = logging.getLogger("insync.partition")
+logger = logging.getLogger(kafkalog.PARTITION_LOGGER)
 
 # AlterPartition errors after which the controller guarantees the request was not applied: back to the last
 # committed ISR, so the next check proposes again (Kafka's handleAlterPartitionError).
@@ -202,10 +202,10 @@ class Partition:
         self._replicas = tuple(replicas)
         if is_new_leader or is_new_epoch:
             self._start_leader_epoch(leader_epoch, is_new_leader, tuple(isr), now_ms)
-            logger.info("%sLeader %s starts at leader epoch %d from offset %d with high watermark %d ISR [%s] "
-                        "addingReplicas [] removingReplicas []. Previous leader epoch was %d.", self._log_prefix,
-                        self.topic_partition, leader_epoch, self.log.log_end_offset, self._high_watermark,
-                        _isr_text(isr), previous_epoch)
+            tp = self.topic_partition
+            logger.info("%s%s", self._log_prefix, kafkalog.leader_message(
+                tp.topic, tp.partition, leader_epoch, self.log.log_end_offset, self._high_watermark, isr,
+                previous_epoch))
         else:
             self._replica_states = {broker: self._replica_states.get(broker, ReplicaState(broker))
                                     for broker in self._replicas if broker != self.broker_id}
@@ -248,9 +248,9 @@ class Partition:
         self._leader_epoch_start_offset = None
         self._refresh_health(now_ms)
         if restart_fetching:
-            logger.info("%sFollower %s starts at leader epoch %d from offset %d with high watermark %d. "
-                        "Previous leader epoch was %d.", self._log_prefix, self.topic_partition, leader_epoch,
-                        self.log.log_end_offset, self._high_watermark, previous_epoch)
+            tp = self.topic_partition
+            logger.info("%s%s", self._log_prefix, kafkalog.follower_message(
+                tp.topic, tp.partition, leader_epoch, self.log.log_end_offset, self._high_watermark, previous_epoch))
         return restart_fetching
 
     def _is_stale(self, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch) -> bool:
@@ -268,9 +268,8 @@ class Partition:
                                  f"broker {self.broker_id} is not the leader of {self.topic_partition}")
         isr, min_isr = self._isr_state.isr, self.effective_min_isr
         if required_acks == -1 and len(isr) < min_isr:
-            raise KafkaException(errors.NOT_ENOUGH_REPLICAS, f"The size of the current ISR Set({_isr_text(isr)}) is "
-                                 f"insufficient to satisfy the min.isr requirement of {min_isr} for partition "
-                                 f"{self.topic_partition}")
+            raise KafkaException(errors.NOT_ENOUGH_REPLICAS, kafkalog.min_isr_message(
+                isr, min_isr, self.topic_partition.topic, self.topic_partition.partition))
         duplicate = self.producer_state.check_batch(records)
         if duplicate is not None:  # a retry of a batch already in the log: answer with its offsets
             return LeaderAppendResult(Offset(duplicate.first_offset), Offset(duplicate.last_offset),
@@ -418,11 +417,10 @@ class Partition:
         removed = {removal.broker for removal in check.removals}
         proposal = self._proposal(tuple(broker for broker in committed if broker not in removed))
         self._isr_state = PendingShrink(committed, check.removals, proposal)
-        out_of_sync = ", ".join(f"(brokerId: {r.broker}, endOffset: {r.leo}, lastCaughtUpTimeMs: "
-                                f"{r.last_caught_up_ms})" for r in check.removals)
-        logger.info("%sShrinking ISR from %s to %s. Leader: (highWatermark: %d, endOffset: %d). Out of sync "
-                    "replicas: %s.", self._log_prefix, _isr_text(committed), _isr_text(proposal.new_isr),
-                    self._high_watermark, self.log.log_end_offset, out_of_sync)
+        out_of_sync = [{"broker": r.broker, "leo": r.leo, "last_caught_up_ms": r.last_caught_up_ms}
+                       for r in check.removals]
+        logger.info("%s%s", self._log_prefix, kafkalog.shrink_message(
+            committed, proposal.new_isr, self._high_watermark, self.log.log_end_offset, out_of_sync))
         return proposal
 
     def _maybe_expand_isr(self, replica_id: BrokerId) -> AlterPartitionItem | None:
@@ -491,9 +489,8 @@ class Partition:
             added = change.new_in_sync_replica
             self._emit(EventType.ISR_EXPAND, now_ms, isr_before=before, isr_after=list(isr),
                        added=[{"broker": added, "leo": self._replica_states[added].log_end_offset}])
-        under_min = " (under-min-isr)" if len(isr) < self.effective_min_isr else " "
-        logger.info("%sISR updated to %s%s and version updated to %d", self._log_prefix, _isr_text(isr),
-                    under_min, self._partition_epoch)
+        logger.info("%s%s", self._log_prefix, kafkalog.isr_updated_message(
+            isr, self._partition_epoch, len(isr) < self.effective_min_isr))
 
     # --- High watermark and health ----------------------------------------------------------------------------
 

@@ -4,18 +4,16 @@ Each event is written with a single `write` of a complete line on an unbuffered 
 SIGKILL loses at most the line being written and readers (the Spark analysis) skip a torn last line. Events come
 from the cores at the rate of state changes (never per record or per fetch); `produce_rejected` is the one type
 that could follow request rates, so it is aggregated per (topic, partition, error) and flushed once a second.
-Each event is also rendered in Kafka's `server.log` wording where Kafka has a line for it.
+(The Kafka-worded `server.log` lines come from the cores themselves, through `kafkalog`.)
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from insync import kafkalog
 from insync.events import Event, EventType
 
 EVENTS_FILE = "events.jsonl"
@@ -36,9 +34,6 @@ class EventLog:
         for event in events:
             os.write(self._fd, (event.to_json() + "\n").encode())
             self.counts[str(event.type)] += 1
-            line = kafkalog.line_for(event)
-            if line is not None:
-                logging.getLogger(line[0]).info(line[1])
 
     def count_rejection(self, topic: str, partition: int, error: str, now_ms: int) -> None:
         """One rejected produce; written as an aggregate `produce_rejected` event by `flush_rejections`."""

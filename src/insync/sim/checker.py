@@ -49,8 +49,10 @@ class ClusterView(Protocol):
 
     def high_watermark(self, broker_id: int, topic_partition: TopicPartition) -> int: ...
 
-    def batches(self, broker_id: int, topic_partition: TopicPartition, end_offset: int) -> list[BatchInfo]:
-        """Headers of the batches of the replica's log that start below `end_offset`."""
+    def batches(self, broker_id: int, topic_partition: TopicPartition, end_offset: int,
+                start_offset: int = 0) -> list[BatchInfo]:
+        """Headers of the replica's batches from the one holding `start_offset` to those starting below
+        `end_offset`."""
 
     def current_leader(self, topic_partition: TopicPartition) -> int:
         """The leader in the controller's image (-1 when offline)."""
@@ -72,6 +74,7 @@ class Checker:
         self.violations: list[str] = []
         self._hw_by_leader: dict[tuple[int, TopicPartition, int], int] = {}
         self._leader_of_epoch: dict[tuple[TopicPartition, int], int] = {}
+        self._verified: dict[TopicPartition, int] = {}  # committed prefix already compared, per partition
         self.checks = 0
 
     def violation(self, now_ms: int, text: str) -> None:
@@ -134,25 +137,30 @@ class Checker:
         for tp in partitions:
             leader = self._view.current_leader(tp)
             if leader >= 0 and leader in self._view.replica_brokers(tp):
-                self._check_prefixes(now_ms, tp, FinalReport())
+                # Only what became committed since the last check: the final check reads everything again.
+                self._check_prefixes(now_ms, tp, FinalReport(), self._verified.get(tp, 0))
 
-    def _check_prefixes(self, now_ms: int, tp: TopicPartition, report: FinalReport) -> dict[int, BatchInfo]:
-        """Compare replicas below the smallest HW; return the leader's committed batches by base offset."""
+    def _check_prefixes(self, now_ms: int, tp: TopicPartition, report: FinalReport,
+                        start: int = 0) -> dict[int, BatchInfo]:
+        """Compare replicas from `start` to below the smallest HW; return the leader's committed batches
+        by base offset."""
         leader = self._view.current_leader(tp)
         replicas = self._view.replica_brokers(tp)
         if leader < 0 or leader not in replicas:
             self.violation(now_ms, f"{tp}: no live leader at the end of the run (leader {leader})")
             return {}
         leader_hw = self._view.high_watermark(leader, tp)
-        committed = {info.base_offset: info for info in self._view.batches(leader, tp, leader_hw)
+        committed = {info.base_offset: info for info in self._view.batches(leader, tp, leader_hw, start)
                      if info.last_offset < leader_hw}
         first_committed = min(committed, default=leader_hw)
+        verified = leader_hw
         for broker in replicas:
             if broker == leader:
                 continue
             end = min(leader_hw, self._view.high_watermark(broker, tp))
+            verified = min(verified, end)
             try:
-                theirs = [info for info in self._view.batches(broker, tp, end) if info.last_offset < end]
+                theirs = [info for info in self._view.batches(broker, tp, end, start) if info.last_offset < end]
             except KafkaException:
                 continue  # this replica's log went offline after an I/O error: nothing to compare
             for info in theirs:
@@ -165,4 +173,5 @@ class Checker:
                     report.divergent.append(text)
                     self.violation(now_ms, text)
                     break
+        self._verified[tp] = max(start, verified)
         return committed

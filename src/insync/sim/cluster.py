@@ -211,14 +211,15 @@ class SimCluster:
         reg = self._registration(topic_partition)
         return NO_LEADER if reg is None else int(reg.leader)
 
-    def batches(self, broker_id: int, topic_partition: TopicPartition, end_offset: int) -> list[BatchInfo]:
+    def batches(self, broker_id: int, topic_partition: TopicPartition, end_offset: int,
+                start_offset: int = 0) -> list[BatchInfo]:
         core = self.brokers[broker_id].core
         assert core is not None
         log = core.log_manager.get(topic_partition)
         if log is None:
             return []
         out: list[BatchInfo] = []
-        offset = log.log_start_offset
+        offset = max(log.log_start_offset, start_offset)
         disk = self.brokers[broker_id].disk
         disk_faults = dict(disk.faults.io_errors)
         disk.faults.io_errors.clear()  # the checker reads past injected faults; they are healed by now anyway

@@ -37,7 +37,6 @@ EPISODE_GAP_S = 10
 BURST_OUT_MS_MAX = 5_000
 FOLLOWER_PARTITIONS_MIN = 2
 CAUSES = ("follower", "leader", "burst", "stuck", "slow", "unknown")
-INTERVAL_KINDS = ("under_replicated", "under_min_isr", "offline")
 
 _ORDER = ("ts_ms", "file", "line")  # a total order of events: time, then position in the logs
 

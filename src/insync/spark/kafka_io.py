@@ -26,7 +26,7 @@ from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in stubs
 
@@ -170,7 +170,8 @@ class Metadata:
         request = {CkTopicPartition(tp.topic, tp.partition): make() for tp in tps}  # type: ignore[no-untyped-call]
         if not request:
             return {}
-        futures = self._admin.list_offsets(request, request_timeout=ADMIN_TIMEOUT_S)
+        futures = self._admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                           request_timeout=ADMIN_TIMEOUT_S)
         result: dict[TopicPartition, int] = {}
         for ck_tp, future in futures.items():
             tp = TopicPartition(ck_tp.topic, ck_tp.partition)
@@ -302,9 +303,6 @@ class RangeFetch:
                 last_check_at = now
                 skip_to = self._check_watermarks(consumer, next_offset, stalled_s=now - progress_at)
                 if skip_to is not None:
-                    if columns.offsets:
-                        yield self._emit(columns, schema)
-                        columns = _Columns()
                     next_offset = skip_to
                     progress_at = now
                     if next_offset < r.end:
@@ -320,7 +318,7 @@ class RangeFetch:
         """(records inside the range, end-of-partition offset if reported, whether the fetch was out of range)."""
         eof_offset: int | None = None
         out_of_range = False
-        if any(map(Message.error, messages)):
+        if any(map(Message.error, messages)):  # KafkaError objects are truthy; in C, as this runs per record
             records = []
             for m in messages:
                 error = m.error()
