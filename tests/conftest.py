@@ -6,8 +6,11 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from insync.chaos import cluster
 
 STARTUP_TIMEOUT_S = 20.0
 
@@ -62,3 +65,31 @@ def _restore_insync_log_level() -> Iterator[None]:
     level = logger.level
     yield
     logger.setLevel(level)
+
+
+# A real insync cluster (controller + brokers as OS processes on 127.0.0.1), with short timeouts.
+FAST = [
+    "replica.lag.time.max.ms=4000",
+    "broker.session.timeout.ms=3000",
+    "broker.heartbeat.interval.ms=500",
+    "replica.fetch.backoff.ms=200",
+    "isr.change.propagation.check.interval.ms=250",
+    "isr.change.propagation.blackout.ms=500",
+]
+
+
+def start(directory: Path, brokers: int = 3, extra: list[str] | None = None) -> cluster.ClusterSpec:
+    from insync.cli import cluster_cmd
+
+    return cluster_cmd.up(str(directory), brokers, 0, [*FAST, *(extra or [])])
+
+
+@pytest.fixture(scope="session")
+def insync_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
+    from insync.cli import cluster_cmd
+
+    spec = start(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield spec
+    finally:
+        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)

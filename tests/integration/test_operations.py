@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import start
 from insync.chaos import cluster, faults
 from insync.cli import cluster_cmd
 from insync.cli.main import main
 from insync.cli.topics_cmd import describe_rows, ensure_topic
-
-from conftest import start
 
 pytestmark = pytest.mark.timeout(180)
 

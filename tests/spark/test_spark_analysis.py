@@ -13,6 +13,9 @@ from spark_scenario import HORIZON, T0, T1, T2, write
 from insync.spark import analysis, job
 from insync.spark.inputs import discover
 
+# Spark on a shared two-core machine: the first analysis also pays for the JVM's warm-up.
+pytestmark = pytest.mark.timeout(600)
+
 
 @pytest.fixture(scope="module")
 def out(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from insync.spark import bench, logparse
 from insync.spark.inputs import discover
+
+# Spark on a shared two-core machine: the first analysis also pays for the JVM's warm-up.
+pytestmark = pytest.mark.timeout(600)
 
 
 def test_generated_logs_parse_without_malformed_lines(spark: SparkSession, tmp_path: Path) -> None:

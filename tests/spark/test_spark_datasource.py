@@ -1,10 +1,11 @@
 """format("insync") against a live Kafka-protocol broker: batch and streaming reads, the sink, options, data loss.
 
-The broker comes from `kafka_bootstrap` (Tansu today; an insync cluster later). Tansu answers ListOffsets(latest)
-with the base offset of the newest batch + 1 instead of the high watermark, so the test producers put each record
-in its own batch (`batch.num.messages=1`), which makes both numbers equal. Tansu has no DeleteRecords, so the
-"behind the log start" case is covered by `loss_when_stalled` with explicit watermarks; truncation and offsets
-going back are covered against the broker (a range past the high watermark; a topic deleted and re-created).
+The broker comes from `kafka_bootstrap`: a live local insync cluster (3 brokers). The tests were first written
+against Tansu, which answers ListOffsets(latest) with the newest batch's base offset + 1 instead of the high
+watermark, so the test producers still put each record in its own batch (`batch.num.messages=1`) and the tests
+hold on either broker. The "behind the log start" case is also covered by `loss_when_stalled` with explicit
+watermarks; truncation and offsets going back are covered against the broker (a range past the high watermark; a
+topic deleted and re-created).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pyspark.sql.types import (
 )
 
 from insync.bench.spark_source import run as run_source_bench
+from insync.chaos.cluster import ClusterSpec
 from insync.spark.datasource import (
     InsyncDataSource,
     InsyncStreamReader,
@@ -59,8 +61,8 @@ QUERY_TIMEOUT_S = 60
 
 
 @pytest.fixture(scope="module")
-def kafka_bootstrap(tansu_bootstrap: str) -> str:
-    return tansu_bootstrap
+def kafka_bootstrap(insync_cluster: ClusterSpec) -> str:
+    return insync_cluster.bootstrap
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,9 @@ from spark_scenario import KAFKA2_LOG, KAFKA3_LOG, T1, T2
 from insync.spark import logparse
 from insync.spark.inputs import Inputs
 
+# Spark on a shared two-core machine: the first analysis also pays for the JVM's warm-up.
+pytestmark = pytest.mark.timeout(600)
+
 COLUMNS = ["line", "ts_ms", "broker", "topic", "partition", "type", "leader", "leader_epoch", "isr_before",
            "isr_after", "added", "hw", "leo", "under_min_isr", "min_isr"]
 

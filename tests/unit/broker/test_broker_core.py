@@ -79,8 +79,11 @@ class Harness:
         c = self.controller
         reply: object
         if isinstance(message, BrokerRegistrationRequest):
-            epoch = c.register_broker(message.broker_id, f"i{message.incarnation_id}", "h", 1, now).response
-            reply = BrokerRegistrationResponse(message.correlation_id, errors.NONE, BrokerEpoch(epoch))
+            try:
+                epoch = c.register_broker(message.broker_id, f"i{message.incarnation_id}", "h", 1, now).response
+                reply = BrokerRegistrationResponse(message.correlation_id, errors.NONE, BrokerEpoch(epoch))
+            except KafkaException as exc:
+                reply = BrokerRegistrationResponse(message.correlation_id, exc.error, BrokerEpoch(-1))
         elif isinstance(message, BrokerHeartbeatRequest):
             hb = c.heartbeat(message.broker_id, message.broker_epoch, now, message.metadata_offset).response
             reply = BrokerHeartbeatResponse(message.correlation_id, errors.NONE, hb.is_fenced, c.published_offset)
@@ -224,3 +227,28 @@ def test_consumer_reads_only_below_the_high_watermark() -> None:
     [fetched] = [m for m in h.client if isinstance(m, ConsumerFetchResponse)]
     part = fetched.partitions[0]
     assert part.error is errors.NONE and part.high_watermark == 3 and len(part.records) > 0
+
+
+def test_a_restarted_broker_takes_no_role_before_it_catches_up_with_its_own_registration() -> None:
+    """A crash without fsync empties the leader's log; the image it replays on restart still names it leader at
+    the old epoch. Acting on that would make followers truncate committed data, so it waits until the
+    controller fenced the old incarnation and registered the new one, and then follows."""
+    h = _cluster()
+    h.produce(-1, 1)
+    h.run(600)
+    old = h.leader()
+    other = next(core for core in h.cores.values() if core is not old)
+    h.disks[old.broker_id].crash()
+    config = BrokerConfig({"replica.lag.time.max.ms": 10_000, "min.insync.replicas": 2, "node.id": old.broker_id})
+    manager = LogManager.open(f"/b{old.broker_id}", config, h.disks[old.broker_id], h.clock)
+    restarted = BrokerCore(old.broker_id, config, manager, 2, h.clock.now)
+    h.cores[old.broker_id] = restarted
+    h._send(old.broker_id, restarted.start(h.clock.now))
+    h.controller.create_topic("other", 1, 1, {}, h.clock.now)  # a publication: the restarted broker replays
+    h.run(2_000)
+    assert restarted.metadata.applied_offset > 0 and not restarted.caught_up
+    assert restarted.leader_states() == []
+    h.run(15_000)  # the old session expires: fenced, leadership moves, the new incarnation registers
+    assert restarted.caught_up
+    assert h.leader() is other and other.high_watermark(TP) == 3
+    assert TP in restarted.partitions and not restarted.partitions[TP].is_leader
