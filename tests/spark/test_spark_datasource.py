@@ -385,3 +385,24 @@ def test_benchmark_reads_the_same_records_from_both_sides(insync: SparkSession, 
     assert (result.records, result.spark_partitions) == (2_000, 2)
     assert result.insync_rows_per_s > 0 and result.parquet_rows_per_s > 0 and result.ratio > 0
     assert json.loads(result.to_json())["record_bytes"] == 100
+
+
+def test_stream_resumed_behind_the_log_start_after_delete_records(insync: SparkSession, kafka_bootstrap: str,
+                                                                  tmp_path: Path) -> None:
+    """Retention or DeleteRecords moved the log start past the checkpoint: data loss, per failOnDataLoss."""
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+    topic = create_topic(kafka_bootstrap, 1)
+    produce(kafka_bootstrap, topic, [(0, None, b"a%d" % i, None) for i in range(5)])
+    checkpoint = tmp_path / "cp"
+    assert sum(map(len, run_available_now(insync, kafka_bootstrap, topic, checkpoint,
+                                          startingOffsets="earliest"))) == 5
+    produce(kafka_bootstrap, topic, [(0, None, b"a%d" % i, None) for i in range(5, 12)])
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for future in admin.delete_records([KafkaTopicPartition(topic, 0, 9)]).values():
+        assert future.result(10).low_watermark == 9
+    with pytest.raises(StreamingQueryException, match=rf"{topic}.*partition 0.*5"):
+        run_available_now(insync, kafka_bootstrap, topic, checkpoint)
+    rows = [r for b in run_available_now(insync, kafka_bootstrap, topic, checkpoint, failOnDataLoss="false")
+            for r in b]
+    assert [(r.offset, r.value) for r in by_position(rows)] == [(o, b"a%d" % o) for o in range(9, 12)]
