@@ -5,8 +5,6 @@ The CLI sweep runs 200 seeds (`insync sim sweep leader-failover --seeds 200`); t
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from insync.sim.run import run_scenario
@@ -17,7 +15,6 @@ SEEDS = range(12)
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_leader_failover_loses_nothing(seed: int) -> None:
-    logging.getLogger("insync").setLevel(logging.CRITICAL)
     result = run_scenario(load_scenario("leader-failover", seed=seed))
     assert not result.invariant_violations, (result.reproduce_command(), result.invariant_violations[:5])
     assert result.lost_acked == 0, result.reproduce_command()
@@ -29,7 +26,6 @@ def test_leader_failover_loses_nothing(seed: int) -> None:
 
 
 def test_a_run_is_a_pure_function_of_its_seed() -> None:
-    logging.getLogger("insync").setLevel(logging.CRITICAL)
     first = run_scenario(load_scenario("leader-failover", seed=5)).to_dict()
     again = run_scenario(load_scenario("leader-failover", seed=5)).to_dict()
     other = run_scenario(load_scenario("leader-failover", seed=6)).to_dict()

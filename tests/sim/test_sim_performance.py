@@ -4,14 +4,11 @@ CI machine still meets, and that the workload really ran."""
 
 from __future__ import annotations
 
-import logging
-
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario
 
 
 def test_throughput_benchmark_runs_fast_and_clean() -> None:
-    logging.getLogger("insync").setLevel(logging.CRITICAL)
     result = run_scenario(load_scenario("throughput"))
     assert result.ok, result.invariant_violations
     assert result.acked_records >= 99_000  # 1,000 msg/s for 100 s, all acknowledged with acks=all

@@ -38,6 +38,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     compare.add_argument("--rate", type=float, default=2000.0, help="e2e records per second (default 2000)")
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(func=run_compare)
+    source = commands.add_parser("spark-source", help="Spark reading a topic through format(\"insync\") vs parquet")
+    source.add_argument("--bootstrap-server", required=True)
+    source.add_argument("--records", type=int, default=200_000)
+    source.add_argument("--size", type=int, default=1024)
+    source.add_argument("--partitions", type=int, default=2)
+    source.add_argument("--master", default="local[*]")
+    source.set_defaults(func=run_spark_source)
 
 
 def run_storage(args: argparse.Namespace) -> int:
@@ -74,4 +81,20 @@ def run_compare(args: argparse.Namespace) -> int:
         raise ConfigError("--messages and --rate must be positive")
     result = compare_bench.compare(args.messages, args.rate)
     print(json.dumps(result) if args.json else compare_bench.table(result))
+    return 0
+
+
+def run_spark_source(args: argparse.Namespace) -> int:
+    if args.records <= 0 or args.size <= 0 or args.partitions <= 0:
+        raise ConfigError("--records, --size and --partitions must be positive")
+    from insync.bench import spark_source
+    from insync.spark.session import build_session
+
+    spark = build_session(args.master, app_name="insync-bench-source")
+    try:
+        result = spark_source.run(spark, args.bootstrap_server, records=args.records, size=args.size,
+                                  partitions=args.partitions)
+    finally:
+        spark.stop()
+    print(result.to_json())
     return 0

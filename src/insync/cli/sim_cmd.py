@@ -51,8 +51,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    # Brokers log what Kafka logs (ISR changes, failed partitions); in a simulation the result says it all.
-    logging.getLogger("insync").setLevel(logging.INFO if args.verbose else logging.CRITICAL)
+    _quiet_logs(logging.INFO if args.verbose else logging.CRITICAL)
     if args.verbose:
         logging.basicConfig(format="%(message)s", stream=sys.stderr)
     overrides = parse_overrides(args.overrides)
@@ -69,8 +68,15 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _quiet_logs(level: int) -> None:
+    """Brokers log what Kafka logs (under Kafka's logger names, and insync's); a simulation's result says it
+    all, so only --verbose shows them."""
+    for name in ("insync", "kafka"):
+        logging.getLogger(name).setLevel(level)
+
+
 def _sweep(args: argparse.Namespace) -> int:
-    logging.getLogger("insync").setLevel(logging.CRITICAL)
+    _quiet_logs(logging.CRITICAL)
     overrides = parse_overrides(args.overrides)
     load_scenario(args.scenario, overrides)  # fail fast on a bad name or override, before forking
     seeds = range(args.first_seed, args.first_seed + args.seeds)

@@ -34,6 +34,8 @@ class Tables:
     episodes: DataFrame
     per_broker: DataFrame
     replica_counts: DataFrame
+    first_ms: int | None  # the first and last event times (None when there is no event)
+    last_ms: int | None
 
 
 def _materialise(spark: SparkSession, df: DataFrame, out_dir: str, name: str, *order: str) -> DataFrame:
@@ -53,8 +55,10 @@ def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: ana
                                  "source", "file", "line")
     finally:
         parsed.unpersist()
-    horizon = events.agg(F.max("ts_ms")).first()
-    horizon_ms = int(horizon[0]) if horizon is not None and horizon[0] is not None else 0
+    bounds = events.agg(F.min("ts_ms"), F.max("ts_ms")).first()
+    assert bounds is not None
+    first_ms, last_ms = bounds[0], bounds[1]
+    horizon_ms = int(last_ms) if last_ms is not None else 0  # where intervals still open at the end stop
     steps = analysis.isr_steps(events).persist(StorageLevel.MEMORY_AND_DISK)
     changes = _materialise(spark, analysis.isr_changes(steps), out_dir, "isr_changes", "topic", "partition", "ts_ms")
     counts = analysis.replica_counts(events).persist(StorageLevel.MEMORY_AND_DISK)
@@ -70,7 +74,7 @@ def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: ana
     brokers = _materialise(spark, analysis.per_broker(events, outs, episode_table, options.flap_window_ms)
                            .coalesce(1), out_dir, "per_broker", "broker")
     outs.unpersist()
-    return Tables(events, malformed, changes, spans, flaps, episode_table, brokers, counts)
+    return Tables(events, malformed, changes, spans, flaps, episode_table, brokers, counts, first_ms, last_ms)
 
 
 def summarise(tables: Tables) -> dict[str, Any]:
@@ -79,9 +83,11 @@ def summarise(tables: Tables) -> dict[str, Any]:
     causes = {row["cause"]: row["count"] for row in tables.episodes.groupBy("cause").count().collect()}
     changes = tables.isr_changes.agg(F.sum((F.size("removed") > 0).cast("int")).alias("shrinks"),
                                      F.sum((F.size("added") > 0).cast("int")).alias("expands")).first()
-    assert changes is not None
+    seen = tables.events.agg(F.count("*").alias("events"),
+                             F.count_distinct("topic", "partition").alias("partitions")).first()
+    assert changes is not None and seen is not None
     summary: dict[str, Any] = {
-        "events": tables.events.count(),
+        "events": int(seen["events"]),
         "malformed_lines": tables.malformed.count(),
         "isr_shrinks": int(changes["shrinks"] or 0),
         "isr_expands": int(changes["expands"] or 0),
@@ -90,7 +96,7 @@ def summarise(tables: Tables) -> dict[str, Any]:
         "under_min_isr_intervals": int(kinds.get("under_min_isr", 0)),
         "offline_intervals": int(kinds.get("offline", 0)),
         "episodes_by_cause": {cause: int(causes.get(cause, 0)) for cause in analysis.CAUSES},
-        "partitions": tables.events.where(F.col("topic").isNotNull()).select("topic", "partition").distinct().count(),
+        "partitions": int(seen["partitions"]),
     }
     assert tuple(summary) == SUMMARY_KEYS
     return summary

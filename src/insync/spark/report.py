@@ -12,13 +12,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
 
 from insync.limits import ANALYSIS_REPORT_ROWS_MAX as TOP_ROWS
 from insync.spark import analysis, svg
 from insync.spark.inputs import Inputs
+
+if TYPE_CHECKING:  # job imports this module
+    from insync.spark.job import Tables
 
 MALFORMED_EXAMPLES = 20
 CHURN_BUCKETS = 60
@@ -61,10 +64,9 @@ def _bucket_ms(first_ms: int, last_ms: int) -> int:
     return int(math.ceil(raw / 86_400_000) * 86_400_000)
 
 
-def collect(tables: Any, summary: dict[str, Any], inputs: Inputs, options: analysis.AnalysisOptions) -> ReportData:
+def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: analysis.AnalysisOptions) -> ReportData:
     """Everything the page shows, from the job's tables (job.Tables); only aggregates and top rows are collected."""
-    bounds = tables.events.agg(F.min("ts_ms").alias("first"), F.max("ts_ms").alias("last")).first()
-    first_ms, last_ms = (bounds["first"], bounds["last"]) if bounds is not None else (None, None)
+    first_ms, last_ms = tables.first_ms, tables.last_ms
     bucket_ms = _bucket_ms(first_ms, last_ms) if first_ms is not None and last_ms is not None else 1000
     origin = first_ms or 0
     bucket = F.floor((F.col("ts_ms") - origin) / bucket_ms)
