@@ -198,7 +198,8 @@ class BrokerCore:
         self.log_manager.checkpoint_recovery_points_and_log_starts()
 
     def delete_records(self, now_ms: int, tp: TopicPartition, offset: int | None) -> list[Command]:
-        """DeleteRecords on the leader: move the log start offset (None: to the high watermark)."""
+        """DeleteRecords on the leader: move the log start offset (None: to the high watermark). Raises
+        KafkaException (OFFSET_OUT_OF_RANGE past the high watermark)."""
         partition = self._leader_partition(tp)
         if partition is None:
             return []

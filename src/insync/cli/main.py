@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "insync.cli.chaos_cmd",
     "insync.cli.broker_cmd",
     "insync.cli.demo_cmd",
+    "insync.cli.sim_cmd",
 )
 
 

@@ -557,9 +557,11 @@ class Partition:
         return self.fetch_position()
 
     def _sync_producer_state(self, appended: bytes = b"") -> None:
-        """Followers track producers too, so a new leader answers retries as the old one would."""
+        """Followers track producers too, so a new leader answers retries as the old one would. A truncation
+        forgets what it cut (a no-op after a plain append: the log only grew)."""
         self.producer_state.truncate_to(self.log.log_end_offset)
-        producer_state.record_batches(self.producer_state, appended, below_offset=self.log.log_end_offset)
+        if appended:
+            producer_state.record_batches(self.producer_state, appended, below_offset=self.log.log_end_offset)
 
     def truncate_on_divergence(self, diverging_epoch: EpochEndOffset, now_ms: int) -> FetchPosition:
         assert not self.is_leader, "a leader never truncates on a fetch response"

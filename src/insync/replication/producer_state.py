@@ -67,7 +67,9 @@ def last_sequence_of(base_sequence: int, last_offset_delta: int) -> int:
 
 class ProducerStateTable:
     def __init__(self) -> None:
+        # Insertion order is recency order: `record` moves a producer to the end, so eviction takes the first.
         self._producers: dict[int, ProducerEntry] = {}
+        self._last_offset = -1  # the highest offset recorded: truncation above it has nothing to forget
 
     def check_batch(self, records: bytes) -> Duplicate | None:
         """`check` for the one batch of a produce request (its header read without decoding records)."""
@@ -117,19 +119,25 @@ class ProducerStateTable:
         if producer_id == NO_PRODUCER_ID or base_sequence < 0:
             return
         assert last_offset >= first_offset >= 0
-        entry = self._producers.get(producer_id)
+        entry = self._producers.pop(producer_id, None)
+        if entry is not None and producer_epoch < entry.producer_epoch:
+            self._producers[producer_id] = entry
+            return  # a zombie's batch replicated before the fence: it cannot change the newer epoch's state
         if entry is None or producer_epoch > entry.producer_epoch:
             if entry is None and len(self._producers) >= limits.PRODUCERS_PER_PARTITION_MAX:
-                self._evict_one()
+                # Kafka expires idle producers by age; the least recently written one goes first here.
+                del self._producers[next(iter(self._producers))]
             entry = ProducerEntry(producer_epoch)
-            self._producers[producer_id] = entry
-        elif producer_epoch < entry.producer_epoch:
-            return  # a zombie's batch replicated before the fence: it cannot change the newer epoch's state
+        self._producers[producer_id] = entry
         last_sequence = last_sequence_of(base_sequence, last_offset - first_offset)
         entry.batches.append(BatchMetadata(base_sequence, last_sequence, first_offset, last_offset))
+        self._last_offset = max(self._last_offset, last_offset)
 
     def truncate_to(self, offset: int) -> None:
         """Forget batches at or after `offset` (log truncation); producers left with none are dropped."""
+        if offset > self._last_offset:
+            return
+        self._last_offset = offset - 1
         for producer_id in list(self._producers):
             entry = self._producers[producer_id]
             kept = [b for b in entry.batches if b.last_offset < offset]
@@ -139,11 +147,6 @@ class ProducerStateTable:
             entry.batches.clear()
             entry.batches.extend(kept)
 
-    def _evict_one(self) -> None:
-        """Drop the producer whose last batch is oldest (Kafka expires idle producers the same way, by age)."""
-        oldest = min(self._producers, key=lambda pid: self._producers[pid].batches[-1].last_offset
-                     if self._producers[pid].batches else -1)
-        del self._producers[oldest]
 
 
 def record_batches(table: ProducerStateTable, records: bytes | memoryview, below_offset: int | None = None) -> None:

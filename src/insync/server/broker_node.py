@@ -23,7 +23,6 @@ from collections.abc import Coroutine
 from typing import Any
 
 from insync import errors
-from insync.broker import queries
 from insync.broker.core import BrokerCore
 from insync.broker.messages import (
     CONTROLLER,
@@ -39,6 +38,7 @@ from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigError
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
+from insync.server import queries
 from insync.server.apis import (
     configs,
     controller_apis,

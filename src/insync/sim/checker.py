@@ -150,8 +150,12 @@ class Checker:
             self.violation(now_ms, f"{tp}: no live leader at the end of the run (leader {leader})")
             return {}
         leader_hw = self._view.high_watermark(leader, tp)
-        committed = {info.base_offset: info for info in self._view.batches(leader, tp, leader_hw, start)
-                     if info.last_offset < leader_hw}
+        try:
+            leader_batches = self._view.batches(leader, tp, leader_hw, start)
+        except KafkaException as exc:
+            self.violation(now_ms, f"{tp}: the leader's log cannot be read: {exc}")
+            return {}
+        committed = {info.base_offset: info for info in leader_batches if info.last_offset < leader_hw}
         first_committed = min(committed, default=leader_hw)
         verified = leader_hw
         for broker in replicas:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from insync.config import BrokerConfig, ConfigError
 from insync.controller.image import PartitionRegistration
 from insync.controller.records import NO_LEADER
+from insync.errors import KafkaException
 from insync.events import Event
 from insync.protocol.records import iter_batches
 from insync.sim.broker_node import SimBroker
@@ -188,7 +189,10 @@ class SimCluster:
             return
         node = self.brokers[reg.leader]
         if node.core is not None and not node.paused:
-            node.core.delete_records(self.scheduler.now_ms, topic_partition, offset)
+            try:
+                node.core.delete_records(self.scheduler.now_ms, topic_partition, offset)
+            except KafkaException as exc:
+                self.note(f"delete_records on {topic_partition} refused: {exc}")
 
     # ClusterView --------------------------------------------------------------------------------------
 

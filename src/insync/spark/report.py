@@ -73,7 +73,10 @@ def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: an
     churn_rows = tables.isr_changes.groupBy(bucket.alias("b")).agg(
         F.sum((F.size("removed") > 0).cast("int")).alias("shrinks"),
         F.sum((F.size("added") > 0).cast("int")).alias("expands")).orderBy("b").collect()
-    churn = [(origin + int(r["b"]) * bucket_ms, int(r["shrinks"]), int(r["expands"])) for r in churn_rows]
+    counted = {int(r["b"]): (int(r["shrinks"]), int(r["expands"])) for r in churn_rows}
+    # Every bucket of the time range, empty ones too, so that the bars stand on a true time axis.
+    buckets = range((last_ms - origin) // bucket_ms + 1) if last_ms is not None else range(0)
+    churn = [(origin + b * bucket_ms, *counted.get(b, (0, 0))) for b in buckets]
     spans = tables.intervals
     totals = _rows(spans.groupBy("kind").agg(
         F.count("*").alias("intervals"), F.sum("duration_ms").alias("total_ms"), F.max("duration_ms").alias("max_ms"),

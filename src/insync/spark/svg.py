@@ -48,7 +48,9 @@ def stacked_bars(title: str, labels: Sequence[str], series: dict[str, Sequence[i
                             f'height="{h:.1f}" fill="{PALETTE.get(name, PALETTE["bar"])}">'
                             f'<title>{escape(labels[i])}: {escape(name)} {values[i]}</title></rect>')
     for i in sorted({0, n // 2, n - 1}) if n else []:
-        body.append(_text(left + i * step, height - 8, labels[i], "start" if i == 0 else "middle", 10))
+        anchor = "start" if i == 0 else "end" if i == n - 1 else "middle"
+        body.append(_text(left + (i + 1) * step if anchor == "end" else left + i * step, height - 8, labels[i],
+                          anchor, 10))
     legend_x = left + 10
     for name in series:
         body.append(f'<rect x="{legend_x}" y="4" width="10" height="10" fill="{PALETTE.get(name, PALETTE["bar"])}"/>')

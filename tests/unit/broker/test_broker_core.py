@@ -252,3 +252,16 @@ def test_a_restarted_broker_takes_no_role_before_it_catches_up_with_its_own_regi
     assert restarted.caught_up
     assert h.leader() is other and other.high_watermark(TP) == 3
     assert TP in restarted.partitions and not restarted.partitions[TP].is_leader
+
+
+def test_acks_all_times_out_while_a_stuck_follower_is_still_in_the_isr() -> None:
+    h = _cluster({"broker.session.timeout.ms": 60_000})
+    follower = next(b for b, core in h.cores.items() if not core.leader_states())
+    h.cores.pop(follower)
+    batch = build_batch([(b"k", b"v")])
+    h.queue.append(("client", h.leader().broker_id, ProduceRequest(3, -1, 1_000, ((TP, batch),))))
+    h.run(900)
+    assert not [m for m in h.client if isinstance(m, ProduceResponse)]
+    h.run(200)
+    [timed_out] = [m for m in h.client if isinstance(m, ProduceResponse)]
+    assert timed_out.results[0].error is errors.REQUEST_TIMED_OUT
