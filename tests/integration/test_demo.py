@@ -33,9 +33,9 @@ def test_fast_demo_summary(tmp_path: Path) -> None:
     assert [(e["topic"], e["partition"]) for e in failing] == [("demo", 1)]  # one partition, the rest kept going
     seen = {json.loads(line)["type"] for path in summary["event_logs"]
             for line in Path(path).read_text().splitlines()}
-    # Every event type shows up on real processes, except the two that need a follower whose fetches race the
-    # leader's log start (seed 004) or a failed partition re-added by a new leader epoch (seed 002): the
-    # simulator's log-start-race and failing-partition scenarios cover those.
+    # Every event type shows up on real processes, except the two that need a follower whose fetch races the
+    # leader's log start (seed 004) or a failed partition re-added by a new leader epoch (seed 002): the unit
+    # tests of replication/follower.py and fetcher.py (and broker/fetchers.py) assert those.
     from insync.events import EventType
 
     assert {str(t) for t in EventType} - seen <= {"log_start_bounded", "partition_unfailed"}, seen
