@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 
-from insync.config import parse_overrides
+from insync.config import ConfigError, parse_overrides
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario, scenario_names
 from insync.sim.sweep import sweep
@@ -38,6 +38,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sweep_parser.add_argument("--first-seed", type=int, default=0)
     sweep_parser.add_argument("--jobs", type=int, default=None, help="processes (default: all cores)")
     sweep_parser.add_argument("--json", action="store_true", help="print a JSON summary")
+    sweep_parser.add_argument("--spark", action="store_true", help="one Spark task per seed instead of processes")
+    sweep_parser.add_argument("--master", default="local[*]", help="Spark master with --spark (default local[*])")
     sweep_parser.set_defaults(func=_sweep)
 
     listing = commands.add_parser("list", help="list the packaged scenarios")
@@ -80,7 +82,9 @@ def _sweep(args: argparse.Namespace) -> int:
     overrides = parse_overrides(args.overrides)
     load_scenario(args.scenario, overrides)  # fail fast on a bad name or override, before forking
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    summary = sweep(args.scenario, overrides, seeds, args.jobs)
+    if args.seeds <= 0:
+        raise ConfigError(f"--seeds must be positive, got {args.seeds}")
+    summary = sweep(args.scenario, overrides, seeds, args.jobs, args.master if args.spark else None)
     if args.json:
         json.dump(summary.to_dict(), sys.stdout, indent=1)
         print()

@@ -58,19 +58,26 @@ class SweepSummary:
         return "\n".join(lines)
 
 
-def sweep(name: str, overrides: dict[str, str], seeds: Iterable[int], jobs: int | None = None) -> SweepSummary:
+def sweep(name: str, overrides: dict[str, str], seeds: Iterable[int], jobs: int | None = None,
+          spark_master: str | None = None) -> SweepSummary:
+    """Run every seed; in local processes (default) or, with `spark_master`, one Spark task per seed."""
     seed_list = list(seeds)
     assert 0 < len(seed_list) <= SEEDS_PER_SWEEP_MAX
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(seed_list)))
     started = time.perf_counter()
     work = [(name, overrides, seed) for seed in seed_list]
-    if jobs == 1:
-        results = [run_one(job) for job in work]
+    if spark_master is not None:
+        from insync.spark.sweep import run_on_spark
+
+        results, jobs = run_on_spark(work, spark_master)
     else:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            results = pool.map(run_one, work, chunksize=1)
+        jobs = max(1, min(jobs or os.cpu_count() or 1, len(seed_list)))
+        if jobs == 1:
+            results = [run_one(job) for job in work]
+        else:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                results = pool.map(run_one, work, chunksize=1)
     summary = SweepSummary(name, len(seed_list), jobs, time.perf_counter() - started)
-    for result in results:
+    for result in sorted(results, key=lambda r: int(r["seed"])):
         summary.virtual_s += result["virtual_s"]
         summary.lost_acked += result["lost_acked"]
         summary.unclean_elections += result["unclean_elections"]
