@@ -61,6 +61,7 @@ def _ids_text(ids: Column) -> Column:
 def isr_steps(events: DataFrame) -> DataFrame:
     """Every event that states a partition's ISR, with the ISR of the step before (`previous_isr`) and the ISR
     before it (as the event states it, else the previous step's)."""
+    assert set(_ORDER) <= set(events.columns), events.columns
     steps = events.where(F.col("type").isin("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change")
                          & F.col("isr_after").isNotNull())
     by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER)
@@ -138,6 +139,8 @@ def state_rows(events: DataFrame, steps: DataFrame, counts: DataFrame) -> DataFr
 
 def intervals(states: DataFrame, horizon_ms: int) -> DataFrame:
     """Maximal runs of `true` per (partition, kind); a run still open at `horizon_ms` ends there, marked."""
+    assert horizon_ms >= 0, horizon_ms
+    assert "state" in states.columns, states.columns
     by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
     flips = (states.withColumn("previous", F.lag("state").over(by_kind))
              .where(F.col("state") != F.coalesce("previous", F.lit(False))))
@@ -155,6 +158,7 @@ def intervals(states: DataFrame, horizon_ms: int) -> DataFrame:
 
 def removals(changes: DataFrame) -> DataFrame:
     """One row per replica removed from an ISR, with `back_ms` until it was added back (null if never)."""
+    assert {"removed", "added", "isr_after", "leader"} <= set(changes.columns), changes.columns
     outs = changes.select("ts_ms", "topic", "partition", "leader", "isr_after", F.explode("removed").alias("r"),
                           "file", "line").select(
         "ts_ms", "topic", "partition", "leader", "isr_after", F.col("r.broker").alias("replica"),
@@ -172,6 +176,7 @@ def removals(changes: DataFrame) -> DataFrame:
 
 
 def flapping(outs: DataFrame, flap_window_ms: int) -> DataFrame:
+    assert flap_window_ms > 0, flap_window_ms
     flaps = outs.where(F.col("back_ms") <= flap_window_ms)
     return flaps.select("topic", "partition", "replica", "leader", F.timestamp_millis("ts_ms").alias("removed_at"),
                         F.timestamp_millis(F.col("ts_ms") + F.col("back_ms")).alias("readded_at"),
@@ -180,6 +185,7 @@ def flapping(outs: DataFrame, flap_window_ms: int) -> DataFrame:
 
 def assign_episodes(outs: DataFrame) -> DataFrame:
     """Removals with an `episode` number: seconds with removals, split where the gap exceeds EPISODE_GAP_S."""
+    assert "ts_ms" in outs.columns, outs.columns
     seconds = outs.select(F.floor(F.col("ts_ms") / 1000).alias("second")).distinct()
     in_time = Window.orderBy("second")
     new = F.when(F.col("second") - F.lag("second").over(in_time) <= EPISODE_GAP_S, 0).otherwise(1)
