@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "insync.cli.broker_cmd",
     "insync.cli.demo_cmd",
     "insync.cli.sim_cmd",
+    "insync.cli.analyze_cmd",
 )
 
 
