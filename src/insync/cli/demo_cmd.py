@@ -48,21 +48,25 @@ def _demo(args: argparse.Namespace) -> int:
                       f"{v['duplicated']}, reordered {v['reordered']}")
     console.print("event logs:\n  " + "\n  ".join(result["event_logs"]))
     if not (args.fast or args.no_analysis):
-        result["report"] = _analyse(directory, console)
+        result["reports"] = _analyse(directory, console)
     console.print(f"summary: {run.save(directory, result)}")
     return 0 if ok else 1
 
 
-def _analyse(directory: Path, console: Any) -> str | None:
+def _analyse(directory: Path, console: Any) -> list[str]:
+    """One report per cluster: the two clusters reuse broker ids, so their logs must not be merged."""
     if importlib.util.find_spec("pyspark") is None:
         console.print("Spark is not installed (pip install 'insync[spark]'): no analysis report")
-        return None
-    out = directory / "analysis"
-    console.print("Running the replication-health analysis on Spark ...")
-    done = subprocess.run([sys.executable, "-m", "insync.cli.main", "analyze", str(directory), "--out", str(out)],
-                          timeout=600)
-    if done.returncode != 0:
-        console.print(f"the analysis failed (exit {done.returncode})")
-        return None
-    console.print(f"analysis report: {out / 'report.html'}")
-    return str(out / "report.html")
+        return []
+    reports = []
+    for cluster_dir in sorted(p for p in directory.iterdir() if (p / "cluster.json").exists()):
+        out = directory / "analysis" / cluster_dir.name
+        console.print(f"Running the replication-health analysis of {cluster_dir.name} on Spark ...")
+        done = subprocess.run([sys.executable, "-m", "insync.cli.main", "analyze", str(cluster_dir),
+                               "--out", str(out)], timeout=600)
+        if done.returncode != 0:
+            console.print(f"the analysis of {cluster_dir.name} failed (exit {done.returncode})")
+            continue
+        console.print(f"analysis report: {out / 'report.html'}")
+        reports.append(str(out / "report.html"))
+    return reports
