@@ -40,11 +40,15 @@ def _walk(directory: str) -> tuple[list[str], list[str]]:
     kafka: list[str] = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()  # deterministic order, so line numbers and examples are stable between runs
+        # An insync node writes events.jsonl and, beside it, server.log with the same changes in Kafka's words
+        # (without the removal reasons): in a directory walk the events stand for that node, so nothing is
+        # counted twice. Kafka logs named explicitly are always read.
+        has_events = EVENT_LOG_NAME in files
         for name in sorted(files):
             full = os.path.join(root, name)
             if name == EVENT_LOG_NAME:
                 events.append(full)
-            elif _is_kafka_log(name):
+            elif _is_kafka_log(name) and not has_events:
                 kafka.append(full)
             if len(events) + len(kafka) > ANALYSIS_INPUT_FILES_MAX:
                 raise OSError(f"more than {ANALYSIS_INPUT_FILES_MAX} log files under {directory}")
