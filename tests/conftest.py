@@ -34,6 +34,19 @@ def wait_for_port(port: int, timeout_s: float, process: subprocess.Popen[bytes] 
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout_s} s")
 
 
+def wait_until(predicate: object, timeout_s: float, what: str) -> None:
+    """Poll `predicate` (errors count as not yet) until true; fail naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if predicate():  # type: ignore[operator]
+                return
+        except Exception:
+            pass
+        time.sleep(0.25)
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
 @pytest.fixture(scope="session")
 def tansu_bootstrap() -> Iterator[str]:
     """Tansu (Rust, Kafka-compatible, no replication) on 127.0.0.1 with memory storage."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import start
+from conftest import start, wait_until
 from insync.chaos import cluster, history
 from insync.cli import cluster_cmd
 from insync.cli.topics_cmd import describe_rows, ensure_topic
@@ -28,18 +28,6 @@ def leader_of(spec: cluster.ClusterSpec, partition: int, without: int = -1) -> i
     """The leader as the live brokers report it (a dead bootstrap broker would only slow the client down)."""
     bootstrap = ",".join(b.address for b in spec.brokers if b.node_id != without)
     return next(r.leader for r in describe_rows(bootstrap, [TOPIC]) if r.partition == partition)
-
-
-def wait_until(predicate: object, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if predicate():  # type: ignore[operator]
-                return
-        except Exception:
-            pass
-        time.sleep(0.3)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
 def dumped_batches(spec: cluster.ClusterSpec, broker: int, partition: int, below: int) -> list[str]:

@@ -4,13 +4,12 @@ Kafka's wording, and each `insync chaos` command through the CLI."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import start
+from conftest import start, wait_until
 from insync.chaos import cluster, faults
 from insync.cli import cluster_cmd
 from insync.cli.main import main
@@ -27,18 +26,6 @@ def scrape(port: int) -> dict[str, float]:
             name, _, value = line.rpartition(" ")
             values[name] = float(value)
     return values
-
-
-def wait_for(predicate: object, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if predicate():  # type: ignore[operator]
-                return
-        except Exception:
-            pass
-        time.sleep(0.25)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
 def events(spec: cluster.ClusterSpec, node: int, kind: str) -> list[dict[str, object]]:
@@ -74,11 +61,11 @@ def test_metrics_events_logs_and_chaos_commands(tmp_path: Path) -> None:
             assert producer.flush(30) == 0
             return scrape(spec.node(follower).metrics_port)["FailedPartitionsCount"] == 1
 
-        wait_for(produced_and_failed, 20, "FailedPartitionsCount = 1 on the follower")
+        wait_until(produced_and_failed, 20, "FailedPartitionsCount = 1 on the follower")
         assert [(e["topic"], e["partition"]) for e in events(spec, follower, "partition_failed")] == [("ops", 0)]
         log_text = (spec.node(follower).log_dir / "server.log").read_text()
         assert "Partition ops-0 marked as failed" in log_text
-        wait_for(lambda: follower not in describe_rows(spec.bootstrap, ["ops"])[0].isr, 20,
+        wait_until(lambda: follower not in describe_rows(spec.bootstrap, ["ops"])[0].isr, 20,
                  "the failed follower leaves ops-0's ISR")
         assert follower in describe_rows(spec.bootstrap, ["ops"])[1].isr  # its other partition is fine
         leader_log = (spec.node(row.leader).log_dir / "server.log").read_text()
@@ -94,7 +81,7 @@ def test_metrics_events_logs_and_chaos_commands(tmp_path: Path) -> None:
         # A restart reopens the failed log: the follower replicates ops-0 again and rejoins its ISR.
         assert main(["chaos", "kill", str(follower), *d]) == 0
         assert main(["chaos", "restart", str(follower), *d]) == 0
-        wait_for(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, ["ops"])), 30,
+        wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, ["ops"])), 30,
                  "every ISR full again")
 
         assert main(["chaos", "pause", str(follower), *d]) == 0

@@ -54,7 +54,7 @@ from insync.server.client import KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.node import API_NAMES, CLUSTER_ID, listener_address, monotonic_now
+from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
 from insync.storage.disk import RealDisk
 from insync.storage.log_manager import LogManager
 from insync.types import BrokerId
@@ -72,7 +72,9 @@ VERSION_HEARTBEAT = 1
 VERSION_ALTER = 3
 
 
-class BrokerNode:
+class BrokerNode(MeteredDispatcher):
+    api_versions = versions.BROKER_API_VERSIONS
+
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
@@ -202,20 +204,6 @@ class BrokerNode:
         return connection
 
     # Dispatcher (what the listener calls) --------------------------------------------------------------------
-
-    def supported_versions(self) -> dict[int, tuple[int, int]]:
-        return dict(versions.BROKER_API_VERSIONS)
-
-    def unsupported_api_versions_response(self) -> Any:
-        return versions.unsupported_version_response(versions.BROKER_API_VERSIONS)
-
-    async def handle(self, request: DecodedRequest, peer: str) -> Any:
-        start = self.clock.monotonic_ms()
-        try:
-            return await self._handle(request)
-        finally:
-            self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
-                                         self.clock.monotonic_ms() - start)
 
     async def _handle(self, request: DecodedRequest) -> Any:
         key, image = request.api_key, self.core.metadata.image

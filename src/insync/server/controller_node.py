@@ -40,7 +40,7 @@ from insync.server.apis.internal import (
 from insync.server.event_log import EventLog
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.node import API_NAMES, CLUSTER_ID, listener_address, monotonic_now
+from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
 
 log = logging.getLogger("insync.controller")
 
@@ -48,7 +48,9 @@ METADATA_WAIT_MAX_MS = 1000
 TICK_MAX_S = 1.0
 
 
-class ControllerNode:
+class ControllerNode(MeteredDispatcher):
+    api_versions = versions.CONTROLLER_API_VERSIONS
+
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
@@ -66,20 +68,6 @@ class ControllerNode:
         self._drain()
 
     # Dispatcher ----------------------------------------------------------------------------------------
-
-    def supported_versions(self) -> dict[int, tuple[int, int]]:
-        return dict(versions.CONTROLLER_API_VERSIONS)
-
-    def unsupported_api_versions_response(self) -> Any:
-        return versions.unsupported_version_response(versions.CONTROLLER_API_VERSIONS)
-
-    async def handle(self, request: DecodedRequest, peer: str) -> Any:
-        start = self.clock.monotonic_ms()
-        try:
-            return await self._handle(request)
-        finally:
-            self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
-                                         self.clock.monotonic_ms() - start)
 
     async def _handle(self, request: DecodedRequest) -> Any:
         key = request.api_key

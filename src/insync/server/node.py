@@ -14,12 +14,16 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from insync.clock import Clock
 from insync.config import BrokerConfig, ConfigError
 from insync.kafkalog import KafkaLogFormatter
+from insync.protocol.codec import DecodedRequest
+from insync.server.apis import versions
+from insync.server.metrics import NodeMetrics
 
 CLUSTER_ID = "insync-cluster-0001"
 
@@ -29,6 +33,32 @@ API_NAMES: dict[int, str] = {
     32: "DescribeConfigs", 56: "AlterPartition", 60: "DescribeCluster", 62: "BrokerRegistration",
     63: "BrokerHeartbeat",
 }
+
+
+class MeteredDispatcher:
+    """What both roles give the listener: their ApiVersions table, the error-35 body built from it, and per-API
+    request counts and latencies around the role's own `_handle`."""
+
+    api_versions: Mapping[int, tuple[int, int]]
+    clock: Clock
+    metrics: NodeMetrics
+
+    def supported_versions(self) -> dict[int, tuple[int, int]]:
+        return dict(self.api_versions)
+
+    def unsupported_api_versions_response(self) -> Any:
+        return versions.unsupported_version_response(self.api_versions)
+
+    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+        start = self.clock.monotonic_ms()
+        try:
+            return await self._handle(request)
+        finally:
+            self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
+                                         self.clock.monotonic_ms() - start)
+
+    async def _handle(self, request: DecodedRequest) -> Any:
+        raise NotImplementedError
 
 
 def listener_address(url: str) -> tuple[str, int]:

@@ -101,14 +101,11 @@ class FaultHooks:
                 raise OSError(errno.EIO, f"injected I/O error ({'write' if write else 'read'})", path)
 
 
-class RealDisk:
-    """Files on the local file system. One cached descriptor per open file; `close()` releases them."""
+class _FaultInjecting:
+    """The fault hooks, delegated to `self.faults`, so both disks expose the same methods."""
 
-    def __init__(self) -> None:
-        self.faults = FaultHooks()
-        self._fds: dict[str, int] = {}
+    faults: FaultHooks
 
-    # Fault hooks, delegated so both disks expose the same methods.
     def set_slow_reads(self, path_prefix: str, ms: int) -> None:
         self.faults.set_slow_reads(path_prefix, ms)
 
@@ -120,6 +117,14 @@ class RealDisk:
 
     def read_latency_ms(self, path: str) -> int:
         return self.faults.read_latency_ms(path)
+
+
+class RealDisk(_FaultInjecting):
+    """Files on the local file system. One cached descriptor per open file; `close()` releases them."""
+
+    def __init__(self) -> None:
+        self.faults = FaultHooks()
+        self._fds: dict[str, int] = {}
 
     def _fd(self, path: str) -> int:
         fd = self._fds.pop(path, None)
@@ -220,7 +225,7 @@ class _MemoryFile:
     durable: bytes = b""
 
 
-class MemoryDisk:
+class MemoryDisk(_FaultInjecting):
     """Files in memory with a durable image per file, so a crash can be simulated (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -228,18 +233,6 @@ class MemoryDisk:
         self._files: dict[str, _MemoryFile] = {}
         self._dirs: set[str] = {"", "/"}
         self._last_append: str | None = None  # the file that took the last unflushed append
-
-    def set_slow_reads(self, path_prefix: str, ms: int) -> None:
-        self.faults.set_slow_reads(path_prefix, ms)
-
-    def set_io_error(self, path_prefix: str, on_read: bool = True, on_write: bool = True) -> None:
-        self.faults.set_io_error(path_prefix, on_read, on_write)
-
-    def clear_faults(self) -> None:
-        self.faults.clear_faults()
-
-    def read_latency_ms(self, path: str) -> int:
-        return self.faults.read_latency_ms(path)
 
     def _file(self, path: str) -> _MemoryFile:
         found = self._files.get(_norm(path))
