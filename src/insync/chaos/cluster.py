@@ -180,16 +180,21 @@ def start_node(spec: ClusterSpec, node_id: int) -> ClusterSpec:
 
 
 def wait_listening(node: NodeSpec, deadline_s: float = START_DEADLINE_S) -> None:
+    wait_port(node.port, deadline_s, node.pid, f"node {node.node_id} (see {Path(node.directory) / 'stdout.log'})")
+
+
+def wait_port(port: int, deadline_s: float, pid: int | None = None, what: str = "the process") -> None:
+    """Until something accepts connections on 127.0.0.1:`port`; fails early if `pid` exits."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
-        if node.pid is not None and not pid_alive(node.pid):
-            raise RuntimeError(f"node {node.node_id} exited; see {Path(node.directory) / 'stdout.log'}")
+        if pid is not None and not pid_alive(pid):
+            raise RuntimeError(f"{what} exited before listening on port {port}")
         try:
-            with socket.create_connection(("127.0.0.1", node.port), timeout=0.5):
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    raise TimeoutError(f"node {node.node_id} not listening on {node.address} after {deadline_s} s")
+    raise TimeoutError(f"{what} not listening on 127.0.0.1:{port} after {deadline_s} s")
 
 
 def stop_node(spec: ClusterSpec, node_id: int, deadline_s: float = STOP_DEADLINE_S,
