@@ -31,7 +31,8 @@ def _demo(args: argparse.Namespace) -> int:
     console = Console()
     timing = run.FAST if args.fast else run.NORMAL
     with Live(console=console, refresh_per_second=4, transient=False) as live:
-        demo = run.Demo(directory, timing, show=live.update, say=lambda text: live.console.print(f"\n{text}"))
+        demo = run.Demo(directory, timing, show=live.update,
+                        say=lambda text: live.console.print(f"\n{text}", markup=False, highlight=False))
         result = demo.run()
     table = Table(title="insync demo: per act")
     for column in ("act", "shrinks", "expands", "URP s", "offline s", "acked", "errors"):
