@@ -28,7 +28,7 @@ def _demo(args: argparse.Namespace) -> int:
 
     directory = Path(args.dir or tempfile.mkdtemp(prefix="insync-demo-"))
     directory.mkdir(parents=True, exist_ok=True)
-    console = Console()
+    console = Console(width=max(Console().width, 110))  # the per-act table needs more than 80 columns
     timing = run.FAST if args.fast else run.NORMAL
     with Live(console=console, refresh_per_second=4, transient=False) as live:
         demo = run.Demo(directory, timing, show=live.update,
