@@ -275,7 +275,7 @@ class BrokerCore:
     def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
         tp = delta.topic_partition
         if delta.kind is DeltaKind.STOP:
-            self.fetchers.remove(tp)
+            self.fetchers.remove(now_ms, tp)
             self.channel.withdraw(tp)
             self._proposals.pop(tp, None)
             if self.partitions.pop(tp, None) is not None:
@@ -289,7 +289,7 @@ class BrokerCore:
         replicas = tuple(BrokerId(b) for b in reg.replicas)
         if reg.leader == self.broker_id:
             if partition.make_leader(leader_epoch, partition_epoch, isr, replicas, now_ms):
-                self.fetchers.remove(tp)
+                self.fetchers.remove(now_ms, tp)
                 if delta.kind is DeltaKind.LEADER:
                     self.channel.withdraw(tp)
                     self._proposals.pop(tp, None)

@@ -44,7 +44,7 @@ class ReplicaFetchers:
         """Fetch `tp` from `leader` at `leader_epoch` (no leader: stop fetching it)."""
         previous = self._leader_of.get(tp)
         if previous is not None and previous != leader:
-            self.sessions[previous].remove_partition(tp)
+            self.sessions[previous].remove_partition(tp, now_ms)
             del self._leader_of[tp]
         if leader == NO_LEADER:
             return
@@ -57,10 +57,10 @@ class ReplicaFetchers:
         session.add_partition(tp, leader_epoch, partition.fetch_position(), now_ms)
         self._leader_of[tp] = leader
 
-    def remove(self, tp: TopicPartition) -> None:
+    def remove(self, now_ms: int, tp: TopicPartition) -> None:
         leader = self._leader_of.pop(tp, None)
         if leader is not None:
-            self.sessions[leader].remove_partition(tp)
+            self.sessions[leader].remove_partition(tp, now_ms)
 
     def on_response(self, now_ms: int, leader: BrokerId, response: FetchResponse) -> list[Outgoing]:
         session = self.sessions.get(leader)

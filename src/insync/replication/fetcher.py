@@ -154,10 +154,12 @@ class FetcherSession:
         self._partitions[topic_partition] = PartitionFetchState(position, leader_epoch)
         return True
 
-    def remove_partition(self, topic_partition: TopicPartition) -> None:
-        """Stop fetching (became leader, moved elsewhere, deleted); also forgets a failure."""
+    def remove_partition(self, topic_partition: TopicPartition, now_ms: int) -> None:
+        """Stop fetching (became leader, moved elsewhere, deleted); a failure is cleared with it (KIP-461:
+        stopping or deleting the replica, or leading it, clears the failed state), and said so."""
         self._partitions.pop(topic_partition, None)
-        self._failed.pop(topic_partition, None)
+        if self._failed.pop(topic_partition, None) is not None:
+            self._emit(EventType.PARTITION_UNFAILED, topic_partition, now_ms, leader=self.leader_id)
 
     # --- Requests ---------------------------------------------------------------------------------------------
 

@@ -74,5 +74,23 @@ def test_moving_a_partition_to_another_leader_and_stopping() -> None:
     fetchers.assign(0, tp, BrokerId(3), LeaderEpoch(2))
     out = fetchers.tick(0)
     assert [o.destination for o in out] == [3]
-    fetchers.remove(tp)
+    fetchers.remove(0, tp)
     assert fetchers.tick(100_000) == []
+
+
+def test_stopping_a_failed_partition_clears_the_failure_and_says_so() -> None:
+    tps = [TopicPartition("t", p) for p in range(2)]
+    followers: dict[TopicPartition, Any] = {tp: FakeFollower() for tp in tps}
+    events = EventBuffer()
+    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig(), followers, events)
+    for tp in tps:
+        fetchers.assign(0, tp, BrokerId(2), LeaderEpoch(5))
+    request = _request(fetchers.tick(0))
+    followers[tps[0]].fail = True
+    response = FetchResponse(request.correlation_id, errors.NONE,
+                             tuple(FetchPartitionData(tp, errors.NONE, Offset(1), Offset(0), Offset(1)) for tp in tps))
+    fetchers.on_response(10, BrokerId(2), response)
+    assert fetchers.failed_partitions_count == 1
+    fetchers.remove(20, tps[0])  # e.g. this broker became its leader, or the topic was deleted
+    assert fetchers.failed_partitions_count == 0
+    assert [(e.type.value, e.ts_ms) for e in events.drain()] == [("partition_failed", 10), ("partition_unfailed", 20)]

@@ -207,7 +207,7 @@ def test_answers_for_partitions_changed_since_the_request_are_dropped() -> None:
     answers = tuple(cluster.leaders[p.topic_partition].handle_follower_fetch(
         BrokerId(2), p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset, 1 << 20,
         T0).data for p in request.partitions)
-    cluster.session.remove_partition(TPS[0])
+    cluster.session.remove_partition(TPS[0], T0)
     cluster.session.add_partition(TPS[1], LeaderEpoch(2), cluster.followers[TPS[1]].fetch_position(), T0)
     outcome = cluster.session.handle_fetch_response(FetchResponse(request.correlation_id, errors.NONE, answers), T0)
     assert outcome.appended == () and [cluster.followers[tp].log_end_offset for tp in TPS[:2]] == [0, 0]
