@@ -113,6 +113,9 @@ class Purgatory(Generic[T]):
     def watched(self, key: Hashable) -> int:
         return len(self._watchers.get(key, ()))
 
+    def watched_keys(self) -> list[Hashable]:
+        return list(self._watchers)
+
     def _remove(self, op_id: int) -> None:
         entry = self._entries.pop(op_id)
         for key in entry.keys:
