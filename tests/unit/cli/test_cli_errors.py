@@ -1,0 +1,42 @@
+"""Wrong arguments and bad configuration give one line naming the problem and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from insync.cli.main import main
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["broker", "start", "--config", "foo=bar"], "unknown broker config key: foo"),
+    (["broker", "start", "--config", "replica.lag.time.max.ms=-5"],
+     "invalid value '-5' for replica.lag.time.max.ms: expected an integer in [1, +inf]"),
+    (["broker", "start", "--config", "/nonexistent/server.properties"], "No such file or directory"),
+    (["broker", "start", "--config", "a.properties", "--config", "b.properties"], "at most one properties file"),
+    (["sim", "run", "nosuch"], "unknown scenario 'nosuch'"),
+    (["cluster", "status", "--dir", "/nonexistent/cluster"], "no cluster at /nonexistent/cluster"),
+    (["cluster", "up", "--brokers", "0", "--dir", "/tmp/insync-never"], "--brokers must be at least 1"),
+    (["bench", "storage", "--seconds", "0"], "--seconds and --fetch-bytes must be positive"),
+])
+def test_operating_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("insync: error: ") and message in err and "Traceback" not in err
+
+
+def test_unknown_scenario_override_and_chaos_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "run", "stuck-follower", "--set", "broker.replica.lag.time.max.msx=1"]) == 1
+    assert "replica.lag.time.max.msx" in capsys.readouterr().err
+    script = tmp_path / "s.toml"
+    script.write_text('[[step]]\nat_s = 1\naction = "explode"\nbroker = 1\n')
+    assert main(["chaos", "run", str(script), "--dir", str(tmp_path)]) == 1
+    assert "action must be one of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["topics"], ["chaos", "slow-reads", "1", "--dir", "d"], ["nosuch"], ["sim", "run"]])
+def test_wrong_arguments_exit_2_with_usage(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
