@@ -65,6 +65,7 @@ REQUEST_TIMEOUT_S = 60.0
 PEER_TIMEOUT_S = 30.0
 METADATA_POLL_WAIT_MS = 500
 TIMER_MAX_S = 1.0
+SHUTDOWN_DEADLINE_S = 5.0
 TASKS_MAX = 10_000
 VERSION_FETCH = 12
 VERSION_REGISTRATION = 3
@@ -326,19 +327,23 @@ class BrokerNode(MeteredDispatcher):
             self.metrics.serve(self.config.get_int("metrics.port"))
         self._feed(self.core.start(self._now()))
         log.info("Broker %d serving on %s:%d", self.broker_id, self.host, self.listener.port)
+        halt = asyncio.Event()  # the background loops outlive `stop` until requests in flight are answered
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(self._run_timers(stop))
-                group.create_task(self._run_metadata(stop))
+                group.create_task(self._run_timers(halt))
+                group.create_task(self._run_metadata(halt))
                 if self.config.get_bool("fault.injection.enable"):
-                    group.create_task(self._run_faults(stop))
+                    group.create_task(self._run_faults(halt))
                 await stop.wait()
+                # Stop accepting and answer what is in flight while the timers still complete parked requests.
+                await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)
+                halt.set()
                 self._wake.set()
         finally:
             await self._shutdown()
 
     async def _shutdown(self) -> None:
-        await self.listener.stop(deadline_s=5.0)
+        await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)  # no-op after a clean stop
         for task in list(self._tasks):
             task.cancel()
         for connection in [self.controller, *self.peers.values()]:

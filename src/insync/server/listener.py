@@ -59,6 +59,8 @@ class Listener:
         self.max_request_bytes = max_request_bytes
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._busy: set[asyncio.Task[None]] = set()  # connections with a request being handled
+        self._stopping = False
         self.ready = asyncio.Event()
 
     async def start(self) -> None:
@@ -70,9 +72,13 @@ class Listener:
         log.info("Listening on %s:%d", self.host, self.port)
 
     async def stop(self, deadline_s: float) -> None:
-        """Stop accepting; give in-flight connections until the deadline; then cancel them."""
+        """Stop accepting; close idle connections at once; give requests in flight until the deadline; then
+        cancel what is left."""
+        self._stopping = True
         if self._server is not None:
             self._server.close()
+        for task in self._connections - self._busy:
+            task.cancel()
         pending = set(self._connections)
         if pending:
             _, still_running = await asyncio.wait(pending, timeout=deadline_s)
@@ -117,11 +123,18 @@ class Listener:
             if not data:
                 return
             for payload in decoder.feed(data):
-                response = await self._respond(payload, peer)
-                if response is None:
-                    continue
-                writer.write(response)
-                await writer.drain()
+                task = asyncio.current_task()
+                assert task is not None
+                self._busy.add(task)
+                try:
+                    response = await self._respond(payload, peer)
+                finally:
+                    self._busy.discard(task)
+                if response is not None:
+                    writer.write(response)
+                    await writer.drain()
+                if self._stopping:
+                    return  # answered what was in flight; the connection closes with the listener
 
     async def _respond(self, payload: bytes, peer: str) -> bytes | None:
         try:
