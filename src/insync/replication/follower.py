@@ -129,13 +129,11 @@ def truncate_on_out_of_range(log: LogView, leader_log_start_offset: Offset, lead
 
 def truncate(log: LogView, target: Offset, high_watermark: Offset, reason: TruncateReason, emit: Emit) -> Offset:
     before = log.log_end_offset
-    if target >= before:
-        # Nothing to cut, but as Kafka's truncateTo: drop epoch entries starting at the end. A former leader
-        # records its epoch on taking over; if it appended nothing before losing leadership, that entry would
-        # name an epoch the new leader never had, and every fetch would be answered with a divergence again.
-        log.leader_epoch_cache.truncate_from_end(before)
-        return high_watermark
+    # At or past the end the log only drops epoch entries starting at its end (Kafka's truncateTo): a former
+    # leader that recorded its epoch but appended nothing would otherwise diverge on every fetch.
     log.truncate_to(target)
+    if target >= before:
+        return high_watermark
     after = log.log_end_offset
     assert after <= target, (after, target)
     emit(EventType.TRUNCATE, from_offset=before, to_offset=after, reason=str(reason))

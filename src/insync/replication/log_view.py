@@ -34,10 +34,6 @@ class ReadResultView(Protocol):
 class EpochCacheView(Protocol):
     def assign(self, epoch: int, start_offset: int) -> None: ...
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """Forget the epochs that start at or after `end_offset`."""
-        ...
-
 
 class LogView(Protocol):
     @property

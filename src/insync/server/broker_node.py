@@ -89,7 +89,7 @@ class BrokerNode(MeteredDispatcher):
         self.listener = Listener(self, self.host, self.port, config.get_int("socket.request.max.bytes"))
         self.controller = KafkaConnection(*_controller_address(config), client_id=f"broker-{self.broker_id}")
         self.peers: dict[int, KafkaConnection] = {}
-        self.event_log = EventLog(self.log_dir, self.broker_id)
+        self.event_log = EventLog(self.log_dir)
         self.metrics = NodeMetrics(self._snapshot)
         self.producer_ids = queries.ProducerIdAllocator(self.broker_id, self._now())
         self._waiters: dict[tuple[object, int], asyncio.Future[object]] = {}
@@ -351,7 +351,7 @@ class BrokerNode(MeteredDispatcher):
         self.core.checkpoint()
         self.log_manager.close()
         self.metrics.close()
-        self.event_log.close(self._now())
+        self.event_log.close()
         log.info("Broker %d shut down", self.broker_id)
 
 

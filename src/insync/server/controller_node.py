@@ -59,7 +59,7 @@ class ControllerNode(MeteredDispatcher):
         self._now = monotonic_now(self.clock)
         self.controller = Controller(self.node_id, config, LocalFileStore(self.log_dir), self._now(),
                                      random.Random())
-        self.event_log = EventLog(self.log_dir, self.node_id)
+        self.event_log = EventLog(self.log_dir)
         host, port = listener_address(config.get_str("controller.listener") or "")
         self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"))
         self.metrics = NodeMetrics(self._snapshot)
@@ -205,4 +205,4 @@ class ControllerNode(MeteredDispatcher):
             await self.listener.stop(deadline_s=2.0)
             self.metrics.close()
             self.controller.close()
-            self.event_log.close(self._now())
+            self.event_log.close()
