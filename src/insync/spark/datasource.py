@@ -22,8 +22,11 @@ The sink (`df.write.format("insync")`, `writeStream`) takes a `value` column and
 idempotent producer. The streaming sink is at-least-once: a retried micro-batch is written again.
 
 Readers and input partitions hold only options and offsets (they are pickled to the workers); Kafka clients are
-opened inside each call and closed before it returns. Options prefixed `kafka.` go to librdkafka as they are
-(`kafka.security.protocol`, ...), except the few whose values the guarantees above depend on.
+opened inside each call and closed before it returns. Options prefixed `kafka.` go as they are to the driver's
+metadata client (librdkafka), except the few whose values the guarantees above depend on; the tasks' reader
+(`kafka_io.RangeFetch`) honours `kafka.bootstrap.servers`, `kafka.max.partition.fetch.bytes`,
+`kafka.fetch.wait.max.ms` and `kafka.socket.timeout.ms`, and reads over PLAINTEXT only: a secured connection
+(`kafka.security.protocol`, `kafka.sasl.*`, `kafka.ssl.*`) is refused when the query is defined.
 """
 
 from __future__ import annotations
@@ -197,6 +200,10 @@ def parse_source_options(options: Mapping[str, str], streaming: bool | None) -> 
     """Check and parse reader options. `streaming` None: checks that do not depend on the query kind."""
     given = _known(options, SOURCE_OPTIONS)
     client_conf = _client_conf(given, SOURCE_RESERVED)
+    try:
+        kafka_io.check_reader_options(client_conf)
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
     subscription = _subscription(given)
     if "startingOffsets" in given and "startingTimestamp" in given:
         raise OptionError("options startingOffsets and startingTimestamp contradict each other: set one")

@@ -1,15 +1,17 @@
 """The Kafka side of the `insync` Spark data source: metadata and offsets on the driver, reads and writes in tasks.
 
-Everything here talks to brokers through confluent-kafka (librdkafka), so it works against any Kafka-protocol
-broker. The driver uses an `AdminClient` (`Metadata`): topic listing for `subscribe`/`subscribePattern`, and
-ListOffsets for earliest (log start), latest (the high watermark: committed data only) and timestamps.
+The driver uses confluent-kafka's `AdminClient` (`Metadata`): topic listing for `subscribe`/`subscribePattern`,
+and ListOffsets for earliest (log start), latest (the high watermark: committed data only) and timestamps.
 
-A task reads exactly one `OffsetRange` `[start, end)` of one partition (`RangeFetch`): a consumer `assign`ed at
-`start` (no group, no commits) collects records into Arrow record batches whose schema matches Spark's Kafka
-source exactly. Offsets missing inside the range are normal (compaction, transaction markers); data loss is
-when the range is no longer there: `start` is behind the log start (retention, DeleteRecords), or the log end
-went back below `end` (truncation after a leader change). Loss is reported as `DataLoss`; with
-`failOnDataLoss` the task raises `DataLossError`, otherwise it logs, counts and skips to what still exists.
+A task reads exactly one `OffsetRange` `[start, end)` of one partition (`RangeFetch`) with its own Fetch
+requests to the partition's leader (`fetch_client`, no group, no commits), and `arrow_records` turns each
+response's record batches into one Arrow record batch whose schema matches Spark's Kafka source exactly. A
+client library would hand out a Python object per record, which at Spark's rates cost more than the rest of the
+read together. Both speak only the Kafka protocol, so any Kafka-compatible broker works. Offsets missing inside
+the range are normal (compaction, transaction markers); data loss is when the range is no longer there: `start`
+is behind the log start (retention, DeleteRecords), or the log end went back below `end` (truncation after a
+leader change). Loss is reported as `DataLoss`; with `failOnDataLoss` the task raises `DataLossError`,
+otherwise it logs, counts and skips to what still exists.
 
 The sink (`write_batches`) produces rows with `acks=all` and the idempotent producer: no duplicates from the
 producer's own retries, but a retried Spark task writes its rows again (at-least-once).
@@ -21,24 +23,25 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, Message, Producer
+from confluent_kafka import IsolationLevel, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in stubs
 
-from insync import limits
+from insync import errors, limits
+from insync.spark import arrow_records, fetch_client
 from insync.types import TopicPartition
 
 log = logging.getLogger(__name__)
 
-HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
+HEADER_TYPE = arrow_records.HEADER_TYPE
 ADMIN_TIMEOUT_S = 30.0  # one metadata or ListOffsets round on the driver
 WATERMARK_CHECK_INTERVAL_S = 1.0  # how often a task with nothing to read asks where the log starts and ends
-POLL_INTERVAL_S = 0.5
+RETRY_BACKOFF_S = 0.1  # after a leader change or a lost connection, before fetching again
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -183,83 +186,59 @@ class Metadata:
         return result
 
 
-def consumer_config(client_conf: Mapping[str, str]) -> dict[str, object]:
-    """A consumer that reads assigned offsets as they are: no group offsets, no resets, no commits."""
-    conf: dict[str, object] = {
-        "group.id": "insync-spark-source",  # librdkafka wants one; assign() never joins the group
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "error",  # an out-of-range start is data loss to report, never a silent reset
-        "enable.partition.eof": True,  # tells a task that everything below the high watermark was delivered
-        "isolation.level": "read_uncommitted",  # "latest" is the high watermark, as in Spark's Kafka source
-        # Large fetches: a task reads one partition, and per-fetch overhead dominates with small ones. The local
-        # queue bounds what librdkafka prefetches (also past the range's end).
-        "fetch.max.bytes": 32 * 1024 * 1024,
-        "max.partition.fetch.bytes": 8 * 1024 * 1024,
-        "queued.max.messages.kbytes": 64 * 1024,
-        "fetch.wait.max.ms": 100,
-    }
-    conf.update(client_conf)
-    return conf
+# What a task fetches at a time. Large fetches: a task reads one partition, and per-fetch overhead dominates
+# with small ones; the Arrow batch a fetch becomes is at most about this big.
+PARTITION_FETCH_BYTES = 8 * 1024 * 1024
+FETCH_WAIT_MS = 500  # how long a broker may hold a fetch with nothing to return
+FETCH_TIMEOUT_S = 30.0  # connect and per-request socket timeout
+# Client settings a task's reader honours; the other kafka.* options configure the driver's metadata client.
+READER_OPTIONS = ("bootstrap.servers", "max.partition.fetch.bytes", "fetch.wait.max.ms", "socket.timeout.ms")
+# Anything that asks for a secured connection, which the reader (fetch_client) does not speak.
+SECURE_OPTION = re.compile(r"^(sasl\.|ssl\.)")
 
 
-@dataclass(slots=True)
-class _Columns:
-    """Columns of the Arrow batch being built, as Python lists (extended a consume() chunk at a time)."""
+def check_reader_options(client_conf: Mapping[str, str]) -> None:
+    """Refuse settings the tasks' reader cannot honour, rather than read over a connection the user did not ask
+    for. Raises ValueError naming the option."""
+    protocol = client_conf.get("security.protocol", "plaintext").lower()
+    secure = sorted(k for k in client_conf if SECURE_OPTION.match(k))
+    if protocol != "plaintext" or secure:
+        raise ValueError(f"kafka.security.protocol={protocol} {' '.join('kafka.' + k for k in secure)}: the insync "
+                         "source reads over PLAINTEXT only")
+    for name in ("max.partition.fetch.bytes", "fetch.wait.max.ms", "socket.timeout.ms"):
+        if name in client_conf and not client_conf[name].isdigit():
+            raise ValueError(f"option kafka.{name} must be a non-negative integer, got {client_conf[name]!r}")
 
-    keys: list[bytes | None] = field(default_factory=list)
-    values: list[bytes | None] = field(default_factory=list)
-    offsets: list[int | None] = field(default_factory=list)
-    timestamps: list[tuple[int, int]] = field(default_factory=list)
-    headers: list[object] = field(default_factory=list)
-    value_bytes: int = 0
 
-    def add(self, messages: list[Message], include_headers: bool) -> None:
-        # map() over the unbound methods runs the loop in C: this is the per-record hot path.
-        values = list(map(Message.value, messages))
-        self.values += values
-        self.keys += map(Message.key, messages)
-        self.offsets += map(Message.offset, messages)
-        self.timestamps += map(Message.timestamp, messages)
-        if include_headers:
-            self.headers += map(Message.headers, messages)
-        self.value_bytes += sum(map(len, filter(None, values)))
+@dataclass(frozen=True, slots=True)
+class ReaderConf:
+    """The reader's settings from the kafka.* options (checked on the driver by `check_reader_options`)."""
 
-    def full(self) -> bool:
-        rows = len(self.offsets)
-        return bool(rows >= limits.SPARK_SOURCE_BATCH_ROWS_MAX or self.value_bytes >= limits.SPARK_SOURCE_BATCH_BYTES_MAX)
+    bootstrap_servers: str
+    partition_fetch_bytes: int = PARTITION_FETCH_BYTES
+    fetch_wait_ms: int = FETCH_WAIT_MS
+    timeout_s: float = FETCH_TIMEOUT_S
 
-    def to_batch(self, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
-        rows = len(self.offsets)
-        assert rows > 0 and len(self.values) == rows and len(self.timestamps) == rows
-        types, stamps_ms = zip(*self.timestamps, strict=True)
-        ts_ms = pa.array(stamps_ms, pa.int64())
-        # librdkafka numbers timestamp types from 0 = not available; Kafka (and Spark) from -1.
-        ts_type = pc.subtract(pa.array(types, pa.int32()), pa.scalar(1, pa.int32()))
-        columns = [
-            pa.array(self.keys, pa.binary()),
-            pa.array(self.values, pa.binary()),
-            pa.repeat(pa.scalar(topic, pa.string()), rows),
-            pa.repeat(pa.scalar(partition, pa.int32()), rows),
-            pa.array(self.offsets, pa.int64()),
-            pc.multiply(ts_ms, 1000).cast(pa.timestamp("us", tz="UTC")),
-            ts_type,
-        ]
-        if len(schema) == 8:
-            columns.append(pa.array(self.headers, pa.list_(HEADER_TYPE)))
-        batch = pa.RecordBatch.from_arrays(columns, schema=schema)
-        assert batch.num_rows == rows
-        return batch
+    @classmethod
+    def of(cls, client_conf: Mapping[str, str]) -> ReaderConf:
+        return cls(client_conf["bootstrap.servers"],
+                   int(client_conf.get("max.partition.fetch.bytes", PARTITION_FETCH_BYTES)),
+                   int(client_conf.get("fetch.wait.max.ms", FETCH_WAIT_MS)),
+                   int(client_conf.get("socket.timeout.ms", FETCH_TIMEOUT_S * 1000)) / 1000)
 
 
 class RangeFetch:
-    """Reads one `OffsetRange` in a Spark task. `losses` lists what was skipped (failOnDataLoss=false)."""
+    """Reads one `OffsetRange` in a Spark task. `losses` lists what was skipped (failOnDataLoss=false).
+
+    Each Fetch response becomes (at most) one Arrow batch: `arrow_records` decodes the records of the response
+    straight into columns, so no Python object is made per record.
+    """
 
     def __init__(self, offset_range: OffsetRange, client_conf: Mapping[str, str], *, include_headers: bool,
                  fail_on_data_loss: bool, poll_timeout_ms: int) -> None:
         assert poll_timeout_ms > 0, poll_timeout_ms
         self.range = offset_range
-        self.client_conf = dict(client_conf)
+        self.conf = ReaderConf.of(client_conf)
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
         self.poll_timeout_ms = poll_timeout_ms
@@ -269,81 +248,68 @@ class RangeFetch:
     def batches(self) -> Iterator[pa.RecordBatch]:
         if self.range.size == 0:
             return
-        consumer = Consumer(consumer_config(self.client_conf))
-        try:
-            yield from self._read(consumer)
-        finally:
-            consumer.close()
+        r, c = self.range, self.conf
+        with fetch_client.PartitionFetcher(c.bootstrap_servers, r.topic, r.partition,
+                                           partition_max_bytes=c.partition_fetch_bytes, max_wait_ms=c.fetch_wait_ms,
+                                           timeout_s=c.timeout_s) as fetcher:
+            yield from self._read(fetcher)
 
-    def _read(self, consumer: Consumer) -> Iterator[pa.RecordBatch]:
+    def _read(self, fetcher: fetch_client.PartitionFetcher) -> Iterator[pa.RecordBatch]:
         r = self.range
         schema = arrow_schema(self.include_headers)
-        ck_tp = CkTopicPartition(r.topic, r.partition, r.start)
-        consumer.assign([ck_tp])
         next_offset = r.start
-        columns = _Columns()
         progress_at = last_check_at = time.monotonic()
-        while next_offset < r.end:
-            messages = consumer.consume(limits.SPARK_SOURCE_CONSUME_MESSAGES_MAX, timeout=POLL_INTERVAL_S)
+        while next_offset < r.end:  # bounded: progress, or the stall checks below end it by pollTimeoutMs
+            result = fetcher.fetch(next_offset)
             now = time.monotonic()
-            records, eof_offset, out_of_range = self._split(messages)
-            if records:
-                first, last = records[0].offset(), records[-1].offset()
-                assert first is not None and last is not None and first >= next_offset, (first, next_offset)
-                columns.add(records, self.include_headers)
-                next_offset = last + 1
-                progress_at = now
-                if columns.full():
-                    yield self._emit(columns, schema)
-                    columns = _Columns()
-            if eof_offset is not None and eof_offset >= r.end:
-                break  # all records below the high watermark were delivered: the rest of the range are gaps
-            idle = min(now - progress_at, now - last_check_at) >= WATERMARK_CHECK_INTERVAL_S
-            if out_of_range or idle:
+            if result.error is errors.NONE:
+                decoded = arrow_records.decode(result.records, next_offset, r.end, self.include_headers)
+                if decoded.rows:
+                    yield self._emit(decoded, schema)
+                if decoded.next_offset > next_offset:
+                    next_offset = decoded.next_offset
+                    progress_at = now
+                    continue
+                if result.high_watermark >= r.end:
+                    break  # nothing from here to the high watermark: the rest of the range are gaps
+            elif result.error is not errors.OFFSET_OUT_OF_RANGE:
+                time.sleep(RETRY_BACKOFF_S)  # a leader change or a lost connection: the fetcher looks again
+            stalled = min(now - progress_at, now - last_check_at) >= WATERMARK_CHECK_INTERVAL_S
+            if result.error is errors.OFFSET_OUT_OF_RANGE or stalled:
                 last_check_at = now
-                skip_to = self._check_watermarks(consumer, next_offset, stalled_s=now - progress_at)
+                skip_to = self._check_watermarks(fetcher, next_offset, stalled_s=now - progress_at)
                 if skip_to is not None:
                     next_offset = skip_to
                     progress_at = now
-                    if next_offset < r.end:
-                        consumer.assign([CkTopicPartition(r.topic, r.partition, next_offset)])
-        if columns.offsets:
-            yield self._emit(columns, schema)
 
-    def _emit(self, columns: _Columns, schema: pa.Schema) -> pa.RecordBatch:
-        self.rows += len(columns.offsets)
-        return columns.to_batch(self.range.topic, self.range.partition, schema)
+    def _emit(self, decoded: arrow_records.Decoded, schema: pa.Schema) -> pa.RecordBatch:
+        rows = decoded.rows
+        self.rows += rows
+        r = self.range
+        columns = [
+            decoded.keys,
+            decoded.values,
+            pa.repeat(pa.scalar(r.topic, pa.string()), rows),
+            pa.repeat(pa.scalar(r.partition, pa.int32()), rows),
+            decoded.offsets,
+            pc.multiply(decoded.timestamps_ms, 1000).cast(pa.timestamp("us", tz="UTC")),
+            decoded.timestamp_types,
+        ]
+        if self.include_headers:
+            columns.append(decoded.headers)
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
 
-    def _split(self, messages: list[Message]) -> tuple[list[Message], int | None, bool]:
-        """(records inside the range, end-of-partition offset if reported, whether the fetch was out of range)."""
-        eof_offset: int | None = None
-        out_of_range = False
-        if any(map(Message.error, messages)):  # KafkaError objects are truthy; in C, as this runs per record
-            records = []
-            for m in messages:
-                error = m.error()
-                if error is None:
-                    records.append(m)
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    eof_offset = m.offset()
-                    assert eof_offset is not None
-                elif error.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                    out_of_range = True
-                elif error.fatal() or not error.retriable():
-                    raise RuntimeError(f"reading {self.range}: {error}")
-            messages = records
-        end = self.range.end
-        if messages and (messages[-1].offset() or 0) >= end:
-            messages = [m for m in messages if (m.offset() or 0) < end]
-        return messages, eof_offset, out_of_range
-
-    def _check_watermarks(self, consumer: Consumer, next_offset: int, stalled_s: float) -> int | None:
+    def _check_watermarks(self, fetcher: fetch_client.PartitionFetcher, next_offset: int,
+                          stalled_s: float) -> int | None:
         """Where to continue after data loss (None: keep waiting). Raises on loss under failOnDataLoss."""
         r = self.range
-        low, high = consumer.get_watermark_offsets(CkTopicPartition(r.topic, r.partition),
-                                                   timeout=ADMIN_TIMEOUT_S)
-        if low is None or high is None:
-            raise TimeoutError(f"no answer to ListOffsets for {r.topic}-{r.partition} within {ADMIN_TIMEOUT_S} s")
+        marks = fetcher.watermarks()
+        if marks is None:  # the leader cannot be asked just now
+            if stalled_s * 1000 >= self.poll_timeout_ms:
+                raise TimeoutError(f"no leader of topic {r.topic!r} partition {r.partition} answered within "
+                                   "kafkaConsumer.pollTimeoutMs")
+            return None
+        low, high = marks
         loss = loss_when_stalled(r, next_offset, low, high, stalled_s * 1000 >= self.poll_timeout_ms)
         if loss is None:
             return None

@@ -1,0 +1,291 @@
+"""Kafka v2 record batches straight into Arrow columns, without a Python object per record.
+
+A Spark task reads hundreds of thousands of records a second; at that rate a Python object per record (what
+any Kafka client library hands out) costs more than everything else in the read. Here the batch headers are
+read in Python (one `protocol.records.parse_header` and one CRC32C call per batch, as the broker does), and
+the records inside are decoded by a compiled loop (numba) into offset/length arrays over the fetched bytes.
+Keys, values and headers are then gathered into Arrow binary arrays: every record's bytes are copied once,
+from the fetch response into the Arrow buffer Spark receives.
+
+`decode(buf, first, end, include_headers)` takes the `records` field of one partition of a Fetch response and
+returns the Arrow columns of the records with offsets in `[first, end)` plus where the next fetch starts. As in
+Kafka's consumer: control batches are skipped (but move the position), an incomplete batch at the end of the
+buffer (a response cut at its byte limit) is left for the next fetch, and a corrupt batch (bad magic, CRC
+mismatch, a length or varint that overruns its batch) raises `InvalidRecordError` naming the batch's offset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from insync import limits
+from insync.protocol.compression import Compression, decompress
+from insync.protocol.records import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    crc_is_valid,
+    parse_header,
+)
+from insync.protocol.records import (
+    _corrupt as corrupt,  # noqa: PLC2701  # the records module's own CORRUPT_MESSAGE constructor
+)
+
+I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+
+HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
+
+# Error codes of the compiled loops (0: fine); `_ERRORS` words them.
+_OK, _OVERRUN, _LONG_VARINT, _BAD_COUNT, _LEFTOVER, _NULL_HEADER_KEY = range(6)
+_ERRORS = {_OVERRUN: "a record length or field runs past the end of its batch",
+           _LONG_VARINT: "a varint longer than 10 bytes", _BAD_COUNT: "an invalid header count",
+           _LEFTOVER: "bytes left after the last record, or a record whose fields do not fill it",
+           _NULL_HEADER_KEY: "a record header with a null key"}
+
+
+@numba.njit(cache=True, nogil=True)
+def _varint(buf: U8, pos: int, end: int) -> tuple[int, int]:
+    """Kafka's zigzag varint at `pos` (Kafka's `ByteUtils.readVarlong`): (value, next position); position -1 if
+    it runs past `end`, -2 if it is longer than 10 bytes."""
+    raw = np.uint64(0)
+    shift = np.uint64(0)
+    for _ in range(10):
+        if pos >= end:
+            return 0, -1
+        byte = np.uint64(buf[pos])
+        pos += 1
+        raw |= (byte & np.uint64(0x7F)) << shift
+        if byte < np.uint64(0x80):
+            return int(np.int64(raw >> np.uint64(1)) ^ -np.int64(raw & np.uint64(1))), pos
+        shift += np.uint64(7)
+    return 0, -2
+
+
+@numba.njit(cache=True, nogil=True)
+def _field(buf: U8, pos: int, end: int) -> tuple[int, int, int]:
+    """A length-prefixed byte field: (start, length (-1: null), next position); next position < 0 on error."""
+    length, pos = _varint(buf, pos, end)
+    if pos < 0:
+        return 0, 0, pos
+    if length < -1 or (length > 0 and pos + length > end):
+        return 0, 0, -1
+    return pos, length, pos + max(length, 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse(buf: U8, starts: I64, ends: I64, counts: I64, base_offsets: I64, base_timestamps: I64,
+           max_timestamps: I64, log_append: npt.NDArray[np.bool_], out: I64) -> tuple[int, int, int]:
+    """Decode the records of every batch body `buf[starts[b]:ends[b]]` (`counts[b]` records each) into `out`,
+    one row per record: offset, timestamp, key start, key length, value start, value length, headers start,
+    header count. Returns (records written, error code, index of the failing batch)."""
+    row = 0
+    for b in range(len(starts)):
+        pos = starts[b]
+        end = ends[b]
+        for _ in range(counts[b]):
+            length, pos = _varint(buf, pos, end)
+            if pos < 0:
+                return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+            record_end = pos + length
+            if length < 6 or record_end > end:
+                return row, _OVERRUN, b
+            pos += 1  # attributes: unused in v2
+            ts_delta, pos = _varint(buf, pos, record_end)
+            if pos < 0:
+                return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+            offset_delta, pos = _varint(buf, pos, record_end)
+            if pos < 0:
+                return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+            key_start, key_length, pos = _field(buf, pos, record_end)
+            if pos < 0:
+                return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+            value_start, value_length, pos = _field(buf, pos, record_end)
+            if pos < 0:
+                return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+            header_count, pos = _varint(buf, pos, record_end)
+            if pos < 0:
+                return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+            if header_count < 0 or header_count > length:
+                return row, _BAD_COUNT, b
+            headers_start = pos
+            for _h in range(header_count):
+                hk_start, hk_length, pos = _field(buf, pos, record_end)
+                if pos < 0:
+                    return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+                if hk_length < 0:
+                    return row, _NULL_HEADER_KEY, b
+                hv_start, hv_length, pos = _field(buf, pos, record_end)
+                if pos < 0:
+                    return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
+            if pos != record_end:
+                return row, _LEFTOVER, b
+            out[row, 0] = base_offsets[b] + offset_delta
+            out[row, 1] = max_timestamps[b] if log_append[b] else base_timestamps[b] + ts_delta
+            out[row, 2] = key_start
+            out[row, 3] = key_length
+            out[row, 4] = value_start
+            out[row, 5] = value_length
+            out[row, 6] = headers_start
+            out[row, 7] = header_count
+            row += 1
+        if pos != end:
+            return row, _LEFTOVER, b
+    return row, _OK, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather(buf: U8, starts: I64, lengths: I64) -> tuple[npt.NDArray[np.int32], U8]:
+    """Arrow binary layout of the fields `buf[starts[i]:starts[i]+lengths[i]]` (length -1, null, as empty):
+    (int32 offsets, n + 1 of them; the bytes end to end)."""
+    n = len(starts)
+    offsets = np.empty(n + 1, np.int32)
+    total = 0
+    offsets[0] = 0
+    for i in range(n):
+        total += max(lengths[i], 0)
+        offsets[i + 1] = total
+    data = np.empty(total, np.uint8)
+    at = 0
+    for i in range(n):
+        length = lengths[i]
+        if length > 0:
+            data[at:at + length] = buf[starts[i]:starts[i] + length]
+            at += length
+    return offsets, data
+
+
+@numba.njit(cache=True, nogil=True)
+def _header_fields(buf: U8, starts: I64, counts: I64) -> I64:
+    """For records whose headers start at `starts[i]` (`counts[i]` of them, already validated by `_parse`):
+    one row per header: key start, key length, value start, value length."""
+    out = np.empty((counts.sum(), 4), np.int64)
+    row = 0
+    for i in range(len(starts)):
+        pos = starts[i]
+        for _ in range(counts[i]):
+            out[row, 0], out[row, 1], pos = _field(buf, pos, len(buf))
+            out[row, 2], out[row, 3], pos = _field(buf, pos, len(buf))
+            row += 1
+    return out
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the loops, so the first read does not pay for it mid-stream."""
+    empty = np.zeros(0, np.int64)
+    _parse(np.zeros(0, np.uint8), empty, empty, empty, empty, empty, empty, np.zeros(0, np.bool_),
+           np.zeros((0, 8), np.int64))
+    _gather(np.zeros(0, np.uint8), empty, empty)
+    _header_fields(np.zeros(0, np.uint8), empty, empty)
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """What one fetched buffer held inside the wanted range."""
+
+    keys: pa.Array  # binary
+    values: pa.Array  # binary
+    offsets: pa.Array  # int64
+    timestamps_ms: pa.Array  # int64, Kafka milliseconds
+    timestamp_types: pa.Array  # int32: 0 CreateTime, 1 LogAppendTime
+    headers: pa.Array | None  # list<struct<key string, value binary>> when asked for
+    next_offset: int  # where the next fetch starts: past the last complete batch, or `first` if none
+
+    @property
+    def rows(self) -> int:
+        return len(self.offsets)
+
+
+def _batches(buf: bytes, first: int) -> tuple[list[tuple[int, BatchHeader]], int]:
+    """(position, header) of every complete batch, CRC-checked, and the offset after the last one."""
+    found: list[tuple[int, BatchHeader]] = []
+    next_offset = first
+    pos = 0
+    while len(buf) - pos >= LOG_OVERHEAD:  # bounded: advances by a whole batch or stops
+        batch_length = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+        if len(buf) - pos < batch_length + LOG_OVERHEAD:
+            break  # the partial batch a byte limit cut: Kafka's consumer leaves it for the next fetch
+        header = parse_header(buf, pos)
+        if not crc_is_valid(buf, pos, header):
+            raise corrupt(f"CRC mismatch in batch at offset {header.base_offset} (position {pos})")
+        if not 0 <= header.record_count <= limits.RECORDS_PER_BATCH_MAX:
+            raise corrupt(f"record count {header.record_count} out of range in batch at offset "
+                          f"{header.base_offset}")
+        found.append((pos, header))
+        next_offset = max(next_offset, header.next_offset)
+        pos += header.size
+    return found, next_offset
+
+
+def decode(buf: bytes, first: int, end: int, include_headers: bool) -> Decoded:
+    """The records of `buf` (a Fetch response's records) with offsets in `[first, end)`; see the module doc."""
+    assert 0 <= first <= end, (first, end)
+    batches, next_offset = _batches(buf, first)
+    data = [(pos, h) for pos, h in batches if not h.is_control and h.record_count > 0 and h.next_offset > first]
+    # Compressed bodies are decompressed and appended after the fetched bytes, so one buffer holds them all.
+    parts: list[bytes] = [buf]
+    size = len(buf)
+    bodies: list[tuple[int, int]] = []
+    with memoryview(buf) as view:
+        for pos, h in data:
+            body = view[pos + BATCH_HEADER_SIZE:pos + h.size]
+            if h.compression is Compression.NONE:
+                bodies.append((pos + BATCH_HEADER_SIZE, pos + h.size))
+                continue
+            plain = decompress(h.compression, body, limits.DECOMPRESSED_BATCH_BYTES_MAX)
+            bodies.append((size, size + len(plain)))
+            parts.append(plain)
+            size += len(plain)
+    whole = np.frombuffer(buf if len(parts) == 1 else b"".join(parts), np.uint8)
+    counts = np.fromiter((h.record_count for _, h in data), np.int64, len(data))
+    out = np.empty((int(counts.sum()), 8), np.int64)
+    written, error, failed = _parse(
+        whole, np.fromiter((b[0] for b in bodies), np.int64, len(data)),
+        np.fromiter((b[1] for b in bodies), np.int64, len(data)), counts,
+        np.fromiter((h.base_offset for _, h in data), np.int64, len(data)),
+        np.fromiter((h.base_timestamp for _, h in data), np.int64, len(data)),
+        np.fromiter((h.max_timestamp for _, h in data), np.int64, len(data)),
+        np.fromiter((h.timestamp_type == 1 for _, h in data), np.bool_, len(data)), out)
+    if error != _OK:
+        raise corrupt(f"malformed record in batch at offset {data[failed][1].base_offset}: {_ERRORS[error]}")
+    assert written == len(out), (written, len(out))
+    offsets = out[:, 0]
+    # Batches come in offset order, and records within a batch too: the range is one slice.
+    lo, hi = np.searchsorted(offsets, first, "left"), np.searchsorted(offsets, end, "left")
+    rows = out[lo:hi]
+    stamp_types = np.repeat(np.fromiter((h.timestamp_type for _, h in data), np.int32, len(data)), counts)[lo:hi]
+    headers = _headers(whole, rows) if include_headers else None
+    return Decoded(keys=_binary(whole, rows[:, 2], rows[:, 3]), values=_binary(whole, rows[:, 4], rows[:, 5]),
+                   offsets=pa.array(rows[:, 0]), timestamps_ms=pa.array(rows[:, 1]),
+                   timestamp_types=pa.array(stamp_types), headers=headers, next_offset=next_offset)
+
+
+def _binary(buf: U8, starts: I64, lengths: I64) -> pa.Array:
+    starts, lengths = np.ascontiguousarray(starts), np.ascontiguousarray(lengths)
+    offsets, data = _gather(buf, starts, lengths)
+    assert len(data) < 2**31, "a fetch response is bounded well below Arrow's 2 GiB binary limit"
+    nulls = lengths < 0
+    validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if nulls.any() else None
+    return pa.Array.from_buffers(pa.binary(), len(starts), [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+                                 null_count=int(nulls.sum()))
+
+
+def _headers(buf: U8, rows: I64) -> pa.Array:
+    counts = np.ascontiguousarray(rows[:, 7])
+    fields = _header_fields(buf, np.ascontiguousarray(rows[:, 6]), counts)
+    keys = _binary(buf, fields[:, 0], fields[:, 1]).view(pa.string())
+    try:
+        keys.validate(full=True)  # header keys are UTF-8 strings in Kafka: refuse bytes that are not
+    except pa.ArrowInvalid as exc:
+        raise corrupt(f"a record header key is not UTF-8: {exc}") from None
+    structs = pa.StructArray.from_arrays([keys, _binary(buf, fields[:, 2], fields[:, 3])], fields=list(HEADER_TYPE))
+    list_offsets = np.zeros(len(counts) + 1, np.int32)
+    np.cumsum(counts, out=list_offsets[1:])
+    # A record without headers has null headers, as in Spark's Kafka source (and librdkafka).
+    return pa.ListArray.from_arrays(pa.array(list_offsets), structs, type=pa.list_(HEADER_TYPE),
+                                    mask=pa.array(counts == 0))

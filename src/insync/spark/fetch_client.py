@@ -1,0 +1,272 @@
+"""A blocking Kafka client for one partition, for the Spark source's tasks: Fetch from the leader, raw records.
+
+A Spark task reads one offset range of one partition, start to end, in one thread. It needs the records as the
+broker sent them (bytes, decoded in bulk by `arrow_records`), not a client library's object per record, so it
+speaks the protocol itself: ApiVersions to agree on versions, Metadata to find the partition's leader, Fetch
+(read_uncommitted, no session) and ListOffsets (log start and high watermark, for data-loss checks). Requests
+are kio entities encoded by `protocol.codec`, like every insync client.
+
+Versions: Fetch up to 12 and Metadata up to 12 (later ones name topics by id only), ListOffsets up to 7, each
+the highest the broker also supports; brokers that removed the old versions (Kafka 4) are served by the same.
+PLAINTEXT only: `kafka.security.protocol` other than plaintext is refused when the query is planned.
+
+Failures: a connection error or a leader-change error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) drops
+the connection and looks the leader up again on the next call; the caller sees an empty, retriable answer and
+bounds its waiting by `kafkaConsumer.pollTimeoutMs`. A non-retriable error raises `FetchError`.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from insync import errors
+from insync.errors import KafkaError
+from insync.protocol.codec import decode_response, encode_request
+from insync.server.apis.entities import (
+    build,
+    duration,
+    error_of,
+    field_or,
+    nested,
+    request_class,
+)
+
+API_VERSIONS, FETCH, LIST_OFFSETS, METADATA = 18, 1, 2, 3
+# The highest version this client sends of each API (Fetch and Metadata 13+ name topics by id only).
+VERSIONS_MAX = {FETCH: 12, METADATA: 12, LIST_OFFSETS: 7}
+VERSIONS_MIN = {FETCH: 4, METADATA: 1, LIST_OFFSETS: 1}
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+RESPONSE_BYTES_MAX = 256 * 1024 * 1024
+CLIENT_ID = "insync-spark-source"
+NETWORK_EXCEPTION = errors.BY_NAME["NETWORK_EXCEPTION"]
+_SIZE = struct.Struct(">i")
+# Errors after which the leader may have moved: look it up again and retry.
+LEADER_ERRORS = frozenset(errors.BY_NAME[name].code for name in (
+    "NOT_LEADER_OR_FOLLOWER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "LEADER_NOT_AVAILABLE",
+    "REPLICA_NOT_AVAILABLE", "KAFKA_STORAGE_ERROR", "UNKNOWN_TOPIC_OR_PARTITION", "OFFSET_NOT_AVAILABLE",
+    "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT"))
+
+
+class FetchError(RuntimeError):
+    """A broker refused a request for a reason retrying cannot fix; the message names partition and error."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """One partition's part of a Fetch response. `error` NONE: `records` holds whole batches (maybe the last one
+    cut short); otherwise `records` is empty and the watermarks are -1."""
+
+    error: KafkaError
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+class _Connection:
+    """One blocking TCP connection to one broker, one request at a time, versions agreed by ApiVersions."""
+
+    def __init__(self, host: str, port: int, timeout_s: float) -> None:
+        self.address = f"{host}:{port}"
+        self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._correlation = 0
+        self.versions: dict[int, int] = {}
+        body = self.request(build(request_class(API_VERSIONS, 0)), API_VERSIONS)
+        if error_of(body.error_code) is not errors.NONE:
+            raise FetchError(f"{self.address} refused ApiVersions v0: {error_of(body.error_code).name}")
+        for entry in body.api_keys:
+            key = int(entry.api_key)
+            if key in VERSIONS_MAX:
+                best = min(VERSIONS_MAX[key], int(entry.max_version))
+                if best >= max(VERSIONS_MIN[key], int(entry.min_version)):
+                    self.versions[key] = best
+        missing = sorted(set(VERSIONS_MAX) - set(self.versions))
+        if missing:
+            raise FetchError(f"{self.address} supports no version of API key(s) {missing} this reader speaks "
+                             f"(it needs {VERSIONS_MIN} to {VERSIONS_MAX})")
+
+    def request(self, body: Any, api_key: int) -> Any:
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        self._sock.sendall(encode_request(body, self._correlation, CLIENT_ID))
+        (size,) = _SIZE.unpack(self._read(_SIZE.size))
+        if not 4 <= size <= RESPONSE_BYTES_MAX:
+            raise ConnectionError(f"response of {size} bytes from {self.address}")
+        correlation, response = decode_response(api_key, int(body.__version__), self._read(size))
+        if correlation != self._correlation:
+            raise ConnectionError(f"{self.address} answered correlation id {correlation}, not {self._correlation}")
+        return response
+
+    def _read(self, size: int) -> bytes:
+        buf = bytearray(size)
+        view = memoryview(buf)
+        got = 0
+        while got < size:  # bounded: each pass reads at least one byte or raises
+            n = self._sock.recv_into(view[got:])
+            if n == 0:
+                raise ConnectionError(f"connection to {self.address} closed")
+            got += n
+        return bytes(buf)  # kio reads only immutable buffers
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class PartitionFetcher:
+    """Fetch and ListOffsets for one partition, from its current leader. Close it (or use `with`)."""
+
+    def __init__(self, bootstrap_servers: str, topic: str, partition: int, *, partition_max_bytes: int,
+                 max_wait_ms: int, timeout_s: float) -> None:
+        self.bootstrap = [_host_port(s) for s in bootstrap_servers.split(",") if s.strip()]
+        assert self.bootstrap, "the driver checked kafka.bootstrap.servers"
+        self.topic, self.partition = topic, partition
+        self.partition_max_bytes = partition_max_bytes
+        self.max_wait_ms = max_wait_ms
+        self.timeout_s = timeout_s
+        self._leader: _Connection | None = None
+
+    def __enter__(self) -> PartitionFetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._leader is not None:
+            self._leader.close()
+            self._leader = None
+
+    def fetch(self, offset: int) -> FetchResult:
+        """Records from `offset` (the broker waits up to `max_wait_ms` for some); retriable trouble comes back
+        as an error result with the connection dropped."""
+        try:
+            leader = self._connect_leader()
+            version = leader.versions[FETCH]
+            cls = request_class(FETCH, version)
+            part = build(nested(cls, "FetchPartition"), partition=self.partition, current_leader_epoch=-1,
+                         fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
+                         partition_max_bytes=self.partition_max_bytes)
+            topic = build(nested(cls, "FetchTopic"), topic=self.topic, partitions=(part,))
+            body = leader.request(build(cls, replica_id=-1, max_wait=duration(self.max_wait_ms), min_bytes=1,
+                                        max_bytes=self.partition_max_bytes, isolation_level=0, session_id=0,
+                                        session_epoch=-1, topics=(topic,), forgotten_topics_data=(), rack_id=""),
+                                  FETCH)
+        except (OSError, ConnectionError) as exc:
+            return self._retry_later(NETWORK_EXCEPTION, exc)
+        except _Retriable as exc:
+            return self._retry_later(exc.error, exc)
+        top = error_of(field_or(body, "error_code", 0))
+        if top is not errors.NONE:
+            return self._result_of_error(top)
+        for t in body.responses:
+            for p in t.partitions:
+                if t.topic == self.topic and int(p.partition_index) == self.partition:
+                    error = error_of(p.error_code)
+                    if error is not errors.NONE:
+                        return self._result_of_error(error)
+                    return FetchResult(errors.NONE, p.records or b"", int(p.high_watermark),
+                                       int(field_or(p, "log_start_offset", -1)))
+        raise FetchError(f"{self._leader_address()} answered a Fetch for {self.topic}-{self.partition} without it")
+
+    def watermarks(self) -> tuple[int, int] | None:
+        """(log start offset, high watermark) from the leader; None when it could not be asked just now."""
+        try:
+            leader = self._connect_leader()
+            return self._list_offset(leader, EARLIEST_TIMESTAMP), self._list_offset(leader, LATEST_TIMESTAMP)
+        except (OSError, ConnectionError) as exc:
+            self._retry_later(NETWORK_EXCEPTION, exc)
+            return None
+        except _Retriable:
+            return None
+
+    def _list_offset(self, leader: _Connection, timestamp: int) -> int:
+        cls = request_class(LIST_OFFSETS, leader.versions[LIST_OFFSETS])
+        part = build(nested(cls, "ListOffsetsPartition"), partition_index=self.partition, current_leader_epoch=-1,
+                     timestamp=timestamp, max_num_offsets=1)
+        topic = build(nested(cls, "ListOffsetsTopic"), name=self.topic, partitions=(part,))
+        body = leader.request(build(cls, replica_id=-1, isolation_level=0, topics=(topic,)), LIST_OFFSETS)
+        for t in body.topics:
+            for p in t.partitions:
+                if t.name == self.topic and int(p.partition_index) == self.partition:
+                    error = error_of(p.error_code)
+                    if error is not errors.NONE:
+                        self._result_of_error(error)
+                        raise _Retriable(error)
+                    return int(p.offset)
+        raise FetchError(f"{leader.address} answered ListOffsets for {self.topic}-{self.partition} without it")
+
+    def _result_of_error(self, error: KafkaError) -> FetchResult:
+        if error.code in LEADER_ERRORS:
+            return self._retry_later(error, None)
+        if error is errors.OFFSET_OUT_OF_RANGE:
+            return FetchResult(error, b"", -1, -1)  # the caller checks the watermarks: data loss or not
+        raise FetchError(f"reading {self.topic}-{self.partition} from {self._leader_address()}: {error.name} "
+                         f"({error.message})")
+
+    def _retry_later(self, error: KafkaError, exc: BaseException | None) -> FetchResult:
+        del exc  # the caller's stall timeout reports a partition that stays unreachable
+        self.close()
+        return FetchResult(error, b"", -1, -1)
+
+    def _leader_address(self) -> str:
+        return self._leader.address if self._leader is not None else "?"
+
+    def _connect_leader(self) -> _Connection:
+        if self._leader is not None:
+            return self._leader
+        host, port = self._find_leader()
+        self._leader = _Connection(host, port, self.timeout_s)
+        return self._leader
+
+    def _find_leader(self) -> tuple[str, int]:
+        """Ask the bootstrap servers, in turn, for the partition's leader; raises _Retriable if none knows."""
+        last: BaseException | None = None
+        for host, port in self.bootstrap:
+            try:
+                conn = _Connection(host, port, self.timeout_s)
+            except (OSError, ConnectionError) as exc:
+                last = exc
+                continue
+            try:
+                cls = request_class(METADATA, conn.versions[METADATA])
+                topic = build(nested(cls, "MetadataRequestTopic"), name=self.topic, topic_id=None)
+                body = conn.request(build(cls, topics=(topic,), allow_auto_topic_creation=False,
+                                          include_cluster_authorized_operations=False,
+                                          include_topic_authorized_operations=False), METADATA)
+            except (OSError, ConnectionError) as exc:
+                last = exc
+                continue
+            finally:
+                conn.close()
+            return self._leader_in(body)
+        raise _Retriable(NETWORK_EXCEPTION, f"no bootstrap server answered: {last}")
+
+    def _leader_in(self, body: Any) -> tuple[str, int]:
+        brokers = {int(b.node_id): (str(b.host), int(b.port)) for b in body.brokers}
+        for t in body.topics:
+            if t.name != self.topic:
+                continue
+            error = error_of(t.error_code)
+            if error is not errors.NONE:
+                raise _Retriable(error)
+            for p in t.partitions:
+                if int(p.partition_index) == self.partition and int(p.leader_id) in brokers:
+                    return brokers[int(p.leader_id)]
+        raise _Retriable(errors.LEADER_NOT_AVAILABLE)
+
+
+class _Retriable(Exception):
+    """The partition is not readable just now (no leader known, a leader change): try again later."""
+
+    def __init__(self, error: KafkaError, detail: str = "") -> None:
+        super().__init__(f"{error.name} {detail}".strip())
+        self.error = error
+
+
+def _host_port(server: str) -> tuple[str, int]:
+    host, _, port = server.strip().rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"bootstrap server {server!r} is not host:port")
+    return host.strip("[]"), int(port)
