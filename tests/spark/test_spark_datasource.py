@@ -156,6 +156,21 @@ def test_batch_read_exact_offset_ranges_split_by_min_partitions(insync: SparkSes
     assert got == [(0, o) for o in range(2, 7)] + [(1, o) for o in range(10)]
 
 
+def test_batch_read_in_fetches_smaller_than_a_batch_group(insync: SparkSession, kafka_bootstrap: str) -> None:
+    """Tiny fetches (`kafka.max.partition.fetch.bytes`) over batches of many records, plain and compressed: a
+    task fetches again from where each response's last whole batch ends, and reads every record once."""
+    topic = create_topic(kafka_bootstrap, 1)
+    for codec in ("none", "zstd"):
+        producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 50, "compression.type": codec})
+        for i in range(500):
+            producer.produce(topic, b"%s-%d" % (codec.encode(), i) * 20, b"%d" % i, partition=0)
+        assert producer.flush(10) == 0
+    rows = read(insync, kafka_bootstrap, subscribe=topic, **{"kafka.max.partition.fetch.bytes": "2048"}).collect()
+    assert [r.offset for r in by_position(rows)] == list(range(1000))
+    assert [r.value for r in by_position(rows)] == [b"%s-%d" % (c, i) * 20 for c in (b"none", b"zstd")
+                                                    for i in range(500)]
+
+
 def test_batch_read_of_assigned_partitions(insync: SparkSession, kafka_bootstrap: str,
                                            known_topic: tuple[str, float, float]) -> None:
     topic = known_topic[0]
@@ -200,6 +215,10 @@ SOURCE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
     (SOURCE | {"startingOfsets": "earliest"}, False, ["startingofsets"]),  # Spark lower-cases keys
     (SOURCE | {"kafka.auto.offset.reset": "latest"}, False, ["kafka.auto.offset.reset"]),
     ({"kafka.bootstrap.servers": "h:1", "subscribePattern": "("}, True, ["subscribePattern"]),
+    # The tasks' reader speaks PLAINTEXT only: asking for more is refused, not silently ignored.
+    (SOURCE | {"kafka.security.protocol": "SSL"}, False, ["kafka.security.protocol=ssl", "PLAINTEXT"]),
+    (SOURCE | {"kafka.sasl.mechanism": "PLAIN"}, True, ["kafka.sasl.mechanism", "PLAINTEXT"]),
+    (SOURCE | {"kafka.max.partition.fetch.bytes": "8MB"}, False, ["kafka.max.partition.fetch.bytes"]),
 ])
 def test_source_option_errors_name_the_option(options: dict[str, str], streaming: bool, named: list[str]) -> None:
     # Spark hands options over lower-cased; errors still use the documented spelling.

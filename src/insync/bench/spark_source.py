@@ -94,8 +94,8 @@ def _timed_noop(df: DataFrame) -> float:
     return time.perf_counter() - start
 
 
-def run(spark: SparkSession, bootstrap: str, *, records: int = 200_000, size: int = 1024, partitions: int = 2,
-        rounds: int = 3, min_partitions: int | None = None) -> SourceBenchResult:
+def run(spark: SparkSession, bootstrap: str, *, records: int = 1_000_000, size: int = 1024, partitions: int = 2,
+        rounds: int = 5, min_partitions: int | None = None) -> SourceBenchResult:
     """Measure both reads `rounds` times, alternating, and keep the best of each."""
     assert 0 < rounds <= ROUNDS_MAX, rounds
     spark.dataSource.register(InsyncDataSource)

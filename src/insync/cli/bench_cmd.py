@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     compare.set_defaults(func=run_compare)
     source = commands.add_parser("spark-source", help="Spark reading a topic through format(\"insync\") vs parquet")
     source.add_argument("--bootstrap-server", required=True)
-    source.add_argument("--records", type=int, default=200_000)
+    source.add_argument("--records", type=int, default=1_000_000)
     source.add_argument("--size", type=int, default=1024)
     source.add_argument("--partitions", type=int, default=2)
     source.add_argument("--master", default="local[*]")

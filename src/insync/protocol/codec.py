@@ -115,7 +115,7 @@ def encode_request(body: Any, correlation_id: int, client_id: str | None = "insy
     return frame(buffer.getvalue())
 
 
-def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, Any]:
+def decode_response(api_key: int, api_version: int, payload: bytes | memoryview) -> tuple[int, Any]:
     """(correlation id, body) of a response payload (without its size prefix)."""
     schema = load_response_schema(api_key, api_version)
     header_schema = ResponseHeaderV0 if api_key == API_VERSIONS_KEY or not schema.__flexible__ else ResponseHeaderV1

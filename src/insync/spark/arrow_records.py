@@ -175,15 +175,6 @@ def _header_fields(buf: U8, starts: I64, counts: I64) -> I64:
     return out
 
 
-def warm_up() -> None:
-    """Compile (or load from numba's cache) the loops, so the first read does not pay for it mid-stream."""
-    empty = np.zeros(0, np.int64)
-    _parse(np.zeros(0, np.uint8), empty, empty, empty, empty, empty, empty, np.zeros(0, np.bool_),
-           np.zeros((0, 8), np.int64))
-    _gather(np.zeros(0, np.uint8), empty, empty)
-    _header_fields(np.zeros(0, np.uint8), empty, empty)
-
-
 @dataclass(frozen=True, slots=True)
 class Decoded:
     """What one fetched buffer held inside the wanted range."""
@@ -201,8 +192,20 @@ class Decoded:
         return len(self.offsets)
 
 
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """The complete batches of a buffer, CRC-checked: (position, header) each, and the offset after the last."""
+
+    batches: list[tuple[int, BatchHeader]]
+    next_offset: int
+
+
+def scan(buf: bytes, first: int) -> Scan:
+    """Batch headers only: tells where the next fetch starts before the records are decoded."""
+    return Scan(*_batches(buf, first))
+
+
 def _batches(buf: bytes, first: int) -> tuple[list[tuple[int, BatchHeader]], int]:
-    """(position, header) of every complete batch, CRC-checked, and the offset after the last one."""
     found: list[tuple[int, BatchHeader]] = []
     next_offset = first
     pos = 0
@@ -222,10 +225,11 @@ def _batches(buf: bytes, first: int) -> tuple[list[tuple[int, BatchHeader]], int
     return found, next_offset
 
 
-def decode(buf: bytes, first: int, end: int, include_headers: bool) -> Decoded:
-    """The records of `buf` (a Fetch response's records) with offsets in `[first, end)`; see the module doc."""
+def decode(buf: bytes, first: int, end: int, include_headers: bool, scanned: Scan | None = None) -> Decoded:
+    """The records of `buf` (a Fetch response's records) with offsets in `[first, end)`; see the module doc.
+    `scanned`: `scan(buf, first)` if the caller already has it."""
     assert 0 <= first <= end, (first, end)
-    batches, next_offset = _batches(buf, first)
+    batches, next_offset = (scanned.batches, scanned.next_offset) if scanned is not None else _batches(buf, first)
     data = [(pos, h) for pos, h in batches if not h.is_control and h.record_count > 0 and h.next_offset > first]
     # Compressed bodies are decompressed and appended after the fetched bytes, so one buffer holds them all.
     parts: list[bytes] = [buf]

@@ -89,26 +89,33 @@ class _Connection:
                              f"(it needs {VERSIONS_MIN} to {VERSIONS_MAX})")
 
     def request(self, body: Any, api_key: int) -> Any:
+        return self.receive(self.send(body), api_key, int(body.__version__))
+
+    def send(self, body: Any) -> int:
+        """Write a request; returns its correlation id for `receive`."""
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
         self._sock.sendall(encode_request(body, self._correlation, CLIENT_ID))
+        return self._correlation
+
+    def receive(self, correlation_id: int, api_key: int, version: int) -> Any:
+        """The response to the request sent with `correlation_id` (requests are answered in order)."""
         (size,) = _SIZE.unpack(self._read(_SIZE.size))
         if not 4 <= size <= RESPONSE_BYTES_MAX:
             raise ConnectionError(f"response of {size} bytes from {self.address}")
-        correlation, response = decode_response(api_key, int(body.__version__), self._read(size))
-        if correlation != self._correlation:
-            raise ConnectionError(f"{self.address} answered correlation id {correlation}, not {self._correlation}")
+        correlation, response = decode_response(api_key, version, self._read(size))
+        if correlation != correlation_id:
+            raise ConnectionError(f"{self.address} answered correlation id {correlation}, not {correlation_id}")
         return response
 
-    def _read(self, size: int) -> bytes:
-        buf = bytearray(size)
-        view = memoryview(buf)
+    def _read(self, size: int) -> memoryview:
+        view = memoryview(bytearray(size))
         got = 0
         while got < size:  # bounded: each pass reads at least one byte or raises
             n = self._sock.recv_into(view[got:])
             if n == 0:
                 raise ConnectionError(f"connection to {self.address} closed")
             got += n
-        return bytes(buf)  # kio reads only immutable buffers
+        return view.toreadonly()  # kio reads only immutable buffers; this saves copying a response to bytes
 
     def close(self) -> None:
         self._sock.close()
@@ -126,6 +133,7 @@ class PartitionFetcher:
         self.max_wait_ms = max_wait_ms
         self.timeout_s = timeout_s
         self._leader: _Connection | None = None
+        self._in_flight: tuple[int, int] | None = None  # (offset, correlation id) of a prefetch
 
     def __enter__(self) -> PartitionFetcher:
         return self
@@ -134,25 +142,34 @@ class PartitionFetcher:
         self.close()
 
     def close(self) -> None:
+        self._in_flight = None
         if self._leader is not None:
             self._leader.close()
             self._leader = None
+
+    def prefetch(self, offset: int) -> None:
+        """Send the Fetch for `offset` now, so the broker prepares it while the caller decodes the previous one;
+        the next `fetch(offset)` takes its answer. Errors wait for that call."""
+        assert self._in_flight is None, "one prefetch at a time"
+        try:
+            leader = self._connect_leader()
+            self._in_flight = (offset, leader.send(self._fetch_request(leader, offset)))
+        except (OSError, ConnectionError, _Retriable):
+            self.close()
 
     def fetch(self, offset: int) -> FetchResult:
         """Records from `offset` (the broker waits up to `max_wait_ms` for some); retriable trouble comes back
         as an error result with the connection dropped."""
         try:
             leader = self._connect_leader()
-            version = leader.versions[FETCH]
-            cls = request_class(FETCH, version)
-            part = build(nested(cls, "FetchPartition"), partition=self.partition, current_leader_epoch=-1,
-                         fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
-                         partition_max_bytes=self.partition_max_bytes)
-            topic = build(nested(cls, "FetchTopic"), topic=self.topic, partitions=(part,))
-            body = leader.request(build(cls, replica_id=-1, max_wait=duration(self.max_wait_ms), min_bytes=1,
-                                        max_bytes=self.partition_max_bytes, isolation_level=0, session_id=0,
-                                        session_epoch=-1, topics=(topic,), forgotten_topics_data=(), rack_id=""),
-                                  FETCH)
+            in_flight, self._in_flight = self._in_flight, None
+            if in_flight is not None and in_flight[0] == offset:
+                correlation_id = in_flight[1]
+            else:
+                if in_flight is not None:  # prefetched another offset: take that answer and drop it
+                    leader.receive(in_flight[1], FETCH, leader.versions[FETCH])
+                correlation_id = leader.send(self._fetch_request(leader, offset))
+            body = leader.receive(correlation_id, FETCH, leader.versions[FETCH])
         except (OSError, ConnectionError) as exc:
             return self._retry_later(NETWORK_EXCEPTION, exc)
         except _Retriable as exc:
@@ -170,8 +187,20 @@ class PartitionFetcher:
                                        int(field_or(p, "log_start_offset", -1)))
         raise FetchError(f"{self._leader_address()} answered a Fetch for {self.topic}-{self.partition} without it")
 
+    def _fetch_request(self, leader: _Connection, offset: int) -> Any:
+        cls = request_class(FETCH, leader.versions[FETCH])
+        part = build(nested(cls, "FetchPartition"), partition=self.partition, current_leader_epoch=-1,
+                     fetch_offset=offset, last_fetched_epoch=-1, log_start_offset=-1,
+                     partition_max_bytes=self.partition_max_bytes)
+        topic = build(nested(cls, "FetchTopic"), topic=self.topic, partitions=(part,))
+        return build(cls, replica_id=-1, max_wait=duration(self.max_wait_ms), min_bytes=1,
+                     max_bytes=self.partition_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
+                     topics=(topic,), forgotten_topics_data=(), rack_id="")
+
     def watermarks(self) -> tuple[int, int] | None:
         """(log start offset, high watermark) from the leader; None when it could not be asked just now."""
+        if self._in_flight is not None:
+            self.close()  # a prefetched answer would come first; this path is rare (stalls), so reconnect
         try:
             leader = self._connect_leader()
             return self._list_offset(leader, EARLIEST_TIMESTAMP), self._list_offset(leader, LATEST_TIMESTAMP)

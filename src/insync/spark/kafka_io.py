@@ -32,7 +32,7 @@ from confluent_kafka import IsolationLevel, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in stubs
 
-from insync import errors, limits
+from insync import errors, limits, malloc
 from insync.spark import arrow_records, fetch_client
 from insync.types import TopicPartition
 
@@ -248,6 +248,7 @@ class RangeFetch:
     def batches(self) -> Iterator[pa.RecordBatch]:
         if self.range.size == 0:
             return
+        malloc.keep_freed_buffers()  # fetch-sized buffers are reused instead of page-faulted in anew
         r, c = self.range, self.conf
         with fetch_client.PartitionFetcher(c.bootstrap_servers, r.topic, r.partition,
                                            partition_max_bytes=c.partition_fetch_bytes, max_wait_ms=c.fetch_wait_ms,
@@ -263,7 +264,10 @@ class RangeFetch:
             result = fetcher.fetch(next_offset)
             now = time.monotonic()
             if result.error is errors.NONE:
-                decoded = arrow_records.decode(result.records, next_offset, r.end, self.include_headers)
+                scanned = arrow_records.scan(result.records, next_offset)
+                if next_offset < scanned.next_offset < r.end:
+                    fetcher.prefetch(scanned.next_offset)  # the broker works on it while this one is decoded
+                decoded = arrow_records.decode(result.records, next_offset, r.end, self.include_headers, scanned)
                 if decoded.rows:
                     yield self._emit(decoded, schema)
                 if decoded.next_offset > next_offset:
