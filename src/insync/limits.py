@@ -42,9 +42,6 @@ METADATA_LOG_RECORDS_MAX = 10_000_000
 
 # Spark data source (spark/datasource.py, spark/kafka_io.py)
 SPARK_SOURCE_PARTITIONS_MAX = 100_000  # topic-partitions one query may read
-SPARK_SOURCE_CONSUME_MESSAGES_MAX = 10_000  # messages taken from librdkafka per consume() call
-SPARK_SOURCE_BATCH_ROWS_MAX = 8_192  # rows per Arrow batch handed to Spark
-SPARK_SOURCE_BATCH_BYTES_MAX = 8 * 1024 * 1024  # value bytes per Arrow batch
 
 # Spark analysis (spark/inputs.py, spark/logparse.py, spark/report.py)
 ANALYSIS_INPUT_FILES_MAX = 100_000  # log files one `insync analyze` run reads

@@ -33,8 +33,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from insync import errors
 from insync.bench.spark_source import run as run_source_bench
 from insync.chaos.cluster import ClusterSpec
+from insync.protocol.records import build_batch
 from insync.spark.datasource import (
     InsyncDataSource,
     InsyncStreamReader,
@@ -46,6 +48,7 @@ from insync.spark.datasource import (
     rate_limit,
     split_ranges,
 )
+from insync.spark.fetch_client import FetchError, FetchResult
 from insync.spark.kafka_io import (
     DataLoss,
     DataLossError,
@@ -346,6 +349,28 @@ def test_loss_when_stalled_behind_log_start_truncated_or_slow() -> None:
     assert "topic 't' partition 3: offsets [35, 50)" in truncated.message()
 
 
+class _CuttingBroker:
+    """A broker that, like Kafka given a batch larger than the fetch size and another partition first, answers
+    with only the start of the batch. insync's broker always returns whole batches, so this stands in for it."""
+
+    def __init__(self, batch: bytes) -> None:
+        self.batch = batch
+
+    def fetch(self, offset: int) -> FetchResult:
+        return FetchResult(errors.NONE, self.batch[:100], 1, 0)
+
+    def prefetch(self, offset: int) -> None:
+        raise AssertionError("nothing to prefetch past an incomplete batch")
+
+
+def test_task_refuses_a_batch_larger_than_its_fetch_size() -> None:
+    batch = build_batch([(b"k", b"v" * 500)], base_offset=0)
+    fetch = RangeFetch(OffsetRange("t", 0, 0, 1), {"bootstrap.servers": "127.0.0.1:9"}, include_headers=False,
+                       fail_on_data_loss=True, poll_timeout_ms=1000)
+    with pytest.raises(FetchError, match="at offset 0 is larger than kafka.max.partition.fetch.bytes"):
+        list(fetch._read(_CuttingBroker(batch)))  # type: ignore[arg-type]  # duck-typed PartitionFetcher
+
+
 def test_task_reports_truncation_or_skips_and_counts(kafka_bootstrap: str) -> None:
     topic = create_topic(kafka_bootstrap, 1)
     produce(kafka_bootstrap, topic, [(0, None, b"x%d" % i, None) for i in range(10)])
@@ -402,7 +427,11 @@ def test_stream_reader_counts_partitions_gone_or_gone_back() -> None:
 def test_benchmark_reads_the_same_records_from_both_sides(insync: SparkSession, kafka_bootstrap: str) -> None:
     result = run_source_bench(insync, kafka_bootstrap, records=2_000, size=100, partitions=2, rounds=1)
     assert (result.records, result.spark_partitions) == (2_000, 2)
-    assert result.insync_rows_per_s > 0 and result.parquet_rows_per_s > 0 and result.ratio > 0
+    assert result.insync_rows_per_s > 0 and result.parquet_rows_per_s > 0 and result.floor_rows_per_s > 0
+    assert result.ratio > 0 and result.median_ratio > 0 and result.floor_ratio > 0
+    assert result.insync_seconds <= result.insync_median_seconds
+    floor = insync.read.format("insync-floor").options(rows="2001", size="100", partitions="2").load()
+    assert floor.count() == 2001 and {len(r.value) for r in floor.select("value").collect()} == {100}
     assert json.loads(result.to_json())["record_bytes"] == 100
 
 

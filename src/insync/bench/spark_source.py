@@ -3,8 +3,10 @@
 `run` fills a topic with `records` records of `size` random bytes over `partitions` partitions, copies the
 topic to a local parquet file through the data source itself (so both sides hold the very same rows, schema
 included), then times, in alternating rounds, a batch read of each into Spark's `noop` sink: every column is
-materialised and nothing is written. It reports the best round of each (rows/s, MB/s of record values) and the
-ratio insync / parquet; the target is >= 0.5.
+materialised and nothing is written. A third reader, `format("insync-floor")`, is a Python data source that only
+yields ready-made Arrow batches: what Spark itself costs for any Python source. Each round times the three in
+turn; the result has the best and the median round of each (rows/s, MB/s of record values), the ratio insync /
+parquet for both (the target is >= 0.5), and the floor's ratio to parquet: the most any Python source can reach.
 
 The last record of each partition is produced on its own, in a one-record batch: some Kafka-compatible brokers
 (Tansu) answer ListOffsets(latest) with the base offset of the newest batch + 1, which is the high watermark
@@ -16,20 +18,28 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
+import numpy as np
+import pyarrow as pa
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # public, not in stubs
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
 
-from insync.spark.datasource import InsyncDataSource
+from insync.spark.datasource import SCHEMA_DDL, InsyncDataSource
+from insync.spark.kafka_io import arrow_schema
 
 DELIVERY_TIMEOUT_S = 120.0
 TOPIC_TIMEOUT_S = 30.0
 ROUNDS_MAX = 20
+FLOOR_BATCH_BYTES = 8 * 1024 * 1024  # about what one fetch of the insync source becomes
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,16 +48,69 @@ class SourceBenchResult:
     record_bytes: int
     partitions: int
     spark_partitions: int
+    rounds: int
+    # Per reader: the best and the median round, in seconds, and rows/s and MB/s of the best.
     insync_seconds: float
+    insync_median_seconds: float
     insync_rows_per_s: float
     insync_mb_per_s: float
+    floor_seconds: float
+    floor_median_seconds: float
+    floor_rows_per_s: float
     parquet_seconds: float
+    parquet_median_seconds: float
     parquet_rows_per_s: float
     parquet_mb_per_s: float
-    ratio: float  # insync rows/s over parquet rows/s
+    ratio: float  # insync rows/s over parquet rows/s, best rounds (the target: >= 0.5)
+    median_ratio: float  # the same over median rounds
+    floor_ratio: float  # the Arrow-only Python source over parquet, best rounds: Spark's own ceiling for any
+    # Python data source on this machine
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
+
+
+class FloorDataSource(DataSource):
+    """`format("insync-floor")`: a Python data source that yields ready-made Arrow batches of the insync schema
+    and does nothing else. Spark's cost of moving those batches from its Python workers into rows is the least
+    any Python data source pays, so its rate beside parquet's shows how much of the gap is Spark's own."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "insync-floor"
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _FloorReader(int(self.options["rows"]), int(self.options["size"]), int(self.options["partitions"]))
+
+
+class _FloorReader(DataSourceReader):
+    def __init__(self, rows: int, size: int, partitions: int) -> None:
+        self.rows, self.size, self.parts = rows, size, partitions
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(self.rows // self.parts + (1 if i < self.rows % self.parts else 0))
+                for i in range(self.parts)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        rows: int = partition.value
+        per_batch = max(1, min(rows, FLOOR_BATCH_BYTES // self.size))
+        n = np.arange(per_batch, dtype=np.int64)
+        value_offsets = np.arange(per_batch + 1, dtype=np.int32) * self.size
+        values = pa.Array.from_buffers(pa.binary(), per_batch, [
+            None, pa.py_buffer(value_offsets), pa.py_buffer(np.random.bytes(per_batch * self.size))])
+        batch = pa.RecordBatch.from_arrays([
+            pa.array(n.astype(">i8").view("S8"), pa.binary()), values,
+            pa.repeat(pa.scalar("floor", pa.string()), per_batch), pa.repeat(pa.scalar(0, pa.int32()), per_batch),
+            pa.array(n), pa.array(n * 1000).cast(pa.timestamp("us", tz="UTC")),
+            pa.repeat(pa.scalar(0, pa.int32()), per_batch)], schema=arrow_schema(False))
+        done = 0
+        while done < rows:  # bounded by `rows`
+            take = min(per_batch, rows - done)
+            yield batch if take == per_batch else batch.slice(0, take)
+            done += take
 
 
 def fill_topic(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> None:
@@ -96,31 +159,40 @@ def _timed_noop(df: DataFrame) -> float:
 
 def run(spark: SparkSession, bootstrap: str, *, records: int = 1_000_000, size: int = 1024, partitions: int = 2,
         rounds: int = 5, min_partitions: int | None = None) -> SourceBenchResult:
-    """Measure both reads `rounds` times, alternating, and keep the best of each."""
+    """Time the three reads `rounds` times each, in turn, and report the best and the median of each."""
     assert 0 < rounds <= ROUNDS_MAX, rounds
     spark.dataSource.register(InsyncDataSource)
+    spark.dataSource.register(FloorDataSource)
     topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
     fill_topic(bootstrap, topic, partitions, records, size)
     reader = (spark.read.format("insync").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic))
     if min_partitions is not None:
         reader = reader.option("minPartitions", str(min_partitions))
+    spark_partitions = reader.load().rdd.getNumPartitions()
+    floor = (spark.read.format("insync-floor").option("rows", str(records)).option("size", str(size))
+             .option("partitions", str(spark_partitions)))
     directory = tempfile.mkdtemp(prefix="insync-bench-parquet-")
     try:
         path = os.path.join(directory, "records.parquet")
         reader.load().write.parquet(path)
-        parquet = spark.read.parquet(path)
-        assert parquet.count() == records, "the parquet copy must hold every record"
-        insync_s, parquet_s = float("inf"), float("inf")
+        assert spark.read.parquet(path).count() == records, "the parquet copy must hold every record"
+        times: dict[str, list[float]] = {"insync": [], "floor": [], "parquet": []}
         for _ in range(rounds):
-            insync_s = min(insync_s, _timed_noop(reader.load()))
-            parquet_s = min(parquet_s, _timed_noop(spark.read.parquet(path)))
-        spark_partitions = reader.load().rdd.getNumPartitions()
+            times["insync"].append(_timed_noop(reader.load()))
+            times["floor"].append(_timed_noop(floor.load()))
+            times["parquet"].append(_timed_noop(spark.read.parquet(path)))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+    best = {k: min(v) for k, v in times.items()}
+    median = {k: statistics.median(v) for k, v in times.items()}
     mb = records * size / 1e6
     return SourceBenchResult(
-        records=records, record_bytes=size, partitions=partitions, spark_partitions=spark_partitions,
-        insync_seconds=round(insync_s, 3), insync_rows_per_s=round(records / insync_s),
-        insync_mb_per_s=round(mb / insync_s, 1), parquet_seconds=round(parquet_s, 3),
-        parquet_rows_per_s=round(records / parquet_s), parquet_mb_per_s=round(mb / parquet_s, 1),
-        ratio=round(parquet_s / insync_s, 3))
+        records=records, record_bytes=size, partitions=partitions, spark_partitions=spark_partitions, rounds=rounds,
+        insync_seconds=round(best["insync"], 3), insync_median_seconds=round(median["insync"], 3),
+        insync_rows_per_s=round(records / best["insync"]), insync_mb_per_s=round(mb / best["insync"], 1),
+        floor_seconds=round(best["floor"], 3), floor_median_seconds=round(median["floor"], 3),
+        floor_rows_per_s=round(records / best["floor"]),
+        parquet_seconds=round(best["parquet"], 3), parquet_median_seconds=round(median["parquet"], 3),
+        parquet_rows_per_s=round(records / best["parquet"]), parquet_mb_per_s=round(mb / best["parquet"], 1),
+        ratio=round(best["parquet"] / best["insync"], 3), median_ratio=round(median["parquet"] / median["insync"], 3),
+        floor_ratio=round(best["parquet"] / best["floor"], 3))

@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     source.add_argument("--records", type=int, default=1_000_000)
     source.add_argument("--size", type=int, default=1024)
     source.add_argument("--partitions", type=int, default=2)
+    source.add_argument("--rounds", type=int, default=5, help="timed rounds of each reader (default 5)")
     source.add_argument("--master", default="local[*]")
     source.set_defaults(func=run_spark_source)
 
@@ -85,15 +86,15 @@ def run_compare(args: argparse.Namespace) -> int:
 
 
 def run_spark_source(args: argparse.Namespace) -> int:
-    if args.records <= 0 or args.size <= 0 or args.partitions <= 0:
-        raise ConfigError("--records, --size and --partitions must be positive")
+    if args.records <= 0 or args.size <= 0 or args.partitions <= 0 or not 0 < args.rounds <= 20:
+        raise ConfigError("--records, --size and --partitions must be positive, --rounds 1 to 20")
     from insync.bench import spark_source
     from insync.spark.session import build_session
 
     spark = build_session(args.master, app_name="insync-bench-source")
     try:
         result = spark_source.run(spark, args.bootstrap_server, records=args.records, size=args.size,
-                                  partitions=args.partitions)
+                                  partitions=args.partitions, rounds=args.rounds)
     finally:
         spark.stop()
     print(result.to_json())

@@ -274,6 +274,11 @@ class RangeFetch:
                     next_offset = decoded.next_offset
                     progress_at = now
                     continue
+                if result.records:
+                    raise fetch_client.FetchError(
+                        f"a record batch of topic {r.topic!r} partition {r.partition} at offset {next_offset} is "
+                        f"larger than kafka.max.partition.fetch.bytes={self.conf.partition_fetch_bytes} and the "
+                        "broker returned only part of it: raise that option")
                 if result.high_watermark >= r.end:
                     break  # nothing from here to the high watermark: the rest of the range are gaps
             elif result.error is not errors.OFFSET_OUT_OF_RANGE:

@@ -19,6 +19,7 @@ from insync.cli.main import main
     (["cluster", "status", "--dir", "/nonexistent/cluster"], "no cluster at /nonexistent/cluster"),
     (["cluster", "up", "--brokers", "0", "--dir", "/tmp/insync-never"], "--brokers must be at least 1"),
     (["bench", "storage", "--seconds", "0"], "--seconds and --fetch-bytes must be positive"),
+    (["bench", "spark-source", "--bootstrap-server", "127.0.0.1:9", "--rounds", "0"], "--rounds 1 to 20"),
 ])
 def test_operating_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 1
