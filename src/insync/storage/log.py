@@ -314,7 +314,7 @@ class Log:
     @_writes
     def roll(self) -> None:
         """Seal the active segment and start one at the log end offset. The sealed segment stays dirty until
-        the next flush, which fsyncs it before the recovery point passes it."""
+        `flush_sealed` (or a flush) fsyncs it, before the recovery point passes it."""
         if self.active_segment.size == 0:
             return
         assert len(self.segments) < SEGMENTS_PER_PARTITION_MAX, f"{self.directory}: too many segments"
@@ -327,6 +327,20 @@ class Log:
         if self._unflushed_messages >= self.config.flush_interval_messages or (
                 flush_ms is not None and self.clock.monotonic_ms() - self._last_flush_ms >= flush_ms):
             self.flush()
+
+    @_writes
+    def flush_sealed(self) -> None:
+        """fsync the segments sealed by a roll and move the recovery point to the active segment's base: Kafka
+        schedules this flush when a segment rolls (`flush-log`, asynchronous there; the broker calls this with
+        its periodic checkpoint). Without it the recovery point would move only on `flush()`, which by default
+        never comes, and a crash would re-check the whole log on open. Nothing to do when nothing rolled."""
+        active_base = self.active_segment.base_offset
+        if self.recovery_point >= active_base:
+            return
+        for segment in self.segments[:-1]:
+            if segment.dirty:
+                segment.flush()
+        self.recovery_point = active_base
 
     @_writes
     def flush(self) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, LogConfig
+from insync.errors import KafkaException
 from insync.limits import PARTITIONS_PER_BROKER_MAX
 from insync.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -121,6 +122,14 @@ class LogManager:
         return read_offset_checkpoint(self.disk, f"{self.log_dir}/{REPLICATION_OFFSET_CHECKPOINT}")
 
     def checkpoint_recovery_points_and_log_starts(self) -> None:
+        """Flush what rolled since the last time (`Log.flush_sealed`), then write both checkpoints. A log that
+        fails its fsync goes offline (Log's rule) and keeps its recovery point; the others are written."""
+        for log in self._logs.values():
+            if not log.offline:
+                try:
+                    log.flush_sealed()
+                except KafkaException as exc:
+                    logger.error("Not moving the recovery point of %s: %s", log.directory, exc)
         write_offset_checkpoint(self.disk, f"{self.log_dir}/{RECOVERY_POINT_CHECKPOINT}",
                                 {tp: log.recovery_point for tp, log in self._logs.items()})
         write_offset_checkpoint(self.disk, f"{self.log_dir}/{LOG_START_OFFSET_CHECKPOINT}",

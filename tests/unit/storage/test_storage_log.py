@@ -7,9 +7,11 @@ from storage_helpers import DIR, bases, batch, open_log
 
 from insync import errors
 from insync.clock import ManualClock
+from insync.config import LogConfig
 from insync.errors import KafkaException
 from insync.protocol.records import build_batch, iter_batches
 from insync.storage.disk import MemoryDisk
+from insync.storage.log import Log
 
 
 def test_leader_append_assigns_offsets_and_stamps_epoch() -> None:
@@ -164,6 +166,29 @@ def test_flush_by_message_count_advances_recovery_point() -> None:
     assert log.recovery_point == 0 and disk.unflushed_bytes(log.active_segment.log_path) > 0
     log.append_as_leader(batch(3), leader_epoch=0)
     assert log.recovery_point == 6 and disk.unflushed_bytes(log.active_segment.log_path) == 0
+
+
+def test_flush_sealed_fsyncs_rolled_segments_and_moves_the_recovery_point() -> None:
+    """Kafka flushes a segment when it rolls: after `flush_sealed` the sealed segments are durable and the
+    recovery point is the active segment's base, so a crash re-checks only the active segment."""
+    disk = MemoryDisk()
+    log = open_log(disk, segment_bytes=400)
+    for _ in range(12):
+        log.maybe_roll(len(batch(3)))
+        log.append_as_leader(batch(3), leader_epoch=0)
+    sealed, active = log.segments[:-1], log.active_segment
+    assert len(sealed) >= 2 and log.recovery_point == 0
+    assert all(disk.unflushed_bytes(s.log_path) > 0 for s in sealed)
+    log.flush_sealed()
+    assert log.recovery_point == active.base_offset
+    assert all(disk.unflushed_bytes(s.log_path) == 0 for s in sealed)
+    assert disk.unflushed_bytes(active.log_path) > 0  # the active segment waits for its own flush
+    log.flush_sealed()  # nothing new rolled: no-op
+    assert log.recovery_point == active.base_offset
+    point = log.recovery_point
+    disk.crash()  # the active segment's records were never fsynced: they go, the sealed ones stay
+    recovered = Log.open(DIR, LogConfig(segment_bytes=400), disk, clock=ManualClock(), recovery_point=point)
+    assert recovered.log_end_offset == point and recovered.read(0, 100_000).records
 
 
 def test_flush_by_time() -> None:

@@ -46,6 +46,17 @@ def test_close_and_reopen_restores_every_log_from_checkpoints() -> None:
     assert again.get(TopicPartition("nope", 0)) is None
 
 
+def test_checkpoint_flushes_rolled_segments_and_records_their_end_as_recovery_point() -> None:
+    disk = MemoryDisk()
+    manager = filled_manager(disk)
+    actives = {tp: log.active_segment.base_offset for tp, log in manager.all_logs().items()}
+    assert all(base > 0 for base in actives.values())  # both logs rolled
+    manager.checkpoint_recovery_points_and_log_starts()
+    assert {tp: log.recovery_point for tp, log in manager.all_logs().items()} == actives
+    assert disk.read_file(f"{ROOT}/recovery-point-offset-checkpoint") == (
+        f"0\n2\nmy-topic 3 {actives[T1]}\norders 0 {actives[T0]}\n".encode())
+
+
 def test_high_watermark_checkpoint_round_trip_and_strict_read() -> None:
     disk = MemoryDisk()
     manager = filled_manager(disk)
