@@ -7,10 +7,13 @@ and `complete_follower_fetch` updates the follower's state. When the disk says t
 read, as one Kafka request handler would: the server returns `CompleteAfter(latency, token)` and the driver
 calls `complete(token)` when the time has passed; until then the reads stay pending on the leader.
 
-A fetch that finds nothing to send waits (Kafka's DelayedFetch) up to its `max_wait_ms`: it is parked and
-served again when `min_bytes` were appended to the partitions it asks for (followers: Kafka's
-`replica.fetch.min.bytes`), when the high watermark of one of them advanced (consumers), or when its wait
-expires. Consumer fetches read only below the high watermark.
+A fetch that finds nothing to send waits up to its `max_wait_ms` in the fetch purgatory (Kafka's DelayedFetch,
+`replication.purgatory`), watched by the partitions it asks for. `wake` is told what changed (bytes appended,
+high watermarks advanced, partitions whose leadership moved), passes it to the fetches watching those partitions
+only, and serves, in the order they were parked, those now due: followers once `min_bytes` were appended to their
+partitions (Kafka's `replica.fetch.min.bytes`), consumers once the high watermark of one of them advanced, any
+fetch for a partition whose leadership moved, and every fetch whose wait expired. When the purgatory is full a
+fetch is answered at once with what there is. Consumer fetches read only below the high watermark.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from insync.limits import PURGATORY_ENTRIES_MAX
 from insync.replication.log_view import ReadResultView
 from insync.replication.messages import FetchPartitionData, FetchRequest, FetchResponse
 from insync.replication.partition import Partition
+from insync.replication.purgatory import DelayedFetch, Purgatory, PurgatoryFullError
 from insync.replication.results import FollowerFetchResult, FollowerRead
 from insync.types import UNKNOWN_OFFSET, Offset, TopicPartition
 
@@ -48,18 +52,12 @@ class _SlowFollowerFetch:
     answers: list[FetchPartitionData | _Read]
 
 
-@dataclass(slots=True)
-class _Parked:
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """Who a parked fetch answers, and its request to serve again."""
+
     source: Address
     request: Request
-    deadline_ms: int
-    asks: frozenset[TopicPartition]
-    min_bytes: int
-    bytes_waiting: int = 0
-
-    @property
-    def is_follower(self) -> bool:
-        return isinstance(self.request, FetchRequest)
 
 
 @dataclass(slots=True)
@@ -72,7 +70,7 @@ class FetchServer:
     def __init__(self, partitions: Callable[[TopicPartition], Partition | None]) -> None:
         self._partitions = partitions
         self._slow: dict[int, _SlowFollowerFetch] = {}
-        self._parked: list[_Parked] = []
+        self._purgatory: Purgatory[DelayedFetch[_Waiting]] = Purgatory("fetch", PURGATORY_ENTRIES_MAX)
         self._next_token = 0
 
     # Follower fetches ---------------------------------------------------------------------------------
@@ -130,8 +128,8 @@ class FetchServer:
             datas.append(result.data)
         quiet = all(data.error is errors.NONE and data.diverging_epoch is None for data in datas)
         size = sum(len(data.records) for data in datas)
-        if may_park and quiet and (size == 0 or size < slow.request.min_bytes) and slow.request.max_wait_ms > 0 and slow.request.partitions:
-            self._park(now_ms, slow.source, slow.request)
+        if (may_park and quiet and (size == 0 or size < slow.request.min_bytes) and slow.request.max_wait_ms > 0
+                and slow.request.partitions and self._park(now_ms, slow.source, slow.request)):
             return FetchOutcome([], results)
         response = FetchResponse(slow.request.correlation_id, errors.NONE, tuple(datas))
         return FetchOutcome([Outgoing(slow.source, response)], results)
@@ -144,8 +142,7 @@ class FetchServer:
         for tp, offset in request.partitions:
             parts.append(self._consumer_read(tp, offset, request.max_bytes))
         empty = all(not p.records and p.error is errors.NONE for p in parts)
-        if may_park and empty and request.max_wait_ms > 0:
-            self._park(now_ms, source, request)
+        if may_park and empty and request.max_wait_ms > 0 and self._park(now_ms, source, request):
             return FetchOutcome([], [])
         return FetchOutcome([Outgoing(source, ConsumerFetchResponse(request.correlation_id, tuple(parts)))], [])
 
@@ -165,51 +162,53 @@ class FetchServer:
 
     # Parked fetches -----------------------------------------------------------------------------------
 
-    def _park(self, now_ms: int, source: Address, request: Request) -> None:
-        assert len(self._parked) < PURGATORY_ENTRIES_MAX, "fetch purgatory full"
+    def _park(self, now_ms: int, source: Address, request: Request) -> bool:
+        """Park `request` in the purgatory; False when it is full (the caller answers at once)."""
         if isinstance(request, FetchRequest):
-            asks = frozenset(part.topic_partition for part in request.partitions)
-            min_bytes = request.min_bytes
+            delayed = DelayedFetch(_Waiting(source, request), (part.topic_partition for part in request.partitions),
+                                   request.min_bytes, follower=True)
         else:
-            asks = frozenset(tp for tp, _ in request.partitions)
-            min_bytes = 1
-        self._parked.append(_Parked(source, request, now_ms + request.max_wait_ms, asks, min_bytes))
+            delayed = DelayedFetch(_Waiting(source, request), (tp for tp, _ in request.partitions), 1,
+                                   follower=False)
+        try:
+            self._purgatory.add(delayed, now_ms + request.max_wait_ms, delayed.keys)
+        except PurgatoryFullError:
+            return False
+        return True
 
     def wake(self, now_ms: int, appended: Mapping[TopicPartition, int] | None = None,
              hw_advanced: Collection[TopicPartition] = (), forced: Collection[TopicPartition] = ()
              ) -> FetchOutcome:
-        """Serve the parked fetches that are now due (Kafka's DelayedFetch.tryComplete):
+        """Serve, in the order they were parked, the parked fetches now due (Kafka's DelayedFetch.tryComplete):
         - a follower fetch once `min_bytes` were appended to its partitions since it was parked,
         - a consumer fetch once the high watermark of one of its partitions advanced,
         - any fetch for a partition in `forced` (leadership moved: it gets an error now),
-        - any fetch whose wait expired."""
-        if not self._parked:
-            return FetchOutcome([], [])
-        due: list[_Parked] = []
-        keep: list[_Parked] = []
-        for parked in self._parked:
-            if appended and parked.is_follower:
-                parked.bytes_waiting += sum(n for tp, n in appended.items() if tp in parked.asks)
-            ready = (now_ms >= parked.deadline_ms
-                     or (parked.is_follower and parked.bytes_waiting >= parked.min_bytes)
-                     or (not parked.is_follower and not parked.asks.isdisjoint(hw_advanced))
-                     or not parked.asks.isdisjoint(forced))
-            (due if ready else keep).append(parked)
-        self._parked = keep
+        - any fetch whose wait expired.
+        Only the fetches watching a partition named here are looked at, besides the expired ones."""
+        appended = appended or {}
+        for tp, size in appended.items():
+            for delayed in self._purgatory.watchers(tp):
+                delayed.on_append(size)
+        for tp in hw_advanced:
+            for delayed in self._purgatory.watchers(tp):
+                delayed.on_high_watermark_advanced()
+        for tp in forced:
+            for delayed in self._purgatory.watchers(tp):
+                delayed.force()
         outcome = FetchOutcome([], [])
-        for parked in due:
-            expired = now_ms >= parked.deadline_ms
-            if isinstance(parked.request, FetchRequest):
-                served = self.follower_fetch(now_ms, parked.source, parked.request, may_park=not expired)
+        for delayed in self._purgatory.poll(now_ms, [*appended, *hw_advanced, *forced]):
+            waiting = delayed.context
+            if isinstance(waiting.request, FetchRequest):
+                served = self.follower_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired)
             else:
-                served = self.consumer_fetch(now_ms, parked.source, parked.request, may_park=not expired)
+                served = self.consumer_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired)
             outcome.commands.extend(served.commands)
             outcome.results.extend(served.results)
         return outcome
 
     def forget(self, source: Address) -> None:
         """A peer restarted: its parked fetches will never be read."""
-        self._parked = [p for p in self._parked if p.source != source]
+        self._purgatory.remove_where(lambda delayed: delayed.context.source == source)
 
     def next_deadline_ms(self) -> int | None:
-        return min((p.deadline_ms for p in self._parked), default=None)
+        return self._purgatory.next_deadline_ms()

@@ -1,18 +1,20 @@
 """Delayed operations: requests that wait for a condition or a deadline, as Kafka's purgatories.
 
 A `Purgatory[T]` holds operations, each with a deadline and the watch keys (topic-partitions) whose changes may
-complete it. The driver calls `check(key)` after something moved for that key (a high watermark advanced, data
-was appended) and `expire(now_ms)` when the clock passes `next_deadline_ms()`; both return the operations that
-left, and the driver answers their requests. An operation knows how to try completion (`try_complete`) and what
+complete it, indexed by key and by deadline (a heap), so that nothing scans every operation. The driver tells it
+what moved: `check(key)` tries the operations watching `key`, `expire(now_ms)` removes those whose deadline passed
+(the driver calls it when the clock passes `next_deadline_ms()`), and `poll(now_ms, keys)` does both at once and
+returns what left in the order it was added. An operation knows how to try completion (`try_complete`) and what
 expiry means to it (`on_expire`). The purgatory is bounded: beyond its capacity `add` refuses with
 `PurgatoryFullError` and the driver answers at once instead of parking the request.
 
 Two operations are provided:
 - `DelayedProduce`: an acks=all produce, complete when every partition's `produce_status` is decided (the
   high watermark passed the batch, or leadership moved); at expiry the undecided ones get REQUEST_TIMED_OUT.
-- `DelayedFetch`: a fetch waiting for `min_bytes` across its partitions, complete when enough bytes are
-  available or a partition must be answered now (its `probe` says None); at `max_wait_ms` it is answered
-  with whatever there is.
+- `DelayedFetch`: a fetch that found nothing to send. A follower's completes once `min_bytes` were appended to
+  its partitions since it was parked, a consumer's once the high watermark of one of them advanced, either at once
+  when one of them must be answered now (leadership moved); at its deadline it is answered with what there is.
+  The driver reports those changes to the fetches watching the partition (`Purgatory.watchers`) before `poll`.
 Both carry an opaque `context` for the driver (its request, for instance).
 """
 
@@ -20,14 +22,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from insync import errors, limits
 from insync.errors import KafkaError
 from insync.replication.results import ProduceWait
-from insync.types import Offset, TopicPartition
+from insync.types import TopicPartition
 
 
 class DelayedOperation(Protocol):
@@ -70,9 +72,9 @@ class Purgatory(Generic[T]):
 
     def add(self, operation: T, deadline_ms: int, keys: Iterable[Hashable]) -> None:
         """Park `operation` until `check` of one of `keys` completes it or `deadline_ms` passes. The caller
-        tries completion first: an operation that can complete now should not be parked."""
+        tries completion first: an operation that can complete now should not be parked. An operation with no
+        key waits for its deadline only."""
         watch_keys = tuple(dict.fromkeys(keys))
-        assert watch_keys, "an operation nothing can complete would only ever expire"
         if len(self._entries) >= self._capacity:
             raise PurgatoryFullError(f"{self.name} purgatory holds {self._capacity} operations")
         op_id = next(self._ids)
@@ -105,6 +107,34 @@ class Purgatory(Generic[T]):
             expired.append(entry.operation)
         return expired
 
+    def poll(self, now_ms: int, keys: Iterable[Hashable]) -> list[T]:
+        """Remove and return, in the order they were added, the operations watching one of `keys` that complete
+        now and every operation whose deadline is at or before `now_ms` (told first that it expired)."""
+        candidates = {op_id for key in keys for op_id in self._watchers.get(key, ())}
+        while self._deadlines and self._deadlines[0][0] <= now_ms:
+            _, op_id = heapq.heappop(self._deadlines)
+            if op_id in self._entries:  # else completed earlier
+                candidates.add(op_id)
+        done: list[T] = []
+        for op_id in sorted(candidates):
+            entry = self._entries[op_id]
+            if entry.deadline_ms <= now_ms:
+                entry.operation.on_expire()
+            elif not entry.operation.try_complete():
+                continue
+            self._remove(op_id)
+            done.append(entry.operation)
+        return done
+
+    def remove_where(self, doomed: Callable[[T], bool]) -> int:
+        """Drop, without completing them, the operations `doomed` selects (their requester is gone); a scan of
+        every operation, for rare events. Returns how many were dropped."""
+        gone = [op_id for op_id, entry in self._entries.items() if doomed(entry.operation)]
+        for op_id in gone:
+            self._remove(op_id)
+        self._compact_deadlines()
+        return len(gone)
+
     def next_deadline_ms(self) -> int | None:
         while self._deadlines and self._deadlines[0][1] not in self._entries:
             heapq.heappop(self._deadlines)
@@ -115,6 +145,10 @@ class Purgatory(Generic[T]):
 
     def watched_keys(self) -> list[Hashable]:
         return list(self._watchers)
+
+    def watchers(self, key: Hashable) -> list[T]:
+        """The operations watching `key`, in the order they were added."""
+        return [self._entries[op_id].operation for op_id in self._watchers.get(key, ())]
 
     def _remove(self, op_id: int) -> None:
         entry = self._entries.pop(op_id)
@@ -169,33 +203,41 @@ class DelayedProduce(Generic[C]):
 
 
 class DelayedFetch(Generic[C]):
-    """A fetch waiting for `min_bytes` (Kafka's DelayedFetch). `probe(tp, fetch_offset)` gives the bytes
-    available to this fetch from `fetch_offset`, or None when the partition must be answered now (leadership
-    moved, the offset left the log)."""
+    """A fetch that found nothing to send, parked until it may be answered (Kafka's DelayedFetch.tryComplete): a
+    follower's once `min_bytes` were appended to its partitions since it was parked (`replica.fetch.min.bytes`;
+    a follower asking for 0 bytes still waits for one, as it was parked only because it had nothing), a
+    consumer's once the high watermark of one of them advanced (it reads committed data only), either at once
+    when one of its partitions must be answered now (`force`: leadership moved)."""
 
-    def __init__(self, context: C, partitions: Sequence[tuple[TopicPartition, Offset]], min_bytes: int,
-                 probe: Callable[[TopicPartition, Offset], int | None]) -> None:
-        assert partitions and min_bytes >= 1
+    def __init__(self, context: C, partitions: Iterable[TopicPartition], min_bytes: int, follower: bool) -> None:
         self.context = context
-        self.partitions = tuple(partitions)
-        self.min_bytes = min_bytes
-        self._probe = probe
+        self.partitions = tuple(dict.fromkeys(partitions))
+        self.min_bytes = max(min_bytes, 1)
+        self.follower = follower
+        self.bytes_appended = 0  # to `partitions` since parked; only a follower's fetch counts them
         self.expired = False
+        self._answer_now = False
 
     @property
     def keys(self) -> tuple[TopicPartition, ...]:
-        return tuple(topic_partition for topic_partition, _ in self.partitions)
+        return self.partitions
+
+    def on_append(self, size: int) -> None:
+        """`size` bytes were appended to one of the partitions."""
+        if self.follower:
+            self.bytes_appended += size
+
+    def on_high_watermark_advanced(self) -> None:
+        """The high watermark of one of the partitions advanced: a consumer may have something to read."""
+        if not self.follower:
+            self._answer_now = True
+
+    def force(self) -> None:
+        """One of the partitions must be answered now (leadership moved: it gets an error)."""
+        self._answer_now = True
 
     def try_complete(self) -> bool:
-        available = 0
-        for topic_partition, fetch_offset in self.partitions:
-            found = self._probe(topic_partition, fetch_offset)
-            if found is None:
-                return True
-            available += found
-            if available >= self.min_bytes:
-                return True
-        return False
+        return self._answer_now or (self.follower and self.bytes_appended >= self.min_bytes)
 
     def on_expire(self) -> None:
         self.expired = True

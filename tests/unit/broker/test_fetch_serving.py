@@ -1,0 +1,124 @@
+"""FetchServer's fetch purgatory on real leader partitions: parked follower fetches wake on min bytes appended,
+consumer fetches on the high watermark, both on forced partitions and at their deadline, in the order parked;
+forget, and a full purgatory answering at once."""
+
+from __future__ import annotations
+
+from insync import errors
+from insync.broker.fetch_serving import FetchOutcome, FetchServer
+from insync.broker.messages import Address, ConsumerFetchRequest, ConsumerFetchResponse, Outgoing
+from insync.clock import ManualClock
+from insync.config import LogConfig
+from insync.protocol.records import build_batch
+from insync.replication.messages import FetchRequest, FetchRequestPartition, FetchResponse
+from insync.replication.partition import Partition
+from insync.replication.purgatory import Purgatory
+from insync.storage.disk import MemoryDisk
+from insync.storage.log import Log
+from insync.types import BrokerId, LeaderEpoch, Offset, PartitionEpoch, TopicPartition
+
+T0 = 1_700_000_000_000
+A, B = TopicPartition("a", 0), TopicPartition("b", 0)
+
+
+def leaders() -> dict[TopicPartition, Partition]:
+    partitions = {}
+    for n, tp in enumerate((A, B)):
+        log = Log.open(f"/logs/{n}", LogConfig(), disk=MemoryDisk(), clock=ManualClock(T0))
+        partition = Partition(tp, BrokerId(1), log)
+        assert partition.make_leader(LeaderEpoch(1), PartitionEpoch(1), (BrokerId(1), BrokerId(2), BrokerId(3)),
+                                     (BrokerId(1), BrokerId(2), BrokerId(3)), T0)
+        partitions[tp] = partition
+    return partitions
+
+
+def append(partition: Partition, count: int, now_ms: int) -> int:
+    records = build_batch([(None, b"v%d" % i) for i in range(count)], base_timestamp=T0)
+    partition.append_records_as_leader(records, 1, now_ms)
+    return len(records)
+
+
+def follower_request(correlation_id: int, replica: int, offsets: dict[TopicPartition, int], min_bytes: int = 1,
+                     max_wait_ms: int = 500) -> FetchRequest:
+    return FetchRequest(correlation_id, BrokerId(replica), max_wait_ms, min_bytes, 1 << 20, tuple(
+        FetchRequestPartition(tp, Offset(offset), LeaderEpoch(1), LeaderEpoch(-1), Offset(0), 1 << 20)
+        for tp, offset in offsets.items()))
+
+
+def consumer_request(correlation_id: int, tps: tuple[TopicPartition, ...], max_wait_ms: int = 500
+                     ) -> ConsumerFetchRequest:
+    return ConsumerFetchRequest(correlation_id, tuple((tp, Offset(0)) for tp in tps), max_wait_ms, 1 << 20)
+
+
+def answered(outcome: FetchOutcome) -> list[tuple[Address, int]]:
+    """(destination, correlation id) of each response, in order."""
+    replies = []
+    for command in outcome.commands:
+        assert isinstance(command, Outgoing)
+        assert isinstance(command.message, FetchResponse | ConsumerFetchResponse)
+        replies.append((command.destination, command.message.correlation_id))
+    return replies
+
+
+def test_follower_fetches_wake_on_min_bytes_appended_in_the_order_parked() -> None:
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    first = append(partitions[A], 1, T0)
+    assert answered(server.follower_fetch(T0, 2, follower_request(1, 2, {A: 0}, min_bytes=first))) == [(2, 1)]
+    assert server.follower_fetch(T0, 3, follower_request(2, 3, {A: 1, B: 0}, min_bytes=1)).commands == []
+    assert server.follower_fetch(T0, 2, follower_request(3, 2, {A: 1}, min_bytes=10_000)).commands == []
+    assert answered(server.wake(T0 + 1, {B: 0})) == []  # nothing appended anywhere it matters yet
+    size = append(partitions[A], 2, T0 + 2)
+    woken = server.wake(T0 + 2, {A: size})
+    assert answered(woken) == [(3, 2)]  # correlation 3 needs 10 000 bytes
+    [out] = woken.commands
+    assert isinstance(out, Outgoing) and isinstance(out.message, FetchResponse)
+    assert [len(data.records) for data in out.message.partitions] == [size, 0]
+    assert server.next_deadline_ms() == T0 + 500
+    assert answered(server.wake(T0 + 499)) == []
+    assert answered(server.wake(T0 + 500)) == [(2, 3)]  # its wait expired: answered with what there is
+    assert server.next_deadline_ms() is None
+
+
+def test_consumer_fetches_wake_on_the_high_watermark_not_on_appends() -> None:
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    for correlation_id in (1, 2):
+        assert server.consumer_fetch(T0, "c", consumer_request(correlation_id, (A, B))).commands == []
+    assert server.consumer_fetch(T0, "c", consumer_request(3, (B,), max_wait_ms=100)).commands == []
+    size = append(partitions[A], 1, T0 + 1)
+    assert answered(server.wake(T0 + 1, {A: size})) == []  # not committed: nothing a consumer may read
+    for replica in (2, 3):
+        served = server.follower_fetch(T0 + 2, replica, follower_request(9, replica, {A: 1}))
+        assert served.commands == [] and served.results[0][1].data.error is errors.NONE
+    assert partitions[A].high_watermark == 1
+    woken = server.wake(T0 + 2, hw_advanced=[A])
+    assert answered(woken) == [("c", 1), ("c", 2)]
+    assert server.next_deadline_ms() == T0 + 100  # the consumer fetch of B alone is left (the followers' too)
+
+
+def test_forced_partitions_answer_now_and_forget_drops_a_peers_fetches() -> None:
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    assert server.follower_fetch(T0, 2, follower_request(1, 2, {A: 0})).commands == []
+    assert server.follower_fetch(T0, 3, follower_request(2, 3, {B: 0})).commands == []
+    assert server.consumer_fetch(T0, "c", consumer_request(3, (B,))).commands == []
+    server.forget(3)
+    assert answered(server.wake(T0 + 1, forced=[B])) == []  # still leader with nothing: parked again
+    del partitions[B]  # leadership moved away
+    woken = server.wake(T0 + 2, forced=[B])
+    assert answered(woken) == [("c", 3)]
+    [out] = woken.commands
+    assert isinstance(out, Outgoing) and isinstance(out.message, ConsumerFetchResponse)
+    assert out.message.partitions[0].error is errors.NOT_LEADER_OR_FOLLOWER
+    server.forget(2)
+    assert server.next_deadline_ms() is None and answered(server.wake(T0 + 1_000)) == []
+
+
+def test_a_full_purgatory_answers_at_once() -> None:
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    server._purgatory = Purgatory("fetch", capacity=1)  # noqa: SLF001 - the bound is the point
+    assert server.consumer_fetch(T0, "c", consumer_request(1, (A,))).commands == []
+    assert answered(server.consumer_fetch(T0, "c", consumer_request(2, (A,)))) == [("c", 2)]
+    assert answered(server.follower_fetch(T0, 2, follower_request(3, 2, {A: 0}))) == [(2, 3)]
