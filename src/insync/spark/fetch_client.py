@@ -17,6 +17,7 @@ bounds its waiting by `kafkaConsumer.pollTimeoutMs`. A non-retriable error raise
 
 from __future__ import annotations
 
+import logging
 import socket
 import struct
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 RESPONSE_BYTES_MAX = 256 * 1024 * 1024
 CLIENT_ID = "insync-spark-source"
 NETWORK_EXCEPTION = errors.BY_NAME["NETWORK_EXCEPTION"]
+log = logging.getLogger(__name__)
 _SIZE = struct.Struct(">i")
 # Errors after which the leader may have moved: look it up again and retry.
 LEADER_ERRORS = frozenset(errors.BY_NAME[name].code for name in (
@@ -235,7 +237,10 @@ class PartitionFetcher:
                          f"({error.message})")
 
     def _retry_later(self, error: KafkaError, exc: BaseException | None) -> FetchResult:
-        del exc  # the caller's stall timeout reports a partition that stays unreachable
+        """Drop the connection (the leader is looked up again) and answer `error`; the caller's stall timeout
+        reports a partition that stays unreachable."""
+        log.debug("fetching %s-%d: %s (%s); looking for the leader again", self.topic, self.partition, error.name,
+                  exc)
         self.close()
         return FetchResult(error, b"", -1, -1)
 

@@ -191,8 +191,9 @@ class Metadata:
 PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 FETCH_WAIT_MS = 500  # how long a broker may hold a fetch with nothing to return
 FETCH_TIMEOUT_S = 30.0  # connect and per-request socket timeout
-# Client settings a task's reader honours; the other kafka.* options configure the driver's metadata client.
-READER_OPTIONS = ("bootstrap.servers", "max.partition.fetch.bytes", "fetch.wait.max.ms", "socket.timeout.ms")
+# Client settings a task's reader honours besides bootstrap.servers; the other kafka.* options configure the
+# driver's metadata client.
+READER_NUMERIC_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "socket.timeout.ms")
 # Anything that asks for a secured connection, which the reader (fetch_client) does not speak.
 SECURE_OPTION = re.compile(r"^(sasl\.|ssl\.)")
 
@@ -205,7 +206,7 @@ def check_reader_options(client_conf: Mapping[str, str]) -> None:
     if protocol != "plaintext" or secure:
         raise ValueError(f"kafka.security.protocol={protocol} {' '.join('kafka.' + k for k in secure)}: the insync "
                          "source reads over PLAINTEXT only")
-    for name in ("max.partition.fetch.bytes", "fetch.wait.max.ms", "socket.timeout.ms"):
+    for name in READER_NUMERIC_OPTIONS:
         if name in client_conf and not client_conf[name].isdigit():
             raise ValueError(f"option kafka.{name} must be a non-negative integer, got {client_conf[name]!r}")
 
