@@ -32,6 +32,7 @@ from insync.protocol.compression import Compression, decompress
 from insync.protocol.records import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
+    MAGIC,
     BatchHeader,
     crc_is_valid,
     parse_header,
@@ -41,6 +42,7 @@ from insync.protocol.records import (
 )
 
 I64 = npt.NDArray[np.int64]
+_MAGIC_OFFSET = 16  # of the magic byte in a batch (the same place in every message format)
 U8 = npt.NDArray[np.uint8]
 
 HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
@@ -236,6 +238,11 @@ def _batches(buf: bytes, first: int) -> tuple[list[tuple[int, BatchHeader]], int
         batch_length = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
         if len(buf) - pos < batch_length + LOG_OVERHEAD:
             break  # the partial batch a byte limit cut: Kafka's consumer leaves it for the next fetch
+        magic = buf[pos + _MAGIC_OFFSET] if len(buf) - pos > _MAGIC_OFFSET else MAGIC
+        if magic != MAGIC:
+            base = int.from_bytes(buf[pos:pos + 8], "big", signed=True)
+            raise corrupt(f"the batch at offset {base} is in message format v{magic} (written before Kafka 0.11 "
+                          "and never converted); the insync source reads v2 record batches only")
         header = parse_header(buf, pos)
         if not crc_is_valid(buf, pos, header):
             raise corrupt(f"CRC mismatch in batch at offset {header.base_offset} (position {pos})")
