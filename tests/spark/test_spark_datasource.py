@@ -371,6 +371,29 @@ def test_task_refuses_a_batch_larger_than_its_fetch_size() -> None:
         list(fetch._read(_CuttingBroker(batch)))  # type: ignore[arg-type]  # duck-typed PartitionFetcher
 
 
+class _UnreachableLeader:
+    """Every fetch fails at once (a lost connection, no leader to be found): counts how often it is asked."""
+
+    def __init__(self) -> None:
+        self.fetches = 0
+
+    def fetch(self, offset: int) -> FetchResult:
+        self.fetches += 1
+        return FetchResult(errors.BY_NAME["NETWORK_EXCEPTION"], b"", -1, -1)
+
+    def watermarks(self) -> None:
+        return None
+
+
+def test_task_without_a_leader_backs_off_and_times_out() -> None:
+    fetch = RangeFetch(OffsetRange("t", 0, 0, 10), {"bootstrap.servers": "127.0.0.1:9"}, include_headers=False,
+                       fail_on_data_loss=True, poll_timeout_ms=500)
+    broker = _UnreachableLeader()
+    with pytest.raises(TimeoutError, match="kafkaConsumer.pollTimeoutMs"):
+        list(fetch._read(broker))  # type: ignore[arg-type]  # duck-typed PartitionFetcher
+    assert 5 <= broker.fetches <= 30  # paced by the retry backoff, not a busy loop
+
+
 def test_task_reports_truncation_or_skips_and_counts(kafka_bootstrap: str) -> None:
     topic = create_topic(kafka_bootstrap, 1)
     produce(kafka_bootstrap, topic, [(0, None, b"x%d" % i, None) for i in range(10)])

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 HEADER_TYPE = arrow_records.HEADER_TYPE
 ADMIN_TIMEOUT_S = 30.0  # one metadata or ListOffsets round on the driver
 WATERMARK_CHECK_INTERVAL_S = 1.0  # how often a task with nothing to read asks where the log starts and ends
-RETRY_BACKOFF_S = 0.1  # after a leader change or a lost connection, before fetching again
+RETRY_BACKOFF_S = 0.1  # the least time between two fetches that made no progress
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -262,6 +262,7 @@ class RangeFetch:
         next_offset = r.start
         progress_at = last_check_at = time.monotonic()
         while next_offset < r.end:  # bounded: progress, or the stall checks below end it by pollTimeoutMs
+            started = time.monotonic()
             result = fetcher.fetch(next_offset)
             now = time.monotonic()
             if result.error is errors.NONE:
@@ -282,8 +283,6 @@ class RangeFetch:
                         "broker returned only part of it: raise that option")
                 if result.high_watermark >= r.end:
                     break  # nothing from here to the high watermark: the rest of the range are gaps
-            elif result.error is not errors.OFFSET_OUT_OF_RANGE:
-                time.sleep(RETRY_BACKOFF_S)  # a leader change or a lost connection: the fetcher looks again
             stalled = min(now - progress_at, now - last_check_at) >= WATERMARK_CHECK_INTERVAL_S
             if result.error is errors.OFFSET_OUT_OF_RANGE or stalled:
                 last_check_at = now
@@ -291,6 +290,11 @@ class RangeFetch:
                 if skip_to is not None:
                     next_offset = skip_to
                     progress_at = now
+                    continue
+            if time.monotonic() - started < RETRY_BACKOFF_S:
+                # No progress, and the broker did not hold the fetch (an error, a lost connection, a leader
+                # still catching up): wait a little rather than spin.
+                time.sleep(RETRY_BACKOFF_S)
 
     def _emit(self, decoded: arrow_records.Decoded, schema: pa.Schema) -> pa.RecordBatch:
         rows = decoded.rows
