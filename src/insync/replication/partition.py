@@ -119,7 +119,7 @@ class Partition:
         self._replica_states: dict[BrokerId, ReplicaState] = {}  # leader only: every replica but this one
         self._leader_epoch_start_offset: Offset | None = None
         self._high_watermark = follower.bounded_high_watermark(log, Offset(high_watermark))
-        self.producer_state = producer_state.rebuild_from_log(log)
+        self.producer_state = producer_state.open_table(log)  # also makes the log snapshot it (roll, close)
         self._under_replicated = False
         self._under_min_isr = False
         self._next_read_id = 0

@@ -11,19 +11,37 @@ leader keeps, per producer id, its epoch and the metadata of its last five batch
 - a producer id with no state whose sequence is not 0 is UNKNOWN_PRODUCER_ID (its state was lost, e.g. to
   retention), so the client resets its sequence.
 After the append, `record` stores the batch with its assigned offsets. Followers call `record` for every
-batch they append, and a log reopened after a crash rebuilds the table with `record` over its batch headers,
-so a new leader answers retries exactly as the old one would have.
+batch they append, so a new leader answers retries exactly as the old one would have.
+
+Snapshots (Kafka's `<offset>.snapshot` files): a snapshot at offset S holds the table for exactly the batches
+below S. The log takes one, through the source `open_table` registers, when a segment rolls and when it closes;
+the log owns the files, this module only turns a table into bytes and back (`snapshot_bytes`, `parse_snapshot`).
+Format, big-endian as Kafka's: version int16, CRC32C uint32 of the rest, producer count int32, then per producer
+(in recency order) id int64, epoch int16, batch count int8 and per batch first/last sequence int32 and first/last
+offset int64. A reopened partition (`open_table`) loads the newest snapshot at or below the log end offset,
+drops producers whose last batch is below the log start offset, and replays batch headers from the snapshot
+offset to the end; a damaged snapshot is logged, deleted and the next older one tried; with none left the
+table is rebuilt from the whole log.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+import struct
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from crc32c import crc32c
 
 from insync import errors, limits
 from insync.errors import KafkaException
 from insync.protocol.records import iter_batches, parse_header
 from insync.replication.log_view import LogView
+
+logger = logging.getLogger(__name__)
 
 NO_PRODUCER_ID = -1
 SEQUENCE_MAX = 2**31 - 1
@@ -147,6 +165,19 @@ class ProducerStateTable:
             entry.batches.clear()
             entry.batches.extend(kept)
 
+    def entries(self) -> list[tuple[int, ProducerEntry]]:
+        """(producer id, entry) in recency order, least recently written first."""
+        return list(self._producers.items())
+
+    def drop_below(self, log_start_offset: int) -> None:
+        """Forget producers whose last batch ends below the log start offset (their data is gone)."""
+        for producer_id in [p for p, e in self._producers.items() if e.batches[-1].last_offset < log_start_offset]:
+            del self._producers[producer_id]
+
+    def _restore(self, producer_id: int, entry: ProducerEntry) -> None:
+        assert entry.batches and producer_id not in self._producers
+        self._producers[producer_id] = entry
+        self._last_offset = max(self._last_offset, entry.batches[-1].last_offset)
 
 
 def record_batches(table: ProducerStateTable, records: bytes | memoryview, below_offset: int | None = None) -> None:
@@ -160,10 +191,15 @@ def record_batches(table: ProducerStateTable, records: bytes | memoryview, below
 
 
 def rebuild_from_log(log: LogView, chunk_bytes: int = 8 * 1024 * 1024) -> ProducerStateTable:
-    """The table of a log reopened after a restart, from its batch headers (Kafka keeps snapshots instead; this
-    reads the whole log once at start-up, in bounded chunks)."""
+    """The table of a log, from all its batch headers (read once, in bounded chunks)."""
     table = ProducerStateTable()
-    offset, end = log.log_start_offset, log.log_end_offset
+    _replay(table, log, log.log_start_offset, chunk_bytes)
+    return table
+
+
+def _replay(table: ProducerStateTable, log: LogView, offset: int, chunk_bytes: int = 8 * 1024 * 1024) -> None:
+    """Record the batches from `offset` (a batch boundary) to the log end offset."""
+    end = log.log_end_offset
     for _ in range(limits.RECOVERY_BATCHES_MAX):
         if offset >= end:
             break
@@ -172,4 +208,112 @@ def rebuild_from_log(log: LogView, chunk_bytes: int = 8 * 1024 * 1024) -> Produc
             break
         record_batches(table, result.records)
         offset = result.next_offset
+
+
+# --- Snapshots ----------------------------------------------------------------------------------------------------
+
+SNAPSHOT_VERSION = 1
+_HEADER = struct.Struct(">hI")  # version, CRC32C of everything after the header
+_COUNT = struct.Struct(">i")
+_PRODUCER = struct.Struct(">qhb")  # producer id, epoch, batch count
+_BATCH = struct.Struct(">iiqq")  # first/last sequence, first/last offset
+
+
+class SnapshotError(ValueError):
+    """A producer snapshot is truncated, garbled or of an unknown version."""
+
+
+@runtime_checkable
+class SnapshotLog(LogView, Protocol):
+    """What a log offers for producer snapshots (storage's `Log`); the files stay storage's business."""
+
+    @property
+    def directory(self) -> str: ...
+
+    def producer_snapshot_offsets(self) -> list[int]:
+        """Offsets of the snapshot files, ascending."""
+        ...
+
+    def read_producer_snapshot(self, offset: int) -> bytes: ...
+
+    def delete_producer_snapshot(self, offset: int) -> None: ...
+
+    def set_producer_snapshot_source(self, source: Callable[[int], bytes] | None) -> None:
+        """`source(offset)` gives the snapshot bytes for the batches below `offset`, when the log takes one."""
+        ...
+
+
+def snapshot_bytes(table: ProducerStateTable, below_offset: int) -> bytes:
+    """The snapshot at `below_offset`: the table restricted to batches ending below it (as after `truncate_to`,
+    so a table that already holds batches past a truncation point still writes an exact snapshot)."""
+    body = bytearray(_COUNT.size)
+    count = 0
+    for producer_id, entry in table.entries():
+        batches = [b for b in entry.batches if b.last_offset < below_offset]
+        if not batches:
+            continue
+        count += 1
+        body += _PRODUCER.pack(producer_id, entry.producer_epoch, len(batches))
+        for b in batches:
+            body += _BATCH.pack(b.first_sequence, b.last_sequence, b.first_offset, b.last_offset)
+    _COUNT.pack_into(body, 0, count)
+    return _HEADER.pack(SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
+
+
+def parse_snapshot(data: bytes) -> ProducerStateTable:
+    """The table a snapshot holds. Raises SnapshotError when it is damaged."""
+    if len(data) < _HEADER.size + _COUNT.size:
+        raise SnapshotError(f"{len(data)} bytes, too short for a snapshot header")
+    version, crc = _HEADER.unpack_from(data, 0)
+    if version != SNAPSHOT_VERSION:
+        raise SnapshotError(f"unsupported version {version}, expected {SNAPSHOT_VERSION}")
+    body = memoryview(data)[_HEADER.size:]
+    if crc32c(body) != crc:
+        raise SnapshotError(f"CRC mismatch: stored {crc:#010x}, computed {crc32c(body):#010x}")
+    (count,) = _COUNT.unpack_from(body, 0)
+    if not 0 <= count <= limits.PRODUCERS_PER_PARTITION_MAX:
+        raise SnapshotError(f"producer count {count} out of range")
+    table, position = ProducerStateTable(), _COUNT.size
+    try:
+        for _ in range(count):
+            producer_id, epoch, batch_count = _PRODUCER.unpack_from(body, position)
+            position += _PRODUCER.size
+            if not 0 < batch_count <= limits.PRODUCER_BATCHES_REMEMBERED or table.entry(producer_id) is not None:
+                raise SnapshotError(f"producer {producer_id}: bad entry ({batch_count} batches)")
+            entry = ProducerEntry(epoch)
+            for _ in range(batch_count):
+                entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, position)))
+                position += _BATCH.size
+            table._restore(producer_id, entry)
+    except struct.error as exc:
+        raise SnapshotError(f"truncated at byte {_HEADER.size + position}: {exc}") from None
+    if position != len(body):
+        raise SnapshotError(f"{len(body) - position} bytes after the last producer")
     return table
+
+
+def open_table(log: LogView) -> ProducerStateTable:
+    """The table of a partition being opened. On a log that keeps snapshots: from the newest usable one plus
+    the batches after it, and the log will snapshot this table from now on; otherwise from the whole log."""
+    if not isinstance(log, SnapshotLog):
+        return rebuild_from_log(log)
+    table = _load_snapshot(log)
+    log.set_producer_snapshot_source(functools.partial(snapshot_bytes, table))
+    return table
+
+
+def _load_snapshot(log: SnapshotLog) -> ProducerStateTable:
+    start, end = log.log_start_offset, log.log_end_offset
+    for offset in reversed(log.producer_snapshot_offsets()):
+        if not start <= offset <= end:
+            continue  # storage deletes these when it opens or moves its bounds; never trust one
+        try:
+            table = parse_snapshot(log.read_producer_snapshot(offset))
+        except SnapshotError as exc:
+            logger.warning("Deleting unusable producer snapshot %s/%020d.snapshot: %s", log.directory, offset, exc)
+            log.delete_producer_snapshot(offset)
+            continue
+        table.drop_below(start)
+        _replay(table, log, offset)
+        return table
+    return rebuild_from_log(log)

@@ -24,6 +24,12 @@ at the requested offset). A leader append in an epoch older than the cache's lat
 from the segment's creation or load time on the log's clock. A missing or garbled `leader-epoch-checkpoint` is
 rebuilt from the batches.
 
+Producer-state snapshots (Kafka's `<offset>.snapshot`, 20-digit offset): opaque bytes the replication layer
+makes (`set_producer_snapshot_source`), written atomically (temp file, fsync, rename) when a segment rolls and
+when the log closes, at the log end offset of that moment. The two newest are kept; a truncation deletes those
+above the new log end, a moving log start those below it, and opening deletes both kinds (a crash may have cost
+the log the tail a snapshot covered).
+
 Beyond the surface in the brief: `roll()` forces a new segment; `segments`, `active_segment`, `size_bytes`;
 `update_config()`; `offline`; `ReadResult.read_latency_ms` (the disk's slow-read fault, for the simulator);
 `AppendInfo.log_start_offset`.
@@ -59,6 +65,8 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
+_SNAPSHOT_NAME = re.compile(r"^(\d{20})\.snapshot$")
+PRODUCER_SNAPSHOTS_KEPT = 2
 
 
 def _writes(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
@@ -130,6 +138,7 @@ class Log:
         self._owns_disk = owns_disk
         self._unflushed_messages = 0
         self._last_flush_ms = clock.monotonic_ms()
+        self._producer_snapshot_source: Callable[[int], bytes] | None = None
 
     # --- Opening and recovery ------------------------------------------------------------------------------
 
@@ -217,6 +226,7 @@ class Log:
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self.recovery_point = min(max(recovery_point, self.segments[0].base_offset), self.log_end_offset)
+        self._delete_producer_snapshots(lambda offset: not self.log_start_offset <= offset <= self.log_end_offset)
 
     # --- Offsets -------------------------------------------------------------------------------------------
 
@@ -321,6 +331,8 @@ class Log:
         self.active_segment.seal()
         self.segments.append(LogSegment.create(self.disk, self.directory, self.log_end_offset,
                                                self.clock.now_ms(), self.config.index_interval_bytes))
+        # Before the append that caused the roll: the source's table covers exactly the batches below the end.
+        self._take_producer_snapshot()
 
     def _maybe_flush(self) -> None:
         flush_ms = self.config.flush_interval_ms
@@ -419,6 +431,7 @@ class Log:
             return
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._delete_producer_snapshots(lambda snapshot: snapshot > self.log_end_offset)
 
     @_writes
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -430,6 +443,7 @@ class Log:
                                            self.config.index_interval_bytes)]
         self.log_start_offset = self.recovery_point = offset
         self.leader_epoch_cache.clear()
+        self._delete_producer_snapshots(lambda _snapshot: True)
 
     @_writes
     def delete_records_before(self, offset: int) -> int:
@@ -443,6 +457,7 @@ class Log:
             while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
                 self.segments.pop(0).delete()
             self.leader_epoch_cache.truncate_from_start(offset)
+            self._delete_producer_snapshots(lambda snapshot: snapshot < self.log_start_offset)
         return self.log_start_offset
 
     @_writes
@@ -468,15 +483,61 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
+            self._delete_producer_snapshots(lambda snapshot: snapshot < self.log_start_offset)
         return deleted
 
     @_writes
     def close(self) -> None:
-        """Seal and flush, so the next open trusts everything below the end."""
+        """Seal and flush, so the next open trusts everything below the end, and snapshot the producers so it
+        need not read the log to rebuild them."""
         self.active_segment.seal()
         self.flush()
+        self._take_producer_snapshot()
         if self._owns_disk and isinstance(self.disk, RealDisk):
             self.disk.close()
+
+    # --- Producer-state snapshots ----------------------------------------------------------------------------
+
+    def set_producer_snapshot_source(self, source: Callable[[int], bytes] | None) -> None:
+        """`source(offset)`: the snapshot bytes for the batches below `offset`, asked when one is taken."""
+        self._producer_snapshot_source = source
+
+    def producer_snapshot_offsets(self) -> list[int]:
+        """Offsets of the snapshot files in the directory, ascending."""
+        names = (_SNAPSHOT_NAME.match(name) for name in self.disk.listdir(self.directory))
+        return sorted(int(match.group(1)) for match in names if match)
+
+    @_reads
+    def read_producer_snapshot(self, offset: int) -> bytes:
+        return self.disk.read_file(self._snapshot_path(offset))
+
+    @_writes
+    def write_producer_snapshot(self, offset: int, data: bytes) -> None:
+        """Replace the snapshot at `offset` atomically, then keep only the newest few."""
+        assert self.log_start_offset <= offset <= self.log_end_offset, (offset, self.log_end_offset)
+        path = self._snapshot_path(offset)
+        self.disk.write_file(path + ".tmp", data)
+        self.disk.fsync(path + ".tmp")
+        self.disk.rename(path + ".tmp", path)
+        stale = set(self.producer_snapshot_offsets()[:-PRODUCER_SNAPSHOTS_KEPT])
+        self._delete_producer_snapshots(lambda snapshot: snapshot in stale)
+
+    @_writes
+    def delete_producer_snapshot(self, offset: int) -> None:
+        self.disk.remove(self._snapshot_path(offset))
+
+    def _take_producer_snapshot(self) -> None:
+        if self._producer_snapshot_source is not None:
+            offset = self.log_end_offset
+            self.write_producer_snapshot(offset, self._producer_snapshot_source(offset))
+
+    def _delete_producer_snapshots(self, doomed: Callable[[int], bool]) -> None:
+        for offset in self.producer_snapshot_offsets():
+            if doomed(offset):
+                self.disk.remove(self._snapshot_path(offset))
+
+    def _snapshot_path(self, offset: int) -> str:
+        return f"{self.directory}/{offset:020d}.snapshot"
 
 
 def _base_offset(segment: LogSegment) -> int:
