@@ -9,6 +9,7 @@ from repl_helpers import T0, TP, batch, events_of, fetch_round, ids, leader, log
 
 from insync import errors
 from insync.events import EventType
+from insync.protocol.records import build_batch
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.fetcher import FetcherSession
 from insync.replication.follower import FetchPosition
@@ -154,6 +155,18 @@ def test_follower_fetch_out_of_range_low() -> None:
     target.append_fetched_records(Offset(0), records_from(source, 0), Offset(3), Offset(0), T0)
     position = target.truncate_on_out_of_range(Offset(10), Offset(20), Offset(20), T0 + 1)
     assert position == FetchPosition(Offset(10), LeaderEpoch(-1), Offset(10)) and target.high_watermark == 10
+
+
+def test_follower_restarted_at_the_leader_log_start_forgets_the_producers_before_it() -> None:
+    source = leader(1, isr=(1,), replicas=(1, 2, 3))
+    for sequence in range(3):
+        source.append_records_as_leader(build_batch([(None, b"v")], producer_id=7, producer_epoch=0,
+                                                    base_sequence=sequence, base_timestamp=T0), 1, T0)
+    target = follower()
+    target.append_fetched_records(Offset(0), records_from(source, 0), Offset(3), Offset(0), T0)
+    assert target.producer_state.entry(7) is not None
+    target.truncate_on_out_of_range(Offset(10), Offset(20), Offset(20), T0 + 1)
+    assert target.log.log_start_offset == 10 and target.producer_state.entry(7) is None
 
 
 def test_out_of_range_inside_the_leader_log_changes_nothing() -> None:
