@@ -189,6 +189,7 @@ class Metadata:
 # What a task fetches at a time. Large fetches: a task reads one partition, and per-fetch overhead dominates
 # with small ones; the Arrow batch a fetch becomes is at most about this big.
 PARTITION_FETCH_BYTES = 8 * 1024 * 1024
+ARROW_BATCH_ROWS = 4096  # rows per batch handed to Spark (slices of a fetch, no copy): Spark takes them fastest
 FETCH_WAIT_MS = 500  # how long a broker may hold a fetch with nothing to return
 FETCH_TIMEOUT_S = 30.0  # connect and per-request socket timeout
 # Client settings a task's reader honours besides bootstrap.servers; the other kafka.* options configure the
@@ -271,7 +272,9 @@ class RangeFetch:
                     fetcher.prefetch(scanned.next_offset)  # the broker works on it while this one is decoded
                 decoded = arrow_records.decode(result.records, next_offset, r.end, self.include_headers, scanned)
                 if decoded.rows:
-                    yield self._emit(decoded, schema)
+                    batch = self._emit(decoded, schema)
+                    for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):  # bounded by the batch's rows
+                        yield batch.slice(start, ARROW_BATCH_ROWS)
                 if decoded.next_offset > next_offset:
                     next_offset = decoded.next_offset
                     progress_at = now
