@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from insync import errors
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
+from insync.spark import fetch_client
 from insync.spark.arrow_records import decode
 from insync.spark.fetch_client import FetchResult, PartitionFetcher
 
@@ -110,6 +111,21 @@ def test_reads_every_record_in_order(kafka_bootstrap: str, known_topic: str) -> 
         rows, fetches = read_all(reader, len(KNOWN))
         assert rows == expected(KNOWN)
         assert fetches > 3, "partition_max_bytes bounds each response"
+
+
+@pytest.mark.parametrize(("fetch", "metadata", "list_offsets"), [(4, 1, 1), (7, 5, 2), (11, 9, 5)])
+def test_older_protocol_versions_read_the_same(kafka_bootstrap: str, known_topic: str, fetch: int, metadata: int,
+                                               list_offsets: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a Kafka 1.x/2.x broker offers (Fetch without flexible fields or topic ids, old Metadata and
+    ListOffsets): the reader caps its versions there and reads exactly the same records and watermarks."""
+    monkeypatch.setattr(fetch_client, "VERSIONS_MAX", {fetch_client.FETCH: fetch, fetch_client.METADATA: metadata,
+                                                       fetch_client.LIST_OFFSETS: list_offsets})
+    with fetcher(kafka_bootstrap, known_topic) as reader:
+        rows, _ = read_all(reader, len(KNOWN))
+        assert rows == expected(KNOWN)
+        assert reader.watermarks() == (0, len(KNOWN))
+        assert reader._leader is not None and reader._leader.versions == {
+            fetch_client.FETCH: fetch, fetch_client.METADATA: metadata, fetch_client.LIST_OFFSETS: list_offsets}
 
 
 def test_a_window_in_the_middle(kafka_bootstrap: str, known_topic: str) -> None:
