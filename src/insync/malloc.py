@@ -7,7 +7,8 @@ often depends on the order of earlier frees, so two identical processes can diff
 serving 500 MB of fetches used 0.53-0.66 s of CPU without this and 0.32-0.45 s with it (six runs each, two fresh
 brokers); in a Spark worker reading a topic it was a third of the task's CPU. `keep_freed_buffers()` fixes the
 threshold high, so freed buffers are reused by the next fetch. It is process-wide: brokers and Spark tasks that
-read topics call it; the heap then keeps about the largest few buffers' worth of memory.
+read topics call it. The cost: the heap keeps memory at the peak of buffers in use at once (glibc returns
+only a free top of more than twice the threshold), where mmap()ed buffers went back to the kernel one by one.
 """
 
 from __future__ import annotations
