@@ -174,6 +174,19 @@ def test_batch_read_in_fetches_smaller_than_a_batch_group(insync: SparkSession, 
                                                     for i in range(500)]
 
 
+def test_batch_read_from_another_kafka_protocol_broker(insync: SparkSession, tansu_bootstrap: str) -> None:
+    """The source speaks only the Kafka protocol: the same read works against Tansu (one record a batch, see the
+    module doc), from the driver's planning to the tasks' fetches."""
+    topic = create_topic(tansu_bootstrap, 2)
+    records: list[Record] = [(i % 2, b"k%d" % i, b"v%d" % i, [("n", b"%d" % i)] if i % 3 == 0 else None)
+                             for i in range(20)]
+    produce(tansu_bootstrap, topic, records)
+    rows = by_position(read(insync, tansu_bootstrap, subscribe=topic, includeHeaders="true").collect())
+    got = [(r.partition, r.offset, r.key, r.value,
+            [(h.key, h.value) for h in r.headers] if r.headers is not None else None) for r in rows]
+    assert got == expected_rows(records)
+
+
 def test_batch_read_of_assigned_partitions(insync: SparkSession, kafka_bootstrap: str,
                                            known_topic: tuple[str, float, float]) -> None:
     topic = known_topic[0]
