@@ -577,7 +577,4 @@ class Partition:
             self.log, leader_log_start_offset, leader_log_end_offset, leader_high_watermark, self._high_watermark,
             self._emitter(now_ms)))
         self._sync_producer_state()
-        # A log restarted at the leader's log start keeps no batch of the producers before it (Kafka's
-        # ProducerStateManager.truncateHead): forget them, as a reopened partition would.
-        self.producer_state.drop_below(self.log.log_start_offset)
         return self.fetch_position()

@@ -242,6 +242,10 @@ class SnapshotLog(LogView, Protocol):
         """`source(offset)` gives the snapshot bytes for the batches below `offset`, when the log takes one."""
         ...
 
+    def set_log_start_listener(self, listener: Callable[[int], None] | None) -> None:
+        """`listener(log_start_offset)` after the log start moved up."""
+        ...
+
 
 def snapshot_bytes(table: ProducerStateTable, below_offset: int) -> bytes:
     """The snapshot at `below_offset`: the table restricted to batches ending below it (as after `truncate_to`,
@@ -299,6 +303,7 @@ def open_table(log: LogView) -> ProducerStateTable:
         return rebuild_from_log(log)
     table = _load_snapshot(log)
     log.set_producer_snapshot_source(functools.partial(snapshot_bytes, table))
+    log.set_log_start_listener(table.drop_below)  # as a reload would: producers wholly below the start go
     return table
 
 

@@ -25,7 +25,7 @@ from the segment's creation or load time on the log's clock. A missing or garble
 rebuilt from the batches.
 
 Producer-state snapshots (Kafka's `<offset>.snapshot`, 20-digit offset): opaque bytes the replication layer
-makes (`set_producer_snapshot_source`), written atomically (temp file, fsync, rename) when a segment rolls and
+makes (`set_producer_snapshot_source`; `set_log_start_listener` tells it when the log start moves), written atomically (temp file, fsync, rename) when a segment rolls and
 when the log closes, at the log end offset of that moment. The two newest are kept; a truncation deletes those
 above the new log end, a moving log start those below it, and opening deletes both kinds (a crash may have cost
 the log the tail a snapshot covered).
@@ -139,6 +139,7 @@ class Log:
         self._unflushed_messages = 0
         self._last_flush_ms = clock.monotonic_ms()
         self._producer_snapshot_source: Callable[[int], bytes] | None = None
+        self._log_start_listener: Callable[[int], None] | None = None
 
     # --- Opening and recovery ------------------------------------------------------------------------------
 
@@ -444,6 +445,7 @@ class Log:
         self.log_start_offset = self.recovery_point = offset
         self.leader_epoch_cache.clear()
         self._delete_producer_snapshots(lambda _snapshot: True)
+        self._tell_log_start()
 
     @_writes
     def delete_records_before(self, offset: int) -> int:
@@ -457,7 +459,7 @@ class Log:
             while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
                 self.segments.pop(0).delete()
             self.leader_epoch_cache.truncate_from_start(offset)
-            self._delete_producer_snapshots(lambda snapshot: snapshot < self.log_start_offset)
+            self._log_start_moved()
         return self.log_start_offset
 
     @_writes
@@ -483,7 +485,7 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
-            self._delete_producer_snapshots(lambda snapshot: snapshot < self.log_start_offset)
+            self._log_start_moved()
         return deleted
 
     @_writes
@@ -525,6 +527,19 @@ class Log:
     @_writes
     def delete_producer_snapshot(self, offset: int) -> None:
         self.disk.remove(self._snapshot_path(offset))
+
+    def set_log_start_listener(self, listener: Callable[[int], None] | None) -> None:
+        """`listener(log_start_offset)` after the log start moved up (DeleteRecords, retention, a restart at a
+        new offset): the producer table forgets producers whose batches are all gone (Kafka's truncateHead)."""
+        self._log_start_listener = listener
+
+    def _log_start_moved(self) -> None:
+        self._delete_producer_snapshots(lambda snapshot: snapshot < self.log_start_offset)
+        self._tell_log_start()
+
+    def _tell_log_start(self) -> None:
+        if self._log_start_listener is not None:
+            self._log_start_listener(self.log_start_offset)
 
     def _take_producer_snapshot(self) -> None:
         if self._producer_snapshot_source is not None:

@@ -211,7 +211,16 @@ def test_producers_below_the_log_start_are_dropped_from_a_snapshot() -> None:
     assert reopened.producer_snapshot_offsets()[-1] == reopened.log_end_offset == 33
     table = Partition(TP, BrokerId(1), reopened).producer_state
     assert table.entry(1) is None and table.entry(2) is not None
-    assert canonical(table) == canonical(parse_snapshot(reopened.read_producer_snapshot(33)))[1:]
+    # The live table forgot producer 1 at DeleteRecords already, so the snapshot taken at close lacks it too.
+    assert canonical(table) == canonical(parse_snapshot(reopened.read_producer_snapshot(33)))
+
+
+def test_a_live_table_forgets_producers_below_a_moved_log_start_as_a_reload_does() -> None:
+    log = open_log(MemoryDisk())
+    partition = open_leader(log)
+    run_workload(partition, [(1, 1, False)] * 3 + [(2, 1, False)] * 30)
+    partition.delete_records_on_leader(10)  # producer 1's batches are offsets 0-2
+    assert partition.producer_state.entry(1) is None and partition.producer_state.entry(2) is not None
 
 
 @pytest.mark.parametrize("flushed", [False, True])
