@@ -13,7 +13,9 @@ Metadata v13 "brokers only" request whose empty topic list is int32-encoded, lea
 
 `encode_response` writes the response header (v0 for ApiVersions always, and for non-flexible responses; v1
 otherwise) and body, framed. kio writes tagged fields only when they differ from their defaults, which is what
-old librdkafka builds (kcat) need.
+old librdkafka builds (kcat) need. `encode_response_parts` writes the same frame as a list of parts, to be sent
+in order: a large records field is not copied into it but is a part of its own, the very bytes object the body
+held (a Fetch response's megabytes of records go from the log's read to the socket uncopied).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from insync.protocol.framing import frame
 
 API_VERSIONS_KEY = 18
 _PEEK = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
+# A bytes value at least this long becomes a part of its own in `encode_response_parts` instead of being copied.
+PART_MIN_BYTES = 64 * 1024
 
 SupportedVersions = Mapping[int, tuple[int, int]]
 
@@ -94,14 +99,60 @@ def response_schema(api_key: int, api_version: int) -> Any:
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """A framed response: header (v0 for ApiVersions and non-flexible bodies, else v1) and body."""
-    assert body.__api_key__ == api_key, (body, api_key)
     buffer = io.BytesIO()
+    _write_response(buffer, api_key, correlation_id, body)
+    return frame(buffer.getvalue())
+
+
+Buffer = bytes | bytearray | memoryview
+
+
+def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: Any) -> list[Buffer]:
+    """The frame of `encode_response` as parts to send in order (module docstring): `bytes` the writer built, and
+    each large records value of `body` as it is. The first part starts with the frame's size."""
+    parts = _Parts()
+    _write_response(parts, api_key, correlation_id, body)
+    return parts.framed()
+
+
+def _write_response(buffer: Any, api_key: int, correlation_id: int, body: Any) -> None:
+    assert body.__api_key__ == api_key, (body, api_key)
     if api_key == API_VERSIONS_KEY or not body.__flexible__:
         entity_writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
         entity_writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
     entity_writer(type(body))(buffer, body)
-    return frame(buffer.getvalue())
+
+
+class _Parts:
+    """A write target for kio that keeps large values by reference: kio writes a records field as its length
+    and then `write(value)`, so the value arrives here whole and is kept as a part instead of copied."""
+
+    def __init__(self) -> None:
+        self._parts: list[Buffer] = []
+        self._chunk = bytearray(_SIZE.size)  # the frame's size goes in front, once it is known
+        self._size = 0  # bytes after the size prefix
+
+    def write(self, data: Buffer) -> int:
+        size = len(data)
+        self._size += size
+        if size < PART_MIN_BYTES:
+            self._chunk += data
+            return size
+        if self._chunk:
+            self._parts.append(bytes(self._chunk))
+            self._chunk = bytearray()
+        self._parts.append(data)
+        return size
+
+    def framed(self) -> list[Buffer]:
+        if self._chunk:
+            self._parts.append(bytes(self._chunk))
+            self._chunk = bytearray()
+        first = self._parts[0]
+        assert isinstance(first, bytes) and len(first) >= _SIZE.size, "the size prefix opens the first part"
+        self._parts[0] = _SIZE.pack(self._size) + first[_SIZE.size:]
+        return self._parts
 
 
 def encode_request(body: Any, correlation_id: int, client_id: str | None = "insync") -> bytes:

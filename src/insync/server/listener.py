@@ -7,6 +7,9 @@ still pipeline (their requests wait in the socket buffer). A frame over `socket.
 api key or version (except ApiVersions, answered with error 35), or a body that does not parse closes the
 connection with a log line; the broker keeps serving everyone else.
 
+A response is written as the parts `encode_response_parts` makes, so a Fetch response's records (megabytes) go
+from the log's read to the socket without being copied into a frame first.
+
 Every connection task is owned by the listener's TaskGroup and every socket is closed in `finally`. `stop()`
 stops accepting, lets in-flight requests finish until the deadline, then cancels what is left.
 """
@@ -22,12 +25,14 @@ from typing import Any, Protocol
 from insync import limits
 from insync.protocol.codec import (
     API_VERSIONS_KEY,
+    Buffer,
     DecodedRequest,
     MalformedRequest,
     SupportedVersions,
     UnsupportedRequest,
     decode_request,
     encode_response,
+    encode_response_parts,
 )
 from insync.protocol.framing import FrameDecoder, FrameError
 
@@ -131,25 +136,30 @@ class Listener:
                 finally:
                     self._busy.discard(task)
                 if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+                    await _write_parts(writer, response)
                 if self._stopping:
                     return  # answered what was in flight; the connection closes with the listener
 
-    async def _respond(self, payload: bytes, peer: str) -> bytes | None:
+    async def _respond(self, payload: bytes, peer: str) -> list[Buffer] | None:
         try:
             request = decode_request(payload, self.dispatcher.supported_versions())
         except UnsupportedRequest as exc:
             if exc.api_key == API_VERSIONS_KEY:
                 body = self.dispatcher.unsupported_api_versions_response()
-                return encode_response(API_VERSIONS_KEY, 0, exc.correlation_id, body)
+                return [encode_response(API_VERSIONS_KEY, 0, exc.correlation_id, body)]
             raise FrameError(f"{exc} (correlation id {exc.correlation_id})") from None
         except MalformedRequest as exc:
             raise FrameError(f"malformed request: {exc}") from None
         body = await self.dispatcher.handle(request, peer)
         if body is None:
             return None
-        return encode_response(request.api_key, request.api_version, request.correlation_id, body)
+        return encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+
+
+async def _write_parts(writer: asyncio.StreamWriter, parts: list[Buffer]) -> None:
+    for part in parts:
+        writer.write(part)
+    await writer.drain()
 
 
 def _peer_name(writer: asyncio.StreamWriter) -> str:

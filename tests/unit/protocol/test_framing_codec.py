@@ -89,3 +89,35 @@ def test_flexible_response_round_trip_with_header_v1() -> None:
     entity_writer(schema)(buffer, body)
     assert len(framed) == 4 + 4 + 1 + len(buffer.getvalue())  # size, correlation id, empty tagged fields
     assert decode_response(3, 12, framed[4:]) == (5, body)
+
+
+def _fetch_response(version: int, records: list[object]) -> object:
+    """A Fetch response of one topic with a partition per records value."""
+    from insync import errors
+    from insync.server.apis.entities import build, code, nested, response_class
+
+    cls = response_class(1, version)
+    partitions = tuple(build(nested(cls, "PartitionData"), partition_index=i, error_code=code(errors.NONE),
+                             high_watermark=100, last_stable_offset=100, log_start_offset=0,
+                             aborted_transactions=(), preferred_read_replica=-1, records=r)
+                       for i, r in enumerate(records))
+    topic = build(nested(cls, "FetchableTopicResponse"), topic="t", partitions=partitions)
+    return build(cls, throttle_time=datetime.timedelta(0), error_code=code(errors.NONE), session_id=0,
+                 responses=(topic,))
+
+
+@pytest.mark.parametrize("version", [4, 11, 12])
+def test_response_parts_frame_the_same_bytes_and_keep_large_records_by_reference(version: int) -> None:
+    from insync.protocol.codec import PART_MIN_BYTES, encode_response_parts
+
+    large = bytes(range(256)) * (PART_MIN_BYTES // 256 + 3)
+    records = [b"small", large, None, large[:PART_MIN_BYTES]]
+    body = _fetch_response(version, records)
+    parts = encode_response_parts(1, version, 9, body)
+    assert b"".join(parts) == encode_response(1, version, 9, body)  # type: ignore[arg-type]
+    # The two large values are the body's own objects, not copies; everything else is in bytes parts.
+    assert [p for p in parts if len(p) >= PART_MIN_BYTES and p is large] == [large]
+    assert sum(1 for p in parts if len(p) >= PART_MIN_BYTES) == 2
+    correlation_id, decoded = decode_response(1, version, b"".join(parts)[4:])  # type: ignore[arg-type]
+    assert correlation_id == 9
+    assert [p.records for p in decoded.responses[0].partitions] == records
