@@ -2,8 +2,8 @@
 
 `run` fills a topic with `records` records of `size` random bytes over `partitions` partitions, copies the
 topic to a local parquet file through the data source itself (so both sides hold the very same rows, schema
-included), then times, in alternating rounds, a batch read of each into Spark's `noop` sink: every column is
-materialised and nothing is written. A third reader, `format("insync-floor")`, is a Python data source that only
+included), reads each twice untimed (the JVM's JIT), then times, in alternating rounds, a batch read of each
+into Spark's `noop` sink: every column is materialised and nothing is written. A third reader, `format("insync-floor")`, is a Python data source that only
 yields ready-made Arrow batches: what Spark itself costs for any Python source. Each round times the three in
 turn; the result has the best and the median round of each (rows/s, MB/s of record values), the ratio insync /
 parquet for both (the target is >= 0.5), and the floor's ratio to parquet: the most any Python source can reach.
@@ -39,6 +39,7 @@ from insync.spark.kafka_io import arrow_schema
 DELIVERY_TIMEOUT_S = 120.0
 TOPIC_TIMEOUT_S = 30.0
 ROUNDS_MAX = 20
+WARMUP_ROUNDS = 2  # parquet's round time falls by a quarter over its first reads in a JVM (JIT), insync's less
 FLOOR_BATCH_BYTES = 8 * 1024 * 1024  # about what one fetch of the insync source becomes
 
 
@@ -177,6 +178,10 @@ def run(spark: SparkSession, bootstrap: str, *, records: int = 1_000_000, size: 
         reader.load().write.parquet(path)
         assert spark.read.parquet(path).count() == records, "the parquet copy must hold every record"
         times: dict[str, list[float]] = {"insync": [], "floor": [], "parquet": []}
+        for _ in range(WARMUP_ROUNDS):  # untimed: the JVM compiles each reader's hot code in its first reads
+            _timed_noop(reader.load())
+            _timed_noop(floor.load())
+            _timed_noop(spark.read.parquet(path))
         for _ in range(rounds):
             times["insync"].append(_timed_noop(reader.load()))
             times["floor"].append(_timed_noop(floor.load()))

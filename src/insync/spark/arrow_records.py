@@ -86,11 +86,20 @@ def _field(buf: U8, pos: int, end: int) -> tuple[int, int, int]:
 
 @numba.njit(cache=True, nogil=True)
 def _parse(buf: U8, starts: I64, ends: I64, counts: I64, base_offsets: I64, base_timestamps: I64,
-           max_timestamps: I64, log_append: npt.NDArray[np.bool_], out: I64) -> tuple[int, int, int]:
-    """Decode the records of every batch body `buf[starts[b]:ends[b]]` (`counts[b]` records each) into `out`,
-    one row per record: offset, timestamp, key start, key length, value start, value length, headers start,
-    header count. Returns (records written, error code, index of the failing batch)."""
+           max_timestamps: I64, log_append: npt.NDArray[np.bool_], first: int, last: int, out: I64,
+           key_offsets: npt.NDArray[np.int32], key_data: U8, value_offsets: npt.NDArray[np.int32],
+           value_data: U8) -> tuple[int, int, int]:
+    """Decode the records of every batch body `buf[starts[b]:ends[b]]` (`counts[b]` records each); those with
+    offsets in `[first, last)` become rows of `out`: offset, timestamp, key start, key length, value start, value
+    length, headers start, header count, timestamp type. Their keys and values are copied as they are met, in Arrow's binary
+    layout (`key_offsets`/`key_data`, `value_offsets`/`value_data`; a null is empty): the copy brings each next
+    record into the cache, so reading the records and gathering their bytes is one pass, not two. Every record is
+    checked, in the range or not. Returns (rows written, error code, index of the failing batch)."""
     row = 0
+    key_offsets[0] = 0
+    value_offsets[0] = 0
+    key_at = 0
+    value_at = 0
     for b in range(len(starts)):
         pos = starts[b]
         end = ends[b]
@@ -131,7 +140,10 @@ def _parse(buf: U8, starts: I64, ends: I64, counts: I64, base_offsets: I64, base
                     return row, _OVERRUN if pos == -1 else _LONG_VARINT, b
             if pos != record_end:
                 return row, _LEFTOVER, b
-            out[row, 0] = base_offsets[b] + offset_delta
+            offset = base_offsets[b] + offset_delta
+            if offset < first or offset >= last:
+                continue
+            out[row, 0] = offset
             out[row, 1] = max_timestamps[b] if log_append[b] else base_timestamps[b] + ts_delta
             out[row, 2] = key_start
             out[row, 3] = key_length
@@ -139,7 +151,16 @@ def _parse(buf: U8, starts: I64, ends: I64, counts: I64, base_offsets: I64, base
             out[row, 5] = value_length
             out[row, 6] = headers_start
             out[row, 7] = header_count
+            out[row, 8] = 1 if log_append[b] else 0  # the timestamp type: LogAppendTime or CreateTime
+            if key_length > 0:
+                _copy(key_data, key_at, buf, key_start, key_length)  # type: ignore[call-arg]
+                key_at += key_length
+            if value_length > 0:
+                _copy(value_data, value_at, buf, value_start, value_length)  # type: ignore[call-arg]
+                value_at += value_length
             row += 1
+            key_offsets[row] = key_at
+            value_offsets[row] = value_at
         if pos != end:
             return row, _LEFTOVER, b
     return row, _OK, 0
@@ -225,12 +246,12 @@ class Scan:
     next_offset: int
 
 
-def scan(buf: bytes, first: int) -> Scan:
+def scan(buf: bytes | memoryview, first: int) -> Scan:
     """Batch headers only: tells where the next fetch starts before the records are decoded."""
     return Scan(*_batches(buf, first))
 
 
-def _batches(buf: bytes, first: int) -> tuple[list[tuple[int, BatchHeader]], int]:
+def _batches(buf: bytes | memoryview, first: int) -> tuple[list[tuple[int, BatchHeader]], int]:
     found: list[tuple[int, BatchHeader]] = []
     next_offset = first
     pos = 0
@@ -255,14 +276,15 @@ def _batches(buf: bytes, first: int) -> tuple[list[tuple[int, BatchHeader]], int
     return found, next_offset
 
 
-def decode(buf: bytes, first: int, end: int, include_headers: bool, scanned: Scan | None = None) -> Decoded:
+def decode(buf: bytes | memoryview, first: int, end: int, include_headers: bool, scanned: Scan | None = None
+           ) -> Decoded:
     """The records of `buf` (a Fetch response's records) with offsets in `[first, end)`; see the module doc.
     `scanned`: `scan(buf, first)` if the caller already has it."""
     assert 0 <= first <= end, (first, end)
     batches, next_offset = (scanned.batches, scanned.next_offset) if scanned is not None else _batches(buf, first)
     data = [(pos, h) for pos, h in batches if not h.is_control and h.record_count > 0 and h.next_offset > first]
     # Compressed bodies are decompressed and appended after the fetched bytes, so one buffer holds them all.
-    parts: list[bytes] = [buf]
+    parts: list[bytes | memoryview] = [buf]
     size = len(buf)
     bodies: list[tuple[int, int]] = []
     with memoryview(buf) as view:
@@ -277,35 +299,43 @@ def decode(buf: bytes, first: int, end: int, include_headers: bool, scanned: Sca
             size += len(plain)
     whole = np.frombuffer(buf if len(parts) == 1 else b"".join(parts), np.uint8)
     counts = np.fromiter((h.record_count for _, h in data), np.int64, len(data))
-    out = np.empty((int(counts.sum()), 8), np.int64)
-    written, error, failed = _parse(
+    n = int(counts.sum())
+    out = np.empty((n, 9), np.int64)
+    key_offsets, value_offsets = np.empty(n + 1, np.int32), np.empty(n + 1, np.int32)
+    # Keys and values together are smaller than the bytes that hold them; untouched capacity costs no memory.
+    key_data, value_data = np.empty(len(whole), np.uint8), np.empty(len(whole), np.uint8)
+    rows, error, failed = _parse(
         whole, np.fromiter((b[0] for b in bodies), np.int64, len(data)),
         np.fromiter((b[1] for b in bodies), np.int64, len(data)), counts,
         np.fromiter((h.base_offset for _, h in data), np.int64, len(data)),
         np.fromiter((h.base_timestamp for _, h in data), np.int64, len(data)),
         np.fromiter((h.max_timestamp for _, h in data), np.int64, len(data)),
-        np.fromiter((h.timestamp_type == 1 for _, h in data), np.bool_, len(data)), out)
+        np.fromiter((h.timestamp_type == 1 for _, h in data), np.bool_, len(data)), first, end, out,
+        key_offsets, key_data, value_offsets, value_data)
     if error != _OK:
         raise corrupt(f"malformed record in batch at offset {data[failed][1].base_offset}: {_ERRORS[error]}")
-    assert written == len(out), (written, len(out))
-    offsets = out[:, 0]
-    # Batches come in offset order, and records within a batch too: the range is one slice.
-    lo, hi = np.searchsorted(offsets, first, "left"), np.searchsorted(offsets, end, "left")
-    rows = out[lo:hi]
-    stamp_types = np.repeat(np.fromiter((h.timestamp_type for _, h in data), np.int32, len(data)), counts)[lo:hi]
-    headers = _headers(whole, rows) if include_headers else None
-    return Decoded(keys=_binary(whole, rows[:, 2], rows[:, 3]), values=_binary(whole, rows[:, 4], rows[:, 5]),
-                   offsets=pa.array(rows[:, 0]), timestamps_ms=pa.array(rows[:, 1]),
+    found = out[:rows]
+    stamp_types = found[:, 8].astype(np.int32)
+    headers = _headers(whole, found) if include_headers else None
+    return Decoded(keys=_arrow_binary(key_offsets[:rows + 1], key_data, found[:, 3]),
+                   values=_arrow_binary(value_offsets[:rows + 1], value_data, found[:, 5]),
+                   offsets=pa.array(found[:, 0]), timestamps_ms=pa.array(found[:, 1]),
                    timestamp_types=pa.array(stamp_types), headers=headers, next_offset=next_offset)
 
 
 def _binary(buf: U8, starts: I64, lengths: I64) -> pa.Array:
     starts, lengths = np.ascontiguousarray(starts), np.ascontiguousarray(lengths)
     offsets, data = _gather(buf, starts, lengths)
-    assert len(data) < 2**31, "a fetch response is bounded well below Arrow's 2 GiB binary limit"
+    return _arrow_binary(offsets, data, lengths)
+
+
+def _arrow_binary(offsets: npt.NDArray[np.int32], data: U8, lengths: I64) -> pa.Array:
+    """An Arrow binary array of `len(offsets) - 1` values: `data[offsets[i]:offsets[i+1]]`, null where
+    `lengths[i]` is -1."""
+    assert int(offsets[-1]) < 2**31, "a fetch response is bounded well below Arrow's 2 GiB binary limit"
     nulls = lengths < 0
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if nulls.any() else None
-    return pa.Array.from_buffers(pa.binary(), len(starts), [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+    return pa.Array.from_buffers(pa.binary(), len(lengths), [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
                                  null_count=int(nulls.sum()))
 
 

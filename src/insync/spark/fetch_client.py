@@ -4,7 +4,9 @@ A Spark task reads one offset range of one partition, start to end, in one threa
 broker sent them (bytes, decoded in bulk by `arrow_records`), not a client library's object per record, so it
 speaks the protocol itself: ApiVersions to agree on versions, Metadata to find the partition's leader, Fetch
 (read_uncommitted, no session) and ListOffsets (log start and high watermark, for data-loss checks). Requests
-are kio entities encoded by `protocol.codec`, like every insync client.
+are kio entities encoded by `protocol.codec`, like every insync client; so are the responses, except Fetch:
+`fetch_wire` reads those where they were received, and a `FetchResult`'s records are a view into the
+connection's receive buffer, which the next response overwrites (decode them before the next call).
 
 Versions: Fetch up to 12 and Metadata up to 12 (later ones name topics by id only), ListOffsets up to 7, each
 the highest the broker also supports; brokers that removed the old versions (Kafka 4) are served by the same.
@@ -30,10 +32,10 @@ from insync.server.apis.entities import (
     build,
     duration,
     error_of,
-    field_or,
     nested,
     request_class,
 )
+from insync.spark import fetch_wire
 
 API_VERSIONS, FETCH, LIST_OFFSETS, METADATA = 18, 1, 2, 3
 # The highest version this client sends of each API (Fetch and Metadata 13+ name topics by id only).
@@ -62,7 +64,7 @@ class FetchResult:
     cut short); otherwise `records` is empty and the watermarks are -1."""
 
     error: KafkaError
-    records: bytes
+    records: bytes | memoryview  # a view into the receive buffer: valid until the fetcher's next call
     high_watermark: int
     log_start_offset: int
 
@@ -75,6 +77,7 @@ class _Connection:
         self._sock = socket.create_connection((host, port), timeout=timeout_s)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation = 0
+        self._buffer = bytearray()  # reused for every response: a fresh one per fetch would be zeroed each time
         self.versions: dict[int, int] = {}
         body = self.request(build(request_class(API_VERSIONS, 0)), API_VERSIONS)
         if error_of(body.error_code) is not errors.NONE:
@@ -100,17 +103,33 @@ class _Connection:
         return self._correlation
 
     def receive(self, correlation_id: int, api_key: int, version: int) -> Any:
-        """The response to the request sent with `correlation_id` (requests are answered in order)."""
-        (size,) = _SIZE.unpack(self._read(_SIZE.size))
-        if not 4 <= size <= RESPONSE_BYTES_MAX:
-            raise ConnectionError(f"response of {size} bytes from {self.address}")
-        correlation, response = decode_response(api_key, version, self._read(size))
+        """The response to the request sent with `correlation_id` (requests are answered in order): a kio
+        entity, or for Fetch a `fetch_wire.FetchView` into the receive buffer."""
+        payload = self._receive_payload()
+        if api_key == FETCH:
+            try:
+                view = fetch_wire.parse(payload, version)
+            except fetch_wire.MalformedResponse as exc:
+                raise ConnectionError(f"{self.address} sent a Fetch v{version} response that does not parse: "
+                                      f"{exc}") from None
+            correlation, response = view.correlation_id, view
+        else:
+            correlation, response = decode_response(api_key, version, payload)
         if correlation != correlation_id:
             raise ConnectionError(f"{self.address} answered correlation id {correlation}, not {correlation_id}")
         return response
 
+    def _receive_payload(self) -> memoryview:
+        (size,) = _SIZE.unpack(self._read(_SIZE.size))
+        if not 4 <= size <= RESPONSE_BYTES_MAX:
+            raise ConnectionError(f"response of {size} bytes from {self.address}")
+        return self._read(size)
+
     def _read(self, size: int) -> memoryview:
-        view = memoryview(bytearray(size))
+        """The next `size` bytes, in the reused buffer (overwritten by the next read)."""
+        if len(self._buffer) < size:
+            self._buffer = bytearray(size)
+        view = memoryview(self._buffer)[:size]
         got = 0
         while got < size:  # bounded: each pass reads at least one byte or raises
             n = self._sock.recv_into(view[got:])
@@ -176,17 +195,15 @@ class PartitionFetcher:
             return self._retry_later(NETWORK_EXCEPTION, exc)
         except _Retriable as exc:
             return self._retry_later(exc.error, exc)
-        top = error_of(field_or(body, "error_code", 0))
+        top = error_of(body.error_code)
         if top is not errors.NONE:
             return self._result_of_error(top)
-        for t in body.responses:
-            for p in t.partitions:
-                if t.topic == self.topic and int(p.partition_index) == self.partition:
-                    error = error_of(p.error_code)
-                    if error is not errors.NONE:
-                        return self._result_of_error(error)
-                    return FetchResult(errors.NONE, p.records or b"", int(p.high_watermark),
-                                       int(field_or(p, "log_start_offset", -1)))
+        for p in body.partitions:
+            if p.topic == self.topic and p.partition == self.partition:
+                error = error_of(p.error_code)
+                if error is not errors.NONE:
+                    return self._result_of_error(error)
+                return FetchResult(errors.NONE, p.records, p.high_watermark, p.log_start_offset)
         raise FetchError(f"{self._leader_address()} answered a Fetch for {self.topic}-{self.partition} without it")
 
     def _fetch_request(self, leader: _Connection, offset: int) -> Any:
