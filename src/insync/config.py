@@ -162,6 +162,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("zookeeper.connect", "string", None, "host:port/chroot when metadata.store=zookeeper."),
         # Network and request limits
         _d("socket.request.max.bytes", "int", 104857600, "Largest request accepted.", min=1),
+        # Kafka's default is 102400; insync's is 4 MiB (see server.listener): a Python broker pays for every
+        # wake-up that refills a small buffer. -1 leaves the OS's own (autotuned) size, as in Kafka.
+        _d("socket.send.buffer.bytes", "int", 4194304, "SO_SNDBUF of accepted connections; -1 for the OS default.",
+           min=-1),
         _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", min=0),
         _d("request.timeout.ms", "int", 30000, "Client-side request timeout used by insync's own tools.", min=1),
         # Log

@@ -15,6 +15,8 @@ def test_defaults_are_kafkas() -> None:
     assert config.get_int("message.max.bytes") == 1048588
     assert config.get_int("replica.lag.max.messages") == 0
     assert config.get_bool("follower.fetch.pending.reads.insync.enable") is False
+    # The one departure in this group: a send buffer sized for a Python broker (server.listener).
+    assert config.get_int("socket.send.buffer.bytes") == 4194304
 
 
 def test_properties_file_and_overrides(tmp_path: Path) -> None:
@@ -41,6 +43,7 @@ def test_unknown_key_is_named() -> None:
         ("unclean.leader.election.enable", "yes", "true or false"),
         ("metadata.store", "etcd", "one of local, zookeeper"),
         ("process.roles", "broker,observer", "one of broker, controller"),
+        ("socket.send.buffer.bytes", "-2", r"\[-1, \+inf\]"),
     ],
 )
 def test_bad_value_names_key_and_allowed(key: str, value: str, expected: str) -> None:

@@ -86,7 +86,8 @@ class BrokerNode(MeteredDispatcher):
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
         self.host, self.port = listener_address(config.get_list("listeners")[0])
-        self.listener = Listener(self, self.host, self.port, config.get_int("socket.request.max.bytes"))
+        self.listener = Listener(self, self.host, self.port, config.get_int("socket.request.max.bytes"),
+                                 config.get_int("socket.send.buffer.bytes"))
         self.controller = KafkaConnection(*_controller_address(config), client_id=f"broker-{self.broker_id}")
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)

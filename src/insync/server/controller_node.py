@@ -61,7 +61,8 @@ class ControllerNode(MeteredDispatcher):
                                      random.Random())
         self.event_log = EventLog(self.log_dir)
         host, port = listener_address(config.get_str("controller.listener") or "")
-        self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"))
+        self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"),
+                                 config.get_int("socket.send.buffer.bytes"))
         self.metrics = NodeMetrics(self._snapshot)
         self._published = asyncio.Event()
         self._wake_timer = asyncio.Event()

@@ -10,6 +10,12 @@ connection with a log line; the broker keeps serving everyone else.
 A response is written as the parts `encode_response_parts` makes, so a Fetch response's records (megabytes) go
 from the log's read to the socket without being copied into a frame first.
 
+Accepted connections get `socket.send.buffer.bytes` as their send buffer (SO_SNDBUF; the kernel caps it at
+net.core.wmem_max and doubles it). The default is 4 MiB where Kafka's is 100 KB: a multi-megabyte Fetch response
+then leaves in one or two sends instead of an event-loop wake-up per refill of a small buffer, with the rest
+copied into the transport's buffer meanwhile. Measured serving 1M records of 1 KiB over loopback: 0.26-0.31 s
+of broker CPU against 0.38-0.40 s with the OS's autotuned buffer (three alternating runs each).
+
 Every connection task is owned by the listener's TaskGroup and every socket is closed in `finally`. `stop()`
 stops accepting, lets in-flight requests finish until the deadline, then cancels what is left.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
@@ -56,12 +63,14 @@ class Dispatcher(Protocol):
 
 
 class Listener:
-    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_request_bytes: int) -> None:
-        assert max_request_bytes > 0
+    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_request_bytes: int,
+                 send_buffer_bytes: int = -1) -> None:
+        assert max_request_bytes > 0 and send_buffer_bytes >= -1
         self.dispatcher = dispatcher
         self.host = host
         self.port = port
         self.max_request_bytes = max_request_bytes
+        self.send_buffer_bytes = send_buffer_bytes
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._busy: set[asyncio.Task[None]] = set()  # connections with a request being handled
@@ -105,6 +114,7 @@ class Listener:
         self._connections.add(task)
         peer = _peer_name(writer)
         try:
+            set_send_buffer(writer.get_extra_info("socket"), self.send_buffer_bytes)
             await self._serve(reader, writer, peer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -160,6 +170,12 @@ async def _write_parts(writer: asyncio.StreamWriter, parts: list[Buffer]) -> Non
     for part in parts:
         writer.write(part)
     await writer.drain()
+
+
+def set_send_buffer(sock: Any, size: int) -> None:
+    """SO_SNDBUF `size` on `sock`; -1 leaves the OS's autotuned size."""
+    if size >= 0 and sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
 
 
 def _peer_name(writer: asyncio.StreamWriter) -> str:

@@ -136,3 +136,46 @@ def test_client_fails_waiters_when_the_connection_drops() -> None:
         await connection.close()
 
     asyncio.run(with_listener(ApiVersionsOnly(), body))
+
+
+def test_accepted_connections_get_the_configured_send_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from insync.server import listener as listener_module
+
+    seen: list[tuple[int, int]] = []
+    real = listener_module.set_send_buffer
+
+    def recording(sock: Any, size: int) -> None:
+        real(sock, size)
+        seen.append((size, sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)))
+
+    monkeypatch.setattr(listener_module, "set_send_buffer", recording)
+
+    async def main() -> None:
+        listener = Listener(ApiVersionsOnly(), "127.0.0.1", 0, max_request_bytes=1024, send_buffer_bytes=65536)
+        await listener.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+            writer.write(api_versions(3, 1))
+            assert (await read_response(reader, 3))[0] == 1
+            writer.close()
+        finally:
+            await listener.stop(deadline_s=1.0)
+
+    asyncio.run(main())
+    # Linux doubles the size asked for (bookkeeping); an autotuned socket would not report it.
+    assert seen == [(65536, 2 * 65536)]
+
+
+def test_send_buffer_minus_one_leaves_the_os_default() -> None:
+    import socket
+
+    from insync.server.listener import set_send_buffer
+
+    with socket.socket() as sock:
+        before = sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        set_send_buffer(sock, -1)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == before
+        set_send_buffer(sock, 100_000)
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == 200_000
