@@ -34,6 +34,7 @@ from pyspark.sql.types import (
 )
 
 from insync import errors
+from insync.bench.spark_source import ByteSender
 from insync.bench.spark_source import run as run_source_bench
 from insync.chaos.cluster import ClusterSpec
 from insync.protocol.records import build_batch
@@ -464,10 +465,15 @@ def test_benchmark_reads_the_same_records_from_both_sides(insync: SparkSession, 
     result = run_source_bench(insync, kafka_bootstrap, records=2_000, size=100, partitions=2, rounds=1)
     assert (result.records, result.spark_partitions) == (2_000, 2)
     assert result.insync_rows_per_s > 0 and result.parquet_rows_per_s > 0 and result.floor_rows_per_s > 0
-    assert result.ratio > 0 and result.median_ratio > 0 and result.floor_ratio > 0
+    assert result.ratio > 0 and result.median_ratio > 0 and result.floor_ratio > 0 and result.ceiling_ratio > 0
     assert result.insync_seconds <= result.insync_median_seconds
+    assert result.ceiling_seconds <= result.ceiling_median_seconds
     floor = insync.read.format("insync-floor").options(rows="2001", size="100", partitions="2").load()
     assert floor.count() == 2001 and {len(r.value) for r in floor.select("value").collect()} == {100}
+    with ByteSender() as port:  # the ceiling reader receives every byte it asks for, and yields the floor's rows
+        ceiling = insync.read.format("insync-ceiling").options(rows="2001", size="100", partitions="2",
+                                                               port=str(port)).load()
+        assert ceiling.count() == 2001
     assert json.loads(result.to_json())["record_bytes"] == 100
 
 

@@ -7,6 +7,9 @@ into Spark's `noop` sink: every column is materialised and nothing is written. A
 yields ready-made Arrow batches: what Spark itself costs for any Python source. Each round times the three in
 turn; the result has the best and the median round of each (rows/s, MB/s of record values), the ratio insync /
 parquet for both (the target is >= 0.5), and the floor's ratio to parquet: the most any Python source can reach.
+A fourth, `format("insync-ceiling")`, is the floor that also receives, over loopback TCP, as many bytes as the
+topic's records take on the wire, from a process that only sends them from memory (`ByteSender`): the most any
+Kafka-protocol source can reach here, whatever its broker and decoder, since the bytes must cross a socket.
 
 The last record of each partition is produced on its own, in a one-record batch: some Kafka-compatible brokers
 (Tansu) answer ListOffsets(latest) with the base offset of the newest batch + 1, which is the high watermark
@@ -16,13 +19,15 @@ only when that batch holds one record.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
+import socket
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -41,6 +46,12 @@ TOPIC_TIMEOUT_S = 30.0
 ROUNDS_MAX = 20
 WARMUP_ROUNDS = 2  # parquet's round time falls by a quarter over its first reads in a JVM (JIT), insync's less
 FLOOR_BATCH_BYTES = 8 * 1024 * 1024  # about what one fetch of the insync source becomes
+# What a v2 record adds on the wire around an 8-byte key and its value (length, attributes, two deltas, two
+# lengths, header count), batch headers spread over a batch's records: the ceiling reader receives this much more.
+WIRE_OVERHEAD_BYTES = 20
+SEND_CHUNK_BYTES = 8 * 1024 * 1024
+SENDER_CONNECTIONS_MAX = 10_000
+SENDER_START_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,10 @@ class SourceBenchResult:
     median_ratio: float  # the same over median rounds
     floor_ratio: float  # the Arrow-only Python source over parquet, best rounds: Spark's own ceiling for any
     # Python data source on this machine
+    ceiling_seconds: float
+    ceiling_median_seconds: float
+    ceiling_ratio: float  # the floor plus the records' bytes over loopback TCP, over parquet, best rounds: the
+    # ceiling for any Kafka-protocol Python source here
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -112,6 +127,87 @@ class _FloorReader(DataSourceReader):
             take = min(per_batch, rows - done)
             yield batch if take == per_batch else batch.slice(0, take)
             done += take
+
+
+class CeilingDataSource(DataSource):
+    """`format("insync-ceiling")`: the floor, plus each task receiving `rows * (size + WIRE_OVERHEAD_BYTES)`
+    bytes from a `ByteSender` on `port` as it yields its batches (module docstring)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "insync-ceiling"
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _CeilingReader(int(self.options["rows"]), int(self.options["size"]), int(self.options["partitions"]),
+                              int(self.options["port"]))
+
+
+class _CeilingReader(_FloorReader):
+    def __init__(self, rows: int, size: int, partitions: int, port: int) -> None:
+        super().__init__(rows, size, partitions)
+        self.port = port
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        rows: int = partition.value
+        total = rows * (self.size + WIRE_OVERHEAD_BYTES)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=SENDER_START_TIMEOUT_S) as sock:
+            sock.sendall(total.to_bytes(8, "big"))
+            view = memoryview(bytearray(min(total, SEND_CHUNK_BYTES)) or bytearray(1))
+            received = 0
+            for batch in super().read(partition):  # each batch once its share of the bytes is in
+                share = total * batch.num_rows // rows
+                received = _receive(sock, view, received, min(total, received + share))
+                yield batch
+            _receive(sock, view, received, total)
+
+
+def _receive(sock: socket.socket, view: memoryview, received: int, until: int) -> int:
+    while received < until:  # bounded: each pass takes at least a byte or raises
+        n = sock.recv_into(view[:min(len(view), until - received)])
+        if n == 0:
+            raise ConnectionError("the byte sender closed early")
+        received += n
+    return received
+
+
+class ByteSender:
+    """A process on 127.0.0.1 that answers each connection's 8-byte count with that many bytes, sent from
+    memory: the cheapest possible broker. `with ByteSender() as port:`."""
+
+    def __enter__(self) -> int:
+        context = multiprocessing.get_context("spawn")  # the driver runs JVM gateway threads: do not fork it
+        ports = context.Queue()
+        self._process = context.Process(target=_send_bytes, args=(ports,), daemon=True)
+        self._process.start()
+        port: int = ports.get(timeout=SENDER_START_TIMEOUT_S)
+        return port
+
+    def __exit__(self, *exc: object) -> None:
+        self._process.terminate()
+        self._process.join(SENDER_START_TIMEOUT_S)
+
+
+def _send_bytes(ports: multiprocessing.Queue[int]) -> None:
+    import threading
+
+    data = memoryview(os.urandom(SEND_CHUNK_BYTES))
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        ports.put(server.getsockname()[1])
+
+        def serve(conn: socket.socket) -> None:
+            with conn:
+                total, sent = int.from_bytes(conn.recv(8), "big"), 0
+                while sent < total:  # bounded by the count asked for
+                    chunk = min(SEND_CHUNK_BYTES, total - sent)
+                    conn.sendall(data[:chunk])
+                    sent += chunk
+
+        for _ in range(SENDER_CONNECTIONS_MAX):  # the process is terminated when the benchmark ends
+            conn, _ = server.accept()
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
 
 def fill_topic(bootstrap: str, topic: str, partitions: int, records: int, size: int) -> None:
@@ -164,28 +260,32 @@ def run(spark: SparkSession, bootstrap: str, *, records: int = 1_000_000, size: 
     assert 0 < rounds <= ROUNDS_MAX, rounds
     spark.dataSource.register(InsyncDataSource)
     spark.dataSource.register(FloorDataSource)
+    spark.dataSource.register(CeilingDataSource)
     topic = f"bench-spark-{uuid.uuid4().hex[:8]}"
     fill_topic(bootstrap, topic, partitions, records, size)
     reader = (spark.read.format("insync").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic))
     if min_partitions is not None:
         reader = reader.option("minPartitions", str(min_partitions))
     spark_partitions = reader.load().rdd.getNumPartitions()
-    floor = (spark.read.format("insync-floor").option("rows", str(records)).option("size", str(size))
-             .option("partitions", str(spark_partitions)))
+    shape = {"rows": str(records), "size": str(size), "partitions": str(spark_partitions)}
+    floor = spark.read.format("insync-floor").options(**shape)
     directory = tempfile.mkdtemp(prefix="insync-bench-parquet-")
     try:
         path = os.path.join(directory, "records.parquet")
         reader.load().write.parquet(path)
         assert spark.read.parquet(path).count() == records, "the parquet copy must hold every record"
-        times: dict[str, list[float]] = {"insync": [], "floor": [], "parquet": []}
-        for _ in range(WARMUP_ROUNDS):  # untimed: the JVM compiles each reader's hot code in its first reads
-            _timed_noop(reader.load())
-            _timed_noop(floor.load())
-            _timed_noop(spark.read.parquet(path))
-        for _ in range(rounds):
-            times["insync"].append(_timed_noop(reader.load()))
-            times["floor"].append(_timed_noop(floor.load()))
-            times["parquet"].append(_timed_noop(spark.read.parquet(path)))
+        with ByteSender() as port:
+            ceiling = spark.read.format("insync-ceiling").options(**shape, port=str(port))
+            readers: dict[str, Callable[[], DataFrame]] = {
+                "insync": reader.load, "floor": floor.load, "ceiling": ceiling.load,
+                "parquet": lambda: spark.read.parquet(path)}
+            times: dict[str, list[float]] = {name: [] for name in readers}
+            for _ in range(WARMUP_ROUNDS):  # untimed: the JVM compiles each reader's hot code in its first reads
+                for load in readers.values():
+                    _timed_noop(load())
+            for _ in range(rounds):
+                for name, load in readers.items():
+                    times[name].append(_timed_noop(load()))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     best = {k: min(v) for k, v in times.items()}
@@ -200,4 +300,6 @@ def run(spark: SparkSession, bootstrap: str, *, records: int = 1_000_000, size: 
         parquet_seconds=round(best["parquet"], 3), parquet_median_seconds=round(median["parquet"], 3),
         parquet_rows_per_s=round(records / best["parquet"]), parquet_mb_per_s=round(mb / best["parquet"], 1),
         ratio=round(best["parquet"] / best["insync"], 3), median_ratio=round(median["parquet"] / median["insync"], 3),
-        floor_ratio=round(best["parquet"] / best["floor"], 3))
+        floor_ratio=round(best["parquet"] / best["floor"], 3),
+        ceiling_seconds=round(best["ceiling"], 3), ceiling_median_seconds=round(median["ceiling"], 3),
+        ceiling_ratio=round(best["parquet"] / best["ceiling"], 3))

@@ -99,9 +99,7 @@ def response_schema(api_key: int, api_version: int) -> Any:
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """A framed response: header (v0 for ApiVersions and non-flexible bodies, else v1) and body."""
-    buffer = io.BytesIO()
-    _write_response(buffer, api_key, correlation_id, body)
-    return frame(buffer.getvalue())
+    return b"".join(encode_response_parts(api_key, api_version, correlation_id, body))
 
 
 Buffer = bytes | bytearray | memoryview
@@ -110,18 +108,15 @@ Buffer = bytes | bytearray | memoryview
 def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: Any) -> list[Buffer]:
     """The frame of `encode_response` as parts to send in order (module docstring): `bytes` the writer built, and
     each large records value of `body` as it is. The first part starts with the frame's size."""
-    parts = _Parts()
-    _write_response(parts, api_key, correlation_id, body)
-    return parts.framed()
-
-
-def _write_response(buffer: Any, api_key: int, correlation_id: int, body: Any) -> None:
     assert body.__api_key__ == api_key, (body, api_key)
+    parts = _Parts()
+    sink: Any = parts  # kio's writers only call write()
     if api_key == API_VERSIONS_KEY or not body.__flexible__:
-        entity_writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
+        entity_writer(ResponseHeaderV0)(sink, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
-        entity_writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
-    entity_writer(type(body))(buffer, body)
+        entity_writer(ResponseHeaderV1)(sink, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    entity_writer(type(body))(sink, body)
+    return parts.framed()
 
 
 class _Parts:

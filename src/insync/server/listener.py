@@ -38,7 +38,6 @@ from insync.protocol.codec import (
     SupportedVersions,
     UnsupportedRequest,
     decode_request,
-    encode_response,
     encode_response_parts,
 )
 from insync.protocol.framing import FrameDecoder, FrameError
@@ -156,7 +155,7 @@ class Listener:
         except UnsupportedRequest as exc:
             if exc.api_key == API_VERSIONS_KEY:
                 body = self.dispatcher.unsupported_api_versions_response()
-                return [encode_response(API_VERSIONS_KEY, 0, exc.correlation_id, body)]
+                return encode_response_parts(API_VERSIONS_KEY, 0, exc.correlation_id, body)
             raise FrameError(f"{exc} (correlation id {exc.correlation_id})") from None
         except MalformedRequest as exc:
             raise FrameError(f"malformed request: {exc}") from None
