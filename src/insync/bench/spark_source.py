@@ -129,16 +129,13 @@ class _FloorReader(DataSourceReader):
             done += take
 
 
-class CeilingDataSource(DataSource):
+class CeilingDataSource(FloorDataSource):
     """`format("insync-ceiling")`: the floor, plus each task receiving `rows * (size + WIRE_OVERHEAD_BYTES)`
     bytes from a `ByteSender` on `port` as it yields its batches (module docstring)."""
 
     @classmethod
     def name(cls) -> str:
         return "insync-ceiling"
-
-    def schema(self) -> str:
-        return SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return _CeilingReader(int(self.options["rows"]), int(self.options["size"]), int(self.options["partitions"]),
