@@ -3,9 +3,9 @@
 A Spark task reads hundreds of thousands of records a second; at that rate a Python object per record (what
 any Kafka client library hands out) costs more than everything else in the read. Here the batch headers are
 read in Python (one `protocol.records.parse_header` and one CRC32C call per batch, as the broker does), and
-the records inside are decoded by a compiled loop (numba) into offset/length arrays over the fetched bytes.
-Keys, values and headers are then gathered into Arrow binary arrays: every record's bytes are copied once,
-from the fetch response into the Arrow buffer Spark receives.
+the records inside are decoded by a compiled loop (numba) that copies each record's key and value into Arrow
+binary buffers as it meets them: every record's bytes are copied once, from the fetch response into the Arrow
+buffer Spark receives, in the same pass that reads the record. Headers, when asked for, are gathered after.
 
 `decode(buf, first, end, include_headers)` takes the `records` field of one partition of a Fetch response and
 returns the Arrow columns of the records with offsets in `[first, end)` plus where the next fetch starts. As in
