@@ -3,9 +3,9 @@
 `run` fills a topic with `records` records of `size` random bytes over `partitions` partitions, copies the
 topic to a local parquet file through the data source itself (so both sides hold the very same rows, schema
 included), reads each twice untimed (the JVM's JIT), then times, in alternating rounds, a batch read of each
-into Spark's `noop` sink: every column is materialised and nothing is written. A third reader, `format("insync-floor")`, is a Python data source that only
-yields ready-made Arrow batches: what Spark itself costs for any Python source. Each round times the three in
-turn; the result has the best and the median round of each (rows/s, MB/s of record values), the ratio insync /
+into Spark's `noop` sink: every column is materialised and nothing is written. A third reader,
+`format("insync-floor")`, is a Python data source that only yields ready-made Arrow batches: what Spark itself
+costs for any Python source. Each round times the readers in turn; the result has the best and the median round of each (rows/s, MB/s of record values), the ratio insync /
 parquet for both (the target is >= 0.5), and the floor's ratio to parquet: the most any Python source can reach.
 A fourth, `format("insync-ceiling")`, is the floor that also receives, over loopback TCP, as many bytes as the
 topic's records take on the wire, from a process that only sends them from memory (`ByteSender`): the most any
@@ -25,6 +25,7 @@ import shutil
 import socket
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -152,7 +153,7 @@ class _CeilingReader(_FloorReader):
         total = rows * (self.size + WIRE_OVERHEAD_BYTES)
         with socket.create_connection(("127.0.0.1", self.port), timeout=SENDER_START_TIMEOUT_S) as sock:
             sock.sendall(total.to_bytes(8, "big"))
-            view = memoryview(bytearray(min(total, SEND_CHUNK_BYTES)) or bytearray(1))
+            view = memoryview(bytearray(max(1, min(total, SEND_CHUNK_BYTES))))
             received = 0
             for batch in super().read(partition):  # each batch once its share of the bytes is in
                 share = total * batch.num_rows // rows
@@ -188,15 +189,13 @@ class ByteSender:
 
 
 def _send_bytes(ports: multiprocessing.Queue[int]) -> None:
-    import threading
-
     data = memoryview(os.urandom(SEND_CHUNK_BYTES))
     with socket.create_server(("127.0.0.1", 0)) as server:
         ports.put(server.getsockname()[1])
 
         def serve(conn: socket.socket) -> None:
             with conn:
-                total, sent = int.from_bytes(conn.recv(8), "big"), 0
+                total, sent = int.from_bytes(conn.recv(8, socket.MSG_WAITALL), "big"), 0
                 while sent < total:  # bounded by the count asked for
                     chunk = min(SEND_CHUNK_BYTES, total - sent)
                     conn.sendall(data[:chunk])
