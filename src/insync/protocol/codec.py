@@ -93,10 +93,6 @@ def decode_request(frame_bytes: bytes, supported: SupportedVersions) -> DecodedR
     return DecodedRequest(api_key, api_version, correlation_id, header.client_id, body)
 
 
-def response_schema(api_key: int, api_version: int) -> Any:
-    return load_response_schema(api_key, api_version)
-
-
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
     """A framed response: header (v0 for ApiVersions and non-flexible bodies, else v1) and body."""
     return b"".join(encode_response_parts(api_key, api_version, correlation_id, body))
