@@ -55,7 +55,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
 
-from insync.spark import kafka_io
+from insync.spark import kafka_io, worker_gc
 from insync.spark.kafka_io import DataLoss, Metadata, OffsetRange, SinkColumns, Subscription
 from insync.types import TopicPartition
 
@@ -346,6 +346,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     fetch = kafka_io.RangeFetch(partition.range, dict(s.client_conf), include_headers=s.include_headers,
                                 fail_on_data_loss=s.fail_on_data_loss, poll_timeout_ms=s.poll_timeout_ms)
     yield from fetch.batches()
+    worker_gc.settle_after_task()  # pyspark's collection after each task then skips the imported modules
     if fetch.losses:
         log.warning("insync source: %s read %d records and skipped %d lost offsets", partition.range,
                     fetch.rows, sum(loss.skipped for loss in fetch.losses))
@@ -500,6 +501,7 @@ class SinkCommit(WriterCommitMessage):
 def _write(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
     written = kafka_io.write_batches(batches, options.client_conf, options.topic, options.columns,
                                      options.flush_timeout_s)
+    worker_gc.settle_after_task()
     return SinkCommit(written)
 
 
