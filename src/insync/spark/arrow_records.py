@@ -55,7 +55,10 @@ _ERRORS = {_OVERRUN: "a record length or field runs past the end of its batch",
            _NULL_HEADER_KEY: "a record header with a null key"}
 
 
-@numba.njit(cache=True, nogil=True)
+# The two helpers are inlined into `_parse` (numba IR inlining): called, each of a record's eight varints and
+# fields pushes the buffer's array struct on the stack and checks a status. Measured: `_parse` of an 8 MB fetch of
+# 1 KiB records, 0.92 ms called, 0.49 ms inlined.
+@numba.njit(cache=True, nogil=True, inline="always")
 def _varint(buf: U8, pos: int, end: int) -> tuple[int, int]:
     """Kafka's zigzag varint at `pos` (Kafka's `ByteUtils.readVarlong`): (value, next position); position -1 if
     it runs past `end`, -2 if it is longer than 10 bytes."""
@@ -73,7 +76,7 @@ def _varint(buf: U8, pos: int, end: int) -> tuple[int, int]:
     return 0, -2
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _field(buf: U8, pos: int, end: int) -> tuple[int, int, int]:
     """A length-prefixed byte field: (start, length (-1: null), next position); next position < 0 on error."""
     length, pos = _varint(buf, pos, end)
