@@ -56,6 +56,7 @@ from insync.spark.kafka_io import (
     Metadata,
     OffsetRange,
     RangeFetch,
+    admin_config,
     loss_when_stalled,
 )
 from insync.types import TopicPartition
@@ -265,6 +266,14 @@ def test_sink_option_errors_name_the_option() -> None:
             parse_sink_options(options, sink_schema, overwrite=False)
     with pytest.raises(OptionError, match="append"):
         parse_sink_options(base, StructType([StructField("value", BinaryType())]), overwrite=True)
+
+
+def test_driver_admin_client_reconnects_quickly_unless_the_user_says_otherwise() -> None:
+    conf = admin_config({"bootstrap.servers": "h:1"})
+    assert conf == {"bootstrap.servers": "h:1", "reconnect.backoff.ms": "10"}
+    chosen = admin_config({"bootstrap.servers": "h:1", "reconnect.backoff.ms": "250"})
+    assert chosen["reconnect.backoff.ms"] == "250"
+    AdminClient(conf)  # librdkafka accepts the key and value
 
 
 def test_offsets_json_is_canonical_and_limits_split_by_backlog() -> None:

@@ -39,6 +39,7 @@ from insync.types import TopicPartition
 log = logging.getLogger(__name__)
 
 HEADER_TYPE = arrow_records.HEADER_TYPE
+ADMIN_RECONNECT_BACKOFF_MS = "10"
 ADMIN_TIMEOUT_S = 30.0  # one metadata or ListOffsets round on the driver
 WATERMARK_CHECK_INTERVAL_S = 1.0  # how often a task with nothing to read asks where the log starts and ends
 RETRY_BACKOFF_S = 0.1  # the least time between two fetches that made no progress
@@ -117,12 +118,22 @@ class Subscription:
         assert kinds == 1, self
 
 
+def admin_config(client_conf: Mapping[str, str]) -> dict[str, str]:
+    """The driver's AdminClient configuration: the user's `kafka.*` options, and a short `reconnect.backoff.ms`
+    unless they set one. librdkafka holds back a request made before any broker connection is up for half that
+    backoff (its pacing of new connections: 50 ms at the default 100 ms), and every query of a fresh client is such
+    a request. Measured on this cluster, `list_topics` on a new client: 54 ms at the default, 15 ms at 10 ms;
+    each batch read plans with one new client. The backoff also paces reconnects to a broker that is down, which
+    grow from it exponentially up to `reconnect.backoff.max.ms` as before."""
+    return {"reconnect.backoff.ms": ADMIN_RECONNECT_BACKOFF_MS, **client_conf}
+
+
 class Metadata:
     """Driver-side queries through one AdminClient, closed with the `with` block (readers must stay picklable)."""
 
     def __init__(self, client_conf: Mapping[str, str]) -> None:
         assert "bootstrap.servers" in client_conf, client_conf
-        self._admin = AdminClient(dict(client_conf))
+        self._admin = AdminClient(admin_config(client_conf))
 
     def __enter__(self) -> Metadata:
         return self
