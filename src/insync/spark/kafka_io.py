@@ -118,7 +118,7 @@ class Subscription:
         assert kinds == 1, self
 
 
-def admin_config(client_conf: Mapping[str, str]) -> dict[str, str]:
+def admin_config(client_conf: Mapping[str, str]) -> dict[str, str | int | float | bool]:
     """The driver's AdminClient configuration: the user's `kafka.*` options, and a short `reconnect.backoff.ms`
     unless they set one. librdkafka holds back a request made before any broker connection is up for half that
     backoff (its pacing of new connections: 50 ms at the default 100 ms), and every query of a fresh client is such
