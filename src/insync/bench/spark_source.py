@@ -10,7 +10,7 @@ parquet for both (the target is >= 0.5), and the floor's ratio to parquet: the m
 A fourth, `format("insync-ceiling")`, is the floor that also receives, over loopback TCP, as many bytes as the
 topic's records take on the wire, from a process that only sends them from memory (`ByteSender`): the most any
 Kafka-protocol source can reach here, whatever its broker and decoder, since the bytes must cross a socket.
-All four Python readers run in the same reused Python workers, so the floor and the ceiling also get the heap
+The three Python readers run in the same reused Python workers, so the floor and the ceiling also get the heap
 freeze the insync source's first task makes (`insync.spark.worker_gc`).
 
 The last record of each partition is produced on its own, in a one-record batch: some Kafka-compatible brokers
