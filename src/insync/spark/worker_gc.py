@@ -5,7 +5,7 @@ pyspark's daemon runs a full `gc.collect()` after every task of a reused Python 
 and a worker that has read a topic holds about 100k of them: pyarrow, numba, kio's protocol classes and this
 package. Measured: 65-80 ms per collection; in a py-spy profile of `insync bench spark-source` the daemon's
 collections were 14% of the worker's CPU, 4.6% when frozen at the start of the first task (numba compiles
-the decoder, and pyarrow loads kernels, during that task).
+the decoder, and pyarrow loads kernels, during that task), and none when frozen at its end.
 
 `settle_after_task` therefore runs once per process, at the end of the first task that reads or writes a
 topic: one collection, then `gc.freeze()` moves what survives (module state, which lives as long as the
