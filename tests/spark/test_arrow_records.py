@@ -26,7 +26,7 @@ from insync.protocol.records import (
     iter_records,
     scan_valid_prefix,
 )
-from insync.spark.arrow_records import HEADER_TYPE, Decoded, decode
+from insync.spark.arrow_records import HEADER_TYPE, Decoded, decode, scan
 
 BASE_TIMESTAMP = 1_700_000_000_000
 CRC_POS, ATTRIBUTES_POS, MAGIC_POS = 17, 21, 16
@@ -230,6 +230,22 @@ def test_crc_mismatch() -> None:
     batch = a_batch()
     batch[-1] ^= 0xFF
     assert_corrupt(good_then(bytes(batch)), "CRC", "3000")
+
+
+def test_check_crcs_false_skips_only_the_crc() -> None:
+    """Kafka's consumer option `check.crcs=false`: a batch whose bytes no longer match its CRC is read as it is;
+    damage to its structure is still refused."""
+    batch = bytearray(build_batch([RecordSpec(b"k", b"value")], base_offset=7, base_timestamp=BASE_TIMESTAMP))
+    at = bytes(batch).index(b"value")
+    batch[at:at + 5] = b"VALUE"  # the CRC is left as it was
+    with pytest.raises(InvalidRecordError, match="CRC"):
+        scan(bytes(batch), 7)
+    unchecked = scan(bytes(batch), 7, check_crcs=False)
+    decoded = decode(bytes(batch), 7, 8, include_headers=False, scanned=unchecked)
+    assert decoded.values.to_pylist() == [b"VALUE"] and decoded.next_offset == 8
+    batch[MAGIC_POS] = 1
+    with pytest.raises(InvalidRecordError, match="message format v1"):
+        scan(bytes(batch), 7, check_crcs=False)
 
 
 def test_bad_magic() -> None:

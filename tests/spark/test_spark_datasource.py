@@ -56,6 +56,7 @@ from insync.spark.kafka_io import (
     Metadata,
     OffsetRange,
     RangeFetch,
+    ReaderConf,
     admin_config,
     loss_when_stalled,
 )
@@ -161,6 +162,16 @@ def test_batch_read_exact_offset_ranges_split_by_min_partitions(insync: SparkSes
     assert got == [(0, o) for o in range(2, 7)] + [(1, o) for o in range(10)]
 
 
+def test_batch_read_without_crc_checks_reads_the_same(insync: SparkSession, kafka_bootstrap: str,
+                                                      known_topic: tuple[str, float, float]) -> None:
+    topic = known_topic[0]
+    rows = read(insync, kafka_bootstrap, subscribe=topic, includeHeaders="true",
+                **{"kafka.check.crcs": "false"}).collect()
+    got = [(r.partition, r.offset, r.key, r.value,
+            [(h.key, h.value) for h in r.headers] if r.headers is not None else None) for r in by_position(rows)]
+    assert got == expected_rows(KNOWN)
+
+
 def test_batch_read_in_fetches_smaller_than_a_batch_group(insync: SparkSession, kafka_bootstrap: str) -> None:
     """Tiny fetches (`kafka.max.partition.fetch.bytes`) over batches of many records, plain and compressed: a
     task fetches again from where each response's last whole batch ends, and reads every record once."""
@@ -237,6 +248,7 @@ SOURCE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
     (SOURCE | {"kafka.security.protocol": "SSL"}, False, ["kafka.security.protocol=ssl", "PLAINTEXT"]),
     (SOURCE | {"kafka.sasl.mechanism": "PLAIN"}, True, ["kafka.sasl.mechanism", "PLAINTEXT"]),
     (SOURCE | {"kafka.max.partition.fetch.bytes": "8MB"}, False, ["kafka.max.partition.fetch.bytes"]),
+    (SOURCE | {"kafka.check.crcs": "sometimes"}, False, ["kafka.check.crcs", "true or false"]),
 ])
 def test_source_option_errors_name_the_option(options: dict[str, str], streaming: bool, named: list[str]) -> None:
     # Spark hands options over lower-cased; errors still use the documented spelling.
@@ -274,6 +286,19 @@ def test_driver_admin_client_reconnects_quickly_unless_the_user_says_otherwise()
     chosen = admin_config({"bootstrap.servers": "h:1", "reconnect.backoff.ms": "250"})
     assert chosen["reconnect.backoff.ms"] == "250"
     AdminClient(conf)  # librdkafka accepts the key and value
+    # What only the tasks' reader uses stays out of the AdminClient (librdkafka would warn that it ignores it).
+    tasks_only = {"max.partition.fetch.bytes": "1024", "fetch.wait.max.ms": "5", "check.crcs": "false"}
+    assert admin_config({"bootstrap.servers": "h:1", "socket.timeout.ms": "9000"} | tasks_only) == {
+        "bootstrap.servers": "h:1", "socket.timeout.ms": "9000", "reconnect.backoff.ms": "10"}
+
+
+def test_reader_settings_from_the_kafka_options() -> None:
+    assert ReaderConf.of({"bootstrap.servers": "h:1"}) == ReaderConf("h:1")
+    assert ReaderConf.of({"bootstrap.servers": "h:1"}).check_crcs
+    assert not ReaderConf.of({"bootstrap.servers": "h:1", "check.crcs": "False"}).check_crcs
+    assert ReaderConf.of({"bootstrap.servers": "h:1", "max.partition.fetch.bytes": "1024",
+                          "socket.timeout.ms": "2500"}) == ReaderConf("h:1", partition_fetch_bytes=1024,
+                                                                      timeout_s=2.5)
 
 
 def test_offsets_json_is_canonical_and_limits_split_by_backlog() -> None:

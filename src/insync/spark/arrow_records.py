@@ -263,12 +263,14 @@ class Scan:
     next_offset: int
 
 
-def scan(buf: bytes | memoryview, first: int) -> Scan:
-    """Batch headers only: tells where the next fetch starts before the records are decoded."""
-    return Scan(*_batches(buf, first))
+def scan(buf: bytes | memoryview, first: int, *, check_crcs: bool = True) -> Scan:
+    """Batch headers only: tells where the next fetch starts before the records are decoded. `check_crcs`
+    False skips the CRC32C of each batch (the consumer option `check.crcs`); nothing else is checked less."""
+    return Scan(*_batches(buf, first, check_crcs))
 
 
-def _batches(buf: bytes | memoryview, first: int) -> tuple[list[tuple[int, BatchHeader]], int]:
+def _batches(buf: bytes | memoryview, first: int, check_crcs: bool = True
+             ) -> tuple[list[tuple[int, BatchHeader]], int]:
     found: list[tuple[int, BatchHeader]] = []
     next_offset = first
     pos = 0
@@ -282,7 +284,7 @@ def _batches(buf: bytes | memoryview, first: int) -> tuple[list[tuple[int, Batch
             raise corrupt(f"the batch at offset {base} is in message format v{magic} (written before Kafka 0.11 "
                           "and never converted); the insync source reads v2 record batches only")
         header = parse_header(buf, pos)
-        if not crc_is_valid(buf, pos, header):
+        if check_crcs and not crc_is_valid(buf, pos, header):
             raise corrupt(f"CRC mismatch in batch at offset {header.base_offset} (position {pos})")
         if not 0 <= header.record_count <= limits.RECORDS_PER_BATCH_MAX:
             raise corrupt(f"record count {header.record_count} out of range in batch at offset "

@@ -25,7 +25,8 @@ Readers and input partitions hold only options and offsets (they are pickled to 
 opened inside each call and closed before it returns. Options prefixed `kafka.` go as they are to the driver's
 metadata client (librdkafka), except the few whose values the guarantees above depend on; the tasks' reader
 (`kafka_io.RangeFetch`) honours `kafka.bootstrap.servers`, `kafka.max.partition.fetch.bytes`,
-`kafka.fetch.wait.max.ms` and `kafka.socket.timeout.ms`, and reads over PLAINTEXT only: a secured connection
+`kafka.fetch.wait.max.ms`, `kafka.socket.timeout.ms` and `kafka.check.crcs` (default true: each batch's CRC32C
+is verified, as Kafka's consumer does), and reads over PLAINTEXT only: a secured connection
 (`kafka.security.protocol`, `kafka.sasl.*`, `kafka.ssl.*`) is refused when the query is defined.
 """
 

@@ -119,13 +119,14 @@ class Subscription:
 
 
 def admin_config(client_conf: Mapping[str, str]) -> dict[str, str | int | float | bool]:
-    """The driver's AdminClient configuration: the user's `kafka.*` options, and a short `reconnect.backoff.ms`
-    unless they set one. librdkafka holds back a request made before any broker connection is up for half that
+    """The driver's AdminClient configuration: the user's `kafka.*` options but those only the tasks use, and a
+    short `reconnect.backoff.ms` unless they set one. librdkafka holds back a request made before any broker connection is up for half that
     backoff (its pacing of new connections: 50 ms at the default 100 ms), and every query of a fresh client is such
     a request. Measured on this cluster, `list_topics` on a new client: 54 ms at the default, 15 ms at 10 ms;
     each batch read plans with one new client. The backoff also paces reconnects to a broker that is down, which
     grow from it exponentially up to `reconnect.backoff.max.ms` as before."""
-    return {"reconnect.backoff.ms": ADMIN_RECONNECT_BACKOFF_MS, **client_conf}
+    return {"reconnect.backoff.ms": ADMIN_RECONNECT_BACKOFF_MS,
+            **{k: v for k, v in client_conf.items() if k not in READER_ONLY_OPTIONS}}
 
 
 class Metadata:
@@ -206,6 +207,9 @@ FETCH_TIMEOUT_S = 30.0  # connect and per-request socket timeout
 # Client settings a task's reader honours besides bootstrap.servers; the other kafka.* options configure the
 # driver's metadata client.
 READER_NUMERIC_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "socket.timeout.ms")
+READER_BOOLEAN_OPTIONS = ("check.crcs",)
+# Consumer settings only the tasks use: librdkafka would warn that the driver's AdminClient ignores them.
+READER_ONLY_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "check.crcs")
 # Anything that asks for a secured connection, which the reader (fetch_client) does not speak.
 SECURE_OPTION = re.compile(r"^(sasl\.|ssl\.)")
 
@@ -221,6 +225,9 @@ def check_reader_options(client_conf: Mapping[str, str]) -> None:
     for name in READER_NUMERIC_OPTIONS:
         if name in client_conf and not client_conf[name].isdigit():
             raise ValueError(f"option kafka.{name} must be a non-negative integer, got {client_conf[name]!r}")
+    for name in READER_BOOLEAN_OPTIONS:
+        if name in client_conf and client_conf[name].lower() not in ("true", "false"):
+            raise ValueError(f"option kafka.{name} must be true or false, got {client_conf[name]!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,13 +238,15 @@ class ReaderConf:
     partition_fetch_bytes: int = PARTITION_FETCH_BYTES
     fetch_wait_ms: int = FETCH_WAIT_MS
     timeout_s: float = FETCH_TIMEOUT_S
+    check_crcs: bool = True  # Kafka's consumer option: verify each batch's CRC32C (on by default, as in Kafka)
 
     @classmethod
     def of(cls, client_conf: Mapping[str, str]) -> ReaderConf:
         return cls(client_conf["bootstrap.servers"],
                    int(client_conf.get("max.partition.fetch.bytes", PARTITION_FETCH_BYTES)),
                    int(client_conf.get("fetch.wait.max.ms", FETCH_WAIT_MS)),
-                   int(client_conf.get("socket.timeout.ms", FETCH_TIMEOUT_S * 1000)) / 1000)
+                   int(client_conf.get("socket.timeout.ms", FETCH_TIMEOUT_S * 1000)) / 1000,
+                   client_conf.get("check.crcs", "true").lower() == "true")
 
 
 class RangeFetch:
@@ -278,7 +287,7 @@ class RangeFetch:
             result = fetcher.fetch(next_offset)
             now = time.monotonic()
             if result.error is errors.NONE:
-                scanned = arrow_records.scan(result.records, next_offset)
+                scanned = arrow_records.scan(result.records, next_offset, check_crcs=self.conf.check_crcs)
                 if next_offset < scanned.next_offset < r.end:
                     fetcher.prefetch(scanned.next_offset)  # the broker works on it while this one is decoded
                 decoded = arrow_records.decode(result.records, next_offset, r.end, self.include_headers, scanned)
