@@ -106,9 +106,9 @@ def _parse(buf: U8, starts: I64, ends: I64, counts: I64, base_offsets: I64, base
            max_timestamps: I64, log_append: npt.NDArray[np.bool_], first: int, last: int, out: I64,
            key_offsets: npt.NDArray[np.int32], key_data: U8, value_offsets: npt.NDArray[np.int32],
            value_data: U8) -> tuple[int, int, int]:
-    """Decode the records of every batch body `buf[starts[b]:ends[b]]` (`counts[b]` records each); those with
-    offsets in `[first, last)` become rows of `out`: offset, timestamp, key start, key length, value start, value
-    length, headers start, header count, timestamp type. Their keys and values are copied as they are met, in Arrow's binary
+    """Decode the records of every batch body `buf[starts[b]:ends[b]]` (`counts[b]` records each); those with offsets
+    in `[first, last)` become rows of `out`: offset, timestamp, key start, key length, value start, value length,
+    headers start, header count, timestamp type. Their keys and values are copied as they are met, in Arrow's binary
     layout (`key_offsets`/`key_data`, `value_offsets`/`value_data`; a null is empty): the copy brings each next
     record into the cache, so reading the records and gathering their bytes is one pass, not two. Every record is
     checked, in the range or not. Returns (rows written, error code, index of the failing batch)."""

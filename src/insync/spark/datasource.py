@@ -23,11 +23,11 @@ idempotent producer. The streaming sink is at-least-once: a retried micro-batch 
 
 Readers and input partitions hold only options and offsets (they are pickled to the workers); Kafka clients are
 opened inside each call and closed before it returns. Options prefixed `kafka.` go as they are to the driver's
-metadata client (librdkafka), except the few whose values the guarantees above depend on; the tasks' reader
-(`kafka_io.RangeFetch`) honours `kafka.bootstrap.servers`, `kafka.max.partition.fetch.bytes`,
-`kafka.fetch.wait.max.ms`, `kafka.socket.timeout.ms` and `kafka.check.crcs` (default true: each batch's CRC32C
-is verified, as Kafka's consumer does), and reads over PLAINTEXT only: a secured connection
-(`kafka.security.protocol`, `kafka.sasl.*`, `kafka.ssl.*`) is refused when the query is defined.
+metadata client (librdkafka), except the few whose values the guarantees above depend on and those only the tasks
+use; the tasks' reader (`kafka_io.RangeFetch`) honours `kafka.bootstrap.servers`, `kafka.max.partition.fetch.bytes`,
+`kafka.fetch.wait.max.ms`, `kafka.socket.timeout.ms` and `kafka.check.crcs` (default true: each batch's CRC32C is
+verified, as Kafka's consumer does), and reads over PLAINTEXT only: a secured connection (`kafka.security.protocol`,
+`kafka.sasl.*`, `kafka.ssl.*`) is refused when the query is defined.
 """
 
 from __future__ import annotations

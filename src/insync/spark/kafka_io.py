@@ -120,11 +120,12 @@ class Subscription:
 
 def admin_config(client_conf: Mapping[str, str]) -> dict[str, str | int | float | bool]:
     """The driver's AdminClient configuration: the user's `kafka.*` options but those only the tasks use, and a
-    short `reconnect.backoff.ms` unless they set one. librdkafka holds back a request made before any broker connection is up for half that
-    backoff (its pacing of new connections: 50 ms at the default 100 ms), and every query of a fresh client is such
-    a request. Measured on this cluster, `list_topics` on a new client: 54 ms at the default, 15 ms at 10 ms;
-    each batch read plans with one new client. The backoff also paces reconnects to a broker that is down, which
-    grow from it exponentially up to `reconnect.backoff.max.ms` as before."""
+    short `reconnect.backoff.ms` unless they set one. librdkafka holds back a request made before any broker
+    connection is up for half that backoff (its pacing of new connections: 50 ms at the default 100 ms), and
+    every query of a fresh client is such a request. Measured on this cluster, `list_topics` on a new client:
+    54 ms at the default, 15 ms at 10 ms; each batch read plans with one new client. The backoff also paces
+    reconnects to a broker that is down, which grow from it exponentially up to `reconnect.backoff.max.ms` as
+    before."""
     return {"reconnect.backoff.ms": ADMIN_RECONNECT_BACKOFF_MS,
             **{k: v for k, v in client_conf.items() if k not in READER_ONLY_OPTIONS}}
 
