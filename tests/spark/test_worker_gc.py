@@ -36,3 +36,31 @@ def test_settle_freezes_once_and_later_garbage_is_still_collected() -> None:
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+PLANNING_SCRIPT = textwrap.dedent("""
+    import gc
+    from insync.spark import worker_gc
+    from insync.spark.datasource import InsyncDataSource
+
+    @worker_gc.settles
+    def fails():
+        raise ValueError("bad option")
+
+    try:
+        fails()
+    except ValueError:
+        pass
+    assert gc.get_freeze_count() == 0  # only a method that returned settles
+    source = InsyncDataSource({"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"})
+    assert source.schema().startswith("key binary")  # what create_data_source's worker calls
+    assert gc.get_freeze_count() > 1000
+    print("ok")
+""")
+
+
+def test_a_planning_call_settles_its_worker_once_it_returns() -> None:
+    done = subprocess.run([sys.executable, "-c", PLANNING_SCRIPT], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -403,6 +403,7 @@ class InsyncBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
 
+    @worker_gc.settles
     def partitions(self) -> list[InputPartition]:
         settings = ReadSettings.of(self.options)
         return [RangePartition(r, settings) for r in plan_batch(self.options)]
@@ -519,9 +520,11 @@ class InsyncWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         return _write(self.options, iterator)
 
+    @worker_gc.settles
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         log.info("insync sink: wrote %d records", _written(messages))
 
+    @worker_gc.settles
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         log.warning("insync sink: write failed; %d records of finished tasks are already in Kafka and stay there",
                     _written(messages))
@@ -538,9 +541,11 @@ class InsyncStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         return _write(self.options, iterator)
 
+    @worker_gc.settles
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.info("insync sink: micro-batch %d wrote %d records (at-least-once)", batchId, _written(messages))
 
+    @worker_gc.settles
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("insync sink: micro-batch %d failed; %d records already written stay in Kafka and the retry "
                     "writes them again (at-least-once)", batchId, _written(messages))
@@ -553,20 +558,25 @@ class InsyncDataSource(DataSource):
     def name(cls) -> str:
         return "insync"
 
+    @worker_gc.settles
     def schema(self) -> str:
         # Spark asks for the schema at load(), for reads only: check every option there, not at the first action.
         include_headers = parse_source_options(self.options, streaming=None).include_headers
         return SCHEMA_DDL + (HEADERS_DDL if include_headers else "")
 
+    @worker_gc.settles
     def reader(self, schema: StructType) -> InsyncBatchReader:
         return InsyncBatchReader(parse_source_options(self.options, streaming=False))
 
+    @worker_gc.settles
     def streamReader(self, schema: StructType) -> InsyncStreamReader:
         return InsyncStreamReader(parse_source_options(self.options, streaming=True))
 
+    @worker_gc.settles
     def writer(self, schema: StructType, overwrite: bool) -> InsyncWriter:
         return InsyncWriter(parse_sink_options(self.options, schema, overwrite))
 
+    @worker_gc.settles
     def streamWriter(self, schema: StructType, overwrite: bool) -> InsyncStreamWriter:
         return InsyncStreamWriter(parse_sink_options(self.options, schema, overwrite))
 
