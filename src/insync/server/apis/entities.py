@@ -22,12 +22,12 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 
 from insync import errors
 from insync.controller.image import MetadataImage
 from insync.errors import KafkaError
+from insync.protocol.codec import request_schema, response_schema
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -72,13 +72,13 @@ def field_or(entity: Any, name: str, default: Any) -> Any:
 
 
 def request_class(api_key: int, version: int) -> type:
-    cls = load_request_schema(api_key, version)
+    cls = request_schema(api_key, version)
     assert isinstance(cls, type)
     return cls
 
 
 def response_class(api_key: int, version: int) -> type:
-    cls = load_response_schema(api_key, version)
+    cls = response_schema(api_key, version)
     assert isinstance(cls, type)
     return cls
 
