@@ -12,8 +12,11 @@ from insync.cli.main import main
 pytestmark = pytest.mark.timeout(300)
 
 
-def test_fast_demo_summary(tmp_path: Path) -> None:
+def test_fast_demo_summary(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--fast", "--dir", str(tmp_path)]) == 0
+    # The clients' connection errors while brokers are paused and killed go to clients.log, not the terminal.
+    assert "|FAIL|" not in capfd.readouterr().err
+    assert "FAIL [rdkafka#" in (tmp_path / "clients.log").read_text()
     summary = json.loads((tmp_path / "summary.json").read_text())
     acts = {a["name"]: a for a in summary["acts"]}
     assert list(acts) == ["pause-follower", "slow-leader-kip501-off", "slow-leader-kip501-on", "failing-partition",
@@ -39,3 +42,18 @@ def test_fast_demo_summary(tmp_path: Path) -> None:
     from insync.events import EventType
 
     assert {str(t) for t in EventType} - seen <= {"log_start_bounded", "partition_unfailed"}, seen
+
+
+def test_client_log_routes_the_clients_logger_to_a_file_and_restores_it(tmp_path: Path) -> None:
+    import logging
+
+    from insync.chaos.history import CLIENT_LOGGER, client_conf
+    from insync.cli.demo_cmd import _client_log
+
+    logger = logging.getLogger(CLIENT_LOGGER)
+    assert client_conf({"bootstrap.servers": "x"})["logger"] is logger
+    with _client_log(tmp_path / "clients.log"):
+        assert not logger.propagate
+        logger.warning("Connect to ipv4#127.0.0.1:1 failed")
+    assert logger.propagate and not logger.handlers
+    assert "WARNING Connect to ipv4#127.0.0.1:1 failed" in (tmp_path / "clients.log").read_text()

@@ -8,10 +8,15 @@ earliest offset up to its high watermark. `verdict` compares the two histories:
   unclean election);
 - duplicated: sequences read more than once (the idempotent producer must make this 0);
 - reordered: within a partition, sequences read out of the order they were sent.
+
+The clients' own log lines (librdkafka's "Connect to ... failed", request timeouts: expected while brokers are
+paused and killed) go to the `insync.clients` logger (`client_conf`), so a caller decides where they are shown;
+they are served from the clients' poll and consume calls.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -20,6 +25,12 @@ from typing import Any
 
 DELIVERY_TIMEOUT_S = 60.0
 READ_IDLE_S = 10.0
+CLIENT_LOGGER = "insync.clients"
+
+
+def client_conf(conf: dict[str, Any]) -> dict[str, Any]:
+    """`conf` for a confluent-kafka client whose log lines go to the `insync.clients` logger, not stderr."""
+    return {**conf, "logger": logging.getLogger(CLIENT_LOGGER)}
 
 
 @dataclass
@@ -81,8 +92,9 @@ class ProduceWorkload:
     def _run(self) -> None:
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
-                             "linger.ms": 5, "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000)})
+        producer = Producer(client_conf({"bootstrap.servers": self.bootstrap, "acks": "all",
+                                         "enable.idempotence": True, "linger.ms": 5,
+                                         "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000)}))
         lock = threading.Lock()
 
         def delivered(err: Any, msg: Any) -> None:
@@ -112,8 +124,8 @@ def read_back(bootstrap: str, topic: str, run_id: str) -> dict[int, list[int]]:
     """Sequences of this run per partition, in log order, from the earliest offset to the high watermark."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"chaos-{run_id}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(client_conf({"bootstrap.servers": bootstrap, "group.id": f"chaos-{run_id}",
+                                     "enable.auto.commit": False, "enable.partition.eof": True}))
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import logging
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,8 @@ def _demo(args: argparse.Namespace) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     console = Console(width=max(Console().width, 110))  # the per-act table needs more than 80 columns
     timing = run.FAST if args.fast else run.NORMAL
-    with Live(console=console, refresh_per_second=4, transient=False) as live:
+    client_log = directory / "clients.log"
+    with _client_log(client_log), Live(console=console, refresh_per_second=4, transient=False) as live:
         demo = run.Demo(directory, timing, show=live.update,
                         say=lambda text: live.console.print(f"\n{text}", markup=False, highlight=False))
         result = demo.run()
@@ -48,10 +52,31 @@ def _demo(args: argparse.Namespace) -> int:
         console.print(f"{segment['name']}: acknowledged {v['acked']}, lost {v['lost']}, duplicated "
                       f"{v['duplicated']}, reordered {v['reordered']}")
     console.print("event logs:\n  " + "\n  ".join(result["event_logs"]))
+    console.print(f"client logs (connection errors while brokers are down are expected): {client_log}")
     if not (args.fast or args.no_analysis):
         result["reports"] = _analyse(directory, console)
     console.print(f"summary: {run.save(directory, result)}")
     return 0 if ok else 1
+
+
+@contextlib.contextmanager
+def _client_log(path: Path) -> Iterator[None]:
+    """The demo's Kafka clients log to `path`: the acts pause and kill brokers, and the clients' resulting
+    connection errors on the terminal would bury the story the acts tell."""
+    from insync.chaos.history import CLIENT_LOGGER
+
+    logger = logging.getLogger(CLIENT_LOGGER)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = True
+        handler.close()
 
 
 def _analyse(directory: Path, console: Any) -> list[str]:

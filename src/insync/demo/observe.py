@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.chaos.cluster import ClusterSpec
+from insync.chaos.history import client_conf
 
 EVENTS_SHOWN = 12
 EVENT_LINES_MAX = 1_000_000
@@ -87,8 +88,11 @@ class ClusterObserver:
         from confluent_kafka.admin import AdminClient
 
         if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.spec.bootstrap})
-            self._consumer = Consumer({"bootstrap.servers": self.spec.bootstrap, "group.id": "insync-demo-view"})
+            self._admin = AdminClient(client_conf({"bootstrap.servers": self.spec.bootstrap}))
+            self._consumer = Consumer(client_conf({"bootstrap.servers": self.spec.bootstrap,
+                                                   "group.id": "insync-demo-view"}))
+        self._admin.poll(0)  # neither client is polled otherwise: serve their queued log lines
+        self._consumer.poll(0)
         topic = self._admin.list_topics(self.topic, timeout=2).topics.get(self.topic)
         if topic is None or topic.error is not None:
             return

@@ -232,8 +232,8 @@ class _CountingConsumer:
     def _run(self) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "insync-demo",
-                             "enable.auto.commit": False})
+        consumer = Consumer(history.client_conf({"bootstrap.servers": self.bootstrap, "group.id": "insync-demo",
+                                                 "enable.auto.commit": False}))
         consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(3)])
         try:
             while not self._stop.is_set():
