@@ -68,6 +68,7 @@ def _client_log(path: Path) -> Iterator[None]:
     logger = logging.getLogger(CLIENT_LOGGER)
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
@@ -75,7 +76,8 @@ def _client_log(path: Path) -> Iterator[None]:
         yield
     finally:
         logger.removeHandler(handler)
-        logger.propagate = True
+        logger.setLevel(level)
+        logger.propagate = propagate
         handler.close()
 
 
