@@ -2,9 +2,10 @@
 
 Operators grep Kafka logs for these lines and tools parse them; insync's partitions and fetchers write the same
 words through these functions, so one parser reads both (`insync analyze` does). `KafkaLogFormatter` gives
-Python logging log4j's layout:
-`[2024-03-01 12:00:01,234] INFO [Partition t-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. ... (kafka.cluster.Partition)`.
-Timestamps are UTC.
+Python logging log4j's layout (timestamps in UTC):
+
+    [2024-03-01 12:00:01,234] INFO [Partition t-0 broker=1] Shrinking ISR from 1,2,3 to 1,2. ... (kafka.cluster.Partition)
+
 """
 
 from __future__ import annotations

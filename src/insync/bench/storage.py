@@ -3,9 +3,10 @@
 For each batch size (1 MiB and 16 KiB batches of 1 KiB records) the benchmark appends the same produced batch
 through a real `Log` for about `seconds` (capped at `bytes_max`) and writes the same bytes to a plain file, in
 alternating 32 MiB rounds; then it reads both back the same way, `Log.read` with `fetch_bytes` a read (as a
-consumer's `max.partition.fetch.bytes`) against plain `read(fetch_bytes)`. Nothing is fsynced on either side (Kafka's default: data
-is made durable by replication), so both measure the same page-cache path, and the ratio is what insync costs
-on top of it: validation, CRC, one copy for stamping, index upkeep and batch-boundary reads.
+consumer's `max.partition.fetch.bytes`) against plain `read(fetch_bytes)`. Nothing is fsynced on either side
+(Kafka's default: data is made durable by replication), so both measure the same page-cache path, and the ratio
+is what insync costs on top of it: validation, CRC, one copy for stamping, index upkeep and batch-boundary
+reads.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ Kinds:
 - `slow_reads` (`ms`, `duration_s`, `all_partitions`): reads of the partition's files on the broker take `ms`.
 - `io_error` (`duration_s`, `on_read`, `on_write`): operations on the partition's files raise EIO.
 - `delete_records` (`offset`: a number, or `"hw"`): the leader's log start moves (DeleteRecords).
-`every_s` and `until_s` repeat a fault periodically (churn). A `duration_s` of 0 or absent means "until the end of the run" (healed before the quiesce phase).
+`every_s` and `until_s` repeat a fault periodically (churn). A `duration_s` of 0 or absent means "until the end
+of the run" (healed before the quiesce phase).
 
 `[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, isolate, clog, swizzle,
 slow_reads), `gap_s = [min, max]` between faults, `duration_s = [min, max]`, `slow_read_ms = [min, max]`,

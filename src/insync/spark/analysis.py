@@ -233,10 +233,12 @@ def episodes(outs_with_episode: DataFrame, horizon_ms: int) -> DataFrame:
         F.array_sort(F.collect_set("leader")).alias("leaders"),
         F.bool_and("all_followers_out").alias("all_followers_out"),
         F.sum(F.col("back_ms").isNull().cast("int")).alias("not_back"), F.max("back_ms").alias("max_out_ms"),
-        F.sum(F.coalesce(reason == "stuck", F.lit(False)).cast("int")).alias("stuck"), F.sum(F.coalesce(reason == "slow", F.lit(False)).cast("int")).alias("slow"),
+        F.sum(F.coalesce(reason == "stuck", F.lit(False)).cast("int")).alias("stuck"),
+        F.sum(F.coalesce(reason == "slow", F.lit(False)).cast("int")).alias("slow"),
         F.sum(F.coalesce(reason == "messages", F.lit(False)).cast("int")).alias("messages"))
     agg = agg.withColumn("cause", _cause()).withColumn("evidence", _evidence())
-    return agg.select("episode", F.timestamp_millis("start_ms").alias("start"), F.timestamp_millis("end_ms").alias("end"),
+    return agg.select("episode", F.timestamp_millis("start_ms").alias("start"),
+                      F.timestamp_millis("end_ms").alias("end"),
                       (F.col("end_ms") - F.col("start_ms")).alias("duration_ms"),
                       (F.col("not_back") > 0).alias("open_ended"), "cause", "evidence", "partitions", "removals",
                       "removed_brokers", "leaders", "max_out_ms", "not_back", "stuck", "slow", "messages")

@@ -128,7 +128,8 @@ def _insync_invalid_reason() -> Column:
     type_ = j["type"]
     reason = (F.when(j["_corrupt_record"].isNotNull(), F.lit("not a JSON object of the event schema"))
               .when(j["v"].isNull() | (j["v"] != SCHEMA_VERSION), F.lit(f"schema version is not {SCHEMA_VERSION}"))
-              .when(j["ts_ms"].isNull() | (j["ts_ms"] < 0) | (j["ts_ms"] > TS_MS_MAX), F.lit("missing or invalid ts_ms"))
+              .when(j["ts_ms"].isNull() | (j["ts_ms"] < 0) | (j["ts_ms"] > TS_MS_MAX),
+                    F.lit("missing or invalid ts_ms"))
               .when(j["broker"].isNull(), F.lit("missing broker"))
               .when(~type_.isin([str(t) for t in EventType]) | type_.isNull(), F.lit("unknown event type"))
               .when(~type_.isin([str(t) for t in BROKER_LEVEL])

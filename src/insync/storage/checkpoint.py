@@ -112,6 +112,7 @@ def _read(disk: Disk, path: str, field_count: int) -> list[tuple[int, list[str]]
 
 
 def _number(path: str, line: int, text: str) -> int:
-    if not (text.isascii() and text.isdigit()):  # rejects signs, blanks and non-ASCII digits: offsets and epochs are never negative
+    # Rejects signs, blanks and non-ASCII digits: offsets and epochs are never negative.
+    if not (text.isascii() and text.isdigit()):
         raise CheckpointError(path, line, f"expected a non-negative integer, got {text!r}")
     return int(text)

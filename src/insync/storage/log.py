@@ -25,8 +25,9 @@ from the segment's creation or load time on the log's clock. A missing or garble
 rebuilt from the batches.
 
 Producer-state snapshots (Kafka's `<offset>.snapshot`, 20-digit offset): opaque bytes the replication layer
-makes (`set_producer_snapshot_source`; `set_log_start_listener` tells it when the log start moves), written atomically (temp file, fsync, rename) when a segment rolls and
-when the log closes, at the log end offset of that moment. The two newest are kept; a truncation deletes those
+makes (`set_producer_snapshot_source`; `set_log_start_listener` tells it when the log start moves), written
+atomically (temp file, fsync, rename) when a segment rolls and when the log closes, at the log end offset of
+that moment. The two newest are kept; a truncation deletes those
 above the new log end, a moving log start those below it, and opening deletes both kinds (a crash may have cost
 the log the tail a snapshot covered).
 
