@@ -21,6 +21,10 @@ from insync.chaos.history import client_conf
 
 EVENTS_SHOWN = 12
 EVENT_LINES_MAX = 1_000_000
+# A view that cannot be had quickly is shown as unknown: the acts pause and kill leaders, and a poll waiting out
+# a dead leader would stretch every act's watch by its timeout.
+METADATA_TIMEOUT_S = 1.0
+WATERMARK_TIMEOUT_S = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +97,17 @@ class ClusterObserver:
                                                    "group.id": "insync-demo-view"}))
         self._admin.poll(0)  # neither client is polled otherwise: serve their queued log lines
         self._consumer.poll(0)
-        topic = self._admin.list_topics(self.topic, timeout=2).topics.get(self.topic)
+        topic = self._admin.list_topics(self.topic, timeout=METADATA_TIMEOUT_S).topics.get(self.topic)
         if topic is None or topic.error is not None:
             return
         views = []
         for pid in sorted(topic.partitions):
             p = topic.partitions[pid]
-            try:
-                _, hw = self._consumer.get_watermark_offsets(TopicPartition(self.topic, pid), timeout=1)
-            except Exception:
-                hw = -1
+            hw = -1  # unknown: offline, or its leader did not answer in time
+            if p.leader >= 0:
+                with contextlib.suppress(Exception):
+                    _, hw = self._consumer.get_watermark_offsets(TopicPartition(self.topic, pid),
+                                                                 timeout=WATERMARK_TIMEOUT_S)
             views.append(PartitionView(pid, p.leader, tuple(p.replicas), tuple(p.isrs), hw))
         self.partitions = views
 
