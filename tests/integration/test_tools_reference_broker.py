@@ -74,4 +74,9 @@ def test_bench_clients_against_reference(tansu_bootstrap: str, capsys: pytest.Ca
                  tansu_bootstrap]) == 0
     consumed = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert consumed["messages"] == 2000 and consumed["mb_per_s"] > 0
+    # Fewer than the topic holds: exactly that many are timed, none over (the errors were once negative).
+    assert main(["bench", "consume", "--topic", "bench-t", "--messages", "1500", "--bootstrap-server",
+                 tansu_bootstrap]) == 0
+    consumed = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (consumed["messages"], consumed["errors"]) == (1500, 0)
     assert main(["bench", "produce", "--messages", "0"]) == 1

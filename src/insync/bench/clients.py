@@ -21,6 +21,7 @@ from typing import Any
 
 DELIVERY_TIMEOUT_S = 60.0
 IDLE_TIMEOUT_S = 15.0
+CONSUME_BATCH_MAX = 10_000
 _SENT_AT = struct.Struct(">d")
 
 
@@ -121,7 +122,8 @@ def consume(bootstrap: str, topic: str, count: int) -> BenchResult:
     idle_deadline = start + IDLE_TIMEOUT_S
     try:
         while received < count and time.perf_counter() < idle_deadline:
-            for message in consumer.consume(num_messages=10_000, timeout=0.5):
+            # Never more than asked: a batch past `count` would time records that are not counted.
+            for message in consumer.consume(num_messages=min(CONSUME_BATCH_MAX, count - received), timeout=0.5):
                 if message.error() is not None:
                     errors += 1
                     continue
