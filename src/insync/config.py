@@ -157,6 +157,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         # Controller and liveness
         _d("broker.session.timeout.ms", "int", 9000, "Fence a broker after this long without heartbeat.", min=1),
         _d("broker.heartbeat.interval.ms", "int", 2000, "Broker heartbeat interval.", min=1),
+        _d("controlled.shutdown.enable", "bool", True,
+           "On a clean stop, have the controller move this broker's leaderships away first."),
         _d("metadata.store", "string", "local", "Where the controller keeps metadata.",
            allowed=("local", "zookeeper")),
         _d("zookeeper.connect", "string", None, "host:port/chroot when metadata.store=zookeeper."),

@@ -7,6 +7,10 @@ A small state machine, free of I/O, that returns the requests to send:
 - Heartbeats every `broker.heartbeat.interval.ms`, carrying the metadata offset applied; the answer carries the
   published offset, and a broker behind it fetches metadata (published batches are also pushed to brokers, so
   fetching only repairs a lost push).
+- Controlled shutdown (`begin_shutdown`, Kafka's `controlled.shutdown.enable`): heartbeats, the first at once,
+  ask to shut down; the controller moves the broker's leaderships to other in-sync replicas, then fences it and
+  answers `should_shut_down`. A fenced registration can be replaced at once, so the broker restarts without
+  waiting out its old session.
 - AlterPartition (KIP-497): leaders queue one proposal per partition; at most one request is in flight per
   broker, carrying every queued proposal. A lost request is retried after `REQUEST_TIMEOUT_MS`, a refused one
   (or an item the partition asks to resend) after `ALTER_RETRY_BACKOFF_MS`.
@@ -38,6 +42,10 @@ from insync.types import BrokerEpoch, BrokerId, TopicPartition
 REQUEST_TIMEOUT_MS = 5_000
 # A refused or lost AlterPartition is sent again after this back-off (Kafka's retry.backoff.ms), never in a loop.
 ALTER_RETRY_BACKOFF_MS = 100
+# Heartbeats during a controlled shutdown. Kafka keeps the normal interval; the controller moves leaderships in the
+# first answer and grants the shutdown in the next, so a short interval makes a clean stop take a fraction of a
+# second instead of a heartbeat interval.
+SHUTDOWN_HEARTBEAT_INTERVAL_MS = 100
 NO_EPOCH = BrokerEpoch(-1)
 
 
@@ -64,6 +72,8 @@ class ControllerChannel:
         self._alter_not_before_ms = 0
         self._metadata_fetch: _InFlight | None = None
         self.published_offset = 0
+        self.shutting_down = False
+        self.shutdown_granted = False
 
     def _next_correlation(self) -> int:
         self._correlation += 1
@@ -72,6 +82,14 @@ class ControllerChannel:
     @property
     def registered(self) -> bool:
         return self.broker_epoch != NO_EPOCH
+
+    def begin_shutdown(self, now_ms: int) -> None:
+        """Ask the controller to let us go, from the next heartbeat on (sent at once). An unregistered broker
+        leads nothing and holds no session: it may go now."""
+        self.shutting_down = True
+        if not self.registered:
+            self.shutdown_granted = True
+        self._next_heartbeat_ms = now_ms
 
     # Timers -------------------------------------------------------------------------------------------
 
@@ -93,8 +111,12 @@ class ControllerChannel:
                 if name == "_alter_in_flight":
                     self._requeue_sent(now_ms)
         if now_ms >= self._next_heartbeat_ms:
-            self._next_heartbeat_ms = now_ms + self.heartbeat_interval_ms
-            out.append(self._heartbeat_or_register(now_ms, applied_offset))
+            interval_ms = self.heartbeat_interval_ms
+            if self.shutting_down:  # the controller answers within a beat or two: no need to wait a whole interval
+                interval_ms = min(interval_ms, SHUTDOWN_HEARTBEAT_INTERVAL_MS)
+            self._next_heartbeat_ms = now_ms + interval_ms
+            if not (self.shutting_down and not self.registered):  # a broker going away does not register again
+                out.append(self._heartbeat_or_register(now_ms, applied_offset))
         out.extend(self._maybe_send_alter(now_ms))
         if applied_offset < self.published_offset:
             out.extend(self.fetch_metadata(now_ms, applied_offset))
@@ -106,7 +128,7 @@ class ControllerChannel:
             self._registration = _InFlight(correlation, now_ms + REQUEST_TIMEOUT_MS)
             return Outgoing(CONTROLLER, BrokerRegistrationRequest(correlation, self.broker_id, self.incarnation_id))
         return Outgoing(CONTROLLER, BrokerHeartbeatRequest(correlation, self.broker_id, self.broker_epoch,
-                                                           applied_offset))
+                                                           applied_offset, self.shutting_down))
 
     # Responses ----------------------------------------------------------------------------------------
 
@@ -125,10 +147,12 @@ class ControllerChannel:
         if response.error in (errors.STALE_BROKER_EPOCH, errors.BROKER_ID_NOT_REGISTERED):
             self.broker_epoch = NO_EPOCH
             self.is_fenced = True
+            self.shutdown_granted |= self.shutting_down  # the controller no longer counts us: nothing to hand over
             return
         if response.error is errors.NONE:
             self.is_fenced = response.is_fenced
             self.published_offset = max(self.published_offset, response.published_offset)
+            self.shutdown_granted |= self.shutting_down and response.should_shut_down
 
     def on_metadata_update(self, correlation_id: int, published_offset: int) -> None:
         self.published_offset = max(self.published_offset, published_offset)

@@ -115,6 +115,17 @@ class BrokerCore:
         self._now_ms = now_ms
         return list(self.channel.tick(now_ms, self.metadata.applied_offset))
 
+    def begin_controlled_shutdown(self, now_ms: int) -> list[Command]:
+        """Kafka's controlled shutdown: ask the controller to move this broker's leaderships to other in-sync
+        replicas before it goes (`shutdown_granted` once it has). Serving goes on meanwhile, so clients are told
+        NOT_LEADER_OR_FOLLOWER and move to the new leaders."""
+        self.channel.begin_shutdown(now_ms)
+        return list(self.channel.tick(now_ms, self.metadata.applied_offset))
+
+    @property
+    def shutdown_granted(self) -> bool:
+        return self.channel.shutdown_granted
+
     def handle(self, now_ms: int, source: Address, message: object) -> list[Command]:
         """Process one received message; returns what to send or schedule."""
         assert now_ms >= self._now_ms, (now_ms, self._now_ms)

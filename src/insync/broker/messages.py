@@ -137,6 +137,7 @@ class BrokerHeartbeatRequest:
     broker_id: BrokerId
     broker_epoch: BrokerEpoch
     metadata_offset: int  # the last metadata record this broker applied
+    want_shutdown: bool = False  # controlled shutdown: move my leaderships away, then let me go
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +146,7 @@ class BrokerHeartbeatResponse:
     error: KafkaError
     is_fenced: bool
     published_offset: int  # the controller's published metadata offset: a broker behind it fetches
+    should_shut_down: bool = False  # controlled shutdown done: the broker leads nothing and is fenced
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,7 +209,9 @@ class Controller:
         existing = self._image.brokers.get(broker_id)
         if existing is None and len(self._image.brokers) >= BROKERS_MAX:
             raise KafkaException(invalid, f"the cluster already has {BROKERS_MAX} brokers")
-        if (existing is not None and existing.incarnation_id != incarnation_id
+        # A fenced broker holds no session (Kafka's BrokerHeartbeatManager.hasValidSession): after a controlled
+        # shutdown its next incarnation registers at once.
+        if (existing is not None and existing.incarnation_id != incarnation_id and not existing.fenced
                 and self._sessions.has_valid_session(broker_id, now_ms)):
             raise KafkaException(errors.BY_NAME["DUPLICATE_BROKER_REGISTRATION"],
                                  f"broker {broker_id} is registered by incarnation {existing.incarnation_id} "

@@ -66,6 +66,7 @@ PEER_TIMEOUT_S = 30.0
 METADATA_POLL_WAIT_MS = 500
 TIMER_MAX_MS = 1000
 SHUTDOWN_DEADLINE_S = 5.0
+CONTROLLED_SHUTDOWN_POLL_S = 0.02
 TASKS_MAX = 10_000
 VERSION_FETCH = 12
 VERSION_REGISTRATION = 3
@@ -345,12 +346,28 @@ class BrokerNode(MeteredDispatcher):
                 if self.config.get_bool("fault.injection.enable"):
                     group.create_task(self._run_faults(halt))
                 await stop.wait()
+                if self.config.get_bool("controlled.shutdown.enable"):
+                    await self._controlled_shutdown()
                 # Stop accepting and answer what is in flight while the timers still complete parked requests.
                 await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)
                 halt.set()
                 self._wake.set()
         finally:
             await self._shutdown()
+
+    async def _controlled_shutdown(self) -> None:
+        """Hand this broker's leaderships to other in-sync replicas before going (Kafka's controlled shutdown):
+        its partitions stay online, and its restart registers at once because the controller has fenced it. Bounded
+        by the session timeout, after which the controller would fence it anyway."""
+        self._feed(self.core.begin_controlled_shutdown(self._now()))
+        deadline_ms = self._now() + self.config.get_int("broker.session.timeout.ms")
+        while not self.core.shutdown_granted and self._now() < deadline_ms:  # bounded by the deadline
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_POLL_S)
+        if self.core.shutdown_granted:
+            log.info("Broker %d: controlled shutdown done", self.broker_id)
+        else:
+            log.warning("Broker %d: the controller did not complete the controlled shutdown in time; stopping anyway",
+                        self.broker_id)
 
     async def _shutdown(self) -> None:
         await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)  # no-op after a clean stop

@@ -86,11 +86,11 @@ class SimController:
     def _heartbeat(self, now: int, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
         try:
             result = self.controller.heartbeat(request.broker_id, request.broker_epoch, now,
-                                               request.metadata_offset)
+                                               request.metadata_offset, want_shutdown=request.want_shutdown)
         except KafkaException as exc:
             return BrokerHeartbeatResponse(request.correlation_id, exc.error, True, self.controller.published_offset)
         return BrokerHeartbeatResponse(request.correlation_id, errors.NONE, result.response.is_fenced,
-                                       self.controller.published_offset)
+                                       self.controller.published_offset, result.response.should_shut_down)
 
     def _alter_partition(self, now: int, request: AlterPartitionRequest) -> AlterPartitionResponse:
         try:

@@ -1,7 +1,12 @@
 from __future__ import annotations
 
 from insync import errors
-from insync.broker.controller_channel import ALTER_RETRY_BACKOFF_MS, REQUEST_TIMEOUT_MS, ControllerChannel
+from insync.broker.controller_channel import (
+    ALTER_RETRY_BACKOFF_MS,
+    REQUEST_TIMEOUT_MS,
+    SHUTDOWN_HEARTBEAT_INTERVAL_MS,
+    ControllerChannel,
+)
 from insync.broker.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -80,3 +85,33 @@ def test_a_refused_request_is_retried_after_the_back_off_not_in_a_loop() -> None
     assert not [o for o in early if isinstance(o.message, AlterPartitionRequest)]
     out = channel.tick(1001 + ALTER_RETRY_BACKOFF_MS, applied_offset=0)
     assert [type(o.message) for o in out].count(AlterPartitionRequest) == 1
+
+
+def test_controlled_shutdown_heartbeats_at_once_asking_to_go_until_the_controller_lets_it() -> None:
+    channel = _registered()
+    [hb] = channel.tick(1000, applied_offset=3)
+    assert isinstance(hb.message, BrokerHeartbeatRequest) and not hb.message.want_shutdown
+    channel.begin_shutdown(1500)
+    [ask] = channel.tick(1500, applied_offset=3)  # at once, not at the next interval (3000)
+    assert isinstance(ask.message, BrokerHeartbeatRequest) and ask.message.want_shutdown
+    assert channel.next_deadline_ms() == 1500 + SHUTDOWN_HEARTBEAT_INTERVAL_MS
+    channel.on_heartbeat(BrokerHeartbeatResponse(ask.message.correlation_id, errors.NONE, False, 0))
+    assert not channel.shutdown_granted  # leaderships being moved
+    [again] = channel.tick(1500 + SHUTDOWN_HEARTBEAT_INTERVAL_MS, applied_offset=3)
+    assert isinstance(again.message, BrokerHeartbeatRequest) and again.message.want_shutdown
+    channel.on_heartbeat(BrokerHeartbeatResponse(again.message.correlation_id, errors.NONE, True, 0,
+                                                 should_shut_down=True))
+    assert channel.shutdown_granted
+
+
+def test_controlled_shutdown_of_a_broker_the_controller_does_not_count_needs_no_answer() -> None:
+    unregistered = ControllerChannel(BrokerId(1), incarnation_id=1, heartbeat_interval_ms=2000)
+    unregistered.begin_shutdown(1000)
+    assert unregistered.shutdown_granted and unregistered.tick(1000, applied_offset=0) == []  # no registration
+    assert unregistered.next_deadline_ms() > 1000  # and no timer spinning on a past deadline
+    stale = _registered()
+    stale.begin_shutdown(1000)
+    stale.tick(1000, applied_offset=0)
+    stale.on_heartbeat(BrokerHeartbeatResponse(2, errors.STALE_BROKER_EPOCH, True, 0))
+    assert stale.shutdown_granted and not stale.registered
+    assert stale.tick(1000 + SHUTDOWN_HEARTBEAT_INTERVAL_MS, applied_offset=0) == []

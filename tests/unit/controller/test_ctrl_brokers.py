@@ -71,6 +71,16 @@ def test_a_live_broker_id_cannot_be_taken_by_another_incarnation_until_its_sessi
     with pytest.raises(KafkaException) as dup:
         h.register(1, incarnation="other")
     assert dup.value.error.name == "DUPLICATE_BROKER_REGISTRATION"
+
+
+def test_a_fenced_broker_holds_no_session_so_its_next_incarnation_registers_at_once() -> None:
+    h = Harness()
+    h.start(1)
+    assert h.heartbeat(1, want_shutdown=True).should_shut_down  # leads nothing: fenced at once
+    h.advance(1)  # well inside the session timeout
+    epoch = h.register(1, incarnation="restarted")
+    assert h.controller.image.brokers[1].incarnation_id == "restarted"
+    assert h.controller.image.brokers[1].broker_epoch == epoch
     h.advance(1)
     h.register(1, incarnation="other")
     assert h.controller.image.brokers[1].incarnation_id == "other"

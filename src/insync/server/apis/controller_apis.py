@@ -123,7 +123,8 @@ def decode_heartbeat(request: DecodedRequest) -> Heartbeat:
     body = request.body
     check_body(body, BROKER_HEARTBEAT)
     internal = BrokerHeartbeatRequest(request.correlation_id, BrokerId(int(body.broker_id)),
-                                      BrokerEpoch(int(body.broker_epoch)), int(body.current_metadata_offset))
+                                      BrokerEpoch(int(body.broker_epoch)), int(body.current_metadata_offset),
+                                      bool(body.want_shut_down))
     return Heartbeat(internal, bool(body.want_fence), bool(body.want_shut_down))
 
 
@@ -137,17 +138,17 @@ def encode_heartbeat_response(outcome: HeartbeatResponse | KafkaError, version: 
                  is_fenced=outcome.is_fenced, should_shut_down=outcome.should_shut_down)
 
 
-def heartbeat_request(request: BrokerHeartbeatRequest, version: int, want_fence: bool = False,
-                      want_shutdown: bool = False) -> Any:
+def heartbeat_request(request: BrokerHeartbeatRequest, version: int, want_fence: bool = False) -> Any:
     return build(request_class(BROKER_HEARTBEAT, version), broker_id=request.broker_id,
                  broker_epoch=request.broker_epoch, current_metadata_offset=request.metadata_offset,
-                 want_fence=want_fence, want_shut_down=want_shutdown)
+                 want_fence=want_fence, want_shut_down=request.want_shutdown)
 
 
 def heartbeat_response_from_wire(body: Any, correlation_id: int, published_offset: int) -> BrokerHeartbeatResponse:
     """The broker's view; `published_offset` is the latest metadata fetch high watermark (not on this wire)."""
     check_body(body, BROKER_HEARTBEAT)
-    return BrokerHeartbeatResponse(correlation_id, error_of(body.error_code), bool(body.is_fenced), published_offset)
+    return BrokerHeartbeatResponse(correlation_id, error_of(body.error_code), bool(body.is_fenced), published_offset,
+                                   bool(body.should_shut_down))
 
 
 # AlterPartition ------------------------------------------------------------------------------------------
