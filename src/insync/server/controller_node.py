@@ -108,7 +108,7 @@ class ControllerNode(MeteredDispatcher):
             result = self.controller.heartbeat(heartbeat.request.broker_id, heartbeat.request.broker_epoch,
                                                self._now(), heartbeat.request.metadata_offset,
                                                want_fence=heartbeat.want_fence,
-                                               want_shutdown=heartbeat.want_shutdown)
+                                               want_shutdown=heartbeat.request.want_shutdown)
             outcome: Any = result.response
         except KafkaException as exc:
             outcome = exc.error

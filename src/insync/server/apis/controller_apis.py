@@ -114,9 +114,8 @@ def registration_response_from_wire(body: Any, correlation_id: int) -> BrokerReg
 
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
-    request: BrokerHeartbeatRequest
+    request: BrokerHeartbeatRequest  # carries want_shutdown
     want_fence: bool
-    want_shutdown: bool
 
 
 def decode_heartbeat(request: DecodedRequest) -> Heartbeat:
@@ -125,7 +124,7 @@ def decode_heartbeat(request: DecodedRequest) -> Heartbeat:
     internal = BrokerHeartbeatRequest(request.correlation_id, BrokerId(int(body.broker_id)),
                                       BrokerEpoch(int(body.broker_epoch)), int(body.current_metadata_offset),
                                       bool(body.want_shut_down))
-    return Heartbeat(internal, bool(body.want_fence), bool(body.want_shut_down))
+    return Heartbeat(internal, bool(body.want_fence))
 
 
 def encode_heartbeat_response(outcome: HeartbeatResponse | KafkaError, version: int) -> Any:

@@ -51,7 +51,7 @@ def test_registration_for_another_cluster_is_refused() -> None:
 def test_heartbeat_both_ways(version: int) -> None:
     sent = BrokerHeartbeatRequest(9, BrokerId(2), BrokerEpoch(17), 120, want_shutdown=True)
     heartbeat = controller_apis.decode_heartbeat(arrive(controller_apis.heartbeat_request(sent, version)))
-    assert heartbeat.request == sent and heartbeat.want_shutdown and not heartbeat.want_fence
+    assert heartbeat.request == sent and heartbeat.request.want_shutdown and not heartbeat.want_fence
     answer = wire(controller_apis.encode_heartbeat_response(HeartbeatResponse(True, False, True), version))
     assert (answer.is_caught_up, answer.is_fenced, answer.should_shut_down) == (True, False, True)
     received = controller_apis.heartbeat_response_from_wire(answer, 9, published_offset=130)
