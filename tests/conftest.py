@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Iterator
@@ -75,6 +76,12 @@ def start(directory: Path, brokers: int = 3, extra: list[str] | None = None) -> 
     from insync.cli import cluster_cmd
 
     return cluster_cmd.up(str(directory), brokers, 0, [*FAST, *(extra or [])])
+
+
+def events(spec: cluster.ClusterSpec, node: int, kind: str) -> list[dict[str, object]]:
+    """The events of type `kind` in node `node`'s events.jsonl."""
+    path = spec.node(node).log_dir / "events.jsonl"
+    return [e for e in map(json.loads, path.read_text().splitlines()) if e["type"] == kind]
 
 
 @pytest.fixture(scope="session")

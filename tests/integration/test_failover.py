@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import start, wait_until
+from conftest import events, start, wait_until
 from insync.chaos import cluster, history
 from insync.cli import cluster_cmd
 from insync.cli.topics_cmd import describe_rows, ensure_topic
@@ -87,13 +87,6 @@ def _checkpointed_hw(log_dir: Path, partition: int) -> int:
     raise AssertionError(f"no checkpointed high watermark for {TOPIC}-{partition} in {log_dir}")
 
 
-def _events(spec: cluster.ClusterSpec, node_id: int) -> list[dict[str, object]]:
-    import json
-
-    path = spec.node(node_id).log_dir / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
 def test_a_clean_stop_hands_leadership_over_and_the_restart_registers_at_once(tmp_path: Path) -> None:
     """Kafka's controlled shutdown: SIGTERM on a leader moves its leaderships to in-sync followers before it exits
     (no partition goes offline, reason `shutdown`), and it is fenced, so its restart registers without waiting out
@@ -107,19 +100,18 @@ def test_a_clean_stop_hands_leadership_over_and_the_restart_registers_at_once(tm
         spec = cluster.stop_node(spec, victim, deadline_s=15)  # SIGTERM, and wait for the exit
         stopped_s = time.monotonic() - stopping
         assert stopped_s < 5, f"the clean stop took {stopped_s:.1f} s"
-        controller_events = _events(spec, cluster.CONTROLLER_ID)
-        moved = [e for e in controller_events if e["type"] == "leader_change" and e.get("leader_before") == victim]
+        moved = [e for e in events(spec, cluster.CONTROLLER_ID, "leader_change") if e.get("leader_before") == victim]
         assert moved and {e["reason"] for e in moved} == {"shutdown"}, moved
         assert all(e["leader_after"] not in (victim, -1) for e in moved), moved  # to a follower, not offline
-        assert not [e for e in controller_events if e["type"] == "partition_offline"]
+        assert not events(spec, cluster.CONTROLLER_ID, "partition_offline")
         restarting = time.monotonic()
         spec = cluster.start_node(spec, victim)
         wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, [TOPIC])), 30,
                    f"broker {victim} back in every ISR")
         rejoined_s = time.monotonic() - restarting
         assert rejoined_s < 8, f"the restart took {rejoined_s:.1f} s to rejoin: it waited for its old session?"
-        registrations = [e for e in _events(spec, cluster.CONTROLLER_ID)
-                         if e["type"] == "broker_registered" and e.get("broker_id") == victim]
+        registrations = [e for e in events(spec, cluster.CONTROLLER_ID, "broker_registered")
+                         if e.get("broker_id") == victim]
         assert len(registrations) == 2  # the first try of the new incarnation was accepted
     finally:
         cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)

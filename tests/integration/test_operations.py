@@ -3,13 +3,12 @@ Kafka's wording, and each `insync chaos` command through the CLI."""
 
 from __future__ import annotations
 
-import json
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from conftest import start, wait_until
+from conftest import events, start, wait_until
 from insync.chaos import cluster, faults
 from insync.cli import cluster_cmd
 from insync.cli.main import main
@@ -26,11 +25,6 @@ def scrape(port: int) -> dict[str, float]:
             name, _, value = line.rpartition(" ")
             values[name] = float(value)
     return values
-
-
-def events(spec: cluster.ClusterSpec, node: int, kind: str) -> list[dict[str, object]]:
-    path = spec.node(node).log_dir / "events.jsonl"
-    return [e for e in map(json.loads, path.read_text().splitlines()) if e["type"] == kind]
 
 
 def test_metrics_events_logs_and_chaos_commands(tmp_path: Path) -> None:
