@@ -3,11 +3,18 @@
 Spark is pinned to UTC everywhere (session time zone, JVM default, parquet timestamps stored as UTC instants) so
 that no output depends on the machine's zone. For local masters it binds to 127.0.0.1 (Spark otherwise picks a
 non-loopback address, REFERENCE 14) and runs Python workers with the running interpreter, which has pyarrow.
+
+Local masters also talk to their Python workers over Unix domain sockets instead of loopback TCP
+(`spark.python.unix.domain.socket.enabled`, Spark 4.1+, off by default), where the platform has them. Every
+Arrow batch a Python data source yields crosses that socket: reading 1M records of 1 KiB through
+`format("insync")` took 6-8% less time and 7% less CPU with it (two alternating sessions each, 6 reads per
+session, 2-core machine), and the Arrow-only floor source of the benchmark a quarter less time.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Mapping
 
@@ -41,6 +48,8 @@ def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
                    .config("spark.driver.memory", LOCAL_DRIVER_MEMORY))
+        if hasattr(socket, "AF_UNIX"):
+            builder = builder.config("spark.python.unix.domain.socket.enabled", "true")
     if shuffle_partitions is None and local:
         # Spark's default of 200 shuffle partitions is sized for clusters: on a laptop it makes each shuffle
         # 200 tiny tasks. A few per core keep both cores busy and the tasks few.
