@@ -65,5 +65,8 @@ def test_task_follows_a_new_leader_after_sigkill(tmp_path: Path) -> None:
         assert values == [b"value-%d" % i for i in range(RECORDS)]
         assert len(rest) > 1 and first.num_rows < RECORDS  # the kill really fell in the middle of the read
         assert leader_of(spec, without=victim) not in (victim, -1)
+        # The driver's kept AdminClient last heard of the killed leader: it must ask again before ListOffsets.
+        with Metadata({"bootstrap.servers": spec.bootstrap}) as md:
+            assert md.latest([TopicPartition(TOPIC, 0)]) == {TopicPartition(TOPIC, 0): RECORDS}
     finally:
         cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)

@@ -38,6 +38,7 @@ from insync.bench.spark_source import ByteSender
 from insync.bench.spark_source import run as run_source_bench
 from insync.chaos.cluster import ClusterSpec
 from insync.protocol.records import build_batch
+from insync.spark import kafka_io
 from insync.spark.datasource import (
     InsyncDataSource,
     InsyncStreamReader,
@@ -57,6 +58,7 @@ from insync.spark.kafka_io import (
     OffsetRange,
     RangeFetch,
     ReaderConf,
+    Subscription,
     admin_config,
     loss_when_stalled,
 )
@@ -290,6 +292,50 @@ def test_driver_admin_client_reconnects_quickly_unless_the_user_says_otherwise()
     tasks_only = {"max.partition.fetch.bytes": "1024", "fetch.wait.max.ms": "5", "check.crcs": "false"}
     assert admin_config({"bootstrap.servers": "h:1", "socket.timeout.ms": "9000"} | tasks_only) == {
         "bootstrap.servers": "h:1", "socket.timeout.ms": "9000", "reconnect.backoff.ms": "10"}
+
+
+def test_driver_admin_clients_are_kept_per_configuration_bounded_and_reaped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    confs = [admin_config({"bootstrap.servers": f"h:{port}"}) for port in range(1, kafka_io.ADMIN_CLIENTS_MAX + 2)]
+    first = kafka_io.admin_client(confs[0])
+    assert kafka_io.admin_client(dict(confs[0])) is first  # the same options: the same client
+    assert kafka_io.admin_client(confs[1]) is not first
+    for conf in confs[1:]:
+        kafka_io.admin_client(conf)
+    assert kafka_io.admin_client(confs[0]) is not first  # the least recently used went past the cap
+    assert len(kafka_io._admin_clients) == kafka_io.ADMIN_CLIENTS_MAX
+    kafka_io.forget_admin_client(confs[0])
+    assert kafka_io._admin_key(confs[0]) not in kafka_io._admin_clients
+    # Idle clients are dropped, and the reaper ends with the last of them.
+    monkeypatch.setattr(kafka_io, "ADMIN_CLIENT_IDLE_S", 0.0)
+    monkeypatch.setattr(kafka_io, "ADMIN_REAPER_INTERVAL_S", 0.05)
+    with kafka_io._admin_clients_lock:
+        kafka_io._admin_clients.clear()
+    kafka_io.admin_client(confs[0])
+    reaper = kafka_io._admin_reaper
+    assert reaper is not None
+    reaper.join(10)
+    assert not reaper.is_alive() and not kafka_io._admin_clients
+
+
+def test_a_metadata_block_that_fails_drops_its_client() -> None:
+    conf = {"bootstrap.servers": "127.0.0.1:1"}
+    with pytest.raises(ValueError, match="planning failed"), Metadata(conf):
+        assert kafka_io._admin_key(admin_config(conf)) in kafka_io._admin_clients
+        raise ValueError("planning failed")
+    assert kafka_io._admin_key(admin_config(conf)) not in kafka_io._admin_clients
+
+
+def test_a_kept_admin_client_answers_the_next_queries(kafka_bootstrap: str,
+                                                      known_topic: tuple[str, float, float]) -> None:
+    topic = known_topic[0]
+    tps = [TopicPartition(topic, p) for p in range(3)]
+    with Metadata({"bootstrap.servers": kafka_bootstrap}) as md:
+        client = md._admin
+        assert md.partitions(Subscription(topics=(topic,))) == tps
+    with Metadata({"bootstrap.servers": kafka_bootstrap}) as md:  # assign: no listing asked, one made anyway
+        assert md._admin is client
+        assert md.latest(tps) == dict.fromkeys(tps, 10) and md.earliest(tps) == dict.fromkeys(tps, 0)
 
 
 def test_reader_settings_from_the_kafka_options() -> None:

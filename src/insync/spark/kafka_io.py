@@ -1,7 +1,8 @@
 """The Kafka side of the `insync` Spark data source: metadata and offsets on the driver, reads and writes in tasks.
 
 The driver uses confluent-kafka's `AdminClient` (`Metadata`): topic listing for `subscribe`/`subscribePattern`,
-and ListOffsets for earliest (log start), latest (the high watermark: committed data only) and timestamps.
+and ListOffsets for earliest (log start), latest (the high watermark: committed data only) and timestamps. Each
+process keeps its clients between queries (`admin_client`).
 
 A task reads exactly one `OffsetRange` `[start, end)` of one partition (`RangeFetch`) with its own Fetch
 requests to the partition's leader (`fetch_client`, no group, no commits), and `arrow_records` turns each
@@ -21,10 +22,13 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -130,24 +134,89 @@ def admin_config(client_conf: Mapping[str, str]) -> dict[str, str | int | float 
             **{k: v for k, v in client_conf.items() if k not in READER_ONLY_OPTIONS}}
 
 
+# AdminClients kept per process, by their configuration. A new client's first query waits 13-15 ms here: once
+# the bootstrap connection has told librdkafka (2.10+) the brokers' ids, it retires that connection, fails the
+# request it carried and sends it again on a new one after its reconnect pacing. pyspark reuses its planning
+# and streaming-source processes, so a kept client answers each next query in about a millisecond. A client
+# idle for `ADMIN_CLIENT_IDLE_S` is dropped (a reaper thread, which ends when none is left), so a process does
+# not keep reconnecting, and logging that it cannot, to a cluster it stopped using.
+ADMIN_CLIENTS_MAX = 4
+ADMIN_CLIENT_IDLE_S = 30.0
+ADMIN_REAPER_INTERVAL_S = 5.0
+_AdminKey = tuple[tuple[str, str | int | float | bool], ...]
+_admin_clients: OrderedDict[_AdminKey, tuple[AdminClient, float]] = OrderedDict()
+_admin_clients_lock = threading.Lock()
+_admin_reaper: threading.Thread | None = None
+
+
+def _admin_key(conf: Mapping[str, str | int | float | bool]) -> _AdminKey:
+    return tuple(sorted(conf.items()))
+
+
+def admin_client(conf: Mapping[str, str | int | float | bool]) -> AdminClient:
+    """This process's AdminClient for `conf`: made on first use, kept while used (the `ADMIN_CLIENTS_MAX` most
+    recently used, each until idle for `ADMIN_CLIENT_IDLE_S`; dropping one stops its threads)."""
+    global _admin_reaper
+    key = _admin_key(conf)
+    with _admin_clients_lock:
+        kept = _admin_clients.pop(key, None)
+        client = AdminClient(dict(conf)) if kept is None else kept[0]
+        while len(_admin_clients) >= ADMIN_CLIENTS_MAX:  # bounded by the cap
+            _admin_clients.popitem(last=False)
+        _admin_clients[key] = (client, time.monotonic())
+        if _admin_reaper is None:
+            _admin_reaper = threading.Thread(target=_reap_admin_clients, name="insync-admin-reaper", daemon=True)
+            _admin_reaper.start()
+        return client
+
+
+def forget_admin_client(conf: Mapping[str, str | int | float | bool]) -> None:
+    with _admin_clients_lock:
+        _admin_clients.pop(_admin_key(conf), None)
+
+
+def _reap_admin_clients() -> None:
+    global _admin_reaper
+    while True:  # bounded: ends once no client is kept, and each client goes after its idle time
+        time.sleep(ADMIN_REAPER_INTERVAL_S)
+        with _admin_clients_lock:
+            now = time.monotonic()
+            for key in [k for k, (_, used) in _admin_clients.items() if now - used >= ADMIN_CLIENT_IDLE_S]:
+                del _admin_clients[key]
+            if not _admin_clients:
+                _admin_reaper = None
+                return
+
+
 class Metadata:
-    """Driver-side queries through one AdminClient, closed with the `with` block (readers must stay picklable)."""
+    """Driver-side queries for one `with` block, through the process's AdminClient for these options
+    (`admin_client`); a block that raises drops that client, so the next one starts afresh. The first query of a
+    block that is not a topic listing lists the topics anyway: ListOffsets goes to the leaders the client last
+    heard of, and a kept client may have heard of them before a leader changed."""
 
     def __init__(self, client_conf: Mapping[str, str]) -> None:
         assert "bootstrap.servers" in client_conf, client_conf
-        self._admin = AdminClient(admin_config(client_conf))
+        self._conf = admin_config(client_conf)
+        self._admin = admin_client(self._conf)
+        self._fresh = False  # the client's metadata was refreshed in this block
 
     def __enter__(self) -> Metadata:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        del self._admin  # AdminClient has no close(); dropping it stops its threads
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is not None:
+            forget_admin_client(self._conf)
+
+    def _list_topics(self) -> dict[str, Any]:
+        topics: dict[str, Any] = self._admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics
+        self._fresh = True
+        return topics
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
         """The partitions a subscription covers now, sorted; topics that do not exist contribute none."""
+        topics = self._list_topics()
         if subscription.assigned:
             return sorted(subscription.assigned)
-        topics = self._admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics
         if subscription.pattern is not None:
             regex = re.compile(subscription.pattern)
             # Kafka's pattern subscription matches whole names and leaves internal topics out.
@@ -186,6 +255,8 @@ class Metadata:
         request = {CkTopicPartition(tp.topic, tp.partition): make() for tp in tps}  # type: ignore[no-untyped-call]
         if not request:
             return {}
+        if not self._fresh:
+            self._list_topics()
         futures = self._admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
                                            request_timeout=ADMIN_TIMEOUT_S)
         result: dict[TopicPartition, int] = {}
