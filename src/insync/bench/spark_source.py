@@ -3,7 +3,10 @@
 `run` fills a topic with `records` records of `size` random bytes over `partitions` partitions, copies the topic to
 a local parquet file through the data source itself (so both sides hold the very same rows, schema included), reads
 each twice untimed (the JVM's JIT), then times, in alternating rounds, a batch read of each into Spark's `noop`
-sink: every column is materialised and nothing is written. A third reader, `format("insync-floor")`, is a Python
+sink: every column is materialised and nothing is written. Each round starts with the next reader in turn: the
+JVM goes on compiling in the background what the previous read made hot (0.1-0.6 s of compiler-thread time per
+read over the first ten rounds, measured), and on two cores that work slows whichever read comes next, so a
+fixed order would charge it to the same reader every round. A third reader, `format("insync-floor")`, is a Python
 data source that only yields ready-made Arrow batches: what Spark itself costs for any Python source. Each round
 times the readers in turn; the result has the best and the median round of each (rows/s, MB/s of record values), the
 ratio insync / parquet for both (the target is >= 0.5), and the floor's ratio to parquet: the most any Python source
@@ -281,9 +284,10 @@ def run(spark: SparkSession, bootstrap: str, *, records: int = 1_000_000, size: 
             for _ in range(WARMUP_ROUNDS):  # untimed: the JVM compiles each reader's hot code in its first reads
                 for load in readers.values():
                     _timed_noop(load())
-            for _ in range(rounds):
-                for name, load in readers.items():
-                    times[name].append(_timed_noop(load()))
+            names = list(readers)
+            for round_index in range(rounds):  # each round starts with the next reader (module docstring)
+                for name in names[round_index % len(names):] + names[:round_index % len(names)]:
+                    times[name].append(_timed_noop(readers[name]()))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     best = {k: min(v) for k, v in times.items()}
