@@ -4,8 +4,8 @@
 a local parquet file through the data source itself (so both sides hold the very same rows, schema included), reads
 each twice untimed (the JVM's JIT), then times, in alternating rounds, a batch read of each into Spark's `noop`
 sink: every column is materialised and nothing is written. Each round starts with the next reader in turn: the
-JVM goes on compiling in the background what the previous read made hot (0.1-0.6 s of compiler-thread time per
-read over the first ten rounds, measured), and on two cores that work slows whichever read comes next, so a
+JVM goes on compiling in the background what the previous read made hot (measured: up to 0.6 s of compiler-thread
+CPU per read over the first twenty rounds), and on two cores that work slows whichever read comes next, so a
 fixed order would charge it to the same reader every round. A third reader, `format("insync-floor")`, is a Python
 data source that only yields ready-made Arrow batches: what Spark itself costs for any Python source. Each round
 times the readers in turn; the result has the best and the median round of each (rows/s, MB/s of record values), the
