@@ -121,3 +121,36 @@ def test_isr_propagation_batches_and_bounds() -> None:
     during = [p for p in props if 95_000 < p <= churn[-1]]
     assert len(during) >= 2
     assert all(b - a <= 60_000 + 2_500 for a, b in zip([95_000, *during], during, strict=False))
+
+
+def test_rolling_restart_moves_leadership_before_each_clean_stop() -> None:
+    result = run("rolling-restart")
+    assert result.acked > 0 and result.lost_acked == 0 and result.offline_ms == 0
+    assert "NOT_ENOUGH_REPLICAS" not in result.produce_errors
+    moved = [e for e in events(result, "leader_change") if e["reason"] == "shutdown"]
+    fenced = events(result, "broker_fenced")
+    assert len(moved) >= 4 and len(fenced) == 4  # four stops (10, 30, 50, 70 s), each fencing the broker once
+    for fence in fenced:
+        gone = fence["broker_id"]
+        # Before the controller let the broker go, every partition it led had a new leader from the ISR...
+        led_before = [e for e in moved if e["leader_before"] == gone and e["ts_ms"] <= fence["ts_ms"]]
+        assert led_before and all(gone not in e["isr"] for e in led_before)
+        # ...and after its restart it came back into the ISRs.
+        assert any(a["broker"] == gone for e in events(result, "isr_expand") if e["ts_ms"] > fence["ts_ms"]
+                   for a in e["added"])
+    # The same restarts as crashes: the dead leader is only replaced after the session timeout, and the
+    # requests sent to it meanwhile time out.
+    crashed = run("rolling-restart", **{"faults.0.kind": "kill"})
+    assert not [e for e in events(crashed, "leader_change") if e["reason"] == "shutdown"]
+    assert result.produce_errors.get("REQUEST_TIMED_OUT", 0) < crashed.produce_errors.get("REQUEST_TIMED_OUT", 0)
+
+
+def test_a_stopped_broker_still_down_when_the_faults_end_restarts_for_the_quiesce() -> None:
+    result = run("rolling-restart", **{"faults.0.until_s": 10, "faults.0.restart_after_s": 1000})
+    [fence] = events(result, "broker_fenced")
+    gone = fence["broker_id"]
+    registered = [e for e in events(result, "broker_registered") if e["broker_id"] == gone]
+    assert registered[-1]["ts_ms"] - fence["ts_ms"] >= 70_000  # back only when the faults end (90 s)
+    assert any(a["broker"] == gone for e in events(result, "isr_expand") if e["ts_ms"] > registered[-1]["ts_ms"]
+               for a in e["added"])
+    assert result.lost_acked == 0 and result.offline_ms == 0

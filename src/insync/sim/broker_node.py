@@ -7,6 +7,10 @@ core's next deadline becomes one timer. Process faults live here:
   handled, in order, when the pause ends.
 - `kill(torn_tail)`: the process dies: in-flight messages to it are lost (`Network.kill`), its disk keeps only
   what was fsynced (`MemoryDisk.crash`), and pending reads are forgotten (the incarnation number changes).
+- `stop(then)`: a clean stop with controlled shutdown, as the server does on SIGTERM: the broker asks the
+  controller to move its leaderships away (`BrokerCore.begin_controlled_shutdown`) and keeps serving until that
+  is granted or its session timeout passes; then it writes its checkpoints, flushes and closes every log, and
+  the process ends with nothing unflushed.
 - `restart()`: a new process recovers the logs from that disk (`LogManager.open`) and registers again.
 After every step the node reports itself to `on_step`, where the checker runs its incremental invariants.
 """
@@ -29,6 +33,7 @@ from insync.types import BrokerId
 
 # Messages a paused broker buffers; a pause long enough to exceed this means the workload is misconfigured.
 INBOX_MAX = 1_000_000
+CONTROLLED_SHUTDOWN_POLL_MS = 100  # how often a stopping broker looks whether the controller has let it go
 
 
 class SimBroker:
@@ -44,6 +49,8 @@ class SimBroker:
         self._on_step = on_step
         self._clock = SchedulerClock(scheduler)
         self.core: BrokerCore | None = None
+        self._log_manager: LogManager | None = None
+        self.stopping = False
         self.incarnation = 0
         self._timer: Timer | None = None
         self._paused_until_ms = 0
@@ -61,7 +68,9 @@ class SimBroker:
     def start(self) -> None:
         assert self.core is None
         self.incarnation += 1
+        self.stopping = False
         log_manager = LogManager.open(self.log_dir, self.config, self.disk, self._clock)
+        self._log_manager = log_manager
         self.core = BrokerCore(self.broker_id, self.config, log_manager, self.incarnation,
                                self._scheduler.now_ms)
         self._apply(self.core.start(self._scheduler.now_ms))
@@ -154,6 +163,36 @@ class SimBroker:
             self._timer = None
         self._network.kill(self.broker_id)
         self.disk.crash(torn_tail=torn_tail, rng=self._scheduler.rng)
+
+    def stop(self, then: Callable[[], None]) -> None:
+        """Controlled shutdown, then a clean stop (module docstring); `then` runs once the process has ended."""
+        if self.core is None or self.stopping:
+            return
+        self.stopping = True
+        now = self._scheduler.now_ms
+        if not self.paused:
+            self._apply(self.core.begin_controlled_shutdown(now))
+        deadline_ms = now + self.config.get_int("broker.session.timeout.ms")
+        self._scheduler.after(CONTROLLED_SHUTDOWN_POLL_MS,
+                              functools.partial(self._stop_when_let_go, self.incarnation, deadline_ms, then))
+
+    def _stop_when_let_go(self, incarnation: int, deadline_ms: int, then: Callable[[], None]) -> None:
+        core = self.core
+        if core is None or incarnation != self.incarnation:
+            return  # killed meanwhile: that was the end of this process
+        now = self._scheduler.now_ms
+        if self.paused or (not core.shutdown_granted and now < deadline_ms):
+            if not self.paused and not core.channel.shutting_down:  # paused when the stop began
+                self._apply(core.begin_controlled_shutdown(now))
+            # Bounded by the deadline (a pause only delays it).
+            self._scheduler.after(CONTROLLED_SHUTDOWN_POLL_MS,
+                                  functools.partial(self._stop_when_let_go, incarnation, deadline_ms, then))
+            return
+        core.checkpoint()
+        assert self._log_manager is not None
+        self._log_manager.close()
+        self.kill(torn_tail=False)  # everything is flushed: the disk keeps it all
+        then()
 
     def restart(self) -> None:
         if self.core is None:

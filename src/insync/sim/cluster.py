@@ -9,7 +9,7 @@ failed partitions seen at any moment. It implements `faults.FaultTarget` and `ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from insync.config import BrokerConfig, ConfigError
 from insync.controller.image import PartitionRegistration
@@ -137,6 +137,13 @@ class SimCluster:
     def kill(self, broker_id: int, torn_tail: bool) -> None:
         self.brokers[broker_id].kill(torn_tail)
         self.checker.forget_broker(broker_id)
+
+    def stop(self, broker_id: int, then: Callable[[], None]) -> None:
+        def stopped() -> None:
+            self.checker.forget_broker(broker_id)
+            then()
+
+        self.brokers[broker_id].stop(stopped)
 
     def restart(self, broker_id: int) -> None:
         self.brokers[broker_id].restart()

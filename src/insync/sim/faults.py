@@ -8,6 +8,9 @@ Kinds:
   messages to it wait and are handled when it resumes.
 - `kill` (`restart_after_s`, `torn_tail`): the process dies and its disk keeps only fsynced data (with
   `torn_tail`, a random prefix of its last unflushed append); it restarts from that disk later.
+- `stop` (`restart_after_s`): a clean stop, as on SIGTERM: controlled shutdown (the controller moves the
+  broker's leaderships to other in-sync replicas first, bounded by the session timeout), then every log is
+  flushed; it restarts `restart_after_s` after it has stopped.
 - `isolate` (`duration_s`, `one_way`): the broker is cut off from every other node (brokers, controller,
   clients); `one_way = true` loses only what it sends.
 - `partition` (`side_a`, `side_b` lists of targets, `duration_s`): a symmetric partition between two groups.
@@ -37,7 +40,7 @@ from insync.config import ConfigError
 from insync.sim.scheduler import Scheduler
 from insync.types import TopicPartition
 
-KINDS = frozenset({"pause", "kill", "isolate", "partition", "clog", "swizzle", "slow_reads", "io_error",
+KINDS = frozenset({"pause", "kill", "stop", "isolate", "partition", "clog", "swizzle", "slow_reads", "io_error",
                    "delete_records", "throttle"})
 CHAOS_KINDS = frozenset({"pause", "kill", "isolate", "clog", "swizzle", "slow_reads"})
 FAULTS_PER_RUN_MAX = 100_000
@@ -55,6 +58,8 @@ class FaultTarget(Protocol):
     def pause(self, broker_id: int, duration_ms: int) -> None: ...
 
     def kill(self, broker_id: int, torn_tail: bool) -> None: ...
+
+    def stop(self, broker_id: int, then: Callable[[], None]) -> None: ...
 
     def restart(self, broker_id: int) -> None: ...
 
@@ -170,6 +175,11 @@ class FaultPlan:
             self._dead.add(broker)
             self._scheduler.at(now + restart_ms, lambda: self._restart(broker))
             return None
+        if kind == "stop":
+            restart_ms = round(float(spec.get("restart_after_s", 5)) * 1000)
+            self._dead.add(broker)
+            cluster.stop(broker, functools.partial(self._stopped, broker, restart_ms))
+            return None
         if kind == "isolate":
             cluster.isolate(broker, bool(spec.get("one_way", False)))
             return cluster.heal_network
@@ -197,6 +207,12 @@ class FaultPlan:
         offset = spec.get("offset", "hw")
         cluster.delete_records(tp, None if offset == "hw" else int(offset))
         return None
+
+    def _stopped(self, broker: int, restart_ms: int) -> None:
+        if broker in self._dead:
+            self._scheduler.at(self._scheduler.now_ms + restart_ms, lambda: self._restart(broker))
+        else:  # every fault was healed while it was stopping: it comes back at once
+            self._cluster.restart(broker)
 
     def _restart(self, broker: int) -> None:
         if broker in self._dead:
