@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from insync.sim.network import LinkConfig, Network, record_bytes
+from insync.sim.network import Disconnected, LinkConfig, Network, record_bytes
 from insync.sim.scheduler import Scheduler
 
 
@@ -110,3 +110,39 @@ def test_swizzle_clog_delays_but_delivers_everything() -> None:
     scheduler.run_until(scheduler.now_ms + 5000)
     assert len(got) == 6
     assert max(t for _, _, t in got) > 100
+
+
+def test_a_clean_close_resets_client_connections_and_refuses_new_ones_until_open() -> None:
+    scheduler = Scheduler(1)
+    network = Network(scheduler, LinkConfig(latency_ms=5, jitter_ms=0))
+    got: dict[str, list[tuple[object, object]]] = {"broker": [], "client": [], "peer": []}
+    network.register("broker", lambda src, msg: got["broker"].append((src, msg)))
+    network.register("client", lambda src, msg: got["client"].append((src, msg)), hears_disconnects=True)
+    network.register("peer", lambda src, msg: got["peer"].append((src, msg)))
+    network.send("client", "broker", "in flight")
+    network.close("broker")
+    scheduler.run_until(scheduler.now_ms + 100)
+    assert got["broker"] == []  # what was in flight died with the process
+    assert got["client"] == [("broker", Disconnected("broker"))]  # the client hears of it at once
+    assert got["peer"] == []  # other brokers and the controller notice by their own timeouts, as after a crash
+    network.send("client", "broker", "refused")
+    network.send("peer", "broker", "dropped")
+    scheduler.run_until(scheduler.now_ms + 100)
+    assert got["client"] == [("broker", Disconnected("broker"))] * 2 and got["broker"] == []
+    network.open("broker")
+    network.send("client", "broker", "accepted")
+    scheduler.run_until(scheduler.now_ms + 100)
+    assert got["broker"] == [("client", "accepted")]
+
+
+def test_a_kill_is_silent_to_clients() -> None:
+    scheduler = Scheduler(1)
+    network = Network(scheduler, LinkConfig(latency_ms=5, jitter_ms=0))
+    got: list[tuple[object, object]] = []
+    network.register("broker", lambda src, msg: None)
+    network.register("client", lambda src, msg: got.append((src, msg)), hears_disconnects=True)
+    network.send("client", "broker", "lost")
+    network.kill("broker")
+    network.send("client", "broker", "delivered to the next process")
+    scheduler.run_until(scheduler.now_ms + 100)
+    assert got == []

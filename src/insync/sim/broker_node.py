@@ -10,7 +10,8 @@ core's next deadline becomes one timer. Process faults live here:
 - `stop(then)`: a clean stop with controlled shutdown, as the server does on SIGTERM: the broker asks the
   controller to move its leaderships away (`BrokerCore.begin_controlled_shutdown`) and keeps serving until that
   is granted or its session timeout passes; then it writes its checkpoints, flushes and closes every log, and
-  the process ends with nothing unflushed.
+  the process ends with nothing unflushed, closing its connections (`Network.close`: clients hear of it at
+  once, where a killed broker is silent).
 - `restart()`: a new process recovers the logs from that disk (`LogManager.open`) and registers again.
 After every step the node reports itself to `on_step`, where the checker runs its incremental invariants.
 """
@@ -69,6 +70,7 @@ class SimBroker:
         assert self.core is None
         self.incarnation += 1
         self.stopping = False
+        self._network.open(self.broker_id)
         log_manager = LogManager.open(self.log_dir, self.config, self.disk, self._clock)
         self._log_manager = log_manager
         self.core = BrokerCore(self.broker_id, self.config, log_manager, self.incarnation,
@@ -151,7 +153,9 @@ class SimBroker:
         if self.core is not None:
             self._apply(self.core.tick(self._scheduler.now_ms))
 
-    def kill(self, torn_tail: bool) -> None:
+    def kill(self, torn_tail: bool, *, clean: bool = False) -> None:
+        """The process ends: with `clean`, after a clean stop (its clients see their connections close),
+        otherwise silently, like a power loss."""
         if self.core is None:
             return
         self.core = None
@@ -161,7 +165,10 @@ class SimBroker:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._network.kill(self.broker_id)
+        if clean:
+            self._network.close(self.broker_id)
+        else:
+            self._network.kill(self.broker_id)
         self.disk.crash(torn_tail=torn_tail, rng=self._scheduler.rng)
 
     def stop(self, then: Callable[[], None]) -> None:
@@ -191,7 +198,7 @@ class SimBroker:
         core.checkpoint()
         assert self._log_manager is not None
         self._log_manager.close()
-        self.kill(torn_tail=False)  # everything is flushed: the disk keeps it all
+        self.kill(torn_tail=False, clean=True)  # everything is flushed: the disk keeps it all
         then()
 
     def restart(self) -> None:

@@ -7,6 +7,10 @@ same link); `reorder=True` lets jitter reorder messages. A message is lost when:
 - the random drop rate says so (a connection reset loses what was in flight),
 - the destination process died since the message was sent (its connections died with it: `kill` bumps the
   node's incarnation, and a delivery addressed to an older incarnation is discarded).
+A process that dies is silent, like a machine that lost power: its peers learn of it from their timeouts. One
+that stops cleanly (`close`) closes its connections, and nodes registered with `hears_disconnects` (the
+clients) receive `Disconnected(node)` one link latency later, and again for each message they send to it until
+it is back (`open`): a client's connection is reset, or refused, at once.
 Clogging (FoundationDB's term) does not lose messages: a clogged link holds them until `unclog` time, so the
 receiver sees a burst later. `swizzle_clog` clogs a random subset of links one after another and unclogs them in
 a different random order, the pattern that shakes out ordering assumptions.
@@ -31,6 +35,13 @@ Deliver = Callable[[NodeId, object], None]
 
 # Links between a handful of nodes and clients; bounded so a bug cannot grow it without end.
 LINKS_MAX = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnected:
+    """To a client: its connection to `node` was closed, or refused (the process stopped cleanly)."""
+
+    node: NodeId
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +79,16 @@ class Network:
         self._last_delivery_ms: dict[tuple[NodeId, NodeId], int] = {}
         self._bandwidth: dict[tuple[NodeId, NodeId], int] = {}
         self._link_free_ms: dict[tuple[NodeId, NodeId], int] = {}
+        self._closed: set[NodeId] = set()
+        self._hears_disconnects: set[NodeId] = set()
         self.stats = NetworkStats()
 
-    def register(self, node: NodeId, deliver: Deliver) -> None:
+    def register(self, node: NodeId, deliver: Deliver, *, hears_disconnects: bool = False) -> None:
         assert node not in self._handlers, f"node {node!r} registered twice"
         self._handlers[node] = deliver
         self._incarnation[node] = 0
+        if hears_disconnects:
+            self._hears_disconnects.add(node)
 
     def nodes(self) -> list[NodeId]:
         return list(self._handlers)
@@ -85,9 +100,29 @@ class Network:
         for link in [link for link in self._last_delivery_ms if node in link]:
             del self._last_delivery_ms[link]
 
+    def close(self, node: NodeId) -> None:
+        """The process stopped cleanly: as `kill`, and the clients hear that their connections closed."""
+        self.kill(node)
+        self._closed.add(node)
+        for client in sorted(self._hears_disconnects, key=str):
+            self._refuse(node, client)
+
+    def open(self, node: NodeId) -> None:
+        """The process is back: connections to it are accepted again."""
+        self._closed.discard(node)
+
+    def _refuse(self, node: NodeId, client: NodeId) -> None:
+        if (node, client) not in self._cut:
+            self._scheduler.after(self.config.latency_ms, lambda: self._handlers[client](node, Disconnected(node)))
+
     def send(self, src: NodeId, dst: NodeId, message: object) -> None:
         assert dst in self._handlers, f"unknown destination {dst!r}"
         self.stats.sent += 1
+        if dst in self._closed:
+            self.stats.dropped_dead += 1
+            if src in self._hears_disconnects:
+                self._refuse(dst, src)
+            return
         link = (src, dst)
         if link in self._cut:
             self.stats.dropped_cut += 1

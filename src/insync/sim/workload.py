@@ -28,7 +28,7 @@ from insync.broker.messages import (
 )
 from insync.sim.batches import batch_ids, make_batch
 from insync.sim.history import Ack, History
-from insync.sim.network import Network, NodeId
+from insync.sim.network import Disconnected, Network, NodeId
 from insync.sim.scheduler import Scheduler, Timer
 from insync.types import NO_LEADER, BrokerId, Offset, TopicPartition
 
@@ -37,7 +37,7 @@ PRODUCER_QUEUE_MAX = 2_000
 METADATA_REFRESH_BACKOFF_MS = 100
 METADATA_RETRY_MS = 1_000
 _REFRESH_ON = frozenset({"NOT_LEADER_OR_FOLLOWER", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION",
-                         "REQUEST_TIMED_OUT", "KAFKA_STORAGE_ERROR", "FENCED_LEADER_EPOCH"})
+                         "REQUEST_TIMED_OUT", "KAFKA_STORAGE_ERROR", "FENCED_LEADER_EPOCH", "NETWORK_EXCEPTION"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +91,14 @@ class SimProducer:
         self._tps = [TopicPartition(spec.topic, p) for p in range(spec.partitions)]
         self._leaders: dict[TopicPartition, BrokerId] = {}
         self._queues: dict[TopicPartition, deque[_Batch]] = {tp: deque() for tp in self._tps}
-        self._in_flight: dict[int, tuple[_Batch, Timer]] = {}
+        self._in_flight: dict[int, tuple[_Batch, Timer, BrokerId]] = {}
         self._in_flight_count: dict[TopicPartition, int] = dict.fromkeys(self._tps, 0)
         self._next_sequence = 0
         self._next_partition = 0
         self._correlation = 0
         self._metadata_pending = False
         self.batches_created = 0
-        network.register(name, self._on_message)
+        network.register(name, self._on_message, hears_disconnects=True)
         self._start_ms = scheduler.start_ms + spec.start_ms
         self._stop_ms = scheduler.start_ms + min(spec.stop_ms, 2**61)
         scheduler.at(self._start_ms, self._generate)
@@ -164,28 +164,44 @@ class SimProducer:
         if self.spec.acks == 0:
             return  # fire and forget: no response will come, nothing is acknowledged
         timer = self._scheduler.after(self.spec.request_timeout_ms, lambda: self._on_timeout(correlation))
-        self._in_flight[correlation] = (batch, timer)
+        self._in_flight[correlation] = (batch, timer, leader)
         self._in_flight_count[batch.topic_partition] += 1
 
     def _on_timeout(self, correlation: int) -> None:
         entry = self._in_flight.pop(correlation, None)
         if entry is None:
             return
-        batch, _ = entry
+        batch, _, _ = entry
         self._in_flight_count[batch.topic_partition] -= 1
         self._failed_attempt(batch, "REQUEST_TIMED_OUT", retriable=True)
+
+    def _on_disconnect(self, broker: NodeId) -> None:
+        """The connection to `broker` closed: what was in flight on it failed (Kafka's NetworkException)."""
+        for correlation in [c for c, (_, _, leader) in self._in_flight.items() if leader == broker]:
+            batch, timer, _ = self._in_flight.pop(correlation)
+            timer.cancel()
+            self._in_flight_count[batch.topic_partition] -= 1
+            self._failed_attempt(batch, "NETWORK_EXCEPTION", retriable=True)
+        for tp in [tp for tp, leader in self._leaders.items() if leader == broker]:
+            del self._leaders[tp]
+        # A metadata request to that broker is lost too; ask again (elsewhere, maybe) after a backoff, as Kafka's
+        # clients back off reconnecting.
+        self._metadata_pending = False
+        self._scheduler.after(METADATA_REFRESH_BACKOFF_MS, self._refresh_metadata)
 
     def _on_message(self, src: NodeId, message: object) -> None:
         if isinstance(message, ProduceResponse):
             self._on_produce_response(message)
         elif isinstance(message, MetadataResponse):
             self._on_metadata(message)
+        elif isinstance(message, Disconnected):
+            self._on_disconnect(message.node)
 
     def _on_produce_response(self, response: ProduceResponse) -> None:
         entry = self._in_flight.pop(response.correlation_id, None)
         if entry is None:
             return  # answered after our timeout: that attempt was already retried
-        batch, timer = entry
+        batch, timer, _ = entry
         timer.cancel()
         tp = batch.topic_partition
         self._in_flight_count[tp] -= 1
@@ -263,7 +279,7 @@ class SimConsumer:
         self._busy: set[BrokerId] = set()
         self._correlation = 0
         self.batches_read = 0
-        network.register(name, self._on_message)
+        network.register(name, self._on_message, hears_disconnects=True)
         scheduler.after(0, self._refresh_metadata)
 
     def _refresh_metadata(self) -> None:
@@ -309,6 +325,18 @@ class SimConsumer:
             self._poll_leaders()
         elif isinstance(message, ConsumerFetchResponse):
             self._on_fetch(message)
+        elif isinstance(message, Disconnected):
+            self._on_disconnect(message.node)
+
+    def _on_disconnect(self, broker: NodeId) -> None:
+        """The connection to `broker` closed: drop its fetch, forget it as a leader, ask who leads now."""
+        for correlation in [c for c, (leader, _) in self._waiting.items() if leader == broker]:
+            _, timer = self._waiting.pop(correlation)
+            timer.cancel()
+        self._busy.discard(broker)
+        for tp in [tp for tp, leader in self._leaders.items() if leader == broker]:
+            del self._leaders[tp]
+        self._scheduler.after(METADATA_REFRESH_BACKOFF_MS, self._refresh_metadata)
 
     def _on_fetch(self, response: ConsumerFetchResponse) -> None:
         entry = self._waiting.pop(response.correlation_id, None)
