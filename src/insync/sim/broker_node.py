@@ -51,7 +51,7 @@ class SimBroker:
         self._clock = SchedulerClock(scheduler)
         self.core: BrokerCore | None = None
         self._log_manager: LogManager | None = None
-        self.stopping = False
+        self._stopping = False
         self.incarnation = 0
         self._timer: Timer | None = None
         self._paused_until_ms = 0
@@ -69,7 +69,7 @@ class SimBroker:
     def start(self) -> None:
         assert self.core is None
         self.incarnation += 1
-        self.stopping = False
+        self._stopping = False
         self._network.open(self.broker_id)
         log_manager = LogManager.open(self.log_dir, self.config, self.disk, self._clock)
         self._log_manager = log_manager
@@ -173,9 +173,9 @@ class SimBroker:
 
     def stop(self, then: Callable[[], None]) -> None:
         """Controlled shutdown, then a clean stop (module docstring); `then` runs once the process has ended."""
-        if self.core is None or self.stopping:
+        if self.core is None or self._stopping:
             return
-        self.stopping = True
+        self._stopping = True
         now = self._scheduler.now_ms
         if not self.paused:
             self._apply(self.core.begin_controlled_shutdown(now))

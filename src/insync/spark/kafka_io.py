@@ -158,16 +158,18 @@ def admin_client(conf: Mapping[str, str | int | float | bool]) -> AdminClient:
     recently used, each until idle for `ADMIN_CLIENT_IDLE_S`; dropping one stops its threads)."""
     global _admin_reaper
     key = _admin_key(conf)
+    dropped = []  # destroyed outside the lock: librdkafka may take a while to stop a client's threads
     with _admin_clients_lock:
         kept = _admin_clients.pop(key, None)
         client = AdminClient(dict(conf)) if kept is None else kept[0]
         while len(_admin_clients) >= ADMIN_CLIENTS_MAX:  # bounded by the cap
-            _admin_clients.popitem(last=False)
+            dropped.append(_admin_clients.popitem(last=False))
         _admin_clients[key] = (client, time.monotonic())
         if _admin_reaper is None:
             _admin_reaper = threading.Thread(target=_reap_admin_clients, name="insync-admin-reaper", daemon=True)
             _admin_reaper.start()
-        return client
+    del dropped
+    return client
 
 
 def forget_admin_client(conf: Mapping[str, str | int | float | bool]) -> None:
@@ -181,11 +183,14 @@ def _reap_admin_clients() -> None:
         time.sleep(ADMIN_REAPER_INTERVAL_S)
         with _admin_clients_lock:
             now = time.monotonic()
-            for key in [k for k, (_, used) in _admin_clients.items() if now - used >= ADMIN_CLIENT_IDLE_S]:
-                del _admin_clients[key]
-            if not _admin_clients:
+            idle = [k for k, (_, used) in _admin_clients.items() if now - used >= ADMIN_CLIENT_IDLE_S]
+            dropped = [_admin_clients.pop(k) for k in idle]  # destroyed below, outside the lock
+            done = not _admin_clients
+            if done:
                 _admin_reaper = None
-                return
+        del dropped
+        if done:
+            return
 
 
 class Metadata:
