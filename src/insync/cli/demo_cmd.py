@@ -16,7 +16,7 @@ from typing import Any
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("demo", help="the seeds' faults live on a local cluster, then the analysis")
-    parser.add_argument("--fast", action="store_true", help="short timeouts, under a minute, no analysis")
+    parser.add_argument("--fast", action="store_true", help="short timeouts (about 66 s on 2 cores), no analysis")
     parser.add_argument("--dir", default=None, help="where clusters, logs and the report go (default: a temp dir)")
     parser.add_argument("--no-analysis", action="store_true", help="skip the Spark analysis report")
     parser.set_defaults(func=_demo)
