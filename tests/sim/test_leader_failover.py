@@ -1,4 +1,5 @@
-"""Scenario 8: random kills, pauses, isolations, clogs and slow disks; nothing acknowledged with acks=all may be lost.
+"""Scenario 8: random kills, clean stops, pauses, isolations, clogs and slow disks; nothing acknowledged with acks=all
+may be lost.
 
 The CLI sweep runs 200 seeds (`insync sim sweep leader-failover --seeds 200`); the suite runs a dozen.
 """
@@ -34,3 +35,13 @@ def test_a_run_is_a_pure_function_of_its_seed() -> None:
             result.pop(volatile)
     assert first == again
     assert first["events"] != other["events"]
+
+
+def test_random_faults_include_clean_stops() -> None:
+    result = run_scenario(load_scenario("leader-failover", seed=91))
+    stops = [line for line in result.trace if "fault stop" in line]
+    assert stops, result.trace
+    assert result.lost_acked == 0 and not result.invariant_violations
+    # The stopped broker came back: it registered again after its restart.
+    broker = int(stops[0].split("on broker ")[1].split()[0])
+    assert [e for e in result.events if e["type"] == "broker_registered" and e["broker_id"] == broker][1:]

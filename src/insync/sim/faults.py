@@ -24,8 +24,8 @@ Kinds:
 `every_s` and `until_s` repeat a fault periodically (churn). A `duration_s` of 0 or absent means "until the end
 of the run" (healed before the quiesce phase).
 
-`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, isolate, clog, swizzle,
-slow_reads), `gap_s = [min, max]` between faults, `duration_s = [min, max]`, `slow_read_ms = [min, max]`,
+`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, stop, isolate, clog,
+swizzle, slow_reads), `gap_s = [min, max]` between faults, `duration_s = [min, max]`, `slow_read_ms = [min, max]`,
 `until_s` (last fault start). One fault is active at a time, so an acks=all cluster with RF 3 and min ISR 2
 must lose nothing.
 """
@@ -42,7 +42,7 @@ from insync.types import TopicPartition
 
 KINDS = frozenset({"pause", "kill", "stop", "isolate", "partition", "clog", "swizzle", "slow_reads", "io_error",
                    "delete_records", "throttle"})
-CHAOS_KINDS = frozenset({"pause", "kill", "isolate", "clog", "swizzle", "slow_reads"})
+CHAOS_KINDS = frozenset({"pause", "kill", "stop", "isolate", "clog", "swizzle", "slow_reads"})
 FAULTS_PER_RUN_MAX = 100_000
 
 
@@ -135,6 +135,8 @@ class FaultPlan:
             if kind == "kill":
                 spec["restart_after_s"] = duration_s
                 spec["torn_tail"] = rng.random() < 0.5
+            elif kind == "stop":
+                spec["restart_after_s"] = duration_s
             else:
                 spec["duration_s"] = duration_s
             if kind == "slow_reads":
