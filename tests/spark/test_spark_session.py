@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -20,3 +23,20 @@ def test_python_workers_are_reached_over_unix_domain_sockets(spark: SparkSession
     assert spark.conf.get("spark.python.unix.domain.socket.enabled") == "true"
     plus_one = F.udf(lambda n: n + 1, LongType())  # a Python worker round trip over that socket
     assert [row[0] for row in spark.range(3).select(plus_one("id")).collect()] == [1, 2, 3]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the platform has no Unix domain sockets")
+def test_a_session_never_stopped_leaves_no_worker_socket_behind(tmp_path: Path) -> None:
+    program = (
+        "from pyspark.sql import functions as F\n"
+        "from pyspark.sql.types import LongType\n"
+        "from insync.spark.session import build_session\n"
+        f"spark = build_session('local[1]', conf={{'spark.python.unix.domain.socket.dir': {str(tmp_path)!r}}})\n"
+        "plus_one = F.udf(lambda n: n + 1, LongType())\n"
+        "assert spark.range(2).select(plus_one('id')).count() == 2\n"
+        "import glob; print(len(glob.glob(" + repr(str(tmp_path / ".*.sock")) + ")))\n"  # the daemon's, while running
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=110, check=True)
+    assert done.stdout.split()[-1] == "1", done.stdout  # the worker daemon listened there...
+    assert not list(tmp_path.glob(".*.sock"))  # ...and the exit hook's stop() removed it
