@@ -132,11 +132,10 @@ class FaultPlan:
             spec: dict[str, Any] = {"kind": kind, "at_s": (time_ms - start) / 1000,
                                     "target": rng.choice(["leader", "follower", "follower2"]),
                                     "partition": rng.randrange(max(1, chaos.get("partitions", 1)))}
-            if kind == "kill":
+            if kind in ("kill", "stop"):
                 spec["restart_after_s"] = duration_s
-                spec["torn_tail"] = rng.random() < 0.5
-            elif kind == "stop":
-                spec["restart_after_s"] = duration_s
+                if kind == "kill":
+                    spec["torn_tail"] = rng.random() < 0.5
             else:
                 spec["duration_s"] = duration_s
             if kind == "slow_reads":

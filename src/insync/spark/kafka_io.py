@@ -219,9 +219,9 @@ class Metadata:
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
         """The partitions a subscription covers now, sorted; topics that do not exist contribute none."""
-        topics = self._list_topics()
         if subscription.assigned:
-            return sorted(subscription.assigned)
+            return sorted(subscription.assigned)  # an offsets query lists the topics before asking the leaders
+        topics = self._list_topics()
         if subscription.pattern is not None:
             regex = re.compile(subscription.pattern)
             # Kafka's pattern subscription matches whole names and leaves internal topics out.
