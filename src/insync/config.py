@@ -183,6 +183,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.message.timestamp.type", "string", "CreateTime", "Record timestamp type.",
            allowed=("CreateTime", "LogAppendTime")),
         _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",)),
+        # Consumer groups (the group coordinator and `__consumer_offsets`)
+        _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", min=1, max=1000),
+        _d("offsets.topic.replication.factor", "int", 3, "Replication factor of __consumer_offsets; it is not "
+           "created until this many brokers are registered.", min=1),
+        _d("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", min=14),
+        _d("offsets.retention.minutes", "int", 10080, "How long __consumer_offsets keeps a commit.", min=1),
+        _d("offsets.commit.timeout.ms", "int", 5000, "How long a commit waits for its replicas.", min=1),
+        _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.", min=0),
+        _d("group.initial.rebalance.delay.ms", "int", 3000, "How long a new group waits for more members.", min=0),
+        _d("group.min.session.timeout.ms", "int", 6000, "Shortest session timeout a member may ask for.", min=1),
+        _d("group.max.session.timeout.ms", "int", 1800000, "Longest session timeout a member may ask for.", min=1),
+        _d("group.max.size", "int", 1000, "Members per group (Kafka: unbounded; insync bounds it).", min=1),
         # Operations
         _d("metrics.port", "int", 0, "Prometheus endpoint port; 0 turns it off.", min=0, max=65535),
         _d("fault.injection.enable", "bool", False, "Accept chaos commands (slow reads, failing partitions)."),

@@ -91,6 +91,11 @@ class BrokerCore:
     def leader_states(self) -> list[tuple[TopicPartition, int, int]]:
         return [(tp, p.leader_epoch, p.high_watermark) for tp, p in self.partitions.items() if p.is_leader]
 
+    def leader_epoch(self, tp: TopicPartition) -> int | None:
+        """The leader epoch of `tp` if this broker leads it (the group coordinator's test), else None."""
+        partition = self._leader_partition(tp)
+        return None if partition is None else partition.leader_epoch
+
     def high_watermark(self, tp: TopicPartition) -> int:
         partition = self.partitions.get(tp)
         return 0 if partition is None else partition.high_watermark

@@ -157,6 +157,8 @@ def _properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
         "controller.quorum.voters": f"{CONTROLLER_ID}@127.0.0.1:{controller.port}",
         "log.dirs": str(node.log_dir),
         "metrics.port": str(node.metrics_port),
+        # Kafka's default of 3 leaves a smaller cluster without a group coordinator (its quickstart sets 1).
+        "offsets.topic.replication.factor": str(min(3, len(spec.brokers))),
     }
     properties.update(spec.overrides)
     return properties

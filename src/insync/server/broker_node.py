@@ -52,6 +52,7 @@ from insync.server.apis import (
 )
 from insync.server.client import KafkaConnection
 from insync.server.event_log import EventLog
+from insync.server.group_coordinator import GroupCoordinator
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
@@ -72,6 +73,9 @@ VERSION_FETCH = 12
 VERSION_REGISTRATION = 3
 VERSION_HEARTBEAT = 1
 VERSION_ALTER = 3
+GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions.SYNC_GROUP, versions.HEARTBEAT,
+                        versions.LEAVE_GROUP, versions.OFFSET_COMMIT, versions.OFFSET_FETCH, versions.LIST_GROUPS,
+                        versions.DESCRIBE_GROUPS))
 
 
 class BrokerNode(MeteredDispatcher):
@@ -101,6 +105,7 @@ class BrokerNode(MeteredDispatcher):
         self._timer_due_ms = 0  # when `_run_timers` next ticks unless woken: at once, until it first runs
         self._published_offset = 0
         self._faults = FaultSpec()
+        self.groups = GroupCoordinator(config, self.core, self.log_manager, self.controller, self._call, self._now)
 
     # Feeding the core ------------------------------------------------------------------------------------
 
@@ -210,8 +215,10 @@ class BrokerNode(MeteredDispatcher):
 
     # Dispatcher (what the listener calls) --------------------------------------------------------------------
 
-    async def _handle(self, request: DecodedRequest) -> Any:
+    async def _handle(self, request: DecodedRequest, peer: str) -> Any:
         key, image = request.api_key, self.core.metadata.image
+        if key in GROUP_APIS:
+            return await self._group_request(request, peer)
         if key == versions.PRODUCE:
             return await self._produce(request)
         if key == versions.FETCH:
@@ -227,6 +234,19 @@ class BrokerNode(MeteredDispatcher):
         if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS):
             return await self.controller.request(request.body, PEER_TIMEOUT_S)  # forwarded, as KRaft brokers do
         return self._local_query(request)
+
+    async def _group_request(self, request: DecodedRequest, peer: str) -> Any:
+        key, groups = request.api_key, self.groups
+        if key == versions.JOIN_GROUP:
+            return await groups.join(request, "/" + peer.rpartition(":")[0])  # Kafka shows client hosts as /ip
+        if key == versions.SYNC_GROUP:
+            return await groups.sync(request)
+        if key == versions.OFFSET_COMMIT:
+            return await groups.offset_commit(request)
+        answer = {versions.FIND_COORDINATOR: groups.find_coordinator, versions.HEARTBEAT: groups.heartbeat,
+                  versions.LEAVE_GROUP: groups.leave, versions.OFFSET_FETCH: groups.offset_fetch,
+                  versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
+        return answer(request)
 
     def _local_query(self, request: DecodedRequest) -> Any:
         key, now = request.api_key, self._now()
@@ -343,6 +363,7 @@ class BrokerNode(MeteredDispatcher):
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._run_timers(halt))
                 group.create_task(self._run_metadata(halt))
+                group.create_task(self.groups.run(halt))
                 if self.config.get_bool("fault.injection.enable"):
                     group.create_task(self._run_faults(halt))
                 await stop.wait()
@@ -373,6 +394,7 @@ class BrokerNode(MeteredDispatcher):
         await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)  # no-op after a clean stop
         for task in list(self._tasks):
             task.cancel()
+        self.groups.close()
         for connection in [self.controller, *self.peers.values()]:
             await connection.close()
         self.core.checkpoint()

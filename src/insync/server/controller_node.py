@@ -70,7 +70,7 @@ class ControllerNode(MeteredDispatcher):
 
     # Dispatcher ----------------------------------------------------------------------------------------
 
-    async def _handle(self, request: DecodedRequest) -> Any:
+    async def _handle(self, request: DecodedRequest, peer: str) -> Any:
         key = request.api_key
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.CONTROLLER_API_VERSIONS)

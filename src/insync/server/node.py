@@ -32,7 +32,8 @@ API_NAMES: dict[int, str] = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 19: "CreateTopics",
     20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch",
     32: "DescribeConfigs", 56: "AlterPartition", 60: "DescribeCluster", 62: "BrokerRegistration",
-    63: "BrokerHeartbeat",
+    63: "BrokerHeartbeat", 8: "OffsetCommit", 9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup",
+    12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup", 15: "DescribeGroups", 16: "ListGroups",
 }
 
 
@@ -53,12 +54,13 @@ class MeteredDispatcher:
     async def handle(self, request: DecodedRequest, peer: str) -> Any:
         start = self.clock.monotonic_ms()
         try:
-            return await self._handle(request)
+            return await self._handle(request, peer)
         finally:
             self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
                                          self.clock.monotonic_ms() - start)
 
-    async def _handle(self, request: DecodedRequest) -> Any:
+    async def _handle(self, request: DecodedRequest, peer: str) -> Any:
+        """The response body to `request` from the client at `peer` (host:port), or None for none."""
         raise NotImplementedError
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from insync import errors
 from insync.controller.image import MetadataImage, TopicImage
 from insync.errors import KafkaError
+from insync.groups.offsets import OFFSETS_TOPIC
 from insync.protocol.codec import DecodedRequest
 from insync.server.apis.entities import (
     NO_THROTTLE,
@@ -121,7 +122,8 @@ def _topic(cls: type, image: MetadataImage, topic: TopicImage) -> Any:
                                 leader_epoch=reg.leader_epoch, replica_nodes=reg.replicas, isr_nodes=reg.isr,
                                 offline_replicas=tuple(r for r in reg.replicas if r not in live)))
     return build(nested(cls, "MetadataResponseTopic"), error_code=code(errors.NONE), name=topic.name,
-                 topic_id=wire_uuid(topic.topic_id), is_internal=False, partitions=tuple(partitions))
+                 topic_id=wire_uuid(topic.topic_id), is_internal=topic.name == OFFSETS_TOPIC,
+                 partitions=tuple(partitions))
 
 
 # DescribeCluster -----------------------------------------------------------------------------------------

@@ -40,6 +40,15 @@ ALTER_PARTITION = 56
 DESCRIBE_CLUSTER = 60
 BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
 
 BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     PRODUCE: (3, 13),
@@ -54,6 +63,16 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
     DESCRIBE_CONFIGS: (1, 4),
     DESCRIBE_CLUSTER: (0, 2),
+    # Consumer groups, classic protocol. OffsetCommit/OffsetFetch stop at 9 (v10 names topics by id, KIP-848).
+    OFFSET_COMMIT: (2, 9),
+    OFFSET_FETCH: (1, 9),
+    FIND_COORDINATOR: (0, 6),
+    JOIN_GROUP: (0, 9),
+    HEARTBEAT: (0, 4),
+    LEAVE_GROUP: (0, 5),
+    SYNC_GROUP: (0, 5),
+    DESCRIBE_GROUPS: (0, 5),
+    LIST_GROUPS: (0, 5),
 }
 
 CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {

@@ -28,12 +28,15 @@ from insync.broker.messages import (
 from insync.config import BrokerConfig
 from insync.controller.controller import HeartbeatResponse
 from insync.errors import KafkaException
+from insync.groups.messages import JoinedMember, JoinResult, LeaveResult, SyncResult
+from insync.groups.offsets import CommittedOffset
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchResponse
 from insync.server.apis import (
     configs,
     controller_apis,
     fetch,
+    groups,
     metadata,
     metadata_log,
     offsets,
@@ -51,7 +54,7 @@ from insync.server.apis.internal import (
     ListOffsetsResponse,
     OffsetForLeaderEpochResponse,
 )
-from insync.types import BrokerEpoch
+from insync.types import BrokerEpoch, TopicPartition
 
 st.register_type_strategy(Records, st.binary(max_size=64))  # kio registers none for record bytes
 
@@ -82,6 +85,36 @@ def _producer_id(r: DecodedRequest) -> Any:
     return producer_id.encode_response(response, decoded)
 
 
+def _join(r: DecodedRequest) -> Any:
+    join = groups.decode_join(r, "/127.0.0.1")
+    return groups.encode_join(r, JoinResult(errors.NONE, 1, join.protocol_type, "range", join.member_id,
+                                            join.member_id, (JoinedMember(join.member_id, None, b"m"),)))
+
+
+def _leave(r: DecodedRequest) -> Any:
+    leave = groups.decode_leave(r)
+    return groups.encode_leave(r, LeaveResult(errors.NONE, tuple((m, i, errors.NONE) for m, i in leave.members)))
+
+
+def _offset_commit(r: DecodedRequest) -> Any:
+    commit = groups.decode_offset_commit(r)
+    return groups.encode_offset_commit(r, [(tp, errors.NONE) for tp, _ in commit.offsets])
+
+
+def _offset_fetch(r: DecodedRequest) -> Any:
+    answers = []
+    for asked in groups.decode_offset_fetch(r):
+        rows = tuple((TopicPartition(t, p), CommittedOffset(5, 1, "", 0)) for t, ps in asked.topics or () for p in ps)
+        answers.append(groups.FetchedOffsets(asked.group_id, errors.NONE, rows))
+    return groups.encode_offset_fetch(r, answers)
+
+
+def _find_coordinator(r: DecodedRequest) -> Any:
+    _, keys = groups.find_coordinator_keys(r)
+    return groups.encode_find_coordinator(r, [groups.CoordinatorAnswer(k, errors.NONE, 1, "127.0.0.1", 9092)
+                                              for k in keys])
+
+
 ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.API_VERSIONS: lambda r: versions.respond(r, versions.BROKER_API_VERSIONS),
     versions.PRODUCE: lambda r: produce.encode_response(ProduceResponse(CID, ()), produce.decode_request(r, IMAGE),
@@ -108,6 +141,18 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.BROKER_HEARTBEAT: lambda r: (controller_apis.decode_heartbeat(r),
                                           controller_apis.encode_heartbeat_response(
                                               HeartbeatResponse(True, False, False), r.api_version))[1],
+    versions.FIND_COORDINATOR: _find_coordinator,
+    versions.JOIN_GROUP: _join,
+    versions.SYNC_GROUP: lambda r: (groups.decode_sync(r),
+                                    groups.encode_sync(r, SyncResult(errors.NONE, "consumer", "range", b"a")))[1],
+    versions.HEARTBEAT: lambda r: (groups.decode_heartbeat(r), groups.encode_heartbeat(r, errors.NONE))[1],
+    versions.LEAVE_GROUP: _leave,
+    versions.OFFSET_COMMIT: _offset_commit,
+    versions.OFFSET_FETCH: _offset_fetch,
+    versions.LIST_GROUPS: lambda r: (groups.list_groups_filter(r),
+                                     groups.encode_list_groups(r, errors.NONE, [("g", "consumer", "Stable")]))[1],
+    versions.DESCRIBE_GROUPS: lambda r: groups.encode_describe_groups(
+        r, [(g, errors.NONE, None) for g in groups.describe_groups_ids(r)]),
     versions.ALTER_PARTITION: lambda r: (controller_apis.decode_alter_partition(r),
                                          controller_apis.encode_alter_partition_response(
                                              AlterPartitionResponse(CID, errors.NONE, ()), r.api_version))[1],

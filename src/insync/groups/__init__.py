@@ -1,0 +1,1 @@
+"""Consumer groups: the membership protocol (`membership`), committed offsets (`offsets`), their messages."""

@@ -1,0 +1,186 @@
+"""Committed consumer offsets: their records in `__consumer_offsets`, and the coordinator's cache of them.
+
+As in Kafka, a group's offsets live in one partition of the internal topic `__consumer_offsets`, chosen by
+`partition_for(group_id)` (Java's `String.hashCode`, so a group maps to the same partition number as in Kafka),
+and the leader of that partition is the group's coordinator. A commit is a record whose key names (group, topic,
+partition) and whose value holds the offset, its leader epoch, the client's metadata string and the commit time,
+in Kafka's own formats (`OffsetCommitKey` v1, `OffsetCommitValue` v3), appended with acks=all: an acknowledged
+commit survives the coordinator's failure because it was replicated like any record. A null value (tombstone)
+deletes the offset.
+
+The cache is rebuilt by replaying the partition when a broker becomes its leader (`OffsetCache.load`) and
+updated as commits are acknowledged (`OffsetCache.commit`); each entry keeps the log offset of the record it
+came from, so a commit acknowledged late never overwrites a newer one.
+
+Departure from Kafka: insync has no log compaction, so the topic uses the delete policy with a retention of
+`offsets.retention.minutes` (Kafka's default, 7 days) and a coordinator replays every commit still retained.
+An offset whose last commit is older than the retention is lost with its segment, which is when Kafka would
+expire it too (for a group that stopped committing); group membership is not written to the log, so members
+rejoin after a coordinator moves (they would rebalance anyway).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from insync.protocol.records import Record
+from insync.types import TopicPartition
+
+OFFSETS_TOPIC = "__consumer_offsets"
+KEY_VERSION = 1  # OffsetCommitKey; version 2 is GroupMetadataKey (membership), which insync does not write
+VALUE_VERSION = 3  # OffsetCommitValue with the leader epoch (KIP-320)
+NO_LEADER_EPOCH = -1
+_I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+
+
+class OffsetRecordError(ValueError):
+    """A `__consumer_offsets` record that is not in a format this module reads."""
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """Kafka's `Utils.abs(groupId.hashCode) % partitions`, with Java's String.hashCode over UTF-16 units."""
+    assert partitions > 0, partitions
+    h = 0
+    units = group_id.encode("utf-16-be")
+    for i in range(0, len(units), 2):  # bounded by the id's length
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return (h & 0x7FFFFFFF) % partitions
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    group_id: str
+    topic_partition: TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int  # NO_LEADER_EPOCH when the client gave none
+    metadata: str
+    commit_timestamp_ms: int
+
+
+def _string(value: str) -> bytes:
+    raw = value.encode()
+    assert len(raw) <= 0x7FFF, "group ids, topic names and metadata are bounded well below int16"
+    return _I16.pack(len(raw)) + raw
+
+
+def encode_key(key: OffsetKey) -> bytes:
+    tp = key.topic_partition
+    return _I16.pack(KEY_VERSION) + _string(key.group_id) + _string(tp.topic) + _I32.pack(tp.partition)
+
+
+def encode_value(value: CommittedOffset) -> bytes:
+    return (_I16.pack(VALUE_VERSION) + _I64.pack(value.offset) + _I32.pack(value.leader_epoch)
+            + _string(value.metadata) + _I64.pack(value.commit_timestamp_ms))
+
+
+class _Reader:
+    def __init__(self, data: bytes, what: str) -> None:
+        self.data, self.pos, self.what = data, 0, what
+
+    def take(self, layout: struct.Struct) -> int:
+        if self.pos + layout.size > len(self.data):
+            raise OffsetRecordError(f"{self.what} ends early at byte {self.pos}")
+        (value,) = layout.unpack_from(self.data, self.pos)
+        self.pos += layout.size
+        return int(value)
+
+    def string(self) -> str:
+        length = self.take(_I16)
+        if length < 0 or self.pos + length > len(self.data):
+            raise OffsetRecordError(f"{self.what} has a string of {length} bytes at byte {self.pos}")
+        raw = self.data[self.pos:self.pos + length]
+        self.pos += length
+        try:
+            return raw.decode()
+        except UnicodeDecodeError:
+            raise OffsetRecordError(f"{self.what} has a string that is not UTF-8") from None
+
+
+def decode_key(data: bytes) -> OffsetKey | None:
+    """The offset key of a record, or None for a group-metadata record (key version 2), which holds no offset."""
+    reader = _Reader(data, "an offset key")
+    version = reader.take(_I16)
+    if version == 2:
+        return None
+    if version not in (0, 1):
+        raise OffsetRecordError(f"unknown offset key version {version}")
+    group_id, topic = reader.string(), reader.string()
+    return OffsetKey(group_id, TopicPartition(topic, reader.take(_I32)))
+
+
+def decode_value(data: bytes) -> CommittedOffset:
+    """Kafka's OffsetCommitValue v0, v1 (expire timestamp, ignored) and v3 (leader epoch)."""
+    reader = _Reader(data, "an offset value")
+    version = reader.take(_I16)
+    if version not in (0, 1, 3):
+        raise OffsetRecordError(f"unsupported offset value version {version}")
+    offset = reader.take(_I64)
+    epoch = reader.take(_I32) if version == 3 else NO_LEADER_EPOCH
+    metadata = reader.string()
+    timestamp = reader.take(_I64) if version >= 1 else -1
+    return CommittedOffset(offset, epoch, metadata, timestamp)
+
+
+class OffsetCache:
+    """The committed offsets of the groups whose `__consumer_offsets` partitions this broker leads."""
+
+    def __init__(self) -> None:
+        # group -> topic partition -> (log offset of the record, the committed offset)
+        self._groups: dict[str, dict[TopicPartition, tuple[int, CommittedOffset]]] = {}
+        self._partition_of: dict[str, int] = {}  # group -> its __consumer_offsets partition
+
+    def load(self, partition: int, records: Iterable[Record]) -> int:
+        """Replay a `__consumer_offsets` partition's records, in log order; returns how many were applied.
+        Records this module cannot read are skipped and counted out (Kafka's loader skips unknown keys too)."""
+        applied = 0
+        for record in records:  # bounded by the partition's retained log
+            if record.key is None:
+                continue
+            try:
+                key = decode_key(record.key)
+                value = None if record.value is None else decode_value(record.value)
+            except OffsetRecordError:
+                continue
+            if key is not None:
+                self._apply(partition, record.offset, key, value)
+                applied += 1
+        return applied
+
+    def commit(self, partition: int, log_offset: int, key: OffsetKey, value: CommittedOffset | None) -> None:
+        """An acknowledged commit (or tombstone) at `log_offset` of `partition`."""
+        self._apply(partition, log_offset, key, value)
+
+    def _apply(self, partition: int, log_offset: int, key: OffsetKey, value: CommittedOffset | None) -> None:
+        offsets = self._groups.setdefault(key.group_id, {})
+        self._partition_of[key.group_id] = partition
+        current = offsets.get(key.topic_partition)
+        if current is not None and current[0] > log_offset:
+            return  # a newer commit is already applied
+        if value is None:
+            offsets.pop(key.topic_partition, None)
+        else:
+            offsets[key.topic_partition] = (log_offset, value)
+
+    def unload(self, partition: int) -> list[str]:
+        """Forget the groups of a partition this broker no longer leads; returns their ids."""
+        gone = [g for g, p in self._partition_of.items() if p == partition]
+        for group_id in gone:
+            del self._partition_of[group_id]
+            self._groups.pop(group_id, None)
+        return gone
+
+    def offsets(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        return {tp: value for tp, (_, value) in self._groups.get(group_id, {}).items()}
+
+    def get(self, group_id: str, tp: TopicPartition) -> CommittedOffset | None:
+        entry = self._groups.get(group_id, {}).get(tp)
+        return None if entry is None else entry[1]
+
+    def group_ids(self) -> list[str]:
+        return [g for g, offsets in self._groups.items() if offsets]

@@ -1,0 +1,371 @@
+"""The broker's group coordinator: consumer groups on the asyncio loop, around the sans-IO `GroupMembership`.
+
+A group's coordinator is the leader of its `__consumer_offsets` partition (`groups.offsets.partition_for`), as
+in Kafka. This module keeps that true as leadership moves:
+- FindCoordinator names that leader. The first one creates `__consumer_offsets` through the controller (the way
+  brokers forward CreateTopics) and answers COORDINATOR_NOT_AVAILABLE until it has leaders; clients retry.
+- A request for a group whose partition this broker leads but has not replayed at the current leader epoch starts
+  the replay and is answered COORDINATOR_LOAD_IN_PROGRESS (retriable); one whose partition it does not lead gets
+  NOT_COORDINATOR, and the client looks the coordinator up again.
+- Every SYNC_INTERVAL_MS (and on every timer wake-up) partitions no longer led at their loaded epoch are dropped:
+  their offsets leave the cache, and their groups' waiting joins and syncs are answered NOT_COORDINATOR.
+
+Joins and syncs that must wait are held as futures keyed by a token; `GroupMembership` answers them through
+`Completion`s. A commit is appended to the partition through the broker core like a Produce with acks=all
+(errors mapped as Kafka's GroupMetadataManager maps them), and enters the cache once acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from insync import errors
+from insync.broker.core import BrokerCore
+from insync.broker.messages import ProduceRequest, ProduceResponse
+from insync.config import BrokerConfig
+from insync.errors import KafkaError, KafkaException
+from insync.groups.membership import GroupMembership
+from insync.groups.messages import Completion, GroupDescription, JoinResult, LeaveResult, SyncResult
+from insync.groups.offsets import (
+    OFFSETS_TOPIC,
+    CommittedOffset,
+    OffsetCache,
+    OffsetKey,
+    encode_key,
+    encode_value,
+    partition_for,
+)
+from insync.protocol.codec import DecodedRequest
+from insync.protocol.records import RecordSpec, build_batch, iter_records
+from insync.server.apis import groups as api
+from insync.server.apis.entities import build, duration, nested, request_class
+from insync.server.apis.versions import CREATE_TOPICS
+from insync.server.client import KafkaConnection
+from insync.storage.log_manager import LogManager
+from insync.types import TopicPartition
+
+log = logging.getLogger("insync.groups")
+
+SYNC_INTERVAL_MS = 500
+LOAD_CHUNK_BYTES = 1024 * 1024
+HELD_MAX = 10_000  # joins and syncs waiting at once
+JOIN_WAIT_MARGIN_S = 5.0  # a held join is answered by the rebalance timeout; this bounds the wait past it
+CREATE_TIMEOUT_S = 30.0
+# Kafka's GroupMetadataManager: how an append error reads to a client committing offsets.
+_COMMIT_ERRORS = {
+    **dict.fromkeys(("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                     "REQUEST_TIMED_OUT"), errors.BY_NAME["COORDINATOR_NOT_AVAILABLE"]),
+    **dict.fromkeys(("NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR", "FENCED_LEADER_EPOCH"),
+                    errors.BY_NAME["NOT_COORDINATOR"]),
+    **dict.fromkeys(("MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_FETCH_SIZE"),
+                    errors.BY_NAME["INVALID_COMMIT_OFFSET_SIZE"]),
+}
+E = errors.BY_NAME
+
+
+class GroupCoordinator:
+    def __init__(self, config: BrokerConfig, core: BrokerCore, log_manager: LogManager, controller: KafkaConnection,
+                 append: Callable[[ProduceRequest], Awaitable[ProduceResponse]], now: Callable[[], int]) -> None:
+        self.config, self.core, self.log_manager, self.controller = config, core, log_manager, controller
+        self._append, self._now = append, now
+        self.membership = GroupMembership(
+            seed=random.getrandbits(62), min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
+            max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
+            initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
+            group_max_size=config.get_int("group.max.size"))
+        self.cache = OffsetCache()
+        self._loaded: dict[int, int] = {}  # offsets partition -> the leader epoch it was replayed at
+        self._loading: dict[int, asyncio.Task[None]] = {}
+        self._held: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
+        self._tokens = itertools.count(1)
+        self._wake = asyncio.Event()
+        self._creating: asyncio.Task[None] | None = None
+
+    # Which groups this broker coordinates --------------------------------------------------------------------
+
+    def _offsets_partitions(self) -> int | None:
+        topic = self.core.metadata.image.topic(OFFSETS_TOPIC)
+        return None if topic is None or not topic.partitions else len(topic.partitions)
+
+    def _status(self, group_id: str) -> tuple[KafkaError, int]:
+        """(NONE, partition) when this broker coordinates `group_id` with its offsets loaded; else the error."""
+        count = self._offsets_partitions()
+        if count is None:
+            return E["COORDINATOR_NOT_AVAILABLE"], -1
+        partition = partition_for(group_id, count)
+        epoch = self.core.leader_epoch(TopicPartition(OFFSETS_TOPIC, partition))
+        if epoch is None:
+            return E["NOT_COORDINATOR"], partition
+        if self._loaded.get(partition) != epoch:
+            self._start_load(partition, epoch)
+            return E["COORDINATOR_LOAD_IN_PROGRESS"], partition
+        return errors.NONE, partition
+
+    def _start_load(self, partition: int, epoch: int) -> None:
+        if partition in self._loading:
+            return
+        self._unload(partition)
+        task = asyncio.get_running_loop().create_task(self._load(partition, epoch))
+        self._loading[partition] = task
+        task.add_done_callback(lambda _: self._loading.pop(partition, None))
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        """Replay the partition from its log start to the end it had when the load began, a chunk per loop turn."""
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        partition_log = self.log_manager.get(tp)
+        if partition_log is None:
+            return
+        offset, end, applied = partition_log.log_start_offset, partition_log.log_end_offset, 0
+        try:
+            while offset < end:  # bounded: each read advances past at least one batch
+                result = partition_log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
+                if not result.records or result.next_offset <= offset:
+                    break
+                applied += self.cache.load(partition, iter_records(result.records))
+                offset = result.next_offset
+                await asyncio.sleep(0)
+        except KafkaException as exc:  # retention or truncation moved the log under the replay: try again later
+            log.warning("Loading %s stopped at offset %d: %s", tp, offset, exc)
+            self.cache.unload(partition)
+            return
+        if self.core.leader_epoch(tp) == epoch:
+            self._loaded[partition] = epoch
+            log.info("Loaded %d offset commits of %s (leader epoch %d)", applied, tp, epoch)
+
+    def _unload(self, partition: int) -> None:
+        self._loaded.pop(partition, None)
+        count = self._offsets_partitions()
+        gone = set(self.cache.unload(partition))
+        if count is not None:
+            gone.update(g for g, _, _ in self.membership.list_groups() if partition_for(g, count) == partition)
+        self._deliver(self.membership.remove_groups(sorted(gone)))
+
+    def _sync_leadership(self) -> None:
+        for partition, epoch in list(self._loaded.items()):
+            if self.core.leader_epoch(TopicPartition(OFFSETS_TOPIC, partition)) != epoch:
+                log.info("No longer coordinating the groups of %s-%d", OFFSETS_TOPIC, partition)
+                self._unload(partition)
+
+    # Held requests and the timer ----------------------------------------------------------------------------
+
+    def _deliver(self, completions: Iterable[Completion]) -> None:
+        for completion in completions:
+            future = self._held.get(completion.token)
+            if future is not None and not future.done():
+                future.set_result(completion.result)
+        self._wake.set()
+
+    async def _hold(self, start: Callable[[int], list[Completion]], wait_s: float,
+                    timed_out: JoinResult | SyncResult) -> JoinResult | SyncResult:
+        if len(self._held) >= HELD_MAX:
+            return dataclasses.replace(timed_out, error=E["COORDINATOR_NOT_AVAILABLE"])
+        token = next(self._tokens)
+        future: asyncio.Future[JoinResult | SyncResult] = asyncio.get_running_loop().create_future()
+        self._held[token] = future
+        try:
+            self._deliver(start(token))
+            return await asyncio.wait_for(future, wait_s)
+        except TimeoutError:
+            return timed_out
+        finally:
+            self._held.pop(token, None)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Session and rebalance deadlines, and leadership changes, until `stop`."""
+        while not stop.is_set():
+            now_ms = self._now()
+            self._sync_leadership()
+            self._deliver(self.membership.tick(now_ms))
+            deadline = self.membership.next_deadline_ms()
+            delay_ms = SYNC_INTERVAL_MS if deadline is None else max(0, min(SYNC_INTERVAL_MS, deadline - now_ms))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
+
+    def close(self) -> None:
+        for task in list(self._loading.values()):
+            task.cancel()
+        if self._creating is not None:
+            self._creating.cancel()
+
+    # The APIs -------------------------------------------------------------------------------------------------
+
+    def find_coordinator(self, request: DecodedRequest) -> Any:
+        key_type, keys = api.find_coordinator_keys(request)
+        if key_type != api.GROUP_KEY_TYPE:
+            message = f"key type {key_type} is not served: insync has group coordinators only (no transactions)"
+            return api.encode_find_coordinator(request, [api.CoordinatorAnswer(k, E["INVALID_REQUEST"], message=message)
+                                                         for k in keys])
+        return api.encode_find_coordinator(request, [self._coordinator(k) for k in keys])
+
+    def _coordinator(self, group_id: str) -> api.CoordinatorAnswer:
+        image = self.core.metadata.image
+        count = self._offsets_partitions()
+        if count is None:
+            self._create_offsets_topic()
+            return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"],
+                                         message=f"{OFFSETS_TOPIC} is being created")
+        topic = image.topic(OFFSETS_TOPIC)
+        assert topic is not None
+        registration = topic.partitions[partition_for(group_id, count)]
+        broker = image.brokers.get(registration.leader)
+        if registration.leader < 0 or broker is None:
+            return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"],
+                                         message=f"{OFFSETS_TOPIC} partition has no leader")
+        return api.CoordinatorAnswer(group_id, errors.NONE, broker.broker_id, broker.host, broker.port)
+
+    def _create_offsets_topic(self) -> None:
+        if self._creating is None or self._creating.done():
+            self._creating = asyncio.get_running_loop().create_task(self._create())
+
+    async def _create(self) -> None:
+        cls = request_class(CREATE_TOPICS, 7)
+        topic_cls, config_cls = nested(cls, "CreatableTopic"), nested(cls, "CreatableTopicConfig")
+        configs = {"retention.ms": str(self.config.get_int("offsets.retention.minutes") * 60_000),
+                   "segment.bytes": str(self.config.get_int("offsets.topic.segment.bytes"))}
+        body = build(cls, timeout=duration(int(CREATE_TIMEOUT_S * 1000)), validate_only=False, topics=(build(
+            topic_cls, name=OFFSETS_TOPIC, num_partitions=self.config.get_int("offsets.topic.num.partitions"),
+            replication_factor=self.config.get_int("offsets.topic.replication.factor"), assignments=(),
+            configs=tuple(build(config_cls, name=k, value=v) for k, v in configs.items())),))
+        try:
+            response = await self.controller.request(body, CREATE_TIMEOUT_S)
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            log.warning("Could not create %s: %s", OFFSETS_TOPIC, exc)
+            return
+        for result in response.topics:
+            if int(result.error_code) not in (0, E["TOPIC_ALREADY_EXISTS"].code):
+                log.warning("Could not create %s: %s %s", OFFSETS_TOPIC, errors.by_code(int(result.error_code)).name,
+                            result.error_message or "")
+
+    async def join(self, request: DecodedRequest, client_host: str) -> Any:
+        join = api.decode_join(request, client_host)
+        failed = JoinResult(errors.NONE, -1, None, None, "", join.member_id, ())
+        error, _ = self._status(join.group_id)
+        if error is not errors.NONE:
+            return api.encode_join(request, dataclasses.replace(failed, error=error))
+        wait_s = join.rebalance_timeout_ms / 1000 + self.config.get_int("group.initial.rebalance.delay.ms") / 1000
+        result = await self._hold(lambda token: self.membership.join(self._now(), token, join),
+                                  wait_s + JOIN_WAIT_MARGIN_S, dataclasses.replace(failed, error=E["REBALANCE_IN_PROGRESS"]))
+        assert isinstance(result, JoinResult)
+        return api.encode_join(request, result)
+
+    async def sync(self, request: DecodedRequest) -> Any:
+        sync = api.decode_sync(request)
+        failed = SyncResult(errors.NONE, None, None, b"")
+        error, _ = self._status(sync.group_id)
+        if error is not errors.NONE:
+            return api.encode_sync(request, dataclasses.replace(failed, error=error))
+        wait_s = self.config.get_int("group.max.session.timeout.ms") / 1000
+        result = await self._hold(lambda token: self.membership.sync(self._now(), token, sync), wait_s,
+                                  dataclasses.replace(failed, error=E["REBALANCE_IN_PROGRESS"]))
+        assert isinstance(result, SyncResult)
+        return api.encode_sync(request, result)
+
+    def heartbeat(self, request: DecodedRequest) -> Any:
+        heartbeat = api.decode_heartbeat(request)
+        error, _ = self._status(heartbeat.group_id)
+        if error is errors.NONE:
+            error = self.membership.heartbeat(self._now(), heartbeat)
+            self._wake.set()
+        return api.encode_heartbeat(request, error)
+
+    def leave(self, request: DecodedRequest) -> Any:
+        leave = api.decode_leave(request)
+        error, _ = self._status(leave.group_id)
+        if error is not errors.NONE:
+            return api.encode_leave(request, LeaveResult(error, ()))
+        result, completions = self.membership.leave(self._now(), leave)
+        self._deliver(completions)
+        return api.encode_leave(request, result)
+
+    async def offset_commit(self, request: DecodedRequest) -> Any:
+        commit = api.decode_offset_commit(request)
+        error, partition = self._status(commit.group_id)
+        if error is errors.NONE:
+            error = self.membership.validate_commit(commit.group_id, commit.generation_id, commit.member_id,
+                                                    commit.group_instance_id, now_ms=self._now())
+        if error is not errors.NONE:
+            return api.encode_offset_commit(request, [(tp, error) for tp, _ in commit.offsets])
+        results: dict[TopicPartition, KafkaError] = {}
+        now_ms = self._now()
+        valid: list[tuple[OffsetKey, CommittedOffset]] = []
+        metadata_max = self.config.get_int("offset.metadata.max.bytes")
+        for tp, offset in commit.offsets:
+            if len(offset.metadata.encode()) > metadata_max:
+                results[tp] = E["OFFSET_METADATA_TOO_LARGE"]
+            elif not self._partition_exists(tp):
+                results[tp] = E["UNKNOWN_TOPIC_OR_PARTITION"]
+            else:
+                valid.append((OffsetKey(commit.group_id, tp),
+                              dataclasses.replace(offset, commit_timestamp_ms=now_ms)))
+        if valid:
+            outcome = await self._write(partition, valid, now_ms)
+            results.update((key.topic_partition, outcome) for key, _ in valid)
+        return api.encode_offset_commit(request, [(tp, results[tp]) for tp, _ in commit.offsets])
+
+    def _partition_exists(self, tp: TopicPartition) -> bool:
+        topic = self.core.metadata.image.topic(tp.topic)
+        return topic is not None and tp.partition in topic.partitions
+
+    async def _write(self, partition: int, commits: list[tuple[OffsetKey, CommittedOffset]], now_ms: int
+                     ) -> KafkaError:
+        """Append the commits as one batch with acks=all; into the cache once acknowledged."""
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        batch = build_batch([RecordSpec(key=encode_key(k), value=encode_value(v)) for k, v in commits],
+                            base_timestamp=now_ms)
+        response = await self._append(ProduceRequest(0, -1, self.config.get_int("offsets.commit.timeout.ms"),
+                                                     ((tp, batch),)))
+        (result,) = response.results
+        if result.error is not errors.NONE:
+            return _COMMIT_ERRORS.get(result.error.name, result.error)
+        if self._loaded.get(partition) == self.core.leader_epoch(tp):
+            for i, (key, value) in enumerate(commits):
+                self.cache.commit(partition, result.base_offset + i, key, value)
+        return errors.NONE
+
+    def offset_fetch(self, request: DecodedRequest) -> Any:
+        answers = []
+        for asked in api.decode_offset_fetch(request):
+            error, _ = self._status(asked.group_id)
+            if error is not errors.NONE:
+                answers.append(api.FetchedOffsets(asked.group_id, error, self._asked(asked, {})))
+                continue
+            answers.append(api.FetchedOffsets(asked.group_id, errors.NONE,
+                                              self._asked(asked, self.cache.offsets(asked.group_id))))
+        return api.encode_offset_fetch(request, answers)
+
+    @staticmethod
+    def _asked(asked: api.OffsetFetchGroup, known: dict[TopicPartition, CommittedOffset]
+               ) -> tuple[tuple[TopicPartition, CommittedOffset | None], ...]:
+        if asked.topics is None:
+            return tuple(sorted(known.items()))
+        return tuple((tp, known.get(tp)) for tp in (TopicPartition(t, p) for t, ps in asked.topics for p in ps))
+
+    def list_groups(self, request: DecodedRequest) -> Any:
+        states, types = api.list_groups_filter(request)
+        listed = {g: (g, t, s) for g, t, s in self.membership.list_groups()}
+        for group_id in self.cache.group_ids():  # groups with offsets and no members: Empty, as Kafka lists them
+            listed.setdefault(group_id, (group_id, "consumer", "Empty"))
+        chosen = [row for row in listed.values()
+                  if (not states or row[2].lower() in states) and (not types or "classic" in types)]
+        return api.encode_list_groups(request, errors.NONE, sorted(chosen))
+
+    def describe_groups(self, request: DecodedRequest) -> Any:
+        described: list[tuple[str, KafkaError, GroupDescription | None]] = []
+        for group_id in api.describe_groups_ids(request):
+            error, _ = self._status(group_id)
+            description = self.membership.describe(group_id) if error is errors.NONE else None
+            if description is None and error is errors.NONE and self.cache.offsets(group_id):
+                # Offsets and no members: Empty, as Kafka describes it.
+                described.append((group_id, error, GroupDescription(group_id, "Empty", "consumer", "", ())))
+                continue
+            described.append((group_id, error, description))
+        return api.encode_describe_groups(request, described)
+

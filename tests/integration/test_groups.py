@@ -1,0 +1,229 @@
+"""Consumer groups with real, unmodified clients against a 3-broker insync cluster: subscribe() consumers
+share a topic's partitions and read every message once, committed offsets are where the next member of the group
+resumes, confluent-kafka, kafka-python, aiokafka and kcat all join groups, the admin client lists and describes
+them, and a group's committed offsets survive its coordinator being killed (they are replicated records of
+`__consumer_offsets`)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import start, wait_until
+from insync.chaos import cluster
+from insync.cli.topics_cmd import ensure_topic
+from insync.groups.offsets import OFFSETS_TOPIC, partition_for
+
+pytestmark = pytest.mark.timeout(240)
+
+PARTITIONS = 4
+# A quick first rebalance and a short session keep the test short; the protocol is the same as with Kafka's defaults.
+GROUP_CONFIG = ["group.initial.rebalance.delay.ms=200", "offsets.topic.num.partitions=10"]
+
+
+@pytest.fixture(scope="module")
+def groups_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
+    from insync.cli import cluster_cmd
+
+    spec = start(tmp_path_factory.mktemp("groups"), 3, GROUP_CONFIG)
+    try:
+        yield spec
+    finally:
+        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=i % PARTITIONS)
+    assert producer.flush(60) == 0
+
+
+def new_topic(spec: cluster.ClusterSpec, topic: str, count: int) -> list[bytes]:
+    ensure_topic(spec.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
+    values = [f"{topic}-{i}".encode() for i in range(count)]
+    produce(spec.bootstrap, topic, values)
+    return values
+
+
+def confluent_consumer(bootstrap: str, group_id: str, **extra: object) -> object:
+    from confluent_kafka import Consumer
+
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                     **extra})
+
+
+def drain(consumers: list[object], want: int, deadline_s: float) -> dict[int, list[bytes]]:
+    """Poll every consumer in turn until `want` messages in all arrived; messages by consumer index."""
+    got: dict[int, list[bytes]] = {i: [] for i in range(len(consumers))}
+    deadline = time.monotonic() + deadline_s
+    while sum(map(len, got.values())) < want and time.monotonic() < deadline:
+        for i, consumer in enumerate(consumers):
+            for message in consumer.consume(num_messages=500, timeout=0.2):  # type: ignore[attr-defined]
+                assert message.error() is None, message.error()
+                got[i].append(message.value())
+    return got
+
+
+def test_two_subscribers_share_the_partitions_and_a_new_member_resumes_from_the_commits(
+        groups_cluster: cluster.ClusterSpec) -> None:
+    values = new_topic(groups_cluster, "shared", 2000)
+    first = confluent_consumer(groups_cluster.bootstrap, "sharers")
+    second = confluent_consumer(groups_cluster.bootstrap, "sharers")
+    for consumer in (first, second):
+        consumer.subscribe(["shared"])  # type: ignore[attr-defined]
+    got = drain([first, second], len(values), 90)
+    assert sorted(got[0] + got[1]) == sorted(values), "every message exactly once across the group"
+    assignments = [{tp.partition for tp in c.assignment()} for c in (first, second)]  # type: ignore[attr-defined]
+    assert assignments[0] and assignments[1] and not assignments[0] & assignments[1]
+    assert assignments[0] | assignments[1] == set(range(PARTITIONS))
+    for consumer in (first, second):
+        consumer.commit(asynchronous=False)  # type: ignore[attr-defined]
+        consumer.close()  # type: ignore[attr-defined]
+    more = [f"shared-late-{i}".encode() for i in range(100)]
+    produce(groups_cluster.bootstrap, "shared", more)
+    third = confluent_consumer(groups_cluster.bootstrap, "sharers")
+    third.subscribe(["shared"])  # type: ignore[attr-defined]
+    resumed = drain([third], len(more), 60)[0]
+    assert sorted(resumed) == sorted(more), "the group resumes where its members committed"
+    committed = third.committed([_tp("shared", p) for p in range(PARTITIONS)], timeout=10)  # type: ignore[attr-defined]
+    assert sum(tp.offset for tp in committed) == len(values)
+    third.close()  # type: ignore[attr-defined]
+
+
+def _tp(topic: str, partition: int) -> object:
+    from confluent_kafka import TopicPartition
+
+    return TopicPartition(topic, partition)
+
+
+def test_admin_lists_and_describes_groups(groups_cluster: cluster.ClusterSpec) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    new_topic(groups_cluster, "described", 40)
+    consumer = confluent_consumer(groups_cluster.bootstrap, "described-group", **{"client.id": "me"})
+    consumer.subscribe(["described"])  # type: ignore[attr-defined]
+    drain([consumer], 40, 60)
+    admin = AdminClient({"bootstrap.servers": groups_cluster.bootstrap})
+    listed = admin.list_consumer_groups().result(timeout=20)
+    assert "described-group" in {g.group_id for g in listed.valid}
+    description = admin.describe_consumer_groups(["described-group"])["described-group"].result(timeout=20)
+    assert str(description.state).endswith("STABLE")
+    (member,) = description.members
+    assert member.client_id == "me" and member.host == "/127.0.0.1"
+    assert {tp.partition for tp in member.assignment.topic_partitions} == set(range(PARTITIONS))
+    consumer.close()  # type: ignore[attr-defined]
+
+
+def test_kafka_python_group_commits_and_reads_back(groups_cluster: cluster.ClusterSpec) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+
+    values = new_topic(groups_cluster, "kpg", 300)
+    consumer = KafkaConsumer("kpg", bootstrap_servers=groups_cluster.bootstrap.split(","), group_id="kpg-group",
+                             auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=20_000)
+    got = []
+    for message in consumer:
+        got.append(message.value)
+        if len(got) == len(values):
+            break
+    assert sorted(got) == sorted(values)
+    consumer.commit()
+    assert sum(consumer.committed(TopicPartition("kpg", p)) or 0 for p in range(PARTITIONS)) == len(values)
+    consumer.close()
+
+
+def test_aiokafka_group_consumes_and_commits(groups_cluster: cluster.ClusterSpec) -> None:
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    values = new_topic(groups_cluster, "aio", 300)
+
+    async def run() -> tuple[list[bytes], int]:
+        consumer = AIOKafkaConsumer("aio", bootstrap_servers=groups_cluster.bootstrap, group_id="aio-group",
+                                    auto_offset_reset="earliest", enable_auto_commit=False)
+        await consumer.start()
+        try:
+            got: list[bytes] = []
+            async with asyncio.timeout(60):
+                while len(got) < len(values):
+                    batches = await consumer.getmany(timeout_ms=500)
+                    got.extend(m.value for messages in batches.values() for m in messages)
+            await consumer.commit()
+            committed = [await consumer.committed(TopicPartition("aio", p)) for p in range(PARTITIONS)]
+            return got, sum(c or 0 for c in committed)
+        finally:
+            await consumer.stop()
+
+    got, committed = asyncio.run(run())
+    assert sorted(got) == sorted(values) and committed == len(values)
+
+
+def test_kcat_balanced_consumer(groups_cluster: cluster.ClusterSpec) -> None:
+    values = new_topic(groups_cluster, "kcg", 200)
+    consumed = subprocess.run(["kcat", "-b", groups_cluster.bootstrap, "-G", "kcat-group", "kcg", "-o", "beginning",
+                               "-c", str(len(values)), "-f", "%s\n", "-X", "topic.auto.offset.reset=earliest"],
+                              capture_output=True, timeout=90, check=True)
+    assert sorted(consumed.stdout.split()) == sorted(values)
+
+
+def test_committed_offsets_survive_a_sigkill_of_the_coordinator(groups_cluster: cluster.ClusterSpec) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    spec = groups_cluster
+    new_topic(spec, "durable", 40)
+    group_id = "durable-group"
+    consumer = confluent_consumer(spec.bootstrap, group_id)
+    consumer.commit(offsets=[TopicPartition("durable", p, 7 + p) for p in range(PARTITIONS)],  # type: ignore[attr-defined]
+                    asynchronous=False)
+    consumer.close()  # type: ignore[attr-defined]
+    partition = partition_for(group_id, 10)
+    metadata = AdminClient({"bootstrap.servers": spec.bootstrap}).list_topics(OFFSETS_TOPIC, timeout=10)
+    coordinator = metadata.topics[OFFSETS_TOPIC].partitions[partition].leader
+    cluster.signal_node(spec, coordinator, signal.SIGKILL)
+    try:
+        survivor = next(b for b in spec.brokers if b.node_id != coordinator)
+        reader = confluent_consumer(f"127.0.0.1:{survivor.port}", group_id)
+        committed: list[object] = []
+
+        def read_committed() -> bool:
+            nonlocal committed
+            try:
+                committed = reader.committed([TopicPartition("durable", p) for p in range(PARTITIONS)],  # type: ignore[attr-defined]
+                                             timeout=5)
+            except Exception:  # noqa: BLE001 - the coordinator is moving: ask again
+                return False
+            return [tp.offset for tp in committed] == [7 + p for p in range(PARTITIONS)]  # type: ignore[attr-defined]
+
+        wait_until(read_committed, 60, "the new coordinator to serve the committed offsets")
+        reader.close()  # type: ignore[attr-defined]
+    finally:
+        spec = cluster.ClusterSpec.load(spec.directory)
+        cluster.start_node(spec, coordinator)
+        cluster.wait_listening(cluster.ClusterSpec.load(spec.directory).node(coordinator))
+
+
+def test_bad_group_requests_get_kafkas_errors(groups_cluster: cluster.ClusterSpec) -> None:
+    from confluent_kafka import KafkaException
+
+    consumer = confluent_consumer(groups_cluster.bootstrap, "bad-timeout", **{"session.timeout.ms": 1000})
+    consumer.subscribe(["shared"])  # type: ignore[attr-defined]
+    errors: list[str] = []
+    deadline = time.monotonic() + 20
+    while not errors and time.monotonic() < deadline:
+        try:
+            for message in consumer.consume(timeout=0.5):  # type: ignore[attr-defined]
+                if message.error() is not None:
+                    errors.append(message.error().name())
+        except KafkaException as exc:
+            errors.append(exc.args[0].name())
+    consumer.close()  # type: ignore[attr-defined]
+    assert "INVALID_SESSION_TIMEOUT" in errors, errors
+
