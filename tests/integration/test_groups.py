@@ -49,7 +49,8 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 def new_topic(spec: cluster.ClusterSpec, topic: str, count: int) -> list[bytes]:
     ensure_topic(spec.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
     values = [f"{topic}-{i}".encode() for i in range(count)]
-    produce(spec.bootstrap, topic, values)
+    if values:
+        produce(spec.bootstrap, topic, values)
     return values
 
 
@@ -75,16 +76,26 @@ def drain(consumers: list[object], want: int, deadline_s: float) -> dict[int, li
 
 def test_two_subscribers_share_the_partitions_and_a_new_member_resumes_from_the_commits(
         groups_cluster: cluster.ClusterSpec) -> None:
-    values = new_topic(groups_cluster, "shared", 2000)
+    new_topic(groups_cluster, "shared", 0)
     first = confluent_consumer(groups_cluster.bootstrap, "sharers")
     second = confluent_consumer(groups_cluster.bootstrap, "sharers")
     for consumer in (first, second):
         consumer.subscribe(["shared"])  # type: ignore[attr-defined]
+    assignments: list[set[int]] = []
+
+    def split() -> bool:  # both members joined the same generation: the topic is shared out between them
+        nonlocal assignments
+        assert not any(drain([first, second], 1, 0.2).values()), "the topic is still empty"
+        assignments = [{tp.partition for tp in c.assignment()} for c in (first, second)]  # type: ignore[attr-defined]
+        return all(assignments) and sum(map(len, assignments)) == PARTITIONS
+
+    wait_until(split, 60, "both members to get partitions")
+    assert not assignments[0] & assignments[1] and assignments[0] | assignments[1] == set(range(PARTITIONS))
+    values = [f"shared-{i}".encode() for i in range(2000)]
+    produce(groups_cluster.bootstrap, "shared", values)
     got = drain([first, second], len(values), 90)
     assert sorted(got[0] + got[1]) == sorted(values), "every message exactly once across the group"
-    assignments = [{tp.partition for tp in c.assignment()} for c in (first, second)]  # type: ignore[attr-defined]
-    assert assignments[0] and assignments[1] and not assignments[0] & assignments[1]
-    assert assignments[0] | assignments[1] == set(range(PARTITIONS))
+    assert got[0] and got[1], "both members read their share"
     for consumer in (first, second):
         consumer.commit(asynchronous=False)  # type: ignore[attr-defined]
         consumer.close()  # type: ignore[attr-defined]
@@ -111,7 +122,7 @@ def test_admin_lists_and_describes_groups(groups_cluster: cluster.ClusterSpec) -
     new_topic(groups_cluster, "described", 40)
     consumer = confluent_consumer(groups_cluster.bootstrap, "described-group", **{"client.id": "me"})
     consumer.subscribe(["described"])  # type: ignore[attr-defined]
-    drain([consumer], 40, 60)
+    assert len(drain([consumer], 40, 60)[0]) == 40
     admin = AdminClient({"bootstrap.servers": groups_cluster.bootstrap})
     listed = admin.list_consumer_groups().result(timeout=20)
     assert "described-group" in {g.group_id for g in listed.valid}
@@ -227,3 +238,26 @@ def test_bad_group_requests_get_kafkas_errors(groups_cluster: cluster.ClusterSpe
     consumer.close()  # type: ignore[attr-defined]
     assert "INVALID_SESSION_TIMEOUT" in errors, errors
 
+
+
+def test_bad_commits_are_refused_per_partition(groups_cluster: cluster.ClusterSpec) -> None:
+    from confluent_kafka import KafkaException, TopicPartition
+
+    new_topic(groups_cluster, "commits", 0)
+    consumer = confluent_consumer(groups_cluster.bootstrap, "bad-commits")
+
+    def refusal(offsets: list[TopicPartition]) -> str:
+        """The error librdkafka reports for a synchronous commit (it raises the first partition error)."""
+        try:
+            answered = consumer.commit(offsets=offsets, asynchronous=False)  # type: ignore[attr-defined]
+        except KafkaException as exc:
+            return str(exc.args[0].name())
+        return ",".join(tp.error.name() for tp in answered if tp.error) or "NONE"
+
+    assert refusal([TopicPartition("commits", 0, 5, "m" * 5000), TopicPartition("commits", 1, 6, "fine")]) == \
+        "OFFSET_METADATA_TOO_LARGE"
+    assert refusal([TopicPartition("no-such-topic", 0, 1)]) == "UNKNOWN_TOPIC_OR_PART"
+    committed = consumer.committed([TopicPartition("commits", p) for p in (0, 1)], timeout=10)  # type: ignore[attr-defined]
+    assert [(tp.offset, tp.metadata) for tp in committed] == [(-1001, None), (6, "fine")], \
+        "the valid partition is committed, the refused one not"
+    consumer.close()  # type: ignore[attr-defined]
