@@ -216,9 +216,11 @@ def test_committed_offsets_survive_a_sigkill_of_the_coordinator(groups_cluster: 
         wait_until(read_committed, 60, "the new coordinator to serve the committed offsets")
         reader.close()  # type: ignore[attr-defined]
     finally:
-        spec = cluster.ClusterSpec.load(spec.directory)
-        cluster.start_node(spec, coordinator)
-        cluster.wait_listening(cluster.ClusterSpec.load(spec.directory).node(coordinator))
+        from insync.cli import cluster_cmd
+
+        spec = cluster.start_node(cluster.ClusterSpec.load(spec.directory), coordinator)
+        cluster.wait_listening(spec.node(coordinator))
+        cluster_cmd.wait_registered(spec, 60)  # the next test creates topics with 3 replicas
 
 
 def test_bad_group_requests_get_kafkas_errors(groups_cluster: cluster.ClusterSpec) -> None:
