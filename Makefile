@@ -11,7 +11,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	@missing=""; command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
-	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests)"; \
+	test -f /usr/share/java/zookeeper.jar || missing="$$missing zookeeper"; \
+	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests, ZooKeeper for metadata.store=zookeeper)"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

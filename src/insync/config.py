@@ -162,6 +162,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("metadata.store", "string", "local", "Where the controller keeps metadata.",
            allowed=("local", "zookeeper")),
         _d("zookeeper.connect", "string", None, "host:port/chroot when metadata.store=zookeeper."),
+        _d("zookeeper.session.timeout.ms", "int", 18000, "A controller's ZooKeeper session: a standby takes over "
+           "this long after the active controller stops answering ZooKeeper.", min=1000),
         # Network and request limits
         _d("socket.request.max.bytes", "int", 104857600, "Largest request accepted.", min=1),
         # Kafka's default is 102400; insync's is 4 MiB (see server.listener): a Python broker pays for every

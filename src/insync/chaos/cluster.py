@@ -6,8 +6,11 @@ brokers (nodes 1..N) as separate `insync broker start` processes on 127.0.0.1, a
 `DIR/cluster.json` (ids, roles, ports, pids). Every later command (`status`, `down`, `insync chaos ...`) reads
 that file, so a cluster is found by its directory alone.
 
-Ports: brokers listen on `port + id - 1`, the controller on `port + N`, and each node's Prometheus endpoint on
-`port + 100 + id`. `port=0` picks free ports (tests). Processes are started in their own session so a test's
+With `--controllers K` (K > 1 needs `metadata.store=zookeeper`), controllers 1001.. are standbys beside node 0,
+and every node's `controller.quorum.voters` lists them all.
+
+Ports: brokers listen on `port + id - 1`, controllers on `port + N`, `port + N + 1`, ..., and each node's Prometheus
+endpoint on `port + 100 + id`. `port=0` picks free ports (tests). Processes are started in their own session so a test's
 Ctrl-C does not reach them, and stopped with SIGTERM, then SIGKILL after a deadline.
 """
 
@@ -29,6 +32,7 @@ from insync.config import BrokerConfig, ConfigError, parse_overrides
 
 CLUSTER_FILE = "cluster.json"
 CONTROLLER_ID = 0
+STANDBY_CONTROLLER_IDS_FROM = 1000  # controllers 2..N are nodes 1001, 1002, ... (brokers are 1..brokers)
 STOP_DEADLINE_S = 10.0
 START_DEADLINE_S = 30.0
 
@@ -66,8 +70,13 @@ class ClusterSpec:
         return next(n for n in self.nodes if n.node_id == CONTROLLER_ID)
 
     @property
+    def controllers(self) -> tuple[NodeSpec, ...]:
+        """Every controller: node 0 first, then the others (with metadata.store=zookeeper)."""
+        return tuple(n for n in self.nodes if n.roles == "controller")
+
+    @property
     def brokers(self) -> tuple[NodeSpec, ...]:
-        return tuple(n for n in self.nodes if n.node_id != CONTROLLER_ID)
+        return tuple(n for n in self.nodes if n.roles != "controller")
 
     @property
     def bootstrap(self) -> str:
@@ -118,24 +127,30 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[str] = ()) -> ClusterSpec:
+def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[str] = (), controllers: int = 1
+           ) -> ClusterSpec:
     """Plan a cluster and write each node's server.properties; validates the overrides first."""
     if brokers < 1:
         raise ConfigError(f"--brokers must be at least 1, got {brokers}")
     extra = parse_overrides(overrides)
+    if controllers < 1:
+        raise ConfigError(f"--controllers must be at least 1, got {controllers}")
+    if controllers > 1 and extra.get("metadata.store") != "zookeeper":
+        raise ConfigError(f"--controllers {controllers} needs metadata.store=zookeeper (and zookeeper.connect): "
+                          "the local metadata store serves one controller")
     root = Path(directory).resolve()
+    controller_ids = [CONTROLLER_ID, *range(STANDBY_CONTROLLER_IDS_FROM + 1, STANDBY_CONTROLLER_IDS_FROM + controllers)]
+    ids = [*controller_ids, *range(1, brokers + 1)]
     if port == 0:
-        ports = free_ports(2 * (brokers + 1))
-        node_ports = {i: ports[i] for i in range(brokers + 1)}
-        metric_ports = {i: ports[brokers + 1 + i] for i in range(brokers + 1)}
+        ports = free_ports(2 * len(ids))
+        node_ports = {node_id: ports[i] for i, node_id in enumerate(ids)}
+        metric_ports = {node_id: ports[len(ids) + i] for i, node_id in enumerate(ids)}
     else:
-        node_ports = {i: port + i - 1 for i in range(1, brokers + 1)} | {CONTROLLER_ID: port + brokers}
-        metric_ports = {i: port + 100 + i for i in range(brokers + 1)}
-    nodes = []
-    for node_id in range(brokers + 1):
-        roles = "controller" if node_id == CONTROLLER_ID else "broker"
-        nodes.append(NodeSpec(node_id, roles, node_ports[node_id], metric_ports[node_id],
-                              str(root / f"node-{node_id}")))
+        node_ports = {i: port + i - 1 for i in range(1, brokers + 1)}
+        node_ports.update({node_id: port + brokers + i for i, node_id in enumerate(controller_ids)})
+        metric_ports = {node_id: port + 100 + node_id for node_id in ids}
+    nodes = [NodeSpec(node_id, "controller" if node_id in controller_ids else "broker", node_ports[node_id],
+                      metric_ports[node_id], str(root / f"node-{node_id}")) for node_id in sorted(ids)]
     spec = ClusterSpec(str(root), tuple(nodes), extra)
     for node in spec.nodes:
         properties = _properties(spec, node)
@@ -147,14 +162,14 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
 
 
 def _properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
-    controller = spec.controller
-    listener_key = "controller.listener" if node.node_id == CONTROLLER_ID else "listeners"
-    listener_name = "CONTROLLER" if node.node_id == CONTROLLER_ID else "PLAINTEXT"
+    is_controller = node.roles == "controller"
+    listener_key = "controller.listener" if is_controller else "listeners"
+    listener_name = "CONTROLLER" if is_controller else "PLAINTEXT"
     properties = {
         "node.id": str(node.node_id),
         "process.roles": node.roles,
         listener_key: f"{listener_name}://127.0.0.1:{node.port}",
-        "controller.quorum.voters": f"{CONTROLLER_ID}@127.0.0.1:{controller.port}",
+        "controller.quorum.voters": ",".join(f"{c.node_id}@127.0.0.1:{c.port}" for c in spec.controllers),
         "log.dirs": str(node.log_dir),
         "metrics.port": str(node.metrics_port),
         # Kafka's default of 3 leaves a smaller cluster without a group coordinator (its quickstart sets 1).

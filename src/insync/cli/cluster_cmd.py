@@ -23,6 +23,8 @@ def register(subparsers: Any) -> None:
     up.add_argument("--dir", required=True, help="cluster directory (configs, logs, data)")
     up.add_argument("--port", type=int, default=9092, help="first broker port; 0 picks free ports")
     up.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="for every node")
+    up.add_argument("--controllers", type=int, default=1,
+                    help="controllers; more than one needs metadata.store=zookeeper (one active, the others standby)")
     up.set_defaults(func=_up)
 
     status = commands.add_parser("status", help="processes, brokers and partition health")
@@ -35,11 +37,14 @@ def register(subparsers: Any) -> None:
     down.set_defaults(func=_down)
 
 
-def up(directory: str, brokers: int, port: int, overrides: list[str]) -> cluster.ClusterSpec:
-    """Start a cluster and wait until every broker is registered and visible in metadata."""
-    spec = cluster.layout(directory, brokers, port, overrides)
+def up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int = 1) -> cluster.ClusterSpec:
+    """Start a cluster and wait until every broker is registered and visible in metadata. Controller 0 starts
+    first and is the active one; any others start after it listens, as standbys."""
+    spec = cluster.layout(directory, brokers, port, overrides, controllers)
     spec = cluster.start_node(spec, cluster.CONTROLLER_ID)
     cluster.wait_listening(spec.controller)
+    for standby in spec.controllers[1:]:
+        spec = cluster.start_node(spec, standby.node_id)
     for broker in spec.brokers:
         spec = cluster.start_node(spec, broker.node_id)
     try:
@@ -77,11 +82,13 @@ def down(spec: cluster.ClusterSpec, deadline_s: float) -> cluster.ClusterSpec:
             cluster.signal_node(spec, broker.node_id, signal.SIGTERM)
     for broker in spec.brokers:
         spec = cluster.stop_node(spec, broker.node_id, deadline_s)
+    for controller in spec.controllers[1:]:  # standbys first: stopping the active one first would promote one
+        spec = cluster.stop_node(spec, controller.node_id, deadline_s)
     return cluster.stop_node(spec, cluster.CONTROLLER_ID, deadline_s)
 
 
 def _up(args: argparse.Namespace) -> int:
-    spec = up(args.dir, args.brokers, args.port, args.config)
+    spec = up(args.dir, args.brokers, args.port, args.config, args.controllers)
     print(f"cluster up: controller {spec.controller.address}, {len(spec.brokers)} brokers")
     print(f"bootstrap servers: {spec.bootstrap}")
     return 0

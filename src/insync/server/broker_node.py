@@ -48,9 +48,10 @@ from insync.server.apis import (
     offsets,
     produce,
     producer_id,
+    topics,
     versions,
 )
-from insync.server.client import KafkaConnection
+from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.group_coordinator import GroupCoordinator
 from insync.server.listener import Listener
@@ -93,7 +94,10 @@ class BrokerNode(MeteredDispatcher):
         self.host, self.port = listener_address(config.get_list("listeners")[0])
         self.listener = Listener(self, self.host, self.port, config.get_int("socket.request.max.bytes"),
                                  config.get_int("socket.send.buffer.bytes"))
-        self.controller = KafkaConnection(*_controller_address(config), client_id=f"broker-{self.broker_id}")
+        self.controller = FailoverConnection(_controller_addresses(config), client_id=f"broker-{self.broker_id}")
+        # A controller that does not answer within a broker session is not the active one any more (it may be a
+        # paused process whose socket still accepts): give up on it then, and try the next voter.
+        self._controller_timeout_s = min(PEER_TIMEOUT_S, config.get_int("broker.session.timeout.ms") / 1000)
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
         self.metrics = NodeMetrics(self._snapshot)
@@ -159,17 +163,17 @@ class BrokerNode(MeteredDispatcher):
                 body = controller_apis.registration_request(message, VERSION_REGISTRATION, CLUSTER_ID, "PLAINTEXT",
                                                             self.host, self.listener.port)
                 reply: Any = controller_apis.registration_response_from_wire(
-                    await self.controller.request(body, PEER_TIMEOUT_S), message.correlation_id)
+                    await self.controller.request(body, self._controller_timeout_s), message.correlation_id)
             elif isinstance(message, BrokerHeartbeatRequest):
                 body = controller_apis.heartbeat_request(message, VERSION_HEARTBEAT)
                 reply = controller_apis.heartbeat_response_from_wire(
-                    await self.controller.request(body, PEER_TIMEOUT_S), message.correlation_id,
+                    await self.controller.request(body, self._controller_timeout_s), message.correlation_id,
                     self._published_offset)
             elif isinstance(message, AlterPartitionRequest):
                 epochs = {b.broker_id: b.broker_epoch for b in self.core.metadata.image.brokers.values()}
                 body = controller_apis.alter_partition_request(message, VERSION_ALTER, epochs)
                 reply = controller_apis.alter_partition_response_from_wire(
-                    await self.controller.request(body, PEER_TIMEOUT_S), message)
+                    await self.controller.request(body, self._controller_timeout_s), message)
             else:
                 assert isinstance(message, MetadataFetchRequest), message
                 reply = await self._fetch_metadata(message.correlation_id, 0)
@@ -181,7 +185,7 @@ class BrokerNode(MeteredDispatcher):
     async def _fetch_metadata(self, correlation_id: int, max_wait_ms: int) -> Any:
         body = metadata_log.fetch_request(correlation_id, self.broker_id, self.core.metadata.applied_offset,
                                           VERSION_FETCH, max_wait_ms)
-        response = await self.controller.request(body, PEER_TIMEOUT_S + max_wait_ms / 1000)
+        response = await self.controller.request(body, self._controller_timeout_s + max_wait_ms / 1000)
         update = metadata_log.update_from_fetch(response, correlation_id, self.broker_id)
         self._published_offset = max(self._published_offset, update.published_offset)
         return update
@@ -232,7 +236,7 @@ class BrokerNode(MeteredDispatcher):
         if key == versions.DESCRIBE_CONFIGS:
             return configs.describe_configs(request, image, self.config, self.broker_id)
         if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS):
-            return await self.controller.request(request.body, PEER_TIMEOUT_S)  # forwarded, as KRaft brokers do
+            return await self._forward(request)
         return self._local_query(request)
 
     async def _group_request(self, request: DecodedRequest, peer: str) -> Any:
@@ -247,6 +251,17 @@ class BrokerNode(MeteredDispatcher):
                   versions.LEAVE_GROUP: groups.leave, versions.OFFSET_FETCH: groups.offset_fetch,
                   versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
         return answer(request)
+
+    async def _forward(self, request: DecodedRequest) -> Any:
+        """CreateTopics and DeleteTopics go to the controller, as KRaft brokers forward them. If no controller
+        answers, every topic is refused NOT_CONTROLLER, which admin clients retry (the next try goes to the next
+        voter)."""
+        address = self.controller.address
+        try:
+            return await self.controller.request(request.body, self._controller_timeout_s)
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER,
+                                     f"the controller at {address} did not answer ({exc or 'timeout'})")
 
     def _local_query(self, request: DecodedRequest) -> Any:
         key, now = request.api_key, self._now()
@@ -395,7 +410,8 @@ class BrokerNode(MeteredDispatcher):
         for task in list(self._tasks):
             task.cancel()
         self.groups.close()
-        for connection in [self.controller, *self.peers.values()]:
+        await self.controller.close()
+        for connection in self.peers.values():
             await connection.close()
         self.core.checkpoint()
         self.log_manager.close()
@@ -404,12 +420,16 @@ class BrokerNode(MeteredDispatcher):
         log.info("Broker %d shut down", self.broker_id)
 
 
-def _controller_address(config: BrokerConfig) -> tuple[str, int]:
+def _controller_addresses(config: BrokerConfig) -> list[tuple[str, int]]:
+    """Every voter's host and port, in the order given (only the active controller listens)."""
     voters = config.get_list("controller.quorum.voters")
     if not voters:
         raise ConfigError("controller.quorum.voters is empty: a broker needs its controller's id@host:port")
-    _, _, address = voters[0].partition("@")
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"controller.quorum.voters entry {voters[0]!r} is not id@host:port")
-    return host, int(port)
+    addresses = []
+    for voter in voters:
+        _, _, address = voter.partition("@")
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"controller.quorum.voters entry {voter!r} is not id@host:port")
+        addresses.append((host, int(port)))
+    return addresses

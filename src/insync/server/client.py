@@ -111,3 +111,35 @@ class KafkaConnection:
             if not future.done():
                 future.set_exception(error)
         self._pending.clear()
+
+
+class FailoverConnection:
+    """A connection to whichever of several nodes answers: the controller voters of `controller.quorum.voters`.
+    Only the active controller listens (standbys campaign in ZooKeeper without a listener), so a request that
+    fails to connect, loses its connection or times out moves on to the next voter; the caller retries as it would
+    after any connection error. With one voter this is a `KafkaConnection`."""
+
+    def __init__(self, addresses: list[tuple[str, int]], *, client_id: str = "insync") -> None:
+        assert addresses, "at least one address"
+        self._connections = [KafkaConnection(host, port, client_id=client_id) for host, port in addresses]
+        self._current = 0
+
+    @property
+    def address(self) -> str:
+        return self._connections[self._current].address
+
+    async def request(self, body: Any, timeout_s: float = 30.0) -> Any:
+        index = self._current
+        try:
+            return await self._connections[index].request(body, timeout_s)
+        except (ConnectionError, OSError, TimeoutError):
+            if len(self._connections) > 1 and self._current == index:
+                await self._connections[index].close()
+                self._current = (index + 1) % len(self._connections)
+                log.info("Controller %s did not answer; trying %s next", self._connections[index].address,
+                         self.address)
+            raise
+
+    async def close(self) -> None:
+        for connection in self._connections:
+            await connection.close()

@@ -5,8 +5,16 @@ BrokerHeartbeat, AlterPartition, CreateTopics and DeleteTopics (brokers forward 
 and Fetch of `__cluster_metadata`, which is how brokers receive metadata: a long poll that returns as soon as
 the controller publishes past the broker's offset (leadership at once, ISR-only changes batched per seed 003)
 or after the fetch's max wait. A timer calls `Controller.tick` at its next deadline (session fencing,
-propagation checks). Every call's events go to `events.jsonl` in the controller's log dir; metadata persists in
-`metadata.jsonl` there (`LocalFileStore`).
+propagation checks). Every call's events go to `events.jsonl` in the controller's log dir.
+
+Metadata persists in `metadata.jsonl` there (`metadata.store=local`, one controller), or in ZooKeeper
+(`metadata.store=zookeeper`, any number of controllers, `controller.zk_store`). With ZooKeeper a controller first
+campaigns for the ephemeral `/controller` znode and is a standby until it wins: a standby neither listens nor
+holds metadata, so brokers, which try the voters of `controller.quorum.voters` in turn, reach only the active one.
+The winner bumps `/controller_epoch`, loads the records and starts serving. If its session is lost, another
+controller took over, or an append is refused by the epoch check (a paused controller coming back: the fencing
+of DESIGN 4), it stops at once and the process exits non-zero, for its supervisor to restart it as a standby, as
+Kafka's ZooKeeper-era controller resigns. Nothing it did after losing the epoch reached the store.
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ from insync.broker.messages import (
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig
 from insync.controller.controller import Controller
-from insync.controller.store import LocalFileStore
+from insync.controller.store import LocalFileStore, MetadataStore
+from insync.controller.zk_store import ControllerFencedError, ZooKeeperStore
 from insync.errors import KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.server.apis import controller_apis, metadata_log, topics, versions
@@ -57,8 +66,9 @@ class ControllerNode(MeteredDispatcher):
         self.node_id = config.get_int("node.id")
         self.log_dir = config.log_dirs()[0]
         self._now = monotonic_now(self.clock)
-        self.controller = Controller(self.node_id, config, LocalFileStore(self.log_dir), self._now(),
-                                     random.Random())
+        self.controller: Controller  # set by `_become_active`, before the listener opens
+        self.fenced = False  # this controller lost its epoch: it stops, and the process exits non-zero
+        self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
         host, port = listener_address(config.get_str("controller.listener") or "")
         self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"),
@@ -66,11 +76,17 @@ class ControllerNode(MeteredDispatcher):
         self.metrics = NodeMetrics(self._snapshot)
         self._published = asyncio.Event()
         self._wake_timer = asyncio.Event()
-        self._drain()
 
     # Dispatcher ----------------------------------------------------------------------------------------
 
     async def _handle(self, request: DecodedRequest, peer: str) -> Any:
+        try:
+            return await self._answer(request)
+        except ControllerFencedError as exc:  # nothing of this request reached the store: the broker retries
+            self._resign(str(exc))
+            raise ConnectionError(f"controller {self.node_id} is no longer active") from None
+
+    async def _answer(self, request: DecodedRequest) -> Any:
         key = request.api_key
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.CONTROLLER_API_VERSIONS)
@@ -183,7 +199,11 @@ class ControllerNode(MeteredDispatcher):
             self._wake_timer.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake_timer.wait(), delay_s)
-            self.controller.tick(self._now())
+            try:
+                self.controller.tick(self._now())
+            except ControllerFencedError as exc:
+                self._resign(str(exc))
+                return
             self.event_log.write(self.controller.drain_events())
             self._published.set()
 
@@ -191,7 +211,50 @@ class ControllerNode(MeteredDispatcher):
         image = self.controller.image
         return MetricsSnapshot(offline_partitions=len(image.offline_partitions()), active_controller=1)
 
+    async def _become_active(self, stop: asyncio.Event) -> bool:
+        """Open the store (campaigning first when it is ZooKeeper) and load the controller; False if `stop` came
+        first."""
+        store: MetadataStore
+        if self.config.get_str("metadata.store") == "zookeeper":
+            connect = self.config.get_str("zookeeper.connect") or ""
+            zk = await asyncio.to_thread(ZooKeeperStore, connect, self.node_id,
+                                         session_timeout_ms=self.config.get_int("zookeeper.session.timeout.ms"))
+            log.info("Controller %d is a standby: campaigning in ZooKeeper at %s", self.node_id, connect)
+            if not await asyncio.to_thread(zk.campaign, stop.is_set):
+                zk.close()
+                return False
+            loop = asyncio.get_running_loop()
+            zk.on_lost(lambda: self._resign_soon(loop))
+            store = zk
+            log.info("Controller %d won the election (controller epoch %d)", self.node_id, zk.controller_epoch)
+        else:
+            store = LocalFileStore(self.log_dir)
+        try:
+            self.controller = Controller(self.node_id, self.config, store, self._now(), random.Random())
+        except ControllerFencedError as exc:  # lost the epoch between winning and its first record
+            self._resign(str(exc))
+            store.close()
+            return False
+        self._drain()
+        return True
+
+    def _resign_soon(self, loop: asyncio.AbstractEventLoop) -> None:
+        """From ZooKeeper's thread: the session or the /controller znode is gone."""
+        loop.call_soon_threadsafe(self._resign, "its ZooKeeper session or /controller znode")
+
+    def _resign(self, why: str) -> None:
+        if self._stop.is_set() and not self.fenced:
+            return  # shutting down anyway: closing the store ends the session, which is no loss of the epoch
+        if not self.fenced:
+            log.error("Controller %d lost %s: another controller is active; stopping", self.node_id, why)
+        self.fenced = True
+        self._stop.set()
+
     async def run(self, stop: asyncio.Event) -> None:
+        self._stop = stop
+        if not await self._become_active(stop):
+            self.event_log.close()
+            return
         await self.listener.start()
         metrics_port = self.config.get_int("metrics.port")
         if metrics_port:

@@ -47,7 +47,7 @@ from insync.protocol.records import RecordSpec, build_batch, iter_records
 from insync.server.apis import groups as api
 from insync.server.apis.entities import build, duration, nested, request_class
 from insync.server.apis.versions import CREATE_TOPICS
-from insync.server.client import KafkaConnection
+from insync.server.client import FailoverConnection
 from insync.storage.log_manager import LogManager
 from insync.types import TopicPartition
 
@@ -71,7 +71,7 @@ E = errors.BY_NAME
 
 
 class GroupCoordinator:
-    def __init__(self, config: BrokerConfig, core: BrokerCore, log_manager: LogManager, controller: KafkaConnection,
+    def __init__(self, config: BrokerConfig, core: BrokerCore, log_manager: LogManager, controller: FailoverConnection,
                  append: Callable[[ProduceRequest], Awaitable[ProduceResponse]], now: Callable[[], int]) -> None:
         self.config, self.core, self.log_manager, self.controller = config, core, log_manager, controller
         self._append, self._now = append, now

@@ -96,7 +96,11 @@ def configure_logging(log_dir: str) -> None:
     root.setLevel(logging.INFO)
 
 
-async def serve(config: BrokerConfig) -> None:
+FENCED_EXIT_CODE = 3  # a controller that lost its epoch to another one (see controller_node)
+
+
+async def serve(config: BrokerConfig) -> int:
+    """Run the node's roles until a signal; the process exit code."""
     from insync.server.broker_node import BrokerNode
     from insync.server.controller_node import ControllerNode
 
@@ -105,11 +109,13 @@ async def serve(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     roles = set(config.get_list("process.roles"))
+    controller = ControllerNode(config) if "controller" in roles else None
     async with asyncio.TaskGroup() as group:
-        if "controller" in roles:
-            group.create_task(ControllerNode(config).run(stop))
+        if controller is not None:
+            group.create_task(controller.run(stop))
         if "broker" in roles:
             group.create_task(BrokerNode(config).run(stop))
+    return FENCED_EXIT_CODE if controller is not None and controller.fenced else 0
 
 
 def run(config: BrokerConfig) -> int:
@@ -122,14 +128,13 @@ def run(config: BrokerConfig) -> int:
                                           ",".join(config.get_list("process.roles")))
     profile_dir = os.environ.get("INSYNC_PROFILE_DIR")
     if not profile_dir:
-        asyncio.run(serve(config))
-        return 0
+        return asyncio.run(serve(config))
     import cProfile
 
     profiler = cProfile.Profile()
     try:
-        profiler.runcall(asyncio.run, serve(config))
+        code: int = profiler.runcall(asyncio.run, serve(config))
     finally:
         Path(profile_dir).mkdir(parents=True, exist_ok=True)
         profiler.dump_stats(str(Path(profile_dir) / f"node-{node_id}.prof"))
-    return 0
+    return code

@@ -164,3 +164,16 @@ def _deleted_key(decoded: Decoded[DeleteTopicsRequest], result: DeleteTopicResul
         return TopicKey(result.name, wire_uuid(result.topic_id))
     return key
 
+
+
+def refuse_all(request: DecodedRequest, config: BrokerConfig, image: MetadataImage, error: KafkaError,
+               message: str) -> Any:
+    """A CreateTopics or DeleteTopics answer refusing every topic with `error`: what a broker answers when it
+    cannot forward the request to an active controller (NOT_CONTROLLER, which admin clients retry)."""
+    if request.api_key == CREATE_TOPICS:
+        create = decode_create_topics(request, config)
+        results = tuple(CreateTopicResult(t.name, error, message) for t in create.request.topics)
+        return encode_create_topics(CreateTopicsResponse(request.correlation_id, results), create, config)
+    delete = decode_delete_topics(request, image)
+    deleted = tuple(DeleteTopicResult(name, error, message) for name in delete.request.topics)
+    return encode_delete_topics(DeleteTopicsResponse(request.correlation_id, deleted), delete)
