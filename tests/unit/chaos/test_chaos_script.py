@@ -66,3 +66,17 @@ def test_verdict_counts_lost_duplicated_reordered() -> None:
     assert (bad.lost, bad.duplicated, bad.reordered, bad.lost_examples) == (1, 1, 1, (3,))
     assert history.decode_value("r", history.encode_value("r", 42, 100)) == 42
     assert history.decode_value("r", history.encode_value("other", 42, 100)) is None
+
+
+def test_several_controllers_need_zookeeper_and_are_all_voters(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--controllers 2 needs metadata.store=zookeeper"):
+        cluster.layout(tmp_path / "a", brokers=1, port=0, controllers=2)
+    with pytest.raises(ConfigError, match="--controllers must be at least 1"):
+        cluster.layout(tmp_path / "b", brokers=1, port=0, controllers=0)
+    spec = cluster.layout(tmp_path / "c", brokers=2, port=9092, controllers=2,
+                          overrides=["metadata.store=zookeeper", "zookeeper.connect=127.0.0.1:2181/x"])
+    assert [c.node_id for c in spec.controllers] == [0, 1001] and [b.node_id for b in spec.brokers] == [1, 2]
+    assert [c.port for c in spec.controllers] == [9094, 9095]
+    voters = "controller.quorum.voters=0@127.0.0.1:9094,1001@127.0.0.1:9095"
+    assert all(voters in n.config_path.read_text().splitlines() for n in spec.nodes)
+    assert "offsets.topic.replication.factor=2" in spec.node(1).config_path.read_text().splitlines()
