@@ -136,8 +136,8 @@ class FailoverConnection:
             if len(self._connections) > 1 and self._current == index:
                 await self._connections[index].close()
                 self._current = (index + 1) % len(self._connections)
-                log.info("Controller %s did not answer; trying %s next", self._connections[index].address,
-                         self.address)
+                log.debug("Controller %s did not answer; trying %s next", self._connections[index].address,
+                          self.address)
             raise
 
     async def close(self) -> None:
