@@ -58,6 +58,7 @@ from insync.spark.kafka_io import (
     OffsetRange,
     RangeFetch,
     ReaderConf,
+    check_reader_options,
     Subscription,
     admin_config,
     loss_when_stalled,
@@ -342,6 +343,9 @@ def test_reader_settings_from_the_kafka_options() -> None:
     assert ReaderConf.of({"bootstrap.servers": "h:1"}) == ReaderConf("h:1")
     assert ReaderConf.of({"bootstrap.servers": "h:1"}).check_crcs
     assert not ReaderConf.of({"bootstrap.servers": "h:1", "check.crcs": "False"}).check_crcs
+    # Spaces around a value are accepted on the driver and read the same way in the tasks.
+    check_reader_options({"check.crcs": " false ", "fetch.wait.max.ms": " 5"})
+    assert not ReaderConf.of({"bootstrap.servers": "h:1", "check.crcs": " false "}).check_crcs
     assert ReaderConf.of({"bootstrap.servers": "h:1", "max.partition.fetch.bytes": "1024",
                           "socket.timeout.ms": "2500"}) == ReaderConf("h:1", partition_fetch_bytes=1024,
                                                                       timeout_s=2.5)

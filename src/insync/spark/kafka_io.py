@@ -300,10 +300,10 @@ def check_reader_options(client_conf: Mapping[str, str]) -> None:
         raise ValueError(f"kafka.security.protocol={protocol} {' '.join('kafka.' + k for k in secure)}: the insync "
                          "source reads over PLAINTEXT only")
     for name in READER_NUMERIC_OPTIONS:
-        if name in client_conf and not client_conf[name].isdigit():
+        if name in client_conf and not client_conf[name].strip().isdigit():
             raise ValueError(f"option kafka.{name} must be a non-negative integer, got {client_conf[name]!r}")
     for name in READER_BOOLEAN_OPTIONS:
-        if name in client_conf and client_conf[name].lower() not in ("true", "false"):
+        if name in client_conf and client_conf[name].strip().lower() not in ("true", "false"):
             raise ValueError(f"option kafka.{name} must be true or false, got {client_conf[name]!r}")
 
 
@@ -323,7 +323,7 @@ class ReaderConf:
                    int(client_conf.get("max.partition.fetch.bytes", PARTITION_FETCH_BYTES)),
                    int(client_conf.get("fetch.wait.max.ms", FETCH_WAIT_MS)),
                    int(client_conf.get("socket.timeout.ms", FETCH_TIMEOUT_S * 1000)) / 1000,
-                   client_conf.get("check.crcs", "true").lower() == "true")
+                   client_conf.get("check.crcs", "true").strip().lower() == "true")  # as the options' `_bool`
 
 
 class RangeFetch:
