@@ -58,9 +58,9 @@ from insync.spark.kafka_io import (
     OffsetRange,
     RangeFetch,
     ReaderConf,
-    check_reader_options,
     Subscription,
     admin_config,
+    check_reader_options,
     loss_when_stalled,
 )
 from insync.types import TopicPartition

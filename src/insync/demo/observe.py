@@ -83,6 +83,8 @@ class ClusterObserver:
     def _poll_events(self) -> None:
         for tail in self._tails:
             for event in tail.read():
+                if event.get("topic", self.topic) != self.topic:
+                    continue  # another topic's: `__consumer_offsets`, created for the consumers' group.id
                 if len(self.events) < EVENT_LINES_MAX:
                     self.events.append(event)
                 self.recent.append(describe_event(event))
