@@ -11,6 +11,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -263,3 +264,21 @@ def test_bad_commits_are_refused_per_partition(groups_cluster: cluster.ClusterSp
     assert [(tp.offset, tp.metadata) for tp in committed] == [(-1001, None), (6, "fine")], \
         "the valid partition is committed, the refused one not"
     consumer.close()  # type: ignore[attr-defined]
+
+
+def test_too_few_brokers_for_the_offsets_topic_says_which_setting(tmp_path: Path) -> None:
+    from confluent_kafka import KafkaException, TopicPartition
+
+    from insync.cli import cluster_cmd
+
+    spec = start(tmp_path, 1, [*GROUP_CONFIG, "offsets.topic.replication.factor=3"])
+    try:
+        consumer = confluent_consumer(spec.bootstrap, "lonely")
+        with pytest.raises(KafkaException):
+            consumer.committed([TopicPartition("nothing", 0)], timeout=3)  # type: ignore[attr-defined]
+        consumer.close()  # type: ignore[attr-defined]
+        server_log = spec.node(1).log_dir / "server.log"
+        wait_until(lambda: "lower that setting" in server_log.read_text(), 10, "the broker to say why")
+        assert "offsets.topic.replication.factor=3" in server_log.read_text()
+    finally:
+        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)

@@ -241,8 +241,10 @@ class GroupCoordinator:
             return
         for result in response.topics:
             if int(result.error_code) not in (0, E["TOPIC_ALREADY_EXISTS"].code):
-                log.warning("Could not create %s: %s %s", OFFSETS_TOPIC, errors.by_code(int(result.error_code)).name,
-                            result.error_message or "")
+                log.warning("Could not create %s: %s %s (consumer groups wait for it; with fewer brokers than "
+                            "offsets.topic.replication.factor=%d, lower that setting)", OFFSETS_TOPIC,
+                            errors.by_code(int(result.error_code)).name, result.error_message or "",
+                            self.config.get_int("offsets.topic.replication.factor"))
 
     async def join(self, request: DecodedRequest, client_host: str) -> Any:
         join = api.decode_join(request, client_host)
