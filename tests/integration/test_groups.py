@@ -282,3 +282,26 @@ def test_too_few_brokers_for_the_offsets_topic_says_which_setting(tmp_path: Path
         assert "offsets.topic.replication.factor=3" in server_log.read_text()
     finally:
         cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+def test_groups_describe_shows_committed_offsets_lag_and_members(
+        groups_cluster: cluster.ClusterSpec, capsys: pytest.CaptureFixture[str]) -> None:
+    from confluent_kafka import TopicPartition
+
+    from insync.cli.main import main
+
+    new_topic(groups_cluster, "lagging", 40)  # 10 per partition
+    consumer = confluent_consumer(groups_cluster.bootstrap, "laggards", **{"client.id": "lag-client"})
+    consumer.commit(offsets=[TopicPartition("lagging", p, 4) for p in range(PARTITIONS)],  # type: ignore[attr-defined]
+                    asynchronous=False)
+    consumer.close()  # type: ignore[attr-defined]
+    capsys.readouterr()
+    assert main(["groups", "describe", "laggards", "--bootstrap-server", groups_cluster.bootstrap]) == 0
+    out = capsys.readouterr().out
+    assert "Consumer group 'laggards' has no active members" in out
+    rows = [line.split() for line in out.splitlines() if line.startswith("laggards ")]
+    assert [(r[1], r[2], r[3], r[4], r[5]) for r in rows] == [("lagging", str(p), "4", "10", "6") for p in range(4)]
+    assert main(["groups", "list", "--bootstrap-server", groups_cluster.bootstrap]) == 0
+    assert "laggards\tEMPTY" in capsys.readouterr().out
+    assert main(["groups", "describe", "no-such-group", "--bootstrap-server", groups_cluster.bootstrap]) == 1
+    assert "consumer group 'no-such-group' does not exist" in capsys.readouterr().err

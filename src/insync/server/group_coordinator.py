@@ -148,10 +148,15 @@ class GroupCoordinator:
         self._deliver(self.membership.remove_groups(sorted(gone)))
 
     def _sync_leadership(self) -> None:
+        """Drop what this broker no longer leads, and replay what it newly leads before anyone asks (as Kafka's
+        coordinator loads a partition on its election), so requests rarely meet COORDINATOR_LOAD_IN_PROGRESS."""
         for partition, epoch in list(self._loaded.items()):
             if self.core.leader_epoch(TopicPartition(OFFSETS_TOPIC, partition)) != epoch:
                 log.info("No longer coordinating the groups of %s-%d", OFFSETS_TOPIC, partition)
                 self._unload(partition)
+        for tp, epoch, _ in self.core.leader_states():
+            if tp.topic == OFFSETS_TOPIC and self._loaded.get(tp.partition) != epoch:
+                self._start_load(tp.partition, epoch)
 
     # Held requests and the timer ----------------------------------------------------------------------------
 

@@ -1,0 +1,140 @@
+"""`insync groups list|describe`, like `kafka-consumer-groups.sh --list` and `--describe`, over the Kafka protocol.
+
+`describe` prints, per partition a group has committed or been assigned, the committed offset, the partition's
+log end offset and their difference (the lag), and the member consuming it, in kafka-consumer-groups' columns. A
+partition without a commit shows `-` for the offset and the lag. It speaks only the Kafka protocol
+(confluent-kafka's AdminClient), so it works against any Kafka-compatible cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from insync.cli.topics_cmd import ADMIN_TIMEOUT_S, DEFAULT_BOOTSTRAP, _admin
+from insync.config import ConfigError
+
+COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+           "CLIENT-ID")
+NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: no committed offset
+DESCRIBE_ATTEMPTS = 5
+RETRY_BACKOFF_S = 0.5
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("groups", help="list consumer groups, describe their offsets and lag")
+    commands = parser.add_subparsers(dest="groups_command", metavar="ACTION")
+    commands.required = True
+    listing = commands.add_parser("list", help="every consumer group, with its state")
+    listing.set_defaults(func=_list)
+    describe = commands.add_parser("describe", help="committed offsets, lag and members of groups")
+    describe.add_argument("groups", nargs="+")
+    describe.set_defaults(func=_describe)
+    for sub in (listing, describe):
+        sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
+
+
+@dataclass(frozen=True, slots=True)
+class LagRow:
+    group: str
+    topic: str
+    partition: int
+    committed: int | None
+    log_end_offset: int
+    member: tuple[str, str, str] | None  # consumer id, host, client id
+
+    @property
+    def lag(self) -> int | None:
+        return None if self.committed is None else max(0, self.log_end_offset - self.committed)
+
+    def cells(self) -> tuple[str, ...]:
+        member = self.member or ("-", "-", "-")
+        return (self.group, self.topic, str(self.partition), _or_dash(self.committed), str(self.log_end_offset),
+                _or_dash(self.lag), *member)
+
+
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _list(args: argparse.Namespace) -> int:
+    admin = _admin(args.bootstrap_server)  # held while its future is pending: librdkafka fails those of a freed one
+    listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_S).result(timeout=ADMIN_TIMEOUT_S)
+    for error in listed.errors:
+        print(f"Warning: a broker did not list its groups: {error}", file=sys.stderr)
+    for group in sorted(listed.valid, key=lambda g: g.group_id):
+        print(f"{group.group_id}\t{str(group.state).rpartition('.')[2]}")
+    return 0
+
+
+def _described(admin: Any, group_id: str) -> Any:
+    """The group's description. librdkafka returns a coordinator that is loading or moving as an error (Kafka's
+    Java admin client retries it): retry those a few times."""
+    from confluent_kafka import KafkaException
+
+    for attempt in range(DESCRIBE_ATTEMPTS):
+        try:
+            return admin.describe_consumer_groups([group_id], request_timeout=ADMIN_TIMEOUT_S)[group_id].result(
+                timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or attempt == DESCRIBE_ATTEMPTS - 1:
+                raise ConfigError(f"cannot describe consumer group {group_id!r}: {exc.args[0].str()}") from None
+            time.sleep(RETRY_BACKOFF_S)
+    raise AssertionError("unreachable")
+
+
+def describe_rows(bootstrap: str, group_id: str) -> tuple[str, list[LagRow]]:
+    """(the group's state, its rows); raises ConfigError for a group the cluster does not know."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin = _admin(bootstrap)
+    description = _described(admin, group_id)
+    state = str(description.state).rpartition(".")[2]
+    members = {(tp.topic, tp.partition): (m.member_id, m.host, m.client_id)
+               for m in description.members for tp in m.assignment.topic_partitions}
+    offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id)],
+                                                request_timeout=ADMIN_TIMEOUT_S)[group_id].result(
+        timeout=ADMIN_TIMEOUT_S)
+    committed = {(tp.topic, tp.partition): tp.offset for tp in offsets.topic_partitions}
+    if state == "DEAD" and not committed:
+        raise ConfigError(f"consumer group {group_id!r} does not exist")
+    keys = sorted(set(committed) | set(members))
+    ends = _log_end_offsets(admin, keys)
+    return state, [LagRow(group_id, topic, partition,
+                          None if committed.get((topic, partition), NO_OFFSET) < 0 else committed[(topic, partition)],
+                          ends[(topic, partition)], members.get((topic, partition)))
+                   for topic, partition in keys]
+
+
+def _log_end_offsets(admin: Any, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # public, not in the stubs
+
+    if not keys:
+        return {}
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    futures = admin.list_offsets({TopicPartition(t, p): latest for t, p in keys},
+                                 request_timeout=ADMIN_TIMEOUT_S)
+    return {(tp.topic, tp.partition): future.result(timeout=ADMIN_TIMEOUT_S).offset for tp, future in futures.items()}
+
+
+def _describe(args: argparse.Namespace) -> int:
+    failed = 0
+    for group_id in args.groups:
+        try:
+            state, rows = describe_rows(args.bootstrap_server, group_id)
+        except ConfigError as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        if not any(r.member for r in rows):
+            print(f"\nConsumer group '{group_id}' has no active members (state {state}).")
+        table = [COLUMNS, *(r.cells() for r in rows)]
+        widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+        print()
+        for line in table:
+            print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+    return 1 if failed else 0
