@@ -139,6 +139,21 @@ def test_a_paused_controller_that_lost_its_epoch_stops(zk_cluster: tuple[cluster
         cluster.signal_node(spec, cluster.CONTROLLER_ID, signal.SIGCONT)
     wait_until(lambda: not cluster.pid_alive(active.pid), 30, "the paused controller to stop once resumed")
     server_log = (Path(active.directory) / "data" / "server.log").read_text()
-    assert "another controller is active; stopping" in server_log
+    assert "is no longer the active controller" in server_log and "; stopping" in server_log
     assert controller_of(zk) == STANDBY and znode(zk, "/controller_epoch") == b"2"
     assert [r.leader >= 1 for r in describe_rows(spec.bootstrap, ["while-paused"])] == [True]
+
+
+def test_a_controller_without_its_zookeeper_says_so_and_exits(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    port = cluster.free_ports(1)[0]  # nothing listens there
+    config = tmp_path / "server.properties"
+    config.write_text(f"node.id=0\nprocess.roles=controller\ncontroller.listener=CONTROLLER://127.0.0.1:{port + 1}\n"
+                      f"log.dirs={tmp_path / 'data'}\nmetadata.store=zookeeper\n"
+                      f"zookeeper.connect=127.0.0.1:{port}/x\nzookeeper.session.timeout.ms=2000\n")
+    done = subprocess.run([sys.executable, "-m", "insync.cli.main", "broker", "start", "--config", str(config)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 4, done.stderr
+    assert "cannot use its metadata store" in done.stderr and f"127.0.0.1:{port}/x" in done.stderr

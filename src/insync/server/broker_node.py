@@ -221,12 +221,12 @@ class BrokerNode(MeteredDispatcher):
 
     async def _handle(self, request: DecodedRequest, peer: str) -> Any:
         key, image = request.api_key, self.core.metadata.image
-        if key in GROUP_APIS:
-            return await self._group_request(request, peer)
         if key == versions.PRODUCE:
             return await self._produce(request)
         if key == versions.FETCH:
             return await self._fetch(request)
+        if key in GROUP_APIS:
+            return await self._group_request(request, peer)
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.BROKER_API_VERSIONS)
         if key == versions.METADATA:

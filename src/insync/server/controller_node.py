@@ -32,7 +32,7 @@ from insync.broker.messages import (
     MetadataUpdate,
 )
 from insync.clock import Clock, SystemClock
-from insync.config import BrokerConfig
+from insync.config import BrokerConfig, ConfigError
 from insync.controller.controller import Controller
 from insync.controller.store import LocalFileStore, MetadataStore
 from insync.controller.zk_store import ControllerFencedError, ZooKeeperStore
@@ -53,6 +53,9 @@ from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, 
 
 log = logging.getLogger("insync.controller")
 
+FENCED_EXIT_CODE = 3  # another controller took over: restart this one as a standby
+STORE_UNAVAILABLE_EXIT_CODE = 4  # the metadata store could not be reached (the log names it)
+
 METADATA_WAIT_MAX_MS = 1000
 TICK_MAX_S = 1.0
 
@@ -67,7 +70,7 @@ class ControllerNode(MeteredDispatcher):
         self.log_dir = config.log_dirs()[0]
         self._now = monotonic_now(self.clock)
         self.controller: Controller  # set by `_become_active`, before the listener opens
-        self.fenced = False  # this controller lost its epoch: it stops, and the process exits non-zero
+        self.exit_code = 0  # FENCED_EXIT_CODE once it lost its epoch, STORE_UNAVAILABLE_EXIT_CODE without a store
         self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
         host, port = listener_address(config.get_str("controller.listener") or "")
@@ -217,8 +220,15 @@ class ControllerNode(MeteredDispatcher):
         store: MetadataStore
         if self.config.get_str("metadata.store") == "zookeeper":
             connect = self.config.get_str("zookeeper.connect") or ""
-            zk = await asyncio.to_thread(ZooKeeperStore, connect, self.node_id,
-                                         session_timeout_ms=self.config.get_int("zookeeper.session.timeout.ms"))
+            try:
+                session_ms = self.config.get_int("zookeeper.session.timeout.ms")
+                # Kafka's zookeeper.connection.timeout.ms defaults to the session timeout: so does this wait.
+                zk = await asyncio.to_thread(ZooKeeperStore, connect, self.node_id, session_timeout_ms=session_ms,
+                                             connect_timeout_s=session_ms / 1000)
+            except ConfigError as exc:
+                log.error("Controller %d cannot use its metadata store: %s", self.node_id, exc)
+                self.exit_code = STORE_UNAVAILABLE_EXIT_CODE
+                return False
             log.info("Controller %d is a standby: campaigning in ZooKeeper at %s", self.node_id, connect)
             if not await asyncio.to_thread(zk.campaign, stop.is_set):
                 zk.close()
@@ -243,11 +253,12 @@ class ControllerNode(MeteredDispatcher):
         loop.call_soon_threadsafe(self._resign, "its ZooKeeper session or /controller znode")
 
     def _resign(self, why: str) -> None:
-        if self._stop.is_set() and not self.fenced:
+        if self.exit_code == FENCED_EXIT_CODE:
+            return  # already resigned
+        if self._stop.is_set():
             return  # shutting down anyway: closing the store ends the session, which is no loss of the epoch
-        if not self.fenced:
-            log.error("Controller %d lost %s: another controller is active; stopping", self.node_id, why)
-        self.fenced = True
+        log.error("Controller %d is no longer the active controller (%s); stopping", self.node_id, why)
+        self.exit_code = FENCED_EXIT_CODE
         self._stop.set()
 
     async def run(self, stop: asyncio.Event) -> None:

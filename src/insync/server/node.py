@@ -96,9 +96,6 @@ def configure_logging(log_dir: str) -> None:
     root.setLevel(logging.INFO)
 
 
-FENCED_EXIT_CODE = 3  # a controller that lost its epoch to another one (see controller_node)
-
-
 async def serve(config: BrokerConfig) -> int:
     """Run the node's roles until a signal; the process exit code."""
     from insync.server.broker_node import BrokerNode
@@ -115,7 +112,7 @@ async def serve(config: BrokerConfig) -> int:
             group.create_task(controller.run(stop))
         if "broker" in roles:
             group.create_task(BrokerNode(config).run(stop))
-    return FENCED_EXIT_CODE if controller is not None and controller.fenced else 0
+    return controller.exit_code if controller is not None else 0
 
 
 def run(config: BrokerConfig) -> int:
