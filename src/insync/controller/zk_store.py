@@ -19,7 +19,8 @@ the same transaction. To know topic names, partitions and znode versions the sto
 replayed from `load()` and from each successful append.
 
 Limits: a znode holds at most 1 MB and so does a transaction, so a batch (with its state znodes) must encode
-under 1,000,000 bytes; that is asserted, where a real deployment would chunk large batches over several znodes.
+under 1,000,000 bytes. A larger one (a topic of thousands of partitions) is refused with INVALID_REQUEST before
+anything is written, where a real deployment would chunk it over several znodes.
 Brokers never talk to ZooKeeper.
 """
 
@@ -44,6 +45,7 @@ from kazoo.exceptions import (
 )
 from kazoo.protocol.states import EventType
 
+from insync import errors
 from insync.config import ConfigError
 from insync.controller.image import MetadataImage
 from insync.controller.records import (
@@ -53,6 +55,7 @@ from insync.controller.records import (
     RecordError,
 )
 from insync.controller.store import MetadataStoreError, decode_batch, encode_batch
+from insync.errors import KafkaException
 
 log = logging.getLogger(__name__)
 
@@ -280,9 +283,10 @@ class ZooKeeperStore:
             image = image.replay(record)
         writes = _plan(self._image, image, records, self._versions, self._epoch)
         size = len(batch) + sum(len(w.data) for w in writes)
-        assert size < MAX_TRANSACTION_BYTES, (
-            f"a batch of {len(records)} records is {size} bytes with its state znodes, over ZooKeeper's 1 MB "
-            "limit; chunking large batches is not implemented")
+        if size >= MAX_TRANSACTION_BYTES:  # e.g. a topic of thousands of partitions: refused, nothing stored
+            raise KafkaException(errors.INVALID_REQUEST, (
+                f"a metadata batch of {len(records)} records is {size} bytes with its state znodes, over ZooKeeper's "
+                "1 MB request limit (chunking is not implemented): create fewer partitions at once"))
         results = self._commit(batch, writes)
         for write, result in zip(writes, results[2:], strict=True):
             if write.op == "delete":

@@ -27,6 +27,7 @@ from insync.controller.records import (
     TopicRecord,
 )
 from insync.controller.zk_store import ControllerFencedError, ZooKeeperStore
+from insync.errors import KafkaException
 
 ORDERS = "5f2b6c1e-8a3d-4f6e-9b7a-1c2d3e4f5a6b"
 LOGS = "0b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e"
@@ -244,10 +245,12 @@ def test_a_removed_topics_znodes_are_deleted(connect: str, plain: KazooClient) -
     store.close()
 
 
-def test_a_batch_over_zookeepers_limit_is_a_programmer_error(connect: str) -> None:
+def test_a_batch_over_zookeepers_limit_is_refused_and_nothing_is_stored(connect: str) -> None:
     store = elected(connect, 1)
-    with pytest.raises(AssertionError, match="1 MB"):
+    before = store.load()
+    with pytest.raises(KafkaException, match="1 MB"):
         store.append([ConfigRecord("orders", "big", "x" * 1_000_000)])
+    assert store.load() == before
     store.close()
 
 
