@@ -305,3 +305,20 @@ def test_groups_describe_shows_committed_offsets_lag_and_members(
     assert "laggards\tEMPTY" in capsys.readouterr().out
     assert main(["groups", "describe", "no-such-group", "--bootstrap-server", groups_cluster.bootstrap]) == 1
     assert "consumer group 'no-such-group' does not exist" in capsys.readouterr().err
+
+
+def test_console_consume_with_a_group_resumes_where_it_stopped(
+        groups_cluster: cluster.ClusterSpec, capsys: pytest.CaptureFixture[str]) -> None:
+    from insync.cli.main import main
+
+    values = new_topic(groups_cluster, "console", 40)
+    args = ["consume", "--topic", "console", "--group", "console-group", "--idle-timeout-ms", "4000",
+            "--bootstrap-server", groups_cluster.bootstrap]
+    capsys.readouterr()
+    assert main([*args, "--max-messages", "25"]) == 0
+    first = capsys.readouterr().out.split()
+    assert main(args) == 0
+    second = capsys.readouterr().out.split()
+    assert len(first) == 25 and sorted(first + second) == sorted(v.decode() for v in values)
+    assert main([*args, "--partition", "0"]) == 1
+    assert "--partition cannot be used with --group" in capsys.readouterr().err

@@ -1,9 +1,11 @@
 """`insync produce` and `insync consume`: console tools like kafka-console-producer/-consumer.
 
 `produce` sends each stdin line as one record (`--key-separator` splits key and value) with the chosen acks
-and reports what was not acknowledged. `consume` assigns partitions directly (no consumer group), starts at
-`--offset` (earliest, latest or a number), prints each record, and stops after `--max-messages` or when nothing
-arrives for `--idle-timeout-ms`. Consumers only ever see committed data (below the high watermark).
+and reports what was not acknowledged. `consume` assigns partitions directly, starts at `--offset` (earliest,
+latest or a number), prints each record, and stops after `--max-messages` or when nothing arrives for
+`--idle-timeout-ms`. With `--group` it joins that consumer group instead: it subscribes, starts where the group
+committed (`--offset` earliest or latest where it has not), and commits what it printed before it leaves.
+Consumers only ever see committed data (below the high watermark).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def register(subparsers: Any) -> None:
     consume.add_argument("--idle-timeout-ms", type=int, default=5000)
     consume.add_argument("--print-key", action="store_true")
     consume.add_argument("--print-offset", action="store_true")
+    consume.add_argument("--group", default=None, help="join this consumer group and commit what was printed")
     consume.set_defaults(func=_consume)
 
     for sub in (produce, consume):
@@ -93,6 +96,8 @@ def _start_offset(text: str) -> int:
 def _consume(args: argparse.Namespace) -> int:
     from confluent_kafka import Consumer, TopicPartition
 
+    if args.group is not None:
+        return _consume_in_group(args)
     start = _start_offset(args.offset)
     consumer = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": "insync-console",
                          "enable.auto.commit": False, "enable.partition.eof": False})
@@ -106,6 +111,27 @@ def _consume(args: argparse.Namespace) -> int:
             raise ConfigError(f"topic {args.topic} has no partition {missing[0]}")
         consumer.assign([TopicPartition(args.topic, p, start) for p in partitions])
         return _print_records(consumer, args)
+    finally:
+        consumer.close()
+
+
+def _consume_in_group(args: argparse.Namespace) -> int:
+    from confluent_kafka import Consumer
+
+    if args.partition is not None:
+        raise ConfigError("--partition cannot be used with --group: the group assigns the partitions")
+    if args.offset not in ("earliest", "latest"):
+        raise ConfigError(f"--offset {args.offset} cannot be used with --group: the group starts where it committed "
+                          "(earliest or latest where it has not)")
+    consumer = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": args.group,
+                         "auto.offset.reset": args.offset, "enable.auto.commit": False,
+                         "enable.partition.eof": False})
+    try:
+        consumer.subscribe([args.topic])
+        code = _print_records(consumer, args)
+        if consumer.assignment():
+            consumer.commit(asynchronous=False)  # the positions after what was printed
+        return code
     finally:
         consumer.close()
 
