@@ -88,6 +88,19 @@ def created(spec: cluster.ClusterSpec, topic: str) -> bool:
     return True
 
 
+def status_lines(spec: cluster.ClusterSpec) -> dict[int, str]:
+    """`insync cluster status` lines by node id."""
+    import contextlib
+    import io
+
+    from insync.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["cluster", "status", "--dir", spec.directory])
+    return {int(line.split()[0]): line for line in out.getvalue().splitlines() if line.split()[0].isdigit()}
+
+
 def controller_of(zk: ZooKeeperServer) -> int:
     data = znode(zk, "/controller")
     assert data is not None, "no active controller"
@@ -104,9 +117,12 @@ def test_the_standby_takes_over_when_the_active_controller_dies(
     first = [f"before-{i}".encode() for i in range(300)]
     produce(spec.bootstrap, "before", first)
 
+    assert status_lines(spec)[cluster.CONTROLLER_ID].endswith("running, active")
+    assert status_lines(spec)[STANDBY].endswith("running, standby")
     cluster.signal_node(spec, cluster.CONTROLLER_ID, signal.SIGKILL)
     wait_until(lambda: znode(zk, "/controller") is not None and controller_of(zk) == STANDBY, 30,
                "the standby to win the election")
+    wait_until(lambda: status_lines(spec)[STANDBY].endswith("running, active"), 10, "status to show the new one")
     assert znode(zk, "/controller_epoch") == b"2"
     elected = events(spec, STANDBY, "controller_elected")
     assert elected, "the standby logged its election"

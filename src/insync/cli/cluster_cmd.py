@@ -100,13 +100,26 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _listening(port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def _status(args: argparse.Namespace) -> int:
     spec = cluster.ClusterSpec.load(args.dir)
     print(f"{'node':>4}  {'role':<10}  {'address':<21}  {'pid':>7}  state")
     for node in spec.nodes:
         running = node.pid is not None and cluster.pid_alive(node.pid)
-        print(f"{node.node_id:>4}  {node.roles:<10}  {node.address:<21}  {node.pid or '-':>7}  "
-              f"{'running' if running else 'stopped'}")
+        state = "running" if running else "stopped"
+        if running and len(spec.controllers) > 1 and node.roles == "controller":
+            # Only the active controller listens; the others campaign in ZooKeeper.
+            state = "running, active" if _listening(node.port) else "running, standby"
+        print(f"{node.node_id:>4}  {node.roles:<10}  {node.address:<21}  {node.pid or '-':>7}  {state}")
     try:
         from insync.cli.topics_cmd import describe_rows
 
