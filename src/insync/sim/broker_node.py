@@ -26,7 +26,7 @@ from insync.broker.core import BrokerCore
 from insync.broker.messages import CompleteAfter, Outgoing
 from insync.config import BrokerConfig
 from insync.events import Event
-from insync.sim.network import Network, NodeId
+from insync.sim.network import Disconnected, Network, NodeId
 from insync.sim.scheduler import Scheduler, SchedulerClock, Timer
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
@@ -56,7 +56,9 @@ class SimBroker:
         self._timer: Timer | None = None
         self._paused_until_ms = 0
         self._inbox: deque[tuple[NodeId, object] | int] = deque()
-        network.register(broker_id, self._on_message)
+        # A broker hears its connections close, as the server's `KafkaConnection` does: a follower fetch to a
+        # leader that stopped cleanly fails at once (`_handle`), not after replica.socket.timeout.ms.
+        network.register(broker_id, self._on_message, hears_disconnects=True)
 
     @property
     def alive(self) -> bool:
@@ -86,7 +88,23 @@ class SimBroker:
             assert len(self._inbox) < INBOX_MAX
             self._inbox.append((src, message))
             return
-        self._apply(self.core.handle(self._scheduler.now_ms, src, message))
+        self._apply(self._handle(src, message))
+
+    def _handle(self, src: NodeId, message: object) -> list[Outgoing | CompleteAfter]:
+        core = self.core
+        assert core is not None
+        if not isinstance(message, Disconnected):
+            return core.handle(self._scheduler.now_ms, src, message)
+        # As `server.broker_node._to_broker`: the fetch in flight on the closed connection fails and backs off.
+        # The controller channel has no such path there either: it times out and retries.
+        node = message.node
+        if not isinstance(node, int):
+            return []  # the controller (or a client): nothing of ours in flight fails on it
+        session = core.fetchers.sessions.get(BrokerId(node))
+        request = session.in_flight if session is not None else None
+        if request is None:
+            return []
+        return core.fetch_failed(self._scheduler.now_ms, BrokerId(node), request.correlation_id)
 
     def _complete(self, incarnation: int, token: int) -> None:
         if self.core is None or incarnation != self.incarnation:
@@ -149,7 +167,7 @@ class SimBroker:
             if isinstance(item, int):
                 self._apply(self.core.complete_read(self._scheduler.now_ms, item))
             else:
-                self._apply(self.core.handle(self._scheduler.now_ms, item[0], item[1]))
+                self._apply(self._handle(item[0], item[1]))
         if self.core is not None:
             self._apply(self.core.tick(self._scheduler.now_ms))
 

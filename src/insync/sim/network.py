@@ -8,9 +8,9 @@ same link); `reorder=True` lets jitter reorder messages. A message is lost when:
 - the destination process died since the message was sent (its connections died with it: `kill` bumps the
   node's incarnation, and a delivery addressed to an older incarnation is discarded).
 A process that dies is silent, like a machine that lost power: its peers learn of it from their timeouts. One
-that stops cleanly (`close`) closes its connections, and nodes registered with `hears_disconnects` (the
-clients) receive `Disconnected(node)` one link latency later, and again for each message they send to it until
-it is back (`open`): a client's connection is reset, or refused, at once.
+that stops cleanly (`close`) closes its connections, and nodes registered with `hears_disconnects` (clients, and
+brokers for their follower fetches) receive `Disconnected(node)` one link latency later, and again for each
+message they send to it until it is back (`open`): a connection is reset, or refused, at once.
 Clogging (FoundationDB's term) does not lose messages: a clogged link holds them until `unclog` time, so the
 receiver sees a burst later. `swizzle_clog` clogs a random subset of links one after another and unclogs them in
 a different random order, the pattern that shakes out ordering assumptions.
