@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from insync.cli.topics_cmd import ADMIN_TIMEOUT_S, DEFAULT_BOOTSTRAP, _admin
+from insync.cli.topics_cmd import ADMIN_TIMEOUT_S, DEFAULT_BOOTSTRAP, admin_client
 from insync.config import ConfigError
 
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
@@ -61,7 +61,7 @@ def _or_dash(value: int | None) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    admin = _admin(args.bootstrap_server)  # held while its future is pending: librdkafka fails those of a freed one
+    admin = admin_client(args.bootstrap_server)  # held while its future is pending: librdkafka fails those of a freed one
     listed = admin.list_consumer_groups(request_timeout=ADMIN_TIMEOUT_S).result(timeout=ADMIN_TIMEOUT_S)
     for error in listed.errors:
         print(f"Warning: a broker did not list its groups: {error}", file=sys.stderr)
@@ -90,7 +90,7 @@ def describe_rows(bootstrap: str, group_id: str) -> tuple[str, list[LagRow]]:
     """(the group's state, its rows); raises ConfigError for a group the cluster does not know."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
-    admin = _admin(bootstrap)
+    admin = admin_client(bootstrap)
     description = _described(admin, group_id)
     state = str(description.state).rpartition(".")[2]
     members = {(tp.topic, tp.partition): (m.member_id, m.host, m.client_id)

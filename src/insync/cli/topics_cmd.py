@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
         sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
 
 
-def _admin(bootstrap: str) -> Any:
+def admin_client(bootstrap: str) -> Any:
+    """The tools' AdminClient (`groups_cmd` shares it). Keep it referenced while its futures are pending."""
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000)})
@@ -90,17 +91,17 @@ def _create(args: argparse.Namespace) -> int:
     validate_topic_configs(configs)
     topic = NewTopic(args.name, num_partitions=args.partitions, replication_factor=args.replication_factor,
                      config=configs)
-    admin = _admin(args.bootstrap_server)
+    admin = admin_client(args.bootstrap_server)
     return _wait(admin, admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S), "Created")
 
 
 def _delete(args: argparse.Namespace) -> int:
-    admin = _admin(args.bootstrap_server)
+    admin = admin_client(args.bootstrap_server)
     return _wait(admin, admin.delete_topics([args.name], operation_timeout=ADMIN_TIMEOUT_S), "Deleted")
 
 
 def _list(args: argparse.Namespace) -> int:
-    metadata = _admin(args.bootstrap_server).list_topics(timeout=ADMIN_TIMEOUT_S)
+    metadata = admin_client(args.bootstrap_server).list_topics(timeout=ADMIN_TIMEOUT_S)
     for name in sorted(metadata.topics):
         print(name)
     return 0
@@ -131,7 +132,7 @@ class PartitionRow:
 
 def describe_rows(bootstrap: str, names: Iterable[str] = ()) -> list[PartitionRow]:
     """Every partition of the named topics (all topics when none are named), with its topic's min ISR."""
-    admin = _admin(bootstrap)
+    admin = admin_client(bootstrap)
     metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
     wanted = list(names) or sorted(metadata.topics)
     unknown = [name for name in wanted if name not in metadata.topics]
@@ -205,7 +206,7 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
 
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    admin = _admin(bootstrap)
+    admin = admin_client(bootstrap)
     future = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
                                            config=configs)], operation_timeout=ADMIN_TIMEOUT_S)[name]
     try:
