@@ -34,6 +34,11 @@ class MetadataStoreError(Exception):
     """The stored metadata cannot be read; the message names the file and line."""
 
 
+class ControllerFencedError(Exception):
+    """A shared store (ZooKeeper) refused an append because another controller was elected, or this one's
+    session is gone: this controller must stop acting. Nothing of the refused batch is stored."""
+
+
 class MetadataStore(Protocol):
     def load(self) -> list[Record]: ...
 

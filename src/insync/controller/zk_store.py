@@ -54,7 +54,7 @@ from insync.controller.records import (
     Record,
     RecordError,
 )
-from insync.controller.store import MetadataStoreError, decode_batch, encode_batch
+from insync.controller.store import ControllerFencedError, MetadataStoreError, decode_batch, encode_batch
 from insync.errors import KafkaException
 
 log = logging.getLogger(__name__)
@@ -65,10 +65,6 @@ BATCHES = "/insync/metadata"
 BATCH_PREFIX = f"{BATCHES}/batch-"
 TOPICS = "/brokers/topics"
 MAX_TRANSACTION_BYTES = 1_000_000  # ZooKeeper's jute.maxbuffer is 1 MiB per znode and per request
-
-
-class ControllerFencedError(Exception):
-    """Another controller was elected, or our ZooKeeper session is gone: this one must stop acting."""
 
 
 @dataclass(frozen=True, slots=True)

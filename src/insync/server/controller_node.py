@@ -34,8 +34,7 @@ from insync.broker.messages import (
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigError
 from insync.controller.controller import Controller
-from insync.controller.store import LocalFileStore, MetadataStore
-from insync.controller.zk_store import ControllerFencedError, ZooKeeperStore
+from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.server.apis import controller_apis, metadata_log, topics, versions
@@ -219,6 +218,8 @@ class ControllerNode(MeteredDispatcher):
         first."""
         store: MetadataStore
         if self.config.get_str("metadata.store") == "zookeeper":
+            from insync.controller.zk_store import ZooKeeperStore  # kazoo: only controllers that use it
+
             connect = self.config.get_str("zookeeper.connect") or ""
             try:
                 session_ms = self.config.get_int("zookeeper.session.timeout.ms")
