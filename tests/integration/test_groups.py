@@ -38,6 +38,15 @@ def groups_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster
         cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
+def restart(spec: cluster.ClusterSpec, node_id: int) -> None:
+    """Start a killed broker again and wait until it is registered: later tests create topics with 3 replicas."""
+    from insync.cli import cluster_cmd
+
+    spec = cluster.start_node(cluster.ClusterSpec.load(spec.directory), node_id)
+    cluster.wait_listening(spec.node(node_id))
+    cluster_cmd.wait_registered(spec, 60)
+
+
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
     from confluent_kafka import Producer
 
@@ -217,11 +226,7 @@ def test_committed_offsets_survive_a_sigkill_of_the_coordinator(groups_cluster: 
         wait_until(read_committed, 60, "the new coordinator to serve the committed offsets")
         reader.close()  # type: ignore[attr-defined]
     finally:
-        from insync.cli import cluster_cmd
-
-        spec = cluster.start_node(cluster.ClusterSpec.load(spec.directory), coordinator)
-        cluster.wait_listening(spec.node(coordinator))
-        cluster_cmd.wait_registered(spec, 60)  # the next test creates topics with 3 replicas
+        restart(spec, coordinator)
 
 
 def test_bad_group_requests_get_kafkas_errors(groups_cluster: cluster.ClusterSpec) -> None:
@@ -329,7 +334,6 @@ def test_members_carry_on_through_a_coordinator_crash(groups_cluster: cluster.Cl
     read every message (at least once: what was read after the last commit may come again)."""
     from confluent_kafka.admin import AdminClient
 
-    from insync.cli import cluster_cmd
 
     spec = groups_cluster
     group_id = "survivors"
@@ -355,6 +359,4 @@ def test_members_carry_on_through_a_coordinator_crash(groups_cluster: cluster.Cl
         for member in members:
             member.close()  # type: ignore[attr-defined]
     finally:
-        spec = cluster.start_node(cluster.ClusterSpec.load(spec.directory), coordinator)
-        cluster.wait_listening(spec.node(coordinator))
-        cluster_cmd.wait_registered(spec, 60)
+        restart(spec, coordinator)
