@@ -12,8 +12,9 @@ broker's defaults into a `LogConfig`, the one object the storage engine reads.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from pathlib import Path
 from typing import Literal
 
@@ -316,6 +317,54 @@ def _check_relations(values: Mapping[str, object]) -> None:
 def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:
     """Validate topic-level overrides (CreateTopics configs, `--config k=v`); unknown keys are an error."""
     return _validate(raw, TOPIC_CONFIGS, "topic")
+
+
+class ConfigOp(IntEnum):
+    """Kafka's `AlterConfigOp.OpType`: what an IncrementalAlterConfigs entry does to its key."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2  # list configs only: add the items not already there
+    SUBTRACT = 3  # list configs only: remove the items
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    key: str
+    op: ConfigOp
+    value: str | None = None
+
+
+def altered_topic_configs(current: Mapping[str, str], changes: Sequence[ConfigChange], *,
+                          replace: bool = False) -> dict[str, object]:
+    """A topic's overrides after `changes`, validated as CreateTopics validates them (unknown keys and bad values
+    raise ConfigError naming the key). `replace` is the legacy AlterConfigs: the SET changes become the whole set
+    of overrides. APPEND and SUBTRACT start from the current override, else the broker default, as in Kafka."""
+    result: dict[str, object] = {} if replace else dict(current)
+    for change in changes:
+        definition = TOPIC_CONFIGS.get(change.key)
+        if definition is None:
+            raise ConfigError(f"unknown topic config key: {change.key}")
+        if change.op is ConfigOp.DELETE:
+            result.pop(change.key, None)
+            continue
+        if change.value is None:
+            raise ConfigError(f"null value for {change.key}: {change.op.name} needs a value")
+        if change.op is ConfigOp.SET:
+            result[change.key] = change.value
+            continue
+        if definition.type != "list":
+            raise ConfigError(f"{change.op.name} applies to list configs only; {change.key} is {definition.type}")
+        base = result.get(change.key, BROKER_CONFIGS[TOPIC_TO_BROKER[change.key]].default)
+        items = list(definition.parse(base) or ())  # type: ignore[call-overload]  # a list config parses to a tuple
+        operand = definition.parse(change.value) or ()
+        assert isinstance(operand, tuple)
+        if change.op is ConfigOp.APPEND:
+            items.extend(item for item in operand if item not in items)
+        else:
+            items = [item for item in items if item not in operand]
+        result[change.key] = ",".join(items)
+    return validate_topic_configs(result)
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,3 +76,36 @@ def test_bad_properties_line() -> None:
 
 def test_broker_id_alias() -> None:
     assert BrokerConfig({"broker.id": "7"}).get_int("node.id") == 7
+
+
+def test_altered_topic_configs_set_delete_append_subtract() -> None:
+    from insync.config import ConfigChange, ConfigOp, altered_topic_configs
+
+    current = {"retention.ms": "1000", "min.insync.replicas": "2"}
+    assert altered_topic_configs(current, [ConfigChange("min.insync.replicas", ConfigOp.SET, "3"),
+                                           ConfigChange("retention.ms", ConfigOp.DELETE)]) == {"min.insync.replicas": 3}
+    # APPEND starts from the broker default (delete) and adds nothing already there; SUBTRACT removes.
+    appended = altered_topic_configs({}, [ConfigChange("cleanup.policy", ConfigOp.APPEND, "delete")])
+    assert appended == {"cleanup.policy": ("delete",)}
+    assert altered_topic_configs({"cleanup.policy": "delete"}, [
+        ConfigChange("cleanup.policy", ConfigOp.SUBTRACT, "delete")]) == {"cleanup.policy": ()}
+    # The legacy AlterConfigs: the SET entries become the whole set.
+    assert altered_topic_configs(current, [ConfigChange("segment.ms", ConfigOp.SET, "60000")], replace=True) == {
+        "segment.ms": 60000}
+    assert current == {"retention.ms": "1000", "min.insync.replicas": "2"}  # not modified
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("nope", 0, "1"), "unknown topic config key: nope"),
+    (("min.insync.replicas", 0, "x"), "invalid value 'x' for min.insync.replicas"),
+    (("min.insync.replicas", 0, "0"), "invalid value '0' for min.insync.replicas"),
+    (("min.insync.replicas", 0, None), "null value for min.insync.replicas"),
+    (("retention.ms", 2, "5"), "APPEND applies to list configs only; retention.ms is long"),
+    (("cleanup.policy", 2, "compact"), "invalid value 'compact' for cleanup.policy"),
+])
+def test_altered_topic_configs_errors_name_the_key(change: tuple[str, int, str | None], message: str) -> None:
+    from insync.config import ConfigChange, ConfigOp, altered_topic_configs
+
+    key, op, value = change
+    with pytest.raises(ConfigError, match=message):
+        altered_topic_configs({}, [ConfigChange("retention.ms", ConfigOp.SET, "5"), ConfigChange(key, ConfigOp(op), value)])

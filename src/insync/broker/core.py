@@ -297,6 +297,9 @@ class BrokerCore:
             if self.partitions.pop(tp, None) is not None:
                 self.log_manager.delete(tp)
             return []
+        if delta.kind is DeltaKind.CONFIG:
+            self._reconfigure(now_ms, tp)
+            return []
         reg = delta.registration
         assert reg is not None
         partition = self._partition(tp)
@@ -318,12 +321,21 @@ class BrokerCore:
             self.fetchers.assign(now_ms, tp, BrokerId(reg.leader), leader_epoch)
         return []
 
+    def _reconfigure(self, now_ms: int, tp: TopicPartition) -> None:
+        """New topic overrides take effect at once, as in Kafka: the log's limits and retention, and the
+        partition's min.insync.replicas (its under-min-ISR state is judged again)."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return  # created later from the image, with the new configs
+        log_config = self.config.log_config(self.metadata.image.configs(tp.topic))
+        self.log_manager.get_or_create(tp, log_config)
+        partition.reconfigure(PartitionConfig.from_configs(self.config, log_config), now_ms)
+
     def _partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is not None:
             return partition
-        topic_configs = dict(self.metadata.image.configs(tp.topic))
-        log_config = self.config.log_config(topic_configs)
+        log_config = self.config.log_config(self.metadata.image.configs(tp.topic))
         log = self.log_manager.get_or_create(tp, log_config)
         partition = Partition(tp, self.broker_id, log, PartitionConfig.from_configs(self.config, log_config),
                               events=self.events, is_replica_eligible=self.metadata.is_eligible,

@@ -7,7 +7,8 @@ KRaft's `TopicsDelta.localChanges`:
 - `LEADER`: this broker leads the partition at a new leader epoch (or starts leading it);
 - `FOLLOWER`: it follows at a new leader epoch (a new leader, or leader -1 while offline);
 - `ISR`: only the ISR / partition epoch changed (what a leader must adopt, e.g. after a fencing);
-- `STOP`: it no longer hosts the partition (the topic was deleted or reassigned away).
+- `STOP`: it no longer hosts the partition (the topic was deleted or reassigned away);
+- `CONFIG`: the topic's config overrides changed (IncrementalAlterConfigs), for every partition it hosts.
 Records arriving out of order (a gap) are refused: the caller fetches from `applied_offset` again.
 """
 
@@ -19,6 +20,7 @@ from enum import Enum
 
 from insync.controller.image import MetadataImage, PartitionRegistration
 from insync.controller.records import (
+    ConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,
     Record,
@@ -32,6 +34,7 @@ class DeltaKind(Enum):
     FOLLOWER = "follower"
     ISR = "isr"
     STOP = "stop"
+    CONFIG = "config"  # the topic's config overrides changed (IncrementalAlterConfigs): apply them to the partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,18 +67,23 @@ class BrokerMetadata:
         before = self.image
         touched: dict[tuple[str, int], None] = {}
         removed: list[str] = []
+        configured: dict[str, None] = {}
         image = before
         for _, record in batch:
             if isinstance(record, PartitionRecord | PartitionChangeRecord):
                 touched[(record.topic_id, record.partition)] = None
             elif isinstance(record, RemoveTopicRecord):
                 removed.append(record.topic_id)
+            elif isinstance(record, ConfigRecord) and before.topic(record.topic) is not None:
+                configured[record.topic] = None  # a new topic's configs come with it: nothing to re-apply
             image = image.replay(record)
         self.image = image
         assert self.image.offset == batch[-1][0] + 1
         deltas = [delta for key in touched if (delta := self._delta(before, key[0], key[1])) is not None]
         for topic_id in removed:
             deltas.extend(self._stops(before, topic_id))
+        for name in configured:
+            deltas.extend(self._reconfigured(name))
         return deltas
 
     def _delta(self, before: MetadataImage, topic_id: str, partition: int) -> PartitionDelta | None:
@@ -103,6 +111,13 @@ class BrokerMetadata:
         if topic is None:
             return []
         return [PartitionDelta(DeltaKind.STOP, TopicPartition(topic.name, p), topic_id, None)
+                for p, reg in sorted(topic.partitions.items()) if self.broker_id in reg.replicas]
+
+    def _reconfigured(self, name: str) -> list[PartitionDelta]:
+        topic = self.image.topic(name)
+        if topic is None:
+            return []
+        return [PartitionDelta(DeltaKind.CONFIG, TopicPartition(name, p), topic.topic_id, reg)
                 for p, reg in sorted(topic.partitions.items()) if self.broker_id in reg.replicas]
 
     def hosted_deltas(self) -> list[PartitionDelta]:

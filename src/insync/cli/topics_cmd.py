@@ -1,9 +1,11 @@
-"""`insync topics create|list|describe|delete`, like `kafka-topics.sh`, over the Kafka protocol.
+"""`insync topics create|list|describe|alter|delete`, like `kafka-topics.sh`, over the Kafka protocol.
 
 It speaks only the Kafka protocol (confluent-kafka's AdminClient), so it works against any Kafka-compatible
 cluster. `describe` prints one line per partition in kafka-topics' format and takes its filters:
 `--under-replicated-partitions` (ISR smaller than the replica set), `--under-min-isr-partitions` (ISR smaller
-than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader).
+than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader). `alter` sets and deletes topic
+config overrides (IncrementalAlterConfigs, as `kafka-configs.sh --alter --add-config/--delete-config`); the
+broker validates them, so keys insync does not know are still accepted by a Kafka cluster.
 """
 
 from __future__ import annotations
@@ -42,11 +44,18 @@ def register(subparsers: Any) -> None:
     describe.add_argument("--unavailable-partitions", action="store_true")
     describe.set_defaults(func=_describe)
 
+    alter = commands.add_parser("alter", help="set or delete topic config overrides")
+    alter.add_argument("name")
+    alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="set an override")
+    alter.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                       help="delete an override (back to the broker default)")
+    alter.set_defaults(func=_alter)
+
     delete = commands.add_parser("delete", help="delete a topic")
     delete.add_argument("name")
     delete.set_defaults(func=_delete)
 
-    for sub in (create, listing, describe, delete):
+    for sub in (create, listing, describe, alter, delete):
         sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
 
 
@@ -93,6 +102,27 @@ def _create(args: argparse.Namespace) -> int:
                      config=configs)
     admin = admin_client(args.bootstrap_server)
     return _wait(admin, admin.create_topics([topic], operation_timeout=ADMIN_TIMEOUT_S), "Created")
+
+
+def _alter(args: argparse.Namespace) -> int:
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    sets = parse_overrides(args.config)
+    if not sets and not args.delete_config:
+        raise ConfigError("topics alter needs at least one --config KEY=VALUE or --delete-config KEY")
+    both = sorted(set(sets) & set(args.delete_config))
+    if both:
+        raise ConfigError(f"{', '.join(both)}: both set and deleted in one command")
+    entries = [ConfigEntry(key, str(value), incremental_operation=AlterConfigOpType.SET) for key, value in sets.items()]
+    entries += [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in args.delete_config]
+    admin = admin_client(args.bootstrap_server)
+    futures = admin.incremental_alter_configs([ConfigResource("topic", args.name, incremental_configs=entries)],
+                                              request_timeout=ADMIN_TIMEOUT_S)
+    return _wait(admin, {resource.name: future for resource, future in futures.items()}, "Altered")
 
 
 def _delete(args: argparse.Namespace) -> int:

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from insync import errors
-from insync.config import TOPIC_CONFIGS, BrokerConfig, ConfigError, validate_topic_configs
+from insync.config import (
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    ConfigChange,
+    ConfigError,
+    altered_topic_configs,
+    validate_topic_configs,
+)
 from insync.controller.brokers import (
     BrokerSessions,
     BrokerState,
@@ -287,6 +294,28 @@ class Controller:
             batch.events.append(Event(now_ms, self.node_id, EventType.LEADER_CHANGE, name, partition, fields))
         records = self._commit(batch, now_ms)
         return ControllerResult(records, CreateTopicResponse(topic_id, tuple(assignments)))
+
+    def alter_topic_configs(self, name: str, changes: Sequence[ConfigChange], now_ms: int, *, replace: bool = False,
+                            validate_only: bool = False) -> ControllerResult[None]:
+        """IncrementalAlterConfigs (or, with `replace`, AlterConfigs) of one topic: one ConfigRecord per key whose
+        override changes (value None: removed). All or nothing: an unknown key or a bad value raises
+        INVALID_CONFIG and nothing is written. Brokers apply the new values as the records reach them."""
+        self._advance(now_ms)
+        if self._image.topic(name) is None:
+            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+        current = self._image.configs(name)
+        try:
+            altered = {key: _config_text(value) for key, value in
+                       altered_topic_configs(current, changes, replace=replace).items()}
+        except ConfigError as exc:
+            raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
+        if validate_only:
+            return ControllerResult((), None)
+        batch = self._batch(now_ms)
+        for key in sorted(current.keys() | altered.keys()):
+            if current.get(key) != altered.get(key):
+                batch.add(ConfigRecord(name, key, altered.get(key)))
+        return ControllerResult(self._commit(batch, now_ms), None)
 
     def delete_topic(self, name: str, now_ms: int) -> ControllerResult[str]:
         """DeleteTopics for one topic; answers its topic id."""

@@ -180,6 +180,12 @@ class Partition:
     def is_under_min_isr(self) -> bool:
         return self._under_min_isr
 
+    def reconfigure(self, config: PartitionConfig, now_ms: int) -> None:
+        """A topic config change (IncrementalAlterConfigs): in force from the next request on; a new
+        min.insync.replicas may put the partition under (or lift it out of) its minimum ISR at once."""
+        self.config = config
+        self._refresh_health(now_ms)
+
     def replica_state(self, broker_id: BrokerId) -> ReplicaState | None:
         return self._replica_states.get(broker_id)
 

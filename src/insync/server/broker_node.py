@@ -235,7 +235,8 @@ class BrokerNode(MeteredDispatcher):
             return metadata.describe_cluster(request, image, CLUSTER_ID)
         if key == versions.DESCRIBE_CONFIGS:
             return configs.describe_configs(request, image, self.config, self.broker_id)
-        if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS):
+        if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.INCREMENTAL_ALTER_CONFIGS,
+                   versions.ALTER_CONFIGS):
             return await self._forward(request)
         return self._local_query(request)
 
@@ -253,15 +254,17 @@ class BrokerNode(MeteredDispatcher):
         return answer(request)
 
     async def _forward(self, request: DecodedRequest) -> Any:
-        """CreateTopics and DeleteTopics go to the controller, as KRaft brokers forward them. If no controller
-        answers, every topic is refused NOT_CONTROLLER, which admin clients retry (the next try goes to the next
-        voter)."""
+        """CreateTopics, DeleteTopics and config alterations go to the controller, as KRaft brokers forward them.
+        If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which admin clients retry (the
+        next try goes to the next voter)."""
         address = self.controller.address
         try:
             return await self.controller.request(request.body, self._controller_timeout_s)
         except (ConnectionError, OSError, TimeoutError) as exc:
-            return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER,
-                                     f"the controller at {address} did not answer ({exc or 'timeout'})")
+            message = f"the controller at {address} did not answer ({exc or 'timeout'})"
+            if request.api_key in (versions.INCREMENTAL_ALTER_CONFIGS, versions.ALTER_CONFIGS):
+                return configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, message)
+            return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER, message)
 
     def _local_query(self, request: DecodedRequest) -> Any:
         key, now = request.api_key, self._now()

@@ -32,12 +32,12 @@ from insync.broker.messages import (
     MetadataUpdate,
 )
 from insync.clock import Clock, SystemClock
-from insync.config import BrokerConfig, ConfigError
+from insync.config import BrokerConfig, ConfigChange, ConfigError
 from insync.controller.controller import Controller
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaException
 from insync.protocol.codec import DecodedRequest
-from insync.server.apis import controller_apis, metadata_log, topics, versions
+from insync.server.apis import configs, controller_apis, metadata_log, topics, versions
 from insync.server.apis.internal import (
     CreateTopicResult,
     CreateTopicsResponse,
@@ -102,6 +102,10 @@ class ControllerNode(MeteredDispatcher):
             return self._create_topics(request)
         if key == versions.DELETE_TOPICS:
             return self._delete_topics(request)
+        if key in (versions.INCREMENTAL_ALTER_CONFIGS, versions.ALTER_CONFIGS):
+            response = configs.alter_configs(request, self._alter_topic)
+            self._drain()
+            return response
         assert key == versions.FETCH, key
         return await self._fetch_metadata(request)
 
@@ -172,6 +176,9 @@ class ControllerNode(MeteredDispatcher):
                 results.append(DeleteTopicResult(name, exc.error, exc.detail))
         self._drain()
         return topics.encode_delete_topics(DeleteTopicsResponse(request.correlation_id, tuple(results)), decoded)
+
+    def _alter_topic(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
+        self.controller.alter_topic_configs(name, changes, self._now(), replace=replace, validate_only=validate_only)
 
     async def _fetch_metadata(self, request: DecodedRequest) -> Any:
         decoded = metadata_log.decode_fetch(request)

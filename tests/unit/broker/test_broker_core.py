@@ -24,7 +24,7 @@ from insync.broker.messages import (
     ProduceRequest,
     ProduceResponse,
 )
-from insync.config import BrokerConfig
+from insync.config import BrokerConfig, ConfigChange, ConfigOp
 from insync.controller.controller import Controller
 from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
@@ -265,3 +265,27 @@ def test_acks_all_times_out_while_a_stuck_follower_is_still_in_the_isr() -> None
     h.run(200)
     [timed_out] = [m for m in h.client if isinstance(m, ProduceResponse)]
     assert timed_out.results[0].error is errors.REQUEST_TIMED_OUT
+
+
+def test_an_altered_min_insync_replicas_governs_the_next_produce_at_once() -> None:
+    h = _cluster({"broker.session.timeout.ms": 60_000})
+    follower = next(b for b, core in h.cores.items() if not core.leader_states())
+    stuck = h.cores.pop(follower)
+    h.produce(1, 1)  # the follower falls behind
+    h.run(17_000)
+    h.cores[follower] = stuck
+    leader = h.leader()
+    assert h.controller.image.topic("t").partitions[0].isr == (leader.broker_id,)  # type: ignore[union-attr]
+    assert leader.partitions[TP].is_under_min_isr
+    leader.drain_events()
+    h.cores.pop(follower)
+    h.controller.alter_topic_configs("t", (ConfigChange("min.insync.replicas", ConfigOp.SET, "1"),
+                                           ConfigChange("retention.ms", ConfigOp.SET, "60000")), h.clock.now)
+    h.run(10)  # the records reach the broker
+    h.produce(-1, 9)
+    h.run(1_100)
+    [accepted] = [m for m in h.client if isinstance(m, ProduceResponse) and m.correlation_id == 9]
+    assert accepted.results[0].error is errors.NONE
+    assert not leader.partitions[TP].is_under_min_isr
+    assert [e.type.value for e in leader.drain_events() if "min_isr" in e.type.value] == ["under_min_isr_end"]
+    assert leader.log_manager.get(TP).config.retention_ms == 60_000  # type: ignore[union-attr]

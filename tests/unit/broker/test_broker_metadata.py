@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from insync.broker.metadata import BrokerMetadata, DeltaKind
 from insync.controller.records import (
+    ConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,
     Record,
@@ -48,3 +49,15 @@ def test_a_gap_is_refused_and_a_replay_is_ignored() -> None:
     meta.apply(records)
     assert meta.apply(records) == []
     assert meta.applied_offset == 5
+
+
+def test_config_changes_of_an_existing_topic_reach_the_partitions_hosted_here() -> None:
+    hosting, elsewhere = BrokerMetadata(BrokerId(2)), BrokerMetadata(BrokerId(4))
+    created = _setup() + [(5, ConfigRecord("t", "retention.ms", "1000"))]  # a new topic's configs: no CONFIG delta
+    assert [d.kind for d in hosting.apply(created) or []] == [DeltaKind.FOLLOWER]
+    elsewhere.apply(created)
+    altered = [(6, ConfigRecord("t", "min.insync.replicas", "2")), (7, ConfigRecord("t", "retention.ms", None))]
+    deltas = hosting.apply(altered) or []
+    assert [(d.kind, d.topic_partition) for d in deltas] == [(DeltaKind.CONFIG, TP)]
+    assert hosting.image.configs("t") == {"min.insync.replicas": "2"}
+    assert elsewhere.apply(altered) == []

@@ -8,8 +8,9 @@ import pytest
 from ctrl_harness import Harness
 
 from insync import errors
+from insync.config import ConfigChange, ConfigOp
 from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.records import PartitionRecord, TopicRecord
+from insync.controller.records import ConfigRecord, PartitionRecord, TopicRecord
 from insync.controller.replication_control import AlterPartitionItem, place_replicas
 from insync.errors import KafkaException
 from insync.events import EventType
@@ -316,3 +317,37 @@ def test_preferred_leader_election_moves_leadership_back() -> None:
     assert h.partition("t").leader == preferred
     assert [e.fields["reason"] for e in h.drain() if e.type is EventType.LEADER_CHANGE] == ["preferred"]
     assert h.controller.elect_preferred_leaders(h.now).response == 0
+
+
+def test_alter_topic_configs_writes_only_the_changed_keys_all_or_nothing() -> None:
+    h = three_broker_topic(topic_configs={"min.insync.replicas": 2, "retention.ms": 1000})
+    changes = (ConfigChange("min.insync.replicas", ConfigOp.SET, "3"), ConfigChange("retention.ms", ConfigOp.DELETE),
+               ConfigChange("segment.ms", ConfigOp.SET, "60000"))
+    assert h.controller.alter_topic_configs("t", changes[:1], h.now, validate_only=True).records == ()
+    records = h.controller.alter_topic_configs("t", changes, h.now).records
+    assert sorted(records, key=lambda r: r.key) == [  # type: ignore[attr-defined]
+        ConfigRecord("t", "min.insync.replicas", "3"), ConfigRecord("t", "retention.ms", None),
+        ConfigRecord("t", "segment.ms", "60000")]
+    assert h.controller.image.configs("t") == {"min.insync.replicas": "3", "segment.ms": "60000"}
+    assert h.controller.alter_topic_configs("t", changes[:1], h.now).records == ()  # nothing changed
+    # An unknown key fails the whole alteration: the valid change beside it is not applied either.
+    with pytest.raises(KafkaException) as failed:
+        h.controller.alter_topic_configs("t", (ConfigChange("min.insync.replicas", ConfigOp.SET, "1"),
+                                               ConfigChange("bogus", ConfigOp.SET, "1")), h.now)
+    assert failed.value.error is errors.INVALID_CONFIG and "bogus" in failed.value.detail
+    with pytest.raises(KafkaException) as unknown:
+        h.controller.alter_topic_configs("nope", changes, h.now)
+    assert unknown.value.error is errors.UNKNOWN_TOPIC_OR_PARTITION
+    # The legacy AlterConfigs replaces the whole set.
+    h.controller.alter_topic_configs("t", (ConfigChange("retention.ms", ConfigOp.SET, "5000"),), h.now, replace=True)
+    assert h.controller.image.configs("t") == {"retention.ms": "5000"}
+
+
+def test_an_altered_unclean_election_setting_governs_the_next_election() -> None:
+    h = three_broker_topic()
+    h.controller.alter_topic_configs("t", (ConfigChange("unclean.leader.election.enable", ConfigOp.SET, "true"),),
+                                     h.now)
+    leader = h.partition("t").leader
+    set_isr(h, "t", (leader,))
+    expire(h, {leader}, tuple(b for b in (1, 2, 3) if b != leader))
+    assert h.partition("t").leader != -1

@@ -8,7 +8,7 @@ follower high watermark for tiered storage) and InitProducerId at 5 (v6 is two-p
 
 The broker listener serves clients and follower fetches; the controller listener serves what brokers send the
 controller: registration, heartbeats, AlterPartition, the metadata log as a Fetch of `__cluster_metadata`
-(`metadata_log.py`), and CreateTopics/DeleteTopics that brokers forward.
+(`metadata_log.py`), and CreateTopics/DeleteTopics and (Incremental)AlterConfigs that brokers forward.
 
 A request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that lists the
 table, so the client retries with a version it can pick; the response header is always v0 (`protocol.codec`).
@@ -35,6 +35,8 @@ DELETE_RECORDS = 21
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
 DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
+INCREMENTAL_ALTER_CONFIGS = 44
 API_VERSIONS = 18
 ALTER_PARTITION = 56
 DESCRIBE_CLUSTER = 60
@@ -62,6 +64,8 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     INIT_PRODUCER_ID: (0, 5),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
     DESCRIBE_CONFIGS: (1, 4),
+    ALTER_CONFIGS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
     DESCRIBE_CLUSTER: (0, 2),
     # Consumer groups, classic protocol. OffsetCommit/OffsetFetch stop at 9 (v10 names topics by id, KIP-848).
     OFFSET_COMMIT: (2, 9),
@@ -80,6 +84,8 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
+    ALTER_CONFIGS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4),
     BROKER_HEARTBEAT: (0, 2),

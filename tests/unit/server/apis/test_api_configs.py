@@ -6,7 +6,8 @@ import pytest
 from apis_helpers import client_request, cluster_image, request_entity, wire
 
 from insync import errors
-from insync.config import BrokerConfig
+from insync.config import BrokerConfig, ConfigChange, ConfigOp
+from insync.errors import KafkaException
 from insync.server.apis import configs
 
 CONFIG = BrokerConfig({"node.id": 1, "log.retention.ms": 3_600_000})
@@ -58,3 +59,75 @@ def test_broker_configs_and_errors() -> None:
 def test_all_topic_configs_when_no_keys_given() -> None:
     (result,) = describe(4, (configs.TOPIC_RESOURCE, "orders", None)).results
     assert {c.name for c in result.configs} >= {"min.insync.replicas", "retention.ms", "cleanup.policy"}
+
+
+# IncrementalAlterConfigs and AlterConfigs
+
+class Recorder:
+    """Stands in for the controller: records each topic alteration, refuses topics named in `refuse`."""
+
+    def __init__(self, refuse: dict[str, errors.KafkaError] | None = None) -> None:
+        self.calls: list[tuple[str, tuple[ConfigChange, ...], bool, bool]] = []
+        self.refuse = refuse or {}
+
+    def __call__(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
+        if name in self.refuse:
+            raise KafkaException(self.refuse[name], f"refused {name}")
+        self.calls.append((name, changes, replace, validate_only))
+
+
+def incremental(version: int, *resources: tuple[int, str, tuple[tuple[str, int, str | None], ...]],
+                validate_only: bool = False) -> Any:
+    entities = tuple(request_entity(44, version, "AlterConfigsResource", resource_type=t, resource_name=n, configs=tuple(
+        request_entity(44, version, "AlterableConfig", name=k, config_operation=op, value=v) for k, op, v in c))
+        for t, n, c in resources)
+    return client_request(44, version, resources=entities, validate_only=validate_only)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_incremental_alter_configs_reaches_the_controller_per_topic(version: int) -> None:
+    recorder = Recorder({"gone": errors.UNKNOWN_TOPIC_OR_PARTITION})
+    request = incremental(version, (configs.TOPIC_RESOURCE, "orders", (
+        ("min.insync.replicas", 0, "3"), ("retention.ms", 1, None), ("cleanup.policy", 2, "delete"))),
+        (configs.TOPIC_RESOURCE, "gone", (("retention.ms", 0, "1"),)), validate_only=True)
+    body = wire(configs.alter_configs(request, recorder))
+    assert [(r.resource_name, r.error_code, r.error_message) for r in body.responses] == [
+        ("orders", 0, None), ("gone", errors.UNKNOWN_TOPIC_OR_PARTITION.code, "refused gone")]
+    assert recorder.calls == [("orders", (ConfigChange("min.insync.replicas", ConfigOp.SET, "3"),
+                                          ConfigChange("retention.ms", ConfigOp.DELETE, None),
+                                          ConfigChange("cleanup.policy", ConfigOp.APPEND, "delete")), False, True)]
+
+
+def test_incremental_alter_configs_refusals_name_what_was_wrong() -> None:
+    recorder = Recorder()
+    request = incremental(1, (configs.TOPIC_RESOURCE, "dup", (("retention.ms", 0, "1"), ("retention.ms", 1, None))),
+                          (configs.TOPIC_RESOURCE, "badop", (("retention.ms", 9, "1"),)),
+                          (configs.BROKER_RESOURCE, "1", (("replica.lag.time.max.ms", 0, "10000"),)),
+                          (99, "x", (("a", 0, "b"),)))
+    body = wire(configs.alter_configs(request, recorder))
+    assert recorder.calls == []  # nothing reached the controller
+    dup, badop, broker, other = body.responses
+    assert all(r.error_code == errors.INVALID_REQUEST.code for r in body.responses)
+    assert "duplicate config keys: retention.ms" in dup.error_message
+    assert "unknown config operation 9 for retention.ms" in badop.error_message
+    assert "replica.lag.time.max.ms" in broker.error_message and "server.properties" in broker.error_message
+    assert (other.resource_type, other.error_message) == (99, "Unsupported resource type 99")
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_legacy_alter_configs_replaces_the_whole_set(version: int) -> None:
+    recorder = Recorder()
+    resource = request_entity(33, version, "AlterConfigsResource", resource_type=configs.TOPIC_RESOURCE,
+                              resource_name="orders", configs=(
+                                  request_entity(33, version, "AlterableConfig", name="retention.ms", value="5"),))
+    body = wire(configs.alter_configs(client_request(33, version, resources=(resource,), validate_only=False),
+                                      recorder))
+    assert [r.error_code for r in body.responses] == [0]
+    assert recorder.calls == [("orders", (ConfigChange("retention.ms", ConfigOp.SET, "5"),), True, False)]
+
+
+def test_refuse_alter_configs_refuses_every_resource() -> None:
+    request = incremental(1, (configs.TOPIC_RESOURCE, "a", ()), (configs.TOPIC_RESOURCE, "b", ()))
+    body = wire(configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, "no controller"))
+    assert [(r.resource_name, r.error_code, r.error_message) for r in body.responses] == [
+        ("a", errors.NOT_CONTROLLER.code, "no controller"), ("b", errors.NOT_CONTROLLER.code, "no controller")]

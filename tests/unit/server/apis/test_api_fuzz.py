@@ -133,6 +133,8 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
                                                                   topics.decode_delete_topics(r, IMAGE)),
     versions.INIT_PRODUCER_ID: _producer_id,
     versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
+    versions.ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
+    versions.INCREMENTAL_ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
     versions.DESCRIBE_CLUSTER: lambda r: metadata.describe_cluster(r, IMAGE, "cluster"),
     versions.BROKER_REGISTRATION: lambda r: (controller_apis.decode_registration(r, "cluster"),
                                              controller_apis.encode_registration_response(

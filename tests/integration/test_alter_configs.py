@@ -1,0 +1,158 @@
+"""Topic config changes on a live cluster: IncrementalAlterConfigs (confluent-kafka, `insync topics alter`) and the
+legacy AlterConfigs (kafka-python), their refusals, and a new min.insync.replicas taking effect at once."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import events, start, wait_until
+from insync.chaos import cluster
+from insync.chaos.cluster import ClusterSpec
+from insync.cli import cluster_cmd
+from insync.cli.topics_cmd import describe_rows, ensure_topic
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def topic_config(admin: Any, topic: str) -> dict[str, tuple[str, int]]:
+    """(value, source) of each config of `topic`, as DescribeConfigs gives it."""
+    from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
+
+    entries = list(admin.describe_configs([ConfigResource("topic", topic)]).values())[0].result(timeout=10)
+    return {name: (entry.value, int(entry.source)) for name, entry in entries.items()}
+
+
+def alter(admin: Any, resource_type: str, name: str, *entries: tuple[str, str | None, str]) -> Any:
+    """IncrementalAlterConfigs of one resource; `entries` are (key, value, SET|DELETE|APPEND|SUBTRACT)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource  # type: ignore[attr-defined]
+
+    configs = [ConfigEntry(k, v, incremental_operation=getattr(AlterConfigOpType, op)) for k, v, op in entries]
+    futures = admin.incremental_alter_configs([ConfigResource(resource_type, name, incremental_configs=configs)])
+    return list(futures.values())[0]
+
+
+def test_incremental_alter_configs_and_its_refusals(insync_cluster: ClusterSpec) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    ensure_topic(insync_cluster.bootstrap, "altered", 1, 3, {"retention.ms": "3600000"})
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    alter(admin, "topic", "altered", ("min.insync.replicas", "2", "SET"), ("retention.ms", None, "DELETE"),
+          ("segment.ms", "600000", "SET")).result(timeout=15)
+    configs = topic_config(admin, "altered")
+    assert configs["min.insync.replicas"] == ("2", 1)  # TOPIC_CONFIG
+    assert configs["segment.ms"] == ("600000", 1)
+    assert configs["retention.ms"] == ("604800000", 5)  # back to the default (DEFAULT_CONFIG)
+
+    refusals = [
+        (("bogus.key", "1", "SET"), "INVALID_CONFIG", "bogus.key"),
+        (("min.insync.replicas", "x", "SET"), "INVALID_CONFIG", "min.insync.replicas"),
+        (("retention.ms", "5", "APPEND"), "INVALID_CONFIG", "list configs only"),
+    ]
+    for entry, error, words in refusals:
+        with pytest.raises(KafkaException) as refused:
+            # The valid change beside the bad one is not applied either: all or nothing per topic.
+            alter(admin, "topic", "altered", ("segment.ms", "900000", "SET"), entry).result(timeout=15)
+        assert refused.value.args[0].name() == error and words in refused.value.args[0].str()
+    assert topic_config(admin, "altered")["segment.ms"] == ("600000", 1)
+    with pytest.raises(KafkaException) as unknown:
+        alter(admin, "topic", "no-such-topic", ("retention.ms", "5", "SET")).result(timeout=15)
+    assert unknown.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
+    with pytest.raises(KafkaException) as broker:
+        alter(admin, "broker", "1", ("replica.lag.time.max.ms", "10000", "SET")).result(timeout=15)
+    assert broker.value.args[0].name() == "INVALID_REQUEST" and "server.properties" in broker.value.args[0].str()
+
+
+def test_kafka_python_alter_configs_both_apis(insync_cluster: ClusterSpec) -> None:
+    """kafka-python 3 sends AlterConfigs when told `incremental=False` (filling in the topic's other overrides
+    itself, since AlterConfigs replaces the whole set) and IncrementalAlterConfigs otherwise."""
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    ensure_topic(insync_cluster.bootstrap, "replaced", 1, 3, {"retention.ms": "3600000", "min.insync.replicas": "2"})
+    client = KafkaAdminClient(bootstrap_servers=insync_cluster.bootstrap.split(","), request_timeout_ms=15_000)
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    try:
+        legacy = client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "replaced",
+                                                      configs={"segment.ms": "700000"})], incremental=False)
+        assert legacy == {"topic": {"replaced": "OK"}}
+        configs = topic_config(admin, "replaced")
+        assert [configs[k] for k in ("segment.ms", "retention.ms", "min.insync.replicas")] == [
+            ("700000", 1), ("3600000", 1), ("2", 1)]
+        incremental = client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "replaced", configs={
+            "retention.ms": ("DELETE", None), "max.message.bytes": "9000"})])
+        assert incremental == {"topic": {"replaced": "OK"}}
+    finally:
+        client.close()
+    configs = topic_config(admin, "replaced")
+    assert configs["retention.ms"] == ("604800000", 5) and configs["max.message.bytes"] == ("9000", 1)
+
+
+def test_topics_alter_command(insync_cluster: ClusterSpec) -> None:
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    ensure_topic(insync_cluster.bootstrap, "cli-altered", 1, 3, {})
+
+    def insync(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "insync.cli.main", "topics", *args, "--bootstrap-server",
+                               insync_cluster.bootstrap], capture_output=True, text=True, timeout=60)
+
+    done = insync("alter", "cli-altered", "--config", "retention.ms=120000", "--config", "max.message.bytes=5000")
+    assert done.returncode == 0 and "Altered topic cli-altered." in done.stdout
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    assert topic_config(admin, "cli-altered")["max.message.bytes"] == ("5000", 1)
+    deleted = insync("alter", "cli-altered", "--delete-config", "max.message.bytes")
+    assert deleted.returncode == 0
+    configs = topic_config(admin, "cli-altered")
+    assert configs["max.message.bytes"][1] != 1 and configs["retention.ms"] == ("120000", 1)
+    refused = insync("alter", "cli-altered", "--config", "retention.ms=soon")
+    assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stderr and "retention.ms" in refused.stderr
+    for bad_args in (["alter", "cli-altered"], ["alter", "cli-altered", "--config", "a=1", "--delete-config", "a"],
+                     ["alter", "cli-altered", "--config", "novalue"]):
+        result = insync(*bad_args)
+        assert result.returncode != 0 and result.stderr.strip(), bad_args
+
+
+def test_a_raised_min_insync_replicas_refuses_acks_all_at_once(tmp_path: Path) -> None:
+    """A follower SIGSTOPped out of the ISR leaves 2 of 3 replicas in sync; raising min.insync.replicas to 3 on the
+    live topic makes the leader refuse acks=all (and log under_min_isr_start) without any restart, and deleting
+    the override lets writes through again."""
+    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    spec = start(tmp_path, extra=["replica.lag.time.max.ms=1500", "broker.session.timeout.ms=60000"])
+    stopped = None
+    try:
+        ensure_topic(spec.bootstrap, "guarded", 1, 3, {"min.insync.replicas": "2"})
+        [row] = describe_rows(spec.bootstrap, ["guarded"])
+        leader, stopped = row.leader, next(r for r in row.replicas if r != row.leader)
+        producer = Producer({"bootstrap.servers": spec.bootstrap, "acks": "all", "retries": 0,
+                             "message.timeout.ms": 5000})
+
+        def produce() -> str:
+            outcome: list[Any] = []
+            producer.produce("guarded", b"v", on_delivery=lambda err, _msg: outcome.append(err))
+            producer.flush(10)
+            return "NONE" if outcome == [None] else KafkaError.name(outcome[0]) if outcome else "no answer"
+
+        cluster.signal_node(spec, stopped, signal.SIGSTOP)
+        produce()  # leaves the stopped follower behind
+        wait_until(lambda: len(describe_rows(spec.bootstrap, ["guarded"])[0].isr) == 2, 20, "the ISR shrinks to 2")
+        assert produce() == "NONE"
+        admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+        alter(admin, "topic", "guarded", ("min.insync.replicas", "3", "SET")).result(timeout=15)
+        wait_until(lambda: produce() == "NOT_ENOUGH_REPLICAS", 15, "acks=all refused under the new minimum")
+        assert events(spec, leader, "under_min_isr_start")
+        alter(admin, "topic", "guarded", ("min.insync.replicas", None, "DELETE")).result(timeout=15)
+        wait_until(lambda: produce() == "NONE", 15, "acks=all accepted once the override is deleted")
+        assert events(spec, leader, "under_min_isr_end")
+    finally:
+        if stopped is not None:
+            cluster.signal_node(spec, stopped, signal.SIGCONT)
+        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
