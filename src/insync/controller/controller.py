@@ -1,4 +1,4 @@
-"""The active controller: broker liveness, topics, leader election and ISR commits, as records.
+"""The active controller: broker liveness, topics and their configs, leader election and ISR commits, as records.
 
 Every operation follows KRaft's shape: decide from the current image, produce a batch of records and a
 response, append the batch to the store, then apply it by replaying it (`MetadataImage.replay`), nothing else.

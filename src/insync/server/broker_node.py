@@ -230,9 +230,9 @@ class BrokerNode(MeteredDispatcher):
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.BROKER_API_VERSIONS)
         if key == versions.METADATA:
-            return metadata.respond(request, image, CLUSTER_ID)
+            return metadata.respond(request, image, CLUSTER_ID, self.broker_id)
         if key == versions.DESCRIBE_CLUSTER:
-            return metadata.describe_cluster(request, image, CLUSTER_ID)
+            return metadata.describe_cluster(request, image, CLUSTER_ID, self.broker_id)
         if key == versions.DESCRIBE_CONFIGS:
             return configs.describe_configs(request, image, self.config, self.broker_id)
         if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.INCREMENTAL_ALTER_CONFIGS,

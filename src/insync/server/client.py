@@ -117,7 +117,9 @@ class FailoverConnection:
     """A connection to whichever of several nodes answers: the controller voters of `controller.quorum.voters`.
     Only the active controller listens (standbys campaign in ZooKeeper without a listener), so a request that
     fails to connect, loses its connection or times out moves on to the next voter; the caller retries as it would
-    after any connection error. With one voter this is a `KafkaConnection`."""
+    after any connection error. A refused connection (nobody listens there: a dead or standby voter) means the
+    request was never sent, so it goes to the next voter at once, each voter tried once a call: a forward right
+    after a failover reaches the new controller instead of failing. With one voter this is a `KafkaConnection`."""
 
     def __init__(self, addresses: list[tuple[str, int]], *, client_id: str = "insync") -> None:
         assert addresses, "at least one address"
@@ -129,16 +131,19 @@ class FailoverConnection:
         return self._connections[self._current].address
 
     async def request(self, body: Any, timeout_s: float = 30.0) -> Any:
-        index = self._current
-        try:
-            return await self._connections[index].request(body, timeout_s)
-        except (ConnectionError, OSError, TimeoutError):
-            if len(self._connections) > 1 and self._current == index:
-                await self._connections[index].close()
-                self._current = (index + 1) % len(self._connections)
-                log.debug("Controller %s did not answer; trying %s next", self._connections[index].address,
-                          self.address)
-            raise
+        for attempt in range(len(self._connections)):  # bounded: each voter once
+            index = self._current
+            try:
+                return await self._connections[index].request(body, timeout_s)
+            except (ConnectionError, OSError, TimeoutError) as exc:
+                if len(self._connections) > 1 and self._current == index:
+                    await self._connections[index].close()
+                    self._current = (index + 1) % len(self._connections)
+                    log.debug("Controller %s did not answer; trying %s next", self._connections[index].address,
+                              self.address)
+                if not isinstance(exc, ConnectionRefusedError) or attempt == len(self._connections) - 1:
+                    raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def close(self) -> None:
         for connection in self._connections:

@@ -179,3 +179,29 @@ def test_send_buffer_minus_one_leaves_the_os_default() -> None:
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == before
         set_send_buffer(sock, 100_000)
         assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == 200_000
+
+
+def test_failover_connection_skips_a_voter_that_refuses_within_the_same_call() -> None:
+    import socket
+
+    from insync.server.client import FailoverConnection
+
+    with socket.socket() as closed:  # a port nobody listens on: a dead controller
+        closed.bind(("127.0.0.1", 0))
+        dead = closed.getsockname()[1]
+
+    async def body(port: int) -> None:
+        voters = FailoverConnection([("127.0.0.1", dead), ("127.0.0.1", port)])
+        try:
+            response = await voters.request(load_request_schema(18, 3)(client_software_name="t",
+                                                                       client_software_version="1"), 5.0)
+            assert response.error_code == ErrorCode.none
+            assert voters.address == f"127.0.0.1:{port}"
+        finally:
+            await voters.close()
+        only_dead = FailoverConnection([("127.0.0.1", dead), ("127.0.0.1", dead)])
+        with pytest.raises(ConnectionRefusedError):
+            await only_dead.request(load_request_schema(18, 3)(client_software_name="t", client_software_version="1"))
+        await only_dead.close()
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body))

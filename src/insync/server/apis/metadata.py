@@ -3,9 +3,11 @@
 Both describe the cluster as this broker's image has it, the way KRaft brokers do:
 - Brokers: the registered, unfenced ones (a fenced broker cannot serve; DescribeCluster v2 lists fenced ones
   on request, flagged).
-- Controller id: clients send admin requests (CreateTopics, DeleteTopics) to "the controller", which must be
-  a broker they can reach. Like KRaft brokers, insync names a live broker: the active controller's node when
-  it is also a live broker (combined mode), else the lowest live broker id; brokers forward to the controller.
+- Controller id: clients send admin requests (CreateTopics, DeleteTopics, DescribeConfigs, ...) to "the
+  controller", which must be a broker they can reach, and every broker forwards what needs the controller. KRaft
+  brokers name a random live broker; insync names the answering broker itself, the one broker the client has
+  just reached. (Naming the lowest live id sent admin requests to a broker killed moments ago and not yet
+  fenced: librdkafka waited out its request timeout, 15 s for `insync topics describe`, measured.)
 - Partitions: leader and `leader_epoch` (>= 0, so clients check epochs and call OffsetForLeaderEpoch),
   replicas, ISR, and offline replicas (on brokers fenced or gone). A partition without a leader carries
   LEADER_NOT_AVAILABLE and leader -1.
@@ -74,14 +76,8 @@ def live_broker_ids(image: MetadataImage) -> list[int]:
     return sorted(b.broker_id for b in image.brokers.values() if not b.fenced)
 
 
-def controller_id_for_clients(image: MetadataImage) -> int:
-    live = live_broker_ids(image)
-    if image.controller_id in live:
-        return image.controller_id
-    return live[0] if live else -1
-
-
-def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str) -> Any:
+def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str, broker_id: int) -> Any:
+    """The answer of broker `broker_id` (named as the controller: see the module docstring)."""
     cls = response_class(METADATA, query.version)
     broker_cls = nested(cls, "MetadataResponseBroker")
     brokers = tuple(build(broker_cls, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
@@ -99,12 +95,12 @@ def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str)
             topics.append(_topic(cls, image, topic) if topic is not None
                           else _missing(cls, None, topic_id, errors.UNKNOWN_TOPIC_ID))
     return build(cls, throttle_time=NO_THROTTLE, brokers=brokers, cluster_id=cluster_id,
-                 controller_id=controller_id_for_clients(image), topics=tuple(topics), error_code=code(errors.NONE))
+                 controller_id=broker_id, topics=tuple(topics), error_code=code(errors.NONE))
 
 
-def respond(request: DecodedRequest, image: MetadataImage, cluster_id: str) -> Any:
+def respond(request: DecodedRequest, image: MetadataImage, cluster_id: str, broker_id: int) -> Any:
     """Decode and answer in one step, for a broker that does not auto-create topics."""
-    return encode_response(decode_request(request), image, cluster_id)
+    return encode_response(decode_request(request), image, cluster_id, broker_id)
 
 
 def _missing(cls: type, name: str | None, topic_id: uuid.UUID, error: KafkaError) -> Any:
@@ -129,7 +125,7 @@ def _topic(cls: type, image: MetadataImage, topic: TopicImage) -> Any:
 # DescribeCluster -----------------------------------------------------------------------------------------
 
 
-def describe_cluster(request: DecodedRequest, image: MetadataImage, cluster_id: str) -> Any:
+def describe_cluster(request: DecodedRequest, image: MetadataImage, cluster_id: str, broker_id: int) -> Any:
     """DescribeCluster on a broker listener: the live brokers (and fenced ones if asked, v2), the controller
     id clients should use, the cluster id. Asking a broker for controller endpoints (v1+) is
     MISMATCHED_ENDPOINT_TYPE, as in Kafka."""
@@ -149,4 +145,4 @@ def describe_cluster(request: DecodedRequest, image: MetadataImage, cluster_id: 
                     if include_fenced or not b.fenced)
     return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), error_message=None,
                  endpoint_type=BROKER_ENDPOINT, cluster_id=cluster_id,
-                 controller_id=controller_id_for_clients(image), brokers=brokers)
+                 controller_id=broker_id, brokers=brokers)

@@ -120,7 +120,7 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.PRODUCE: lambda r: produce.encode_response(ProduceResponse(CID, ()), produce.decode_request(r, IMAGE),
                                                         IMAGE),
     versions.FETCH: _fetch,
-    versions.METADATA: lambda r: metadata.respond(r, IMAGE, "cluster"),
+    versions.METADATA: lambda r: metadata.respond(r, IMAGE, "cluster", 1),
     versions.LIST_OFFSETS: lambda r: offsets.encode_list_offsets(ListOffsetsResponse(CID, ()),
                                                                  offsets.decode_list_offsets(r)),
     versions.OFFSET_FOR_LEADER_EPOCH: lambda r: offsets.encode_offset_for_leader_epoch(
@@ -135,7 +135,7 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
     versions.ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
     versions.INCREMENTAL_ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
-    versions.DESCRIBE_CLUSTER: lambda r: metadata.describe_cluster(r, IMAGE, "cluster"),
+    versions.DESCRIBE_CLUSTER: lambda r: metadata.describe_cluster(r, IMAGE, "cluster", 1),
     versions.BROKER_REGISTRATION: lambda r: (controller_apis.decode_registration(r, "cluster"),
                                              controller_apis.encode_registration_response(
                                                  BrokerRegistrationResponse(CID, errors.NONE, BrokerEpoch(3)),

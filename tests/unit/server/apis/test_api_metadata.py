@@ -25,11 +25,11 @@ def test_metadata_for_named_topics(version: int) -> None:
     assert query.allow_auto_topic_creation == (version < 4)  # the field exists from v4 (default true)
     image = cluster_image()
     assert metadata.unknown_topics(query, image) == ("nope",)
-    body = wire(metadata.encode_response(query, image, "cluster-x"))
+    body = wire(metadata.encode_response(query, image, "cluster-x", 2))
     assert body.__version__ == version
     assert [(b.node_id, b.host, b.port) for b in body.brokers] == [(1, "127.0.0.1", 9091), (2, "127.0.0.1", 9092)]
     if version >= 1:
-        assert body.controller_id == 1 and body.brokers[0].rack == "rack-a"
+        assert body.controller_id == 2 and body.brokers[0].rack == "rack-a"  # the answering broker
     if version >= 2:
         assert body.cluster_id == "cluster-x"
     orders, nope = body.topics
@@ -52,7 +52,7 @@ def test_metadata_for_named_topics(version: int) -> None:
 def test_metadata_for_all_topics(version: int) -> None:
     topics: tuple[object, ...] | None = () if version == 0 else None
     body = wire(metadata.respond(client_request(3, version, topics=topics, allow_auto_topic_creation=True,
-                                                include_topic_authorized_operations=False), cluster_image(), "c"))
+                                                include_topic_authorized_operations=False), cluster_image(), "c", 1))
     assert [t.name for t in body.topics] == ["logs", "orders"]
     logs = body.topics[0].partitions[0]
     assert (logs.error_code, logs.leader_id) == (errors.LEADER_NOT_AVAILABLE.code, -1)
@@ -61,7 +61,7 @@ def test_metadata_for_all_topics(version: int) -> None:
 def test_metadata_by_topic_id() -> None:
     request = client_request(3, 12, topics=topics_request(12, ids=(OTHER_ID, UNKNOWN_ID)),
                              allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-    body = wire(metadata.respond(request, cluster_image(), "c"))
+    body = wire(metadata.respond(request, cluster_image(), "c", 1))
     logs, unknown = body.topics
     assert (logs.name, logs.topic_id) == ("logs", uuid.UUID(OTHER_ID))
     assert (unknown.name, unknown.topic_id, unknown.error_code) == (None, uuid.UUID(UNKNOWN_ID),
@@ -71,7 +71,7 @@ def test_metadata_by_topic_id() -> None:
 @pytest.mark.parametrize("version", [0, 2])
 def test_describe_cluster(version: int) -> None:
     request = client_request(60, version, include_cluster_authorized_operations=False, include_fenced_brokers=True)
-    body = wire(metadata.describe_cluster(request, cluster_image(), "cluster-x"))
+    body = wire(metadata.describe_cluster(request, cluster_image(), "cluster-x", 1))
     assert (body.error_code, body.cluster_id, body.controller_id) == (0, "cluster-x", 1)
     if version >= 2:
         assert [(b.broker_id, b.is_fenced) for b in body.brokers] == [(1, False), (2, False), (3, True)]
@@ -81,5 +81,5 @@ def test_describe_cluster(version: int) -> None:
 
 def test_describe_cluster_for_controllers_is_refused() -> None:
     request = client_request(60, 1, include_cluster_authorized_operations=False, endpoint_type=2)
-    body = wire(metadata.describe_cluster(request, cluster_image(), "c"))
+    body = wire(metadata.describe_cluster(request, cluster_image(), "c", 1))
     assert body.error_code == errors.BY_NAME["MISMATCHED_ENDPOINT_TYPE"].code and body.brokers == ()
