@@ -3,9 +3,10 @@
 It speaks only the Kafka protocol (confluent-kafka's AdminClient), so it works against any Kafka-compatible
 cluster. `describe` prints one line per partition in kafka-topics' format and takes its filters:
 `--under-replicated-partitions` (ISR smaller than the replica set), `--under-min-isr-partitions` (ISR smaller
-than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader). `alter` sets and deletes topic
-config overrides (IncrementalAlterConfigs, as `kafka-configs.sh --alter --add-config/--delete-config`); the
-broker validates them, so keys insync does not know are still accepted by a Kafka cluster.
+than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader). `alter` adds partitions
+(CreatePartitions, as `kafka-topics.sh --alter --partitions`) and sets and deletes topic config overrides
+(IncrementalAlterConfigs, as `kafka-configs.sh --alter --add-config/--delete-config`); the broker validates
+them, so keys insync does not know are still accepted by a Kafka cluster.
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def register(subparsers: Any) -> None:
     describe.add_argument("--unavailable-partitions", action="store_true")
     describe.set_defaults(func=_describe)
 
-    alter = commands.add_parser("alter", help="set or delete topic config overrides")
+    alter = commands.add_parser("alter", help="add partitions, set or delete topic config overrides")
     alter.add_argument("name")
+    alter.add_argument("--partitions", type=int, help="the new partition count (an increase)")
     alter.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="set an override")
     alter.add_argument("--delete-config", action="append", default=[], metavar="KEY",
                        help="delete an override (back to the broker default)")
@@ -66,15 +68,16 @@ def admin_client(bootstrap: str) -> Any:
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000)})
 
 
-def _wait(admin: Any, futures: dict[str, Any], verb: str) -> int:
-    """Wait for each topic's future while `admin` stays referenced (librdkafka fails futures of a freed handle)."""
+def _wait(admin: Any, futures: dict[str, Any], verb: str, what: str = "") -> int:
+    """Wait for each topic's future while `admin` stays referenced (librdkafka fails futures of a freed handle).
+    Prints "<verb> topic <name><what>." or the error."""
     failed = 0
     for name, future in futures.items():
         try:
             future.result(timeout=ADMIN_TIMEOUT_S)
-            print(f"{verb} topic {name}.")
+            print(f"{verb} topic {name}{what}.")
         except Exception as exc:  # KafkaException carries the broker's error name
-            print(f"Error: topic {name} not {verb.lower()}: {_kafka_error_text(exc)}", file=sys.stderr)
+            print(f"Error: topic {name} not {verb.lower()}{what}: {_kafka_error_text(exc)}", file=sys.stderr)
             failed += 1
     del admin
     return 1 if failed else 0
@@ -109,20 +112,29 @@ def _alter(args: argparse.Namespace) -> int:
         AlterConfigOpType,
         ConfigEntry,
         ConfigResource,
+        NewPartitions,
     )
 
     sets = parse_overrides(args.config)
-    if not sets and not args.delete_config:
-        raise ConfigError("topics alter needs at least one --config KEY=VALUE or --delete-config KEY")
+    if not sets and not args.delete_config and args.partitions is None:
+        raise ConfigError("topics alter needs --partitions N, --config KEY=VALUE or --delete-config KEY")
+    if args.partitions is not None and args.partitions < 1:
+        raise ConfigError(f"--partitions must be at least 1, got {args.partitions}")
     both = sorted(set(sets) & set(args.delete_config))
     if both:
         raise ConfigError(f"{', '.join(both)}: both set and deleted in one command")
+    admin = admin_client(args.bootstrap_server)
+    if args.partitions is not None:
+        grown = admin.create_partitions([NewPartitions(args.name, args.partitions)], request_timeout=ADMIN_TIMEOUT_S)
+        if _wait(admin, grown, "Altered", f" ({args.partitions} partitions)"):
+            return 1
+    if not sets and not args.delete_config:
+        return 0
     entries = [ConfigEntry(key, str(value), incremental_operation=AlterConfigOpType.SET) for key, value in sets.items()]
     entries += [ConfigEntry(key, None, incremental_operation=AlterConfigOpType.DELETE) for key in args.delete_config]
-    admin = admin_client(args.bootstrap_server)
     futures = admin.incremental_alter_configs([ConfigResource("topic", args.name, incremental_configs=entries)],
                                               request_timeout=ADMIN_TIMEOUT_S)
-    return _wait(admin, {resource.name: future for resource, future in futures.items()}, "Altered")
+    return _wait(admin, {resource.name: future for resource, future in futures.items()}, "Altered", " (configs)")
 
 
 def _delete(args: argparse.Namespace) -> int:

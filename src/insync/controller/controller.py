@@ -66,6 +66,7 @@ from insync.controller.replication_control import (
 from insync.controller.store import MetadataStore
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
+from insync.groups.offsets import OFFSETS_TOPIC
 from insync.limits import (
     ALTER_PARTITION_ITEMS_MAX,
     BROKERS_MAX,
@@ -287,13 +288,50 @@ class Controller:
         batch.add(TopicRecord(name, topic_id))
         for key in sorted(parsed):
             batch.add(ConfigRecord(name, key, _config_text(parsed[key])))
-        for partition, replicas in enumerate(assignments):
+        self._add_partitions(batch, name, topic_id, 0, assignments, now_ms)
+        records = self._commit(batch, now_ms)
+        return ControllerResult(records, CreateTopicResponse(topic_id, tuple(assignments)))
+
+    def create_partitions(self, name: str, count: int, now_ms: int, *,
+                          validate_only: bool = False) -> ControllerResult[tuple[tuple[int, ...], ...]]:
+        """CreatePartitions for one topic: partitions up to `count` in all, placed as at creation (the topic's
+        replication factor over the eligible brokers), each led by its first replica. Answers the new partitions'
+        replicas. Refused: an unknown topic, a count that is not an increase or over the limit, too few brokers,
+        and `__consumer_offsets` (its partition count decides where each group's offsets live)."""
+        self._advance(now_ms)
+        topic = self._image.topic(name)
+        if topic is None:
+            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+        if name == OFFSETS_TOPIC:
+            raise KafkaException(errors.INVALID_REQUEST, f"the partition count of {OFFSETS_TOPIC} cannot change: "
+                                 "it decides which partition holds each group's offsets")
+        current = len(topic.partitions)
+        if count <= current:
+            raise KafkaException(errors.INVALID_PARTITIONS, f"Topic already has {current} partitions." if
+                                 count == current else f"Topic currently has {current} partitions, which is higher "
+                                 f"than the requested {count}.")
+        if count > TOPIC_PARTITIONS_MAX:
+            raise KafkaException(errors.INVALID_PARTITIONS,
+                                 f"{count} partitions: must be between 1 and {TOPIC_PARTITIONS_MAX}")
+        replication_factor = len(topic.partitions[0].replicas)
+        eligible = self._image.eligible_brokers()
+        if len(eligible) < replication_factor:
+            raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
+                                 f"replication factor {replication_factor}: {len(eligible)} brokers are available")
+        assignments = place_replicas(eligible, count, replication_factor, self._rng)[current:]
+        if validate_only:
+            return ControllerResult((), tuple(assignments))
+        batch = self._batch(now_ms)
+        self._add_partitions(batch, name, topic.topic_id, current, assignments, now_ms)
+        return ControllerResult(self._commit(batch, now_ms), tuple(assignments))
+
+    def _add_partitions(self, batch: _Batch, name: str, topic_id: str, first: int,
+                        assignments: Sequence[tuple[int, ...]], now_ms: int) -> None:
+        for partition, replicas in enumerate(assignments, start=first):
             batch.add(PartitionRecord(topic_id, partition, replicas, replicas, replicas[0], 0, 0))
             fields = {"leader_before": NO_LEADER, "leader_after": replicas[0], "leader_epoch": 0,
                       "isr": list(replicas), "reason": str(LeaderChangeReason.CREATED)}
             batch.events.append(Event(now_ms, self.node_id, EventType.LEADER_CHANGE, name, partition, fields))
-        records = self._commit(batch, now_ms)
-        return ControllerResult(records, CreateTopicResponse(topic_id, tuple(assignments)))
 
     def alter_topic_configs(self, name: str, changes: Sequence[ConfigChange], now_ms: int, *, replace: bool = False,
                             validate_only: bool = False) -> ControllerResult[None]:

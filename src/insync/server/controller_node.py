@@ -106,6 +106,10 @@ class ControllerNode(MeteredDispatcher):
             response = configs.alter_configs(request, self._alter_topic)
             self._drain()
             return response
+        if key == versions.CREATE_PARTITIONS:
+            response = topics.create_partitions(request, self._grow_topic)
+            self._drain()
+            return response
         assert key == versions.FETCH, key
         return await self._fetch_metadata(request)
 
@@ -179,6 +183,9 @@ class ControllerNode(MeteredDispatcher):
 
     def _alter_topic(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
         self.controller.alter_topic_configs(name, changes, self._now(), replace=replace, validate_only=validate_only)
+
+    def _grow_topic(self, name: str, count: int, validate_only: bool) -> None:
+        self.controller.create_partitions(name, count, self._now(), validate_only=validate_only)
 
     async def _fetch_metadata(self, request: DecodedRequest) -> Any:
         decoded = metadata_log.decode_fetch(request)

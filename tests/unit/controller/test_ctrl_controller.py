@@ -351,3 +351,39 @@ def test_an_altered_unclean_election_setting_governs_the_next_election() -> None
     set_isr(h, "t", (leader,))
     expire(h, {leader}, tuple(b for b in (1, 2, 3) if b != leader))
     assert h.partition("t").leader != -1
+
+
+def test_create_partitions_adds_led_partitions_at_the_topics_replication_factor() -> None:
+    h = three_broker_topic()
+    h.drain()
+    assert h.controller.create_partitions("t", 3, h.now, validate_only=True).records == ()
+    result = h.controller.create_partitions("t", 3, h.now)
+    added = [r for r in result.records if isinstance(r, PartitionRecord)]
+    assert [r.partition for r in added] == [1, 2] and [r.replicas for r in added] == list(result.response)
+    assert all(len(set(r.replicas)) == 3 and r.isr == r.replicas and r.leader == r.replicas[0] for r in added)
+    assert sorted(h.controller.image.topic("t").partitions) == [0, 1, 2]  # type: ignore[union-attr]
+    created = [e for e in h.drain() if e.type is EventType.LEADER_CHANGE]
+    assert [(e.partition, e.fields["reason"]) for e in created] == [(1, "created"), (2, "created")]
+
+
+@pytest.mark.parametrize(("topic", "count", "error", "words"), [
+    ("t", 1, "INVALID_PARTITIONS", "already has 1 partitions"),
+    ("t", 0, "INVALID_PARTITIONS", "higher than the requested 0"),
+    ("t", 10**6, "INVALID_PARTITIONS", "must be between"),
+    ("nope", 2, "UNKNOWN_TOPIC_OR_PARTITION", "nope"),
+    ("__consumer_offsets", 60, "INVALID_REQUEST", "cannot change"),
+])
+def test_create_partitions_refusals(topic: str, count: int, error: str, words: str) -> None:
+    h = three_broker_topic()
+    h.controller.create_topic("__consumer_offsets", 2, 3, {}, h.now)
+    with pytest.raises(KafkaException) as refused:
+        h.controller.create_partitions(topic, count, h.now)
+    assert refused.value.error.name == error and words in refused.value.detail
+
+
+def test_create_partitions_needs_enough_brokers_for_the_replication_factor() -> None:
+    h = three_broker_topic()
+    expire(h, {3}, (1, 2))
+    with pytest.raises(KafkaException) as refused:
+        h.controller.create_partitions("t", 2, h.now)
+    assert refused.value.error is errors.INVALID_REPLICATION_FACTOR

@@ -1,4 +1,4 @@
-"""CreateTopics (v2-v7) and DeleteTopics (v1-v6) <-> `apis.internal`, one controller call per topic.
+"""CreateTopics (v2-v7), DeleteTopics (v1-v6) and CreatePartitions (v0-v3), one controller call per topic.
 
 CreateTopics: -1 partitions or replication factor mean the broker's defaults (`num.partitions`,
 `default.replication.factor`). The translator refuses by itself what
@@ -9,18 +9,22 @@ its partition count, replication factor and resulting configs; from v7 its topic
 DeleteTopics: v6 names topics by name or by id; an id the image does not know is UNKNOWN_TOPIC_ID, a topic
 listed twice INVALID_REQUEST. The answer gives each topic's name (and id from v6) and error (message v5+).
 
+CreatePartitions: each topic grows to `count` partitions, placed by the controller; manual assignments and a
+topic listed twice are INVALID_REQUEST, as in CreateTopics.
+
 Topic-level refusals are `Rejected` entries with partition -1.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from insync import errors
 from insync.config import BrokerConfig
 from insync.controller.image import MetadataImage
-from insync.errors import KafkaError
+from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.server.apis.configs import topic_configs
 from insync.server.apis.entities import (
@@ -48,7 +52,7 @@ from insync.server.apis.internal import (
     DeleteTopicsResponse,
     NewTopic,
 )
-from insync.server.apis.versions import CREATE_TOPICS, DELETE_TOPICS
+from insync.server.apis.versions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
 
 WHOLE_TOPIC = -1  # `Rejected.partition` for a refusal of a whole topic
 
@@ -166,10 +170,50 @@ def _deleted_key(decoded: Decoded[DeleteTopicsRequest], result: DeleteTopicResul
 
 
 
+# CreatePartitions ----------------------------------------------------------------------------------------
+
+# (topic, count, validate_only): grows the topic or raises KafkaException; `Controller.create_partitions`.
+GrowTopic = Callable[[str, int, bool], None]
+
+
+def create_partitions(request: DecodedRequest, grow: GrowTopic) -> Any:
+    """The answer to a CreatePartitions request, each topic grown by `grow`."""
+    body = request.body
+    check_body(body, CREATE_PARTITIONS)
+    counts = Counter(t.name for t in body.topics)
+    results: dict[str, tuple[KafkaError, str | None]] = {}
+    for topic in body.topics:
+        if topic.name in results:
+            continue
+        if counts[topic.name] > 1:
+            results[topic.name] = errors.INVALID_REQUEST, "Duplicate topic name."
+        elif topic.assignments is not None:
+            results[topic.name] = (errors.INVALID_REQUEST,
+                                   "manual replica assignment is not supported; leave assignments null")
+        else:
+            try:
+                grow(topic.name, int(topic.count), bool(body.validate_only))
+                results[topic.name] = errors.NONE, None
+            except KafkaException as exc:
+                results[topic.name] = exc.error, exc.detail or None
+    return _partitions_response(request, results)
+
+
+def _partitions_response(request: DecodedRequest, results: dict[str, tuple[KafkaError, str | None]]) -> Any:
+    cls = response_class(CREATE_PARTITIONS, request.api_version)
+    result_cls = nested(cls, "CreatePartitionsTopicResult")
+    return build(cls, throttle_time=NO_THROTTLE, results=tuple(
+        build(result_cls, name=name, error_code=code(error), error_message=message)
+        for name, (error, message) in results.items()))
+
+
 def refuse_all(request: DecodedRequest, config: BrokerConfig, image: MetadataImage, error: KafkaError,
                message: str) -> Any:
-    """A CreateTopics or DeleteTopics answer refusing every topic with `error`: what a broker answers when it
-    cannot forward the request to an active controller (NOT_CONTROLLER, which admin clients retry)."""
+    """A CreateTopics, DeleteTopics or CreatePartitions answer refusing every topic with `error`: what a broker
+    answers when it cannot forward the request to an active controller (NOT_CONTROLLER, which admin clients
+    retry)."""
+    if request.api_key == CREATE_PARTITIONS:
+        return _partitions_response(request, {t.name: (error, message) for t in request.body.topics})
     if request.api_key == CREATE_TOPICS:
         create = decode_create_topics(request, config)
         results = tuple(CreateTopicResult(t.name, error, message) for t in create.request.topics)

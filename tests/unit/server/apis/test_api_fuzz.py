@@ -131,6 +131,7 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
                                                                   topics.decode_create_topics(r, CONFIG), CONFIG),
     versions.DELETE_TOPICS: lambda r: topics.encode_delete_topics(DeleteTopicsResponse(CID, ()),
                                                                   topics.decode_delete_topics(r, IMAGE)),
+    versions.CREATE_PARTITIONS: lambda r: topics.create_partitions(r, lambda *_: None),
     versions.INIT_PRODUCER_ID: _producer_id,
     versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
     versions.ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from typing import Any
 
 import pytest
 from apis_helpers import (
@@ -130,3 +131,44 @@ def test_create_and_delete_through_the_controller() -> None:
     answer = wire(topics.encode_delete_topics(DeleteTopicsResponse(42, (
         DeleteTopicResult(name, errors.NONE, None, deleted_id),)), decoded_delete))
     assert [(r.name, r.topic_id, r.error_code) for r in answer.responses] == [("events", uuid.UUID(events_id), 0)]
+
+
+# CreatePartitions
+
+def grow_request(version: int, *topics: tuple[str, int, tuple[tuple[int, ...], ...] | None],
+                 validate_only: bool = False) -> Any:
+    entities = tuple(request_entity(37, version, "CreatePartitionsTopic", name=name, count=count, assignments=None
+                                    if assigned is None else tuple(request_entity(
+                                        37, version, "CreatePartitionsAssignment", broker_ids=ids) for ids in assigned))
+                     for name, count, assigned in topics)
+    return client_request(37, version, topics=entities, timeout=datetime.timedelta(seconds=5),
+                          validate_only=validate_only)
+
+
+@pytest.mark.parametrize("version", [0, 3])
+def test_create_partitions_per_topic_with_refusals(version: int) -> None:
+    grown: list[tuple[str, int, bool]] = []
+
+    def grow(name: str, count: int, validate_only: bool) -> None:
+        if name == "small":
+            raise KafkaException(errors.INVALID_PARTITIONS, "Topic already has 4 partitions.")
+        grown.append((name, count, validate_only))
+
+    request = grow_request(version, ("orders", 6, None), ("small", 4, None), ("twice", 2, None), ("twice", 3, None),
+                           ("placed", 2, ((1, 2),)), validate_only=True)
+    body = wire(topics.create_partitions(request, grow))
+    answers = {r.name: (r.error_code, r.error_message) for r in body.results}
+    assert answers == {
+        "orders": (0, None),
+        "small": (errors.INVALID_PARTITIONS.code, "Topic already has 4 partitions."),
+        "twice": (errors.INVALID_REQUEST.code, "Duplicate topic name."),
+        "placed": (errors.INVALID_REQUEST.code, "manual replica assignment is not supported; leave assignments null"),
+    }
+    assert grown == [("orders", 6, True)]
+
+
+def test_create_partitions_refused_without_a_controller() -> None:
+    request = grow_request(2, ("a", 2, None), ("b", 3, None))
+    body = wire(topics.refuse_all(request, BrokerConfig({"node.id": 1}), cluster_image(), errors.NOT_CONTROLLER, "no"))
+    assert [(r.name, r.error_code) for r in body.results] == [("a", errors.NOT_CONTROLLER.code),
+                                                              ("b", errors.NOT_CONTROLLER.code)]

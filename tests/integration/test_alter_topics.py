@@ -1,5 +1,6 @@
-"""Topic config changes on a live cluster: IncrementalAlterConfigs (confluent-kafka, `insync topics alter`) and the
-legacy AlterConfigs (kafka-python), their refusals, and a new min.insync.replicas taking effect at once."""
+"""Topics changed on a live cluster: config overrides through IncrementalAlterConfigs (confluent-kafka, `insync
+topics alter`) and the legacy AlterConfigs (kafka-python), their refusals, a new min.insync.replicas taking effect
+at once; and partitions added with CreatePartitions, then written and read."""
 
 from __future__ import annotations
 
@@ -117,8 +118,13 @@ def test_topics_alter_command(insync_cluster: ClusterSpec) -> None:
         return subprocess.run([sys.executable, "-m", "insync.cli.main", "topics", *args, "--bootstrap-server",
                                insync_cluster.bootstrap], capture_output=True, text=True, timeout=60)
 
-    done = insync("alter", "cli-altered", "--config", "retention.ms=120000", "--config", "max.message.bytes=5000")
-    assert done.returncode == 0 and "Altered topic cli-altered." in done.stdout
+    done = insync("alter", "cli-altered", "--partitions", "2", "--config", "retention.ms=120000", "--config",
+                  "max.message.bytes=5000")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Altered topic cli-altered (2 partitions).", "Altered topic cli-altered (configs)."]
+    wait_until(lambda: len(describe_rows(insync_cluster.bootstrap, ["cli-altered"])) == 2, 10, "two partitions")
+    shrink = insync("alter", "cli-altered", "--partitions", "1")
+    assert shrink.returncode == 1 and "INVALID_PARTITIONS" in shrink.stderr
     admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
     configured(admin, "cli-altered", max_message_bytes=("5000", 1), retention_ms=("120000", 1))
     deleted = insync("alter", "cli-altered", "--delete-config", "max.message.bytes")
@@ -127,9 +133,54 @@ def test_topics_alter_command(insync_cluster: ClusterSpec) -> None:
     refused = insync("alter", "cli-altered", "--config", "retention.ms=soon")
     assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stderr and "retention.ms" in refused.stderr
     for bad_args in (["alter", "cli-altered"], ["alter", "cli-altered", "--config", "a=1", "--delete-config", "a"],
-                     ["alter", "cli-altered", "--config", "novalue"]):
+                     ["alter", "cli-altered", "--config", "novalue"], ["alter", "cli-altered", "--partitions", "0"],
+                     ["alter", "cli-altered", "--partitions", "two"]):
         result = insync(*bad_args)
         assert result.returncode != 0 and result.stderr.strip(), bad_args
+
+
+def test_create_partitions_then_write_and_read_the_new_ones(insync_cluster: ClusterSpec) -> None:
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewPartitions  # type: ignore[attr-defined]
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewPartitions as KafkaPythonNewPartitions
+
+    ensure_topic(insync_cluster.bootstrap, "growing", 1, 3, {})
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    admin.create_partitions([NewPartitions("growing", 3)])["growing"].result(timeout=15)
+    client = KafkaAdminClient(bootstrap_servers=insync_cluster.bootstrap.split(","), request_timeout_ms=15_000)
+    try:
+        client.create_partitions({"growing": KafkaPythonNewPartitions(total_count=4)})
+    finally:
+        client.close()
+    wait_until(lambda: [r.leader >= 0 for r in describe_rows(insync_cluster.bootstrap, ["growing"])] == [True] * 4,
+               20, "four partitions, each with a leader")
+    rows = describe_rows(insync_cluster.bootstrap, ["growing"])
+    assert all(len(r.replicas) == 3 and set(r.isr) == set(r.replicas) for r in rows)
+
+    producer = Producer({"bootstrap.servers": insync_cluster.bootstrap, "acks": "all"})
+    for partition in range(4):
+        producer.produce("growing", value=f"p{partition}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": insync_cluster.bootstrap, "group.id": "growing-reader",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("growing", p, 0) for p in range(4)])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 30
+    while len(seen) < 4 and time.monotonic() < deadline:  # bounded by the deadline
+        message = consumer.poll(1.0)
+        if message is not None and message.error() is None:
+            seen.add(message.value())
+    consumer.close()
+    assert seen == {b"p0", b"p1", b"p2", b"p3"}
+
+    for count, error in ((4, "INVALID_PARTITIONS"), (2, "INVALID_PARTITIONS")):
+        with pytest.raises(KafkaException) as refused:
+            admin.create_partitions([NewPartitions("growing", count)])["growing"].result(timeout=15)
+        assert refused.value.args[0].name() == error
+    with pytest.raises(KafkaException) as unknown:
+        admin.create_partitions([NewPartitions("no-such-topic", 2)])["no-such-topic"].result(timeout=15)
+    assert unknown.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
 
 
 def test_a_raised_min_insync_replicas_refuses_acks_all_at_once(tmp_path: Path) -> None:
