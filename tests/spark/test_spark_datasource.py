@@ -37,6 +37,7 @@ from insync import errors
 from insync.bench.spark_source import ByteSender
 from insync.bench.spark_source import run as run_source_bench
 from insync.chaos.cluster import ClusterSpec
+from insync.cli.topics_cmd import describe_rows
 from insync.protocol.records import build_batch
 from insync.spark import kafka_io
 from insync.spark.datasource import (
@@ -394,6 +395,27 @@ def test_stream_available_now_resumes_from_checkpoint_without_gaps_or_repeats(
     assert sorted(r.value for r in second_rows) == sorted(b"b%d" % i for i in range(7))
     positions = sorted((r.partition, r.offset) for r in first_rows + second_rows)
     assert positions == [(0, o) for o in range(9)] + [(1, o) for o in range(8)]
+
+
+def test_stream_picks_up_partitions_added_to_its_topic_from_their_earliest_offset(
+        insync: SparkSession, kafka_bootstrap: str, tmp_path: Path) -> None:
+    """As Spark's Kafka source: a partition that appears between micro-batches is read from its start."""
+    from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
+
+    topic = create_topic(kafka_bootstrap, 1)
+    produce(kafka_bootstrap, topic, [(0, None, b"old%d" % i, None) for i in range(3)])
+    first = [r.value for b in run_available_now(insync, kafka_bootstrap, topic, tmp_path / "cp") for r in b]
+    assert first == []  # a stream starts at latest
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_partitions([NewPartitions(topic, 2)])[topic].result(timeout=10)
+    deadline = time.monotonic() + 10
+    while [r.leader >= 0 for r in describe_rows(kafka_bootstrap, [topic])] != [True, True]:  # bounded: deadline
+        assert time.monotonic() < deadline, "the new partition has no leader after 10 s"
+        time.sleep(0.2)
+    produce(kafka_bootstrap, topic, [(0, None, b"new0", None), (1, None, b"new1-a", None), (1, None, b"new1-b", None)])
+    second = [r for b in run_available_now(insync, kafka_bootstrap, topic, tmp_path / "cp") for r in b]
+    assert sorted((r.partition, r.offset, r.value) for r in second) == [
+        (0, 3, b"new0"), (1, 0, b"new1-a"), (1, 1, b"new1-b")]
 
 
 def test_batch_sink_writes_every_row(insync: SparkSession, kafka_bootstrap: str) -> None:
