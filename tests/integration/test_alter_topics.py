@@ -134,7 +134,7 @@ def test_topics_alter_command(insync_cluster: ClusterSpec) -> None:
     assert refused.returncode == 1 and "INVALID_CONFIG" in refused.stderr and "retention.ms" in refused.stderr
     for bad_args in (["alter", "cli-altered"], ["alter", "cli-altered", "--config", "a=1", "--delete-config", "a"],
                      ["alter", "cli-altered", "--config", "novalue"], ["alter", "cli-altered", "--partitions", "0"],
-                     ["alter", "cli-altered", "--partitions", "two"]):
+                     ["alter", "cli-altered", "--partitions", "two"], ["elect-leaders", "no-such-topic"]):
         result = insync(*bad_args)
         assert result.returncode != 0 and result.stderr.strip(), bad_args
 
@@ -220,5 +220,46 @@ def test_a_raised_min_insync_replicas_refuses_acks_all_at_once(tmp_path: Path) -
         alter(admin, "topic", "guarded", ("min.insync.replicas", None, "DELETE")).result(timeout=15)
         wait_until(lambda: produce() == "NONE", 15, "acks=all accepted once the override is deleted")
         assert events(spec, leader, "under_min_isr_end")
+    finally:
+        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+def test_preferred_leader_election_after_a_restart(tmp_path: Path) -> None:
+    """A broker stopped cleanly hands its leaderships over and, restarted, only follows; a preferred election
+    (`insync topics elect-leaders`, confluent-kafka's elect_leaders) gives them back."""
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    spec = start(tmp_path)
+    try:
+        ensure_topic(spec.bootstrap, "elected", 3, 3, {})
+        wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, ["elected"])), 30, "full ISRs")
+        victim = describe_rows(spec.bootstrap, ["elected"])[0].leader
+        spec = cluster.stop_node(spec, victim, deadline_s=15)
+        spec = cluster.start_node(spec, victim)
+        wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, ["elected"])), 30,
+                   f"broker {victim} back in every ISR")
+        moved = [r.partition for r in describe_rows(spec.bootstrap, ["elected"]) if r.leader != r.replicas[0]]
+        assert 0 in moved  # the victim was partition 0's preferred leader
+
+        elect = subprocess.run([sys.executable, "-m", "insync.cli.main", "topics", "elect-leaders", "elected",
+                                "--bootstrap-server", spec.bootstrap], capture_output=True, text=True, timeout=60)
+        assert elect.returncode == 0, elect.stderr
+        assert {f"Elected the preferred leader of elected-{p}." for p in moved} <= set(elect.stdout.splitlines())
+        wait_until(lambda: all(r.leader == r.replicas[0] for r in describe_rows(spec.bootstrap, ["elected"])), 10,
+                   "every partition led by its preferred replica")
+        reasons = {e["reason"] for e in events(spec, cluster.CONTROLLER_ID, "leader_change")
+                   if e["topic"] == "elected" and e["leader_after"] == victim}
+        assert "preferred" in reasons
+
+        admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+        again = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("elected", 0)]).result(timeout=15)
+        [(tp, error)] = list(again.items())
+        assert (tp.topic, tp.partition) == ("elected", 0) and error.name() == "ELECTION_NOT_NEEDED"
+        assert admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=15) == {}  # nothing to move
+        unclean = admin.elect_leaders(ElectionType.UNCLEAN, [TopicPartition("elected", 1)]).result(timeout=15)
+        assert [e.name() for e in unclean.values()] == ["INVALID_REQUEST"]
+        unknown = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("no-such-topic", 0)]).result(timeout=15)
+        assert [e.name() for e in unknown.values()] == ["UNKNOWN_TOPIC_OR_PART"]
     finally:
         cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)

@@ -6,7 +6,9 @@ cluster. `describe` prints one line per partition in kafka-topics' format and ta
 than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader). `alter` adds partitions
 (CreatePartitions, as `kafka-topics.sh --alter --partitions`) and sets and deletes topic config overrides
 (IncrementalAlterConfigs, as `kafka-configs.sh --alter --add-config/--delete-config`); the broker validates
-them, so keys insync does not know are still accepted by a Kafka cluster.
+them, so keys insync does not know are still accepted by a Kafka cluster. `elect-leaders` moves leadership back
+to each partition's preferred replica (ElectLeaders, as `kafka-leader-election.sh --election-type preferred`), for
+the named topics or all of them, and prints what happened to each partition.
 """
 
 from __future__ import annotations
@@ -53,11 +55,15 @@ def register(subparsers: Any) -> None:
                        help="delete an override (back to the broker default)")
     alter.set_defaults(func=_alter)
 
+    elect = commands.add_parser("elect-leaders", help="move leadership back to the preferred replicas")
+    elect.add_argument("names", nargs="*", help="topics (default: every partition of the cluster)")
+    elect.set_defaults(func=_elect_leaders)
+
     delete = commands.add_parser("delete", help="delete a topic")
     delete.add_argument("name")
     delete.set_defaults(func=_delete)
 
-    for sub in (create, listing, describe, alter, delete):
+    for sub in (create, listing, describe, alter, elect, delete):
         sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
 
 
@@ -135,6 +141,38 @@ def _alter(args: argparse.Namespace) -> int:
     futures = admin.incremental_alter_configs([ConfigResource("topic", args.name, incremental_configs=entries)],
                                               request_timeout=ADMIN_TIMEOUT_S)
     return _wait(admin, {resource.name: future for resource, future in futures.items()}, "Altered", " (configs)")
+
+
+def _elect_leaders(args: argparse.Namespace) -> int:
+    """Preferred election; a partition whose preferred replica already leads is not a failure."""
+    from confluent_kafka import ElectionType, TopicPartition
+
+    admin = admin_client(args.bootstrap_server)
+    partitions = None
+    if args.names:
+        partitions = [TopicPartition(row.topic, row.partition) for row in describe_rows(args.bootstrap_server,
+                                                                                        args.names)]
+    try:
+        # No request_timeout: confluent-kafka 2.x's elect_leaders fails to parse its own keyword arguments
+        # ("more argument specifiers than keyword list entries"); the client's socket.timeout.ms bounds it.
+        outcomes = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=ADMIN_TIMEOUT_S)
+    except Exception as exc:
+        print(f"Error: election not done: {_kafka_error_text(exc)}", file=sys.stderr)
+        return 1
+    failed = 0
+    for tp, error in sorted(outcomes.items(), key=lambda item: (item[0].topic, item[0].partition)):
+        # Each value is None or a KafkaError (some client versions wrap it in a KafkaException).
+        error = error.args[0] if isinstance(error, Exception) and error.args else error
+        if error is None:
+            print(f"Elected the preferred leader of {tp.topic}-{tp.partition}.")
+        elif error.name() == "ELECTION_NOT_NEEDED":
+            print(f"{tp.topic}-{tp.partition}: the preferred leader already leads.")
+        else:
+            print(f"Error: {tp.topic}-{tp.partition}: {error.name()}: {error.str()}", file=sys.stderr)
+            failed += 1
+    if not outcomes:
+        print("Every preferred replica that can lead already does.")
+    return 1 if failed else 0
 
 
 def _delete(args: argparse.Namespace) -> int:

@@ -387,13 +387,30 @@ class Controller:
             results.append(self._partition_state(batch.image, item, error))
         return ControllerResult(self._commit(batch, now_ms), tuple(results))
 
-    def elect_preferred_leaders(self, now_ms: int) -> ControllerResult[int]:
-        """Move leadership back to first replicas that are in sync; answers how many partitions moved."""
+    def elect_preferred_leaders(self, now_ms: int, partitions: Sequence[tuple[str, int]] | None = None
+                                ) -> ControllerResult[dict[tuple[str, int], KafkaError]]:
+        """Move leadership back to first replicas that are in sync and eligible (ElectLeaders, type PREFERRED), in
+        `partitions` or everywhere (None). Answers each asked partition's outcome, as Kafka words it: NONE (moved),
+        ELECTION_NOT_NEEDED (the preferred replica leads), PREFERRED_LEADER_NOT_AVAILABLE (it is out of the ISR or
+        not eligible), UNKNOWN_TOPIC_OR_PARTITION; with `partitions` None, only the partitions that moved."""
         self._advance(now_ms)
         batch = self._batch(now_ms)
         changes = preferred_leader_changes(self._image)
+        outcomes: dict[tuple[str, int], KafkaError] = {}
+        if partitions is not None:
+            wanted = set(partitions)
+            changes = [c for c in changes if (c.topic, c.change.record.partition) in wanted]
+            for name, index in partitions:
+                topic = self._image.topic(name)
+                registration = None if topic is None else topic.partitions.get(index)
+                outcomes[(name, index)] = (errors.UNKNOWN_TOPIC_OR_PARTITION if registration is None
+                                           else errors.ELECTION_NOT_NEEDED
+                                           if registration.leader == registration.replicas[0]
+                                           else errors.PREFERRED_LEADER_NOT_AVAILABLE)
+        for change in changes:
+            outcomes[(change.topic, change.change.record.partition)] = errors.NONE
         batch.add_changes(changes)
-        return ControllerResult(self._commit(batch, now_ms), len(changes))
+        return ControllerResult(self._commit(batch, now_ms), outcomes)
 
     # ---- internals
 

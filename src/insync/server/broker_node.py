@@ -235,7 +235,7 @@ class BrokerNode(MeteredDispatcher):
             return metadata.describe_cluster(request, image, CLUSTER_ID, self.broker_id)
         if key == versions.DESCRIBE_CONFIGS:
             return configs.describe_configs(request, image, self.config, self.broker_id)
-        if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
+        if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS, versions.ELECT_LEADERS,
                    versions.INCREMENTAL_ALTER_CONFIGS, versions.ALTER_CONFIGS):
             return await self._forward(request)
         return self._local_query(request)
@@ -254,8 +254,8 @@ class BrokerNode(MeteredDispatcher):
         return answer(request)
 
     async def _forward(self, request: DecodedRequest) -> Any:
-        """CreateTopics, DeleteTopics, CreatePartitions and config alterations go to the controller, as KRaft
-        brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
+        """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and config alterations go to the controller,
+        as KRaft brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
         admin clients retry (the next try goes to the next voter)."""
         address = self.controller.address
         try:

@@ -110,6 +110,11 @@ class ControllerNode(MeteredDispatcher):
             response = topics.create_partitions(request, self._grow_topic)
             self._drain()
             return response
+        if key == versions.ELECT_LEADERS:
+            response = topics.elect_leaders(
+                request, lambda asked: self.controller.elect_preferred_leaders(self._now(), asked).response)
+            self._drain()
+            return response
         assert key == versions.FETCH, key
         return await self._fetch_metadata(request)
 

@@ -313,10 +313,28 @@ def test_preferred_leader_election_moves_leadership_back() -> None:
     h.heartbeat(preferred)
     set_isr(h, "t", (*h.partition("t").isr, preferred))
     h.drain()
-    assert h.controller.elect_preferred_leaders(h.now).response == 1
+    assert h.controller.elect_preferred_leaders(h.now).response == {("t", 0): errors.NONE}
     assert h.partition("t").leader == preferred
     assert [e.fields["reason"] for e in h.drain() if e.type is EventType.LEADER_CHANGE] == ["preferred"]
-    assert h.controller.elect_preferred_leaders(h.now).response == 0
+    assert h.controller.elect_preferred_leaders(h.now).response == {}
+
+
+def test_preferred_election_of_named_partitions_answers_each() -> None:
+    h = three_broker_topic()
+    assert h.controller.elect_preferred_leaders(h.now, [("t", 0)]).response == {("t", 0): errors.ELECTION_NOT_NEEDED}
+    preferred = h.partition("t").replicas[0]
+    others = tuple(b for b in (1, 2, 3) if b != preferred)
+    expire(h, {preferred}, others)  # the preferred leader is fenced, out of the ISR
+    h.register(preferred, incarnation="back")
+    h.heartbeat(preferred)
+    result = h.controller.elect_preferred_leaders(h.now, [("t", 0), ("t", 7), ("nope", 0)])
+    assert result.response == {("t", 0): errors.PREFERRED_LEADER_NOT_AVAILABLE,
+                               ("t", 7): errors.UNKNOWN_TOPIC_OR_PARTITION,
+                               ("nope", 0): errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert result.records == ()
+    set_isr(h, "t", (*h.partition("t").isr, preferred))
+    assert h.controller.elect_preferred_leaders(h.now, [("t", 0)]).response == {("t", 0): errors.NONE}
+    assert h.partition("t").leader == preferred
 
 
 def test_alter_topic_configs_writes_only_the_changed_keys_all_or_nothing() -> None:

@@ -1,4 +1,5 @@
-"""CreateTopics (v2-v7), DeleteTopics (v1-v6) and CreatePartitions (v0-v3), one controller call per topic.
+"""CreateTopics (v2-v7), DeleteTopics (v1-v6), CreatePartitions (v0-v3), one controller call per topic; and
+ElectLeaders (v0-v2), one call for all its partitions.
 
 CreateTopics: -1 partitions or replication factor mean the broker's defaults (`num.partitions`,
 `default.replication.factor`). The translator refuses by itself what
@@ -11,6 +12,11 @@ listed twice INVALID_REQUEST. The answer gives each topic's name (and id from v6
 
 CreatePartitions: each topic grows to `count` partitions, placed by the controller; manual assignments and a
 topic listed twice are INVALID_REQUEST, as in CreateTopics.
+
+ElectLeaders: preferred elections (v0 has no type; PREFERRED from v1) of the named partitions, or of every
+partition when none are named (answering only the partitions that moved, as KRaft does). An UNCLEAN election on
+request is refused per partition with INVALID_REQUEST: insync elects uncleanly only where the topic's
+`unclean.leader.election.enable` allows it, which IncrementalAlterConfigs can set.
 
 Topic-level refusals are `Rejected` entries with partition -1.
 """
@@ -36,6 +42,7 @@ from insync.server.apis.entities import (
     build,
     check_body,
     code,
+    field_or,
     has_field,
     millis,
     nested,
@@ -52,7 +59,7 @@ from insync.server.apis.internal import (
     DeleteTopicsResponse,
     NewTopic,
 )
-from insync.server.apis.versions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS
+from insync.server.apis.versions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS
 
 WHOLE_TOPIC = -1  # `Rejected.partition` for a refusal of a whole topic
 
@@ -207,11 +214,55 @@ def _partitions_response(request: DecodedRequest, results: dict[str, tuple[Kafka
         for name, (error, message) in results.items()))
 
 
+# ElectLeaders --------------------------------------------------------------------------------------------
+
+PREFERRED_ELECTION = 0
+UNCLEAN_REFUSED = ("unclean elections on request are not supported: set unclean.leader.election.enable=true on "
+                   "the topic (IncrementalAlterConfigs) and insync elects an out-of-sync replica when it must")
+
+# The partitions asked for (None: all) -> each one's outcome; `Controller.elect_preferred_leaders`.
+ElectPreferred = Callable[[list[tuple[str, int]] | None], dict[tuple[str, int], KafkaError]]
+
+
+def elect_leaders(request: DecodedRequest, elect: ElectPreferred) -> Any:
+    """The answer to an ElectLeaders request, the preferred elections made by `elect`."""
+    body = request.body
+    check_body(body, ELECT_LEADERS)
+    asked = _election_partitions(request)
+    if int(field_or(body, "election_type", PREFERRED_ELECTION)) != PREFERRED_ELECTION:
+        return _election_response(request, {tp: (errors.INVALID_REQUEST, UNCLEAN_REFUSED) for tp in asked or ()},
+                                  errors.INVALID_REQUEST if asked is None else errors.NONE)
+    return _election_response(request, {tp: (error, None) for tp, error in elect(asked).items()}, errors.NONE)
+
+
+def _election_partitions(request: DecodedRequest) -> list[tuple[str, int]] | None:
+    if request.body.topic_partitions is None:
+        return None
+    asked = [(t.topic, int(p)) for t in request.body.topic_partitions for p in t.partitions]
+    return list(dict.fromkeys(asked))  # a partition named twice is elected once
+
+
+def _election_response(request: DecodedRequest, outcomes: dict[tuple[str, int], tuple[KafkaError, str | None]],
+                       error: KafkaError) -> Any:
+    cls = response_class(ELECT_LEADERS, request.api_version)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), (outcome, message) in outcomes.items():
+        by_topic.setdefault(topic, []).append(build(nested(cls, "PartitionResult"), partition_id=partition,
+                                                    error_code=code(outcome), error_message=message))
+    results = tuple(build(nested(cls, "ReplicaElectionResult"), topic=topic, partition_result=tuple(partitions))
+                    for topic, partitions in by_topic.items())
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(error), replica_election_results=results)
+
+
 def refuse_all(request: DecodedRequest, config: BrokerConfig, image: MetadataImage, error: KafkaError,
                message: str) -> Any:
-    """A CreateTopics, DeleteTopics or CreatePartitions answer refusing every topic with `error`: what a broker
-    answers when it cannot forward the request to an active controller (NOT_CONTROLLER, which admin clients
-    retry)."""
+    """A CreateTopics, DeleteTopics, CreatePartitions or ElectLeaders answer refusing every topic (partition) with
+    `error`: what a broker answers when it cannot forward the request to an active controller (NOT_CONTROLLER,
+    which admin clients retry)."""
+    if request.api_key == ELECT_LEADERS:
+        asked = _election_partitions(request)
+        return _election_response(request, {tp: (error, message) for tp in asked or ()},
+                                  error if asked is None else errors.NONE)
     if request.api_key == CREATE_PARTITIONS:
         return _partitions_response(request, {t.name: (error, message) for t in request.body.topics})
     if request.api_key == CREATE_TOPICS:

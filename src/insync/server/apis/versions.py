@@ -8,8 +8,8 @@ follower high watermark for tiered storage) and InitProducerId at 5 (v6 is two-p
 
 The broker listener serves clients and follower fetches; the controller listener serves what brokers send the
 controller: registration, heartbeats, AlterPartition, the metadata log as a Fetch of `__cluster_metadata`
-(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions and (Incremental)AlterConfigs that brokers
-forward.
+(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and (Incremental)AlterConfigs that
+brokers forward.
 
 A request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that lists the
 table, so the client retries with a version it can pick; the response header is always v0 (`protocol.codec`).
@@ -37,6 +37,7 @@ INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
 DESCRIBE_CONFIGS = 32
 CREATE_PARTITIONS = 37
+ELECT_LEADERS = 43
 ALTER_CONFIGS = 33
 INCREMENTAL_ALTER_CONFIGS = 44
 API_VERSIONS = 18
@@ -63,6 +64,7 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
     CREATE_PARTITIONS: (0, 3),
+    ELECT_LEADERS: (0, 2),
     DELETE_RECORDS: (0, 2),
     INIT_PRODUCER_ID: (0, 5),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
@@ -88,6 +90,7 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 6),
     CREATE_PARTITIONS: (0, 3),
+    ELECT_LEADERS: (0, 2),
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ALTER_PARTITION: (2, 3),

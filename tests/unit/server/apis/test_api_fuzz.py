@@ -132,6 +132,7 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.DELETE_TOPICS: lambda r: topics.encode_delete_topics(DeleteTopicsResponse(CID, ()),
                                                                   topics.decode_delete_topics(r, IMAGE)),
     versions.CREATE_PARTITIONS: lambda r: topics.create_partitions(r, lambda *_: None),
+    versions.ELECT_LEADERS: lambda r: topics.elect_leaders(r, lambda asked: {tp: errors.NONE for tp in asked or ()}),
     versions.INIT_PRODUCER_ID: _producer_id,
     versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
     versions.ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),

@@ -172,3 +172,47 @@ def test_create_partitions_refused_without_a_controller() -> None:
     body = wire(topics.refuse_all(request, BrokerConfig({"node.id": 1}), cluster_image(), errors.NOT_CONTROLLER, "no"))
     assert [(r.name, r.error_code) for r in body.results] == [("a", errors.NOT_CONTROLLER.code),
                                                               ("b", errors.NOT_CONTROLLER.code)]
+
+
+# ElectLeaders
+
+def elect_request(version: int, partitions: dict[str, tuple[int, ...]] | None, election_type: int = 0) -> Any:
+    entities = None if partitions is None else tuple(
+        request_entity(43, version, "TopicPartitions", topic=t, partitions=ps) for t, ps in partitions.items())
+    return client_request(43, version, election_type=election_type, topic_partitions=entities,
+                          timeout=datetime.timedelta(seconds=5))
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_elect_leaders_answers_each_partition(version: int) -> None:
+    asked: list[list[tuple[str, int]] | None] = []
+
+    def elect(partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], errors.KafkaError]:
+        asked.append(partitions)
+        return {("orders", 0): errors.NONE, ("orders", 1): errors.ELECTION_NOT_NEEDED,
+                ("logs", 0): errors.PREFERRED_LEADER_NOT_AVAILABLE}
+
+    body = wire(topics.elect_leaders(elect_request(version, {"orders": (0, 1, 0), "logs": (0,)}), elect))
+    assert asked == [[("orders", 0), ("orders", 1), ("logs", 0)]]  # each partition once
+    results = {(r.topic, p.partition_id): p.error_code for r in body.replica_election_results
+               for p in r.partition_result}
+    assert results == {("orders", 0): 0, ("orders", 1): errors.ELECTION_NOT_NEEDED.code,
+                       ("logs", 0): errors.PREFERRED_LEADER_NOT_AVAILABLE.code}
+    wire(topics.elect_leaders(elect_request(version, None), elect))
+    assert asked[-1] is None  # every partition
+
+
+def test_unclean_election_on_request_is_refused_per_partition() -> None:
+    called: list[object] = []
+    body = wire(topics.elect_leaders(elect_request(2, {"orders": (0,)}, election_type=1), called.append))  # type: ignore[arg-type]
+    [[result]] = [r.partition_result for r in body.replica_election_results]
+    assert result.error_code == errors.INVALID_REQUEST.code and "unclean.leader.election.enable" in result.error_message
+    everything = wire(topics.elect_leaders(elect_request(2, None, election_type=1), called.append))  # type: ignore[arg-type]
+    assert everything.error_code == errors.INVALID_REQUEST.code and called == []
+
+
+def test_elect_leaders_refused_without_a_controller() -> None:
+    body = wire(topics.refuse_all(elect_request(1, {"a": (0, 1)}), BrokerConfig({"node.id": 1}), cluster_image(),
+                                  errors.NOT_CONTROLLER, "no"))
+    assert [(p.partition_id, p.error_code) for r in body.replica_election_results for p in r.partition_result] == [
+        (0, errors.NOT_CONTROLLER.code), (1, errors.NOT_CONTROLLER.code)]
