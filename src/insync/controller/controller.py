@@ -59,6 +59,7 @@ from insync.controller.replication_control import (
     check_alter_partition,
     check_topic_name,
     leaving_broker_changes,
+    offline_topic_changes,
     place_replicas,
     preferred_leader_changes,
     returning_broker_changes,
@@ -353,6 +354,9 @@ class Controller:
         for key in sorted(current.keys() | altered.keys()):
             if current.get(key) != altered.get(key):
                 batch.add(ConfigRecord(name, key, altered.get(key)))
+        if self._unclean_allowed(name, batch.image):  # turned on, or on already: offline partitions elect now
+            batch.add_changes(offline_topic_changes(batch.image, name,
+                                                    lambda topic: self._unclean_allowed(topic, batch.image)))
         return ControllerResult(self._commit(batch, now_ms), None)
 
     def delete_topic(self, name: str, now_ms: int) -> ControllerResult[str]:
@@ -468,9 +472,10 @@ class Controller:
         batch.add_changes(changes)
         batch.event(EventType.BROKER_UNFENCED, broker_id=broker.broker_id)
 
-    def _unclean_allowed(self, topic: str) -> bool:
-        """`unclean.leader.election.enable`: the topic's override, else the broker default."""
-        text = self._image.configs(topic).get("unclean.leader.election.enable")
+    def _unclean_allowed(self, topic: str, image: MetadataImage | None = None) -> bool:
+        """`unclean.leader.election.enable` in `image` (default: the current one): the topic's override, else the
+        broker default."""
+        text = (image or self._image).configs(topic).get("unclean.leader.election.enable")
         if text is None:
             return self._config.get("unclean.leader.election.enable") is True
         return text == "true"

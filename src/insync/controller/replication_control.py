@@ -83,6 +83,15 @@ def returning_broker_changes(image: MetadataImage, broker_id: int,
     return _changes(views, lambda v: v.registration.isr, eligible, unclean_for, REASON_UNFENCED)
 
 
+def offline_topic_changes(image: MetadataImage, topic: str,
+                          unclean_for: Callable[[str], bool]) -> list[TopicPartitionChange]:
+    """Elect leaders for `topic`'s offline partitions among eligible replicas: what a topic whose
+    `unclean.leader.election.enable` was just turned on gets at once, rather than at the next broker event."""
+    views = [v for v in image.offline_partitions() if v.topic == topic]
+    return _changes(views, lambda v: v.registration.isr, image.is_eligible, unclean_for,
+                    str(LeaderChangeReason.UNCLEAN))
+
+
 def preferred_leader_changes(image: MetadataImage) -> list[TopicPartitionChange]:
     """Move leadership to the first replica wherever it is in the ISR and eligible but not leading."""
     views = [v for v in image.all_partitions()

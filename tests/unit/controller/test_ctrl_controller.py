@@ -405,3 +405,20 @@ def test_create_partitions_needs_enough_brokers_for_the_replication_factor() -> 
     with pytest.raises(KafkaException) as refused:
         h.controller.create_partitions("t", 2, h.now)
     assert refused.value.error is errors.INVALID_REPLICATION_FACTOR
+
+
+def test_turning_unclean_election_on_elects_the_topics_offline_partitions_at_once() -> None:
+    h = three_broker_topic()
+    leader = h.partition("t").leader
+    others = tuple(b for b in (1, 2, 3) if b != leader)
+    set_isr(h, "t", (leader,))
+    expire(h, {leader}, others)  # the only in-sync replica is fenced: offline, others live but out of sync
+    assert h.partition("t").leader == -1
+    h.drain()
+    h.controller.alter_topic_configs("t", (ConfigChange("retention.ms", ConfigOp.SET, "1000"),), h.now)
+    assert h.partition("t").leader == -1  # another key: still offline, no unclean election
+    h.controller.alter_topic_configs("t", (ConfigChange("unclean.leader.election.enable", ConfigOp.SET, "true"),),
+                                     h.now)
+    assert h.partition("t").leader in others and h.partition("t").isr == (h.partition("t").leader,)
+    changes = [e for e in h.drain() if e.type is EventType.LEADER_CHANGE]
+    assert [e.fields["reason"] for e in changes] == ["unclean"]
