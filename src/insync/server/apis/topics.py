@@ -176,7 +176,6 @@ def _deleted_key(decoded: Decoded[DeleteTopicsRequest], result: DeleteTopicResul
     return key
 
 
-
 # CreatePartitions ----------------------------------------------------------------------------------------
 
 # (topic, count, validate_only): grows the topic or raises KafkaException; `Controller.create_partitions`.
