@@ -1,16 +1,24 @@
-"""Fixtures shared across test packages: free ports and a Tansu broker (a Kafka-compatible reference)."""
+"""Fixtures shared across test packages: free ports and a Tansu broker (a Kafka-compatible reference); helpers
+for a real insync cluster."""
 
 from __future__ import annotations
 
+import datetime
 import json
+import socket
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kio.index import load_request_schema
 
 from insync.chaos import cluster
+from insync.protocol.codec import decode_response, encode_request
+from insync.server.apis.entities import build, nested
 
 STARTUP_TIMEOUT_S = 20.0
 
@@ -93,3 +101,27 @@ def insync_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster
         yield spec
     finally:
         cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+def produce_raw(address: str, topic: str, records: bytes, acks: int = -1) -> int:
+    """One Produce v9 of `records` to partition 0 of `topic` at broker `address` (no client library in between);
+    returns the partition's error code."""
+    cls = load_request_schema(0, 9)
+    data = build(nested(cls, "PartitionProduceData"), index=0, records=records)
+    body = build(cls, transactional_id=None, acks=acks, timeout=datetime.timedelta(seconds=10),
+                 topic_data=(build(nested(cls, "TopicProduceData"), name=topic, partition_data=(data,)),))
+    host, port = address.split(":")
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        sock.sendall(encode_request(body, 77))
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        _, response = decode_response(0, 9, _read(sock, size))
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def _read(sock: Any, n: int) -> bytes:
+    out = b""
+    while len(out) < n:  # bounded: each pass reads at least a byte or fails
+        chunk = sock.recv(n - len(out))
+        assert chunk, "connection closed"
+        out += chunk
+    return out

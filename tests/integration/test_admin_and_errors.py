@@ -4,46 +4,16 @@ ever appended."""
 
 from __future__ import annotations
 
-import datetime
-import struct
 import time
-from typing import Any
 
 import pytest
-from kio.index import load_request_schema
 
+from conftest import produce_raw
 from insync.chaos.cluster import ClusterSpec
 from insync.cli.topics_cmd import describe_rows, ensure_topic
-from insync.protocol.codec import decode_response, encode_request
 from insync.protocol.records import build_batch
-from insync.server.apis.entities import build, nested
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def produce_raw(address: str, topic: str, records: bytes, acks: int = -1) -> int:
-    """One Produce v9 to `address`; returns the partition's error code."""
-    import socket
-
-    cls = load_request_schema(0, 9)
-    data = build(nested(cls, "PartitionProduceData"), index=0, records=records)
-    body = build(cls, transactional_id=None, acks=acks, timeout=datetime.timedelta(seconds=10),
-                 topic_data=(build(nested(cls, "TopicProduceData"), name=topic, partition_data=(data,)),))
-    host, port = address.split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(encode_request(body, 77))
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        _, response = decode_response(0, 9, _read(sock, size))
-    return int(response.responses[0].partition_responses[0].error_code)
-
-
-def _read(sock: Any, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        assert chunk, "connection closed"
-        out += chunk
-    return out
 
 
 def test_offsets_delete_records_configs(insync_cluster: ClusterSpec) -> None:
