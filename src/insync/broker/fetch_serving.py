@@ -152,8 +152,14 @@ class FetchServer:
             return ConsumerFetchPartition(tp, errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET, UNKNOWN_OFFSET, b"")
         hw = partition.high_watermark
         log_start = Offset(partition.log.log_start_offset)
-        if offset < log_start or offset > hw:
+        if offset < log_start or offset > partition.log.log_end_offset:
             return ConsumerFetchPartition(tp, errors.OFFSET_OUT_OF_RANGE, hw, log_start, b"")
+        if offset >= hw:
+            # Past the high watermark but inside the log: nothing committed to read yet, and no error, as in
+            # Kafka's UnifiedLog.read. A leader that just took over (or restarted) can have a high watermark below
+            # what consumers already read from the previous leader; OFFSET_OUT_OF_RANGE here made librdkafka reset
+            # their position (to the end, skipping records, or to the start, reading them twice).
+            return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, b"")
         try:
             result = partition.log.read(offset, max_bytes, hw)
         except KafkaException as exc:

@@ -122,3 +122,21 @@ def test_a_full_purgatory_answers_at_once() -> None:
     assert server.consumer_fetch(T0, "c", consumer_request(1, (A,))).commands == []
     assert answered(server.consumer_fetch(T0, "c", consumer_request(2, (A,)))) == [("c", 2)]
     assert answered(server.follower_fetch(T0, 2, follower_request(3, 2, {A: 0}))) == [(2, 3)]
+
+
+def test_a_consumer_past_the_high_watermark_but_inside_the_log_gets_nothing_not_an_error() -> None:
+    """A new leader's high watermark can trail what consumers read from the old one (Kafka's UnifiedLog.read)."""
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    append(partitions[A], 3, T0)  # LEO 3, high watermark 0: the followers have not fetched
+
+    def read_at(offset: int) -> tuple[errors.KafkaError, bytes]:
+        request = ConsumerFetchRequest(9, ((A, Offset(offset)),), 0, 1 << 20)
+        [command] = server.consumer_fetch(T0, "c", request).commands
+        assert isinstance(command, Outgoing) and isinstance(command.message, ConsumerFetchResponse)
+        [part] = command.message.partitions
+        return part.error, part.records
+
+    assert read_at(2) == (errors.NONE, b"")
+    assert read_at(3) == (errors.NONE, b"")  # at the log end
+    assert read_at(4)[0] is errors.OFFSET_OUT_OF_RANGE  # past the log end
