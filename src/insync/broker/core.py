@@ -191,7 +191,8 @@ class BrokerCore:
             self._report_rejected(now_ms)
         if now_ms >= self._next_retention_ms:
             self._next_retention_ms = now_ms + self._retention_interval_ms
-            self.log_manager.apply_retention(now_ms)
+            # Followers bound it by their own HW, as Kafka's deletableSegments does on every replica.
+            self.log_manager.apply_retention(now_ms, self._high_watermarks())
         commands.extend(self.produce.check(now_ms, ()))
         commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms)))
         commands.extend(self.fetchers.tick(now_ms))
@@ -210,8 +211,11 @@ class BrokerCore:
 
     def checkpoint(self) -> None:
         """Write the HW checkpoint (and the recovery points and log starts with it)."""
-        self.log_manager.checkpoint_high_watermarks({tp: p.high_watermark for tp, p in self.partitions.items()})
+        self.log_manager.checkpoint_high_watermarks(self._high_watermarks())
         self.log_manager.checkpoint_recovery_points_and_log_starts()
+
+    def _high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: partition.high_watermark for tp, partition in self.partitions.items()}
 
     def delete_records(self, now_ms: int, tp: TopicPartition, offset: int | None) -> list[Command]:
         """DeleteRecords on the leader: move the log start offset (None: to the high watermark). Raises

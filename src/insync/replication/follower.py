@@ -84,9 +84,14 @@ def append_fetched(log: LogView, fetch_offset: Offset, records: bytes, leader_hi
     if leader_log_start_offset > log_end_offset:
         emit(EventType.LOG_START_BOUNDED, leader_log_start=leader_log_start_offset, local_leo=log_end_offset)
         restart_at(log, leader_log_start_offset, TruncateReason.LEADER_LOG_START, emit)
-    elif leader_log_start_offset > log.log_start_offset:
-        log.delete_records_before(leader_log_start_offset)
-    return bounded_high_watermark(log, leader_high_watermark)
+        return bounded_high_watermark(log, leader_high_watermark)
+    high_watermark = bounded_high_watermark(log, leader_high_watermark)
+    # Never past this replica's own HW (Kafka's maybeIncrementLogStartOffset refuses that): a leader moves
+    # its log start only below its HW, so a larger one is a stale or inconsistent answer to wait out.
+    log_start_offset = min(leader_log_start_offset, high_watermark)
+    if log_start_offset > log.log_start_offset:
+        log.delete_records_before(log_start_offset)
+    return high_watermark
 
 
 def _restart_at_first_batch_if_needed(log: LogView, records: bytes) -> None:

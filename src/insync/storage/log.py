@@ -464,16 +464,18 @@ class Log:
         return self.log_start_offset
 
     @_writes
-    def apply_retention(self, now_ms: int, high_watermark: int | None = None) -> int:
+    def apply_retention(self, now_ms: int, high_watermark: int) -> int:
         """Delete the oldest whole segments past `retention.ms` or beyond `retention.bytes`, never the active
-        one and, when `high_watermark` is given, never one holding offsets at or above it (Kafka deletes only
-        segments whose successor starts at or below the high watermark). Returns how many were deleted."""
+        one and never one holding offsets at or above `high_watermark` (Kafka's `UnifiedLog.deletableSegments`:
+        a segment goes only when its successor starts at or below the high watermark), so the log start never
+        passes it: what no follower may have yet stays. Returns how many were deleted."""
+        assert high_watermark <= self.log_end_offset, (high_watermark, self.log_end_offset)
         deleted = 0
         retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
         excess_bytes = self.size_bytes - retention_bytes if retention_bytes >= 0 else -1
         while len(self.segments) > 1:
             oldest = self.segments[0]
-            if high_watermark is not None and self.segments[1].base_offset > high_watermark:
+            if self.segments[1].base_offset > high_watermark:
                 break
             last_ms = oldest.max_timestamp if oldest.max_timestamp >= 0 else oldest.created_ms
             expired = retention_ms >= 0 and now_ms - last_ms > retention_ms
@@ -487,6 +489,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
             self._log_start_moved()
+        assert not deleted or self.segments[0].base_offset <= high_watermark, (self.segments[0], high_watermark)
         return deleted
 
     @_writes

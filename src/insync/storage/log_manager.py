@@ -135,11 +135,15 @@ class LogManager:
         write_offset_checkpoint(self.disk, f"{self.log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
                                 {tp: log.log_start_offset for tp, log in self._logs.items()})
 
-    def apply_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int] | None = None) -> int:
-        """Retention on every log, never past a partition's high watermark where one is given; returns the
-        number of segments deleted."""
-        marks = high_watermarks or {}
-        return sum(log.apply_retention(now_ms, marks.get(tp)) for tp, log in self._logs.items())
+    def apply_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
+        """Retention on every log with a high watermark in `high_watermarks`, never past it; a log without one
+        (not hosted as a partition yet, after a restart) keeps everything. Returns the segments deleted."""
+        deleted = 0
+        for tp, log in self._logs.items():
+            high_watermark = high_watermarks.get(tp)
+            if high_watermark is not None and not log.offline:
+                deleted += log.apply_retention(now_ms, high_watermark)
+        return deleted
 
     def flush(self) -> None:
         for log in self._logs.values():

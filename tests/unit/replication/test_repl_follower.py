@@ -75,6 +75,17 @@ def test_leader_log_start_inside_the_local_log_moves_the_log_start() -> None:
     assert target.fetch_position() == FetchPosition(Offset(5), LeaderEpoch(1), Offset(3))
 
 
+def test_leader_log_start_above_the_local_high_watermark_moves_the_log_start_only_to_it() -> None:
+    """Issue 16: a follower's log start never passes its own HW (Kafka's maybeIncrementLogStartOffset)."""
+    source = leader(1, isr=(1,), replicas=(1, 2, 3))
+    for _ in range(5):
+        source.append_records_as_leader(batch(1), 1, T0)
+    target = follower()
+    target.append_fetched_records(Offset(0), records_from(source, 0), Offset(2), Offset(4), T0)
+    assert target.high_watermark == 2
+    assert target.fetch_position() == FetchPosition(Offset(5), LeaderEpoch(1), Offset(2))
+
+
 def test_restart_inside_a_batch_when_the_leader_deleted_records_mid_batch() -> None:
     source = leader(1, isr=(1,), replicas=(1, 2, 3))
     source.append_records_as_leader(batch(10), 1, T0)  # one batch, offsets 0..9

@@ -14,11 +14,11 @@ def test_retention_by_time_deletes_old_segments_only() -> None:
     for i in range(6):  # segments [0,4) at T0+0/1, [4,8) at T0+2/3, [8,12) at T0+20000/20001
         log.append_as_leader(batch(2, timestamp=T0 + (i if i < 4 else 20_000 + i)), leader_epoch=i)
     assert [s.base_offset for s in log.segments] == [0, 4, 8]
-    assert log.apply_retention(T0 + 10_001) == 0  # the newest record of segment 0 is exactly 10000 ms old
-    assert log.apply_retention(T0 + 10_004) == 2
+    assert log.apply_retention(T0 + 10_001, log.log_end_offset) == 0  # the newest record of segment 0 is exactly 10000 ms old
+    assert log.apply_retention(T0 + 10_004, log.log_end_offset) == 2
     assert [s.base_offset for s in log.segments] == [8] and log.log_start_offset == 8
     assert log.leader_epoch_cache.epoch_entries == [(4, 8), (5, 10)]
-    assert log.apply_retention(T0 + 10**9) == 0  # the active segment always stays
+    assert log.apply_retention(T0 + 10**9, log.log_end_offset) == 0  # the active segment always stays
 
 
 def test_retention_by_bytes_keeps_the_newest_segments() -> None:
@@ -27,9 +27,9 @@ def test_retention_by_bytes_keeps_the_newest_segments() -> None:
     for _ in range(7):
         log.append_as_leader(batch(2), leader_epoch=0)
     assert [s.size for s in log.segments] == [2 * size, 2 * size, 2 * size, size]
-    assert log.apply_retention(T0) == 2  # 7 batches, limit 3: deleting 4 leaves 3
+    assert log.apply_retention(T0, log.log_end_offset) == 2  # 7 batches, limit 3: deleting 4 leaves 3
     assert [s.base_offset for s in log.segments] == [8, 12] and log.log_start_offset == 8
-    assert log.apply_retention(T0) == 0
+    assert log.apply_retention(T0, log.log_end_offset) == 0
 
 
 def test_offset_for_timestamp_finds_the_first_record_at_or_after() -> None:
@@ -73,7 +73,7 @@ def test_retention_never_deletes_at_or_above_the_high_watermark() -> None:
     assert len(log.segments) == 6
     assert log.apply_retention(10, high_watermark=2) == 2  # segments [0,1) and [1,2) only
     assert log.log_start_offset == 2
-    assert log.apply_retention(10) == 3  # without a bound: everything but the active segment
+    assert log.apply_retention(10, high_watermark=6) == 3  # all committed: everything but the active one
     assert log.log_start_offset == 5
 
 
