@@ -1,10 +1,12 @@
-"""The checker catches what it must: HW regressions, two leaders in one epoch, lost acks, divergent logs."""
+"""The checker catches what it must: HW regressions, two leaders in one epoch, a log start above the HW, leaders
+missing committed records, ISR and ELR overlapping, lost acks, divergent logs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from insync.sim.checker import BatchInfo, Checker
+from insync.sim.checker import BatchInfo, Checker, LeaderState
 from insync.sim.history import Ack, History
 from insync.types import Offset, TopicPartition
 
@@ -13,12 +15,12 @@ TP = TopicPartition("t", 0)
 
 class FakeView:
     def __init__(self) -> None:
-        self.leaders: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        self.leaders: dict[int, list[LeaderState]] = {}
         self.logs: dict[int, list[BatchInfo]] = {}
         self.hws: dict[int, int] = {}
         self.leader = 1
 
-    def leader_states(self, broker_id: int) -> Iterable[tuple[TopicPartition, int, int]]:
+    def leader_states(self, broker_id: int) -> Iterable[LeaderState]:
         return self.leaders.get(broker_id, [])
 
     def replica_brokers(self, topic_partition: TopicPartition) -> list[int]:
@@ -35,15 +37,19 @@ class FakeView:
         return self.leader
 
 
+def state(epoch: int, hw: int, log_start: int = 0, leo: int | None = None) -> LeaderState:
+    return LeaderState(TP, epoch, hw, log_start, hw if leo is None else leo)
+
+
 def test_hw_going_backwards_within_an_epoch_is_a_violation_but_not_across_epochs() -> None:
     view = FakeView()
     checker = Checker(view)
-    view.leaders[1] = [(TP, 3, 100)]
+    view.leaders[1] = [state(3, 100)]
     checker.check_broker(0, 1)
-    view.leaders[1] = [(TP, 4, 90)]  # a new epoch may start lower
+    view.leaders[1] = [state(4, 90, leo=100)]  # a new epoch may start lower
     checker.check_broker(1, 1)
     assert checker.violations == []
-    view.leaders[1] = [(TP, 4, 80)]
+    view.leaders[1] = [state(4, 80, leo=100)]
     checker.check_broker(2, 1)
     assert len(checker.violations) == 1 and "backwards" in checker.violations[0]
 
@@ -51,8 +57,8 @@ def test_hw_going_backwards_within_an_epoch_is_a_violation_but_not_across_epochs
 def test_two_leaders_for_one_epoch_is_a_violation() -> None:
     view = FakeView()
     checker = Checker(view)
-    view.leaders[1] = [(TP, 3, 100)]
-    view.leaders[2] = [(TP, 3, 100)]
+    view.leaders[1] = [state(3, 100)]
+    view.leaders[2] = [state(3, 100)]
     checker.check_broker(0, 1)
     checker.check_broker(0, 2)
     assert any("both led epoch 3" in v for v in checker.violations)
@@ -99,3 +105,72 @@ def test_periodic_prefix_check_compares_only_what_was_committed_since_the_last()
     view.hws = {1: 20, 2: 20}
     checker.check_prefixes(1, [TP])
     assert len(checker.violations) == 1 and "diverge at offset 10" in checker.violations[0]
+
+
+def test_a_log_start_above_the_high_watermark_is_a_violation() -> None:
+    view = FakeView()
+    checker = Checker(view)
+    view.leaders[1] = [state(3, 100, log_start=100, leo=500)]
+    checker.check_broker(0, 1)
+    assert checker.violations == []
+    view.leaders[1] = [state(3, 100, log_start=120, leo=500)]
+    checker.check_broker(1, 1)
+    assert len(checker.violations) == 1 and "log start offset 120 above the high watermark 100" in checker.violations[0]
+
+
+def test_a_new_leader_missing_committed_records_violates_leader_completeness_unless_unclean() -> None:
+    view = FakeView()
+    checker = Checker(view)
+    view.leaders[1] = [state(3, 100)]
+    checker.check_broker(0, 1)
+    view.leaders = {2: [state(4, 0, leo=90)]}  # elected with a log ending below the committed offset 100
+    checker.check_broker(1, 2)
+    assert len(checker.violations) == 1 and "leader completeness" in checker.violations[0]
+    checker.unclean_election(TP, 5)
+    view.leaders = {3: [state(5, 0, leo=50)]}
+    checker.check_broker(2, 3)
+    view.leaders = {1: [state(3, 100)]}  # the deposed leader of epoch 3 no longer sets what is committed
+    checker.check_broker(3, 1)
+    assert len(checker.violations) == 1
+
+
+def test_a_leader_losing_committed_records_later_is_a_violation() -> None:
+    view = FakeView()
+    checker = Checker(view)
+    view.leaders[1] = [state(3, 100, leo=120)]
+    checker.check_broker(0, 1)
+    view.leaders[1] = [state(3, 100, leo=80)]
+    checker.check_broker(1, 1)
+    assert any("committed records lost" in v for v in checker.violations)
+
+
+@dataclass(frozen=True)
+class Registration:
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...] = ()
+
+
+def test_isr_and_elr_must_be_disjoint_and_the_leader_in_the_isr() -> None:
+    checker = Checker(FakeView())
+    checker.check_image(0, [(TP, Registration(1, (1, 2, 3), (1,), (2, 3)))])
+    assert checker.violations == []
+    checker.check_image(1, [(TP, Registration(1, (1, 2, 3), (1, 2), (2,)))])
+    checker.check_image(2, [(TP, Registration(3, (1, 2, 3), (1, 2)))])
+    assert len(checker.violations) == 2
+    assert "disjoint" in checker.violations[0] and "not in the ISR" in checker.violations[1]
+
+
+def test_a_committed_batch_gone_after_a_change_of_leader_is_a_violation() -> None:
+    view = FakeView()
+    view.logs = {1: [_batch(0, 11, 0), _batch(10, 12, 10)], 2: [_batch(0, 11, 0)]}
+    view.hws = {1: 20, 2: 10}
+    checker = Checker(view)
+    checker.check_prefixes(0, [TP])
+    assert checker.violations == []
+    view.leader = 2  # its log lacks the batch at 10, committed on broker 1; then it takes new writes there
+    view.logs = {2: [_batch(0, 11, 0), _batch(10, 77, 99)]}
+    view.hws = {2: 20}
+    checker.check_prefixes(1, [TP])
+    assert len(checker.violations) == 1 and "committed batch at offset 10 changed" in checker.violations[0]

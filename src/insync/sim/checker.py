@@ -1,10 +1,19 @@
 """Invariants of a simulation run, checked incrementally after every event and completely at the end.
 
-After every event (cheap, O(partitions led by the brokers that just acted)):
+They are the properties of Kafka's TLA+ model of KIP-966 (github.com/Vanlightly/kafka-tlaplus) and of
+`UnifiedLog.deletableSegments`. The committed offset of a partition is the largest HW any of its leaders has
+had (since the last unclean election, which gives committed records up knowingly).
+After every event (cheap, O(partitions led by the broker that just acted)):
 - a leader's high watermark never goes backwards within one leader epoch (a new leader may start lower and
   learn the HW from its followers, as in Kafka);
-- at most one broker ever acts as leader for a given (partition, leader epoch).
-Every `PREFIX_CHECK_INTERVAL_MS` of virtual time, and at the end: committed prefixes are identical.
+- at most one broker ever acts as leader for a given (partition, leader epoch);
+- a leader's log start offset is at or below its high watermark (retention, DeleteRecords);
+- leader completeness: a broker that becomes leader of an epoch holds every committed offset (its log end is at
+  or above the committed offset), and no committed record is lost: no leader's log end falls below it later;
+- on every change of the controller's image: the ISR and the ELR (KIP-966) of a partition are disjoint, the ELR
+  is within the replicas, and a leader is an ISR member.
+Every `PREFIX_CHECK_INTERVAL_MS` of virtual time, and at the end: log matching, committed prefixes are identical
+(after a change of leader, from the log start again: the new leader must agree with what was committed before).
 At the end of a run, once every fault is healed and the cluster has quiesced:
 - every batch acknowledged with acks=all is in the final leader's log below its HW, at the offset acknowledged,
   unless an unclean election happened (then lost writes are reported as such, not as violations);
@@ -18,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from insync.errors import KafkaException
 from insync.sim.history import BatchId, History
@@ -38,11 +47,34 @@ class BatchInfo:
     batch_id: BatchId
 
 
+class LeaderState(NamedTuple):
+    """One partition as its leader sees it (a tuple: built after every event, it must be cheap)."""
+
+    topic_partition: TopicPartition
+    leader_epoch: int
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+class PartitionImage(Protocol):
+    """A partition in the controller's image (`controller.image.PartitionRegistration`)."""
+
+    @property
+    def leader(self) -> int: ...
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+
+
 class ClusterView(Protocol):
     """What the checker may look at; implemented by the simulated cluster."""
 
-    def leader_states(self, broker_id: int) -> Iterable[tuple[TopicPartition, int, int]]:
-        """(partition, leader epoch, high watermark) for every partition this live broker leads."""
+    def leader_states(self, broker_id: int) -> Iterable[LeaderState]:
+        """Every partition this live broker leads."""
 
     def replica_brokers(self, topic_partition: TopicPartition) -> list[int]:
         """The live brokers hosting a replica of the partition."""
@@ -74,7 +106,11 @@ class Checker:
         self.violations: list[str] = []
         self._hw_by_leader: dict[tuple[int, TopicPartition, int], int] = {}
         self._leader_of_epoch: dict[tuple[TopicPartition, int], int] = {}
+        self._committed: dict[TopicPartition, int] = {}  # the largest HW of any leader (since an unclean one)
+        self._newest_epoch: dict[TopicPartition, int] = {}  # of any leader seen, or of an unclean election
         self._verified: dict[TopicPartition, int] = {}  # committed prefix already compared, per partition
+        self._verified_leader: dict[TopicPartition, int] = {}  # the leader it was compared against
+        self._committed_batches: dict[TopicPartition, dict[int, BatchInfo]] = {}  # by base offset
         self.checks = 0
 
     def violation(self, now_ms: int, text: str) -> None:
@@ -85,17 +121,55 @@ class Checker:
         """The incremental invariants for one broker that just handled an event."""
         self.checks += 1
         hw_by_leader = self._hw_by_leader
-        leader_of_epoch = self._leader_of_epoch
-        for tp, epoch, hw in self._view.leader_states(broker_id):
+        committed = self._committed
+        for tp, epoch, hw, log_start, leo in self._view.leader_states(broker_id):
             key = (broker_id, tp, epoch)
             previous = hw_by_leader.get(key)
-            if previous is not None and hw < previous:
+            if previous is None:
+                self._new_leader(now_ms, broker_id, tp, epoch, leo)  # leader completeness: its LEO
+            elif hw < previous:
                 self.violation(now_ms, f"{tp}: HW went backwards on leader {broker_id} epoch {epoch}: "
                                        f"{previous} -> {hw}")
             hw_by_leader[key] = hw
-            owner = leader_of_epoch.setdefault((tp, epoch), broker_id)
-            if owner != broker_id:
-                self.violation(now_ms, f"{tp}: brokers {owner} and {broker_id} both led epoch {epoch}")
+            if log_start > hw:
+                self.violation(now_ms, f"{tp}: log start offset {log_start} above the high watermark {hw} on "
+                                       f"leader {broker_id} epoch {epoch}")
+            newest = self._newest_epoch.get(tp, -1)
+            if epoch < newest:
+                continue  # a deposed leader not told yet (paused, cut off): it may still hold a shorter log
+            self._newest_epoch[tp] = epoch
+            if hw > committed.get(tp, 0):
+                committed[tp] = hw
+            elif leo < committed.get(tp, 0):
+                self.violation(now_ms, f"{tp}: committed records lost: leader {broker_id} epoch {epoch} ends at "
+                                       f"{leo}, below the committed offset {committed[tp]}")
+                committed[tp] = leo  # reported once: what is left is what counts from now on
+
+    def _new_leader(self, now_ms: int, broker_id: int, tp: TopicPartition, epoch: int, leo: int) -> None:
+        owner = self._leader_of_epoch.setdefault((tp, epoch), broker_id)
+        if owner != broker_id:
+            self.violation(now_ms, f"{tp}: brokers {owner} and {broker_id} both led epoch {epoch}")
+        committed = self._committed.get(tp, 0)
+        if leo < committed and epoch >= self._newest_epoch.get(tp, -1):
+            self.violation(now_ms, f"{tp}: leader completeness: broker {broker_id} leads epoch {epoch} with its "
+                                   f"log ending at {leo}, below the committed offset {committed}")
+            self._committed[tp] = leo  # reported once
+
+    def unclean_election(self, tp: TopicPartition, leader_epoch: int) -> None:
+        """An unclean election gives committed records up knowingly: the committed offset starts again."""
+        self._committed[tp] = 0
+        self._committed_batches.pop(tp, None)
+        self._newest_epoch[tp] = max(self._newest_epoch.get(tp, -1), leader_epoch)
+
+    def check_image(self, now_ms: int, partitions: Iterable[tuple[TopicPartition, PartitionImage]]) -> None:
+        """KIP-966's metadata invariants on the controller's image (run when it changed)."""
+        for tp, reg in partitions:
+            elr = getattr(reg, "elr", ())  # the field comes with KIP-966 (controller/image.py)
+            if elr and (set(elr) & set(reg.isr) or not set(elr) <= set(reg.replicas)):
+                self.violation(now_ms, f"{tp}: ELR {list(elr)} must be disjoint from the ISR {list(reg.isr)} "
+                                       f"and within the replicas {list(reg.replicas)}")
+            if reg.leader >= 0 and reg.leader not in reg.isr:
+                self.violation(now_ms, f"{tp}: leader {reg.leader} is not in the ISR {list(reg.isr)}")
 
     def forget_broker(self, broker_id: int) -> None:
         """A restarted broker's HW starts again from its checkpoint; leadership history is kept."""
@@ -137,8 +211,11 @@ class Checker:
         for tp in partitions:
             leader = self._view.current_leader(tp)
             if leader >= 0 and leader in self._view.replica_brokers(tp):
-                # Only what became committed since the last check: the final check reads everything again.
-                self._check_prefixes(now_ms, tp, FinalReport(), self._verified.get(tp, 0))
+                # Only what became committed since the last check, unless the leader changed: a new leader is
+                # compared from its log start (the final check reads everything again).
+                start = self._verified.get(tp, 0) if self._verified_leader.get(tp) == leader else 0
+                self._verified_leader[tp] = leader
+                self._check_prefixes(now_ms, tp, FinalReport(), start)
 
     def _check_prefixes(self, now_ms: int, tp: TopicPartition, report: FinalReport,
                         start: int = 0) -> dict[int, BatchInfo]:
@@ -157,6 +234,7 @@ class Checker:
             return {}
         committed = {info.base_offset: info for info in leader_batches if info.last_offset < leader_hw}
         first_committed = min(committed, default=leader_hw)
+        self._compare_with_history(now_ms, tp, leader, committed, max(start, first_committed), leader_hw)
         verified = leader_hw
         for broker in replicas:
             if broker == leader:
@@ -179,3 +257,18 @@ class Checker:
                     break
         self._verified[tp] = max(start, verified)
         return committed
+
+    def _compare_with_history(self, now_ms: int, tp: TopicPartition, leader: int, committed: dict[int, BatchInfo],
+                              start: int, end: int) -> None:
+        """No committed record lost or changed: the leader's committed batches in [start, end) are those that
+        earlier checks saw committed there (on whichever leader), and those are remembered for later ones."""
+        known = self._committed_batches.setdefault(tp, {})
+        for base, info in committed.items():
+            seen = known.setdefault(base, info)
+            if (seen.crc, seen.last_offset) != (info.crc, info.last_offset):
+                self.violation(now_ms, f"{tp}: committed batch at offset {base} changed on leader {leader}")
+                return
+        for base, seen in known.items():
+            if start <= base and seen.last_offset < end and base not in committed:
+                self.violation(now_ms, f"{tp}: committed batch at offset {base} is gone from leader {leader}")
+                return

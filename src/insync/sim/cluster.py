@@ -15,10 +15,10 @@ from insync.config import BrokerConfig, ConfigError
 from insync.controller.image import PartitionRegistration
 from insync.controller.records import NO_LEADER
 from insync.errors import KafkaException
-from insync.events import Event
+from insync.events import Event, EventType, LeaderChangeReason
 from insync.protocol.records import iter_batches
 from insync.sim.broker_node import SimBroker
-from insync.sim.checker import BatchInfo, Checker
+from insync.sim.checker import BatchInfo, Checker, LeaderState
 from insync.sim.controller_node import SimController
 from insync.sim.network import LinkConfig, Network, NodeId
 from insync.sim.scheduler import Scheduler
@@ -61,6 +61,11 @@ class SimCluster:
     def _collect(self, events: list[Event]) -> None:
         if len(self.events) + len(events) <= EVENTS_REMEMBERED_MAX:
             self.events.extend(events)
+        for event in events:
+            if (event.type is EventType.LEADER_CHANGE and event.fields.get("reason") == LeaderChangeReason.UNCLEAN
+                    and event.topic is not None and event.partition is not None):
+                self.checker.unclean_election(TopicPartition(event.topic, event.partition),
+                                              int(event.fields["leader_epoch"]))
 
     def _on_broker_step(self, broker_id: int) -> None:
         now = self.scheduler.now_ms
@@ -88,13 +93,14 @@ class SimCluster:
             return
         self._last_image = image
         health: dict[TopicPartition, tuple[bool, bool, bool]] = {}
-        for view in image.all_partitions():
-            reg = view.registration
-            min_isr = int(image.configs(view.topic).get("min.insync.replicas", self._min_isr_default))
+        registrations = [(TopicPartition(view.topic, view.partition), view.registration)
+                         for view in image.all_partitions()]
+        for tp, reg in registrations:
+            min_isr = int(image.configs(tp.topic).get("min.insync.replicas", self._min_isr_default))
             min_isr = min(min_isr, len(reg.replicas))
-            health[TopicPartition(view.topic, view.partition)] = (
-                len(reg.isr) < len(reg.replicas), len(reg.isr) < min_isr, reg.leader == NO_LEADER)
+            health[tp] = (len(reg.isr) < len(reg.replicas), len(reg.isr) < min_isr, reg.leader == NO_LEADER)
         self._health = health
+        self.checker.check_image(now, registrations)
 
     def note(self, text: str) -> None:
         self.trace.append(f"t={self.scheduler.elapsed_ms}ms {text}")
@@ -203,9 +209,12 @@ class SimCluster:
 
     # ClusterView --------------------------------------------------------------------------------------
 
-    def leader_states(self, broker_id: int) -> Iterable[tuple[TopicPartition, int, int]]:
-        node = self.brokers[broker_id]
-        return () if node.core is None else node.core.leader_states()
+    def leader_states(self, broker_id: int) -> Iterable[LeaderState]:
+        core = self.brokers[broker_id].core
+        if core is None:
+            return ()
+        return [LeaderState(tp, p.leader_epoch, p.high_watermark, p.log.log_start_offset, p.log.log_end_offset)
+                for tp, p in core.partitions.items() if p.is_leader]
 
     def replica_brokers(self, topic_partition: TopicPartition) -> list[int]:
         reg = self._registration(topic_partition)
