@@ -135,7 +135,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("replica.lag.time.max.ms", "long", 30000, "Out of sync after this long without catching up.", min=1),
         _d("replica.lag.max.messages", "long", 0, "Legacy count rule (0.8.2); 0 turns it off.", min=0),
         _d("follower.fetch.pending.reads.insync.enable", "bool", False,
-           "KIP-501: a follower whose fetch is still being read counts as in sync."),
+           "KIP-501: a follower whose fetch is still being read counts as in sync, but only while that read is "
+           "younger than replica.lag.time.max.ms; a completed read counts as a catch-up at its completion time "
+           "only if it took at most that long. A follower cut off while its read is pending thus leaves the "
+           "ISR within 1.5 x replica.lag.time.max.ms of its last fetch, however slow the read."),
         _d("replica.fetch.wait.max.ms", "int", 500, "Longest wait of a follower fetch.", min=0),
         _d("replica.fetch.min.bytes", "int", 1, "Bytes a follower fetch waits for.", min=1),
         _d("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition per follower fetch.", min=0),
@@ -146,6 +149,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "HW checkpoint interval.", min=1),
         _d("min.insync.replicas", "int", 1, "ISR size needed for acks=all.", min=1),
         _d("unclean.leader.election.enable", "bool", False, "Allow an out-of-sync replica to lead."),
+        _d("eligible.leader.replicas.enable", "bool", True,
+           "KIP-966: replicas removed from the ISR while it was below min.insync.replicas stay eligible to lead, "
+           "a broker back from a crash leaves every ISR and ELR; false gives the Kafka 3.x election to compare."),
         _d("default.replication.factor", "int", 1, "Replication factor of auto-created topics.", min=1),
         _d("num.partitions", "int", 1, "Partitions of auto-created topics.", min=1),
         _d("auto.create.topics.enable", "bool", False, "Create topics on first metadata request."),

@@ -54,6 +54,7 @@ from insync.controller.records import (
 )
 from insync.controller.replication_control import (
     AlterPartitionItem,
+    ElectionPolicy,
     TopicPartitionChange,
     change_events,
     check_alter_partition,
@@ -63,6 +64,7 @@ from insync.controller.replication_control import (
     place_replicas,
     preferred_leader_changes,
     returning_broker_changes,
+    unclean_shutdown_changes,
 )
 from insync.controller.store import MetadataStore
 from insync.errors import KafkaError, KafkaException
@@ -161,6 +163,9 @@ class Controller:
         self._log = MetadataLog(PropagationConfig.from_broker_config(config), records, now_ms)
         session_timeout_ms = config.get("broker.session.timeout.ms")
         assert isinstance(session_timeout_ms, int)
+        self._policy = ElectionPolicy(config.get_bool("unclean.leader.election.enable"),
+                                      config.get_int("min.insync.replicas"),
+                                      config.get_bool("eligible.leader.replicas.enable"))
         self._sessions = BrokerSessions(session_timeout_ms)
         self._events: deque[Event] = deque(maxlen=EVENTS_BUFFERED_MAX)
         self.events_dropped = 0
@@ -209,8 +214,12 @@ class Controller:
     # ---- brokers
 
     def register_broker(self, broker_id: int, incarnation_id: str, host: str, port: int, now_ms: int,
-                        rack: str | None = None) -> ControllerResult[int]:
-        """BrokerRegistration: a new broker epoch (the record's offset); the broker starts fenced."""
+                        rack: str | None = None, previous_broker_epoch: int = -1) -> ControllerResult[int]:
+        """BrokerRegistration: a new broker epoch (the record's offset); the broker starts fenced.
+
+        `previous_broker_epoch` is KIP-966's: the epoch of the broker's last life if that life ended with a
+        clean shutdown, else -1. A new incarnation that cannot name the registered epoch crashed and may have
+        lost its unflushed tail: with ELR on it leaves every ISR and ELR (`unclean_shutdown_changes`)."""
         self._advance(now_ms)
         invalid = errors.BY_NAME["INVALID_REGISTRATION"]
         if broker_id < 0 or not 0 < port <= 65535 or not incarnation_id:
@@ -228,6 +237,9 @@ class Controller:
         batch = self._batch(now_ms)
         if existing is not None and not existing.fenced:
             self._fence(batch, existing, str(LeaderChangeReason.FENCED))  # a restart the session did not see
+        if (existing is not None and existing.incarnation_id != incarnation_id
+                and previous_broker_epoch != existing.broker_epoch):
+            batch.add_changes(unclean_shutdown_changes(batch.image, broker_id, self._policy))
         epoch = self._log.end_offset + len(batch.records)
         batch.add(RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack))
         batch.event(EventType.BROKER_REGISTERED, broker_id=broker_id, broker_epoch=epoch)
@@ -252,7 +264,7 @@ class Controller:
                 self._fence(batch, broker, str(LeaderChangeReason.FENCED))
             elif state is BrokerState.CONTROLLED_SHUTDOWN:
                 batch.add_changes(leaving_broker_changes(batch.image, broker_id, str(LeaderChangeReason.SHUTDOWN),
-                                                         self._unclean_allowed))
+                                                         self._policy))
                 batch.add(BrokerRegistrationChangeRecord(broker_id, broker.broker_epoch, True))
             elif not broker.fenced:
                 self._fence(batch, broker, str(LeaderChangeReason.SHUTDOWN))
@@ -354,9 +366,8 @@ class Controller:
         for key in sorted(current.keys() | altered.keys()):
             if current.get(key) != altered.get(key):
                 batch.add(ConfigRecord(name, key, altered.get(key)))
-        if self._unclean_allowed(name, batch.image):  # turned on, or on already: offline partitions elect now
-            batch.add_changes(offline_topic_changes(batch.image, name,
-                                                    lambda topic: self._unclean_allowed(topic, batch.image)))
+        if self._policy.unclean_allowed(batch.image, name):  # turned on, or on already: offline partitions elect now
+            batch.add_changes(offline_topic_changes(batch.image, name, self._policy))
         return ControllerResult(self._commit(batch, now_ms), None)
 
     def delete_topic(self, name: str, now_ms: int) -> ControllerResult[str]:
@@ -384,7 +395,7 @@ class Controller:
         batch = self._batch(now_ms)
         results = []
         for item in items:
-            outcome = check_alter_partition(batch.image, broker_id, item)
+            outcome = check_alter_partition(batch.image, broker_id, item, self._policy)
             if outcome is not None and not isinstance(outcome, KafkaError):
                 batch.add(outcome.record)
             error = outcome if isinstance(outcome, KafkaError) else errors.NONE
@@ -399,7 +410,7 @@ class Controller:
         not eligible), UNKNOWN_TOPIC_OR_PARTITION; with `partitions` None, only the partitions that moved."""
         self._advance(now_ms)
         batch = self._batch(now_ms)
-        changes = preferred_leader_changes(self._image)
+        changes = preferred_leader_changes(self._image, self._policy)
         outcomes: dict[tuple[str, int], KafkaError] = {}
         if partitions is not None:
             wanted = set(partitions)
@@ -462,23 +473,15 @@ class Controller:
         return broker
 
     def _fence(self, batch: _Batch, broker: BrokerRegistration, reason: str) -> None:
-        batch.add_changes(leaving_broker_changes(batch.image, broker.broker_id, reason, self._unclean_allowed))
+        batch.add_changes(leaving_broker_changes(batch.image, broker.broker_id, reason, self._policy))
         batch.add(FenceBrokerRecord(broker.broker_id, broker.broker_epoch))
         batch.event(EventType.BROKER_FENCED, broker_id=broker.broker_id)
 
     def _unfence(self, batch: _Batch, broker: BrokerRegistration) -> None:
-        changes = returning_broker_changes(batch.image, broker.broker_id, self._unclean_allowed)
+        changes = returning_broker_changes(batch.image, broker.broker_id, self._policy)
         batch.add(UnfenceBrokerRecord(broker.broker_id, broker.broker_epoch))
         batch.add_changes(changes)
         batch.event(EventType.BROKER_UNFENCED, broker_id=broker.broker_id)
-
-    def _unclean_allowed(self, topic: str, image: MetadataImage | None = None) -> bool:
-        """`unclean.leader.election.enable` in `image` (default: the current one): the topic's override, else the
-        broker default."""
-        text = (image or self._image).configs(topic).get("unclean.leader.election.enable")
-        if text is None:
-            return self._config.get("unclean.leader.election.enable") is True
-        return text == "true"
 
     def _check_new_topic(self, name: str, num_partitions: int, replication_factor: int) -> None:
         check_topic_name(name)

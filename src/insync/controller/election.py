@@ -5,12 +5,25 @@ brokers may lead, and whether an unclean election is allowed, and returns the `P
 there (or None when nothing changes). It reads no state and writes none; the callers (fencing, controlled
 shutdown, unfencing, AlterPartition, preferred election) differ only in their arguments.
 
-Leader choice, in Kafka's order:
-1. preferred election: the first replica, if it is in the target ISR and eligible;
-2. the current leader, if it is still in the target ISR and eligible (leadership does not move needlessly);
-3. the first replica (assignment order) in the target ISR that is eligible (a clean election);
-4. if allowed, the first eligible replica outside the ISR (an unclean election: the ISR becomes that replica
-   alone, and data acknowledged by the old ISR may be lost);
+Eligible Leader Replicas (KIP-966, on when `elr_min_isr` is given: the topic's effective min ISR). While the
+target ISR is below min ISR the high watermark cannot advance, so every replica that was in the ISR since it
+fell below holds all committed data: the ELR keeps them (Kafka's `maybePopulateTargetElr`: current ISR and ELR,
+minus the target ISR, minus a replica that shut down uncleanly and may have lost its tail). Replicas that leave
+the ELR that way are remembered in `last_known_elr`. Once the ISR is back at min ISR both are cleared. ISR and
+ELR never overlap, and with ELR on the ISR may become empty (leader -1) instead of keeping a fenced member.
+insync keeps `last_known_elr` as KIP-966 describes it (the last ELR members); Kafka 4.x stores the last leader
+there and elects it when ISR and ELR are empty, even after it lost its tail: insync leaves that choice to the
+unclean recovery strategy.
+
+Leader choice, in Kafka's order (a replica is valid when eligible and in the target ISR, or, when the target
+ISR is empty, in the ELR):
+1. preferred election: the first replica, if it is valid;
+2. the current leader, if it is still valid (leadership does not move needlessly);
+3. the first valid replica in assignment order (a clean election; one from the ELR makes the ISR that leader
+   alone, and leaves the ELR);
+4. if allowed, an eligible replica outside the ISR chosen by `choose_unclean` (an unclean election: the ISR
+   becomes that replica alone, the ELR is cleared, the leader is RECOVERING (KIP-704), and data acknowledged by
+   the old ISR may be lost);
 5. otherwise no leader (-1): the partition is offline, and the ISR stays as the target says.
 A leadership change bumps the leader epoch; every change bumps the partition epoch.
 """
@@ -21,7 +34,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from insync.controller.image import PartitionRegistration
-from insync.controller.records import NO_LEADER, PartitionChangeRecord
+from insync.controller.records import LEADER_RECOVERING, NO_LEADER, PartitionChangeRecord
+
+# Picks the unclean leader among the eligible out-of-sync replicas (never empty, in assignment order), or
+# NO_LEADER to stay offline. The unclean recovery strategy plugs in here.
+UncleanChooser = Callable[[PartitionRegistration, tuple[int, ...]], int]
+
+
+def first_out_of_sync(current: PartitionRegistration, candidates: tuple[int, ...]) -> int:
+    """Kafka's `unclean.leader.election.enable`: the first eligible replica in assignment order."""
+    return candidates[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,23 +53,41 @@ class PartitionChange:
     leader_after: int
     isr_after: tuple[int, ...]
     unclean: bool
+    elr_after: tuple[int, ...] = ()
 
 
-def _elect(current: PartitionRegistration, target_isr: tuple[int, ...], is_eligible: Callable[[int], bool],
-           unclean_allowed: bool, preferred: bool) -> tuple[int, bool]:
-    """(leader, unclean) for the target ISR."""
-    in_isr = [r for r in current.replicas if r in target_isr and is_eligible(r)]
-    if preferred and in_isr and in_isr[0] == current.replicas[0]:
-        return current.replicas[0], False
-    if current.leader in in_isr:
-        return current.leader, False
-    if in_isr:
-        return in_isr[0], False
-    if unclean_allowed:
-        outside = [r for r in current.replicas if r not in target_isr and is_eligible(r)]
-        if outside:
-            return outside[0], True
-    return NO_LEADER, False
+def _target_elr(current: PartitionRegistration, isr: tuple[int, ...], min_isr: int,
+                unclean_shutdown: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(ELR, last known ELR) for the target ISR, in assignment order (Kafka's `maybePopulateTargetElr`)."""
+    if len(isr) >= min_isr:
+        return (), ()
+    candidates = set(current.elr) | set(current.isr)
+    elr = tuple(r for r in current.replicas if r in candidates and r not in isr and r != unclean_shutdown)
+    remembered = candidates | set(current.last_known_elr)
+    last_known = tuple(r for r in current.replicas if r in remembered and r not in isr and r not in elr)
+    return elr, last_known
+
+
+def _elect(current: PartitionRegistration, isr: tuple[int, ...], elr: tuple[int, ...],
+           is_eligible: Callable[[int], bool], preferred: bool) -> int:
+    """The clean choice (steps 1-3 of the module docstring), or NO_LEADER."""
+    valid = [r for r in current.replicas if (r in isr or (not isr and r in elr)) and is_eligible(r)]
+    if preferred and valid and valid[0] == current.replicas[0]:
+        return current.replicas[0]
+    if current.leader in valid:
+        return current.leader
+    return valid[0] if valid else NO_LEADER
+
+
+def _elect_unclean(current: PartitionRegistration, isr: tuple[int, ...], is_eligible: Callable[[int], bool],
+                   choose: UncleanChooser) -> int:
+    """Step 4: an eligible replica outside the ISR, as `choose` decides, or NO_LEADER."""
+    candidates = tuple(r for r in current.replicas if r not in isr and is_eligible(r))
+    if not candidates:
+        return NO_LEADER
+    leader = choose(current, candidates)
+    assert leader == NO_LEADER or leader in candidates, (leader, candidates)
+    return leader
 
 
 def build_partition_change(
@@ -58,19 +98,52 @@ def build_partition_change(
     is_eligible: Callable[[int], bool],
     unclean_allowed: bool,
     preferred: bool = False,
+    *,
+    elr_min_isr: int | None = None,
+    unclean_shutdown: int | None = None,
+    recovery_state: int | None = None,
+    choose_unclean: UncleanChooser = first_out_of_sync,
 ) -> PartitionChange | None:
-    """The record moving `current` to `target_isr` (None: keep the ISR) with a leader elected as above."""
+    """The record moving `current` to `target_isr` (None: keep the ISR) with a leader elected as above.
+
+    `elr_min_isr`: ELR on, with this effective min ISR (None: off, and any ELR left from before is cleared).
+    `unclean_shutdown`: a broker that restarted after a crash; it leaves the ISR and ELR, and may not lead.
+    `recovery_state`: the leader recovery state an AlterPartition asks for (None: unchanged)."""
     isr = current.isr if target_isr is None else target_isr
-    assert isr, f"{topic_id}-{partition}: the target ISR may not be empty"
+    if unclean_shutdown is not None:
+        isr = tuple(b for b in isr if b != unclean_shutdown)
+    assert isr or elr_min_isr is not None or not current.isr, f"{topic_id}-{partition}: an empty ISR needs ELR on"
     assert set(isr) <= set(current.replicas), (isr, current.replicas)
-    leader, unclean = _elect(current, isr, is_eligible, unclean_allowed, preferred)
+
+    def eligible(b: int) -> bool:
+        return b != unclean_shutdown and is_eligible(b)
+
+    elr, last_known = ((), ()) if elr_min_isr is None else _target_elr(current, isr, elr_min_isr, unclean_shutdown)
+    leader = _elect(current, isr, elr, eligible, preferred)
+    unclean = False
+    if leader == NO_LEADER and unclean_allowed:
+        leader = _elect_unclean(current, isr, eligible, choose_unclean)
+        unclean = leader != NO_LEADER
+    recovery = current.leader_recovery_state if recovery_state is None else recovery_state
     if unclean:
-        isr = (leader,)
+        isr, elr, last_known, recovery = (leader,), (), (), LEADER_RECOVERING
+    elif leader != current.leader and leader in elr:
+        isr, elr = (leader,), tuple(r for r in elr if r != leader)
+    return _change_record(topic_id, partition, current, leader, isr, elr, last_known, recovery, unclean)
+
+
+def _change_record(topic_id: str, partition: int, current: PartitionRegistration, leader: int,
+                   isr: tuple[int, ...], elr: tuple[int, ...], last_known: tuple[int, ...], recovery: int,
+                   unclean: bool) -> PartitionChange | None:
+    """The record of what differs from `current` (None when nothing does). ELR sets compare unordered."""
+    assert leader == NO_LEADER or leader in isr, (leader, isr)
     leader_changed = leader != current.leader
     isr_changed = isr != current.isr
-    if not leader_changed and not isr_changed:
+    elr_changed = set(elr) != set(current.elr)
+    last_known_changed = set(last_known) != set(current.last_known_elr)
+    recovery_changed = recovery != current.leader_recovery_state
+    if not (leader_changed or isr_changed or elr_changed or last_known_changed or recovery_changed):
         return None
-    assert leader == NO_LEADER or leader in isr, (leader, isr)
     record = PartitionChangeRecord(
         topic_id=topic_id,
         partition=partition,
@@ -78,5 +151,8 @@ def build_partition_change(
         leader=leader if leader_changed else None,
         leader_epoch=current.leader_epoch + 1 if leader_changed else current.leader_epoch,
         partition_epoch=current.partition_epoch + 1,
+        eligible_leader_replicas=elr if elr_changed else None,
+        last_known_elr=last_known if last_known_changed else None,
+        leader_recovery_state=recovery if recovery_changed else None,
     )
-    return PartitionChange(record, current.leader, leader, isr, unclean)
+    return PartitionChange(record, current.leader, leader, isr, unclean, elr)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from insync.controller.records import (
+    LEADER_RECOVERED,
+    LEADER_RECOVERING,
     NO_LEADER,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -34,15 +36,26 @@ from insync.controller.records import (
 
 @dataclass(frozen=True, slots=True)
 class PartitionRegistration:
+    """One partition's state. `elr` (KIP-966) holds replicas that left the ISR while it was below min ISR and may
+    still lead; `last_known_elr` those that left the ELR too, the last hint of who held the committed data;
+    `leader_recovery_state` is KIP-704's (RECOVERING after an unclean election)."""
+
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader: int
     leader_epoch: int
     partition_epoch: int
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    leader_recovery_state: int = LEADER_RECOVERED
 
     @property
     def is_offline(self) -> bool:
         return self.leader == NO_LEADER
+
+    @property
+    def is_recovering(self) -> bool:
+        return self.leader_recovery_state == LEADER_RECOVERING
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +133,10 @@ class MetadataImage:
     def partitions_with_replica_in_isr(self, broker_id: int) -> list[PartitionView]:
         return [v for v in self.all_partitions() if broker_id in v.registration.isr]
 
+    def partitions_with_replica_in_isr_or_elr(self, broker_id: int) -> list[PartitionView]:
+        return [v for v in self.all_partitions()
+                if broker_id in v.registration.isr or broker_id in v.registration.elr]
+
     def offline_partitions(self) -> list[PartitionView]:
         return [v for v in self.all_partitions() if v.registration.is_offline]
 
@@ -190,7 +207,8 @@ class MetadataImage:
         assert record.partition not in topic.partitions, record
         assert all(b in self.brokers for b in record.replicas), record
         registration = PartitionRegistration(record.replicas, record.isr, record.leader, record.leader_epoch,
-                                              record.partition_epoch)
+                                              record.partition_epoch, record.eligible_leader_replicas,
+                                              record.last_known_elr, record.leader_recovery_state)
         return self._with_partition(topic, record.partition, registration)
 
     def _replay_partition_change(self, record: PartitionChangeRecord) -> MetadataImage:
@@ -199,13 +217,21 @@ class MetadataImage:
         old = topic.partitions.get(record.partition)
         assert old is not None, record
         assert record.partition_epoch == old.partition_epoch + 1, (old, record)
-        leader = old.leader if record.leader is None else record.leader
-        isr = old.isr if record.isr is None else record.isr
         expected_leader_epoch = old.leader_epoch if record.leader is None else old.leader_epoch + 1
         assert record.leader_epoch == expected_leader_epoch, (old, record)
-        assert set(isr) <= set(old.replicas) and (leader == NO_LEADER or leader in isr), (old, record)
-        registration = PartitionRegistration(old.replicas, isr, leader, record.leader_epoch, record.partition_epoch)
-        return self._with_partition(topic, record.partition, registration)
+        new = PartitionRegistration(
+            old.replicas,
+            isr=old.isr if record.isr is None else record.isr,
+            leader=old.leader if record.leader is None else record.leader,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+            elr=old.elr if record.eligible_leader_replicas is None else record.eligible_leader_replicas,
+            last_known_elr=old.last_known_elr if record.last_known_elr is None else record.last_known_elr,
+            leader_recovery_state=(old.leader_recovery_state if record.leader_recovery_state is None
+                                   else record.leader_recovery_state))
+        assert set(new.isr) | set(new.elr) <= set(old.replicas) and not set(new.isr) & set(new.elr), (old, record)
+        assert new.leader == NO_LEADER or new.leader in new.isr, (old, record)
+        return self._with_partition(topic, record.partition, new)
 
     def _replay_remove_topic(self, record: RemoveTopicRecord) -> MetadataImage:
         topic = self.topics_by_id.get(record.topic_id)

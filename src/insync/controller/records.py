@@ -11,6 +11,8 @@ invariants (an ISR inside the replicas, no duplicate brokers, non-negative epoch
 
 Unlike KRaft, a `PartitionChangeRecord` carries the resulting leader epoch and partition epoch, so replay
 verifies instead of computing them, and `leader is None` marks an ISR-only change (what seed 003 batches).
+Partition records carry KIP-966's `eligible_leader_replicas` and `last_known_elr` and KIP-704's
+`leader_recovery_state` under Kafka's field names; in a change record None leaves a field as it was.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, Union
 
 NO_LEADER = -1
+# Kafka's LeaderRecoveryState (KIP-704): a leader elected uncleanly is RECOVERING until its AlterPartition says
+# RECOVERED.
+LEADER_RECOVERED = 0
+LEADER_RECOVERING = 1
 
 
 class RecordError(ValueError):
@@ -38,6 +44,17 @@ def _check_brokers(record: object, name: str, brokers: tuple[int, ...] | None, a
     _require(allow_empty or len(brokers) > 0, record, f"{name} is empty")
     _require(len(set(brokers)) == len(brokers), record, f"{name} {list(brokers)} has duplicates")
     _require(all(b >= 0 for b in brokers), record, f"{name} {list(brokers)} has a negative broker id")
+
+
+def _check_elr(record: object, isr: tuple[int, ...] | None, elr: tuple[int, ...] | None,
+               last_known_elr: tuple[int, ...] | None, recovery_state: int | None) -> None:
+    """KIP-966: the ELR never overlaps the ISR; KIP-704: the recovery state is one of Kafka's two values."""
+    _check_brokers(record, "eligible_leader_replicas", elr, allow_empty=True)
+    _check_brokers(record, "last_known_elr", last_known_elr, allow_empty=True)
+    _require(isr is None or elr is None or not set(isr) & set(elr), record,
+             f"isr {list(isr or ())} and eligible_leader_replicas {list(elr or ())} overlap")
+    _require(recovery_state in (None, LEADER_RECOVERED, LEADER_RECOVERING), record,
+             f"leader_recovery_state {recovery_state} is neither {LEADER_RECOVERED} nor {LEADER_RECOVERING}")
 
 
 class _Record:
@@ -75,6 +92,9 @@ class PartitionRecord(_Record):
     leader: int
     leader_epoch: int
     partition_epoch: int
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    leader_recovery_state: int = LEADER_RECOVERED
 
     def __post_init__(self) -> None:
         _require(self.partition >= 0, self, f"negative partition {self.partition}")
@@ -83,6 +103,9 @@ class PartitionRecord(_Record):
         _require(set(self.isr) <= set(self.replicas), self, f"isr {list(self.isr)} not within replicas")
         _require(self.leader == NO_LEADER or self.leader in self.isr, self, f"leader {self.leader} not in isr")
         _require(self.leader_epoch >= 0 and self.partition_epoch >= 0, self, "negative epoch")
+        _check_elr(self, self.isr, self.eligible_leader_replicas, self.last_known_elr, self.leader_recovery_state)
+        _require(set(self.eligible_leader_replicas) <= set(self.replicas), self,
+                 f"eligible_leader_replicas {list(self.eligible_leader_replicas)} not within replicas")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +114,7 @@ class PartitionChangeRecord(_Record):
 
     `leader_epoch` and `partition_epoch` are the values after the change; a leadership change bumps both,
     an ISR-only change bumps only the partition epoch (KIP-497's `partition_epoch`, ZooKeeper's zkVersion).
+    The ISR may become empty (leader -1) only with Eligible Leader Replicas on, as in Kafka.
     """
 
     TYPE: ClassVar[str] = "partition_change"
@@ -100,13 +124,19 @@ class PartitionChangeRecord(_Record):
     leader: int | None
     leader_epoch: int
     partition_epoch: int
+    eligible_leader_replicas: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
+    leader_recovery_state: int | None = None
 
     def __post_init__(self) -> None:
         _require(self.partition >= 0, self, f"negative partition {self.partition}")
-        _require(self.isr is not None or self.leader is not None, self, "changes neither isr nor leader")
-        _check_brokers(self, "isr", self.isr, allow_empty=False)
+        changed = (self.isr, self.leader, self.eligible_leader_replicas, self.last_known_elr,
+                   self.leader_recovery_state)
+        _require(any(c is not None for c in changed), self, "changes nothing")
+        _check_brokers(self, "isr", self.isr, allow_empty=True)
         _require(self.leader is None or self.leader >= NO_LEADER, self, f"bad leader {self.leader}")
         _require(self.leader_epoch >= 0 and self.partition_epoch >= 0, self, "negative epoch")
+        _check_elr(self, self.isr, self.eligible_leader_replicas, self.last_known_elr, self.leader_recovery_state)
 
     @property
     def is_isr_only(self) -> bool:

@@ -1,10 +1,13 @@
 """Partition decisions of the controller, after Kafka's `ReplicationControlManager`: pure functions of an image.
 
-Each function reads a `MetadataImage` and returns the partition changes to make, never touching state:
+Each function reads a `MetadataImage` and returns the partition changes to make, never touching state. The
+configs elections follow (unclean election, Eligible Leader Replicas and min ISR) come in an `ElectionPolicy`.
 - `leaving_broker_changes`: a broker is fenced or enters controlled shutdown. It leaves every ISR (KRaft does
-  this) except where it is the last member, since an empty ISR would forget who holds the committed data;
-  partitions it led elect a new leader from the remaining ISR, unclean only where the topic allows it, or
-  go offline (leader -1).
+  this). With ELR off it stays where it is the last member, since an empty ISR would forget who holds the
+  committed data; with ELR on (KIP-966) it leaves that ISR too and the ELR remembers it. Partitions it led
+  elect a new leader from the remaining ISR (or ELR), unclean only where the topic allows it, or go offline.
+- `unclean_shutdown_changes`: a broker registers again after a crash (KIP-966): it may have lost its unflushed
+  tail, so it leaves every ISR and ELR it is in.
 - `returning_broker_changes`: a broker is unfenced; offline partitions it can lead elect it.
 - `preferred_leader_changes`: move leadership back to each partition's first replica where it is in sync.
 - `check_alter_partition`: KIP-497 validation of one AlterPartition item, then the change it commits.
@@ -20,7 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from insync import errors
-from insync.controller.election import PartitionChange, build_partition_change
+from insync.controller.election import (
+    PartitionChange,
+    UncleanChooser,
+    build_partition_change,
+    first_out_of_sync,
+)
 from insync.controller.image import MetadataImage, PartitionView
 from insync.controller.records import NO_LEADER
 from insync.errors import KafkaError, KafkaException
@@ -41,13 +49,38 @@ class TopicPartitionChange:
     reason: str
 
 
-def _changes(views: list[PartitionView], target_isr: Callable[[PartitionView], tuple[int, ...]],
-             is_eligible: Callable[[int], bool], unclean_for: Callable[[str], bool], reason: str,
-             preferred: bool = False) -> list[TopicPartitionChange]:
+@dataclass(frozen=True, slots=True)
+class ElectionPolicy:
+    """The configs elections follow: broker defaults, overridden by the topic's configs in the image."""
+
+    unclean_default: bool  # unclean.leader.election.enable
+    min_isr_default: int  # min.insync.replicas
+    elr_enabled: bool  # eligible.leader.replicas.enable
+    choose_unclean: UncleanChooser = first_out_of_sync
+
+    def unclean_allowed(self, image: MetadataImage, topic: str) -> bool:
+        text = image.configs(topic).get("unclean.leader.election.enable")
+        return self.unclean_default if text is None else text == "true"
+
+    def elr_min_isr(self, image: MetadataImage, view: PartitionView) -> int | None:
+        """Kafka's effective min ISR, min(min.insync.replicas, replication factor), when ELR is on; else None."""
+        if not self.elr_enabled:
+            return None
+        text = image.configs(view.topic).get("min.insync.replicas")
+        min_isr = self.min_isr_default if text is None else int(text)
+        return min(min_isr, len(view.registration.replicas))
+
+
+def _changes(image: MetadataImage, views: list[PartitionView], target_isr: Callable[[PartitionView], tuple[int, ...]],
+             is_eligible: Callable[[int], bool], policy: ElectionPolicy, reason: str, *, preferred: bool = False,
+             unclean_allowed: bool = True, unclean_shutdown: int | None = None) -> list[TopicPartitionChange]:
     out = []
     for view in views:
-        change = build_partition_change(view.topic_id, view.partition, view.registration, target_isr(view),
-                                        is_eligible, unclean_for(view.topic), preferred)
+        change = build_partition_change(
+            view.topic_id, view.partition, view.registration, target_isr(view), is_eligible,
+            unclean_allowed and policy.unclean_allowed(image, view.topic), preferred,
+            elr_min_isr=policy.elr_min_isr(image, view), unclean_shutdown=unclean_shutdown,
+            choose_unclean=policy.choose_unclean)
         if change is not None:
             out.append(TopicPartitionChange(view.topic, change,
                                             str(LeaderChangeReason.UNCLEAN) if change.unclean else reason))
@@ -56,23 +89,39 @@ def _changes(views: list[PartitionView], target_isr: Callable[[PartitionView], t
 
 
 def leaving_broker_changes(image: MetadataImage, broker_id: int, reason: str,
-                           unclean_for: Callable[[str], bool]) -> list[TopicPartitionChange]:
-    """Take `broker_id` out of every ISR (but never empty one) and move its leaderships."""
+                           policy: ElectionPolicy) -> list[TopicPartitionChange]:
+    """Take `broker_id` out of every ISR (with ELR off, never emptying one) and move its leaderships."""
     assert broker_id in image.brokers, broker_id
 
     def without_broker(view: PartitionView) -> tuple[int, ...]:
         isr = view.registration.isr
-        return tuple(b for b in isr if b != broker_id) or isr
+        return tuple(b for b in isr if b != broker_id) or (() if policy.elr_enabled else isr)
 
     def eligible(b: int) -> bool:
         return b != broker_id and image.is_eligible(b)
 
     views = image.partitions_with_replica_in_isr(broker_id)
-    return _changes(views, without_broker, eligible, unclean_for, reason)
+    return _changes(image, views, without_broker, eligible, policy, reason)
+
+
+def unclean_shutdown_changes(image: MetadataImage, broker_id: int,
+                             policy: ElectionPolicy) -> list[TopicPartitionChange]:
+    """`broker_id` comes back from a crash (Kafka's `handleBrokerUncleanShutdown`): out of every ISR and ELR,
+    since its log may lack the tail it acknowledged. Nothing to do with ELR off: it was fenced, as before."""
+    assert broker_id in image.brokers, broker_id
+    if not policy.elr_enabled:
+        return []
+
+    def eligible(b: int) -> bool:
+        return b != broker_id and image.is_eligible(b)
+
+    views = image.partitions_with_replica_in_isr_or_elr(broker_id)
+    return _changes(image, views, lambda v: v.registration.isr, eligible, policy,
+                    str(LeaderChangeReason.FENCED), unclean_shutdown=broker_id)
 
 
 def returning_broker_changes(image: MetadataImage, broker_id: int,
-                             unclean_for: Callable[[str], bool]) -> list[TopicPartitionChange]:
+                             policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """Elect leaders for offline partitions now that `broker_id` (not yet unfenced in `image`) is back."""
     assert broker_id in image.brokers, broker_id
 
@@ -80,26 +129,25 @@ def returning_broker_changes(image: MetadataImage, broker_id: int,
         return b == broker_id or image.is_eligible(b)
 
     views = [v for v in image.offline_partitions() if broker_id in v.registration.replicas]
-    return _changes(views, lambda v: v.registration.isr, eligible, unclean_for, REASON_UNFENCED)
+    return _changes(image, views, lambda v: v.registration.isr, eligible, policy, REASON_UNFENCED)
 
 
-def offline_topic_changes(image: MetadataImage, topic: str,
-                          unclean_for: Callable[[str], bool]) -> list[TopicPartitionChange]:
+def offline_topic_changes(image: MetadataImage, topic: str, policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """Elect leaders for `topic`'s offline partitions among eligible replicas: what a topic whose
     `unclean.leader.election.enable` was just turned on gets at once, rather than at the next broker event."""
     views = [v for v in image.offline_partitions() if v.topic == topic]
-    return _changes(views, lambda v: v.registration.isr, image.is_eligible, unclean_for,
+    return _changes(image, views, lambda v: v.registration.isr, image.is_eligible, policy,
                     str(LeaderChangeReason.UNCLEAN))
 
 
-def preferred_leader_changes(image: MetadataImage) -> list[TopicPartitionChange]:
+def preferred_leader_changes(image: MetadataImage, policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """Move leadership to the first replica wherever it is in the ISR and eligible but not leading."""
     views = [v for v in image.all_partitions()
              if v.registration.leader != v.registration.replicas[0]
              and v.registration.replicas[0] in v.registration.isr
              and image.is_eligible(v.registration.replicas[0])]
-    return _changes(views, lambda v: v.registration.isr, image.is_eligible, lambda _: False,
-                    str(LeaderChangeReason.PREFERRED), preferred=True)
+    return _changes(image, views, lambda v: v.registration.isr, image.is_eligible, policy,
+                    str(LeaderChangeReason.PREFERRED), preferred=True, unclean_allowed=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +161,8 @@ class AlterPartitionItem:
     new_isr: tuple[int, ...]
 
 
-def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionItem
-                          ) -> KafkaError | PartitionChange | None:
+def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionItem,
+                          policy: ElectionPolicy) -> KafkaError | PartitionChange | None:
     """The error for `item`, or the change to commit (None: the proposed ISR is already the ISR)."""
     topic = image.topics_by_id.get(item.topic_id)
     if topic is None:
@@ -133,8 +181,9 @@ def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterParti
     added = [b for b in item.new_isr if b not in current.isr]
     if any(b not in current.replicas or not image.is_eligible(b) for b in added):
         return errors.INELIGIBLE_REPLICA
+    view = PartitionView(topic.name, item.topic_id, item.partition, current)
     change = build_partition_change(item.topic_id, item.partition, current, item.new_isr, image.is_eligible,
-                                    unclean_allowed=False)
+                                    unclean_allowed=False, elr_min_isr=policy.elr_min_isr(image, view))
     assert change is None or change.leader_after == broker_id, change  # an eligible leader in its ISR stays
     return change
 
@@ -178,12 +227,14 @@ def place_replicas(brokers: list[int], num_partitions: int, replication_factor: 
 
 
 def change_events(ts_ms: int, node_id: int, tpc: TopicPartitionChange) -> list[Event]:
-    """leader_change, and partition_offline / partition_online when the leader goes to or comes from -1."""
+    """leader_change, and partition_offline / partition_online when the leader goes to or comes from -1.
+    leader_change also carries the ELR after the change (`elr`, an optional field of the schema)."""
     change = tpc.change
     if change.leader_before == change.leader_after:
         return []
     fields = {"leader_before": change.leader_before, "leader_after": change.leader_after,
-              "leader_epoch": change.record.leader_epoch, "isr": list(change.isr_after), "reason": tpc.reason}
+              "leader_epoch": change.record.leader_epoch, "isr": list(change.isr_after), "reason": tpc.reason,
+              "elr": list(change.elr_after)}
     partition = change.record.partition
     events = [Event(ts_ms, node_id, EventType.LEADER_CHANGE, tpc.topic, partition, fields)]
     if change.leader_after == NO_LEADER:

@@ -27,9 +27,11 @@ class Harness:
     def advance(self, ms: int) -> None:
         self.now += ms
 
-    def register(self, broker_id: int, incarnation: str | None = None) -> int:
+    def register(self, broker_id: int, incarnation: str | None = None, clean: bool = True) -> int:
+        """Register `broker_id`; `clean`: its last life ended with a clean shutdown (it names its last epoch)."""
+        previous_epoch = self.epochs.get(broker_id, -1) if clean else -1
         result = self.controller.register_broker(broker_id, incarnation or f"inc-{broker_id}", "127.0.0.1",
-                                                 9000 + broker_id, self.now)
+                                                 9000 + broker_id, self.now, previous_broker_epoch=previous_epoch)
         self.epochs[broker_id] = result.response
         return result.response
 

@@ -61,26 +61,97 @@ def test_fenced_leader_is_replaced_from_the_isr_and_leaves_it() -> None:
     assert change[0].fields["leader_after"] == reg.leader and change[0].fields["isr"] == list(reg.isr)
 
 
-def test_last_isr_member_fenced_goes_offline_keeping_the_isr_then_comes_back_online() -> None:
-    h = three_broker_topic()
+@pytest.mark.parametrize("elr", [False, True])
+def test_last_isr_member_fenced_goes_offline_then_comes_back_online(elr: bool) -> None:
+    h = three_broker_topic({"eligible.leader.replicas.enable": elr})
     leader = h.partition("t").leader
     set_isr(h, "t", (leader,))
     others = tuple(b for b in (1, 2, 3) if b != leader)
     h.drain()
     expire(h, {leader}, others)
     reg = h.partition("t")
-    assert reg.leader == -1 and reg.isr == (leader,)  # the last ISR member stays: it holds the committed data
+    # The last ISR member holds the committed data: ELR off keeps it in the ISR, ELR on moves it to the ELR.
+    assert reg.leader == -1 and (reg.isr, reg.elr) == (((), (leader,)) if elr else ((leader,), ()))
     assert [v.topic for v in h.controller.image.offline_partitions()] == ["t"]
     events = h.drain()
     assert [e.type for e in events if e.partition == 0] == [EventType.LEADER_CHANGE, EventType.PARTITION_OFFLINE]
-    # the broker restarts: registers, catches up, is unfenced and elected
+    # the broker restarts cleanly: registers, catches up, is unfenced and elected
     h.register(leader, incarnation="restarted")
     assert h.partition("t").leader == -1  # fenced until caught up
     h.heartbeat(leader)
     reg = h.partition("t")
-    assert reg.leader == leader and reg.leader_epoch == 2
+    assert reg.leader == leader and reg.leader_epoch == 2 and (reg.isr, reg.elr) == ((leader,), ())
     events = h.drain()
     assert [e.type for e in events if e.partition == 0] == [EventType.LEADER_CHANGE, EventType.PARTITION_ONLINE]
+
+
+def test_with_elr_a_broker_back_from_a_crash_is_not_elected_and_an_elr_member_is() -> None:
+    h = three_broker_topic({"min.insync.replicas": 2})
+    leader = h.partition("t").leader
+    follower, out_of_sync = (b for b in h.partition("t").replicas if b != leader)
+    set_isr(h, "t", (leader, follower))
+    set_isr(h, "t", (leader,))  # below min ISR: the follower stays eligible
+    assert h.partition("t").elr == (follower,)
+    expire(h, {leader, follower}, (out_of_sync,))
+    reg = h.partition("t")
+    assert reg.leader == -1 and reg.isr == () and set(reg.elr) == {leader, follower}
+    h.register(leader, incarnation="after-crash", clean=False)  # lost its unflushed tail
+    h.heartbeat(leader)
+    reg = h.partition("t")
+    assert reg.leader == -1 and reg.elr == (follower,) and reg.last_known_elr == (leader,)
+    h.register(follower, incarnation="back", clean=True)
+    h.heartbeat(follower)
+    reg = h.partition("t")
+    assert reg.leader == follower and reg.isr == (follower,) and reg.elr == () and not reg.is_recovering
+    change = [e for e in h.drain() if e.type is EventType.LEADER_CHANGE][-1]
+    assert change.fields["leader_after"] == follower and change.fields["elr"] == []
+
+
+def test_without_elr_a_broker_back_from_a_crash_leads_again_as_in_kafka_3() -> None:
+    h = three_broker_topic({"min.insync.replicas": 2, "eligible.leader.replicas.enable": False})
+    leader = h.partition("t").leader
+    set_isr(h, "t", (leader,))
+    expire(h, {leader}, tuple(b for b in (1, 2, 3) if b != leader))
+    h.register(leader, incarnation="after-crash", clean=False)
+    h.heartbeat(leader)
+    reg = h.partition("t")
+    assert reg.leader == leader and reg.isr == (leader,) and reg.elr == ()
+
+
+def test_an_unclean_restart_takes_a_fenced_member_out_of_the_elr() -> None:
+    h = three_broker_topic({"min.insync.replicas": 3})
+    leader = h.partition("t").leader
+    a, b = (r for r in h.partition("t").replicas if r != leader)
+    set_isr(h, "t", (leader, a))
+    assert h.partition("t").elr == (b,)
+    expire(h, {a, b}, (leader,))
+    assert set(h.partition("t").elr) == {a, b}  # fenced, yet eligible: their logs are whole
+    h.register(b, incarnation="crashed", clean=False)
+    h.register(a, incarnation="stopped", clean=True)
+    reg = h.partition("t")
+    assert (reg.leader, reg.isr, reg.elr, reg.last_known_elr) == (leader, (leader,), (a,), (b,))
+
+
+def test_a_retried_registration_of_the_same_incarnation_is_not_an_unclean_shutdown() -> None:
+    h = three_broker_topic({"min.insync.replicas": 3})
+    leader = h.partition("t").leader
+    a, b = (r for r in h.partition("t").replicas if r != leader)
+    set_isr(h, "t", (leader, a))
+    expire(h, {b}, (leader, a))
+    h.register(b, incarnation="inc-x", clean=True)
+    h.register(b, incarnation="inc-x", clean=False)  # the answer was lost: the same life, nothing lost
+    assert h.partition("t").elr == (b,)
+
+
+def test_with_elr_an_isr_back_at_min_isr_clears_the_elr() -> None:
+    h = three_broker_topic({"min.insync.replicas": 2})
+    leader = h.partition("t").leader
+    a, b = (r for r in h.partition("t").replicas if r != leader)
+    set_isr(h, "t", (leader,))
+    assert set(h.partition("t").elr) == {a, b}
+    set_isr(h, "t", (leader, a))
+    reg = h.partition("t")
+    assert reg.isr == (leader, a) and reg.elr == () and reg.last_known_elr == ()
 
 
 def test_no_unclean_election_by_default_even_with_live_out_of_sync_replicas() -> None:

@@ -96,3 +96,27 @@ def test_replay_refuses_a_change_with_the_wrong_partition_epoch() -> None:
 
 def test_replay_is_deterministic() -> None:
     assert MetadataImage.from_records(RECORDS) == MetadataImage.from_records(list(RECORDS))
+
+
+def test_replay_fills_the_elr_fields_and_a_change_record_leaves_unset_ones_alone() -> None:
+    image = MetadataImage.from_records(RECORDS[:10])
+    shrink = PartitionChangeRecord(A, 0, (1,), None, 0, 1, eligible_leader_replicas=(2, 3))
+    image = image.replay(shrink)
+    reg = image.partition(A, 0)
+    assert reg is not None and (reg.isr, reg.elr, reg.last_known_elr) == ((1,), (2, 3), ())
+    empty = PartitionChangeRecord(A, 0, (), -1, 1, 2, eligible_leader_replicas=(1, 2, 3))
+    image = image.replay(empty)
+    reg = image.partition(A, 0)
+    assert reg is not None and (reg.isr, reg.leader, reg.elr) == ((), -1, (1, 2, 3)) and reg.is_offline
+    uncleanly = PartitionChangeRecord(A, 0, (3,), 3, 2, 3, eligible_leader_replicas=(), last_known_elr=(),
+                                      leader_recovery_state=1)
+    image = image.replay(uncleanly)
+    reg = image.partition(A, 0)
+    assert reg is not None and (reg.isr, reg.leader, reg.elr, reg.is_recovering) == ((3,), 3, (), True)
+    assert [v.partition for v in image.partitions_with_replica_in_isr_or_elr(3) if v.topic == "a"] == [0]
+
+
+def test_replay_refuses_an_elr_member_that_is_also_in_the_isr() -> None:
+    image = MetadataImage.from_records(RECORDS[:10])
+    with pytest.raises(AssertionError):
+        image.replay(PartitionChangeRecord(A, 0, None, None, 0, 1, eligible_leader_replicas=(1,)))

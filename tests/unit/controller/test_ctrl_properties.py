@@ -14,7 +14,7 @@ from insync.errors import KafkaException
 BROKERS = (1, 2, 3, 4)
 
 operation = st.one_of(
-    st.tuples(st.just("register"), st.sampled_from(BROKERS), st.booleans()),
+    st.tuples(st.just("register"), st.sampled_from(BROKERS), st.booleans(), st.booleans()),
     st.tuples(st.just("heartbeat"), st.sampled_from(BROKERS), st.sampled_from(["", "fence", "shutdown"])),
     st.tuples(st.just("advance"), st.integers(1, 6_000), st.sets(st.sampled_from(BROKERS))),
     st.tuples(st.just("create"), st.integers(1, 3), st.integers(1, 3)),
@@ -22,18 +22,46 @@ operation = st.one_of(
 )
 
 
+class ElrHistory:
+    """Replays the store record by record and checks KIP-966's promise at every state: ISR and ELR are disjoint,
+    and each ELR member was in the ISR at some point since the ISR last stood at or above min ISR (so it holds
+    every record the high watermark covered)."""
+
+    def __init__(self, min_isr: int) -> None:
+        self.min_isr = min_isr
+        self.image = MetadataImage()
+        self.replayed = 0
+        self.in_sync_since: dict[tuple[str, int], set[int]] = {}
+
+    def check(self, store: MemoryStore) -> None:
+        records = store.load()
+        for record in records[self.replayed:]:
+            self.image = self.image.replay(record)
+            for view in self.image.all_partitions():
+                reg = view.registration
+                assert not set(reg.isr) & set(reg.elr) and set(reg.elr) <= set(reg.replicas), view
+                key = (view.topic_id, view.partition)
+                if len(reg.isr) >= min(self.min_isr, len(reg.replicas)):
+                    self.in_sync_since[key] = set(reg.isr)
+                else:
+                    self.in_sync_since.setdefault(key, set()).update(reg.isr)
+                assert set(reg.elr) <= self.in_sync_since[key], (view, self.in_sync_since[key])
+        self.replayed = len(records)
+
+
 def check_invariants(h: Harness, store: MemoryStore, leader_epochs: dict[tuple[str, int], int],
-                     unclean: bool) -> None:
+                     unclean: bool, elr: bool) -> None:
     image = h.controller.image
     assert MetadataImage.from_records(store.load()) == image  # the store alone rebuilds the image
     assert h.controller.published_offset <= image.offset
     for view in image.all_partitions():
         reg = view.registration
-        assert reg.isr and set(reg.isr) <= set(reg.replicas)
+        assert (reg.isr or elr) and set(reg.isr) <= set(reg.replicas)
+        assert elr or not (reg.elr or reg.last_known_elr)
         if reg.leader != -1:
             assert reg.leader in reg.isr and image.is_eligible(reg.leader)
-        else:  # offline only while nobody may lead: no ISR member, or with unclean election no replica at all
-            candidates = reg.replicas if unclean else reg.isr
+        else:  # offline only while nobody may lead: no ISR (or ELR) member, with unclean election no replica
+            candidates = reg.replicas if unclean else reg.isr or reg.elr
             assert not any(image.is_eligible(b) for b in candidates), (view, image.brokers)
         key = (view.topic_id, view.partition)
         assert reg.leader_epoch >= leader_epochs.get(key, 0)
@@ -43,9 +71,9 @@ def check_invariants(h: Harness, store: MemoryStore, leader_epochs: dict[tuple[s
 def apply(h: Harness, op: tuple[object, ...], topics: list[str]) -> None:
     kind = op[0]
     if kind == "register":
-        _, broker, new_incarnation = op
-        assert isinstance(broker, int)
-        h.register(broker, incarnation=f"{broker}-{h.now}" if new_incarnation else None)
+        _, broker, new_incarnation, clean = op
+        assert isinstance(broker, int) and isinstance(clean, bool)
+        h.register(broker, incarnation=f"{broker}-{h.now}" if new_incarnation else None, clean=clean)
     elif kind == "heartbeat" and op[1] in h.epochs:
         _, broker, flag = op
         assert isinstance(broker, int)
@@ -76,19 +104,24 @@ def apply(h: Harness, op: tuple[object, ...], topics: list[str]) -> None:
         h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now)
 
 
-@settings(max_examples=60, deadline=None)
-@given(ops=st.lists(operation, min_size=5, max_size=40), unclean=st.booleans())
-def test_controller_invariants_hold_after_every_operation(ops: list[tuple[object, ...]], unclean: bool) -> None:
+@settings(max_examples=80, deadline=None)
+@given(ops=st.lists(operation, min_size=5, max_size=40), unclean=st.booleans(), elr=st.booleans(),
+       min_isr=st.integers(1, 3))
+def test_controller_invariants_hold_after_every_operation(ops: list[tuple[object, ...]], unclean: bool, elr: bool,
+                                                          min_isr: int) -> None:
     store = MemoryStore()
-    h = Harness({"unclean.leader.election.enable": unclean}, store=store)
+    h = Harness({"unclean.leader.election.enable": unclean, "eligible.leader.replicas.enable": elr,
+                 "min.insync.replicas": min_isr}, store=store)
     h.start(*BROKERS)
     h.controller.create_topic("t", 4, 3, {}, h.now)
     topics = ["t"]
     leader_epochs: dict[tuple[str, int], int] = {}
+    history = ElrHistory(min_isr)
     for op in ops:
         before = h.controller.image
         try:
             apply(h, op, topics)
         except KafkaException:  # a refused request (duplicate registration, too few brokers) changes nothing
             assert h.controller.image is before
-        check_invariants(h, store, leader_epochs, unclean)
+        check_invariants(h, store, leader_epochs, unclean, elr)
+        history.check(store)

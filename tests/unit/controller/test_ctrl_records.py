@@ -27,6 +27,9 @@ ALL = [
     PartitionRecord(TID, 0, (1, 2, 3), (1, 2), 1, 4, 9),
     PartitionChangeRecord(TID, 0, (1,), None, 4, 10),
     PartitionChangeRecord(TID, 0, None, -1, 5, 11),
+    PartitionRecord(TID, 1, (1, 2, 3), (1,), 1, 4, 9, (2, 3), (), 1),
+    PartitionChangeRecord(TID, 1, (), -1, 5, 10, eligible_leader_replicas=(1, 2), last_known_elr=(3,)),
+    PartitionChangeRecord(TID, 1, None, None, 5, 11, leader_recovery_state=0),
     RemoveTopicRecord(TID),
     RegisterBrokerRecord(1, 42, "inc-a", "10.0.0.1", 9092, "rack-1"),
     RegisterBrokerRecord(2, 43, "inc-b", "10.0.0.2", 9092),
@@ -71,7 +74,7 @@ def test_optional_field_may_be_absent() -> None:
     ({"type": "partition", "topic_id": TID, "partition": 0, "replicas": [1, 1], "isr": [1], "leader": 1,
       "leader_epoch": 0, "partition_epoch": 0}, "replicas \\[1, 1\\] has duplicates"),
     ({"type": "partition_change", "topic_id": TID, "partition": 0, "isr": None, "leader": None,
-      "leader_epoch": 0, "partition_epoch": 1}, "changes neither isr nor leader"),
+      "leader_epoch": 0, "partition_epoch": 1}, "changes nothing"),
     ({"type": "broker_registration_change", "broker_id": 1, "broker_epoch": 2, "in_controlled_shutdown": 1},
      "in_controlled_shutdown: expected true or false"),
     ({"type": "topic", "name": "t", "topic_id": TID, "colour": "red"}, "TopicRecord: unknown field colour"),
@@ -84,3 +87,23 @@ def test_optional_field_may_be_absent() -> None:
 def test_malformed_record_dict_is_a_clear_error(data: object, message: str) -> None:
     with pytest.raises(RecordError, match=message):
         record_from_dict(data)
+
+
+def test_an_old_partition_line_without_the_kip_966_fields_decodes_with_their_defaults() -> None:
+    old = {"type": "partition", "topic_id": TID, "partition": 0, "replicas": [1, 2], "isr": [1, 2], "leader": 1,
+           "leader_epoch": 0, "partition_epoch": 0}
+    record = record_from_dict(old)
+    assert isinstance(record, PartitionRecord)
+    assert (record.eligible_leader_replicas, record.last_known_elr, record.leader_recovery_state) == ((), (), 0)
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda: PartitionRecord(TID, 0, (1, 2, 3), (1, 2), 1, 0, 0, (2,)), r"isr \[1, 2\] and eligible_leader_"),
+    (lambda: PartitionRecord(TID, 0, (1, 2), (1,), 1, 0, 0, (3,)), "eligible_leader_replicas .* not within"),
+    (lambda: PartitionChangeRecord(TID, 0, (1,), None, 0, 1, eligible_leader_replicas=(1,)), "overlap"),
+    (lambda: PartitionChangeRecord(TID, 0, None, None, 0, 1, leader_recovery_state=2), "leader_recovery_state 2"),
+    (lambda: PartitionChangeRecord(TID, 0, None, None, 0, 1, last_known_elr=(2, 2)), "duplicates"),
+])
+def test_elr_fields_are_checked_on_construction(build, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RecordError, match=message):
+        build()
