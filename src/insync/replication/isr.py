@@ -6,7 +6,9 @@ leader's log end within `replica.lag.time.max.ms` (see `ReplicaState`), which co
 legacy 0.8.2 count rule is kept behind `replica.lag.max.messages` > 0 so its flapping can be shown: a follower
 whose known log end offset is more than that many offsets behind the leader's is out (`messages`), which
 wrongly removes healthy followers whenever one produce batch is larger than the setting. When KIP-501's
-pending reads keep a follower that the time rule would remove, the check says so (`kept_by_pending_read`).
+pending reads keep a follower that the time rule would remove, the check says so (`kept_by_pending_read`); a
+read older than `replica.lag.time.max.ms` keeps nobody (see `ReplicaState`). A removed follower's `last_fetch_ms`
+is when its latest fetch arrived, a read still pending included.
 
 ISR states (REFERENCE.md 2): `Committed`, or one change in flight, `PendingExpand` / `PendingShrink`. In each,
 `isr` is the last committed ISR (acks=all admission and min ISR use it) and `maximal_isr` the largest ISR that
@@ -77,22 +79,21 @@ class IsrPolicy:
         kept: list[KeptByPendingRead] = []
         for replica in replicas:
             reason = self._time_reason(now_ms, leader_log_end_offset, replica)
-            if reason is not None and replica.pending_reads:
-                since = replica.pending_since_ms
-                assert since is not None
+            since = replica.pending_read_since_ms(now_ms, self.replica_lag_time_max_ms)
+            if reason is not None and since is not None:
                 kept.append(KeptByPendingRead(replica.broker_id, since))
                 reason = None
             if reason is None and self._behind_by_count(leader_log_end_offset, replica):
                 reason = ShrinkReason.MESSAGES
             if reason is not None:
                 removals.append(Removal(replica.broker_id, replica.log_end_offset, replica.last_caught_up_ms,
-                                        replica.last_fetch_time_ms, reason))
+                                        replica.last_heard_ms, reason))
         return IsrCheck(tuple(removals), tuple(kept))
 
     def _time_reason(self, now_ms: int, leader_log_end_offset: Offset, replica: ReplicaState) -> ShrinkReason | None:
         if replica.lag_caught_up(now_ms, leader_log_end_offset, self.replica_lag_time_max_ms):
             return None
-        if now_ms - replica.last_fetch_time_ms > self.replica_lag_time_max_ms:
+        if now_ms - replica.last_heard_ms > self.replica_lag_time_max_ms:
             return ShrinkReason.STUCK
         return ShrinkReason.SLOW
 

@@ -11,7 +11,8 @@ leader or partition epochs are ignored. As leader the partition:
   captures high watermark, log start and log end offset BEFORE the read (KAFKA-7104), answers a diverging
   last fetched epoch at once, and registers a pending read; the caller reads the log, possibly slowly;
   `complete_follower_fetch` updates the follower's `ReplicaState` only on success, may propose an ISR
-  expansion, and advances the high watermark;
+  expansion (not after a read that took longer than `replica.lag.time.max.ms`), and advances the high
+  watermark;
 - checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task, run every lag/2 by the driver).
 ISR changes are proposals: the partition moves to PendingExpand / PendingShrink and returns an
 `AlterPartitionItem`; `on_alter_partition_result` commits it or reacts to the controller's error as Kafka does,
@@ -365,11 +366,15 @@ class Partition:
         if isinstance(outcome, KafkaException):
             self._replica_states[read.replica_id] = state
             return FollowerFetchResult(self._error_data(outcome.error))
+        lag_ms = self.config.isr_policy.replica_lag_time_max_ms
         self._replica_states[read.replica_id] = state.after_fetch(
             fetch_offset=read.fetch_offset, follower_log_start_offset=read.follower_log_start_offset,
             fetch_time_ms=read.fetch_time_ms, leader_log_end_offset=read.log_end_offset, completed_ms=now_ms,
-            was_pending_read=read.was_pending_read)
-        alter_partition = self._maybe_expand_isr(read.replica_id)
+            was_pending_read=read.was_pending_read, lag_time_max_ms=lag_ms)
+        # A read that took longer than the lag says nothing of the follower now: it may have been cut off since
+        # (KIP-501 bound), so it does not bring the follower back into the ISR.
+        fresh = now_ms - read.fetch_time_ms <= lag_ms
+        alter_partition = self._maybe_expand_isr(read.replica_id) if fresh else None
         advanced = self._maybe_advance_high_watermark(now_ms)
         data = FetchPartitionData(self.topic_partition, errors.NONE, read.high_watermark, read.log_start_offset,
                                   read.log_end_offset, None, bytes(outcome.records))

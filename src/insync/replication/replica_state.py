@@ -13,10 +13,19 @@ A failed read, or one answered with a diverging epoch, changes nothing. A follow
 end offset equals the leader's, or when it caught up within `replica.lag.time.max.ms` (Kafka 3.3+).
 
 KIP-501 (seed 000, `follower.fetch.pending.reads.insync.enable`): a read with `f >=
-last_fetch_leader_log_end_offset` is registered as pending when it starts. While any read is pending the
-follower counts as caught up, since it is the leader, not the follower, that is slow; when such a read
-completes, `last_caught_up` becomes the completion time. Pending reads vanish when a read fails and when
-leadership changes (the state is reset). A follower with no previous fetch under this leader
+last_fetch_leader_log_end_offset` is registered as pending when it starts, since it is the leader, not the
+follower, that is slow. insync bounds the KIP (which keeps a follower for as long as its read lasts) by the lag
+`L = replica.lag.time.max.ms`:
+- a pending read keeps the follower caught up only while it is at most `L` old;
+- when it completes, `last_caught_up` becomes the completion time only if the read took at most `L`, i.e. the
+  follower was heard from at most `L` before the time credited; otherwise Kafka's rule above applies.
+So a follower cut off while its read is pending, whatever the read takes, is caught up by nothing after `L` has
+passed since its last fetch arrived, and the isr-expiration check (every `L / 2`) removes it within
+[`L`, 1.5 x `L`] of that fetch, as it would a follower with no read pending. A read that completes after a newer
+fetch was applied (its fetch time is older than `last_fetch_time`) never moves the leader's view back: the log
+end offset, log start offset and last fetch time stay those of the newer fetch, and
+`last_fetch_leader_log_end_offset` and `last_caught_up` only grow. Pending reads vanish when a read fails and
+when leadership changes (the state is reset). A follower with no previous fetch under this leader
 (`last_fetch_leader_log_end_offset` unknown) registers nothing: the rule needs a previous fetch to compare to.
 """
 
@@ -90,33 +99,42 @@ class ReplicaState:
         return dataclasses.replace(self, pending_reads=remaining)
 
     def after_fetch(self, *, fetch_offset: Offset, follower_log_start_offset: Offset, fetch_time_ms: int,
-                    leader_log_end_offset: Offset, completed_ms: int, was_pending_read: bool) -> ReplicaState:
+                    leader_log_end_offset: Offset, completed_ms: int, was_pending_read: bool,
+                    lag_time_max_ms: int) -> ReplicaState:
         """The state after a successful read. `leader_log_end_offset` is the leader's LEO captured before the
-        read; `was_pending_read` says the read was registered under KIP-501 (its completion time counts)."""
-        assert fetch_offset >= 0 and leader_log_end_offset >= 0
+        read; `was_pending_read` says the read was registered under KIP-501 (its completion time counts when
+        the read took at most `lag_time_max_ms`)."""
+        assert fetch_offset >= 0 and leader_log_end_offset >= 0 and lag_time_max_ms > 0
         assert completed_ms >= fetch_time_ms >= 0
-        if was_pending_read:
+        if was_pending_read and completed_ms - fetch_time_ms <= lag_time_max_ms:
             last_caught_up_ms = max(self.last_caught_up_ms, completed_ms)
         elif fetch_offset >= leader_log_end_offset:
             last_caught_up_ms = max(self.last_caught_up_ms, fetch_time_ms)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            # Never true for a stale read: the newer fetch's leader end offset is at least this read's.
             last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_time_ms)
         else:
             last_caught_up_ms = self.last_caught_up_ms
+        newest = self if fetch_time_ms < self.last_fetch_time_ms else dataclasses.replace(
+            self, log_end_offset=fetch_offset, log_start_offset=follower_log_start_offset,
+            last_fetch_time_ms=fetch_time_ms)
         return dataclasses.replace(
-            self,
-            log_end_offset=fetch_offset,
-            log_start_offset=follower_log_start_offset,
-            last_fetch_time_ms=fetch_time_ms,
+            newest,
             last_fetch_leader_log_end_offset=max(leader_log_end_offset, self.last_fetch_leader_log_end_offset),
             last_caught_up_ms=last_caught_up_ms,
         )
 
     # --- Queries ----------------------------------------------------------------------------------------------
 
+    def pending_read_since_ms(self, now_ms: int, lag_time_max_ms: int) -> int | None:
+        """When the oldest pending read that still counts (at most `lag_time_max_ms` old) started, or None."""
+        return min((p.started_ms for p in self.pending_reads if now_ms - p.started_ms <= lag_time_max_ms),
+                   default=None)
+
     @property
-    def pending_since_ms(self) -> int | None:
-        return min((p.started_ms for p in self.pending_reads), default=None)
+    def last_heard_ms(self) -> int:
+        """When the follower's latest fetch arrived: its last completed fetch, or a read still pending."""
+        return max([self.last_fetch_time_ms, *(p.started_ms for p in self.pending_reads)])
 
     def lag_caught_up(self, now_ms: int, leader_log_end_offset: Offset, lag_time_max_ms: int) -> bool:
         """Kafka's rule alone (3.3+), without KIP-501."""
@@ -124,5 +142,6 @@ class ReplicaState:
                 or now_ms - self.last_caught_up_ms <= lag_time_max_ms)
 
     def is_caught_up(self, now_ms: int, leader_log_end_offset: Offset, lag_time_max_ms: int) -> bool:
-        """Kafka's rule, or a pending read (KIP-501: only ever registered when the flag is on)."""
-        return bool(self.pending_reads) or self.lag_caught_up(now_ms, leader_log_end_offset, lag_time_max_ms)
+        """Kafka's rule, or a pending read younger than the lag (KIP-501: only registered when the flag is on)."""
+        return (self.pending_read_since_ms(now_ms, lag_time_max_ms) is not None
+                or self.lag_caught_up(now_ms, leader_log_end_offset, lag_time_max_ms))

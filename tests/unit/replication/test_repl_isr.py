@@ -74,9 +74,18 @@ def test_pending_read_keeps_a_follower_and_says_so() -> None:
     state = follower(2, leo=100, last_fetch_ms=T0, last_caught_up_ms=T0)
     state, registered = state.begin_pending_read(1, Offset(100), T0 + 5)
     assert registered
-    check = TIME_ONLY.out_of_sync_replicas(T0 + 3 * LAG, Offset(200), [state])
+    check = TIME_ONLY.out_of_sync_replicas(T0 + 5 + LAG, Offset(200), [state])
     assert check.removals == ()
     assert [(k.broker, k.pending_since_ms) for k in check.kept_by_pending_read] == [(2, T0 + 5)]
+
+
+def test_a_pending_read_older_than_the_lag_keeps_nobody() -> None:
+    # The follower's last fetch (T0 + 5) is still being read, 120 s long; it was cut off meanwhile.
+    state = follower(2, leo=100, last_fetch_ms=T0, last_caught_up_ms=T0)
+    state, _ = state.begin_pending_read(1, Offset(100), T0 + 5)
+    check = TIME_ONLY.out_of_sync_replicas(T0 + 6 + LAG, Offset(200), [state])
+    assert check.kept_by_pending_read == ()
+    assert check.removals == (Removal(BrokerId(2), Offset(100), T0, T0 + 5, ShrinkReason.STUCK),)
 
 
 def test_policy_from_broker_config() -> None:

@@ -421,17 +421,44 @@ def test_slow_leader_reads_drop_followers_without_kip_501() -> None:
 
 def test_slow_leader_reads_keep_followers_in_sync_with_kip_501() -> None:
     partition, events, reads = _slow_read_setup(pending_reads=True)
-    for probe_ms in (T0 + 101 + LAG_MS, T0 + 20_000):
+    for probe_ms in (T0 + 101 + LAG_MS, T0 + 300 + LAG_MS):
         assert partition.maybe_shrink_isr(probe_ms) is None
         kept = events_of(events, EventType.ISR_KEPT_PENDING_READ)
         assert [(e.fields["replica"], e.fields["pending_since_ms"]) for e in kept] == [(2, T0 + 300), (3, T0 + 300)]
-    done_ms = T0 + 300 + 25_000
+    done_ms = T0 + 300 + LAG_MS
     for started in reads:
         partition.complete_follower_fetch(started, partition.log.read(10, 1 << 20), done_ms)
         state = partition.replica_state(started.replica_id)
         assert state is not None and state.last_caught_up_ms == done_ms and not state.pending_reads
     assert partition.maybe_shrink_isr(done_ms + LAG_MS) is None
     assert partition.append_records_as_leader(batch(1), -1, done_ms + LAG_MS).first_offset == 15
+
+
+def test_a_follower_cut_off_during_a_120_s_read_leaves_the_isr_with_kip_501() -> None:
+    partition, events, reads = _slow_read_setup(pending_reads=True)
+    # Follower 3's read ends after 5 s and it fetches on; follower 2's read takes 120 s and it is cut off.
+    partition.complete_follower_fetch(reads[1], partition.log.read(10, 1 << 20), T0 + 5_300)
+    fetch(partition, 3, 15, T0 + 5_301)
+    item = partition.maybe_shrink_isr(T0 + 301 + LAG_MS)
+    assert item is not None and item.new_isr == (1, 3)
+    assert not events_of(events, EventType.ISR_KEPT_PENDING_READ)
+    [removal] = partition.isr_state.removals  # type: ignore[union-attr]
+    assert (removal.broker, removal.last_fetch_ms) == (2, T0 + 300)
+    assert commit(partition, item, T0 + 302 + LAG_MS) == AlterOutcome.COMMITTED
+    # The read completes long after: it neither counts as a catch-up nor brings the follower back.
+    late = partition.complete_follower_fetch(reads[0], partition.log.read(10, 1 << 20), T0 + 120_300)
+    assert late.data.error == errors.NONE and late.alter_partition is None
+    state = partition.replica_state(BrokerId(2))
+    assert state is not None and state.last_caught_up_ms == T0 + 100 and state.log_end_offset == 10
+
+
+def test_a_stale_read_completing_after_a_newer_fetch_changes_nothing_back() -> None:
+    partition, _, reads = _slow_read_setup(pending_reads=True)
+    fetch(partition, 2, 15, T0 + 40_000)  # the follower timed out its request and fetched again
+    partition.complete_follower_fetch(reads[0], partition.log.read(10, 1 << 20), T0 + 45_000)
+    state = partition.replica_state(BrokerId(2))
+    assert state is not None and (state.log_end_offset, state.last_fetch_time_ms) == (15, T0 + 40_000)
+    assert state.last_caught_up_ms == T0 + 40_000 and state.last_fetch_leader_log_end_offset == 15
 
 
 def test_pending_reads_vanish_on_failure_and_on_leadership_change() -> None:

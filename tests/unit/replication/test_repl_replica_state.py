@@ -17,7 +17,8 @@ def fetched(state: ReplicaState, fetch_offset: int, at_ms: int, leader_leo: int,
             pending: bool = False) -> ReplicaState:
     return state.after_fetch(fetch_offset=Offset(fetch_offset), follower_log_start_offset=Offset(0),
                              fetch_time_ms=at_ms, leader_log_end_offset=Offset(leader_leo),
-                             completed_ms=at_ms if completed_ms is None else completed_ms, was_pending_read=pending)
+                             completed_ms=at_ms if completed_ms is None else completed_ms, was_pending_read=pending,
+                             lag_time_max_ms=LAG)
 
 
 def test_fetch_at_the_leader_end_catches_up_at_the_fetch_time() -> None:
@@ -78,7 +79,7 @@ def test_pending_read_registered_only_at_or_beyond_the_previous_leader_end() -> 
     behind, registered = state.begin_pending_read(1, Offset(990), T0 + 10)
     assert not registered and behind is state
     pending, registered = state.begin_pending_read(2, Offset(1002), T0 + 10)
-    assert registered and pending.pending_since_ms == T0 + 10
+    assert registered and pending.pending_read_since_ms(T0 + 10, LAG) == T0 + 10
 
 
 def test_no_pending_read_without_a_previous_fetch() -> None:
@@ -90,14 +91,48 @@ def test_seed_000_slow_read_keeps_the_follower_caught_up_and_completion_time_cou
     tx = T0
     state = fetched(ReplicaState(BrokerId(2)), 950, tx, leader_leo=1002)
     ty = tx + 3_000
-    state, registered = state.begin_pending_read(7, Offset(1002), ty)  # the read will take 25 s
+    state, registered = state.begin_pending_read(7, Offset(1002), ty)  # the read will take as long as the lag
     assert registered
-    for probe_ms in (tx + LAG + 1, ty + 20_000):
+    for probe_ms in (tx + LAG + 1, ty + LAG):
         assert not state.lag_caught_up(probe_ms, Offset(1100), LAG)  # Kafka alone would drop it
         assert state.is_caught_up(probe_ms, Offset(1100), LAG)
     state = state.end_pending_read(7)
-    state = fetched(state, 1002, ty, leader_leo=1100, completed_ms=ty + 25_000, pending=True)
-    assert state.last_caught_up_ms == ty + 25_000 and not state.pending_reads
+    state = fetched(state, 1002, ty, leader_leo=1100, completed_ms=ty + LAG, pending=True)
+    assert state.last_caught_up_ms == ty + LAG and not state.pending_reads
+
+
+def test_a_pending_read_keeps_a_follower_only_while_younger_than_the_lag() -> None:
+    # Seed 000 with a read of 120 s, the follower cut off meanwhile: the read stops counting after the lag.
+    state = fetched(ReplicaState(BrokerId(2)), 950, T0, leader_leo=1002)
+    ty = T0 + 3_000
+    state, _ = state.begin_pending_read(7, Offset(1002), ty)
+    assert state.pending_read_since_ms(ty + LAG, LAG) == ty and state.is_caught_up(ty + LAG, Offset(1100), LAG)
+    assert state.pending_read_since_ms(ty + LAG + 1, LAG) is None
+    assert not state.is_caught_up(ty + LAG + 1, Offset(1100), LAG)
+    assert state.last_heard_ms == ty
+
+
+def test_completion_time_counts_only_for_a_read_no_longer_than_the_lag() -> None:
+    state = fetched(ReplicaState(BrokerId(2)), 950, T0, leader_leo=1002)
+    ty = T0 + 3_000
+    state, _ = state.begin_pending_read(7, Offset(1002), ty)
+    state = state.end_pending_read(7)
+    late = fetched(state, 1002, ty, leader_leo=1100, completed_ms=ty + 120_000, pending=True)
+    # Not the completion time: Kafka's rule (reached the leader's end of the previous fetch, at T0).
+    assert late.last_caught_up_ms == T0
+    assert not late.is_caught_up(ty + 120_000, Offset(1100), LAG)
+
+
+def test_a_stale_read_never_moves_the_leader_view_back() -> None:
+    # A read of offset 100 that started at T0 completes after a newer fetch (offset 180 at T0 + 40 s) was applied.
+    state = fetched(ReplicaState(BrokerId(2)), 100, T0 - 500, leader_leo=100)
+    state, _ = state.begin_pending_read(1, Offset(100), T0)
+    newer = fetched(state, 180, T0 + 40_000, leader_leo=180)
+    stale = newer.end_pending_read(1)
+    stale = fetched(stale, 100, T0, leader_leo=150, completed_ms=T0 + 45_000, pending=True)
+    assert (stale.log_end_offset, stale.last_fetch_time_ms) == (180, T0 + 40_000)
+    assert stale.last_fetch_leader_log_end_offset == 180 and stale.last_caught_up_ms == T0 + 40_000
+    assert stale.is_caught_up(T0 + 45_000, Offset(200), LAG)
 
 
 def test_a_failed_read_leaves_no_pending_read_behind() -> None:
