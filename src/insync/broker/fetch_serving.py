@@ -8,7 +8,9 @@ read, as one Kafka request handler would: the server returns `CompleteAfter(late
 calls `complete(token)` when the time has passed; until then the reads stay pending on the leader.
 
 A fetch that finds nothing to send waits up to its `max_wait_ms` in the fetch purgatory (Kafka's DelayedFetch,
-`replication.purgatory`), watched by the partitions it asks for. `wake` is told what changed (bytes appended,
+`replication.purgatory`), watched by the partitions it asks for. Its first read updated the follower's state; the
+read that answers it when it leaves the purgatory updates nothing (Kafka's `readFromPurgatory`), so the follower's
+last fetch time stays the time its fetch arrived. `wake` is told what changed (bytes appended,
 high watermarks advanced, partitions whose leadership moved), passes it to the fetches watching those partitions
 only, and serves, in the order they were parked, those now due: followers once `min_bytes` were appended to their
 partitions (Kafka's `replica.fetch.min.bytes`), consumers once the high watermark of one of them advanced, any
@@ -75,8 +77,10 @@ class FetchServer:
 
     # Follower fetches ---------------------------------------------------------------------------------
 
-    def follower_fetch(self, now_ms: int, source: Address, request: FetchRequest, may_park: bool = True
-                       ) -> FetchOutcome:
+    def follower_fetch(self, now_ms: int, source: Address, request: FetchRequest, may_park: bool = True,
+                       from_purgatory: bool = False) -> FetchOutcome:
+        """Serve a follower fetch: read every partition, answer (after the slowest read) or park it.
+        `from_purgatory`: a parked fetch read again to be answered, which updates no follower state."""
         answers: list[FetchPartitionData | _Read] = []
         latency_ms = 0
         for part in request.partitions:
@@ -86,7 +90,7 @@ class FetchServer:
                 continue
             started = partition.begin_follower_fetch(request.replica_id, part.fetch_offset,
                                                      part.current_leader_epoch, part.last_fetched_epoch,
-                                                     part.log_start_offset, now_ms)
+                                                     part.log_start_offset, now_ms, from_purgatory=from_purgatory)
             if isinstance(started, FetchPartitionData):
                 answers.append(started)
                 continue
@@ -205,7 +209,8 @@ class FetchServer:
         for delayed in self._purgatory.poll(now_ms, [*appended, *hw_advanced, *forced]):
             waiting = delayed.context
             if isinstance(waiting.request, FetchRequest):
-                served = self.follower_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired)
+                served = self.follower_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired,
+                                             from_purgatory=True)
             else:
                 served = self.consumer_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired)
             outcome.commands.extend(served.commands)

@@ -319,10 +319,11 @@ class Partition:
 
     def begin_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
                              last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset,
-                             now_ms: int) -> FollowerRead | FetchPartitionData:
+                             now_ms: int, *, from_purgatory: bool = False) -> FollowerRead | FetchPartitionData:
         """First half of a follower fetch. Returns the answer at once (an error, or a diverging epoch with no
         records, neither of which touches the follower's state), or a `FollowerRead`: read the log at
-        `fetch_offset`, then call `complete_follower_fetch`."""
+        `fetch_offset`, then call `complete_follower_fetch`. `from_purgatory`: the fetch was parked and is read
+        again to be answered; as in Kafka, only its first read updates the follower's state."""
         error = self._leader_epoch_error(current_leader_epoch)
         if error is None and replica_id not in self._replica_states:
             error = errors.NOT_LEADER_OR_FOLLOWER  # not a replica, as far as this leader knows
@@ -344,16 +345,17 @@ class Partition:
             return self._error_data(errors.OFFSET_OUT_OF_RANGE)
         read_id, self._next_read_id = self._next_read_id, self._next_read_id + 1
         registered = False
-        if self.config.pending_reads_insync_enable:
+        if self.config.pending_reads_insync_enable and not from_purgatory:
             state, registered = self._replica_states[replica_id].begin_pending_read(read_id, fetch_offset, now_ms)
             self._replica_states[replica_id] = state
         return FollowerRead(replica_id, self._leader_epoch, read_id, registered, fetch_offset,
-                            follower_log_start_offset, now_ms, high_watermark, log_start_offset, log_end_offset)
+                            follower_log_start_offset, now_ms, high_watermark, log_start_offset, log_end_offset,
+                            from_purgatory)
 
     def complete_follower_fetch(self, read: FollowerRead, outcome: ReadResultView | KafkaException,
                                 now_ms: int) -> FollowerFetchResult:
-        """Second half: the read finished at `now_ms`, with records or an error. Only a successful read in
-        the same leader epoch updates the follower's state (REFERENCE.md 1)."""
+        """Second half: the read finished at `now_ms`, with records or an error. Only a successful first read
+        (not from the purgatory) in the same leader epoch updates the follower's state (REFERENCE.md 1)."""
         assert now_ms >= read.fetch_time_ms
         state = self._replica_states.get(read.replica_id)
         if not self.is_leader or self._leader_epoch != read.leader_epoch or state is None:
@@ -366,6 +368,10 @@ class Partition:
         if isinstance(outcome, KafkaException):
             self._replica_states[read.replica_id] = state
             return FollowerFetchResult(self._error_data(outcome.error))
+        data = FetchPartitionData(self.topic_partition, errors.NONE, read.high_watermark, read.log_start_offset,
+                                  read.log_end_offset, None, bytes(outcome.records))
+        if read.from_purgatory:
+            return FollowerFetchResult(data)
         lag_ms = self.config.isr_policy.replica_lag_time_max_ms
         self._replica_states[read.replica_id] = state.after_fetch(
             fetch_offset=read.fetch_offset, follower_log_start_offset=read.follower_log_start_offset,
@@ -376,8 +382,6 @@ class Partition:
         fresh = now_ms - read.fetch_time_ms <= lag_ms
         alter_partition = self._maybe_expand_isr(read.replica_id) if fresh else None
         advanced = self._maybe_advance_high_watermark(now_ms)
-        data = FetchPartitionData(self.topic_partition, errors.NONE, read.high_watermark, read.log_start_offset,
-                                  read.log_end_offset, None, bytes(outcome.records))
         return FollowerFetchResult(data, alter_partition, advanced)
 
     def handle_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,

@@ -42,6 +42,9 @@ class FollowerRead:
     high_watermark: Offset
     log_start_offset: Offset
     log_end_offset: Offset
+    # The re-read of a fetch woken from the purgatory: its first read updated the follower's state, this one only
+    # answers (Kafka's readFromPurgatory).
+    from_purgatory: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -418,6 +418,7 @@ class BrokerNode(MeteredDispatcher):
             await connection.close()
         self.core.checkpoint()
         self.log_manager.close()
+        self.core.mark_clean_shutdown()  # every log is flushed: the next registration is clean (KIP-966)
         self.metrics.close()
         self.event_log.close()
         log.info("Broker %d shut down", self.broker_id)

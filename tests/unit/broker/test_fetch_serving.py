@@ -140,3 +140,19 @@ def test_a_consumer_past_the_high_watermark_but_inside_the_log_gets_nothing_not_
     assert read_at(2) == (errors.NONE, b"")
     assert read_at(3) == (errors.NONE, b"")  # at the log end
     assert read_at(4)[0] is errors.OFFSET_OUT_OF_RANGE  # past the log end
+
+
+def test_a_fetch_woken_from_the_purgatory_does_not_update_the_follower_state_again() -> None:
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    append(partitions[A], 2, T0)
+    assert answered(server.follower_fetch(T0, 2, follower_request(1, 2, {A: 0}))) == [(2, 1)]
+    assert server.follower_fetch(T0 + 100, 2, follower_request(2, 2, {A: 2})).commands == []  # parked
+    before = partitions[A].replica_state(BrokerId(2))
+    assert before is not None and (before.log_end_offset, before.last_fetch_time_ms) == (2, T0 + 100)
+    woken = server.wake(T0 + 400, {A: append(partitions[A], 3, T0 + 400)})
+    [out] = woken.commands
+    assert isinstance(out, Outgoing) and isinstance(out.message, FetchResponse) and out.message.partitions[0].records
+    # Kafka's readFromPurgatory: the answer is read again, the follower's state stays that of its fetch's arrival.
+    assert partitions[A].replica_state(BrokerId(2)) == before
+    assert [result.alter_partition for _, result in woken.results] == [None]

@@ -461,6 +461,21 @@ def test_a_stale_read_completing_after_a_newer_fetch_changes_nothing_back() -> N
     assert state.last_caught_up_ms == T0 + 40_000 and state.last_fetch_leader_log_end_offset == 15
 
 
+def test_a_read_from_the_purgatory_answers_but_updates_nothing() -> None:
+    partition, _, reads = _slow_read_setup(pending_reads=True)
+    for started in reads:
+        partition.complete_follower_fetch(started, partition.log.read(10, 1 << 20), T0 + 400)
+    before = partition.replica_state(BrokerId(2))
+    again = partition.begin_follower_fetch(BrokerId(2), Offset(15), LeaderEpoch(1), LeaderEpoch(1), Offset(0),
+                                           T0 + 900, from_purgatory=True)
+    assert isinstance(again, FollowerRead) and not again.was_pending_read
+    assert partition.replica_state(BrokerId(2)) == before
+    partition.append_records_as_leader(batch(2), -1, T0 + 950)
+    result = partition.complete_follower_fetch(again, partition.log.read(15, 1 << 20), T0 + 950)
+    assert result.data.records and result.alter_partition is None and not result.high_watermark_advanced
+    assert partition.replica_state(BrokerId(2)) == before
+
+
 def test_pending_reads_vanish_on_failure_and_on_leadership_change() -> None:
     partition, _, reads = _slow_read_setup(pending_reads=True)
     partition.complete_follower_fetch(reads[0], KafkaException(errors.KAFKA_STORAGE_ERROR), T0 + 400)
