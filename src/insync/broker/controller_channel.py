@@ -3,7 +3,9 @@
 A small state machine, free of I/O, that returns the requests to send:
 - Registration: on start the broker registers with a fresh incarnation id and retries every heartbeat interval
   until it gets a broker epoch. A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED (the
-  controller forgot us, or fenced an older incarnation) sends it back to registering.
+  controller forgot us, or fenced an older incarnation) sends it back to registering. Each registration names
+  the previous broker epoch (KIP-966): the one the clean-shutdown marker held at start, then this life's own,
+  since a broker that re-registers without restarting has lost nothing.
 - Heartbeats every `broker.heartbeat.interval.ms`, carrying the metadata offset applied; the answer carries the
   published offset, and a broker behind it fetches metadata (published batches are also pushed to brokers, so
   fetching only repairs a lost push).
@@ -56,10 +58,12 @@ class _InFlight:
 
 
 class ControllerChannel:
-    def __init__(self, broker_id: BrokerId, incarnation_id: int, heartbeat_interval_ms: int) -> None:
+    def __init__(self, broker_id: BrokerId, incarnation_id: int, heartbeat_interval_ms: int,
+                 previous_broker_epoch: int = -1) -> None:
         assert heartbeat_interval_ms > 0
         self.broker_id = broker_id
         self.incarnation_id = incarnation_id
+        self.previous_broker_epoch = previous_broker_epoch
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.broker_epoch = NO_EPOCH
         self.is_fenced = True
@@ -82,6 +86,11 @@ class ControllerChannel:
     @property
     def registered(self) -> bool:
         return self.broker_epoch != NO_EPOCH
+
+    @property
+    def epoch_to_remember(self) -> int:
+        """What a clean-shutdown marker should hold: this life's epoch, or the one it has not yet replaced."""
+        return self.broker_epoch if self.registered else self.previous_broker_epoch
 
     def begin_shutdown(self, now_ms: int) -> None:
         """Ask the controller to let us go, from the next heartbeat on (sent at once). An unregistered broker
@@ -126,7 +135,8 @@ class ControllerChannel:
         correlation = self._next_correlation()
         if not self.registered:
             self._registration = _InFlight(correlation, now_ms + REQUEST_TIMEOUT_MS)
-            return Outgoing(CONTROLLER, BrokerRegistrationRequest(correlation, self.broker_id, self.incarnation_id))
+            return Outgoing(CONTROLLER, BrokerRegistrationRequest(correlation, self.broker_id, self.incarnation_id,
+                                                                  self.previous_broker_epoch))
         return Outgoing(CONTROLLER, BrokerHeartbeatRequest(correlation, self.broker_id, self.broker_epoch,
                                                            applied_offset, self.shutting_down))
 
@@ -145,6 +155,7 @@ class ControllerChannel:
 
     def on_heartbeat(self, response: BrokerHeartbeatResponse) -> None:
         if response.error in (errors.STALE_BROKER_EPOCH, errors.BROKER_ID_NOT_REGISTERED):
+            self.previous_broker_epoch = self.broker_epoch
             self.broker_epoch = NO_EPOCH
             self.is_fenced = True
             self.shutdown_granted |= self.shutting_down  # the controller no longer counts us: nothing to hand over

@@ -20,6 +20,7 @@ one AlterPartition request in flight; the answers are handed back to the partiti
 
 from __future__ import annotations
 
+from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from insync.broker.controller_channel import ControllerChannel
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
@@ -62,7 +63,9 @@ class BrokerCore:
         self.log_manager = log_manager
         self.events = EventBuffer()
         self.metadata = BrokerMetadata(broker_id)
-        self.channel = ControllerChannel(broker_id, incarnation_id, config.get_int("broker.heartbeat.interval.ms"))
+        previous_epoch = take_previous_broker_epoch(log_manager.disk, log_manager.log_dir)
+        self.channel = ControllerChannel(broker_id, incarnation_id, config.get_int("broker.heartbeat.interval.ms"),
+                                         previous_epoch)
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetch_server = FetchServer(self._leader_partition)
         self.produce = ProduceHandler(self._leader_partition)
@@ -213,6 +216,12 @@ class BrokerCore:
         """Write the HW checkpoint (and the recovery points and log starts with it)."""
         self.log_manager.checkpoint_high_watermarks(self._high_watermarks())
         self.log_manager.checkpoint_recovery_points_and_log_starts()
+
+    def mark_clean_shutdown(self) -> None:
+        """The driver closed (flushed) every log: leave the clean-shutdown marker for the next life (KIP-966)."""
+        epoch = self.channel.epoch_to_remember
+        if epoch >= 0:  # never registered, in this life or the last: nothing to prove
+            mark_clean_shutdown(self.log_manager.disk, self.log_manager.log_dir, epoch)
 
     def _high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: partition.high_watermark for tp, partition in self.partitions.items()}

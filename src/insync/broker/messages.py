@@ -122,6 +122,7 @@ class BrokerRegistrationRequest:
     correlation_id: int
     broker_id: BrokerId
     incarnation_id: int  # new on every start, so the controller can tell a restart from a retry
+    previous_broker_epoch: int = -1  # KIP-966: the epoch of a last life that ended cleanly, else -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,7 +125,8 @@ class ControllerNode(MeteredDispatcher):
             try:
                 result = self.controller.register_broker(registration.request.broker_id, registration.incarnation_id,
                                                          registration.host, registration.port, self._now(),
-                                                         registration.rack)
+                                                         registration.rack,
+                                                         registration.request.previous_broker_epoch)
                 epoch = result.response
             except KafkaException as exc:
                 error = exc.error

@@ -9,9 +9,10 @@ core's next deadline becomes one timer. Process faults live here:
   what was fsynced (`MemoryDisk.crash`), and pending reads are forgotten (the incarnation number changes).
 - `stop(then)`: a clean stop with controlled shutdown, as the server does on SIGTERM: the broker asks the
   controller to move its leaderships away (`BrokerCore.begin_controlled_shutdown`) and keeps serving until that
-  is granted or its session timeout passes; then it writes its checkpoints, flushes and closes every log, and
-  the process ends with nothing unflushed, closing its connections (`Network.close`: clients hear of it at
-  once, where a killed broker is silent).
+  is granted or its session timeout passes; then it writes its checkpoints, flushes and closes every log, leaves
+  the clean-shutdown marker (KIP-966: its next registration is clean), and the process ends with nothing
+  unflushed, closing its connections (`Network.close`: clients hear of it at once, where a killed broker is
+  silent, leaves no marker, and registers again as after an unclean shutdown).
 - `restart()`: a new process recovers the logs from that disk (`LogManager.open`) and registers again.
 After every step the node reports itself to `on_step`, where the checker runs its incremental invariants.
 """
@@ -216,6 +217,7 @@ class SimBroker:
         core.checkpoint()
         assert self._log_manager is not None
         self._log_manager.close()
+        core.mark_clean_shutdown()
         self.kill(torn_tail=False, clean=True)  # everything is flushed: the disk keeps it all
         then()
 

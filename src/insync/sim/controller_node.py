@@ -78,7 +78,8 @@ class SimController:
     def _register(self, now: int, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
         try:
             result = self.controller.register_broker(request.broker_id, f"incarnation-{request.incarnation_id}",
-                                                     "sim", 9092, now)
+                                                     "sim", 9092, now,
+                                                     previous_broker_epoch=request.previous_broker_epoch)
         except KafkaException as exc:
             return BrokerRegistrationResponse(request.correlation_id, exc.error, BrokerEpoch(-1))
         return BrokerRegistrationResponse(request.correlation_id, errors.NONE, BrokerEpoch(result.response))

@@ -115,3 +115,17 @@ def test_controlled_shutdown_of_a_broker_the_controller_does_not_count_needs_no_
     stale.on_heartbeat(BrokerHeartbeatResponse(2, errors.STALE_BROKER_EPOCH, True, 0))
     assert stale.shutdown_granted and not stale.registered
     assert stale.tick(1000 + SHUTDOWN_HEARTBEAT_INTERVAL_MS, applied_offset=0) == []
+
+
+def test_registration_names_the_previous_epoch_then_this_life_s_own() -> None:
+    channel = ControllerChannel(BrokerId(1), incarnation_id=1, heartbeat_interval_ms=2000, previous_broker_epoch=5)
+    [out] = channel.tick(1000, applied_offset=0)
+    assert isinstance(out.message, BrokerRegistrationRequest) and out.message.previous_broker_epoch == 5
+    assert channel.epoch_to_remember == 5  # not registered yet: the marker must keep naming the last life
+    channel.on_registration(1000, BrokerRegistrationResponse(out.message.correlation_id, errors.NONE,
+                                                             BrokerEpoch(7)))
+    assert channel.epoch_to_remember == 7
+    channel.on_heartbeat(BrokerHeartbeatResponse(9, errors.STALE_BROKER_EPOCH, True, 0))
+    [again] = channel.tick(1000, applied_offset=0)
+    # Registering again without a restart: nothing was lost, so it names the epoch of this very life.
+    assert isinstance(again.message, BrokerRegistrationRequest) and again.message.previous_broker_epoch == 7

@@ -77,7 +77,9 @@ def decode_registration(request: DecodedRequest, cluster_id: str) -> Registratio
     body = request.body
     check_body(body, BROKER_REGISTRATION)
     incarnation = body.incarnation_id or uuid.UUID(int=0)
-    internal = BrokerRegistrationRequest(request.correlation_id, BrokerId(int(body.broker_id)), incarnation.int)
+    previous_epoch = int(getattr(body, "previous_broker_epoch", -1))  # v3+ (KIP-966)
+    internal = BrokerRegistrationRequest(request.correlation_id, BrokerId(int(body.broker_id)), incarnation.int,
+                                         previous_epoch)
     error = errors.NONE
     if body.cluster_id != cluster_id:
         error = errors.BY_NAME["INCONSISTENT_CLUSTER_ID"]
@@ -101,7 +103,8 @@ def registration_request(request: BrokerRegistrationRequest, version: int, clust
                      security_protocol=PLAINTEXT)
     return build(cls, broker_id=request.broker_id, cluster_id=cluster_id,
                  incarnation_id=uuid.UUID(int=request.incarnation_id & _UUID_MASK), listeners=(listener,),
-                 features=(), rack=rack, is_migrating_zk_broker=False, log_dirs=(), previous_broker_epoch=-1)
+                 features=(), rack=rack, is_migrating_zk_broker=False, log_dirs=(),
+                 previous_broker_epoch=request.previous_broker_epoch)
 
 
 def registration_response_from_wire(body: Any, correlation_id: int) -> BrokerRegistrationResponse:

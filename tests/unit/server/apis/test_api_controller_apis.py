@@ -92,3 +92,10 @@ def test_alter_partition_both_ways(version: int) -> None:
     refused = wire(controller_apis.encode_alter_partition_response(
         AlterPartitionResponse(9, errors.STALE_BROKER_EPOCH, ()), version))
     assert controller_apis.alter_partition_response_from_wire(refused, sent).error == errors.STALE_BROKER_EPOCH
+
+
+@pytest.mark.parametrize(("version", "arrives"), [(3, 41), (2, -1)])
+def test_registration_carries_the_previous_broker_epoch_from_v3(version: int, arrives: int) -> None:
+    sent = BrokerRegistrationRequest(9, BrokerId(2), 0x1234, previous_broker_epoch=41)
+    body = controller_apis.registration_request(sent, version, "cluster-x", "PLAINTEXT", "127.0.0.1", 9092)
+    assert controller_apis.decode_registration(arrive(body), "cluster-x").request.previous_broker_epoch == arrives
