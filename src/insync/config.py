@@ -318,6 +318,24 @@ def _check_relations(values: Mapping[str, object]) -> None:
     if heartbeat >= session:
         raise ConfigError(
             f"broker.heartbeat.interval.ms ({heartbeat}) must be less than broker.session.timeout.ms ({session})")
+    _check_fetch_wait(values)
+
+
+def _check_fetch_wait(values: Mapping[str, object]) -> None:
+    """A follower fetch may wait up to replica.fetch.wait.max.ms on the leader: longer than its request timeout it
+    would time out for nothing, longer than the lag its follower would leave the ISR while idle. Kafka's
+    KafkaConfig requires both, with these words (<=, as Kafka)."""
+    wait, socket_timeout, lag = (values[key] for key in (
+        "replica.fetch.wait.max.ms", "replica.socket.timeout.ms", "replica.lag.time.max.ms"))
+    assert isinstance(wait, int) and isinstance(socket_timeout, int) and isinstance(lag, int)
+    if wait > socket_timeout:
+        raise ConfigError(f"replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to "
+                          f"prevent unnecessary socket timeouts (replica.fetch.wait.max.ms={wait}, "
+                          f"replica.socket.timeout.ms={socket_timeout})")
+    if wait > lag:
+        raise ConfigError(f"replica.fetch.wait.max.ms should always be less than or equal to "
+                          f"replica.lag.time.max.ms to prevent frequent changes in ISR "
+                          f"(replica.fetch.wait.max.ms={wait}, replica.lag.time.max.ms={lag})")
 
 
 def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:

@@ -59,6 +59,23 @@ def test_cross_key_rules() -> None:
         BrokerConfig({"broker.heartbeat.interval.ms": "9000"})
 
 
+def test_replica_fetch_wait_must_not_exceed_the_socket_timeout_nor_the_lag() -> None:
+    # Kafka's KafkaConfig checks, with its words; each error names both keys.
+    with pytest.raises(ConfigError, match="replica.socket.timeout.ms should always be at least "
+                                          "replica.fetch.wait.max.ms") as info:
+        BrokerConfig({"replica.fetch.wait.max.ms": "20000", "replica.socket.timeout.ms": "10000"})
+    assert "replica.fetch.wait.max.ms=20000" in str(info.value)
+    with pytest.raises(ConfigError, match="replica.fetch.wait.max.ms should always be less than or equal to "
+                                          "replica.lag.time.max.ms") as info:
+        BrokerConfig({"replica.fetch.wait.max.ms": "2000", "replica.lag.time.max.ms": "1500"})
+    assert "replica.lag.time.max.ms=1500" in str(info.value)
+    with pytest.raises(ConfigError, match="replica.lag.time.max.ms"):
+        BrokerConfig({"replica.fetch.wait.max.ms": "2000"}).with_overrides({"replica.lag.time.max.ms": 1000})
+    equal = BrokerConfig({"replica.fetch.wait.max.ms": "1500", "replica.lag.time.max.ms": "1500",
+                          "replica.socket.timeout.ms": "1500"})
+    assert equal.get_int("replica.fetch.wait.max.ms") == 1500
+
+
 def test_topic_overrides_resolve_over_broker_defaults() -> None:
     config = BrokerConfig({"log.segment.bytes": "1000", "min.insync.replicas": "2"})
     log_config = config.log_config({"retention.ms": "60000"})
