@@ -1,7 +1,7 @@
 """Hundreds of mutated and truncated requests at a live broker; afterwards it still serves produce and fetch.
 
-Seed requests are real ones (ApiVersions, Metadata, Produce with a valid batch, Fetch, ListOffsets,
-CreateTopics) in several versions; each is mutated (bytes flipped, truncated, length prefix lied about,
+Seed requests are real ones (ApiVersions, Metadata, DescribeTopicPartitions, Produce with a valid batch, Fetch,
+ListOffsets, CreateTopics) in several versions; each is mutated (bytes flipped, truncated, length prefix lied about,
 garbage appended) and sent on its own connection. The broker may answer or close the connection, as Kafka
 does; it must never stop serving, and nothing half-applied may show up in the topic.
 """
@@ -39,6 +39,10 @@ def seeds() -> list[bytes]:
         out.append(encode_request(build(cls, topics=(topic,), allow_auto_topic_creation=False,
                                         include_cluster_authorized_operations=False,
                                         include_topic_authorized_operations=False), 2))
+    cls = load_request_schema(75, 0)
+    cursor = build(nested(cls, "Cursor"), topic_name="fuzz", partition_index=0)
+    out.append(encode_request(build(cls, topics=(build(nested(cls, "TopicRequest"), name="fuzz"),),
+                                    response_partition_limit=1, cursor=cursor), 4))
     for version in (3, 9):
         cls = load_request_schema(0, version)
         data = build(nested(cls, "PartitionProduceData"), index=0,

@@ -42,6 +42,7 @@ from insync.server import queries
 from insync.server.apis import (
     configs,
     controller_apis,
+    describe_topic_partitions,
     fetch,
     metadata,
     metadata_log,
@@ -233,6 +234,8 @@ class BrokerNode(MeteredDispatcher):
             return metadata.respond(request, image, CLUSTER_ID, self.broker_id)
         if key == versions.DESCRIBE_CLUSTER:
             return metadata.describe_cluster(request, image, CLUSTER_ID, self.broker_id)
+        if key == versions.DESCRIBE_TOPIC_PARTITIONS:
+            return describe_topic_partitions.respond(request, image)
         if key == versions.DESCRIBE_CONFIGS:
             return configs.describe_configs(request, image, self.config, self.broker_id)
         if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS, versions.ELECT_LEADERS,

@@ -5,6 +5,7 @@ Per API group, one module:
 - `versions`: the ApiVersions tables (broker and controller listeners) and responses, incl. the error-35 body.
 - `produce`, `fetch`: Produce and Fetch (consumer and follower forms; the follower's client side too).
 - `metadata`: Metadata and DescribeCluster, answered from a `MetadataImage`.
+- `describe_topic_partitions`: DescribeTopicPartitions (KIP-966's paged describe with the ELR), from the image.
 - `offsets`: ListOffsets, OffsetForLeaderEpoch, DeleteRecords.
 - `topics`: CreateTopics, DeleteTopics (one controller call per topic).
 - `configs`: DescribeConfigs (topic configs from the image, broker configs from `BrokerConfig`).

@@ -45,6 +45,7 @@ ALTER_PARTITION = 56
 DESCRIBE_CLUSTER = 60
 BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
+DESCRIBE_TOPIC_PARTITIONS = 75
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 FIND_COORDINATOR = 10
@@ -72,6 +73,7 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     DESCRIBE_CLUSTER: (0, 2),
+    DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     # Consumer groups, classic protocol. OffsetCommit/OffsetFetch stop at 9 (v10 names topics by id, KIP-848).
     OFFSET_COMMIT: (2, 9),
     OFFSET_FETCH: (1, 9),

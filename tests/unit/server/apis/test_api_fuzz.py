@@ -35,6 +35,7 @@ from insync.replication.messages import FetchResponse
 from insync.server.apis import (
     configs,
     controller_apis,
+    describe_topic_partitions,
     fetch,
     groups,
     metadata,
@@ -138,6 +139,7 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
     versions.INCREMENTAL_ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
     versions.DESCRIBE_CLUSTER: lambda r: metadata.describe_cluster(r, IMAGE, "cluster", 1),
+    versions.DESCRIBE_TOPIC_PARTITIONS: lambda r: describe_topic_partitions.respond(r, IMAGE),
     versions.BROKER_REGISTRATION: lambda r: (controller_apis.decode_registration(r, "cluster"),
                                              controller_apis.encode_registration_response(
                                                  BrokerRegistrationResponse(CID, errors.NONE, BrokerEpoch(3)),
