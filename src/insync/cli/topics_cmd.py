@@ -1,7 +1,8 @@
 """`insync topics create|list|describe|alter|delete`, like `kafka-topics.sh`, over the Kafka protocol.
 
 It speaks only the Kafka protocol (confluent-kafka's AdminClient), so it works against any Kafka-compatible
-cluster. `describe` prints one line per partition in kafka-topics' format and takes its filters:
+cluster. `describe` prints one line per partition in kafka-topics' format (4.x: with `Elr` and `LastKnownElr`,
+from DescribeTopicPartitions, which this tool sends itself) and takes its filters:
 `--under-replicated-partitions` (ISR smaller than the replica set), `--under-min-isr-partitions` (ISR smaller
 than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader). `alter` adds partitions
 (CreatePartitions, as `kafka-topics.sh --alter --partitions`) and sets and deletes topic config overrides
@@ -19,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from insync import admin_requests
 from insync.config import ConfigError, parse_overrides, validate_topic_configs
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -196,6 +198,8 @@ class PartitionRow:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     min_isr: int
+    elr: tuple[int, ...] | None = None  # None: the cluster does not answer DescribeTopicPartitions (Kafka < 3.7)
+    last_known_elr: tuple[int, ...] = ()
 
     def matches(self, under_replicated: bool, under_min_isr: bool, unavailable: bool) -> bool:
         if not (under_replicated or under_min_isr or unavailable):
@@ -207,7 +211,9 @@ class PartitionRow:
     def line(self) -> str:
         return (f"\tTopic: {self.topic}\tTopicId: {self.topic_id}\tPartition: {self.partition}"
                 f"\tLeader: {self.leader if self.leader >= 0 else 'none'}"
-                f"\tReplicas: {','.join(map(str, self.replicas))}\tIsr: {','.join(map(str, self.isr))}")
+                f"\tReplicas: {','.join(map(str, self.replicas))}\tIsr: {','.join(map(str, self.isr))}"
+                + ("" if self.elr is None else f"\tElr: {','.join(map(str, self.elr))}"
+                   f"\tLastKnownElr: {','.join(map(str, self.last_known_elr))}"))
 
 
 def describe_rows(bootstrap: str, names: Iterable[str] = ()) -> list[PartitionRow]:
@@ -220,14 +226,30 @@ def describe_rows(bootstrap: str, names: Iterable[str] = ()) -> list[PartitionRo
         raise ConfigError(f"unknown topic{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
     min_isr = _min_isr_by_topic(admin, wanted)
     topic_ids = _topic_ids(admin, wanted)
+    elr = _elr_by_partition(bootstrap, wanted)
     rows = []
     for name in wanted:
         topic = metadata.topics[name]
         for pid in sorted(topic.partitions):
             partition = topic.partitions[pid]
+            elr_row, last_known = elr.get((name, pid), (None, ()))
             rows.append(PartitionRow(name, topic_ids.get(name, ""), pid, partition.leader,
-                                     tuple(partition.replicas), tuple(partition.isrs), min_isr.get(name, 1)))
+                                     tuple(partition.replicas), tuple(partition.isrs), min_isr.get(name, 1),
+                                     elr_row, last_known))
     return rows
+
+
+def _elr_by_partition(bootstrap: str, names: list[str]
+                      ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(ELR, last known ELR) per partition from DescribeTopicPartitions, which confluent-kafka sends for
+    `describe_topics` but whose ELR it drops; empty when no bootstrap broker answers it."""
+    for address in bootstrap.split(","):
+        try:
+            described, _ = admin_requests.describe_topic_partitions(address.strip(), names, ADMIN_TIMEOUT_S)
+        except OSError:
+            continue  # unreachable, or a broker without the API (it closes the connection): try the next one
+        return {(d.topic, d.partition): (d.elr, d.last_known_elr) for d in described}
+    return {}
 
 
 def _topic_ids(admin: Any, names: list[str]) -> dict[str, str]:

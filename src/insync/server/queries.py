@@ -4,7 +4,10 @@ OffsetForLeaderEpoch, DeleteRecords, InitProducerId, and the metrics snapshot. S
 Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark for consumers and the log end
 offset for a replica reading its own leader; EARLIEST is the log start offset; a timestamp gives the first offset
 at or after it. Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), and a request carrying a leader
-epoch older than the partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+epoch older than the partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. The debugging replica id
+(-2) reads any replica's own log, as Kafka's ListOffsets allows; insync allows it for OffsetForLeaderEpoch too
+(Kafka answers that on leaders only), so that tools can read a replica's leader-epoch history, the part of
+KIP-966's GetReplicaLogInfo a Kafka API can carry (`insync topics elect-leaders --unclean --dry-run`).
 
 Producer ids: `ProducerIdAllocator` hands out ids unique across brokers and restarts without a coordinator:
 the broker id in the top bits, the allocator's start time in milliseconds below it, and a counter; when the
@@ -23,6 +26,7 @@ from insync.errors import KafkaError, KafkaException
 from insync.replication.partition import Partition
 from insync.server.apis.internal import (
     CONSUMER_REPLICA_ID,
+    DEBUGGING_REPLICA_ID,
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -46,7 +50,8 @@ PRODUCER_COUNTER_BITS = 8
 PRODUCER_TIME_BITS = 40
 
 
-def _leader(core: BrokerCore, tp: TopicPartition, current_leader_epoch: int) -> Partition | KafkaError:
+def _leader(core: BrokerCore, tp: TopicPartition, current_leader_epoch: int,
+            replica_id: int = CONSUMER_REPLICA_ID) -> Partition | KafkaError:
     partition = core.partitions.get(tp)
     if partition is None:
         known = core.metadata.registration(tp) is not None
@@ -55,7 +60,7 @@ def _leader(core: BrokerCore, tp: TopicPartition, current_leader_epoch: int) -> 
         return errors.FENCED_LEADER_EPOCH
     if current_leader_epoch > partition.leader_epoch:
         return errors.UNKNOWN_LEADER_EPOCH
-    if not partition.is_leader:
+    if not partition.is_leader and replica_id != DEBUGGING_REPLICA_ID:
         return errors.NOT_LEADER_OR_FOLLOWER
     return partition
 
@@ -63,7 +68,7 @@ def _leader(core: BrokerCore, tp: TopicPartition, current_leader_epoch: int) -> 
 def list_offsets(core: BrokerCore, request: ListOffsetsRequest) -> ListOffsetsResponse:
     results = []
     for asked in request.partitions:
-        partition = _leader(core, asked.topic_partition, asked.current_leader_epoch)
+        partition = _leader(core, asked.topic_partition, asked.current_leader_epoch, request.replica_id)
         if isinstance(partition, KafkaError):
             results.append(ListOffsetsResult(asked.topic_partition, partition))
             continue
@@ -90,7 +95,7 @@ def _list_offset(partition: Partition, timestamp: int, replica_id: int) -> ListO
 def offset_for_leader_epoch(core: BrokerCore, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
     results = []
     for asked in request.partitions:
-        partition = _leader(core, asked.topic_partition, asked.current_leader_epoch)
+        partition = _leader(core, asked.topic_partition, asked.current_leader_epoch, request.replica_id)
         if isinstance(partition, KafkaError):
             results.append(OffsetForLeaderEpochResult(asked.topic_partition, partition))
             continue

@@ -6,7 +6,9 @@ request: INVALID_REQUEST, as Kafka does, since it could not say which answer is 
 
 Versions: ListOffsets v2 adds `isolation_level`, v4 `current_leader_epoch` and the answer's `leader_epoch`,
 v10 a timeout (the core answers at once, so it is not used); OffsetForLeaderEpoch v3 adds `replica_id`
-(older requests read as DEBUGGING_REPLICA_ID, Kafka's default for them); DeleteRecords only changes encoding.
+(older requests read as CONSUMER_REPLICA_ID: Kafka's default for them is the debugging id, which insync lets
+read a follower's epochs, and a consumer's v2 request must still be answered by the leader only);
+DeleteRecords only changes encoding.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from insync.server.apis.entities import (
     topic_entities,
 )
 from insync.server.apis.internal import (
-    DEBUGGING_REPLICA_ID,
+    CONSUMER_REPLICA_ID,
     READ_UNCOMMITTED,
     DeleteRecordsRequest,
     DeleteRecordsResponse,
@@ -89,7 +91,7 @@ def decode_offset_for_leader_epoch(request: DecodedRequest) -> Decoded[OffsetFor
                                                      LeaderEpoch(int(p.current_leader_epoch)),
                                                      LeaderEpoch(int(p.leader_epoch)))
                        for t in body.topics for p in t.partitions)
-    replica = BrokerId(int(field_or(body, "replica_id", DEBUGGING_REPLICA_ID)))
+    replica = BrokerId(int(field_or(body, "replica_id", CONSUMER_REPLICA_ID)))
     return Decoded(version, OffsetForLeaderEpochRequest(request.correlation_id, replica, partitions))
 
 

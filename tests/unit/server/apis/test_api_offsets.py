@@ -65,7 +65,7 @@ def test_offset_for_leader_epoch_round_trip(version: int) -> None:
     decoded = offsets.decode_offset_for_leader_epoch(client_request(23, version, replica_id=-1, topics=(topic,)))
     (asked,) = decoded.request.partitions
     assert (asked.topic_partition, asked.current_leader_epoch, asked.leader_epoch) == (ORDERS_0, 5, 3)
-    assert decoded.request.replica_id == (BrokerId(-1) if version >= 3 else BrokerId(-2))
+    assert decoded.request.replica_id == BrokerId(-1)  # v2 reads as a consumer: answered by the leader only
     response = OffsetForLeaderEpochResponse(42, (OffsetForLeaderEpochResult(ORDERS_0, errors.NONE, LeaderEpoch(3),
                                                                             Offset(120)),))
     body = wire(offsets.encode_offset_for_leader_epoch(response, decoded))

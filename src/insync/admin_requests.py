@@ -1,0 +1,166 @@
+"""Kafka requests the command-line tools send themselves, where confluent-kafka does not expose the answer.
+
+- `describe_topic_partitions`: DescribeTopicPartitions v0 (KIP-966), every page, for each partition's eligible
+  leader replicas (ELR) and last known ELR; confluent-kafka's `describe_topics` uses the same API but drops
+  those fields.
+- `replica_logs`: each replica's own log of a partition, asked of the broker holding it (not its leader):
+  ListOffsets EARLIEST and OffsetForLeaderEpoch with Kafka's debugging replica id (-2), which any replica
+  answers from its local log. One OffsetForLeaderEpoch request asks for every epoch up to the partition's
+  leader epoch at once; the answers give back the replica's leader-epoch history (`history_from_answers`).
+
+Blocking, one short connection per request, kio entities encoded by `protocol.codec` like every insync client.
+A broker that cannot be reached or answers garbage raises `OSError`/`ConnectionError`; Kafka error codes are
+returned, not raised.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from insync import errors
+from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, ReplicaLog
+from insync.errors import KafkaError
+from insync.protocol.codec import MalformedRequest, decode_response, encode_request
+from insync.server.apis.entities import build, error_of, nested, request_class
+
+DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
+OFFSET_FOR_LEADER_EPOCH_VERSION, LIST_OFFSETS_VERSION = 4, 7  # both in Kafka 4 and insync
+DEBUGGING_REPLICA_ID = -2
+EARLIEST_TIMESTAMP = -2
+PAGES_MAX = 10_000  # 2000 partitions a page: far more than a cluster holds
+RESPONSE_BYTES_MAX = 64 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDescription:
+    topic: str
+    topic_id: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+def request(address: str, body: Any, timeout_s: float) -> Any:
+    """Send one request to `address` (host:port) and return the response body."""
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        sock.sendall(encode_request(body, 1, "insync-tools"))
+        (size,) = _SIZE.unpack(_read(sock, _SIZE.size))
+        if not 4 <= size <= RESPONSE_BYTES_MAX:
+            raise ConnectionError(f"response of {size} bytes from {address}")
+        try:
+            _, response = decode_response(int(body.__api_key__), int(body.__version__), _read(sock, size))
+        except MalformedRequest as exc:
+            raise ConnectionError(f"{address}: {exc}") from None
+    return response
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    out = bytearray()
+    while len(out) < size:  # bounded: each pass reads at least a byte or raises
+        chunk = sock.recv(size - len(out))
+        if not chunk:
+            raise ConnectionError("connection closed mid-response")
+        out += chunk
+    return bytes(out)
+
+
+def describe_topic_partitions(address: str, names: Iterable[str], timeout_s: float, page_partitions: int = 2000
+                              ) -> tuple[list[PartitionDescription], dict[str, KafkaError]]:
+    """Every partition of the named topics (all when none), following `next_cursor` from page to page of at most
+    `page_partitions`; and the topics answered with an error (UNKNOWN_TOPIC_OR_PARTITION, ...)."""
+    cls = request_class(DESCRIBE_TOPIC_PARTITIONS, 0)
+    topics = tuple(build(nested(cls, "TopicRequest"), name=name) for name in names)
+    rows: list[PartitionDescription] = []
+    failed: dict[str, KafkaError] = {}
+    cursor = None
+    for _ in range(PAGES_MAX):
+        body = request(address, build(cls, topics=topics, response_partition_limit=page_partitions,
+                                         cursor=cursor), timeout_s)
+        for topic in body.topics:
+            if error_of(topic.error_code) is not errors.NONE:
+                failed[topic.name] = error_of(topic.error_code)
+                continue
+            rows.extend(PartitionDescription(
+                topic.name, str(topic.topic_id or ""), int(p.partition_index), int(p.leader_id), int(p.leader_epoch),
+                tuple(p.replica_nodes), tuple(p.isr_nodes), tuple(p.eligible_leader_replicas or ()),
+                tuple(p.last_known_elr or ()), tuple(p.offline_replicas)) for p in topic.partitions)
+        if body.next_cursor is None:
+            return rows, failed
+        cursor = build(nested(cls, "Cursor"), topic_name=body.next_cursor.topic_name,
+                       partition_index=body.next_cursor.partition_index)
+    raise ConnectionError(f"{address} kept answering DescribeTopicPartitions pages ({PAGES_MAX})")
+
+
+def history_from_answers(log_start_offset: int, answers: Sequence[tuple[int, int, int]]
+                         ) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """(log end offset, `(epoch, start_offset)` history) from OffsetForLeaderEpoch answers `(asked epoch,
+    answered epoch, end offset)` for ascending asked epochs reaching the replica's latest epoch.
+
+    Kafka's `endOffsetFor`: an epoch the replica holds answers itself and where it ends (its latest epoch: the
+    log end); an epoch between two it holds answers the lower one; one below all it holds answers itself and
+    where the first one starts; one above its latest is undefined (-1). So each held epoch starts where the
+    answers before it ended, and the largest end is the log end."""
+    assert all(a[0] < b[0] for a, b in zip(answers, answers[1:], strict=False)), answers
+    known = [(asked, epoch, end) for asked, epoch, end in answers if epoch >= 0]
+    history: list[tuple[int, int]] = []
+    start = log_start_offset
+    for asked, epoch, end in known:
+        if epoch == asked and end > start:
+            history.append((epoch, start))
+        start = max(start, end)
+    latest = max((epoch for _, epoch, _ in known), default=-1)
+    if latest >= 0 and (not history or history[-1][0] != latest):
+        history.append((latest, start))  # the latest epoch has no records yet
+    return start, tuple(history)
+
+
+def replica_logs(addresses: dict[int, str], topic: str, partition: int, leader_epoch: int, timeout_s: float
+                 ) -> dict[int, ReplicaLog]:
+    """Each reachable replica's log (`addresses`: broker id -> host:port); unreachable ones are left out."""
+    first_epoch = max(0, leader_epoch - REPORTED_EPOCHS_MAX + 1)
+    out: dict[int, ReplicaLog] = {}
+    for broker, address in addresses.items():
+        try:
+            log_start = _log_start(address, topic, partition, timeout_s)
+            answers = _epoch_answers(address, topic, partition, range(first_epoch, leader_epoch + 1), timeout_s)
+        except (OSError, ConnectionError):
+            continue
+        if log_start is None or answers is None:
+            continue
+        end, history = history_from_answers(log_start, answers)
+        out[broker] = ReplicaLog(broker, log_start, end, history)
+    return out
+
+
+def _log_start(address: str, topic: str, partition: int, timeout_s: float) -> int | None:
+    cls = request_class(LIST_OFFSETS, LIST_OFFSETS_VERSION)
+    asked = build(nested(cls, "ListOffsetsPartition"), partition_index=partition, current_leader_epoch=-1,
+                  timestamp=EARLIEST_TIMESTAMP)
+    body = request(address, build(cls, replica_id=DEBUGGING_REPLICA_ID, isolation_level=0, topics=(
+        build(nested(cls, "ListOffsetsTopic"), name=topic, partitions=(asked,)),)), timeout_s)
+    answer = body.topics[0].partitions[0]
+    return int(answer.offset) if error_of(answer.error_code) is errors.NONE else None
+
+
+def _epoch_answers(address: str, topic: str, partition: int, epochs: range, timeout_s: float
+                   ) -> list[tuple[int, int, int]] | None:
+    cls = request_class(OFFSET_FOR_LEADER_EPOCH, OFFSET_FOR_LEADER_EPOCH_VERSION)
+    asked = tuple(build(nested(cls, "OffsetForLeaderPartition"), partition=partition, current_leader_epoch=-1,
+                        leader_epoch=epoch) for epoch in epochs)
+    body = request(address, build(cls, replica_id=DEBUGGING_REPLICA_ID, topics=(
+        build(nested(cls, "OffsetForLeaderTopic"), topic=topic, partitions=asked),)), timeout_s)
+    results = [p for t in body.topics for p in t.partitions]
+    if len(results) != len(epochs) or any(error_of(p.error_code) is not errors.NONE for p in results):
+        return None
+    return [(epoch, int(p.leader_epoch), int(p.end_offset)) for epoch, p in zip(epochs, results, strict=True)]
