@@ -1,7 +1,7 @@
-"""Scenario 8: random kills, clean stops, pauses, isolations, clogs and slow disks; nothing acknowledged with acks=all
-may be lost.
+"""Scenario 8: random kills (losing unflushed writes: logs never fsync), restarts on an empty disk, clean stops,
+pauses, isolations, clogs and slow disks; nothing acknowledged with acks=all may be lost.
 
-The CLI sweep runs 200 seeds (`insync sim sweep leader-failover --seeds 200`); the suite runs a dozen.
+The CLI sweep runs 1,000 seeds (`insync sim sweep leader-failover --seeds 1000`); the suite runs a dozen.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from insync.sim.checker import BatchInfo, Checker, LeaderState
 from insync.sim.controller_node import SimController
 from insync.sim.network import LinkConfig, Network, NodeId
 from insync.sim.scheduler import Scheduler
+from insync.storage.disk import MemoryDisk
 from insync.types import BrokerId, TopicPartition
 
 EVENTS_REMEMBERED_MAX = 2_000_000
@@ -140,8 +141,11 @@ class SimCluster:
     def pause(self, broker_id: int, duration_ms: int) -> None:
         self.brokers[broker_id].pause(duration_ms)
 
-    def kill(self, broker_id: int, torn_tail: bool) -> None:
-        self.brokers[broker_id].kill(torn_tail)
+    def kill(self, broker_id: int, torn_tail: bool, empty_disk: bool = False) -> None:
+        node = self.brokers[broker_id]
+        node.kill(torn_tail)
+        if empty_disk:
+            node.disk = MemoryDisk()  # a replaced disk: the broker comes back knowing nothing of its past
         self.checker.forget_broker(broker_id)
 
     def stop(self, broker_id: int, then: Callable[[], None]) -> None:

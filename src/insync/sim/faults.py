@@ -8,6 +8,8 @@ Kinds:
   messages to it wait and are handled when it resumes.
 - `kill` (`restart_after_s`, `torn_tail`): the process dies and its disk keeps only fsynced data (with
   `torn_tail`, a random prefix of its last unflushed append); it restarts from that disk later.
+- `wipe` (`restart_after_s`): the process dies and comes back on an empty disk, as a broker whose disk was
+  replaced: everything it had, fsynced or not, is gone (KIP-903 and KIP-966 keep it out of ISR and ELR).
 - `stop` (`restart_after_s`): a clean stop, as on SIGTERM: controlled shutdown (the controller moves the
   broker's leaderships to other in-sync replicas first, bounded by the session timeout), then every log is
   flushed; it restarts `restart_after_s` after it has stopped.
@@ -24,7 +26,7 @@ Kinds:
 `every_s` and `until_s` repeat a fault periodically (churn). A `duration_s` of 0 or absent means "until the end
 of the run" (healed before the quiesce phase).
 
-`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, stop, isolate, clog,
+`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, wipe, stop, isolate, clog,
 swizzle, slow_reads), `gap_s = [min, max]` between faults, `duration_s = [min, max]`, `slow_read_ms = [min, max]`,
 `until_s` (last fault start). One fault is active at a time, so an acks=all cluster with RF 3 and min ISR 2
 must lose nothing.
@@ -40,9 +42,9 @@ from insync.config import ConfigError
 from insync.sim.scheduler import Scheduler
 from insync.types import TopicPartition
 
-KINDS = frozenset({"pause", "kill", "stop", "isolate", "partition", "clog", "swizzle", "slow_reads", "io_error",
-                   "delete_records", "throttle"})
-CHAOS_KINDS = frozenset({"pause", "kill", "stop", "isolate", "clog", "swizzle", "slow_reads"})
+KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "partition", "clog", "swizzle", "slow_reads",
+                   "io_error", "delete_records", "throttle"})
+CHAOS_KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "clog", "swizzle", "slow_reads"})
 FAULTS_PER_RUN_MAX = 100_000
 
 
@@ -57,7 +59,7 @@ class FaultTarget(Protocol):
 
     def pause(self, broker_id: int, duration_ms: int) -> None: ...
 
-    def kill(self, broker_id: int, torn_tail: bool) -> None: ...
+    def kill(self, broker_id: int, torn_tail: bool, empty_disk: bool = False) -> None: ...
 
     def stop(self, broker_id: int, then: Callable[[], None]) -> None: ...
 
@@ -132,7 +134,7 @@ class FaultPlan:
             spec: dict[str, Any] = {"kind": kind, "at_s": (time_ms - start) / 1000,
                                     "target": rng.choice(["leader", "follower", "follower2"]),
                                     "partition": rng.randrange(max(1, chaos.get("partitions", 1)))}
-            if kind in ("kill", "stop"):
+            if kind in ("kill", "wipe", "stop"):
                 spec["restart_after_s"] = duration_s
                 if kind == "kill":
                     spec["torn_tail"] = rng.random() < 0.5
@@ -170,9 +172,9 @@ class FaultPlan:
         if kind == "pause":
             cluster.pause(broker, until_ms - now)
             return None
-        if kind == "kill":
+        if kind in ("kill", "wipe"):
             restart_ms = round(float(spec.get("restart_after_s", 5)) * 1000)
-            cluster.kill(broker, bool(spec.get("torn_tail", False)))
+            cluster.kill(broker, bool(spec.get("torn_tail", False)), empty_disk=kind == "wipe")
             self._dead.add(broker)
             self._scheduler.at(now + restart_ms, lambda: self._restart(broker))
             return None
