@@ -76,6 +76,10 @@ def test_a_frozen_high_watermark_bounds_retention_and_the_follower_catches_up(tm
             assert latest == frozen, f"the HW moved from {frozen} to {latest} while the ISR was below min ISR"
             assert earliest <= latest, f"log start {earliest} past the high watermark {latest}"
         assert written - frozen >= SAMPLES * ROUND_MESSAGES  # retention had plenty it could have deleted
+        # Retention did delete what lay below the HW, and earliest answers the log's real start: the first segment
+        # left (the HW froze, so retention has stopped moving it by now).
+        segments = sorted(int(p.stem) for p in (leader.log_dir / f"{TOPIC}-0").glob("*.log"))
+        assert 0 < earliest == segments[0] <= frozen, (earliest, segments[:3], frozen)
 
         cluster.signal_node(spec, follower, signal.SIGCONT)
         stopped = None
