@@ -20,6 +20,7 @@ one AlterPartition request in flight; the answers are handed back to the partiti
 
 from __future__ import annotations
 
+from insync import errors
 from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from insync.broker.controller_channel import ControllerChannel
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
@@ -41,6 +42,7 @@ from insync.broker.messages import (
 from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
 from insync.broker.produce import ProduceHandler
 from insync.config import BrokerConfig
+from insync.controller.records import LEADER_RECOVERED
 from insync.controller.replication_control import AlterPartitionItem as ControllerAlterItem
 from insync.events import Event, EventType
 from insync.replication.event_buffer import EventBuffer
@@ -187,6 +189,7 @@ class BrokerCore:
                 proposal = partition.maybe_shrink_isr(now_ms)
                 if proposal is not None:
                     commands.extend(self._propose(now_ms, tp, proposal))
+                commands.extend(self._propose_recovered(now_ms, tp, partition))  # an answer lost or refused
         if now_ms >= self._next_checkpoint_ms:
             self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
             self.checkpoint()
@@ -320,12 +323,12 @@ class BrokerCore:
         isr = tuple(BrokerId(b) for b in reg.isr)
         replicas = tuple(BrokerId(b) for b in reg.replicas)
         if reg.leader == self.broker_id:
-            if partition.make_leader(leader_epoch, partition_epoch, isr, replicas, now_ms):
+            if partition.make_leader(leader_epoch, partition_epoch, isr, replicas, now_ms, reg.is_recovering):
                 self.fetchers.remove(now_ms, tp)
                 if delta.kind is DeltaKind.LEADER:
                     self.channel.withdraw(tp)
                     self._proposals.pop(tp, None)
-            return []
+            return list(self._propose_recovered(now_ms, tp, partition))
         restart = partition.make_follower(BrokerId(reg.leader), leader_epoch, partition_epoch, isr, replicas,
                                           now_ms)
         if restart or delta.kind is DeltaKind.FOLLOWER:
@@ -364,9 +367,21 @@ class BrokerCore:
         if topic_id is None:
             return []
         self._proposals[tp] = item
+        # Every proposal says RECOVERED: like Kafka's leader, this one counts itself recovered once it leads.
         wire = ControllerAlterItem(topic_id, tp.partition, item.leader_epoch, item.partition_epoch,
-                                   tuple(item.new_isr))
+                                   tuple(item.new_isr), LEADER_RECOVERED)
         return self.channel.propose(now_ms, tp, wire, retry)
+
+    def _propose_recovered(self, now_ms: int, tp: TopicPartition, partition: Partition) -> list[Outgoing]:
+        """KIP-704: a leader the controller still records RECOVERING (elected uncleanly) asks at once, with its
+        ISR unchanged, to be recorded RECOVERED: insync's log needs no recovery beyond what opening it did.
+        Consumers get NOT_LEADER_OR_FOLLOWER from it until the controller accepts."""
+        if not (partition.is_leader and partition.recovering) or partition.isr_state.is_inflight \
+                or tp in self._proposals:
+            return []
+        item = AlterPartitionItem(tp, self.broker_id, partition.leader_epoch, partition.partition_epoch,
+                                  partition.isr)
+        return self._propose(now_ms, tp, item)
 
     def _on_alter_partition_response(self, now_ms: int, response: AlterPartitionResponse) -> list[Command]:
         matched, commands_out = self.channel.on_alter_partition(now_ms, response)
@@ -384,6 +399,11 @@ class BrokerCore:
                 commands.extend(self._propose(now_ms, tp, item, retry=True))
             elif outcome.outcome is not AlterOutcome.AWAITING_METADATA:
                 self._proposals.pop(tp, None)
+            if (partition.is_leader and partition.recovering and raw.error is errors.NONE
+                    and raw.leader_epoch == partition.leader_epoch and raw.leader_recovery_state == LEADER_RECOVERED):
+                # The controller recorded RECOVERED: adopt its answer as metadata (as Kafka's Partition does).
+                partition.make_leader(result.leader_epoch, result.partition_epoch, result.isr, partition.replicas,
+                                      now_ms)
             if outcome.high_watermark_advanced:
                 advanced.append(tp)
         if advanced:

@@ -152,7 +152,7 @@ class FetchServer:
 
     def _consumer_read(self, tp: TopicPartition, offset: Offset, max_bytes: int) -> ConsumerFetchPartition:
         partition = self._partitions(tp)
-        if partition is None or not partition.is_leader:
+        if partition is None or not partition.is_leader or partition.recovering:  # KIP-704: not readable yet
             return ConsumerFetchPartition(tp, errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET, UNKNOWN_OFFSET, b"")
         hw = partition.high_watermark
         log_start = Offset(partition.log.log_start_offset)

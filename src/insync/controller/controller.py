@@ -113,6 +113,7 @@ class AlterPartitionItemResult:
     isr: tuple[int, ...] = ()
     leader_epoch: int = -1
     partition_epoch: int = -1
+    leader_recovery_state: int = 0  # KIP-704 (AlterPartition v1+)
 
 
 class _Batch:
@@ -507,4 +508,4 @@ class Controller:
         if reg is None:
             return AlterPartitionItemResult(item.topic_id, item.partition, error)
         return AlterPartitionItemResult(item.topic_id, item.partition, error, reg.leader, reg.isr,
-                                        reg.leader_epoch, reg.partition_epoch)
+                                        reg.leader_epoch, reg.partition_epoch, reg.leader_recovery_state)

@@ -30,7 +30,7 @@ from insync.controller.election import (
     first_out_of_sync,
 )
 from insync.controller.image import MetadataImage, PartitionView
-from insync.controller.records import NO_LEADER
+from insync.controller.records import LEADER_RECOVERED, LEADER_RECOVERING, NO_LEADER
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
 
@@ -152,18 +152,21 @@ def preferred_leader_changes(image: MetadataImage, policy: ElectionPolicy) -> li
 
 @dataclass(frozen=True, slots=True)
 class AlterPartitionItem:
-    """One partition of an AlterPartition request: the leader's proposed ISR and the state it is based on."""
+    """One partition of an AlterPartition request: the leader's proposed ISR and the state it is based on, and
+    (v1+, KIP-704) the leader recovery state it asks for."""
 
     topic_id: str
     partition: int
     leader_epoch: int
     partition_epoch: int
     new_isr: tuple[int, ...]
+    leader_recovery_state: int = LEADER_RECOVERED
 
 
 def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionItem,
                           policy: ElectionPolicy) -> KafkaError | PartitionChange | None:
-    """The error for `item`, or the change to commit (None: the proposed ISR is already the ISR)."""
+    """The error for `item`, or the change to commit (None: the proposed ISR and recovery state are the current).
+    An accepted item asking RECOVERED ends KIP-704's RECOVERING."""
     topic = image.topics_by_id.get(item.topic_id)
     if topic is None:
         return errors.UNKNOWN_TOPIC_ID
@@ -178,12 +181,17 @@ def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterParti
         return errors.INVALID_UPDATE_VERSION
     if broker_id not in item.new_isr or len(set(item.new_isr)) != len(item.new_isr):
         return errors.INVALID_REQUEST  # the leader must stay in its ISR, once
+    if item.leader_recovery_state not in (LEADER_RECOVERED, LEADER_RECOVERING):
+        return errors.INVALID_REQUEST
+    if item.leader_recovery_state == LEADER_RECOVERING and (len(item.new_isr) > 1 or not current.is_recovering):
+        return errors.INVALID_REQUEST  # Kafka: a recovering leader leads alone, and RECOVERED never goes back
     added = [b for b in item.new_isr if b not in current.isr]
     if any(b not in current.replicas or not image.is_eligible(b) for b in added):
         return errors.INELIGIBLE_REPLICA
     view = PartitionView(topic.name, item.topic_id, item.partition, current)
     change = build_partition_change(item.topic_id, item.partition, current, item.new_isr, image.is_eligible,
-                                    unclean_allowed=False, elr_min_isr=policy.elr_min_isr(image, view))
+                                    unclean_allowed=False, elr_min_isr=policy.elr_min_isr(image, view),
+                                    recovery_state=item.leader_recovery_state)
     assert change is None or change.leader_after == broker_id, change  # an eligible leader in its ISR stays
     return change
 

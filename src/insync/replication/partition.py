@@ -119,6 +119,7 @@ class Partition:
         self._isr_state: IsrState = Committed(())
         self._replica_states: dict[BrokerId, ReplicaState] = {}  # leader only: every replica but this one
         self._leader_epoch_start_offset: Offset | None = None
+        self.recovering = False  # KIP-704, while leading: elected uncleanly, RECOVERED not yet recorded
         self._high_watermark = follower.bounded_high_watermark(log, Offset(high_watermark))
         self.producer_state = producer_state.open_table(log)  # also makes the log snapshot it (roll, close)
         self._under_replicated = False
@@ -193,8 +194,8 @@ class Partition:
     # --- Leadership -------------------------------------------------------------------------------------------
 
     def make_leader(self, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch, isr: Sequence[BrokerId],
-                    replicas: Sequence[BrokerId], now_ms: int) -> bool:
-        """Apply metadata naming this broker leader. Returns False when it is stale or already applied."""
+                    replicas: Sequence[BrokerId], now_ms: int, recovering: bool = False) -> bool:
+        """Apply metadata naming this broker leader (`recovering`: KIP-704). Returns False if stale or applied."""
         assert self.broker_id in isr and set(isr) <= set(replicas), (isr, replicas)
         if self._is_stale(leader_epoch, partition_epoch):
             return False
@@ -207,6 +208,7 @@ class Partition:
         self._leader_id = self.broker_id
         self._partition_epoch = partition_epoch
         self._replicas = tuple(replicas)
+        self.recovering = recovering and (is_new_leader or is_new_epoch or self.recovering)  # it only ends in an epoch
         if is_new_leader or is_new_epoch:
             self._start_leader_epoch(leader_epoch, is_new_leader, tuple(isr), now_ms)
             tp = self.topic_partition
@@ -442,7 +444,7 @@ class Partition:
         """Expansion rule (REFERENCE.md 2): no change in flight, an assigned and eligible replica outside the
         ISR, whose log end offset reached both the high watermark and the start of this leader's epoch."""
         state = self._isr_state
-        if state.is_inflight or replica_id in state.isr or replica_id not in self._replicas:
+        if state.is_inflight or replica_id in state.isr or replica_id not in self._replicas or self.recovering:
             return None
         follower_leo = self._replica_states[replica_id].log_end_offset
         epoch_start = self._leader_epoch_start_offset

@@ -168,7 +168,7 @@ def decode_alter_partition(request: DecodedRequest) -> AlterPartitionRequest:
             else:
                 new_isr = tuple(int(b) for b in p.new_isr)
             items.append(AlterPartitionItem(topic_id, int(p.partition_index), int(p.leader_epoch),
-                                            int(p.partition_epoch), new_isr))
+                                            int(p.partition_epoch), new_isr, int(p.leader_recovery_state)))
     return AlterPartitionRequest(request.correlation_id, BrokerId(int(body.broker_id)),
                                  BrokerEpoch(int(body.broker_epoch)), tuple(items))
 
@@ -182,7 +182,8 @@ def encode_alter_partition_response(response: AlterPartitionResponse, version: i
         items.append((result.topic_id, build(partition_cls, partition_index=result.partition,
                                              error_code=code(result.error), leader_id=result.leader,
                                              leader_epoch=result.leader_epoch, isr=result.isr,
-                                             leader_recovery_state=0, partition_epoch=result.partition_epoch)))
+                                             leader_recovery_state=result.leader_recovery_state,
+                                             partition_epoch=result.partition_epoch)))
     topics = tuple(build(nested(cls, "TopicData"), topic_id=wire_uuid(topic_id), partitions=tuple(partitions))
                    for topic_id, partitions in group(items))
     return build(cls, throttle_time=NO_THROTTLE, error_code=code(response.error), topics=topics)
@@ -204,7 +205,7 @@ def alter_partition_request(request: AlterPartitionRequest, version: int,
         items.append((item.topic_id, build(partition_cls, partition_index=item.partition,
                                            leader_epoch=item.leader_epoch, partition_epoch=item.partition_epoch,
                                            new_isr=item.new_isr, new_isr_with_epochs=members,
-                                           leader_recovery_state=0)))
+                                           leader_recovery_state=item.leader_recovery_state)))
     topics = tuple(build(nested(cls, "TopicData"), topic_id=wire_uuid(topic_id), partitions=tuple(partitions))
                    for topic_id, partitions in group(items))
     return build(cls, broker_id=request.broker_id, broker_epoch=request.broker_epoch, topics=topics)
@@ -222,7 +223,8 @@ def alter_partition_response_from_wire(body: Any, request: AlterPartitionRequest
         for p in topic.partitions:
             answered[(topic_id, int(p.partition_index))] = AlterPartitionItemResult(
                 topic_id, int(p.partition_index), error_of(p.error_code), int(p.leader_id),
-                tuple(int(b) for b in p.isr), int(p.leader_epoch), int(p.partition_epoch))
+                tuple(int(b) for b in p.isr), int(p.leader_epoch), int(p.partition_epoch),
+                int(p.leader_recovery_state))
     results = []
     for item in request.items:
         assert isinstance(item, AlterPartitionItem), item
