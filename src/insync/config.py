@@ -149,6 +149,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "HW checkpoint interval.", min=1),
         _d("min.insync.replicas", "int", 1, "ISR size needed for acks=all.", min=1),
         _d("unclean.leader.election.enable", "bool", False, "Allow an out-of-sync replica to lead."),
+        _d("unclean.recovery.strategy", "string", "Balanced",
+           "KIP-966 unclean recovery of offline partitions, by the replicas' log ends and leader epochs: None "
+           "(never by itself), Balanced (when ISR and ELR are empty and every last known ELR member is back) or "
+           "Aggressive (as soon as no ISR or ELR member can lead; what unclean.leader.election.enable=true means).",
+           allowed=("None", "Balanced", "Aggressive")),
         _d("eligible.leader.replicas.enable", "bool", True,
            "KIP-966: replicas removed from the ISR while it was below min.insync.replicas stay eligible to lead, "
            "a broker back from a crash leaves every ISR and ELR; false gives the Kafka 3.x election to compare."),

@@ -41,6 +41,7 @@ class EventType(StrEnum):
     CONTROLLER_ELECTED = "controller_elected"
     PRODUCE_REJECTED = "produce_rejected"
     METADATA_PROPAGATED = "metadata_propagated"
+    UNCLEAN_RECOVERY = "unclean_recovery"
 
 
 class ShrinkReason(StrEnum):
@@ -83,6 +84,11 @@ EVENT_FIELDS: dict[EventType, dict[str, str]] = {
     EventType.CONTROLLER_ELECTED: {"controller_epoch": "integer"},
     EventType.PRODUCE_REJECTED: {"error": "string", "count": "integer"},
     EventType.METADATA_PROPAGATED: {"changes": "integer"},
+    # An unclean election by the recovery rule (KIP-966): who led, what each replica reported
+    # ({broker, last_epoch, log_end_offset}), what each other replica gives up ({broker, from_offset, to_offset,
+    # records}: offsets [from, to) truncated away), and why (the strategy, or "ElectLeaders" for an operator's).
+    EventType.UNCLEAN_RECOVERY: {"leader_after": "integer", "leader_epoch": "integer", "strategy": "string",
+                                 "replicas": "array", "lost": "array", "records_lost": "integer"},
 }
 
 # Types that concern one partition carry topic and partition.

@@ -26,8 +26,10 @@ from insync.broker.controller_channel import ControllerChannel
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
 from insync.broker.messages import (
+    CONTROLLER,
     Address,
     AlterPartitionResponse,
+    BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationResponse,
     Command,
@@ -38,9 +40,11 @@ from insync.broker.messages import (
     Outgoing,
     PartitionMetadata,
     ProduceRequest,
+    ReplicaLogReportRequest,
 )
 from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
 from insync.broker.produce import ProduceHandler
+from insync.broker.replica_logs import offline_replica_logs
 from insync.config import BrokerConfig
 from insync.controller.records import LEADER_RECOVERED
 from insync.controller.replication_control import AlterPartitionItem as ControllerAlterItem
@@ -202,8 +206,22 @@ class BrokerCore:
         commands.extend(self.produce.check(now_ms, ()))
         commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms)))
         commands.extend(self.fetchers.tick(now_ms))
-        commands.extend(self.channel.tick(now_ms, self.metadata.applied_offset))
+        sent = self.channel.tick(now_ms, self.metadata.applied_offset)
+        commands.extend(sent)
+        commands.extend(self._replica_log_report(sent))
         return commands
+
+    def _replica_log_report(self, sent: list[Outgoing]) -> list[Outgoing]:
+        """With each heartbeat, the logs of the offline partitions hosted here (unclean recovery, KIP-966)."""
+        heartbeat = next((o.message for o in sent if isinstance(o.message, BrokerHeartbeatRequest)), None)
+        if heartbeat is None or not self.caught_up:
+            return []
+        hosted = {tp: log for tp in self.partitions if (log := self.log_manager.get(tp)) is not None}
+        reports = offline_replica_logs(self.broker_id, self.metadata, hosted)
+        if not reports:
+            return []
+        return [Outgoing(CONTROLLER, ReplicaLogReportRequest(heartbeat.correlation_id, self.broker_id,
+                                                             heartbeat.broker_epoch, reports))]
 
     def next_deadline_ms(self) -> int:
         deadlines = [self._next_isr_check_ms, self._next_checkpoint_ms, self._next_retention_ms,

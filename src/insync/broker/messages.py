@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from insync.controller.controller import AlterPartitionItemResult
 from insync.controller.records import Record
 from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.unclean_recovery import ReplicaLogReport
 from insync.errors import KafkaError
 from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, TopicPartition
 
@@ -182,3 +183,15 @@ class MetadataUpdate:
     correlation_id: int
     records: tuple[tuple[int, Record], ...]
     published_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLogReportRequest:
+    """A broker's logs of the offline partitions it hosts, sent with each heartbeat while there are any (KIP-966's
+    GetReplicaLogInfo, pushed instead of asked for: brokers connect to the controller, not the reverse). No
+    answer: the next heartbeat's report replaces it."""
+
+    correlation_id: int  # the heartbeat's it was sent with
+    broker_id: BrokerId
+    broker_epoch: BrokerEpoch
+    reports: tuple[ReplicaLogReport, ...]

@@ -37,7 +37,8 @@ from insync.controller.brokers import (
     is_caught_up,
     next_broker_state,
 )
-from insync.controller.image import BrokerRegistration, MetadataImage
+from insync.controller.election import first_out_of_sync
+from insync.controller.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.controller.propagation import MetadataLog, PropagationConfig, Publication
 from insync.controller.records import (
     NO_LEADER,
@@ -67,6 +68,17 @@ from insync.controller.replication_control import (
     unclean_shutdown_changes,
 )
 from insync.controller.store import MetadataStore
+from insync.controller.unclean_recovery import (
+    MANUAL,
+    REPORTED_PARTITIONS_MAX,
+    RecoveryReports,
+    ReplicaLogReport,
+    UncleanRecoveryStrategy,
+    effective_strategy,
+    recover,
+    recovery_due,
+    wait_for_recovery,
+)
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
 from insync.groups.offsets import OFFSETS_TOPIC
@@ -164,9 +176,14 @@ class Controller:
         self._log = MetadataLog(PropagationConfig.from_broker_config(config), records, now_ms)
         session_timeout_ms = config.get("broker.session.timeout.ms")
         assert isinstance(session_timeout_ms, int)
+        # KIP-966 unclean recovery: with a strategy, unclean elections wait for the replicas' log reports.
+        self._recovery = UncleanRecoveryStrategy(config.get_str("unclean.recovery.strategy") or "Balanced")
+        self._reports = RecoveryReports()
         self._policy = ElectionPolicy(config.get_bool("unclean.leader.election.enable"),
                                       config.get_int("min.insync.replicas"),
-                                      config.get_bool("eligible.leader.replicas.enable"))
+                                      config.get_bool("eligible.leader.replicas.enable"),
+                                      first_out_of_sync if self._recovery is UncleanRecoveryStrategy.NONE
+                                      else wait_for_recovery)
         self._sessions = BrokerSessions(session_timeout_ms)
         self._events: deque[Event] = deque(maxlen=EVENTS_BUFFERED_MAX)
         self.events_dropped = 0
@@ -428,7 +445,62 @@ class Controller:
         batch.add_changes(changes)
         return ControllerResult(self._commit(batch, now_ms), outcomes)
 
+    def report_replica_logs(self, broker_id: int, broker_epoch: int, reports: Sequence[ReplicaLogReport],
+                            now_ms: int) -> ControllerResult[None]:
+        """A broker's logs of its offline partitions (KIP-966's GetReplicaLogInfo; brokers send them with their
+        heartbeats), kept for unclean recovery; then each reported partition the strategy recovers is elected."""
+        self._advance(now_ms)
+        self._registered(broker_id, broker_epoch)
+        offline = {(v.topic_id, v.partition): v for v in self._image.offline_partitions()}
+        self._reports.forget_all_but(set(offline))
+        reported = [r for r in reports[:REPORTED_PARTITIONS_MAX] if (r.topic_id, r.partition) in offline]
+        for r in reported:
+            self._reports.record(r.topic_id, r.partition, broker_epoch, r.leader_epoch, r.log)
+        batch = self._batch(now_ms)
+        for r in reported:
+            self._recover(batch, offline[(r.topic_id, r.partition)], manual=False)
+        return ControllerResult(self._commit(batch, now_ms), None)
+
+    def elect_unclean_leaders(self, now_ms: int, partitions: Sequence[tuple[str, int]] | None = None
+                              ) -> ControllerResult[dict[tuple[str, int], KafkaError]]:
+        """ElectLeaders type UNCLEAN for `partitions` (None: every offline partition), by the recovery rule among
+        the replicas that reported their logs. Outcomes as Kafka's: NONE (elected), ELECTION_NOT_NEEDED (it has
+        a leader), ELIGIBLE_LEADERS_NOT_AVAILABLE (no live replica reported), UNKNOWN_TOPIC_OR_PARTITION."""
+        self._advance(now_ms)
+        batch = self._batch(now_ms)
+        asked = ([(v.topic, v.partition) for v in self._image.offline_partitions()] if partitions is None
+                 else list(partitions))
+        outcomes: dict[tuple[str, int], KafkaError] = {}
+        for name, index in asked:
+            topic = batch.image.topic(name)
+            registration = None if topic is None else topic.partitions.get(index)
+            if topic is None or registration is None:
+                outcomes[(name, index)] = errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif registration.leader != NO_LEADER:
+                outcomes[(name, index)] = errors.ELECTION_NOT_NEEDED
+            elif self._recover(batch, PartitionView(name, topic.topic_id, index, registration), manual=True):
+                outcomes[(name, index)] = errors.NONE
+            else:
+                outcomes[(name, index)] = errors.BY_NAME["ELIGIBLE_LEADERS_NOT_AVAILABLE"]
+        return ControllerResult(self._commit(batch, now_ms), outcomes)
+
     # ---- internals
+
+    def _recover(self, batch: _Batch, view: PartitionView, manual: bool) -> bool:
+        """Elect `view`'s partition by the recovery rule if the strategy (or, `manual`, an operator) wants it."""
+        strategy = effective_strategy(self._recovery, self._policy.unclean_allowed(batch.image, view.topic))
+        if not manual and not recovery_due(strategy, view.registration, batch.image.is_eligible):
+            return False
+        epochs = {b.broker_id: b.broker_epoch for b in batch.image.brokers.values()}
+        logs = self._reports.logs(view.topic_id, view.partition, view.registration, epochs)
+        outcome = recover(batch.image, view, self._policy, logs, MANUAL if manual else str(strategy),
+                          self._now_ms, self.node_id)
+        if outcome is None:
+            return False
+        change, events = outcome
+        batch.add_changes([change])
+        batch.events.extend(events)
+        return True
 
     def _advance(self, now_ms: int) -> None:
         assert now_ms >= self._now_ms, f"time went backwards: {now_ms} < {self._now_ms}"

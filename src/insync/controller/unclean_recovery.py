@@ -22,7 +22,10 @@ leader epoch (a live broker reports within a heartbeat interval); a report from 
 broker restarted, perhaps losing its tail) or an older leader epoch does not count.
 
 Everything here is pure; `RecoveryReports` is the controller's in-memory table of reports (KIP-966 keeps
-nothing in the metadata log either: a new controller asks again).
+nothing in the metadata log either: a new controller asks again). `recover` makes the election through
+`election.build_partition_change` with the recovery rule as its unclean chooser, so the new leader is RECOVERING
+(KIP-704) and the ISR and ELR are set as for any unclean election; its `unclean_recovery` event says what each
+replica reported and gives up.
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from insync.controller.image import PartitionRegistration
+from insync.controller.election import build_partition_change
+from insync.controller.image import MetadataImage, PartitionRegistration, PartitionView
 from insync.controller.records import NO_LEADER
+from insync.controller.replication_control import ElectionPolicy, TopicPartitionChange
+from insync.events import Event, EventType, LeaderChangeReason
 
 # The most leader epochs a replica reports per partition (its latest ones). A replica whose log holds more
 # leader epochs is compared over the reported window only; Kafka's caches rarely hold more than a handful.
@@ -40,6 +46,7 @@ REPORTED_EPOCHS_MAX = 256
 # The most partitions the controller keeps reports for (reports exist only for offline partitions).
 REPORTED_PARTITIONS_MAX = 100_000
 UNDEFINED_EPOCH = -1
+MANUAL = "ElectLeaders"  # the `strategy` of an operator's unclean election, in its event
 
 
 class UncleanRecoveryStrategy(StrEnum):
@@ -66,6 +73,16 @@ class ReplicaLog:
     @property
     def last_epoch(self) -> int:
         return self.epochs[-1][0] if self.epochs else UNDEFINED_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLogReport:
+    """What a broker reports of one offline partition it hosts: its log, at the partition's leader epoch."""
+
+    topic_id: str
+    partition: int
+    leader_epoch: int
+    log: ReplicaLog
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,3 +242,38 @@ def chooser(logs: Mapping[int, ReplicaLog], wait_for_all: bool
         return best(reported).broker
 
     return choose
+
+
+def wait_for_recovery(current: PartitionRegistration, candidates: tuple[int, ...]) -> int:
+    """The unclean chooser of elections made when a broker leaves or returns, while a recovery strategy is on:
+    none now; the partition is recovered when its replicas have reported (`recover`)."""
+    return NO_LEADER
+
+
+def recover(image: MetadataImage, view: PartitionView, policy: ElectionPolicy, logs: Mapping[int, ReplicaLog],
+            why: str, now_ms: int, node_id: int) -> tuple[TopicPartitionChange, list[Event]] | None:
+    """The election of `view`'s partition by the recovery rule among the replicas in `logs`, with its events;
+    None when it cannot elect (no eligible candidate reported; with a strategy `why`, one has not yet). An
+    operator's request (`why` "ElectLeaders") takes the best of those that reported, and a clean election
+    when one has become possible."""
+    reg = view.registration
+    manual = why == MANUAL
+    change = build_partition_change(view.topic_id, view.partition, reg, reg.isr, image.is_eligible, True,
+                                    elr_min_isr=policy.elr_min_isr(image, view),
+                                    choose_unclean=chooser(logs, wait_for_all=not manual))
+    if change is None or change.leader_after == NO_LEADER:
+        return None
+    if not change.unclean:
+        return TopicPartitionChange(view.topic, change, str(LeaderChangeReason.ISR_CHANGE)), []
+    reported = [logs[b] for b in reg.replicas if b in logs]
+    cost = choice(logs[change.leader_after], reported)
+    fields = {
+        "leader_after": change.leader_after, "leader_epoch": change.record.leader_epoch, "strategy": why,
+        "replicas": [{"broker": r.broker, "last_epoch": r.last_epoch, "log_end_offset": r.log_end_offset}
+                     for r in reported],
+        "lost": [{"broker": loss.broker, "from_offset": loss.from_offset, "to_offset": loss.to_offset,
+                  "records": loss.records} for loss in cost.losses],
+        "records_lost": cost.records_lost}
+    event = Event(now_ms, node_id, EventType.UNCLEAN_RECOVERY, view.topic, view.partition, fields)
+    return TopicPartitionChange(view.topic, change, str(LeaderChangeReason.UNCLEAN)), [event]
+

@@ -1,6 +1,7 @@
 """The simulated controller node: the real `Controller` core behind the simulated network.
 
-It translates broker messages (`broker.messages`) into controller calls, answers with their results, and runs the
+It translates broker messages (`broker.messages`) into controller calls (replica log reports, for unclean
+recovery, get no answer), answers with their results, and runs the
 controller's timers (`tick` at `next_deadline_ms()`: session expiry and seed 003's propagation check). Whenever
 the published metadata offset moves, it pushes the newly published records to every broker (the ZooKeeper-era
 UpdateMetadata of seed 003; brokers also fetch with `MetadataFetchRequest` to repair a lost push).
@@ -9,6 +10,7 @@ UpdateMetadata of seed 003; brokers also fetch with `MetadataFetchRequest` to re
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Callable
 
@@ -23,6 +25,7 @@ from insync.broker.messages import (
     BrokerRegistrationResponse,
     MetadataFetchRequest,
     MetadataUpdate,
+    ReplicaLogReportRequest,
 )
 from insync.config import BrokerConfig
 from insync.controller.controller import Controller
@@ -68,6 +71,8 @@ class SimController:
             reply = self._heartbeat(now, message)
         elif isinstance(message, AlterPartitionRequest):
             reply = self._alter_partition(now, message)
+        elif isinstance(message, ReplicaLogReportRequest):
+            self._report_replica_logs(now, message)
         elif isinstance(message, MetadataFetchRequest):
             records, published = self.controller.records_since(message.from_offset, message.max_records)
             reply = MetadataUpdate(message.correlation_id, tuple(records), published)
@@ -92,6 +97,10 @@ class SimController:
             return BrokerHeartbeatResponse(request.correlation_id, exc.error, True, self.controller.published_offset)
         return BrokerHeartbeatResponse(request.correlation_id, errors.NONE, result.response.is_fenced,
                                        self.controller.published_offset, result.response.should_shut_down)
+
+    def _report_replica_logs(self, now: int, request: ReplicaLogReportRequest) -> None:
+        with contextlib.suppress(KafkaException):  # from a broker's previous life: its next heartbeat re-registers
+            self.controller.report_replica_logs(request.broker_id, request.broker_epoch, request.reports, now)
 
     def _alter_partition(self, now: int, request: AlterPartitionRequest) -> AlterPartitionResponse:
         try:

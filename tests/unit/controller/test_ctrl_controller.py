@@ -35,6 +35,11 @@ def expire(h: Harness, dead: set[int], live: tuple[int, ...]) -> None:
     assert all(h.controller.image.brokers[b].fenced for b in dead)
 
 
+# Kafka 3.x's unclean election (the first live replica, at once): unclean recovery off. With a recovery strategy
+# the election waits for the replicas' log reports (test_ctrl_unclean_recovery.py).
+RECOVERY_OFF = {"unclean.recovery.strategy": "None"}
+
+
 def three_broker_topic(overrides: Mapping[str, object] | None = None,
                        topic_configs: Mapping[str, object] | None = None) -> Harness:
     h = Harness(overrides)
@@ -164,7 +169,7 @@ def test_no_unclean_election_by_default_even_with_live_out_of_sync_replicas() ->
 
 
 def test_unclean_election_when_the_broker_default_allows_it() -> None:
-    h = three_broker_topic({"unclean.leader.election.enable": True})
+    h = three_broker_topic({"unclean.leader.election.enable": True, **RECOVERY_OFF})
     leader = h.partition("t").leader
     replicas = h.partition("t").replicas
     set_isr(h, "t", (leader,))
@@ -184,7 +189,7 @@ def test_unclean_election_when_the_broker_default_allows_it() -> None:
 def test_topic_config_overrides_the_broker_default_for_unclean_election(
         broker_default: bool, topic_value: str | None, elects: bool) -> None:
     configs = {} if topic_value is None else {"unclean.leader.election.enable": topic_value}
-    h = three_broker_topic({"unclean.leader.election.enable": broker_default}, configs)
+    h = three_broker_topic({"unclean.leader.election.enable": broker_default, **RECOVERY_OFF}, configs)
     leader = h.partition("t").leader
     set_isr(h, "t", (leader,))
     expire(h, {leader}, tuple(b for b in (1, 2, 3) if b != leader))
@@ -192,7 +197,7 @@ def test_topic_config_overrides_the_broker_default_for_unclean_election(
 
 
 def test_offline_partition_with_unclean_enabled_elects_a_returning_out_of_sync_replica() -> None:
-    h = Harness({"unclean.leader.election.enable": True})
+    h = Harness({"unclean.leader.election.enable": True, **RECOVERY_OFF})
     h.start(1, 2)
     h.controller.create_topic("t", 1, 2, {}, h.now)
     leader = h.partition("t").leader
@@ -433,7 +438,7 @@ def test_alter_topic_configs_writes_only_the_changed_keys_all_or_nothing() -> No
 
 
 def test_an_altered_unclean_election_setting_governs_the_next_election() -> None:
-    h = three_broker_topic()
+    h = three_broker_topic(RECOVERY_OFF)
     h.controller.alter_topic_configs("t", (ConfigChange("unclean.leader.election.enable", ConfigOp.SET, "true"),),
                                      h.now)
     leader = h.partition("t").leader
@@ -479,7 +484,7 @@ def test_create_partitions_needs_enough_brokers_for_the_replication_factor() -> 
 
 
 def test_turning_unclean_election_on_elects_the_topics_offline_partitions_at_once() -> None:
-    h = three_broker_topic()
+    h = three_broker_topic(RECOVERY_OFF)
     leader = h.partition("t").leader
     others = tuple(b for b in (1, 2, 3) if b != leader)
     set_isr(h, "t", (leader,))

@@ -3,13 +3,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from ctrl_harness import Harness
+from test_ctrl_controller import expire, set_isr
 
+from insync import errors
 from insync.controller.image import PartitionRegistration
 from insync.controller.records import NO_LEADER
 from insync.controller.unclean_recovery import (
     Loss,
     RecoveryReports,
     ReplicaLog,
+    ReplicaLogReport,
     UncleanRecoveryStrategy,
     best,
     choice,
@@ -19,6 +23,7 @@ from insync.controller.unclean_recovery import (
     recovery_due,
     truncation_offset,
 )
+from insync.events import EventType
 
 # Three replicas after an ISR that shrank and a leader that crashed:
 # - 1 led epoch 1 from offset 100 and wrote up to 150, then fell out;
@@ -109,3 +114,103 @@ def test_the_chooser_waits_for_every_candidate_unless_an_operator_asks() -> None
     assert chooser(logs, wait_for_all=True)(reg, (1, 3)) == 3
     assert chooser(logs, wait_for_all=False)(reg, (1, 2, 3)) == 3
     assert chooser({}, wait_for_all=False)(reg, (1, 2)) == NO_LEADER
+
+
+# ---- the controller: reports, strategies, ElectLeaders UNCLEAN
+
+
+def offline_partition(overrides: dict[str, object]) -> tuple[Harness, int, tuple[int, int]]:
+    """3 brokers, topic "t" (RF 3); the ISR shrinks to the leader, which dies: (harness, dead leader, others)."""
+    h = Harness(overrides)
+    h.start(1, 2, 3)
+    h.controller.create_topic("t", 1, 3, {}, h.now)
+    leader = h.partition("t").leader
+    b, c = (x for x in (1, 2, 3) if x != leader)
+    set_isr(h, "t", (leader,))
+    expire(h, {leader}, (b, c))
+    assert h.partition("t").leader == NO_LEADER
+    h.drain()
+    return h, leader, (b, c)
+
+
+def report(h: Harness, broker: int, log: ReplicaLog) -> None:
+    reg = h.partition("t")
+    item = ReplicaLogReport(h.topic_id("t"), 0, reg.leader_epoch, replace(log, broker=broker))
+    h.controller.report_replica_logs(broker, h.epochs[broker], [item], h.now)
+
+
+def test_aggressive_recovery_elects_the_best_reported_replica_once_all_reported() -> None:
+    h, _, (b, c) = offline_partition({"unclean.recovery.strategy": "Aggressive"})
+    report(h, b, R1)  # 1's log: epoch 1, up to 150
+    assert h.partition("t").leader == NO_LEADER  # c has not reported yet
+    report(h, c, R3)  # 3's log: epoch 2, up to 140
+    reg = h.partition("t")
+    assert (reg.leader, reg.isr, reg.is_recovering) == (c, (c,), True)
+    (event,) = [e for e in h.drain() if e.type is EventType.UNCLEAN_RECOVERY]
+    assert event.fields["strategy"] == "Aggressive" and event.fields["leader_after"] == c
+    assert event.fields["lost"] == [{"broker": b, "from_offset": 130, "to_offset": 150, "records": 20}]
+    assert event.fields["records_lost"] == 20
+
+
+def test_unclean_leader_election_enable_recovers_by_the_rule_with_the_default_strategy() -> None:
+    h, _, (b, c) = offline_partition({"unclean.leader.election.enable": True})
+    assert h.partition("t").leader == NO_LEADER  # not the first live replica at once: the reports decide
+    report(h, b, R3)
+    report(h, c, R2)
+    assert h.partition("t").leader == b
+
+
+def test_balanced_waits_for_every_last_known_elr_member() -> None:
+    # ELR on, min ISR 3: the followers leave the ISR into the ELR, the leader last; then all crash.
+    h = Harness({"min.insync.replicas": 3})
+    h.start(1, 2, 3)
+    h.controller.create_topic("t", 1, 3, {}, h.now)
+    expire(h, {1, 2, 3}, ())
+    assert h.partition("t").leader == NO_LEADER and h.partition("t").elr
+    for broker in (1, 2):  # back from a crash: out of the ELR, into the last known ELR
+        h.register(broker, incarnation=f"crashed-{broker}", clean=False)
+        h.heartbeat(broker)
+    reg = h.partition("t")
+    assert not reg.isr and reg.elr == (3,) and reg.leader == NO_LEADER
+    report(h, 1, R1)
+    report(h, 2, R2)
+    assert h.partition("t").leader == NO_LEADER  # 3 may still come back cleanly: wait
+    h.register(3, incarnation="crashed-3", clean=False)
+    h.heartbeat(3)
+    assert not h.partition("t").elr and set(h.partition("t").last_known_elr) == {1, 2, 3}
+    report(h, 1, R1)
+    report(h, 2, R2)
+    assert h.partition("t").leader == NO_LEADER  # 3 has not reported
+    report(h, 3, R3)
+    assert h.partition("t").leader == 3
+
+
+def test_no_strategy_no_recovery_but_an_operator_may_elect_uncleanly() -> None:
+    h, dead, (b, c) = offline_partition({"unclean.recovery.strategy": "None"})
+    report(h, b, R2)
+    assert h.partition("t").leader == NO_LEADER
+    outcomes = h.controller.elect_unclean_leaders(h.now, [("t", 0), ("nope", 0)]).response
+    assert outcomes == {("t", 0): errors.NONE, ("nope", 0): errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert h.partition("t").leader == b  # the only one that reported
+    (event,) = [e for e in h.drain() if e.type is EventType.UNCLEAN_RECOVERY]
+    assert event.fields["strategy"] == "ElectLeaders"
+    again = h.controller.elect_unclean_leaders(h.now, [("t", 0)]).response
+    assert again == {("t", 0): errors.ELECTION_NOT_NEEDED}
+
+
+def test_an_operator_election_without_reports_finds_no_eligible_leader() -> None:
+    h, _, _ = offline_partition({"unclean.recovery.strategy": "None"})
+    outcomes = h.controller.elect_unclean_leaders(h.now).response
+    assert outcomes == {("t", 0): errors.BY_NAME["ELIGIBLE_LEADERS_NOT_AVAILABLE"]}
+
+
+def test_a_report_from_an_older_broker_epoch_does_not_count() -> None:
+    h, _, (b, c) = offline_partition({"unclean.recovery.strategy": "Aggressive"})
+    report(h, b, R3)
+    expire(h, {b}, (c,))  # b restarts after reporting (its log may have changed)
+    h.register(b, incarnation="again")
+    h.heartbeat(b)
+    report(h, c, R2)
+    assert h.partition("t").leader == NO_LEADER  # b's report is from its previous life
+    report(h, b, R3)
+    assert h.partition("t").leader == b
