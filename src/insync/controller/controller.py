@@ -61,6 +61,7 @@ from insync.controller.replication_control import (
     check_alter_partition,
     check_topic_name,
     leaving_broker_changes,
+    min_isr_changes,
     offline_topic_changes,
     place_replicas,
     preferred_leader_changes,
@@ -384,6 +385,8 @@ class Controller:
         for key in sorted(current.keys() | altered.keys()):
             if current.get(key) != altered.get(key):
                 batch.add(ConfigRecord(name, key, altered.get(key)))
+        if current.get("min.insync.replicas") != altered.get("min.insync.replicas"):
+            batch.add_changes(min_isr_changes(batch.image, name, self._policy))
         if self._policy.unclean_allowed(batch.image, name):  # turned on, or on already: offline partitions elect now
             batch.add_changes(offline_topic_changes(batch.image, name, self._policy))
         return ControllerResult(self._commit(batch, now_ms), None)

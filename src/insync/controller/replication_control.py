@@ -140,6 +140,18 @@ def offline_topic_changes(image: MetadataImage, topic: str, policy: ElectionPoli
                     str(LeaderChangeReason.UNCLEAN))
 
 
+def min_isr_changes(image: MetadataImage, topic: str, policy: ElectionPolicy) -> list[TopicPartitionChange]:
+    """`topic`'s min.insync.replicas changed: its ELRs are judged again against the new effective min ISR, as
+    Kafka does. A lower min ISR lets the high watermark advance with the ISR alone, so the replicas outside it
+    no longer hold every committed record: where the ISR now reaches min ISR, the ELR is cleared."""
+    if not policy.elr_enabled:
+        return []
+    views = [v for v in image.all_partitions()
+             if v.topic == topic and (v.registration.elr or v.registration.last_known_elr)]
+    return _changes(image, views, lambda v: v.registration.isr, image.is_eligible, policy,
+                    str(LeaderChangeReason.ISR_CHANGE), unclean_allowed=False)
+
+
 def preferred_leader_changes(image: MetadataImage, policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """Move leadership to the first replica wherever it is in the ISR and eligible but not leading."""
     views = [v for v in image.all_partitions()
