@@ -59,13 +59,22 @@ def test_slow_follower_removed_as_slow_within_one_and_a_half_lag() -> None:
     assert shrinks[0]["ts_ms"] - removed["last_caught_up_ms"] <= 15_000
 
 
-def test_slow_leader_reads_flag_off_goes_offline() -> None:
-    result = run("slow-leader-reads", seed=0)
+def test_slow_leader_reads_flag_off_goes_offline_with_the_kafka_3_election() -> None:
+    result = run("slow-leader-reads", seed=0, **{"broker.eligible.leader.replicas.enable": False})
     removed = [r for e in events(result, "isr_shrink") for r in e["removed"]]
     assert len({r["broker"] for r in removed}) == 2
     assert result.produce_errors.get("NOT_ENOUGH_REPLICAS", 0) > 0
     assert events(result, "partition_offline")
     assert result.offline_ms > 20_000
+
+
+def test_slow_leader_reads_flag_off_stays_online_with_eligible_leader_replicas() -> None:
+    # KIP-966: the followers dropped while the ISR was below min ISR stay eligible, and one of them takes over
+    # when the leader crashes, with every acknowledged write.
+    result = run("slow-leader-reads", seed=0)
+    assert len({r["broker"] for e in events(result, "isr_shrink") for r in e["removed"]}) == 2
+    assert not events(result, "partition_offline") and result.offline_ms == 0
+    assert result.lost_acked == 0 and result.unclean_elections == 0
 
 
 def test_slow_leader_reads_flag_on_fails_over_without_loss() -> None:
