@@ -1,11 +1,17 @@
 """The Kafka listener: accept connections, frame and decode requests, hand them to a dispatcher, write responses.
 
-This is the only place a broker touches sockets. Each connection is served by one task that reads a frame,
-decodes it, awaits the dispatcher and writes the response before reading the next frame: Kafka "mutes" a
-connection the same way, which keeps responses in request order without a reordering buffer, while clients
-still pipeline (their requests wait in the socket buffer). A frame over `socket.request.max.bytes`, an unknown
-api key or version (except ApiVersions, answered with error 35), or a body that does not parse closes the
-connection with a log line; the broker keeps serving everyone else.
+This is the only place a broker touches sockets. Each connection is served by one task that reads frames, decodes
+each and starts its handler at once, and a responder task that writes the responses in request order as they
+become ready, at most `INFLIGHT_REQUESTS_PER_CONNECTION_MAX` a connection (beyond it the reading waits).
+Kafka instead "mutes" a connection until its response is sent, one request at a time; insync departs from Kafka
+here because an acks=all produce waits for the followers' next fetch, so one-at-a-time turns a
+librdkafka producer at `linger.ms=0`, which sends a request per record, into a queue that grows without end as
+soon as a round trip takes longer than the gap between records: measured with a tailing consumer at 500 records/s,
+acks p50 went from seconds to milliseconds (issue 17). Handlers start in arrival order (asyncio runs new tasks
+first come, first served, and the core's work happens before a handler's first wait), so appends keep the
+client's order. A frame over `socket.request.max.bytes`, an unknown api key or version (except ApiVersions,
+answered with error 35), or a body that does not parse closes the connection, after the requests before it are
+answered, with a log line; the broker keeps serving everyone else.
 
 A response is written as the parts `encode_response_parts` makes, so a Fetch response's records (megabytes) go
 from the log's read to the socket without being copied into a frame first.
@@ -131,38 +137,84 @@ class Listener:
                 await writer.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> None:
+        """Read frames and start handling each as it arrives; `_write_in_order` answers them in request order."""
         decoder = FrameDecoder(self.max_request_bytes)
-        while True:
-            data = await reader.read(READ_CHUNK_BYTES)
-            if not data:
-                return
-            for payload in decoder.feed(data):
-                task = asyncio.current_task()
-                assert task is not None
-                self._busy.add(task)
-                try:
-                    response = await self._respond(payload, peer)
-                finally:
-                    self._busy.discard(task)
-                if response is not None:
-                    await _write_parts(writer, response)
-                if self._stopping:
-                    return  # answered what was in flight; the connection closes with the listener
+        in_order: asyncio.Queue[_Answer | None] = asyncio.Queue()  # bounded by `slots`
+        slots = asyncio.Semaphore(limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX)
+        connection = asyncio.current_task()
+        assert connection is not None
+        responder = asyncio.create_task(self._write_in_order(connection, in_order, slots, writer))
+        try:
+            reading = True
+            while reading and not self._stopping and not responder.done():
+                data = await reader.read(READ_CHUNK_BYTES)
+                reading = bool(data)
+                for payload in decoder.feed(data):
+                    await slots.acquire()  # none free: the reading stops, back-pressure on the client
+                    answer = self._start(payload, peer)
+                    self._busy.add(connection)
+                    in_order.put_nowait(answer)
+                    if isinstance(answer, FrameError) or self._stopping:
+                        reading = False
+                        break
+        finally:
+            if not responder.done():
+                in_order.put_nowait(None)
+            try:
+                await responder
+            finally:
+                _cancel_unanswered(in_order)
 
-    async def _respond(self, payload: bytes, peer: str) -> list[Buffer] | None:
+    def _start(self, payload: bytes, peer: str) -> _Answer:
+        """Decode at once (a bad frame stops the reading) and start the handler, so handlers begin in arrival order
+        (asyncio runs new tasks first come, first served) and a produce's append happens before the next's."""
         try:
             request = decode_request(payload, self.dispatcher.supported_versions())
         except UnsupportedRequest as exc:
             if exc.api_key == API_VERSIONS_KEY:
                 body = self.dispatcher.unsupported_api_versions_response()
                 return encode_response_parts(API_VERSIONS_KEY, 0, exc.correlation_id, body)
-            raise FrameError(f"{exc} (correlation id {exc.correlation_id})") from None
+            return FrameError(f"{exc} (correlation id {exc.correlation_id})")
         except MalformedRequest as exc:
-            raise FrameError(f"malformed request: {exc}") from None
+            return FrameError(f"malformed request: {exc}")
+        return asyncio.create_task(self._respond(request, peer))
+
+    async def _respond(self, request: DecodedRequest, peer: str) -> list[Buffer] | None:
         body = await self.dispatcher.handle(request, peer)
         if body is None:
             return None
         return encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+
+    async def _write_in_order(self, connection: asyncio.Task[None], in_order: asyncio.Queue[_Answer | None],
+                              slots: asyncio.Semaphore, writer: asyncio.StreamWriter) -> None:
+        """Write each answer when it is ready, in request order; a bad frame closes the connection once what came
+        before it is answered. While the listener stops, the connection closes once nothing is in flight."""
+        while True:
+            answer = await in_order.get()
+            if answer is None:
+                return
+            if isinstance(answer, FrameError):
+                raise answer
+            response = await answer if isinstance(answer, asyncio.Task) else answer
+            if response is not None:
+                await _write_parts(writer, response)
+            slots.release()
+            if in_order.empty():
+                self._busy.discard(connection)
+                if self._stopping:
+                    writer.close()  # the reader sees the end of the stream; nothing was left unanswered
+                    return
+
+
+_Answer = asyncio.Task[list[Buffer] | None] | list[Buffer] | FrameError
+
+
+def _cancel_unanswered(in_order: asyncio.Queue[_Answer | None]) -> None:
+    """The connection is going (peer gone, bad frame, a handler's bug): handlers still running lose their waiter."""
+    while not in_order.empty():
+        answer = in_order.get_nowait()
+        if isinstance(answer, asyncio.Task):
+            answer.cancel()
 
 
 async def _write_parts(writer: asyncio.StreamWriter, parts: list[Buffer]) -> None:

@@ -70,6 +70,80 @@ def test_pipelined_requests_are_answered_in_order() -> None:
     asyncio.run(with_listener(ApiVersionsOnly(), body))
 
 
+class Gated(ApiVersionsOnly):
+    """Requests with an even correlation id wait for the gate; the others are answered at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+        self.seen.append(request.correlation_id)
+        if request.correlation_id % 2 == 0:
+            await self.gate.wait()
+        schema = load_response_schema(18, request.api_version)
+        return schema(error_code=ErrorCode.none, api_keys=(), throttle_time=datetime.timedelta(0))
+
+
+async def until(predicate: Any) -> None:
+    for _ in range(200):  # bounded: 2 s
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached within 2 s")
+
+
+def test_a_waiting_request_does_not_hold_back_the_handling_of_the_next() -> None:
+    """Issue 17: an acks=all produce waits for the followers; the requests pipelined behind it on its connection are
+    handled meanwhile (a one-at-a-time connection made the queue grow without end), and answered in order."""
+    dispatcher = Gated()
+
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(api_versions(3, cid) for cid in (0, 1, 2, 3)))
+        await until(lambda: dispatcher.seen == [0, 1, 2, 3])
+        dispatcher.gate.set()
+        assert [(await read_response(reader, 3))[0] for _ in range(4)] == [0, 1, 2, 3]
+        writer.close()
+
+    asyncio.run(with_listener(dispatcher, body))
+
+
+def test_requests_in_flight_on_a_connection_are_bounded() -> None:
+    from insync.limits import INFLIGHT_REQUESTS_PER_CONNECTION_MAX as limit
+
+    dispatcher = Gated()
+    count = limit + 50
+
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(api_versions(3, 2 * cid) for cid in range(count)))  # every one waits
+        await until(lambda: len(dispatcher.seen) >= limit)
+        await asyncio.sleep(0.1)
+        assert len(dispatcher.seen) == limit
+        dispatcher.gate.set()
+        assert [(await read_response(reader, 3))[0] for _ in range(count)] == [2 * c for c in range(count)]
+        writer.close()
+
+    asyncio.run(with_listener(dispatcher, body))
+
+
+def test_a_bad_frame_closes_the_connection_after_what_came_before_is_answered() -> None:
+    dispatcher = Gated()
+
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(api_versions(3, 0) + struct.pack(">i", 8) + struct.pack(">hhi", 999, 0, 1) + api_versions(3, 1))
+        await until(lambda: dispatcher.seen == [0])
+        dispatcher.gate.set()
+        assert (await read_response(reader, 3))[0] == 0
+        assert await asyncio.wait_for(reader.read(), timeout=5) == b""  # closed: request 1 never handled
+        assert dispatcher.seen == [0]
+        writer.close()
+
+    asyncio.run(with_listener(dispatcher, body))
+
+
 def test_too_high_api_versions_gets_error_35_with_v0_body() -> None:
     async def body(port: int) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
