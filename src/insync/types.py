@@ -16,6 +16,7 @@ BrokerEpoch = NewType("BrokerEpoch", int)
 NO_LEADER = BrokerId(-1)
 UNKNOWN_OFFSET = Offset(-1)
 UNDEFINED_EPOCH = LeaderEpoch(-1)
+UNKNOWN_BROKER_EPOCH = BrokerEpoch(-1)  # KIP-903: a broker epoch not given (older requests) or not known
 
 
 class TopicPartition(NamedTuple):

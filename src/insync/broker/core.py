@@ -55,7 +55,7 @@ from insync.replication.partition import Partition, PartitionConfig
 from insync.replication.results import AlterOutcome
 from insync.storage.checkpoint import CheckpointError
 from insync.storage.log_manager import LogManager
-from insync.types import BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition
+from insync.types import UNKNOWN_BROKER_EPOCH, BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition
 
 REJECTED_REPORT_INTERVAL_MS = 1_000
 
@@ -75,7 +75,8 @@ class BrokerCore:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetch_server = FetchServer(self._leader_partition)
         self.produce = ProduceHandler(self._leader_partition)
-        self.fetchers = ReplicaFetchers(broker_id, config, self.partitions, self.events)
+        self.fetchers = ReplicaFetchers(broker_id, config, self.partitions, self.events,
+                                        lambda: self.channel.broker_epoch)
         self._isr_check_interval_ms = max(1, config.get_int("replica.lag.time.max.ms") // 2)
         self._checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms")
         self._retention_interval_ms = config.get_int("log.retention.check.interval.ms")
@@ -387,8 +388,15 @@ class BrokerCore:
         self._proposals[tp] = item
         # Every proposal says RECOVERED: like Kafka's leader, this one counts itself recovered once it leads.
         wire = ControllerAlterItem(topic_id, tp.partition, item.leader_epoch, item.partition_epoch,
-                                   tuple(item.new_isr), LEADER_RECOVERED)
+                                   tuple(item.new_isr), LEADER_RECOVERED, self._isr_broker_epochs(item))
         return self.channel.propose(now_ms, tp, wire, retry)
+
+    def _isr_broker_epochs(self, item: AlterPartitionItem) -> tuple[int, ...]:
+        """KIP-903: each member's broker epoch as the partition knows it from its fetches (-1: unknown), and this
+        broker's own from its registration, which the partition does not know."""
+        known = item.new_isr_broker_epochs or tuple(UNKNOWN_BROKER_EPOCH for _ in item.new_isr)
+        return tuple(self.channel.broker_epoch if broker == self.broker_id else epoch
+                     for broker, epoch in zip(item.new_isr, known, strict=True))
 
     def _propose_recovered(self, now_ms: int, tp: TopicPartition, partition: Partition) -> list[Outgoing]:
         """KIP-704: a leader the controller still records RECOVERING (elected uncleanly) asks at once, with its

@@ -90,7 +90,8 @@ class FetchServer:
                 continue
             started = partition.begin_follower_fetch(request.replica_id, part.fetch_offset,
                                                      part.current_leader_epoch, part.last_fetched_epoch,
-                                                     part.log_start_offset, now_ms, from_purgatory=from_purgatory)
+                                                     part.log_start_offset, now_ms, from_purgatory=from_purgatory,
+                                                     replica_epoch=request.replica_epoch)
             if isinstance(started, FetchPartitionData):
                 answers.append(started)
                 continue

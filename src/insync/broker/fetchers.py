@@ -3,11 +3,14 @@
 `assign` moves a partition to the session of its current leader (a newer leader epoch restarts it there, and
 un-fails it if KIP-461 had failed it); `remove` takes it out when this broker leads it or stops hosting it.
 After every response and at every tick each idle session sends its next request (the leader long-polls it up
-to `replica.fetch.wait.max.ms`), unless its partitions are backing off. `failed_partitions_count` is Kafka's
+to `replica.fetch.wait.max.ms`), unless its partitions are backing off. Each request carries this broker's
+current broker epoch (`broker_epoch`, from its registration), so leaders tie their view of it to this life. `failed_partitions_count` is Kafka's
 `FailedPartitionsCount` over all sessions.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from insync.broker.messages import Outgoing
 from insync.config import BrokerConfig
@@ -17,15 +20,17 @@ from insync.replication.fetcher import FetcherConfig, FetcherSession
 from insync.replication.follower import FollowerReplica
 from insync.replication.messages import FetchResponse
 from insync.replication.partition import Partition
-from insync.types import NO_LEADER, BrokerId, LeaderEpoch, TopicPartition
+from insync.types import NO_LEADER, UNKNOWN_BROKER_EPOCH, BrokerEpoch, BrokerId, LeaderEpoch, TopicPartition
 
 NEVER = 2**62
 
 
 class ReplicaFetchers:
     def __init__(self, broker_id: BrokerId, config: BrokerConfig, partitions: dict[TopicPartition, Partition],
-                 events: EventBuffer) -> None:
+                 events: EventBuffer, broker_epoch: Callable[[], BrokerEpoch] = lambda: UNKNOWN_BROKER_EPOCH
+                 ) -> None:
         self.broker_id = broker_id
+        self._broker_epoch = broker_epoch
         self._config = FetcherConfig.from_config(config)
         self._partitions = partitions
         self._events = events
@@ -83,9 +88,8 @@ class ReplicaFetchers:
             commands.extend(self._send(now_ms, session))
         return commands
 
-    @staticmethod
-    def _send(now_ms: int, session: FetcherSession) -> list[Outgoing]:
-        request = session.build_fetch_request(now_ms)
+    def _send(self, now_ms: int, session: FetcherSession) -> list[Outgoing]:
+        request = session.build_fetch_request(now_ms, self._broker_epoch())
         return [] if request is None else [Outgoing(session.leader_id, request)]
 
     def next_deadline_ms(self) -> int:

@@ -173,6 +173,12 @@ class AlterPartitionItem:
     partition_epoch: int
     new_isr: tuple[int, ...]
     leader_recovery_state: int = LEADER_RECOVERED
+    # v3+ (KIP-903): the broker epoch of each member of `new_isr`, in order, as the leader knows it from the
+    # member's fetches; -1 (or none given, v2) skips the check for that member, as in Kafka.
+    new_isr_broker_epochs: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        assert not self.new_isr_broker_epochs or len(self.new_isr_broker_epochs) == len(self.new_isr), self
 
 
 def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionItem,
@@ -200,12 +206,25 @@ def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterParti
     added = [b for b in item.new_isr if b not in current.isr]
     if any(b not in current.replicas or not image.is_eligible(b) for b in added):
         return errors.INELIGIBLE_REPLICA
+    if _stale_broker_epochs(image, item):
+        return errors.INELIGIBLE_REPLICA
     view = PartitionView(topic.name, item.topic_id, item.partition, current)
     change = build_partition_change(item.topic_id, item.partition, current, item.new_isr, image.is_eligible,
                                     unclean_allowed=False, elr_min_isr=policy.elr_min_isr(image, view),
                                     recovery_state=item.leader_recovery_state)
     assert change is None or change.leader_after == broker_id, change  # an eligible leader in its ISR stays
     return change
+
+
+def _stale_broker_epochs(image: MetadataImage, item: AlterPartitionItem) -> bool:
+    """KIP-903 (Kafka's ineligibleReplicasForIsr, "broker epoch mismatch"): whether the leader vouches for a
+    member with an epoch that is not its broker's registered one: what it knows of that member is from another
+    life of the broker (which may have restarted with an empty or truncated disk), so it cannot be in the ISR."""
+    for broker, epoch in zip(item.new_isr, item.new_isr_broker_epochs, strict=False):
+        registration = image.brokers.get(broker)
+        if epoch != -1 and (registration is None or registration.broker_epoch != epoch):
+            return True
+    return False
 
 
 def check_topic_name(name: str) -> None:

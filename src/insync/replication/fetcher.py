@@ -40,7 +40,7 @@ from insync.replication.messages import (
     FetchRequestPartition,
     FetchResponse,
 )
-from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.types import UNKNOWN_BROKER_EPOCH, BrokerEpoch, BrokerId, LeaderEpoch, Offset, TopicPartition
 
 logger = logging.getLogger(kafkalog.FETCHER_LOGGER)
 
@@ -174,7 +174,10 @@ class FetcherSession:
             return self._in_flight.sent_ms + self.config.request_timeout_ms
         return min((state.delayed_until_ms for state in self._partitions.values()), default=None)
 
-    def build_fetch_request(self, now_ms: int) -> FetchRequest | None:
+    def build_fetch_request(self, now_ms: int, replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH
+                            ) -> FetchRequest | None:
+        """The next request (None while one is in flight or every partition backs off); `replica_epoch` is this
+        broker's epoch from its registration, which ties the leader's view of us to this life (KIP-903)."""
         if self._in_flight is not None:
             if now_ms - self._in_flight.sent_ms < self.config.request_timeout_ms:
                 return None
@@ -189,7 +192,7 @@ class FetcherSession:
         if not partitions:
             return None
         request = FetchRequest(next(self._correlation_ids), self.follower_id, self.config.max_wait_ms,
-                               self.config.min_bytes, self.config.max_bytes, partitions)
+                               self.config.min_bytes, self.config.max_bytes, partitions, replica_epoch)
         self._in_flight = _InFlight(request, now_ms)
         return request
 

@@ -2,11 +2,13 @@
 
 These are internal frozen dataclasses, not wire formats. A `FetchRequest` mirrors the fields of Kafka's Fetch
 v12+ that replication needs (`replica_id`, `max_wait_ms`, `min_bytes`, `max_bytes`, and per partition
-`fetch_offset`, `current_leader_epoch`, `last_fetched_epoch`, `log_start_offset`, `partition_max_bytes`); the
-wire layer translates Kafka Fetch v4-v17 to and from them, and the simulator passes them as they are.
+`fetch_offset`, `current_leader_epoch`, `last_fetched_epoch`, `log_start_offset`, `partition_max_bytes`), and
+the follower's broker epoch (`replica_epoch`, Fetch v15's `ReplicaState.ReplicaEpoch`, KIP-903); the wire layer
+translates Kafka Fetch v4-v17 to and from them, and the simulator passes them as they are.
 Unknown offsets are -1 as on Kafka's wire; an unknown epoch is -1 (`UNDEFINED_EPOCH`).
 
-`AlterPartitionItem` is a leader's proposed ISR change (Kafka's AlterPartition, KIP-497) and
+`AlterPartitionItem` is a leader's proposed ISR change (Kafka's AlterPartition, KIP-497), with the broker epoch
+the leader knows of each member from its fetches (AlterPartition v3's `new_isr_with_epochs`, KIP-903), and
 `AlterPartitionResult` the controller's per-partition answer; the broker carries them to and from the
 controller in its own request envelope.
 """
@@ -19,7 +21,9 @@ from insync import errors
 from insync.errors import KafkaError
 from insync.types import (
     UNDEFINED_EPOCH,
+    UNKNOWN_BROKER_EPOCH,
     UNKNOWN_OFFSET,
+    BrokerEpoch,
     BrokerId,
     LeaderEpoch,
     Offset,
@@ -54,6 +58,7 @@ class FetchRequest:
     min_bytes: int
     max_bytes: int
     partitions: tuple[FetchRequestPartition, ...]
+    replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH  # the follower's broker epoch; -1: not given
 
     def partition(self, topic_partition: TopicPartition) -> FetchRequestPartition | None:
         for requested in self.partitions:
@@ -98,10 +103,14 @@ class AlterPartitionItem:
     leader_epoch: LeaderEpoch
     partition_epoch: PartitionEpoch
     new_isr: tuple[BrokerId, ...]
+    # The broker epoch of each member of `new_isr`, in order (-1: unknown, the controller does not check it);
+    # the leader's own is -1 here, since a partition does not know its broker's epoch: the broker fills it in.
+    new_isr_broker_epochs: tuple[BrokerEpoch, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.leader_id in self.new_isr, "a leader never proposes an ISR without itself"
         assert len(set(self.new_isr)) == len(self.new_isr), self.new_isr
+        assert not self.new_isr_broker_epochs or len(self.new_isr_broker_epochs) == len(self.new_isr), self
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,9 @@ from insync.replication.results import (
 from insync.types import (
     NO_LEADER,
     UNDEFINED_EPOCH,
+    UNKNOWN_BROKER_EPOCH,
     UNKNOWN_OFFSET,
+    BrokerEpoch,
     BrokerId,
     LeaderEpoch,
     Offset,
@@ -321,16 +323,24 @@ class Partition:
 
     def begin_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
                              last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset,
-                             now_ms: int, *, from_purgatory: bool = False) -> FollowerRead | FetchPartitionData:
+                             now_ms: int, *, from_purgatory: bool = False,
+                             replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH) -> FollowerRead | FetchPartitionData:
         """First half of a follower fetch. Returns the answer at once (an error, or a diverging epoch with no
         records, neither of which touches the follower's state), or a `FollowerRead`: read the log at
         `fetch_offset`, then call `complete_follower_fetch`. `from_purgatory`: the fetch was parked and is read
-        again to be answered; as in Kafka, only its first read updates the follower's state."""
+        again to be answered; as in Kafka, only its first read updates the follower's state. `replica_epoch`:
+        the follower's broker epoch (KIP-903): an older life's fetch is refused, a newer life's starts its state
+        afresh (see `ReplicaState`)."""
         error = self._leader_epoch_error(current_leader_epoch)
         if error is None and replica_id not in self._replica_states:
             error = errors.NOT_LEADER_OR_FOLLOWER  # not a replica, as far as this leader knows
         if error is not None:
             return FetchPartitionData(self.topic_partition, error)
+        life = self._replica_states[replica_id].for_broker_epoch(replica_epoch)
+        if life is None:
+            return FetchPartitionData(self.topic_partition, errors.NOT_LEADER_OR_FOLLOWER)
+        if not from_purgatory:
+            self._replica_states[replica_id] = life
         high_watermark, log_start_offset = self._high_watermark, Offset(self.log.log_start_offset)
         log_end_offset = Offset(self.log.log_end_offset)
         if fetch_offset < log_start_offset:
@@ -352,7 +362,7 @@ class Partition:
             self._replica_states[replica_id] = state
         return FollowerRead(replica_id, self._leader_epoch, read_id, registered, fetch_offset,
                             follower_log_start_offset, now_ms, high_watermark, log_start_offset, log_end_offset,
-                            from_purgatory)
+                            from_purgatory, replica_epoch)
 
     def complete_follower_fetch(self, read: FollowerRead, outcome: ReadResultView | KafkaException,
                                 now_ms: int) -> FollowerFetchResult:
@@ -360,6 +370,8 @@ class Partition:
         (not from the purgatory) in the same leader epoch updates the follower's state (REFERENCE.md 1)."""
         assert now_ms >= read.fetch_time_ms
         state = self._replica_states.get(read.replica_id)
+        if state is not None and state.broker_epoch != read.replica_epoch:
+            state = None  # the broker restarted during the read: this life's state is not the read's to update
         if not self.is_leader or self._leader_epoch != read.leader_epoch or state is None:
             # Leadership moved during the read, or the replica was reassigned away: nothing to update.
             moved_on = self.is_leader and self._leader_epoch != read.leader_epoch
@@ -388,10 +400,11 @@ class Partition:
 
     def handle_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
                               last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset, max_bytes: int,
-                              now_ms: int) -> FollowerFetchResult:
+                              now_ms: int, *, replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH
+                              ) -> FollowerFetchResult:
         """Both halves with an immediate read."""
         started = self.begin_follower_fetch(replica_id, fetch_offset, current_leader_epoch, last_fetched_epoch,
-                                            follower_log_start_offset, now_ms)
+                                            follower_log_start_offset, now_ms, replica_epoch=replica_epoch)
         if isinstance(started, FetchPartitionData):
             return FollowerFetchResult(started)
         outcome: ReadResultView | KafkaException
@@ -460,8 +473,12 @@ class Partition:
         return proposal
 
     def _proposal(self, new_isr: tuple[BrokerId, ...]) -> AlterPartitionItem:
+        """The ISR change to send, with each follower's broker epoch from its fetches (KIP-903); this leader's
+        own is left to the broker (-1 here)."""
+        epochs = tuple(self._replica_states[b].broker_epoch if b in self._replica_states else UNKNOWN_BROKER_EPOCH
+                       for b in new_isr)
         return AlterPartitionItem(self.topic_partition, self.broker_id, self._leader_epoch, self._partition_epoch,
-                                  new_isr)
+                                  new_isr, epochs)
 
     def on_alter_partition_result(self, item: AlterPartitionItem, result: AlterPartitionResult,
                                   now_ms: int) -> AlterPartitionOutcome:

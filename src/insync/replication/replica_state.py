@@ -27,6 +27,14 @@ end offset, log start offset and last fetch time stay those of the newer fetch, 
 `last_fetch_leader_log_end_offset` and `last_caught_up` only grow. Pending reads vanish when a read fails and
 when leadership changes (the state is reset). A follower with no previous fetch under this leader
 (`last_fetch_leader_log_end_offset` unknown) registers nothing: the rule needs a previous fetch to compare to.
+
+KIP-903: the state belongs to one life of the follower's broker, named by the broker epoch its fetches carry
+(`broker_epoch`, -1 when unknown). A fetch from an older epoch than the one seen comes from a life that has
+ended and is refused (Kafka: "Received stale fetch state update"). A fetch from a newer epoch means the broker
+restarted, maybe with an empty or truncated disk: unlike Kafka, which only records the new epoch, insync starts
+that life from nothing (log end unknown, never caught up), so the old life's log end offset and catch-up times
+never keep the new one in the ISR or count for the high watermark. The leader sends the epochs it knows with
+its ISR proposals, and the controller refuses a member whose epoch is no longer its registration's.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from insync import limits
-from insync.types import UNKNOWN_OFFSET, BrokerId, Offset
+from insync.types import UNKNOWN_BROKER_EPOCH, UNKNOWN_OFFSET, BrokerEpoch, BrokerId, Offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +62,7 @@ class ReplicaState:
     last_fetch_leader_log_end_offset: Offset = UNKNOWN_OFFSET
     last_caught_up_ms: int = 0
     pending_reads: tuple[PendingRead, ...] = ()
+    broker_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH
 
     def __post_init__(self) -> None:
         assert self.log_end_offset >= UNKNOWN_OFFSET and self.log_start_offset >= UNKNOWN_OFFSET, self
@@ -77,7 +86,21 @@ class ReplicaState:
             last_fetch_time_ms=now_ms if in_isr else 0,
             last_fetch_leader_log_end_offset=leader_log_end_offset,
             last_caught_up_ms=last_caught_up_ms,
+            broker_epoch=self.broker_epoch,
         )
+
+    def for_broker_epoch(self, broker_epoch: BrokerEpoch) -> ReplicaState | None:
+        """KIP-903: the state a fetch from `broker_epoch` (-1: not given) works on, or None when the fetch comes
+        from an older life of the broker than one already seen (stale: refuse it). A newer life starts from
+        nothing; a fetch that does not give its epoch leaves the state unchecked (-1), as in Kafka."""
+        assert broker_epoch >= UNKNOWN_BROKER_EPOCH, broker_epoch
+        if broker_epoch == self.broker_epoch:
+            return self
+        if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < self.broker_epoch:
+            return None
+        if broker_epoch != UNKNOWN_BROKER_EPOCH and self.broker_epoch != UNKNOWN_BROKER_EPOCH:
+            return ReplicaState(self.broker_id, broker_epoch=broker_epoch)  # the broker restarted
+        return dataclasses.replace(self, broker_epoch=broker_epoch)
 
     # --- Fetches ----------------------------------------------------------------------------------------------
 

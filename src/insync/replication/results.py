@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from insync.replication.messages import AlterPartitionItem, FetchPartitionData
-from insync.types import BrokerId, LeaderEpoch, Offset
+from insync.types import UNKNOWN_BROKER_EPOCH, BrokerEpoch, BrokerId, LeaderEpoch, Offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,7 @@ class FollowerRead:
     # The re-read of a fetch woken from the purgatory: its first read updated the follower's state, this one only
     # answers (Kafka's readFromPurgatory).
     from_purgatory: bool = False
+    replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH  # the follower's broker epoch the fetch came with (KIP-903)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from insync.broker.messages import (
 from insync.chaos.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigError
+from insync.errors import KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
 from insync.server import queries
@@ -72,6 +73,7 @@ SHUTDOWN_DEADLINE_S = 5.0
 CONTROLLED_SHUTDOWN_POLL_S = 0.02
 TASKS_MAX = 10_000
 VERSION_FETCH = 12
+VERSION_FOLLOWER_FETCH = 15  # the first with ReplicaState{ReplicaId, ReplicaEpoch}: a follower's broker epoch
 VERSION_REGISTRATION = 3
 VERSION_HEARTBEAT = 1
 VERSION_ALTER = 3
@@ -171,8 +173,7 @@ class BrokerNode(MeteredDispatcher):
                     await self.controller.request(body, self._controller_timeout_s), message.correlation_id,
                     self._published_offset)
             elif isinstance(message, AlterPartitionRequest):
-                epochs = {b.broker_id: b.broker_epoch for b in self.core.metadata.image.brokers.values()}
-                body = controller_apis.alter_partition_request(message, VERSION_ALTER, epochs)
+                body = controller_apis.alter_partition_request(message, VERSION_ALTER)
                 reply = controller_apis.alter_partition_response_from_wire(
                     await self.controller.request(body, self._controller_timeout_s), message)
             else:
@@ -198,10 +199,10 @@ class BrokerNode(MeteredDispatcher):
             if self._faults.delay_ms:
                 await asyncio.sleep(self._faults.delay_ms / 1000)
             connection = self._peer(broker_id)
-            body = fetch.encode_request(message, VERSION_FETCH, image)
+            body = fetch.encode_request(message, VERSION_FOLLOWER_FETCH, image)
             timeout = PEER_TIMEOUT_S + message.max_wait_ms / 1000
             response = fetch.decode_response(await connection.request(body, timeout), message, image)
-        except (ConnectionError, OSError, TimeoutError, ConfigError) as exc:
+        except (ConnectionError, OSError, TimeoutError, ConfigError, KafkaException) as exc:
             log.debug("Fetch from broker %d failed: %s", broker_id, exc)
             self._feed(self.core.fetch_failed(self._now(), BrokerId(broker_id), message.correlation_id))
             return

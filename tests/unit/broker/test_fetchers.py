@@ -12,7 +12,7 @@ from insync.config import BrokerConfig
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.follower import FetchPosition
 from insync.replication.messages import FetchPartitionData, FetchRequest, FetchResponse
-from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, TopicPartition
 
 
 class FakeFollower:
@@ -94,3 +94,17 @@ def test_stopping_a_failed_partition_clears_the_failure_and_says_so() -> None:
     fetchers.remove(20, tps[0])  # e.g. this broker became its leader, or the topic was deleted
     assert fetchers.failed_partitions_count == 0
     assert [(e.type.value, e.ts_ms) for e in events.drain()] == [("partition_failed", 10), ("partition_unfailed", 20)]
+
+
+def test_every_fetch_carries_the_broker_epoch_of_this_life() -> None:
+    tp = TopicPartition("t", 0)
+    followers: dict[TopicPartition, Any] = {tp: FakeFollower()}
+    epoch = [BrokerEpoch(-1)]  # not registered yet
+    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig(), followers, EventBuffer(), lambda: epoch[0])
+    fetchers.assign(0, tp, BrokerId(2), LeaderEpoch(1))
+    request = _request(fetchers.tick(0))
+    assert request.replica_epoch == -1
+    epoch[0] = BrokerEpoch(12)  # registered (again): KIP-903 ties the leader's view of us to this life
+    response = FetchResponse(request.correlation_id, errors.NONE,
+                             (FetchPartitionData(tp, errors.NONE, Offset(1), Offset(0), Offset(1)),))
+    assert _request(fetchers.on_response(10, BrokerId(2), response)).replica_epoch == 12

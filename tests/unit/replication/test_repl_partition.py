@@ -16,7 +16,7 @@ from insync.replication.isr import Committed, IsrPolicy, PendingExpand, PendingS
 from insync.replication.messages import AlterPartitionItem, AlterPartitionResult, EpochEndOffset
 from insync.replication.partition import Partition, PartitionConfig
 from insync.replication.results import AlterOutcome, FollowerFetchResult, FollowerRead
-from insync.types import BrokerId, LeaderEpoch, Offset, PartitionEpoch
+from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, PartitionEpoch
 
 NETWORK_EXCEPTION = errors.BY_NAME["NETWORK_EXCEPTION"]
 
@@ -76,7 +76,8 @@ def test_isr_expansion() -> None:
     assert partition.high_watermark == 10  # the ISR is the leader alone
     assert fetch(partition, 2, 5, T0 + 1).alter_partition is None  # below the high watermark
     item = fetch(partition, 2, 10, T0 + 2).alter_partition
-    assert item == AlterPartitionItem(TP, BrokerId(1), LeaderEpoch(1), PartitionEpoch(1), ids((1, 2)))
+    assert item == AlterPartitionItem(TP, BrokerId(1), LeaderEpoch(1), PartitionEpoch(1), ids((1, 2)),
+                                      (BrokerEpoch(-1), BrokerEpoch(-1)))  # no epochs in these fetches
     assert isinstance(partition.isr_state, PendingExpand)
     assert partition.isr == (1,) and partition.maximal_isr == (1, 2)
     events.drain()
@@ -485,6 +486,47 @@ def test_pending_reads_vanish_on_failure_and_on_leadership_change() -> None:
     late = partition.complete_follower_fetch(reads[1], partition.log.read(10, 1 << 20), T0 + 600)
     assert late.data.error == errors.FENCED_LEADER_EPOCH
     assert partition.replica_state(BrokerId(3)).last_fetch_time_ms == T0 + 500  # type: ignore[union-attr]
+
+
+# --- KIP-903 broker epochs ---------------------------------------------------------------------------------------
+
+
+def epoch_fetch(partition: Partition, broker: int, offset: int, at_ms: int, broker_epoch: int) -> FollowerFetchResult:
+    return partition.handle_follower_fetch(BrokerId(broker), Offset(offset), partition.leader_epoch,
+                                           LeaderEpoch(-1), Offset(0), 1 << 20, at_ms,
+                                           replica_epoch=BrokerEpoch(broker_epoch))
+
+
+def test_a_follower_restarted_with_an_empty_disk_is_not_kept_in_the_isr_by_its_old_life() -> None:
+    partition = leader(1, cfg=config(min_isr=2))
+    partition.append_records_as_leader(batch(10), -1, T0)
+    epoch_fetch(partition, 2, 10, T0 + 100, broker_epoch=5)  # caught up, in its life 5
+    epoch_fetch(partition, 3, 10, T0 + 100, broker_epoch=6)
+    # Broker 2 restarts with an empty disk (registered again: epoch 9) and fetches from offset 0.
+    epoch_fetch(partition, 2, 0, T0 + 200, broker_epoch=9)
+    state = partition.replica_state(BrokerId(2))
+    assert state is not None and (state.broker_epoch, state.log_end_offset, state.last_caught_up_ms) == (9, 0, 0)
+    # Its old life caught up at T0 + 100, but that log is gone: it leaves the ISR at the next check.
+    item = partition.maybe_shrink_isr(T0 + 300)
+    assert item is not None and item.new_isr == (1, 3)
+    assert item.new_isr_broker_epochs == (-1, 6)  # the leader's own is the broker's to fill in
+    # A fetch still arriving from the old life is refused, and changes nothing.
+    late = epoch_fetch(partition, 2, 10, T0 + 400, broker_epoch=5)
+    assert late.data.error == errors.NOT_LEADER_OR_FOLLOWER
+    assert partition.replica_state(BrokerId(2)) == state
+
+
+def test_a_read_of_an_old_life_completing_after_the_restart_updates_nothing() -> None:
+    partition = leader(1)
+    partition.append_records_as_leader(batch(10), 1, T0)
+    old_read = partition.begin_follower_fetch(BrokerId(2), Offset(10), LeaderEpoch(1), LeaderEpoch(1), Offset(0),
+                                              T0 + 100, replica_epoch=BrokerEpoch(5))
+    assert isinstance(old_read, FollowerRead)
+    epoch_fetch(partition, 2, 0, T0 + 200, broker_epoch=9)
+    state = partition.replica_state(BrokerId(2))
+    done = partition.complete_follower_fetch(old_read, partition.log.read(10, 1 << 20), T0 + 300)
+    assert done.data.error == errors.NOT_LEADER_OR_FOLLOWER and done.alter_partition is None
+    assert partition.replica_state(BrokerId(2)) == state
 
 
 def test_partition_config_from_broker_and_topic_settings() -> None:

@@ -8,7 +8,7 @@ from repl_helpers import T0
 
 from insync import limits
 from insync.replication.replica_state import ReplicaState
-from insync.types import BrokerId, Offset
+from insync.types import BrokerEpoch, BrokerId, Offset
 
 LAG = 10_000
 
@@ -163,3 +163,17 @@ def test_last_caught_up_never_moves_back_and_never_passes_the_last_fetch(
         state = fetched(state, fetch_offset, now, leader_leo)
         assert before <= state.last_caught_up_ms <= now
         leader_leo += append_count
+
+
+def test_a_new_life_of_the_broker_starts_from_nothing_and_an_old_one_is_refused() -> None:
+    state = fetched(ReplicaState(BrokerId(2), broker_epoch=BrokerEpoch(5)), 100, T0, leader_leo=100)
+    assert state.for_broker_epoch(BrokerEpoch(5)) is state
+    assert state.for_broker_epoch(BrokerEpoch(4)) is None  # a fetch from a life that has ended
+    restarted = state.for_broker_epoch(BrokerEpoch(7))
+    assert restarted == ReplicaState(BrokerId(2), broker_epoch=BrokerEpoch(7))
+    unchecked = state.for_broker_epoch(BrokerEpoch(-1))  # a fetch that does not say (Fetch before v15)
+    assert unchecked is not None and unchecked.log_end_offset == 100 and unchecked.broker_epoch == -1
+    first = ReplicaState(BrokerId(2)).for_broker_epoch(BrokerEpoch(3))
+    assert first is not None and first.broker_epoch == 3
+    kept = state.reset(now_ms=T0 + 1, leader_log_end_offset=Offset(120), is_new_leader=False, in_isr=True)
+    assert kept.broker_epoch == 5  # a re-elected leader keeps it, as Kafka

@@ -12,15 +12,15 @@ arguments of `Controller.register_broker/heartbeat/alter_partition` and encodes 
   watermark of its metadata fetch (`metadata_log.py`), so `heartbeat_response_from_wire` takes the last one
   it saw. `want_fence`/`want_shut_down` travel as Kafka's flags.
 - AlterPartition names topics by id (v2+), as `controller.replication_control.AlterPartitionItem` does. v3
-  lists ISR members with broker epochs (KIP-903); the broker fills them from its image when it can, -1
-  otherwise, and the controller side reads the ids. Results come back grouped by topic; the broker side
+  lists ISR members with broker epochs (KIP-903): those the leader learnt from the members' fetches (never its
+  metadata image, which would vouch for a restarted broker's new life), -1 when unknown; the controller checks
+  them against the registrations. Results come back grouped by topic; the broker side
   restores the order of its items, which `ControllerChannel.on_alter_partition` relies on.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,12 +163,14 @@ def decode_alter_partition(request: DecodedRequest) -> AlterPartitionRequest:
     for topic in body.topics:
         topic_id = str(topic.topic_id or ZERO_UUID)
         for p in topic.partitions:
+            epochs: tuple[int, ...] = ()
             if has_field(p, "new_isr_with_epochs"):
                 new_isr = tuple(int(member.broker_id) for member in p.new_isr_with_epochs)
+                epochs = tuple(int(member.broker_epoch) for member in p.new_isr_with_epochs)
             else:
                 new_isr = tuple(int(b) for b in p.new_isr)
             items.append(AlterPartitionItem(topic_id, int(p.partition_index), int(p.leader_epoch),
-                                            int(p.partition_epoch), new_isr, int(p.leader_recovery_state)))
+                                            int(p.partition_epoch), new_isr, int(p.leader_recovery_state), epochs))
     return AlterPartitionRequest(request.correlation_id, BrokerId(int(body.broker_id)),
                                  BrokerEpoch(int(body.broker_epoch)), tuple(items))
 
@@ -189,19 +191,18 @@ def encode_alter_partition_response(response: AlterPartitionResponse, version: i
     return build(cls, throttle_time=NO_THROTTLE, error_code=code(response.error), topics=topics)
 
 
-def alter_partition_request(request: AlterPartitionRequest, version: int,
-                            broker_epochs: Mapping[int, int] | None = None) -> Any:
-    """The broker's side; `broker_epochs` (from its image) fills v3's ISR member epochs, else -1."""
+def alter_partition_request(request: AlterPartitionRequest, version: int) -> Any:
+    """The broker's side; v3 lists the ISR members with the broker epochs the leader gave (-1: unknown)."""
     cls = request_class(ALTER_PARTITION, version)
     partition_cls = nested(cls, "PartitionData")
-    epochs = broker_epochs or {}
     items = []
     for item in request.items:
         assert isinstance(item, AlterPartitionItem), item
         members = ()
         if has_field(partition_cls, "new_isr_with_epochs"):
-            members = tuple(build(nested(cls, "BrokerState"), broker_id=b, broker_epoch=epochs.get(b, -1))
-                            for b in item.new_isr)
+            epochs = item.new_isr_broker_epochs or tuple(-1 for _ in item.new_isr)
+            members = tuple(build(nested(cls, "BrokerState"), broker_id=b, broker_epoch=e)
+                            for b, e in zip(item.new_isr, epochs, strict=True))
         items.append((item.topic_id, build(partition_cls, partition_index=item.partition,
                                            leader_epoch=item.leader_epoch, partition_epoch=item.partition_epoch,
                                            new_isr=item.new_isr, new_isr_with_epochs=members,

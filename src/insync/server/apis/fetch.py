@@ -3,8 +3,8 @@
 Server side. `decode_request` always gives replication's full `FetchRequest` (it keeps every field the wire
 has: `min_bytes` and `max_wait_ms` for the long poll, and per partition the fetch offset, current leader
 epoch, last fetched epoch, log start offset and byte limit). A fetch whose replica id is >= 0 (`replica_id`
-before v15, `replica_state.replica_id` from v15) comes from a follower and goes to replication as it is; any
-other is a consumer's, and `consumer_request` projects it onto the broker's `ConsumerFetchRequest`.
+before v15, `replica_state.replica_id` from v15) comes from a follower and goes to replication as it is, with
+its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); any other is a consumer's, and `consumer_request` projects it onto the broker's `ConsumerFetchRequest`.
 `encode_response` accepts either core response. Kafka's rules applied here:
 - Topic ids (v13+): an id the image does not know is answered UNKNOWN_TOPIC_ID without the core; the
   response names topics as the request did.
@@ -29,7 +29,7 @@ from typing import Any
 from insync import errors
 from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
 from insync.controller.image import MetadataImage
-from insync.errors import KafkaError
+from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import (
     EpochEndOffset,
@@ -62,7 +62,16 @@ from insync.server.apis.entities import (
     wire_topic_key,
 )
 from insync.server.apis.versions import FETCH
-from insync.types import UNDEFINED_EPOCH, UNKNOWN_OFFSET, BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.types import (
+    UNDEFINED_EPOCH,
+    UNKNOWN_BROKER_EPOCH,
+    UNKNOWN_OFFSET,
+    BrokerEpoch,
+    BrokerId,
+    LeaderEpoch,
+    Offset,
+    TopicPartition,
+)
 
 INITIAL_SESSION_EPOCH = 0
 FINAL_SESSION_EPOCH = -1
@@ -74,6 +83,13 @@ def replica_id(body: Any) -> BrokerId:
     if has_field(body, "replica_state"):
         return BrokerId(int(body.replica_state.replica_id))
     return BrokerId(int(body.replica_id))
+
+
+def replica_epoch(body: Any) -> BrokerEpoch:
+    """The fetching follower's broker epoch (v15+ `replica_state.replica_epoch`, KIP-903); -1 before v15."""
+    if has_field(body, "replica_state"):
+        return BrokerEpoch(int(body.replica_state.replica_epoch))
+    return UNKNOWN_BROKER_EPOCH
 
 
 def decode_request(request: DecodedRequest, image: MetadataImage) -> Decoded[FetchRequest]:
@@ -95,7 +111,7 @@ def decode_request(request: DecodedRequest, image: MetadataImage) -> Decoded[Fet
                 LeaderEpoch(int(field_or(p, "last_fetched_epoch", UNDEFINED_EPOCH))),
                 Offset(int(field_or(p, "log_start_offset", UNKNOWN_OFFSET))), int(p.partition_max_bytes)))
     fetch = FetchRequest(request.correlation_id, replica_id(body), millis(body.max_wait), int(body.min_bytes),
-                         int(body.max_bytes), tuple(partitions))
+                         int(body.max_bytes), tuple(partitions), replica_epoch(body))
     session_epoch = int(field_or(body, "session_epoch", FINAL_SESSION_EPOCH))
     error = errors.NONE
     if session_epoch not in (INITIAL_SESSION_EPOCH, FINAL_SESSION_EPOCH):
@@ -175,13 +191,14 @@ def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None 
 
 def encode_request(fetch: FetchRequest, version: int, image: MetadataImage) -> Any:
     """The Kafka Fetch request a follower sends (full fetch, no session); v13+ names topics by the ids in
-    `image`, which must know every topic fetched."""
+    `image` (UNKNOWN_TOPIC_ID, raised, when it no longer knows one), v15+ carries the follower's broker epoch."""
     cls = request_class(FETCH, version)
     partition_cls = nested(cls, "FetchPartition")
     items = []
     for p in fetch.partitions:
         key = topic_key(image, p.topic_partition.topic, None)
-        assert version < 13 or key.topic_id.int != 0, f"no topic id for {p.topic_partition.topic}"
+        if version >= 13 and key.topic_id.int == 0:  # deleted since the fetcher built the request: fetch again
+            raise KafkaException(errors.UNKNOWN_TOPIC_ID, f"no topic id for {p.topic_partition.topic}")
         items.append((key, build(partition_cls, partition=p.topic_partition.partition, fetch_offset=p.fetch_offset,
                                  current_leader_epoch=p.current_leader_epoch,
                                  last_fetched_epoch=p.last_fetched_epoch, log_start_offset=p.log_start_offset,
@@ -189,7 +206,8 @@ def encode_request(fetch: FetchRequest, version: int, image: MetadataImage) -> A
     topics = topic_entities(nested(cls, "FetchTopic"), "partitions", group(items))
     values: dict[str, Any] = {"replica_id": fetch.replica_id}
     if has_field(cls, "replica_state"):
-        values = {"replica_state": build(nested(cls, "ReplicaState"), replica_id=fetch.replica_id)}
+        values = {"replica_state": build(nested(cls, "ReplicaState"), replica_id=fetch.replica_id,
+                                         replica_epoch=fetch.replica_epoch)}
     return build(cls, max_wait=duration(fetch.max_wait_ms), min_bytes=fetch.min_bytes, max_bytes=fetch.max_bytes,
                  isolation_level=0, session_id=NO_SESSION_ID, session_epoch=FINAL_SESSION_EPOCH, topics=topics,
                  forgotten_topics_data=(), rack_id="", **values)

@@ -65,18 +65,19 @@ def test_heartbeat_both_ways(version: int) -> None:
 @pytest.mark.parametrize("version", [2, 3])
 def test_alter_partition_both_ways(version: int) -> None:
     other = str(uuid.UUID(int=77))
-    items = (AlterPartitionItem(TOPIC_ID, 0, 4, 7, (1, 2)), AlterPartitionItem(other, 3, 0, 0, (1,)),
-             AlterPartitionItem(TOPIC_ID, 1, 0, 1, (2, 1)))
+    # KIP-903: the members' broker epochs are the leader's (from their fetches), -1 where it knows none.
+    items = (AlterPartitionItem(TOPIC_ID, 0, 4, 7, (1, 2), new_isr_broker_epochs=(17, 30)),
+             AlterPartitionItem(other, 3, 0, 0, (1,)), AlterPartitionItem(TOPIC_ID, 1, 0, 1, (2, 1)))
     sent = AlterPartitionRequest(9, BrokerId(1), BrokerEpoch(17), items)
-    body = controller_apis.alter_partition_request(sent, version, broker_epochs={1: 17, 2: 30})
-    if version >= 3:
-        assert [(m.broker_id, m.broker_epoch) for m in body.topics[0].partitions[0].new_isr_with_epochs] == [
-            (1, 17), (2, 30)]
+    body = controller_apis.alter_partition_request(sent, version)
     decoded = controller_apis.decode_alter_partition(arrive(body))
     assert decoded.broker_id == 1 and decoded.broker_epoch == 17
-    arrived = [i for i in decoded.items if isinstance(i, AlterPartitionItem)]
-    assert sorted(arrived, key=lambda i: (i.topic_id, i.partition)) == sorted(
-        items, key=lambda i: (i.topic_id, i.partition))
+    arrived = sorted((i for i in decoded.items if isinstance(i, AlterPartitionItem)),
+                     key=lambda i: (i.topic_id, i.partition))
+    assert [(i.topic_id, i.partition, i.leader_epoch, i.partition_epoch, i.new_isr) for i in arrived] == sorted(
+        (i.topic_id, i.partition, i.leader_epoch, i.partition_epoch, i.new_isr) for i in items)
+    epochs = [i.new_isr_broker_epochs for i in arrived]
+    assert epochs == ([(-1,), (17, 30), (-1, -1)] if version >= 3 else [(), (), ()])
 
     results = (AlterPartitionItemResult(TOPIC_ID, 1, errors.NONE, 2, (2, 1), 0, 2),
                AlterPartitionItemResult(other, 3, errors.UNKNOWN_TOPIC_ID),

@@ -21,7 +21,7 @@ from insync.replication.messages import (
 )
 from insync.server.apis import fetch
 from insync.server.apis.entities import build, field_or, nested, response_class
-from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, TopicPartition
 
 BATCH = build_batch([(b"k", b"v")], base_offset=10, partition_leader_epoch=4)
 ORDERS_0 = TopicPartition("orders", 0)
@@ -119,17 +119,19 @@ def test_incremental_session_is_unknown() -> None:
     assert decoded.error is errors.NONE
 
 
-@pytest.mark.parametrize("version", [4, 12, 13, 17])
+@pytest.mark.parametrize("version", [4, 12, 13, 15, 17])
 def test_follower_client_side_round_trip(version: int) -> None:
     image = cluster_image()
     request = FetchRequest(7, BrokerId(2), 500, 1, 10_000_000, (
-        FetchRequestPartition(ORDERS_0, Offset(10), LeaderEpoch(4), LeaderEpoch(3), Offset(0), 1 << 20),))
+        FetchRequestPartition(ORDERS_0, Offset(10), LeaderEpoch(4), LeaderEpoch(3), Offset(0), 1 << 20),),
+        replica_epoch=BrokerEpoch(42))
     body = wire(fetch.encode_request(request, version, image))
     assert fetch.replica_id(body) == 2
-    # the leader decodes what the follower sent
+    # the leader decodes what the follower sent; its broker epoch travels from v15 (KIP-903's ReplicaState)
     leader_view = fetch.decode_request(DecodedRequest(1, version, 7, "follower", body), image)
     assert leader_view.request.partitions[0].topic_partition == ORDERS_0
     assert leader_view.request.partitions[0].fetch_offset == 10
+    assert leader_view.request.replica_epoch == (42 if version >= 15 else -1)
 
     cls = response_class(1, version)
     partition = build(nested(cls, "PartitionData"), partition_index=0, error_code=ErrorCode.none, high_watermark=11,
