@@ -4,9 +4,11 @@
   leader replicas (ELR) and last known ELR; confluent-kafka's `describe_topics` uses the same API but drops
   those fields.
 - `replica_logs`: each replica's own log of a partition, asked of the broker holding it (not its leader):
-  ListOffsets EARLIEST and OffsetForLeaderEpoch with Kafka's debugging replica id (-2), which any replica
+  ListOffsets EARLIEST and OffsetForLeaderEpoch with Kafka's debugging replica id (-2), which any insync replica
   answers from its local log. One OffsetForLeaderEpoch request asks for every epoch up to the partition's
   leader epoch at once; the answers give back the replica's leader-epoch history (`history_from_answers`).
+- `unclean_plan`: what an unclean election of a partition would cost, choice by choice, from those logs
+  (`controller.unclean_recovery.plan`, the rule the controller elects by).
 
 Blocking, one short connection per request, kio entities encoded by `protocol.codec` like every insync client.
 A broker that cannot be reached or answers garbage raises `OSError`/`ConnectionError`; Kafka error codes are
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from insync import errors
-from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, ReplicaLog
+from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, Choice, ReplicaLog, plan
 from insync.errors import KafkaError
 from insync.protocol.codec import MalformedRequest, decode_response, encode_request
 from insync.server.apis.entities import build, error_of, nested, request_class
@@ -164,3 +166,23 @@ def _epoch_answers(address: str, topic: str, partition: int, epochs: range, time
     if len(results) != len(epochs) or any(error_of(p.error_code) is not errors.NONE for p in results):
         return None
     return [(epoch, int(p.leader_epoch), int(p.end_offset)) for epoch, p in zip(epochs, results, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class UncleanPlan:
+    """The choices of an unclean election of one partition, the recovery rule's first; `unreachable`: replicas
+    whose log could not be read (down, or fenced), which the controller would not elect either."""
+
+    partition: PartitionDescription
+    logs: tuple[ReplicaLog, ...]
+    unreachable: tuple[int, ...]
+    choices: tuple[Choice, ...]
+
+
+def unclean_plan(partition: PartitionDescription, addresses: dict[int, str], timeout_s: float) -> UncleanPlan:
+    """`addresses`: host:port of the live brokers."""
+    reachable = {b: addresses[b] for b in partition.replicas if b in addresses}
+    found = replica_logs(reachable, partition.topic, partition.partition, partition.leader_epoch, timeout_s)
+    logs = tuple(found[b] for b in partition.replicas if b in found)
+    unreachable = tuple(b for b in partition.replicas if b not in found)
+    return UncleanPlan(partition, logs, unreachable, plan(logs) if logs else ())

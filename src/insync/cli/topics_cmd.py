@@ -9,7 +9,10 @@ than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader).
 (IncrementalAlterConfigs, as `kafka-configs.sh --alter --add-config/--delete-config`); the broker validates
 them, so keys insync does not know are still accepted by a Kafka cluster. `elect-leaders` moves leadership back
 to each partition's preferred replica (ElectLeaders, as `kafka-leader-election.sh --election-type preferred`), for
-the named topics or all of them, and prints what happened to each partition.
+the named topics or all of them, and prints what happened to each partition; `--unclean` elects leaders of
+offline partitions among out-of-sync replicas (`--election-type unclean`; insync's controller elects the one that
+loses least), and `--unclean --dry-run` prints, per offline partition, each replica's log and what each choice
+would discard (read from the replicas themselves; nothing changes).
 """
 
 from __future__ import annotations
@@ -57,8 +60,14 @@ def register(subparsers: Any) -> None:
                        help="delete an override (back to the broker default)")
     alter.set_defaults(func=_alter)
 
-    elect = commands.add_parser("elect-leaders", help="move leadership back to the preferred replicas")
+    elect = commands.add_parser("elect-leaders", help="move leadership back to the preferred replicas, or elect "
+                                                     "leaders of offline partitions uncleanly (--unclean)")
     elect.add_argument("names", nargs="*", help="topics (default: every partition of the cluster)")
+    elect.add_argument("--unclean", action="store_true",
+                       help="elect an out-of-sync replica for each offline partition, the one that loses least "
+                            "(kafka-leader-election.sh --election-type unclean); data may be lost")
+    elect.add_argument("--dry-run", action="store_true",
+                       help="with --unclean: print what each choice would discard, change nothing")
     elect.set_defaults(func=_elect_leaders)
 
     delete = commands.add_parser("delete", help="delete a topic")
@@ -146,18 +155,24 @@ def _alter(args: argparse.Namespace) -> int:
 
 
 def _elect_leaders(args: argparse.Namespace) -> int:
-    """Preferred election; a partition whose preferred replica already leads is not a failure."""
+    """Preferred election (a partition whose preferred replica already leads is not a failure), or with
+    `--unclean` an unclean one (`--dry-run`: its cost, choice by choice)."""
     from confluent_kafka import ElectionType, TopicPartition
 
+    if args.dry_run and not args.unclean:
+        raise ConfigError("--dry-run needs --unclean: it shows what an unclean election would discard")
+    if args.unclean and args.dry_run:
+        return _unclean_dry_run(args.bootstrap_server, args.names)
     admin = admin_client(args.bootstrap_server)
     partitions = None
     if args.names:
         partitions = [TopicPartition(row.topic, row.partition) for row in describe_rows(args.bootstrap_server,
                                                                                         args.names)]
+    election = ElectionType.UNCLEAN if args.unclean else ElectionType.PREFERRED
     try:
         # No request_timeout: confluent-kafka 2.x's elect_leaders fails to parse its own keyword arguments
         # ("more argument specifiers than keyword list entries"); the client's socket.timeout.ms bounds it.
-        outcomes = admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=ADMIN_TIMEOUT_S)
+        outcomes = admin.elect_leaders(election, partitions).result(timeout=ADMIN_TIMEOUT_S)
     except Exception as exc:
         print(f"Error: election not done: {_kafka_error_text(exc)}", file=sys.stderr)
         return 1
@@ -166,15 +181,67 @@ def _elect_leaders(args: argparse.Namespace) -> int:
         # Each value is None or a KafkaError (some client versions wrap it in a KafkaException).
         error = error.args[0] if isinstance(error, Exception) and error.args else error
         if error is None:
-            print(f"Elected the preferred leader of {tp.topic}-{tp.partition}.")
+            print(f"Elected {'a leader uncleanly' if args.unclean else 'the preferred leader'} of "
+                  f"{tp.topic}-{tp.partition}.")
         elif error.name() == "ELECTION_NOT_NEEDED":
-            print(f"{tp.topic}-{tp.partition}: the preferred leader already leads.")
+            print(f"{tp.topic}-{tp.partition}: " + ("it has a leader." if args.unclean
+                                                    else "the preferred leader already leads."))
         else:
             print(f"Error: {tp.topic}-{tp.partition}: {error.name()}: {error.str()}", file=sys.stderr)
             failed += 1
     if not outcomes:
-        print("Every preferred replica that can lead already does.")
+        print("No partition is offline." if args.unclean else "Every preferred replica that can lead already does.")
     return 1 if failed else 0
+
+
+def _unclean_dry_run(bootstrap: str, names: list[str]) -> int:
+    """For each offline partition (of the named topics, or of the cluster): every replica's log and what each
+    choice of leader would make the others discard. Reads only; nothing is elected."""
+    admin = admin_client(bootstrap)
+    metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
+    unknown = [name for name in names if name not in metadata.topics]
+    if unknown:
+        raise ConfigError(f"unknown topic{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
+    addresses = {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
+    described: list[admin_requests.PartitionDescription] = []
+    for address in bootstrap.split(","):
+        try:
+            described, _ = admin_requests.describe_topic_partitions(address.strip(), names, ADMIN_TIMEOUT_S)
+            break
+        except OSError:
+            continue
+    offline = [d for d in described if d.leader < 0]
+    for d in described:
+        if names and d.leader >= 0:
+            print(f"{d.topic}-{d.partition}: led by {d.leader}, no unclean election needed.")
+    for d in offline:
+        print("\n".join(_plan_lines(admin_requests.unclean_plan(d, addresses, ADMIN_TIMEOUT_S))))
+    if not offline:
+        print("No partition is offline.")
+    return 0
+
+
+def _plan_lines(plan: admin_requests.UncleanPlan) -> list[str]:
+    d = plan.partition
+    lines = [f"{d.topic}-{d.partition}: offline (leader epoch {d.leader_epoch}, Isr: {_ids(d.isr)}, "
+             f"Elr: {_ids(d.elr)}, LastKnownElr: {_ids(d.last_known_elr)}). Replica logs:"]
+    lines += [f"\tbroker {log.broker}: offsets {log.log_start_offset}-{log.log_end_offset - 1}, last leader epoch "
+              f"{log.last_epoch}" if log.log_end_offset > log.log_start_offset else
+              f"\tbroker {log.broker}: empty log at offset {log.log_end_offset}" for log in plan.logs]
+    lines += [f"\tbroker {b}: not reachable (no log known; it cannot be elected)" for b in plan.unreachable]
+    if not plan.choices:
+        return [*lines, "\tNo replica can be elected: none is reachable."]
+    for rank, choice in enumerate(plan.choices):
+        why = " (the recovery rule's choice: highest last leader epoch, then longest log)" if rank == 0 else ""
+        lines.append(f"\tElecting {choice.leader}{why}: {choice.records_lost} records discarded")
+        lines += [f"\t\tbroker {loss.broker} discards {loss.records} records (offsets {loss.from_offset}-"
+                  f"{loss.to_offset - 1})" if loss.records else f"\t\tbroker {loss.broker} discards nothing"
+                  for loss in choice.losses]
+    return lines
+
+
+def _ids(brokers: tuple[int, ...]) -> str:
+    return ",".join(map(str, brokers))
 
 
 def _delete(args: argparse.Namespace) -> int:

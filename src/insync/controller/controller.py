@@ -456,7 +456,8 @@ class Controller:
         self._registered(broker_id, broker_epoch)
         offline = {(v.topic_id, v.partition): v for v in self._image.offline_partitions()}
         self._reports.forget_all_but(set(offline))
-        reported = [r for r in reports[:REPORTED_PARTITIONS_MAX] if (r.topic_id, r.partition) in offline]
+        reported = [r for r in reports[:REPORTED_PARTITIONS_MAX]
+                    if (r.topic_id, r.partition) in offline and r.log.broker == broker_id]
         for r in reported:
             self._reports.record(r.topic_id, r.partition, broker_epoch, r.leader_epoch, r.log)
         batch = self._batch(now_ms)

@@ -32,6 +32,7 @@ from insync.broker.messages import (
     CompleteAfter,
     MetadataFetchRequest,
     Outgoing,
+    ReplicaLogReportRequest,
 )
 from insync.chaos.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
 from insync.clock import Clock, SystemClock
@@ -50,6 +51,7 @@ from insync.server.apis import (
     offsets,
     produce,
     producer_id,
+    replica_log_report,
     topics,
     versions,
 )
@@ -176,6 +178,9 @@ class BrokerNode(MeteredDispatcher):
                 body = controller_apis.alter_partition_request(message, VERSION_ALTER)
                 reply = controller_apis.alter_partition_response_from_wire(
                     await self.controller.request(body, self._controller_timeout_s), message)
+            elif isinstance(message, ReplicaLogReportRequest):
+                await self.controller.request(replica_log_report.encode_request(message), self._controller_timeout_s)
+                return  # nothing to feed back: the next heartbeat reports again
             else:
                 assert isinstance(message, MetadataFetchRequest), message
                 reply = await self._fetch_metadata(message.correlation_id, 0)

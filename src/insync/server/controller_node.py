@@ -35,9 +35,9 @@ from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigChange, ConfigError
 from insync.controller.controller import Controller
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
-from insync.errors import KafkaException
+from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
-from insync.server.apis import configs, controller_apis, metadata_log, topics, versions
+from insync.server.apis import configs, controller_apis, metadata_log, replica_log_report, topics, versions
 from insync.server.apis.internal import (
     CreateTopicResult,
     CreateTopicsResponse,
@@ -111,8 +111,7 @@ class ControllerNode(MeteredDispatcher):
             self._drain()
             return response
         if key == versions.ELECT_LEADERS:
-            response = topics.elect_leaders(
-                request, lambda asked: self.controller.elect_preferred_leaders(self._now(), asked).response)
+            response = topics.elect_leaders(request, self._elect)
             self._drain()
             return response
         assert key == versions.FETCH, key
@@ -187,6 +186,11 @@ class ControllerNode(MeteredDispatcher):
         self._drain()
         return topics.encode_delete_topics(DeleteTopicsResponse(request.correlation_id, tuple(results)), decoded)
 
+    def _elect(self, election_type: int, asked: list[tuple[str, int]] | None) -> dict[tuple[str, int], KafkaError]:
+        if election_type == topics.UNCLEAN_ELECTION:
+            return self.controller.elect_unclean_leaders(self._now(), asked).response
+        return self.controller.elect_preferred_leaders(self._now(), asked).response
+
     def _alter_topic(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
         self.controller.alter_topic_configs(name, changes, self._now(), replace=replace, validate_only=validate_only)
 
@@ -194,6 +198,16 @@ class ControllerNode(MeteredDispatcher):
         self.controller.create_partitions(name, count, self._now(), validate_only=validate_only)
 
     async def _fetch_metadata(self, request: DecodedRequest) -> Any:
+        try:
+            report = replica_log_report.decode_request(request)
+        except KafkaException as exc:
+            log.warning("Refusing a replica log report: %s", exc)
+            raise ConnectionError(str(exc)) from None  # Kafka closes the connection on an invalid request
+        if report is not None:
+            with contextlib.suppress(KafkaException):  # from a broker's previous life: its heartbeat re-registers
+                self.controller.report_replica_logs(report.broker_id, report.broker_epoch, report.reports, self._now())
+            self._drain()
+            return replica_log_report.empty_response(request)
         decoded = metadata_log.decode_fetch(request)
         wanted = metadata_log.metadata_fetch_request(decoded)
         if wanted is None:

@@ -14,9 +14,8 @@ CreatePartitions: each topic grows to `count` partitions, placed by the controll
 topic listed twice are INVALID_REQUEST, as in CreateTopics.
 
 ElectLeaders: preferred elections (v0 has no type; PREFERRED from v1) of the named partitions, or of every
-partition when none are named (answering only the partitions that moved, as KRaft does). An UNCLEAN election on
-request is refused per partition with INVALID_REQUEST: insync elects uncleanly only where the topic's
-`unclean.leader.election.enable` allows it, which IncrementalAlterConfigs can set.
+partition when none are named (answering only the partitions that moved, as KRaft does); UNCLEAN elections of
+the named offline partitions (or every offline one), by the unclean recovery rule (`controller.unclean_recovery`).
 
 Topic-level refusals are `Rejected` entries with partition -1.
 """
@@ -216,22 +215,26 @@ def _partitions_response(request: DecodedRequest, results: dict[str, tuple[Kafka
 # ElectLeaders --------------------------------------------------------------------------------------------
 
 PREFERRED_ELECTION = 0
-UNCLEAN_REFUSED = ("unclean elections on request are not supported: set unclean.leader.election.enable=true on "
-                   "the topic (IncrementalAlterConfigs) and insync elects an out-of-sync replica when it must")
+UNCLEAN_ELECTION = 1
 
-# The partitions asked for (None: all) -> each one's outcome; `Controller.elect_preferred_leaders`.
-ElectPreferred = Callable[[list[tuple[str, int]] | None], dict[tuple[str, int], KafkaError]]
+# (election type, the partitions asked for (None: all)) -> each one's outcome; the controller's
+# `elect_preferred_leaders` or `elect_unclean_leaders`.
+Elect = Callable[[int, list[tuple[str, int]] | None], dict[tuple[str, int], KafkaError]]
 
 
-def elect_leaders(request: DecodedRequest, elect: ElectPreferred) -> Any:
-    """The answer to an ElectLeaders request, the preferred elections made by `elect`."""
+def elect_leaders(request: DecodedRequest, elect: Elect) -> Any:
+    """The answer to an ElectLeaders request (v0: preferred; v1+: preferred or unclean), the elections made by
+    `elect`. An unknown election type is INVALID_REQUEST for every partition, as Kafka refuses it."""
     body = request.body
     check_body(body, ELECT_LEADERS)
     asked = _election_partitions(request)
-    if int(field_or(body, "election_type", PREFERRED_ELECTION)) != PREFERRED_ELECTION:
-        return _election_response(request, {tp: (errors.INVALID_REQUEST, UNCLEAN_REFUSED) for tp in asked or ()},
+    election_type = int(field_or(body, "election_type", PREFERRED_ELECTION))
+    if election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
+        message = f"unknown election type {election_type}"
+        return _election_response(request, {tp: (errors.INVALID_REQUEST, message) for tp in asked or ()},
                                   errors.INVALID_REQUEST if asked is None else errors.NONE)
-    return _election_response(request, {tp: (error, None) for tp, error in elect(asked).items()}, errors.NONE)
+    outcomes = elect(election_type, asked)
+    return _election_response(request, {tp: (error, None) for tp, error in outcomes.items()}, errors.NONE)
 
 
 def _election_partitions(request: DecodedRequest) -> list[tuple[str, int]] | None:

@@ -43,6 +43,7 @@ from insync.server.apis import (
     offsets,
     produce,
     producer_id,
+    replica_log_report,
     topics,
     versions,
 )
@@ -75,6 +76,12 @@ def _fetch(r: DecodedRequest) -> Any:
 
 
 def _metadata_log(r: DecodedRequest) -> Any:
+    """The controller listener's Fetch: a replica log report (refused when malformed) or a metadata fetch."""
+    try:
+        if replica_log_report.decode_request(r) is not None:
+            return replica_log_report.empty_response(r)
+    except KafkaException:
+        return None
     decoded = metadata_log.decode_fetch(r)
     metadata_log.metadata_fetch_request(decoded)
     return metadata_log.encode_fetch_response(None, decoded)
@@ -133,7 +140,7 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.DELETE_TOPICS: lambda r: topics.encode_delete_topics(DeleteTopicsResponse(CID, ()),
                                                                   topics.decode_delete_topics(r, IMAGE)),
     versions.CREATE_PARTITIONS: lambda r: topics.create_partitions(r, lambda *_: None),
-    versions.ELECT_LEADERS: lambda r: topics.elect_leaders(r, lambda asked: {tp: errors.NONE for tp in asked or ()}),
+    versions.ELECT_LEADERS: lambda r: topics.elect_leaders(r, lambda _, asked: {tp: errors.NONE for tp in asked or ()}),
     versions.INIT_PRODUCER_ID: _producer_id,
     versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
     versions.ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),

@@ -187,7 +187,8 @@ def elect_request(version: int, partitions: dict[str, tuple[int, ...]] | None, e
 def test_elect_leaders_answers_each_partition(version: int) -> None:
     asked: list[list[tuple[str, int]] | None] = []
 
-    def elect(partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], errors.KafkaError]:
+    def elect(election_type: int, partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], errors.KafkaError]:
+        assert election_type == topics.PREFERRED_ELECTION
         asked.append(partitions)
         return {("orders", 0): errors.NONE, ("orders", 1): errors.ELECTION_NOT_NEEDED,
                 ("logs", 0): errors.PREFERRED_LEADER_NOT_AVAILABLE}
@@ -202,13 +203,19 @@ def test_elect_leaders_answers_each_partition(version: int) -> None:
     assert asked[-1] is None  # every partition
 
 
-def test_unclean_election_on_request_is_refused_per_partition() -> None:
-    called: list[object] = []
-    body = wire(topics.elect_leaders(elect_request(2, {"orders": (0,)}, election_type=1), called.append))  # type: ignore[arg-type]
+def test_unclean_elections_go_to_the_unclean_election_and_unknown_types_are_refused() -> None:
+    called: list[tuple[int, object]] = []
+
+    def elect(election_type: int, partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], errors.KafkaError]:
+        called.append((election_type, partitions))
+        return {("orders", 0): errors.BY_NAME["ELIGIBLE_LEADERS_NOT_AVAILABLE"]}
+
+    body = wire(topics.elect_leaders(elect_request(2, {"orders": (0,)}, election_type=1), elect))
     [[result]] = [r.partition_result for r in body.replica_election_results]
-    assert result.error_code == errors.INVALID_REQUEST.code and "unclean.leader.election.enable" in result.error_message
-    everything = wire(topics.elect_leaders(elect_request(2, None, election_type=1), called.append))  # type: ignore[arg-type]
-    assert everything.error_code == errors.INVALID_REQUEST.code and called == []
+    assert result.error_code == errors.BY_NAME["ELIGIBLE_LEADERS_NOT_AVAILABLE"].code
+    assert called == [(topics.UNCLEAN_ELECTION, [("orders", 0)])]
+    unknown = wire(topics.elect_leaders(elect_request(2, None, election_type=7), elect))
+    assert unknown.error_code == errors.INVALID_REQUEST.code and len(called) == 1
 
 
 def test_elect_leaders_refused_without_a_controller() -> None:
