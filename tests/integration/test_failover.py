@@ -6,6 +6,7 @@ the restarted broker is back in the ISR, and the replicas' logs are identical up
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -104,6 +105,10 @@ def test_a_clean_stop_hands_leadership_over_and_the_restart_registers_at_once(tm
         assert moved and {e["reason"] for e in moved} == {"shutdown"}, moved
         assert all(e["leader_after"] not in (victim, -1) for e in moved), moved  # to a follower, not offline
         assert not events(spec, cluster.CONTROLLER_ID, "partition_offline")
+        # KIP-966: the clean stop proves itself to the next registration with the epoch of the life it ended.
+        epoch = [e for e in events(spec, cluster.CONTROLLER_ID, "broker_registered") if e["broker_id"] == victim]
+        marker = json.loads((spec.node(victim).log_dir / ".kafka_cleanshutdown").read_text())
+        assert marker == {"version": 0, "brokerEpoch": epoch[-1]["broker_epoch"]}, marker
         restarting = time.monotonic()
         spec = cluster.start_node(spec, victim)
         wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, [TOPIC])), 30,
