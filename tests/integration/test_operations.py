@@ -17,6 +17,9 @@ from insync.cli.topics_cmd import describe_rows, ensure_topic
 pytestmark = pytest.mark.timeout(180)
 
 
+FAILED_PARTITIONS = 'FailedPartitionsCount{clientId="Replica"}'  # Kafka's ReplicaFetcherManager tag
+
+
 def scrape(port: int) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     values = {}
@@ -37,8 +40,9 @@ def test_metrics_events_logs_and_chaos_commands(tmp_path: Path) -> None:
         row = describe_rows(spec.bootstrap, ["ops"])[0]
         follower = next(b for b in row.replicas if b != row.leader)
         metrics = scrape(spec.node(follower).metrics_port)
-        for name in ("UnderReplicatedPartitions", "UnderMinIsrPartitionCount", "FailedPartitionsCount", "MaxLag",
-                     "IsrShrinksPerSec_total", "IsrExpandsPerSec_total"):
+        for name in ("UnderReplicatedPartitions", "UnderMinIsrPartitionCount", FAILED_PARTITIONS,
+                     'MaxLag{clientId="Replica"}', 'DeadThreadCount{clientId="Replica"}', "IsrShrinksPerSec_total",
+                     "IsrExpandsPerSec_total"):
             assert name in metrics, name
         every_broker = [scrape(b.metrics_port) for b in spec.brokers]
         assert any(k.startswith('RequestsPerSec_total{request="Metadata"}') for m in every_broker for k in m)
@@ -53,7 +57,7 @@ def test_metrics_events_logs_and_chaos_commands(tmp_path: Path) -> None:
             for partition in (0, 1):
                 producer.produce("ops", value=b"x", partition=partition)
             assert producer.flush(30) == 0
-            return scrape(spec.node(follower).metrics_port)["FailedPartitionsCount"] == 1
+            return scrape(spec.node(follower).metrics_port)[FAILED_PARTITIONS] == 1
 
         wait_until(produced_and_failed, 20, "FailedPartitionsCount = 1 on the follower")
         assert [(e["topic"], e["partition"]) for e in events(spec, follower, "partition_failed")] == [("ops", 0)]

@@ -2,9 +2,11 @@
 
 Gauges are read from the node's cores at scrape time through a `snapshot` callable, so there is no second copy
 of replication state to drift: UnderReplicatedPartitions, UnderMinIsrPartitionCount, OfflinePartitionsCount
-(controller), FailedPartitionsCount, MaxLag, ActiveControllerCount, and the ISR meters IsrShrinksPerSec /
-IsrExpandsPerSec (Prometheus counters, so they carry the `_total` suffix Prometheus requires; `rate()` gives
-Kafka's per-second figure). Requests are counted and timed per API (`RequestsPerSec{request="Produce"}`,
+(controller), ActiveControllerCount, and the ISR meters IsrShrinksPerSec / IsrExpandsPerSec (Prometheus
+counters, so they carry the `_total` suffix Prometheus requires; `rate()` gives Kafka's per-second figure). The
+replica fetchers' gauges carry Kafka's `clientId` tag (`kafka.server:type=ReplicaFetcherManager,name=MaxLag,
+clientId=Replica` becomes `MaxLag{clientId="Replica"}`; a query for the bare name still finds it):
+FailedPartitionsCount, MaxLag and DeadThreadCount. Requests are counted and timed per API (`RequestsPerSec{request="Produce"}`,
 `TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics are. Each node owns its own registry.
 """
 
@@ -19,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
+REPLICA_FETCHER_CLIENT_ID = "Replica"  # Kafka's clientId of the follower fetchers' ReplicaFetcherManager
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +48,21 @@ class _CoreCollector(Collector):
             ("UnderMinIsrPartitionCount", "Partitions led here whose ISR is below min.insync.replicas",
              s.under_min_isr_partitions),
             ("OfflinePartitionsCount", "Partitions without a leader (controller)", s.offline_partitions),
-            ("FailedPartitionsCount", "Partitions the replica fetchers marked failed (KIP-461)",
-             s.failed_partitions),
-            ("MaxLag", "Largest lag in messages of a follower partition behind its leader", s.max_lag),
             ("ActiveControllerCount", "1 on the active controller", s.active_controller),
         )
         for name, doc, value in gauges:
             yield GaugeMetricFamily(name, doc, value=value)
+        fetcher_gauges = (
+            ("FailedPartitionsCount", "Partitions the replica fetchers marked failed (KIP-461)",
+             s.failed_partitions),
+            ("MaxLag", "Largest lag in messages of a follower partition behind its leader", s.max_lag),
+            ("DeadThreadCount", "Always 0: insync's fetchers are coroutines on one event loop whose per-partition "
+             "errors are isolated, so there is no thread to die", 0),
+        )
+        for name, doc, value in fetcher_gauges:
+            family = GaugeMetricFamily(name, doc, labels=["clientId"])
+            family.add_metric([REPLICA_FETCHER_CLIENT_ID], value)
+            yield family
         yield CounterMetricFamily("IsrShrinksPerSec", "ISR shrinks committed by partitions led here",
                                   value=s.isr_shrinks)
         yield CounterMetricFamily("IsrExpandsPerSec", "ISR expansions committed by partitions led here",
