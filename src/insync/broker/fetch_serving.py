@@ -224,3 +224,7 @@ class FetchServer:
 
     def next_deadline_ms(self) -> int | None:
         return self._purgatory.next_deadline_ms()
+
+    @property
+    def purgatory_size(self) -> int:
+        return len(self._purgatory)

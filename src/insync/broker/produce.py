@@ -113,6 +113,10 @@ class ProduceHandler:
     def next_deadline_ms(self) -> int | None:
         return self._purgatory.next_deadline_ms()
 
+    @property
+    def purgatory_size(self) -> int:
+        return len(self._purgatory)
+
     def drain_rejected(self) -> dict[tuple[TopicPartition, str], int]:
         rejected, self.rejected = self.rejected, {}
         return rejected

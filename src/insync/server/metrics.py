@@ -6,8 +6,12 @@ of replication state to drift: UnderReplicatedPartitions, UnderMinIsrPartitionCo
 counters, so they carry the `_total` suffix Prometheus requires; `rate()` gives Kafka's per-second figure). The
 replica fetchers' gauges carry Kafka's `clientId` tag (`kafka.server:type=ReplicaFetcherManager,name=MaxLag,
 clientId=Replica` becomes `MaxLag{clientId="Replica"}`; a query for the bare name still finds it):
-FailedPartitionsCount, MaxLag and DeadThreadCount. Requests are counted and timed per API (`RequestsPerSec{request="Produce"}`,
-`TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics are. Each node owns its own registry.
+FailedPartitionsCount, MaxLag and DeadThreadCount. The purgatories' sizes are
+`PurgatorySize{delayedOperation="Produce"}` and `{delayedOperation="Fetch"}` (Kafka's
+`kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize,delayedOperation=...`): acks=all produces waiting
+for the ISR, and fetches waiting for data; one that only grows is a queue building up. Requests are counted and
+timed per API (`RequestsPerSec{request="Produce"}`, `TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics
+are. Each node owns its own registry.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class MetricsSnapshot:
     active_controller: int = 0
     isr_shrinks: int = 0
     isr_expands: int = 0
+    produce_purgatory_size: int = 0
+    fetch_purgatory_size: int = 0
 
 
 class _CoreCollector(Collector):
@@ -63,6 +69,11 @@ class _CoreCollector(Collector):
             family = GaugeMetricFamily(name, doc, labels=["clientId"])
             family.add_metric([REPLICA_FETCHER_CLIENT_ID], value)
             yield family
+        purgatory = GaugeMetricFamily("PurgatorySize", "Requests waiting in a purgatory (DelayedOperationPurgatory)",
+                                      labels=["delayedOperation"])
+        purgatory.add_metric(["Produce"], s.produce_purgatory_size)
+        purgatory.add_metric(["Fetch"], s.fetch_purgatory_size)
+        yield purgatory
         yield CounterMetricFamily("IsrShrinksPerSec", "ISR shrinks committed by partitions led here",
                                   value=s.isr_shrinks)
         yield CounterMetricFamily("IsrExpandsPerSec", "ISR expansions committed by partitions led here",

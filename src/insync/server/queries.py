@@ -156,4 +156,6 @@ def metrics_snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> Met
         max_lag=max((s.max_lag for s in core.fetchers.sessions.values()), default=0),
         isr_shrinks=events_written.get("isr_shrink", 0),
         isr_expands=events_written.get("isr_expand", 0),
+        produce_purgatory_size=core.produce.purgatory_size,
+        fetch_purgatory_size=core.fetch_server.purgatory_size,
     )

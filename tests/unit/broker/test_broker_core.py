@@ -29,6 +29,7 @@ from insync.controller.controller import Controller
 from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
 from insync.protocol.records import build_batch
+from insync.server.queries import metrics_snapshot
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
 from insync.types import BrokerEpoch, BrokerId, Offset, TopicPartition
@@ -265,6 +266,17 @@ def test_acks_all_times_out_while_a_stuck_follower_is_still_in_the_isr() -> None
     h.run(200)
     [timed_out] = [m for m in h.client if isinstance(m, ProduceResponse)]
     assert timed_out.results[0].error is errors.REQUEST_TIMED_OUT
+
+
+def test_purgatory_size_metric_counts_the_parked_acks_all_produce_until_it_expires() -> None:
+    h = _cluster({"broker.session.timeout.ms": 60_000})
+    h.cores.pop(next(b for b, core in h.cores.items() if not core.leader_states()))
+    batch = build_batch([(b"k", b"v")])
+    h.queue.append(("client", h.leader().broker_id, ProduceRequest(3, -1, 1_000, ((TP, batch),))))
+    h.run(900)
+    assert metrics_snapshot(h.leader(), {}).produce_purgatory_size == 1
+    h.run(200)
+    assert metrics_snapshot(h.leader(), {}).produce_purgatory_size == 0
 
 
 def test_an_altered_min_insync_replicas_governs_the_next_produce_at_once() -> None:

@@ -9,7 +9,8 @@ from insync.server.metrics import MetricsSnapshot, NodeMetrics
 def test_kafka_names_from_a_live_snapshot() -> None:
     state = {"urp": 2}
     metrics = NodeMetrics(lambda: MetricsSnapshot(under_replicated_partitions=state["urp"], isr_shrinks=5,
-                                                  failed_partitions=1, max_lag=40, active_controller=1))
+                                                  failed_partitions=1, max_lag=40, active_controller=1,
+                                                  produce_purgatory_size=4, fetch_purgatory_size=2))
     metrics.observe_request("Produce", 3.0)
     text = generate_latest(metrics.registry).decode()
     assert "UnderReplicatedPartitions 2.0" in text
@@ -18,6 +19,8 @@ def test_kafka_names_from_a_live_snapshot() -> None:
     assert 'MaxLag{clientId="Replica"} 40.0' in text
     assert 'DeadThreadCount{clientId="Replica"} 0.0' in text
     assert "IsrShrinksPerSec_total 5.0" in text
+    assert 'PurgatorySize{delayedOperation="Produce"} 4.0' in text
+    assert 'PurgatorySize{delayedOperation="Fetch"} 2.0' in text
     assert 'RequestsPerSec_total{request="Produce"} 1.0' in text
     assert 'TotalTimeMs_bucket{le="5.0",request="Produce"} 1.0' in text
     state["urp"] = 0
