@@ -19,9 +19,13 @@ class FakeView:
         self.logs: dict[int, list[BatchInfo]] = {}
         self.hws: dict[int, int] = {}
         self.leader = 1
+        self.candidates: dict[int, list[tuple[TopicPartition, int]]] = {}
 
     def leader_states(self, broker_id: int) -> Iterable[LeaderState]:
         return self.leaders.get(broker_id, [])
+
+    def candidate_log_ends(self, broker_id: int) -> Iterable[tuple[TopicPartition, int]]:
+        return self.candidates.get(broker_id, [])
 
     def replica_brokers(self, topic_partition: TopicPartition) -> list[int]:
         return sorted(self.logs)
@@ -152,14 +156,30 @@ class Registration:
     elr: tuple[int, ...] = ()
 
 
-def test_isr_and_elr_must_be_disjoint_and_the_leader_in_the_isr() -> None:
+def test_isr_and_elr_must_be_disjoint_the_elr_empty_at_min_isr_and_the_leader_in_the_isr() -> None:
     checker = Checker(FakeView())
-    checker.check_image(0, [(TP, Registration(1, (1, 2, 3), (1,), (2, 3)))])
+    checker.check_image(0, [(TP, Registration(1, (1, 2, 3), (1,), (2, 3)), 2)])
     assert checker.violations == []
-    checker.check_image(1, [(TP, Registration(1, (1, 2, 3), (1, 2), (2,)))])
-    checker.check_image(2, [(TP, Registration(3, (1, 2, 3), (1, 2)))])
-    assert len(checker.violations) == 2
-    assert "disjoint" in checker.violations[0] and "not in the ISR" in checker.violations[1]
+    checker.check_image(1, [(TP, Registration(1, (1, 2, 3), (1, 2), (2,)), 3)])
+    checker.check_image(2, [(TP, Registration(1, (1, 2, 3), (1, 2), (3,)), 2)])
+    checker.check_image(3, [(TP, Registration(3, (1, 2, 3), (1, 2)), 2)])
+    assert len(checker.violations) == 3
+    assert "disjoint" in checker.violations[0] and "empty at min ISR 2" in checker.violations[1]
+    assert "not in the ISR" in checker.violations[2]
+
+
+def test_an_isr_or_elr_member_missing_committed_records_violates_leader_candidate_completeness() -> None:
+    view = FakeView()
+    checker = Checker(view)
+    view.leaders[1] = [state(3, 100)]
+    view.candidates[2] = [(TP, 100)]
+    checker.check_broker(0, 1)
+    checker.check_broker(0, 2)
+    assert checker.violations == []
+    view.candidates[2] = [(TP, 40)]  # back from a crash that cost it its tail, still named in the ISR
+    checker.check_broker(1, 2)
+    checker.check_broker(2, 2)
+    assert len(checker.violations) == 1 and "leader candidate completeness" in checker.violations[0]
 
 
 def test_a_committed_batch_gone_after_a_change_of_leader_is_a_violation() -> None:

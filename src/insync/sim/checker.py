@@ -10,8 +10,10 @@ After every event (cheap, O(partitions led by the broker that just acted)):
 - a leader's log start offset is at or below its high watermark (retention, DeleteRecords);
 - leader completeness: a broker that becomes leader of an epoch holds every committed offset (its log end is at
   or above the committed offset), and no committed record is lost: no leader's log end falls below it later;
-- on every change of the controller's image: the ISR and the ELR (KIP-966) of a partition are disjoint, the ELR
-  is within the replicas, and a leader is an ISR member.
+- leader candidate completeness: no running broker (alive, caught up with its own registration) that the
+  controller's image names in the ISR or the ELR (KIP-966) of a partition ends below the committed offset;
+- on every change of the controller's image: the ISR and the ELR of a partition are disjoint, the ELR is within
+  the replicas and empty while the ISR has at least min ISR members, and a leader is an ISR member.
 Every `PREFIX_CHECK_INTERVAL_MS` of virtual time, and at the end: log matching, committed prefixes are identical
 (after a change of leader, from the log start again: the new leader must agree with what was committed before).
 At the end of a run, once every fault is healed and the cluster has quiesced:
@@ -69,12 +71,19 @@ class PartitionImage(Protocol):
     @property
     def isr(self) -> tuple[int, ...]: ...
 
+    @property
+    def elr(self) -> tuple[int, ...]: ...
+
 
 class ClusterView(Protocol):
     """What the checker may look at; implemented by the simulated cluster."""
 
     def leader_states(self, broker_id: int) -> Iterable[LeaderState]:
         """Every partition this live broker leads."""
+
+    def candidate_log_ends(self, broker_id: int) -> Iterable[tuple[TopicPartition, int]]:
+        """(partition, local log end offset) of every partition whose ISR or ELR in the controller's image names
+        this broker, when it is running (alive, and caught up with its own registration); else nothing."""
 
     def replica_brokers(self, topic_partition: TopicPartition) -> list[int]:
         """The live brokers hosting a replica of the partition."""
@@ -111,6 +120,7 @@ class Checker:
         self._verified: dict[TopicPartition, int] = {}  # committed prefix already compared, per partition
         self._verified_leader: dict[TopicPartition, int] = {}  # the leader it was compared against
         self._committed_batches: dict[TopicPartition, dict[int, BatchInfo]] = {}  # by base offset
+        self._lacking_candidates: set[tuple[int, TopicPartition, int]] = set()  # bounded by VIOLATIONS_MAX
         self.checks = 0
 
     def violation(self, now_ms: int, text: str) -> None:
@@ -144,6 +154,12 @@ class Checker:
                 self.violation(now_ms, f"{tp}: committed records lost: leader {broker_id} epoch {epoch} ends at "
                                        f"{leo}, below the committed offset {committed[tp]}")
                 committed[tp] = leo  # reported once: what is left is what counts from now on
+        for tp, leo in self._view.candidate_log_ends(broker_id):
+            lacking = (broker_id, tp, committed.get(tp, 0))
+            if leo < lacking[2] and lacking not in self._lacking_candidates:
+                self._lacking_candidates.add(lacking)  # reported once per committed offset
+                self.violation(now_ms, f"{tp}: leader candidate completeness: broker {broker_id}, in the ISR or "
+                                       f"ELR, ends at {leo}, below the committed offset {lacking[2]}")
 
     def _new_leader(self, now_ms: int, broker_id: int, tp: TopicPartition, epoch: int, leo: int) -> None:
         owner = self._leader_of_epoch.setdefault((tp, epoch), broker_id)
@@ -161,13 +177,14 @@ class Checker:
         self._committed_batches.pop(tp, None)
         self._newest_epoch[tp] = max(self._newest_epoch.get(tp, -1), leader_epoch)
 
-    def check_image(self, now_ms: int, partitions: Iterable[tuple[TopicPartition, PartitionImage]]) -> None:
-        """KIP-966's metadata invariants on the controller's image (run when it changed)."""
-        for tp, reg in partitions:
-            elr = getattr(reg, "elr", ())  # the field comes with KIP-966 (controller/image.py)
-            if elr and (set(elr) & set(reg.isr) or not set(elr) <= set(reg.replicas)):
-                self.violation(now_ms, f"{tp}: ELR {list(elr)} must be disjoint from the ISR {list(reg.isr)} "
-                                       f"and within the replicas {list(reg.replicas)}")
+    def check_image(self, now_ms: int, partitions: Iterable[tuple[TopicPartition, PartitionImage, int]]) -> None:
+        """KIP-966's metadata invariants on the controller's image (run when it changed), given each partition's
+        min ISR."""
+        for tp, reg, min_isr in partitions:
+            elr = reg.elr
+            if elr and (set(elr) & set(reg.isr) or not set(elr) <= set(reg.replicas) or len(reg.isr) >= min_isr):
+                self.violation(now_ms, f"{tp}: ELR {list(elr)} must be disjoint from the ISR {list(reg.isr)}, "
+                                       f"within the replicas {list(reg.replicas)}, and empty at min ISR {min_isr}")
             if reg.leader >= 0 and reg.leader not in reg.isr:
                 self.violation(now_ms, f"{tp}: leader {reg.leader} is not in the ISR {list(reg.isr)}")
 

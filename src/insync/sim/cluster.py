@@ -94,12 +94,13 @@ class SimCluster:
             return
         self._last_image = image
         health: dict[TopicPartition, tuple[bool, bool, bool]] = {}
-        registrations = [(TopicPartition(view.topic, view.partition), view.registration)
-                         for view in image.all_partitions()]
-        for tp, reg in registrations:
+        registrations = []
+        for view in image.all_partitions():
+            tp, reg = TopicPartition(view.topic, view.partition), view.registration
             min_isr = int(image.configs(tp.topic).get("min.insync.replicas", self._min_isr_default))
             min_isr = min(min_isr, len(reg.replicas))
             health[tp] = (len(reg.isr) < len(reg.replicas), len(reg.isr) < min_isr, reg.leader == NO_LEADER)
+            registrations.append((tp, reg, min_isr))
         self._health = health
         self.checker.check_image(now, registrations)
 
@@ -219,6 +220,17 @@ class SimCluster:
             return ()
         return [LeaderState(tp, p.leader_epoch, p.high_watermark, p.log.log_start_offset, p.log.log_end_offset)
                 for tp, p in core.partitions.items() if p.is_leader]
+
+    def candidate_log_ends(self, broker_id: int) -> Iterable[tuple[TopicPartition, int]]:
+        core = self.brokers[broker_id].core
+        if core is None or not core.caught_up:
+            return ()
+        out = []
+        for tp, partition in core.partitions.items():
+            reg = self._registration(tp)
+            if reg is not None and (broker_id in reg.isr or broker_id in reg.elr):
+                out.append((tp, partition.log.log_end_offset))
+        return out
 
     def replica_brokers(self, topic_partition: TopicPartition) -> list[int]:
         reg = self._registration(topic_partition)
