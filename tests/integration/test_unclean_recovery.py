@@ -68,6 +68,8 @@ def test_dry_run_then_unclean_election_of_the_longest_log(tmp_path: Path) -> Non
             cluster.wait_listening(spec.node(broker))
         alive = (shorter, longer)
         wait_until(lambda: _row(spec, alive).leader == -1, 45, "the partition offline")
+        offline = _row(spec, alive)
+        assert (offline.isr, offline.elr) == ((), (leader,))  # the dead leader alone is eligible (KIP-966)
 
         dry = _elect(spec, alive, "--unclean", "--dry-run")
         assert dry.returncode == 0, dry.stderr
