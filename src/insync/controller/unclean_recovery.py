@@ -21,7 +21,8 @@ In both, the controller elects once every eligible candidate has reported its lo
 leader epoch (a live broker reports within a heartbeat interval); a report from an older broker epoch (the
 broker restarted, perhaps losing its tail) or an older leader epoch does not count.
 
-Everything here is pure; `RecoveryReports` is the controller's in-memory table of reports (KIP-966 keeps
+KIP-966 specifies this recovery (its Unclean Recovery Manager); insync follows the KIP's text for the semantics
+and the default, and computes the costs on top. Everything here is pure; `RecoveryReports` is the controller's in-memory table of reports (KIP-966 keeps
 nothing in the metadata log either: a new controller asks again). `recover` makes the election through
 `election.build_partition_change` with the recovery rule as its unclean chooser, so the new leader is RECOVERING
 (KIP-704) and the ISR and ELR are set as for any unclean election; its `unclean_recovery` event says what each
@@ -214,10 +215,8 @@ class RecoveryReports:
             return  # the partition is asked again at the next heartbeat, once others recovered
         self._reports.setdefault(key, {})[log.broker] = _Report(broker_epoch, leader_epoch, log)
 
-    def forget(self, topic_id: str, partition: int) -> None:
-        self._reports.pop((topic_id, partition), None)
-
     def forget_all_but(self, keep: set[tuple[str, int]]) -> None:
+        """Drop the reports of partitions not in `keep` (the offline ones): they have a leader again."""
         for key in [k for k in self._reports if k not in keep]:
             del self._reports[key]
 

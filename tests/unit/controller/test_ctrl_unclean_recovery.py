@@ -103,7 +103,7 @@ def test_reports_hold_for_the_brokers_epoch_and_the_partitions_leader_epoch_only
     reports.record("t", 0, broker_epoch=20, leader_epoch=5, log=R2)
     reports.record("t", 0, broker_epoch=30, leader_epoch=4, log=R3)  # from before the partition went offline
     assert reports.logs("t", 0, reg, {1: 10, 2: 21, 3: 30}) == {1: R1}  # 2 restarted since
-    reports.forget("t", 0)
+    reports.forget_all_but({("u", 0)})  # "t" has a leader again
     assert reports.logs("t", 0, reg, {1: 10}) == {}
 
 
