@@ -137,8 +137,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("follower.fetch.pending.reads.insync.enable", "bool", False,
            "KIP-501: a follower whose fetch is still being read counts as in sync, but only while that read is "
            "younger than replica.lag.time.max.ms; a completed read counts as a catch-up at its completion time "
-           "only if it took at most that long. A follower cut off while its read is pending thus leaves the "
-           "ISR within 1.5 x replica.lag.time.max.ms of its last fetch, however slow the read."),
+           "only if it took at most that long. A follower cut off while a read longer than that is pending thus "
+           "leaves the ISR within 1.5 x replica.lag.time.max.ms of its last fetch (2.5 x at most otherwise)."),
         _d("replica.fetch.wait.max.ms", "int", 500, "Longest wait of a follower fetch.", min=0),
         _d("replica.fetch.min.bytes", "int", 1, "Bytes a follower fetch waits for.", min=1),
         _d("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition per follower fetch.", min=0),

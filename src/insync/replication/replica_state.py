@@ -19,12 +19,13 @@ follower, that is slow. insync bounds the KIP (which keeps a follower for as lon
 - a pending read keeps the follower caught up only while it is at most `L` old;
 - when it completes, `last_caught_up` becomes the completion time only if the read took at most `L`, i.e. the
   follower was heard from at most `L` before the time credited; otherwise Kafka's rule above applies.
-So a follower cut off while its read is pending, whatever the read takes, is caught up by nothing after `L` has
-passed since its last fetch arrived, and the isr-expiration check (every `L / 2`) removes it within
-[`L`, 1.5 x `L`] of that fetch, as it would a follower with no read pending. A read that completes after a newer
-fetch was applied (its fetch time is older than `last_fetch_time`) never moves the leader's view back: the log
-end offset, log start offset and last fetch time stay those of the newer fetch, and
-`last_fetch_leader_log_end_offset` and `last_caught_up` only grow. Pending reads vanish when a read fails and
+So a follower cut off while a read longer than `L` is pending (its earlier reads completed before that fetch
+arrived, so nothing credited is later) is caught up by nothing once `L` has passed since its last fetch arrived,
+and the isr-expiration check (every `L / 2`) removes it within [`L`, 1.5 x `L`] of that fetch, as it would a
+follower with no read pending; if the read takes `r <= L`, its completion counts and the removal comes within
+[`r + L`, `r + 1.5 x L`]. A read that completes after a newer fetch was applied (its fetch time is older than
+`last_fetch_time`) never moves the leader's view back: the log end offset, log start offset and last fetch time
+stay those of the newer fetch, and `last_fetch_leader_log_end_offset` and `last_caught_up` only grow. Pending reads vanish when a read fails and
 when leadership changes (the state is reset). A follower with no previous fetch under this leader
 (`last_fetch_leader_log_end_offset` unknown) registers nothing: the rule needs a previous fetch to compare to.
 
