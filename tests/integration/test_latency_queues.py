@@ -5,9 +5,12 @@ linger.ms=0, acks=all, 500 records a second for 10 s (after a 2 s warm-up), and 
 Meanwhile the test samples the leader: its produce purgatory (`PurgatorySize{delayedOperation="Produce"}`) and the
 gap between its log end offset and its high watermark (ListOffsets latest as the debugging replica, then as a
 consumer). It asserts counts, never times: the purgatory stays within what one connection may have in flight,
-the gap and the records the producer had sent but not yet seen acknowledged stay under one second of records,
+the gap and the records the producer had sent but not yet seen acknowledged stay under two seconds of records,
 and every record is acknowledged and read. Before the listener answered pipelined requests as they came (one
-request at a time a connection), the producer's unacknowledged records grew to thousands over the run.
+request at a time a connection), the producer's unacknowledged records grew by about 350 a second, without end
+(3,969 and 4,215 at the end of two runs), while the purgatory held one request and the gap stayed near 200: the
+queue was in the socket, so only the producer's count shows it. A machine so loaded that every answer takes
+hundreds of milliseconds stays under the bound (406 unacknowledged at most, on 2 cores at load 5).
 """
 
 from __future__ import annotations
@@ -102,6 +105,6 @@ def test_a_tailing_consumer_and_steady_acks_all_writes_build_no_queue(tmp_path: 
     assert result.records_sent >= RATE * SECONDS * 0.9
     assert result.errors == 0 and result.records_acked == result.records_read == result.records_sent
     assert leader.samples >= 10, "the leader was hardly sampled"
-    assert result.outstanding_max <= RATE, "the producer's unacknowledged records grew past a second of records"
-    assert leader.gap_max <= RATE, "the leader's log end ran more than a second of records ahead of its HW"
+    assert result.outstanding_max <= 2 * RATE, "the producer's unacknowledged records grew past 2 s of records"
+    assert leader.gap_max <= 2 * RATE, "the leader's log end ran more than 2 s of records ahead of its HW"
     assert leader.purgatory_max <= limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX
