@@ -108,7 +108,8 @@ class FinalReport:
 
 
 class Checker:
-    """Collects violations; `after_event` runs after every scheduler event for the brokers marked dirty."""
+    """Collects violations; `check_broker` runs after every step of a broker, `check_image` after every change
+    of the controller's image, `check_prefixes` periodically and `final_check` at the end."""
 
     def __init__(self, view: ClusterView) -> None:
         self._view = view
