@@ -159,7 +159,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
            "a broker back from a crash leaves every ISR and ELR; false gives the Kafka 3.x election to compare."),
         _d("default.replication.factor", "int", 1, "Replication factor of auto-created topics.", min=1),
         _d("num.partitions", "int", 1, "Partitions of auto-created topics.", min=1),
-        _d("auto.create.topics.enable", "bool", False, "Create topics on first metadata request."),
+        _d("auto.create.topics.enable", "bool", True, "Create a topic a Metadata request names (allowing it) when it "
+           "does not exist, with num.partitions and default.replication.factor (Kafka's default: true)."),
         # ISR propagation (seed 003); Kafka hard-codes these three, insync lets tests shorten them.
         _d("isr.change.propagation.check.interval.ms", "long", 2500, "How often pending ISR changes are checked.",
            min=1),

@@ -61,6 +61,7 @@ from insync.server.group_coordinator import GroupCoordinator
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.server.topic_creation import TopicCreator
 from insync.storage.disk import RealDisk
 from insync.storage.log_manager import LogManager
 from insync.types import BrokerId
@@ -115,6 +116,7 @@ class BrokerNode(MeteredDispatcher):
         self._published_offset = 0
         self._faults = FaultSpec()
         self.groups = GroupCoordinator(config, self.core, self.log_manager, self.controller, self._call, self._now)
+        self.topic_creator = TopicCreator(config, self.controller, self._spawn, self.groups.create_offsets_topic)
 
     # Feeding the core ------------------------------------------------------------------------------------
 
@@ -237,7 +239,9 @@ class BrokerNode(MeteredDispatcher):
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.BROKER_API_VERSIONS)
         if key == versions.METADATA:
-            return metadata.respond(request, image, CLUSTER_ID, self.broker_id)
+            query = metadata.decode_request(request)
+            self.topic_creator.create(metadata.topics_to_create(query, image, self.topic_creator.enabled))
+            return metadata.encode_response(query, image, CLUSTER_ID, self.broker_id, self.topic_creator.enabled)
         if key == versions.DESCRIBE_CLUSTER:
             return metadata.describe_cluster(request, image, CLUSTER_ID, self.broker_id)
         if key == versions.DESCRIBE_TOPIC_PARTITIONS:

@@ -45,8 +45,8 @@ from insync.groups.offsets import (
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.records import RecordSpec, build_batch, iter_records
 from insync.server.apis import groups as api
-from insync.server.apis.entities import build, duration, nested, request_class
-from insync.server.apis.versions import CREATE_TOPICS
+from insync.server.apis import topics
+from insync.server.apis.internal import NewTopic
 from insync.server.client import FailoverConnection
 from insync.storage.log_manager import LogManager
 from insync.types import TopicPartition
@@ -214,7 +214,7 @@ class GroupCoordinator:
         image = self.core.metadata.image
         count = self._offsets_partitions()
         if count is None:
-            self._create_offsets_topic()
+            self.create_offsets_topic()
             return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"],
                                          message=f"{OFFSETS_TOPIC} is being created")
         topic = image.topic(OFFSETS_TOPIC)
@@ -226,19 +226,17 @@ class GroupCoordinator:
                                          message=f"{OFFSETS_TOPIC} partition has no leader")
         return api.CoordinatorAnswer(group_id, errors.NONE, broker.broker_id, broker.host, broker.port)
 
-    def _create_offsets_topic(self) -> None:
+    def create_offsets_topic(self) -> None:
+        """Have the controller create `__consumer_offsets` (once at a time; FindCoordinator, auto-creation)."""
         if self._creating is None or self._creating.done():
             self._creating = asyncio.get_running_loop().create_task(self._create())
 
     async def _create(self) -> None:
-        cls = request_class(CREATE_TOPICS, 7)
-        topic_cls, config_cls = nested(cls, "CreatableTopic"), nested(cls, "CreatableTopicConfig")
-        configs = {"retention.ms": str(self.config.get_int("offsets.retention.minutes") * 60_000),
-                   "segment.bytes": str(self.config.get_int("offsets.topic.segment.bytes"))}
-        body = build(cls, timeout=duration(int(CREATE_TIMEOUT_S * 1000)), validate_only=False, topics=(build(
-            topic_cls, name=OFFSETS_TOPIC, num_partitions=self.config.get_int("offsets.topic.num.partitions"),
-            replication_factor=self.config.get_int("offsets.topic.replication.factor"), assignments=(),
-            configs=tuple(build(config_cls, name=k, value=v) for k, v in configs.items())),))
+        configs = (("retention.ms", str(self.config.get_int("offsets.retention.minutes") * 60_000)),
+                   ("segment.bytes", str(self.config.get_int("offsets.topic.segment.bytes"))))
+        body = topics.create_topics_request((NewTopic(
+            OFFSETS_TOPIC, self.config.get_int("offsets.topic.num.partitions"),
+            self.config.get_int("offsets.topic.replication.factor"), configs),), int(CREATE_TIMEOUT_S * 1000))
         try:
             response = await self.controller.request(body, CREATE_TIMEOUT_S)
         except (ConnectionError, OSError, TimeoutError) as exc:

@@ -11,10 +11,14 @@ Both describe the cluster as this broker's image has it, the way KRaft brokers d
 - Partitions: leader and `leader_epoch` (>= 0, so clients check epochs and call OffsetForLeaderEpoch),
   replicas, ISR, and offline replicas (on brokers fenced or gone). A partition without a leader carries
   LEADER_NOT_AVAILABLE and leader -1.
-- Topics: all topics (v0: an empty list; v1+: null), or the ones asked for by name (UNKNOWN_TOPIC_OR_PARTITION
-  when unknown) or, from v10, by id (UNKNOWN_TOPIC_ID). Topic ids are the controller's, identical on every
-  broker. Creating unknown topics on request (`allow_auto_topic_creation` with `auto.create.topics.enable`)
-  is the handler's business: it creates them, then answers from the new image.
+- Topics: all topics (v0: an empty list; v1+: null), or the ones asked for by name or, from v10, by id
+  (UNKNOWN_TOPIC_ID when unknown). Topic ids are the controller's, identical on every broker.
+- Unknown names (Kafka's `KafkaApis.getTopicMetadata`): an illegal name is INVALID_TOPIC_EXCEPTION; a legal one
+  is LEADER_NOT_AVAILABLE when the request allows auto-creation (`allow_auto_topic_creation`, true before v4)
+  and the broker's `auto.create.topics.enable` is on, UNKNOWN_TOPIC_OR_PARTITION otherwise. Sending the
+  CreateTopics of `topics_to_create` to the controller is the handler's business; clients retry the metadata
+  until the new topic's leaders are in the image. (Kafka answers a name whose creation is still in flight
+  UNKNOWN_TOPIC_OR_PARTITION, an artefact of its in-flight set; insync answers LEADER_NOT_AVAILABLE throughout.)
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from typing import Any
 
 from insync import errors
 from insync.controller.image import MetadataImage, TopicImage
-from insync.errors import KafkaError
+from insync.controller.replication_control import check_topic_name
+from insync.errors import KafkaError, KafkaException
 from insync.groups.offsets import OFFSETS_TOPIC
 from insync.protocol.codec import DecodedRequest
 from insync.server.apis.entities import (
@@ -72,12 +77,39 @@ def unknown_topics(query: MetadataQuery, image: MetadataImage) -> tuple[str, ...
     return tuple(name for name in query.topics or () if image.topic(name) is None)
 
 
+def topics_to_create(query: MetadataQuery, image: MetadataImage, auto_create_enable: bool) -> tuple[str, ...]:
+    """The unknown, legal names this request has the broker create (`auto_create_enable`: the broker's
+    `auto.create.topics.enable`). Asking for every topic never creates one."""
+    if not (auto_create_enable and query.allow_auto_topic_creation):
+        return ()
+    return tuple(name for name in unknown_topics(query, image) if _name_error(name) is None)
+
+
+def _name_error(name: str) -> KafkaError | None:
+    """INVALID_TOPIC_EXCEPTION for a name Kafka's `Topic.validate` refuses, else None."""
+    try:
+        check_topic_name(name)
+    except KafkaException as exc:
+        return exc.error
+    return None
+
+
+def _unknown_topic_error(name: str, auto_create: bool) -> KafkaError:
+    illegal = _name_error(name)
+    if illegal is not None:
+        return illegal
+    return errors.LEADER_NOT_AVAILABLE if auto_create else errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def live_broker_ids(image: MetadataImage) -> list[int]:
     return sorted(b.broker_id for b in image.brokers.values() if not b.fenced)
 
 
-def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str, broker_id: int) -> Any:
-    """The answer of broker `broker_id` (named as the controller: see the module docstring)."""
+def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str, broker_id: int,
+                    auto_create_enable: bool = False) -> Any:
+    """The answer of broker `broker_id` (named as the controller: see the module docstring);
+    `auto_create_enable` is its `auto.create.topics.enable`."""
+    auto_create = auto_create_enable and query.allow_auto_topic_creation
     cls = response_class(METADATA, query.version)
     broker_cls = nested(cls, "MetadataResponseBroker")
     brokers = tuple(build(broker_cls, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
@@ -89,7 +121,7 @@ def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str,
         for name in query.topics:
             topic = image.topic(name)
             topics.append(_topic(cls, image, topic) if topic is not None
-                          else _missing(cls, name, ZERO_UUID, errors.UNKNOWN_TOPIC_OR_PARTITION))
+                          else _missing(cls, name, ZERO_UUID, _unknown_topic_error(name, auto_create)))
         for topic_id in query.topic_ids:
             topic = image.topics_by_id.get(str(topic_id))
             topics.append(_topic(cls, image, topic) if topic is not None

@@ -41,10 +41,12 @@ from insync.server.apis.entities import (
     build,
     check_body,
     code,
+    duration,
     field_or,
     has_field,
     millis,
     nested,
+    request_class,
     response_class,
     topic_key,
     wire_uuid,
@@ -61,9 +63,21 @@ from insync.server.apis.internal import (
 from insync.server.apis.versions import CREATE_PARTITIONS, CREATE_TOPICS, DELETE_TOPICS, ELECT_LEADERS
 
 WHOLE_TOPIC = -1  # `Rejected.partition` for a refusal of a whole topic
+BROKER_CREATE_TOPICS_VERSION = 7  # what a broker sends the controller for topics it creates itself
 
 
 # CreateTopics --------------------------------------------------------------------------------------------
+
+
+def create_topics_request(topics: tuple[NewTopic, ...], timeout_ms: int) -> Any:
+    """The CreateTopics body a broker sends the controller for topics it creates by itself (`__consumer_offsets`,
+    auto-created topics), partitions and replication factor explicit: the broker's defaults, not the controller's."""
+    cls = request_class(CREATE_TOPICS, BROKER_CREATE_TOPICS_VERSION)
+    topic_cls, config_cls = nested(cls, "CreatableTopic"), nested(cls, "CreatableTopicConfig")
+    return build(cls, timeout=duration(timeout_ms), validate_only=False, topics=tuple(
+        build(topic_cls, name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
+              assignments=(), configs=tuple(build(config_cls, name=k, value=v) for k, v in t.configs))
+        for t in topics))
 
 
 def decode_create_topics(request: DecodedRequest, config: BrokerConfig) -> Decoded[CreateTopicsRequest]:

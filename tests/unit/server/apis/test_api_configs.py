@@ -50,7 +50,7 @@ def test_broker_configs_and_errors() -> None:
     assert (entries["log.retention.ms"].value, entries["log.retention.ms"].config_source) == (
         "3600000", configs.STATIC_BROKER_CONFIG)
     assert (entries["auto.create.topics.enable"].value, entries["auto.create.topics.enable"].read_only) == (
-        "false", True)
+        "true", True)  # Kafka's default
     assert entries["log.retention.ms"].synonyms == ()
     assert unknown_topic.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
     assert other_broker.error_code == errors.INVALID_REQUEST.code and bad_type.error_code == errors.INVALID_REQUEST.code

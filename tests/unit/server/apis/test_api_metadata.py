@@ -83,3 +83,43 @@ def test_describe_cluster_for_controllers_is_refused() -> None:
     request = client_request(60, 1, include_cluster_authorized_operations=False, endpoint_type=2)
     body = wire(metadata.describe_cluster(request, cluster_image(), "c", 1))
     assert body.error_code == errors.BY_NAME["MISMATCHED_ENDPOINT_TYPE"].code and body.brokers == ()
+
+
+def auto_create_query(version: int, allow: bool, *names: str) -> metadata.MetadataQuery:
+    return metadata.decode_request(client_request(3, version, topics=topics_request(version, *names),
+                                                  allow_auto_topic_creation=allow,
+                                                  include_cluster_authorized_operations=False,
+                                                  include_topic_authorized_operations=False))
+
+
+@pytest.mark.parametrize("version", [4, 12])
+def test_unknown_topics_auto_created_when_the_request_and_the_broker_allow(version: int) -> None:
+    illegal = "bad/name"
+    query = auto_create_query(version, True, "orders", "new-topic", illegal, "x" * 250)
+    image = cluster_image()
+    assert metadata.topics_to_create(query, image, auto_create_enable=True) == ("new-topic",)
+    body = wire(metadata.encode_response(query, image, "c", 1, auto_create_enable=True))
+    assert [(t.name, t.error_code) for t in body.topics] == [
+        ("orders", 0), ("new-topic", errors.LEADER_NOT_AVAILABLE.code),
+        (illegal, errors.INVALID_TOPIC_EXCEPTION.code), ("x" * 250, errors.INVALID_TOPIC_EXCEPTION.code)]
+
+
+@pytest.mark.parametrize(("allow", "enable"), [(False, True), (True, False), (False, False)])
+def test_unknown_topics_not_created_without_both_switches(allow: bool, enable: bool) -> None:
+    query = auto_create_query(9, allow, "new-topic", "..")
+    assert metadata.topics_to_create(query, cluster_image(), auto_create_enable=enable) == ()
+    body = wire(metadata.encode_response(query, cluster_image(), "c", 1, auto_create_enable=enable))
+    assert [(t.name, t.error_code) for t in body.topics] == [
+        ("new-topic", errors.UNKNOWN_TOPIC_OR_PARTITION.code), ("..", errors.INVALID_TOPIC_EXCEPTION.code)]
+
+
+def test_metadata_v0_to_v3_always_allows_auto_creation() -> None:
+    """The field arrives in v4; before it, Kafka brokers create unknown topics whenever they are configured to."""
+    query = metadata.decode_request(client_request(3, 1, topics=topics_request(1, "new-topic")))
+    assert metadata.topics_to_create(query, cluster_image(), auto_create_enable=True) == ("new-topic",)
+
+
+def test_all_topics_never_auto_creates() -> None:
+    query = metadata.decode_request(client_request(3, 12, topics=None, allow_auto_topic_creation=True,
+                                                   include_topic_authorized_operations=False))
+    assert metadata.topics_to_create(query, cluster_image(), auto_create_enable=True) == ()
