@@ -2,8 +2,10 @@
 OffsetForLeaderEpoch, DeleteRecords, InitProducerId, and the metrics snapshot. Sans-IO, like the rest of `broker/`.
 
 Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark for consumers and the log end
-offset for a replica reading its own leader; EARLIEST is the log start offset; a timestamp gives the first offset
-at or after it. Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), and a request carrying a leader
+offset for a replica reading its own leader; EARLIEST (and EARLIEST_LOCAL, every segment being local) is the log
+start offset; a timestamp gives the first record at or after it, answered with that record's own timestamp and
+its batch's leader epoch; MAX_TIMESTAMP (KIP-734) the first record with the largest timestamp; LATEST_TIERED
+offset -1 (nothing is tiered). Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), and a request carrying a leader
 epoch older than the partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. The debugging replica id
 (-2) reads any replica's own log, as Kafka's ListOffsets allows; insync allows it for OffsetForLeaderEpoch too
 (Kafka answers that on leaders only), so that tools can read a replica's leader-epoch history, the part of
@@ -29,6 +31,7 @@ from insync.server.apis.internal import (
     DEBUGGING_REPLICA_ID,
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     DeleteRecordsRequest,
@@ -44,8 +47,9 @@ from insync.server.apis.internal import (
     OffsetForLeaderEpochResult,
 )
 from insync.server.metrics import MetricsSnapshot
-from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.types import UNDEFINED_EPOCH, UNKNOWN_OFFSET, BrokerId, LeaderEpoch, Offset, TopicPartition
 
+NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP: the answer to a position, not a time
 PRODUCER_COUNTER_BITS = 8
 PRODUCER_TIME_BITS = 40
 
@@ -77,19 +81,26 @@ def list_offsets(core: BrokerCore, request: ListOffsetsRequest) -> ListOffsetsRe
 
 
 def _list_offset(partition: Partition, timestamp: int, replica_id: int) -> ListOffsetsResult:
+    """Kafka 4.x's `Partition.fetchOffsetForTimestamp` for a broker without tiered storage. Consumers see up to the
+    high watermark (insync has no transactions, so READ_COMMITTED's last stable offset is the same), replicas up to
+    the log end."""
     tp, epoch = partition.topic_partition, partition.leader_epoch
     log = partition.log
-    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-        return ListOffsetsResult(tp, errors.NONE, -1, Offset(log.log_start_offset), epoch)
+    fetchable = partition.high_watermark if replica_id == CONSUMER_REPLICA_ID else partition.log_end_offset
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # every segment is local
+        return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(log.log_start_offset), epoch)
     if timestamp == LATEST_TIMESTAMP:
-        latest = partition.high_watermark if replica_id == CONSUMER_REPLICA_ID else partition.log_end_offset
-        return ListOffsetsResult(tp, errors.NONE, -1, Offset(latest), epoch)
-    if timestamp == MAX_TIMESTAMP or timestamp < 0:
-        return ListOffsetsResult(tp, errors.NONE, -1, Offset(-1), epoch)
-    found = log.offset_for_timestamp(timestamp)
-    if found is None or found >= partition.high_watermark:
-        return ListOffsetsResult(tp, errors.NONE, -1, Offset(-1), epoch)
-    return ListOffsetsResult(tp, errors.NONE, timestamp, Offset(found), epoch)
+        return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(fetchable), epoch)
+    if timestamp == LATEST_TIERED_TIMESTAMP:  # nothing is tiered: Kafka answers offset and epoch -1
+        return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, UNKNOWN_OFFSET, UNDEFINED_EPOCH)
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp_and_offset()
+    else:  # another negative value (EARLIEST_PENDING_UPLOAD) finds nothing, as Kafka without tiered storage
+        found = log.offset_for_timestamp(timestamp) if timestamp >= 0 else None
+    if found is None or found.offset >= fetchable:
+        return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, UNKNOWN_OFFSET, UNDEFINED_EPOCH)
+    return ListOffsetsResult(tp, errors.NONE, found.timestamp, Offset(found.offset),
+                             LeaderEpoch(found.leader_epoch))
 
 
 def offset_for_leader_epoch(core: BrokerCore, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:

@@ -115,6 +115,16 @@ class AppendInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    """A record found by time (Kafka's `FileRecords.TimestampAndOffset`): its timestamp and offset, and the
+    leader epoch of its batch (-1 for none)."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReadResult:
     records: bytes
     first_offset: int  # base offset of the first batch returned, or the fetch offset when empty
@@ -394,22 +404,45 @@ class Log:
         return empty
 
     @_reads
-    def offset_for_timestamp(self, timestamp: int) -> int | None:
-        """ListOffsets by time: the first offset at or after the log start whose record timestamp is >=
-        `timestamp`, or None when there is none."""
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets by time: the first record at or after the log start whose timestamp is >= `timestamp`, or
+        None when there is none."""
         for segment in self.segments:
             if segment.max_timestamp < timestamp or segment.next_offset <= self.log_start_offset:
                 continue
             start = max(segment.time_index.lookup_before(timestamp), self.log_start_offset)
-            _, position = segment.offset_index.lookup(start)
-            for batch_position, header in BatchScan(self.disk, segment.log_path, position, segment.size,
-                                                    verify_crc=False):
-                if header.max_timestamp < timestamp or header.last_offset < self.log_start_offset:
-                    continue
-                batch = self.disk.pread(segment.log_path, batch_position, header.size)
-                for record in decode_records(batch):
-                    if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
-                        return record.offset
+            found = self._first_record(segment, start, lambda ts: ts >= timestamp)
+            if found is not None:
+                return found
+        return None
+
+    @_reads
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """ListOffsets MAX_TIMESTAMP (KIP-734): the first record carrying the largest timestamp of the log (Kafka's
+        `UnifiedLog.fetchOffsetByTimestamp`: the first segment with the largest, its first batch with it, that
+        batch's first record with it); None when the log has no timestamped record past its start."""
+        live = [s for s in self.segments if s.next_offset > self.log_start_offset and s.max_timestamp >= 0]
+        if not live:
+            return None
+        segment = max(live, key=lambda s: s.max_timestamp)  # the first of equals, as Kafka's maxBy
+        largest = segment.max_timestamp
+        return self._first_record(segment, max(segment.offset_of_max_timestamp, self.log_start_offset),
+                                  lambda ts: ts == largest)
+
+    def _first_record(self, segment: LogSegment, start: int,
+                      wanted: Callable[[int], bool]) -> TimestampAndOffset | None:
+        """The first record of `segment` at or after offset `start` whose timestamp is `wanted`. A batch whose
+        largest timestamp is not wanted holds no wanted record: both searches (at least t; equal to the log's
+        largest) want only timestamps that make the batch's largest wanted too."""
+        _, position = segment.offset_index.lookup(start)
+        for batch_position, header in BatchScan(self.disk, segment.log_path, position, segment.size,
+                                                verify_crc=False):
+            if header.last_offset < start or not wanted(header.max_timestamp):  # no record of it is wanted
+                continue
+            batch = self.disk.pread(segment.log_path, batch_position, header.size)
+            for record in decode_records(batch):
+                if record.offset >= start and wanted(record.timestamp):
+                    return TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
         return None
 
     # --- Truncation and deletion ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def test_clean_reopen_trusts_everything_and_keeps_state() -> None:
     assert again.leader_epoch_cache.epoch_entries == log.leader_epoch_cache.epoch_entries
     assert [s.max_timestamp for s in again.segments] == [s.max_timestamp for s in log.segments]
     assert again.read(0, 10_000).records == log.read(0, 10_000).records
-    assert again.offset_for_timestamp(1003) == 6
+    assert again.offset_for_timestamp(1003).offset == 6
 
 
 def test_torn_tail_is_truncated_and_logged(caplog: pytest.LogCaptureFixture) -> None:

@@ -37,18 +37,18 @@ def test_offset_for_timestamp_finds_the_first_record_at_or_after() -> None:
     stamps = [[100, 105, 103], [110, 120, 130], [130, 140, 150], [90, 200, 210]]
     for i in range(8):
         log.append_as_leader(batch(3, timestamps=[t + 1000 * (i // 4) for t in stamps[i % 4]]), leader_epoch=0)
-    assert log.offset_for_timestamp(0) == 0
-    assert log.offset_for_timestamp(104) == 1
-    assert log.offset_for_timestamp(106) == 3
-    assert log.offset_for_timestamp(130) == 5
-    assert log.offset_for_timestamp(131) == 7
-    assert log.offset_for_timestamp(201) == 11
-    assert log.offset_for_timestamp(1090) == 12
-    assert log.offset_for_timestamp(1120) == 16
-    assert log.offset_for_timestamp(1210) == 23
+    assert log.offset_for_timestamp(0).offset == 0
+    assert log.offset_for_timestamp(104).offset == 1
+    assert log.offset_for_timestamp(106).offset == 3
+    assert log.offset_for_timestamp(130).offset == 5
+    assert log.offset_for_timestamp(131).offset == 7
+    assert log.offset_for_timestamp(201).offset == 11
+    assert log.offset_for_timestamp(1090).offset == 12
+    assert log.offset_for_timestamp(1120).offset == 16
+    assert log.offset_for_timestamp(1210).offset == 23
     assert log.offset_for_timestamp(1211) is None
     log.delete_records_before(17)
-    assert log.offset_for_timestamp(0) == 17
+    assert log.offset_for_timestamp(0).offset == 17
 
 
 def test_offset_for_timestamp_after_truncation_and_reopen() -> None:
@@ -57,7 +57,7 @@ def test_offset_for_timestamp_after_truncation_and_reopen() -> None:
     for i in range(6):
         log.append_as_leader(batch(1, timestamp=T0 + 10 * i), leader_epoch=0)
     log.truncate_to(3)
-    assert log.offset_for_timestamp(T0 + 20) == 2 and log.offset_for_timestamp(T0 + 21) is None
+    assert log.offset_for_timestamp(T0 + 20).offset == 2 and log.offset_for_timestamp(T0 + 21) is None
     assert log.active_segment.max_timestamp == T0 + 20
 
 

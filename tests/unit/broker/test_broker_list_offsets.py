@@ -1,0 +1,86 @@
+"""ListOffsets answered by a leader's `queries.list_offsets` (Kafka 4.x's `Partition.fetchOffsetForTimestamp` without
+tiered storage): by time, the record found with its own timestamp and batch epoch; MAX_TIMESTAMP (KIP-734) the
+first record with the largest timestamp; EARLIEST_LOCAL the log start; LATEST_TIERED offset and epoch -1;
+consumers see up to the high watermark, replicas to the log end."""
+
+from __future__ import annotations
+
+import pytest
+from test_broker_core import TP, Harness, _cluster
+
+from insync import errors
+from insync.broker.messages import ProduceRequest
+from insync.protocol.records import RecordSpec, build_batch
+from insync.server import queries
+from insync.server.apis.internal import (
+    CONSUMER_REPLICA_ID,
+    DEBUGGING_REPLICA_ID,
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    MAX_TIMESTAMP,
+    READ_UNCOMMITTED,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+)
+from insync.types import BrokerId
+
+T0 = 1_700_000_000_000
+
+
+def produce(h: Harness, acks: int, *timestamps: int) -> None:
+    batch = build_batch([RecordSpec(b"k", b"v", timestamp=T0 + ts) for ts in timestamps])
+    h.queue.append(("client", h.leader().broker_id, ProduceRequest(len(h.client), acks, 30_000, ((TP, batch),))))
+    h.run(600)
+
+
+def ask(h: Harness, timestamp: int, replica_id: int = CONSUMER_REPLICA_ID) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) the leader answers for `timestamp`."""
+    request = ListOffsetsRequest(1, BrokerId(replica_id), READ_UNCOMMITTED, (ListOffsetsPartition(TP, timestamp),))
+    [result] = queries.list_offsets(h.leader(), request).results
+    assert result.error is errors.NONE
+    return result.timestamp, result.offset, result.leader_epoch
+
+
+@pytest.fixture
+def h() -> Harness:
+    """Offsets 0-4 with timestamps T0 + 100, 300, 200 | 300, 150 (two batches), all below the high watermark."""
+    cluster = _cluster()
+    produce(cluster, -1, 100, 300, 200)
+    produce(cluster, -1, 300, 150)
+    assert cluster.leader().high_watermark(TP) == 5
+    return cluster
+
+
+def test_a_timestamp_finds_the_first_record_at_or_after_it_and_answers_that_records_timestamp(h: Harness) -> None:
+    epoch = h.leader().partitions[TP].leader_epoch
+    assert ask(h, T0 + 150) == (T0 + 300, 1, epoch)  # offset 1 is the first at or after 150: its time is 300
+    assert ask(h, T0 + 100) == (T0 + 100, 0, epoch)
+    assert ask(h, T0 + 301) == (-1, -1, -1)  # nothing that late
+
+
+def test_max_timestamp_is_the_first_record_with_the_largest_timestamp(h: Harness) -> None:
+    epoch = h.leader().partitions[TP].leader_epoch
+    assert ask(h, MAX_TIMESTAMP) == (T0 + 300, 1, epoch)  # offset 3 has 300 too; the first one counts
+
+
+def test_max_timestamp_of_an_empty_log_finds_nothing() -> None:
+    assert ask(_cluster(), MAX_TIMESTAMP) == (-1, -1, -1)
+
+
+def test_tiered_storage_positions_of_a_broker_without_it(h: Harness) -> None:
+    epoch = h.leader().partitions[TP].leader_epoch
+    assert ask(h, EARLIEST_LOCAL_TIMESTAMP) == (-1, 0, epoch)  # every segment is local: the log start
+    assert ask(h, LATEST_TIERED_TIMESTAMP) == (-1, -1, -1)  # nothing tiered
+    assert ask(h, EARLIEST_PENDING_UPLOAD_TIMESTAMP) == (-1, -1, -1)
+
+
+def test_consumers_find_nothing_past_the_high_watermark_replicas_do(h: Harness) -> None:
+    follower = next(b for b in h.cores if b != h.leader().broker_id)
+    stuck = h.cores.pop(follower)  # it stops fetching: the high watermark stays at 5
+    produce(h, 1, 500)
+    h.cores[follower] = stuck
+    assert h.leader().high_watermark(TP) == 5
+    assert ask(h, MAX_TIMESTAMP) == (-1, -1, -1)  # Kafka does not fall back to a committed record
+    assert ask(h, T0 + 400) == (-1, -1, -1)
+    assert ask(h, MAX_TIMESTAMP, DEBUGGING_REPLICA_ID)[:2] == (T0 + 500, 5)
