@@ -142,7 +142,11 @@ def _confluent(plan: ProducerPlan, tally: _Tally, steps: Iterator[_Send | float]
             producer.poll(step)  # serves delivery callbacks as they come, returns at the latest after `step`
             continue
         tally.on_send(step)
-        producer.produce(plan.topic, value=step.value, partition=0, on_delivery=partial(_confluent_done, tally, step))
+        try:
+            producer.produce(plan.topic, value=step.value, partition=0,
+                             on_delivery=partial(_confluent_done, tally, step))
+        except BufferError:  # the client's queue is full (queue.buffering.max.messages): the record fails
+            tally.on_delivery(step, ok=False)
         producer.poll(0)
     producer.flush(DELIVERY_TIMEOUT_S)
 
