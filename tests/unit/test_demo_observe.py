@@ -20,7 +20,7 @@ def test_events_of_other_topics_are_left_out(tmp_path: Path) -> None:
              {"v": 1, "ts_ms": 1002, "broker": 0, "type": "broker_fenced", "broker_id": 2}]
     (log_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
     observer = ClusterObserver(spec, "demo", 2)
-    observer._poll_events()  # noqa: SLF001 - the events alone: no cluster is running to describe partitions
+    observer.poll_events()  # the events alone: no cluster is running to describe partitions
     assert [(e["type"], e.get("topic")) for e in observer.events] == [("isr_shrink", "demo"), ("broker_fenced", None)]
     assert len(observer.recent) == 2
     assert summarise("act", observer.events, 0, 2000, 0, 0).shrinks == 1

@@ -76,11 +76,11 @@ class ClusterObserver:
         self._tails = [EventTail(node.log_dir / "events.jsonl") for node in self.spec.nodes]
 
     def poll(self) -> None:
-        self._poll_events()
+        self.poll_events()
         with contextlib.suppress(Exception):  # a broker mid-restart: keep the last view
             self._poll_partitions()
 
-    def _poll_events(self) -> None:
+    def poll_events(self) -> None:
         for tail in self._tails:
             for event in tail.read():
                 if event.get("topic", self.topic) != self.topic:

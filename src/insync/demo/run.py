@@ -1,12 +1,13 @@
 """`insync demo`: the seeds' faults, live, on real processes, with a verdict at the end.
 
 Two short-lived 3-broker clusters (RF 3, min ISR 2, an idempotent acks=all producer and a consumer throughout):
-- KIP-501 off: a follower pauses (the ISR shrinks after the lag time with reason `stuck`, and expands on
+- KIP-501 off, and Eligible Leader Replicas off (`eligible.leader.replicas.enable=false`: Kafka 3.x's election, so
+  the seed's symptom shows as Kafka users met it): a follower pauses (the ISR shrinks after the lag time with reason `stuck`, and expands on
   resume: seed 003); the leader's reads of one partition turn slow (followers drop out though they fetch: the
   leader-side symptom of seed 000; produce is refused with NOT_ENOUGH_REPLICAS), then the leader dies: the
   partition goes offline until it returns.
-- KIP-501 on (`follower.fetch.pending.reads.insync.enable=true`): the same slow leader keeps its followers in the
-  ISR, so when it dies a follower takes over at once; a partition's appends fail on one follower, which marks it
+- KIP-501 on (`follower.fetch.pending.reads.insync.enable=true`) with insync's other defaults (ELR on): the same
+  slow leader keeps its followers in the ISR, so when it dies a follower takes over at once; a partition's appends fail on one follower, which marks it
   failed and keeps replicating the others (seed 002); a leader is killed under load.
 Each act is announced with one sentence of what to watch. The result is a table per act (ISR shrinks and
 expands, URP and offline partition-seconds, acknowledged writes) and the verdict of each cluster's workload
@@ -45,7 +46,8 @@ class Timing:
         return [f"replica.lag.time.max.ms={self.lag_ms}", f"broker.session.timeout.ms={self.session_ms}",
                 f"broker.heartbeat.interval.ms={self.heartbeat_ms}", "replica.fetch.backoff.ms=200",
                 "isr.change.propagation.check.interval.ms=250", "isr.change.propagation.blackout.ms=500",
-                "fault.injection.enable=true", f"follower.fetch.pending.reads.insync.enable={str(kip501).lower()}"]
+                "fault.injection.enable=true", f"follower.fetch.pending.reads.insync.enable={str(kip501).lower()}",
+                f"eligible.leader.replicas.enable={str(kip501).lower()}"]
 
     @property
     def drop_s(self) -> float:
@@ -57,8 +59,11 @@ class Timing:
         return self.session_ms / 1000 + 2.0
 
 
-NORMAL = Timing(lag_ms=4000, session_ms=8000, heartbeat_ms=1000, pause_s=9, slow_read_ms=25000, settle_s=6, rate=200)
-FAST = Timing(lag_ms=1500, session_ms=3000, heartbeat_ms=500, pause_s=3.5, slow_read_ms=8000, settle_s=2.5, rate=100)
+# Slow reads last between half the lag and the lag: long enough that followers fall out without KIP-501 (the
+# previous fetch's time, which Kafka credits, is then more than the lag ago), short enough that KIP-501's pending
+# reads, which count only while younger than the lag, keep them in.
+NORMAL = Timing(lag_ms=4000, session_ms=8000, heartbeat_ms=1000, pause_s=9, slow_read_ms=3000, settle_s=6, rate=200)
+FAST = Timing(lag_ms=1500, session_ms=3000, heartbeat_ms=500, pause_s=3.5, slow_read_ms=1100, settle_s=2.5, rate=100)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +97,8 @@ class Demo:
         from insync.cli import cluster_cmd
         from insync.cli.topics_cmd import ensure_topic
 
-        self.say(f"Starting a 3-broker cluster with KIP-501 {'on' if kip501 else 'off'} ...")
+        self.say(f"Starting a 3-broker cluster with KIP-501 {'on' if kip501 else 'off'}"
+                 f"{' (and ELR on, insync defaults)' if kip501 else ' and ELR off (Kafka 3.x election)'} ...")
         self.spec = cluster_cmd.up(str(self.directory / name), 3, 0, self.timing.overrides(kip501))
         names: list[str] = []
         try:
@@ -169,13 +175,17 @@ class Demo:
     def _act_slow_leader(self) -> str:
         leader, _ = self._roles(0)
         kip501 = "on" if "kip501-on" in self.spec.directory else "off"
-        expect = ("the followers stay in the ISR (their reads are pending), so a follower takes over at once"
-                  if kip501 == "on" else "the followers drop out though they keep fetching, produce to "
-                  f"{TOPIC}-0 is refused (NOT_ENOUGH_REPLICAS), and when the leader dies the partition is offline")
+        expect = ("the followers stay in the ISR (their reads are pending, and younger than the lag), so a follower "
+                  "takes over at once" if kip501 == "on" else "the followers drop out though they keep fetching "
+                  f"(and rejoin whenever a read completes), produce to {TOPIC}-0 is refused (NOT_ENOUGH_REPLICAS), "
+                  "and when the leader dies while alone in its ISR the partition is offline (ELR off, as Kafka 3.x)")
 
         def body() -> None:
             self._step("slow-reads", leader, topic=TOPIC, partition=0, ms=self.timing.slow_read_ms)
-            self._watch(self.timing.drop_s, f"leader {leader} reads {TOPIC}-0 slowly (KIP-501 {kip501})")
+            if kip501 == "off":
+                self._until_alone_in_isr(leader, 2 * self.timing.drop_s)
+            else:
+                self._watch(self.timing.drop_s, f"leader {leader} reads {TOPIC}-0 slowly (KIP-501 {kip501})")
             self._step("kill", leader)
             self._watch(self.timing.failover_s, f"leader {leader} killed (KIP-501 {kip501})")
             self._step("clear", leader)
@@ -184,6 +194,23 @@ class Demo:
 
         return self._act(f"slow-leader-kip501-{kip501}", f"Broker {leader}'s disk reads of {TOPIC}-0 now take "
                          f"{self.timing.slow_read_ms} ms, then it is killed. With KIP-501 {kip501}: {expect}.", body)
+
+    def _until_alone_in_isr(self, leader: int, timeout_s: float) -> None:
+        """Without KIP-501 the followers of a leader whose reads take less than the lag flap: out at an ISR check,
+        back in when a read completes. Wait (at most `timeout_s`) for the leader's last ISR change of partition 0
+        to have left it alone, so the kill shows what Kafka 3.x does then."""
+        deadline = time.monotonic() + timeout_s
+        shown = 0.0
+        while time.monotonic() < deadline:
+            if time.monotonic() - shown >= 0.5:
+                self._watch(0, f"leader {leader} reads {TOPIC}-0 slowly (KIP-501 off)")
+                shown = time.monotonic()
+            self.observer.poll_events()  # the window can be short: the events alone, every 50 ms
+            changes = [e for e in self.observer.events if e.get("broker") == leader and e.get("partition") == 0
+                       and e["type"] in ("isr_shrink", "isr_expand")]
+            if changes and changes[-1]["isr_after"] == [leader]:
+                return
+            time.sleep(0.05)
 
     def _act_failing_partition(self) -> str:
         _, followers = self._roles(1)
