@@ -59,6 +59,7 @@ from insync.controller.replication_control import (
     TopicPartitionChange,
     change_events,
     check_alter_partition,
+    check_manual_assignments,
     check_topic_name,
     leaving_broker_changes,
     min_isr_changes,
@@ -324,12 +325,15 @@ class Controller:
         records = self._commit(batch, now_ms)
         return ControllerResult(records, CreateTopicResponse(topic_id, tuple(assignments)))
 
-    def create_partitions(self, name: str, count: int, now_ms: int, *,
-                          validate_only: bool = False) -> ControllerResult[tuple[tuple[int, ...], ...]]:
-        """CreatePartitions for one topic: partitions up to `count` in all, placed as at creation (the topic's
-        replication factor over the eligible brokers), each led by its first replica. Answers the new partitions'
-        replicas. Refused: an unknown topic, a count that is not an increase or over the limit, too few brokers,
-        and `__consumer_offsets` (its partition count decides where each group's offsets live)."""
+    def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False,
+                          assignments: Sequence[Sequence[int]] | None = None
+                          ) -> ControllerResult[tuple[tuple[int, ...], ...]]:
+        """CreatePartitions for one topic: partitions up to `count` in all, on the `assignments` given (one replica
+        list per new partition, checked as Kafka checks them: `check_manual_assignments`) or placed as at creation
+        (the topic's replication factor over the eligible brokers). Each is led by its first replica able to lead,
+        its ISR the replicas able to join one. Answers the new partitions' replicas. Refused (Kafka's wording): an
+        unknown topic, a count that is not an increase or over the limit, too few brokers to place on, and
+        `__consumer_offsets` (its partition count decides where each group's offsets live)."""
         self._advance(now_ms)
         topic = self._image.topic(name)
         if topic is None:
@@ -339,30 +343,38 @@ class Controller:
                                  "it decides which partition holds each group's offsets")
         current = len(topic.partitions)
         if count <= current:
-            raise KafkaException(errors.INVALID_PARTITIONS, f"Topic already has {current} partitions." if
-                                 count == current else f"Topic currently has {current} partitions, which is higher "
-                                 f"than the requested {count}.")
+            raise KafkaException(errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s)." if
+                                 count == current else f"The topic {name} currently has {current} partition(s); "
+                                 f"{count} would not be an increase.")
         if count > TOPIC_PARTITIONS_MAX:
             raise KafkaException(errors.INVALID_PARTITIONS,
                                  f"{count} partitions: must be between 1 and {TOPIC_PARTITIONS_MAX}")
         replication_factor = len(topic.partitions[0].replicas)
-        eligible = self._image.eligible_brokers()
-        if len(eligible) < replication_factor:
-            raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
-                                 f"replication factor {replication_factor}: {len(eligible)} brokers are available")
-        assignments = place_replicas(eligible, count, replication_factor, self._rng)[current:]
+        if assignments is not None:
+            check_manual_assignments(self._image, current, count - current, assignments, replication_factor)
+            placed = [tuple(replicas) for replicas in assignments]
+        else:
+            eligible = self._image.eligible_brokers()
+            if len(eligible) < replication_factor:
+                raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
+                                     f"replication factor {replication_factor}: {len(eligible)} brokers are available")
+            placed = place_replicas(eligible, count, replication_factor, self._rng)[current:]
         if validate_only:
-            return ControllerResult((), tuple(assignments))
+            return ControllerResult((), tuple(placed))
         batch = self._batch(now_ms)
-        self._add_partitions(batch, name, topic.topic_id, current, assignments, now_ms)
-        return ControllerResult(self._commit(batch, now_ms), tuple(assignments))
+        self._add_partitions(batch, name, topic.topic_id, current, placed, now_ms)
+        return ControllerResult(self._commit(batch, now_ms), tuple(placed))
 
     def _add_partitions(self, batch: _Batch, name: str, topic_id: str, first: int,
                         assignments: Sequence[tuple[int, ...]], now_ms: int) -> None:
+        """New partitions, their ISR the replicas able to join one (all of them when placed by the controller,
+        which places on eligible brokers only), led by the first (Kafka's buildPartitionRegistration)."""
         for partition, replicas in enumerate(assignments, start=first):
-            batch.add(PartitionRecord(topic_id, partition, replicas, replicas, replicas[0], 0, 0))
-            fields = {"leader_before": NO_LEADER, "leader_after": replicas[0], "leader_epoch": 0,
-                      "isr": list(replicas), "reason": str(LeaderChangeReason.CREATED)}
+            isr = tuple(r for r in replicas if batch.image.is_eligible(r))
+            assert isr, (name, partition, replicas)  # placement and check_manual_assignments see to it
+            batch.add(PartitionRecord(topic_id, partition, replicas, isr, isr[0], 0, 0))
+            fields = {"leader_before": NO_LEADER, "leader_after": isr[0], "leader_epoch": 0,
+                      "isr": list(isr), "reason": str(LeaderChangeReason.CREATED)}
             batch.events.append(Event(now_ms, self.node_id, EventType.LEADER_CHANGE, name, partition, fields))
 
     def alter_topic_configs(self, name: str, changes: Sequence[ConfigChange], now_ms: int, *, replace: bool = False,

@@ -11,7 +11,8 @@ configs elections follow (unclean election, Eligible Leader Replicas and min ISR
 - `returning_broker_changes`: a broker is unfenced; offline partitions it can lead elect it.
 - `preferred_leader_changes`: move leadership back to each partition's first replica where it is in sync.
 - `check_alter_partition`: KIP-497 validation of one AlterPartition item, then the change it commits.
-- `place_replicas` and `check_topic_name` for topic creation.
+- `place_replicas` and `check_topic_name` for topic creation; `check_manual_assignments` for CreatePartitions
+  with replica assignments.
 `change_events` turns a change into the replication-health events DESIGN.md 7 lists.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from insync import errors
@@ -239,6 +240,38 @@ def check_topic_name(name: str) -> None:
     if not _LEGAL_TOPIC_CHARS.match(name):
         raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
                              f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_', '-'")
+
+
+def check_manual_assignments(image: MetadataImage, first_partition: int, additional: int,
+                             assignments: Sequence[Sequence[int]], replication_factor: int) -> None:
+    """Kafka's checks of CreatePartitions replica assignments (`ReplicationControlManager.createPartitions` and
+    `validateManualPartitionAssignment`), with its wording: one assignment per new partition; each non-empty,
+    every broker registered (fenced ones count) and listed once, checked in id order so the lowest offender is
+    named; the topic's replication factor; at least one replica able to join the ISR. Raises
+    INVALID_REPLICA_ASSIGNMENT."""
+    if len(assignments) != additional:
+        raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "
+                             f"partition(s), but only {len(assignments)} assignment(s) were specified.")
+    for partition, replicas in enumerate(assignments, start=first_partition):
+        if not replicas:
+            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
+                                 "The manual partition assignment includes an empty replica list.")
+        previous = None
+        for broker_id in sorted(replicas):
+            if broker_id not in image.brokers:
+                raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                                     f"includes broker {broker_id}, but no such broker is registered.")
+            if broker_id == previous:
+                raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                                     f"includes the broker {broker_id} more than once.")
+            previous = broker_id
+        if len(replicas) != replication_factor:
+            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
+                                 f"partition with {len(replicas)} replica(s), but this is not consistent with "
+                                 f"previous partitions, which have {replication_factor} replica(s).")
+        if not any(image.is_eligible(b) for b in replicas):
+            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual partition "
+                                 f"assignment for partition {partition} are fenced or in controlled shutdown.")
 
 
 def place_replicas(brokers: list[int], num_partitions: int, replication_factor: int,

@@ -194,8 +194,10 @@ class ControllerNode(MeteredDispatcher):
     def _alter_topic(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
         self.controller.alter_topic_configs(name, changes, self._now(), replace=replace, validate_only=validate_only)
 
-    def _grow_topic(self, name: str, count: int, validate_only: bool) -> None:
-        self.controller.create_partitions(name, count, self._now(), validate_only=validate_only)
+    def _grow_topic(self, name: str, count: int, validate_only: bool,
+                    assignments: tuple[tuple[int, ...], ...] | None) -> None:
+        self.controller.create_partitions(name, count, self._now(), validate_only=validate_only,
+                                          assignments=assignments)
 
     async def _fetch_metadata(self, request: DecodedRequest) -> Any:
         try:

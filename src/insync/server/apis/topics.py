@@ -10,8 +10,8 @@ its partition count, replication factor and resulting configs; from v7 its topic
 DeleteTopics: v6 names topics by name or by id; an id the image does not know is UNKNOWN_TOPIC_ID, a topic
 listed twice INVALID_REQUEST. The answer gives each topic's name (and id from v6) and error (message v5+).
 
-CreatePartitions: each topic grows to `count` partitions, placed by the controller; manual assignments and a
-topic listed twice are INVALID_REQUEST, as in CreateTopics.
+CreatePartitions: each topic grows to `count` partitions, on the replica assignments given (the controller checks
+them as Kafka does) or placed by the controller; a topic listed twice is INVALID_REQUEST.
 
 ElectLeaders: preferred elections (v0 has no type; PREFERRED from v1) of the named partitions, or of every
 partition when none are named (answering only the partitions that moved, as KRaft does); UNCLEAN elections of
@@ -191,8 +191,9 @@ def _deleted_key(decoded: Decoded[DeleteTopicsRequest], result: DeleteTopicResul
 
 # CreatePartitions ----------------------------------------------------------------------------------------
 
-# (topic, count, validate_only): grows the topic or raises KafkaException; `Controller.create_partitions`.
-GrowTopic = Callable[[str, int, bool], None]
+# (topic, count, validate_only, replica assignments or None): grows the topic or raises KafkaException;
+# `Controller.create_partitions`.
+GrowTopic = Callable[[str, int, bool, tuple[tuple[int, ...], ...] | None], None]
 
 
 def create_partitions(request: DecodedRequest, grow: GrowTopic) -> Any:
@@ -206,12 +207,11 @@ def create_partitions(request: DecodedRequest, grow: GrowTopic) -> Any:
             continue
         if counts[topic.name] > 1:
             results[topic.name] = errors.INVALID_REQUEST, "Duplicate topic name."
-        elif topic.assignments is not None:
-            results[topic.name] = (errors.INVALID_REQUEST,
-                                   "manual replica assignment is not supported; leave assignments null")
         else:
+            assignments = None if topic.assignments is None else tuple(
+                tuple(int(b) for b in a.broker_ids) for a in topic.assignments)
             try:
-                grow(topic.name, int(topic.count), bool(body.validate_only))
+                grow(topic.name, int(topic.count), bool(body.validate_only), assignments)
                 results[topic.name] = errors.NONE, None
             except KafkaException as exc:
                 results[topic.name] = exc.error, exc.detail or None

@@ -147,24 +147,24 @@ def grow_request(version: int, *topics: tuple[str, int, tuple[tuple[int, ...], .
 
 @pytest.mark.parametrize("version", [0, 3])
 def test_create_partitions_per_topic_with_refusals(version: int) -> None:
-    grown: list[tuple[str, int, bool]] = []
+    grown: list[tuple[str, int, bool, tuple[tuple[int, ...], ...] | None]] = []
 
-    def grow(name: str, count: int, validate_only: bool) -> None:
+    def grow(name: str, count: int, validate_only: bool, assignments: tuple[tuple[int, ...], ...] | None) -> None:
         if name == "small":
             raise KafkaException(errors.INVALID_PARTITIONS, "Topic already has 4 partitions.")
-        grown.append((name, count, validate_only))
+        grown.append((name, count, validate_only, assignments))
 
     request = grow_request(version, ("orders", 6, None), ("small", 4, None), ("twice", 2, None), ("twice", 3, None),
-                           ("placed", 2, ((1, 2),)), validate_only=True)
+                           ("placed", 3, ((1, 2), (2, 3))), validate_only=True)
     body = wire(topics.create_partitions(request, grow))
     answers = {r.name: (r.error_code, r.error_message) for r in body.results}
     assert answers == {
         "orders": (0, None),
         "small": (errors.INVALID_PARTITIONS.code, "Topic already has 4 partitions."),
         "twice": (errors.INVALID_REQUEST.code, "Duplicate topic name."),
-        "placed": (errors.INVALID_REQUEST.code, "manual replica assignment is not supported; leave assignments null"),
+        "placed": (0, None),
     }
-    assert grown == [("orders", 6, True)]
+    assert grown == [("orders", 6, True, None), ("placed", 3, True, ((1, 2), (2, 3)))]  # assignments in order
 
 
 def test_create_partitions_refused_without_a_controller() -> None:
