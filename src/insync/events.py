@@ -88,7 +88,7 @@ EVENT_FIELDS: dict[EventType, dict[str, str]] = {
     # ({broker, last_epoch, log_end_offset}), what each other replica gives up ({broker, from_offset, to_offset,
     # records}: offsets [from, to) truncated away), and why (the strategy, or "ElectLeaders" for an operator's).
     EventType.UNCLEAN_RECOVERY: {"leader_after": "integer", "leader_epoch": "integer", "strategy": "string",
-                                 "replicas": "array", "lost": "array", "records_lost": "integer"},
+                                 "reported": "array", "lost": "array", "records_lost": "integer"},
 }
 
 # Types that concern one partition carry topic and partition.

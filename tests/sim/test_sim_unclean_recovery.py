@@ -42,4 +42,4 @@ def test_a_dead_last_isr_member_is_replaced_by_a_reported_replica(strategy: str)
     assert view.registration.leader in followers
     (event,) = recoveries
     assert event.fields["strategy"] == "Aggressive" and event.fields["leader_after"] == view.registration.leader
-    assert sorted(r["broker"] for r in event.fields["replicas"]) == sorted(followers)
+    assert sorted(r["broker"] for r in event.fields["reported"]) == sorted(followers)

@@ -268,7 +268,7 @@ def recover(image: MetadataImage, view: PartitionView, policy: ElectionPolicy, l
     cost = choice(logs[change.leader_after], reported)
     fields = {
         "leader_after": change.leader_after, "leader_epoch": change.record.leader_epoch, "strategy": why,
-        "replicas": [{"broker": r.broker, "last_epoch": r.last_epoch, "log_end_offset": r.log_end_offset}
+        "reported": [{"broker": r.broker, "last_epoch": r.last_epoch, "log_end_offset": r.log_end_offset}
                      for r in reported],
         "lost": [{"broker": loss.broker, "from_offset": loss.from_offset, "to_offset": loss.to_offset,
                   "records": loss.records} for loss in cost.losses],
