@@ -60,7 +60,8 @@ from insync.controller.replication_control import (
     change_events,
     check_alter_partition,
     check_manual_assignments,
-    check_topic_name,
+    check_new_topic,
+    check_topic_assignments,
     leaving_broker_changes,
     min_isr_changes,
     offline_topic_changes,
@@ -307,23 +308,27 @@ class Controller:
     # ---- topics
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: Mapping[str, object], now_ms: int) -> ControllerResult[CreateTopicResponse]:
-        """CreateTopics for one topic: replicas placed round-robin over eligible brokers, first replica leads."""
+                     configs: Mapping[str, object], now_ms: int,
+                     assignments: Sequence[tuple[int, Sequence[int]]] = ()) -> ControllerResult[CreateTopicResponse]:
+        """CreateTopics for one topic: on the (partition, replicas) `assignments` given, checked as Kafka checks them
+        (`check_topic_assignments`), or placed round-robin over eligible brokers; first replica leads."""
         self._advance(now_ms)
-        self._check_new_topic(name, num_partitions, replication_factor)
+        check_new_topic(self._image, name, len(assignments) or num_partitions,
+                        None if assignments else replication_factor, TOPIC_PARTITIONS_MAX)
+        placed = (check_topic_assignments(self._image, assignments) if assignments else
+                  place_replicas(self._image.eligible_brokers(), num_partitions, replication_factor, self._rng))
         try:
             parsed = validate_topic_configs(configs)
         except ConfigError as exc:
             raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
         topic_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
-        assignments = place_replicas(self._image.eligible_brokers(), num_partitions, replication_factor, self._rng)
         batch = self._batch(now_ms)
         batch.add(TopicRecord(name, topic_id))
         for key in sorted(parsed):
             batch.add(ConfigRecord(name, key, _config_text(parsed[key])))
-        self._add_partitions(batch, name, topic_id, 0, assignments, now_ms)
+        self._add_partitions(batch, name, topic_id, 0, placed, now_ms)
         records = self._commit(batch, now_ms)
-        return ControllerResult(records, CreateTopicResponse(topic_id, tuple(assignments)))
+        return ControllerResult(records, CreateTopicResponse(topic_id, tuple(placed)))
 
     def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False,
                           assignments: Sequence[Sequence[int]] | None = None
@@ -571,23 +576,6 @@ class Controller:
         batch.add(UnfenceBrokerRecord(broker.broker_id, broker.broker_epoch))
         batch.add_changes(changes)
         batch.event(EventType.BROKER_UNFENCED, broker_id=broker.broker_id)
-
-    def _check_new_topic(self, name: str, num_partitions: int, replication_factor: int) -> None:
-        check_topic_name(name)
-        if name in self._image.topic_ids_by_name:
-            raise KafkaException(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-        # Kafka refuses names that differ only by '.' versus '_': their metric names would collide.
-        for existing in self._image.topic_ids_by_name:
-            if existing.replace(".", "_") == name.replace(".", "_"):
-                raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
-                                     f"topic {name!r} collides with existing topic {existing!r}")
-        if not 1 <= num_partitions <= TOPIC_PARTITIONS_MAX:
-            raise KafkaException(errors.INVALID_PARTITIONS,
-                                 f"{num_partitions} partitions: must be between 1 and {TOPIC_PARTITIONS_MAX}")
-        live = len(self._image.eligible_brokers())
-        if not 1 <= replication_factor <= live:
-            raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
-                                 f"replication factor {replication_factor}: {live} brokers are available")
 
     @staticmethod
     def _partition_state(image: MetadataImage, item: AlterPartitionItem,

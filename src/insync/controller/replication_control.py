@@ -11,8 +11,8 @@ configs elections follow (unclean election, Eligible Leader Replicas and min ISR
 - `returning_broker_changes`: a broker is unfenced; offline partitions it can lead elect it.
 - `preferred_leader_changes`: move leadership back to each partition's first replica where it is in sync.
 - `check_alter_partition`: KIP-497 validation of one AlterPartition item, then the change it commits.
-- `place_replicas` and `check_topic_name` for topic creation; `check_manual_assignments` for CreatePartitions
-  with replica assignments.
+- `check_new_topic`, `check_topic_name`, `place_replicas` and `check_topic_assignments` for topic creation;
+  `check_manual_assignments` for CreatePartitions with replica assignments.
 `change_events` turns a change into the replication-health events DESIGN.md 7 lists.
 """
 
@@ -242,36 +242,84 @@ def check_topic_name(name: str) -> None:
                              f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_', '-'")
 
 
+def check_new_topic(image: MetadataImage, name: str, num_partitions: int, replication_factor: int | None,
+                    partitions_max: int) -> None:
+    """CreateTopics refusals of one topic: its name (`check_topic_name`), an existing topic of that name or one
+    differing only by '.' versus '_' (Kafka: their metric names would collide), a partition count outside
+    [1, partitions_max], and a replication factor the eligible brokers cannot hold (None: manual assignments,
+    checked by `check_topic_assignments`)."""
+    check_topic_name(name)
+    if name in image.topic_ids_by_name:
+        raise KafkaException(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+    for existing in image.topic_ids_by_name:
+        if existing.replace(".", "_") == name.replace(".", "_"):
+            raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
+                                 f"topic {name!r} collides with existing topic {existing!r}")
+    if not 1 <= num_partitions <= partitions_max:
+        raise KafkaException(errors.INVALID_PARTITIONS,
+                             f"{num_partitions} partitions: must be between 1 and {partitions_max}")
+    live = len(image.eligible_brokers())
+    if replication_factor is not None and not 1 <= replication_factor <= live:
+        raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
+                             f"replication factor {replication_factor}: {live} brokers are available")
+
+
+def check_topic_assignments(image: MetadataImage,
+                            assignments: Sequence[tuple[int, Sequence[int]]]) -> list[tuple[int, ...]]:
+    """Kafka's checks of CreateTopics replica assignments (`ReplicationControlManager.createTopic`), its wording:
+    each partition once, each replica list as `check_manual_assignments` checks it (the first sets the replication
+    factor), the partitions numbered 0..n-1. Answers the replica lists by partition. Raises
+    INVALID_REPLICA_ASSIGNMENT."""
+    by_partition: dict[int, tuple[int, ...]] = {}
+    for partition, replicas in assignments:
+        if partition in by_partition:
+            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Found multiple manual partition assignments for partition {partition}")
+        first = next(iter(by_partition.values()), None)
+        _check_replicas(image, partition, replicas, None if first is None else len(first))
+        by_partition[partition] = tuple(replicas)
+    if sorted(by_partition) != list(range(len(by_partition))):
+        raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
+    return [by_partition[p] for p in range(len(by_partition))]
+
+
 def check_manual_assignments(image: MetadataImage, first_partition: int, additional: int,
                              assignments: Sequence[Sequence[int]], replication_factor: int) -> None:
-    """Kafka's checks of CreatePartitions replica assignments (`ReplicationControlManager.createPartitions` and
-    `validateManualPartitionAssignment`), with its wording: one assignment per new partition; each non-empty,
-    every broker registered (fenced ones count) and listed once, checked in id order so the lowest offender is
-    named; the topic's replication factor; at least one replica able to join the ISR. Raises
-    INVALID_REPLICA_ASSIGNMENT."""
+    """Kafka's checks of CreatePartitions replica assignments (`ReplicationControlManager.createPartitions`), its
+    wording: one assignment per new partition, each replica list as `_check_replicas` checks it at the topic's
+    replication factor. Raises INVALID_REPLICA_ASSIGNMENT."""
     if len(assignments) != additional:
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "
                              f"partition(s), but only {len(assignments)} assignment(s) were specified.")
     for partition, replicas in enumerate(assignments, start=first_partition):
-        if not replicas:
-            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
-                                 "The manual partition assignment includes an empty replica list.")
-        previous = None
-        for broker_id in sorted(replicas):
-            if broker_id not in image.brokers:
-                raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
-                                     f"includes broker {broker_id}, but no such broker is registered.")
-            if broker_id == previous:
-                raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
-                                     f"includes the broker {broker_id} more than once.")
-            previous = broker_id
-        if len(replicas) != replication_factor:
-            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
-                                 f"partition with {len(replicas)} replica(s), but this is not consistent with "
-                                 f"previous partitions, which have {replication_factor} replica(s).")
-        if not any(image.is_eligible(b) for b in replicas):
-            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual partition "
-                                 f"assignment for partition {partition} are fenced or in controlled shutdown.")
+        _check_replicas(image, partition, replicas, replication_factor)
+
+
+def _check_replicas(image: MetadataImage, partition: int, replicas: Sequence[int],
+                    replication_factor: int | None) -> None:
+    """Kafka's `validateManualPartitionAssignment`, then the ISR check after it: non-empty, every broker registered
+    (fenced ones count) and listed once, checked in id order so the lowest offender is named; the replication
+    factor when one is set; at least one replica able to join the ISR."""
+    if not replicas:
+        raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
+                             "The manual partition assignment includes an empty replica list.")
+    previous = None
+    for broker_id in sorted(replicas):
+        if broker_id not in image.brokers:
+            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                                 f"includes broker {broker_id}, but no such broker is registered.")
+        if broker_id == previous:
+            raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                                 f"includes the broker {broker_id} more than once.")
+        previous = broker_id
+    if replication_factor is not None and len(replicas) != replication_factor:
+        raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
+                             f"partition with {len(replicas)} replica(s), but this is not consistent with "
+                             f"previous partitions, which have {replication_factor} replica(s).")
+    if not any(image.is_eligible(b) for b in replicas):
+        raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual partition "
+                             f"assignment for partition {partition} are fenced or in controlled shutdown.")
 
 
 def place_replicas(brokers: list[int], num_partitions: int, replication_factor: int,

@@ -166,7 +166,7 @@ class ControllerNode(MeteredDispatcher):
                     results.append(created(topic, ""))
                     continue
                 outcome = self.controller.create_topic(topic.name, topic.num_partitions, topic.replication_factor,
-                                                       dict(topic.configs), self._now())
+                                                       dict(topic.configs), self._now(), topic.assignments)
                 results.append(created(topic, outcome.response.topic_id))
             except KafkaException as exc:
                 results.append(CreateTopicResult(topic.name, exc.error, exc.detail))

@@ -1,5 +1,5 @@
-"""CreatePartitions with replica assignments, checked as Kafka's ReplicationControlManager checks them (its error
-and wording for each refusal), and the new partitions' ISR and leader from the assignment."""
+"""CreatePartitions and CreateTopics with replica assignments, checked as Kafka's ReplicationControlManager checks
+them (its error and wording for each refusal), and the new partitions' ISR and leader from the assignment."""
 
 from __future__ import annotations
 
@@ -60,3 +60,27 @@ def test_an_assignment_of_fenced_brokers_only_is_refused() -> None:
         errors.INVALID_REPLICA_ASSIGNMENT,
         "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled "
         "shutdown.")
+
+
+def test_a_topic_created_on_assigned_replicas() -> None:
+    h = three_broker_topic()
+    result = h.controller.create_topic("placed", -1, -1, {}, h.now, assignments=((1, (3, 1)), (0, (2, 3))))
+    added = [r for r in result.records if isinstance(r, PartitionRecord)]
+    assert [(r.partition, r.replicas, r.leader) for r in added] == [(0, (2, 3), 2), (1, (3, 1), 3)]
+    assert result.response.assignments == ((2, 3), (3, 1))
+
+
+@pytest.mark.parametrize(("assignments", "message"), [
+    (((0, (1, 2)), (0, (2, 3))), "Found multiple manual partition assignments for partition 0"),
+    (((0, (1, 2)), (2, (2, 3))), "partitions should be a consecutive 0-based integer sequence"),
+    (((0, (1, 2)), (1, (3,))), "The manual partition assignment includes a partition with 1 replica(s), but this is "
+                               "not consistent with previous partitions, which have 2 replica(s)."),
+    (((0, (4, 1)),), "The manual partition assignment includes broker 4, but no such broker is registered."),
+])
+def test_bad_topic_assignments_are_refused_with_kafkas_words(assignments: tuple[tuple[int, tuple[int, ...]], ...],
+                                                             message: str) -> None:
+    h = three_broker_topic()
+    with pytest.raises(KafkaException) as refused:
+        h.controller.create_topic("placed", -1, -1, {}, h.now, assignments=assignments)
+    assert (refused.value.error, refused.value.detail) == (errors.INVALID_REPLICA_ASSIGNMENT, message)
+    assert h.controller.image.topic("placed") is None

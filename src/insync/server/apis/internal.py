@@ -165,6 +165,7 @@ class NewTopic:
     num_partitions: int
     replication_factor: int
     configs: tuple[tuple[str, str], ...]  # topic-level overrides, in request order
+    assignments: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (partition, replicas) given by the client
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,9 @@
 ElectLeaders (v0-v2), one call for all its partitions.
 
 CreateTopics: -1 partitions or replication factor mean the broker's defaults (`num.partitions`,
-`default.replication.factor`). The translator refuses by itself what
-the controller cannot take: a topic listed twice (INVALID_REQUEST, as Kafka), manual replica assignments and
-null config values (INVALID_REQUEST: insync places replicas itself). From v5 a created topic's answer carries
+`default.replication.factor`); manual replica assignments need both at -1 (INVALID_REQUEST otherwise, Kafka's
+words) and the controller checks them. The translator refuses by itself a topic listed twice (INVALID_REQUEST, as
+Kafka) and null config values (INVALID_REQUEST). From v5 a created topic's answer carries
 its partition count, replication factor and resulting configs; from v7 its topic id.
 
 DeleteTopics: v6 names topics by name or by id; an id the image does not know is UNKNOWN_TOPIC_ID, a topic
@@ -92,24 +92,33 @@ def decode_create_topics(request: DecodedRequest, config: BrokerConfig) -> Decod
             if refusal not in rejected:
                 rejected.append(refusal)
             continue
-        num_partitions = int(topic.num_partitions)
-        replication_factor = int(topic.replication_factor)
-        topics.append(NewTopic(
-            topic.name, config.get_int("num.partitions") if num_partitions == -1 else num_partitions,
-            config.get_int("default.replication.factor") if replication_factor == -1 else replication_factor,
-            tuple((c.name, c.value) for c in topic.configs)))
+        topics.append(_new_topic(topic, config))
     internal = CreateTopicsRequest(request.correlation_id, millis(body.timeout), bool(body.validate_only),
                                    tuple(topics))
     return Decoded(version, internal, {}, tuple(rejected))
+
+
+def _new_topic(topic: Any, config: BrokerConfig) -> NewTopic:
+    configs = tuple((c.name, c.value) for c in topic.configs)
+    if topic.assignments:  # the counts are the assignment's (the answer reports them from v5)
+        assignments = tuple((int(a.partition_index), tuple(int(b) for b in a.broker_ids)) for a in topic.assignments)
+        return NewTopic(topic.name, len(assignments), len(assignments[0][1]), configs, assignments)
+    num_partitions, replication_factor = int(topic.num_partitions), int(topic.replication_factor)
+    return NewTopic(topic.name, config.get_int("num.partitions") if num_partitions == -1 else num_partitions,
+                    config.get_int("default.replication.factor") if replication_factor == -1 else replication_factor,
+                    configs)
 
 
 def _refusal(topic: Any, count: int) -> Rejected | None:
     key = TopicKey(topic.name, ZERO_UUID)
     if count > 1:
         return Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST, "the topic is listed more than once")
-    if topic.assignments:
+    if topic.assignments and int(topic.replication_factor) != -1:
         return Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST,
-                        "manual replica assignment is not supported; leave assignments empty")
+                        "A manual partition assignment was specified, but replication factor was not set to -1.")
+    if topic.assignments and int(topic.num_partitions) != -1:
+        return Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST,
+                        "A manual partition assignment was specified, but numPartitions was not set to -1.")
     if any(c.value is None for c in topic.configs):
         return Rejected(key, WHOLE_TOPIC, errors.INVALID_REQUEST, "null config values are not supported")
     return None

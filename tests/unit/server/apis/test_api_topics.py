@@ -76,6 +76,25 @@ def test_create_topics_round_trip(version: int) -> None:
         assert results["events"].topic_id == uuid.UUID(NEW_ID)
 
 
+def test_create_topics_with_replica_assignments_needs_both_counts_at_minus_one() -> None:
+    def assigned(partition: int, *brokers: int) -> object:
+        return request_entity(19, 7, "CreatableReplicaAssignment", partition_index=partition, broker_ids=brokers)
+
+    wire_topics = (creatable(7, "placed", -1, -1, assignments=(assigned(1, 3, 1), assigned(0, 2, 3))),
+                   creatable(7, "rf-set", -1, 2, assignments=(assigned(0, 1, 2),)),
+                   creatable(7, "count-set", 1, -1, assignments=(assigned(0, 1, 2),)))
+    decoded = topics.decode_create_topics(client_request(19, 7, topics=wire_topics, validate_only=False,
+                                                         timeout=datetime.timedelta(seconds=30)), CONFIG)
+    [placed] = decoded.request.topics
+    assert (placed.num_partitions, placed.replication_factor) == (2, 2)
+    assert placed.assignments == ((1, (3, 1)), (0, (2, 3)))  # as sent: the controller checks the numbering
+    assert [(r.topic.name, r.error, r.message) for r in decoded.rejected] == [
+        ("rf-set", errors.INVALID_REQUEST,
+         "A manual partition assignment was specified, but replication factor was not set to -1."),
+        ("count-set", errors.INVALID_REQUEST,
+         "A manual partition assignment was specified, but numPartitions was not set to -1.")]
+
+
 @pytest.mark.parametrize("version", [1, 5, 6])
 def test_delete_topics_round_trip(version: int) -> None:
     if version < 6:
