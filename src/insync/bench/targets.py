@@ -32,6 +32,10 @@ class Target:
     bootstrap: str
     replication_factor: int
     pids: tuple[int, ...] = field(default=())
+    node_pids: tuple[tuple[int, int], ...] = field(default=())  # (node id, pid) of each insync node
+
+    def pid_of(self, node_id: int) -> int | None:
+        return dict(self.node_pids).get(node_id)
 
     def ensure_topic(self, topic: str, partitions: int) -> None:
         from insync.cli.topics_cmd import ensure_topic
@@ -73,8 +77,10 @@ def insync_cluster(brokers: int = 3) -> Iterator[Target]:
     with tempfile.TemporaryDirectory(prefix="insync-bench-") as directory:
         spec = cluster_cmd.up(str(Path(directory) / "cluster"), brokers, 0, [])
         try:
-            pids = tuple(node.pid for node in (*spec.controllers, *spec.brokers) if node.pid is not None)
-            yield Target(f"insync RF{min(3, brokers)}", spec.bootstrap, min(3, brokers), pids)
+            nodes = tuple((node.node_id, node.pid) for node in (*spec.controllers, *spec.brokers)
+                          if node.pid is not None)
+            yield Target(f"insync RF{min(3, brokers)}", spec.bootstrap, min(3, brokers),
+                         tuple(pid for _, pid in nodes), nodes)
         finally:
             cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), STOP_TIMEOUT_S)
 

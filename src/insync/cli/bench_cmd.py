@@ -1,6 +1,7 @@
-"""`insync bench storage|produce|consume|e2e|latency|compare|spark-source`: storage beside plain file I/O
+"""`insync bench storage|produce|consume|e2e|latency|requests|compare|spark-source`: storage beside plain file I/O
 (`insync.bench.storage`), client throughput and latency over the Kafka protocol (`insync.bench.clients`), acks and
-end-to-end latency with a producer and a tailing consumer in their own processes (`insync.bench.latency`), and
+end-to-end latency with a producer and a tailing consumer in their own processes (`insync.bench.latency`), the
+Produce requests per second a leader serves and where its time goes (`insync.bench.requests`), and
 all of them on insync and on Tansu side by side (`insync.bench.compare`), as JSON or a table."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
-from insync.bench import clients, latency, storage, targets
+from insync.bench import clients, latency, requests, storage, targets
 from insync.bench import compare as compare_bench
 from insync.bench.latency_workers import CLIENTS, HEADER
 from insync.config import ConfigError
@@ -39,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                          help="records per second (e2e default 2000)")
         sub.set_defaults(func=run_client, mode=mode)
     _register_latency(commands)
+    _register_requests(commands)
     compare = commands.add_parser("compare", help="every client benchmark on a local insync cluster and on Tansu")
     compare.add_argument("--messages", type=int, default=100_000)
     compare.add_argument("--rate", type=float, default=2000.0, help="e2e records per second (default 2000)")
@@ -105,6 +107,37 @@ def run_latency(args: argparse.Namespace) -> int:
         search = latency.find_max_rate(lambda rate: latency.run(target, replace(plan, rate=rate)), args.rate,
                                        args.e2e_p99_ms, args.steps)
     print(search.to_json())
+    return 0
+
+
+def _register_requests(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = commands.add_parser("requests", help="Produce requests per second a leader serves at one record per "
+                                "request (acks=1 and acks=all, 3 brokers, RF 3, min ISR 2) and its time per request")
+    bench.add_argument("--seconds", type=float, default=10.0, help="measured per acks setting (default 10)")
+    bench.add_argument("--warmup-seconds", type=float, default=2.0)
+    bench.add_argument("--inflight", type=int, default=16, help="requests kept on the wire (default 16)")
+    bench.add_argument("--acks", default="both", choices=["1", "all", "both"])
+    bench.add_argument("--profile", action="store_true",
+                       help="then sample the leader with py-spy as long again: Python ms per request by category")
+    bench.set_defaults(func=run_requests)
+
+
+def run_requests(args: argparse.Namespace) -> int:
+    if args.seconds < 1 or args.warmup_seconds < 0 or not 1 <= args.inflight <= requests.INFLIGHT_MAX:
+        raise ConfigError(f"--seconds must be at least 1, --warmup-seconds not negative, --inflight 1 to "
+                          f"{requests.INFLIGHT_MAX}")
+    from insync.cli.topics_cmd import admin_client, describe_rows
+
+    acks_list = {"1": [1], "all": [-1], "both": [1, -1]}[args.acks]
+    with targets.insync_cluster(3) as target:
+        topic = "insync-requests"
+        target.ensure_topic(topic, 1)
+        leader = describe_rows(target.bootstrap, [topic])[0].leader
+        broker = admin_client(target.bootstrap).list_topics(timeout=10).brokers[leader]
+        for acks in acks_list:
+            result = requests.run((broker.host, broker.port), topic, acks, target.pid_of(leader), target.pids,
+                                  args.seconds, args.warmup_seconds, args.inflight, args.profile)
+            print(result.to_json(), flush=True)
     return 0
 
 
