@@ -1,0 +1,37 @@
+"""`insync bench requests`: the request frame it resends, and how py-spy samples are sorted."""
+
+from __future__ import annotations
+
+from insync.bench import requests
+from insync.protocol.codec import decode_request
+from insync.server.apis.versions import BROKER_API_VERSIONS, PRODUCE
+
+LOOP = "BaseEventLoop._run_once (asyncio/base_events.py:1922);Handle._run (asyncio/events.py:80)"
+
+
+def test_produce_frame_is_one_record_at_the_asked_acks() -> None:
+    for acks in (1, -1):
+        frame = requests.produce_frame("orders", acks, record_bytes=10)
+        request = decode_request(frame[4:], BROKER_API_VERSIONS)
+        assert (request.api_key, request.api_version, request.correlation_id) == (PRODUCE, 9, 0)
+        assert request.body.acks == acks
+        [topic] = request.body.topic_data
+        [data] = topic.partition_data
+        assert (topic.name, data.index) == ("orders", 0)
+
+
+def test_samples_sorted_by_where_the_time_went() -> None:
+    lines = [
+        f"{LOOP};BrokerNode._call (insync/server/broker_node.py:160);BrokerCore.handle (core.py:149) 5",
+        f"{LOOP};BrokerNode._fetch (insync/server/broker_node.py:330);encode_response (insync/server/apis/fetch.py:160);"
+        "build (insync/server/apis/entities.py:59);__init__ (<string>:3) 4",
+        f"{LOOP};Listener._start (insync/server/listener.py:160);decode_request (insync/protocol/codec.py:99);"
+        "read (kio/serial/readers.py:10) 3",
+        f"{LOOP};_SelectorSocketTransport.write (asyncio/selector_events.py:1069) 2",
+        "BaseEventLoop._run_once (asyncio/base_events.py:1922);EpollSelector.select (selectors.py:468) 7",
+        f"{LOOP};Task.__step (asyncio/tasks.py:267) 1",
+        f"{LOOP};MeteredDispatcher.handle (insync/server/node.py:60) 6",
+        "garbage line",
+    ]
+    assert requests.breakdown(lines) == {"decode": 3, "core": 5, "encode": 4, "asyncio": 1, "syscalls": 2,
+                                         "poll": 7, "other": 6}
