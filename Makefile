@@ -4,7 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo bench lint clean
+# librdkafka's own test suite (`make compat`): the source tree @confluentinc/kafka-javascript ships on npm, built once
+# per version outside the repo (tools/compat/build.sh).
+COMPAT_VERSION := 1.10.1
+
+.PHONY: setup test demo bench lint clean compat
 
 setup: $(STAMP)
 
@@ -21,6 +25,10 @@ $(STAMP): pyproject.toml Makefile
 
 test: setup
 	$(PY) -m pytest
+
+compat: setup
+	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
+		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
 
 demo: setup
 	$(VENV)/bin/insync demo

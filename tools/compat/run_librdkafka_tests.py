@@ -1,0 +1,161 @@
+"""librdkafka's own integration tests against a 3-broker insync cluster on 127.0.0.1 (`make compat`).
+
+Every broker-facing test of librdkafka's test table (tests/test.c: not TEST_F_LOCAL, not TEST_F_MANUAL) that the
+allowlist does not exclude runs on its own, `TESTS=<name> ./test-runner -p1 -Q -E -L`, with a timeout, against
+one cluster started by `insync cluster up` (restarted if a node died). A test the runner reports SKIPPED (a
+broker version gate, a known issue, sockem) counts as skipped, as do the allowlisted ones. The last line is
+`N passed, N failed, N skipped`; the exit status is 1 when any test failed.
+
+Usage: run_librdkafka_tests.py TESTS_DIR [--allowlist FILE] [--only NAME ...] [--timeout-s S] [--kafka-version V]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from insync.chaos import cluster
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_ALLOWLIST = HERE / "librdkafka-allowlist.txt"
+KAFKA_VERSION = "4.0.0"  # the Kafka whose API versions insync advertises (README, ApiVersions)
+TEST_TIMEOUT_S = 150.0  # above the longest test-runner timeout a listed test sets in quick mode
+CLUSTER_UP_TIMEOUT_S = 120.0
+OUTPUT_TAIL_LINES = 15  # of a failed test's output, printed for the reader
+# Settings every node gets, beyond what `insync cluster up` sets (auto-created topics replicated min(3, brokers)
+# times): librdkafka's test scenario "default" (tests/scenarios/default.json: auto_create_topics true,
+# num_partitions 4, replication_factor 3), which tests rely on (0012 produces to partitions 0 and 1 of an
+# auto-created topic); and no initial rebalance delay, or every consumer-group test waits out Kafka's 3 s.
+CLUSTER_CONFIG = ("auto.create.topics.enable=true", "num.partitions=4", "group.initial.rebalance.delay.ms=0")
+
+_TEST_ENTRY = re.compile(r"^\s*_TEST\(\s*(\w+)\s*,\s*([^,)]*)", re.MULTILINE)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SUMMARY_ROW = re.compile(r"^\|\s*(\w+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|NOT STARTED)\s*\|", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    name: str
+    status: str  # PASSED | FAILED | SKIPPED
+    detail: str
+    seconds: float
+
+
+def broker_tests(tests_dir: Path) -> list[str]:
+    """The names of test.c's table entries that need a broker, in table order."""
+    table = (tests_dir / "test.c").read_text(errors="replace")
+    return [name for name, flags in _TEST_ENTRY.findall(table)
+            if "TEST_F_LOCAL" not in flags and "TEST_F_MANUAL" not in flags]
+
+
+def read_allowlist(path: Path) -> dict[str, str]:
+    """Test name -> why it is excluded; one `NNNN_name  reason` a line, `#` comments."""
+    excluded: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
+        if line:
+            name, _, reason = line.partition(" ")
+            excluded[name] = reason.strip()
+    return excluded
+
+
+def start_cluster(directory: Path) -> cluster.ClusterSpec:
+    overrides = [arg for setting in CLUSTER_CONFIG for arg in ("--config", setting)]
+    subprocess.run([sys.executable, "-m", "insync.cli.main", "cluster", "up", "--dir", str(directory), "--brokers",
+                    "3", "--port", "0", *overrides], check=True, timeout=CLUSTER_UP_TIMEOUT_S,
+                   stdout=subprocess.DEVNULL)
+    return cluster.ClusterSpec.load(directory)
+
+
+def stop_cluster(directory: Path) -> None:
+    subprocess.run([sys.executable, "-m", "insync.cli.main", "cluster", "down", "--dir", str(directory)],
+                   check=False, timeout=CLUSTER_UP_TIMEOUT_S, stdout=subprocess.DEVNULL)
+
+
+def cluster_alive(directory: Path) -> bool:
+    spec = cluster.ClusterSpec.load(directory)
+    return all(node.pid is not None and cluster.pid_alive(node.pid) for node in spec.nodes)
+
+
+def run_test(tests_dir: Path, name: str, conf: Path, kafka_version: str, timeout_s: float) -> Outcome:
+    # The librdkafka just built, not a system one (kcat's): test-runner links it dynamically.
+    libraries = f"{tests_dir.parent / 'src'}:{tests_dir.parent / 'src-cpp'}"
+    env = {**os.environ, "TESTS": name, "RDKAFKA_TEST_CONF": str(conf), "TEST_KAFKA_VERSION": kafka_version,
+           "LD_LIBRARY_PATH": libraries}
+    started = time.monotonic()
+    try:
+        done = subprocess.run(["./test-runner", "-p1", "-Q", "-E", "-L"], cwd=tests_dir, env=env, timeout=timeout_s,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as expired:
+        output = _ANSI.sub("", (expired.stdout or b"").decode(errors="replace"))
+        return Outcome(name, "FAILED", f"timed out after {timeout_s:.0f} s\n{_tail(output)}", time.monotonic() - started)
+    output = _ANSI.sub("", done.stdout.decode(errors="replace"))
+    rows = dict(_SUMMARY_ROW.findall(output))
+    status = rows.get(name, "SKIPPED" if done.returncode == 0 else "FAILED")
+    if status not in ("PASSED", "SKIPPED"):
+        status = "FAILED"
+    detail = _tail(output) if status == "FAILED" else ""
+    return Outcome(name, status, detail, time.monotonic() - started)
+
+
+def _tail(output: str) -> str:
+    return "\n".join("    " + line for line in output.splitlines()[-OUTPUT_TAIL_LINES:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tests_dir", type=Path)
+    parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST)
+    parser.add_argument("--only", nargs="*", default=None, help="run just these tests (names or number prefixes)")
+    parser.add_argument("--timeout-s", type=float, default=TEST_TIMEOUT_S)
+    parser.add_argument("--kafka-version", default=KAFKA_VERSION)
+    args = parser.parse_args(argv)
+
+    excluded = read_allowlist(args.allowlist)
+    names = broker_tests(args.tests_dir)
+    if args.only:
+        names = [n for n in names if any(n.startswith(prefix) for prefix in args.only)]
+    to_run = [n for n in names if n not in excluded]
+    print(f"{len(names)} broker-facing tests, {len(names) - len(to_run)} excluded by {args.allowlist.name}, "
+          f"{len(to_run)} to run", flush=True)
+    work = Path(tempfile.mkdtemp(prefix="insync-compat-"))
+    outcomes: list[Outcome] = []
+    try:
+        directory = work / "cluster"
+        spec = start_cluster(directory)
+        conf = work / "test.conf"
+        conf.write_text(f"bootstrap.servers={spec.bootstrap}\ntest.topic.random=true\n")
+        for name in to_run:
+            if not cluster_alive(directory):
+                print(f"a node died before {name}: restarting the cluster", flush=True)
+                stop_cluster(directory)
+                shutil.rmtree(directory, ignore_errors=True)
+                spec = start_cluster(directory)
+                conf.write_text(f"bootstrap.servers={spec.bootstrap}\ntest.topic.random=true\n")
+            outcome = run_test(args.tests_dir, name, conf, args.kafka_version, args.timeout_s)
+            outcomes.append(outcome)
+            print(f"{outcome.status:<7} {name} ({outcome.seconds:.1f} s)", flush=True)
+            if outcome.detail:
+                print(outcome.detail, flush=True)
+    finally:
+        stop_cluster(work / "cluster")
+        shutil.rmtree(work, ignore_errors=True)
+    passed = sum(o.status == "PASSED" for o in outcomes)
+    failed = [o.name for o in outcomes if o.status == "FAILED"]
+    skipped = len(names) - passed - len(failed)
+    if failed:
+        print("failed: " + " ".join(failed))
+    print(f"{passed} passed, {len(failed)} failed, {skipped} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
