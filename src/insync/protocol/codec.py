@@ -15,7 +15,9 @@ Metadata v13 "brokers only" request whose empty topic list is int32-encoded, lea
 otherwise) and body, framed. kio writes tagged fields only when they differ from their defaults, which is what
 old librdkafka builds (kcat) need. `encode_response_parts` writes the same frame as a list of parts, to be sent
 in order: a large records field is not copied into it but is a part of its own, the very bytes object the body
-held (a Fetch response's megabytes of records go from the log's read to the socket uncopied).
+held (a Fetch response's megabytes of records go from the log's read to the socket uncopied). A body may also
+come already written, as an `EncodedBody` (the hot path's Fetch responses, `insync.protocol.fetch_response`):
+then only the header is written in front of its parts.
 """
 
 from __future__ import annotations
@@ -60,6 +62,20 @@ class DecodedRequest:
     @property
     def flexible(self) -> bool:
         return bool(self.body.__flexible__)
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBody:
+    """A response body already written: its parts in order, as `encode_response_parts` sends them."""
+
+    api_key: int
+    api_version: int
+    flexible: bool
+    parts: list[Buffer]
+
+
+_HEADER_V0 = struct.Struct(">i")  # correlation id
+_HEADER_V1 = struct.Struct(">ib")  # correlation id, no tagged fields
 
 
 class UnsupportedRequest(Exception):
@@ -110,24 +126,38 @@ Buffer = bytes | bytearray | memoryview
 def encode_response_parts(api_key: int, api_version: int, correlation_id: int, body: Any) -> list[Buffer]:
     """The frame of `encode_response` as parts to send in order (module docstring): `bytes` the writer built, and
     each large records value of `body` as it is. The first part starts with the frame's size."""
+    if isinstance(body, EncodedBody):
+        return _framed_body(api_key, correlation_id, body)
     assert body.__api_key__ == api_key, (body, api_key)
-    parts = _Parts()
+    parts = Parts()
     sink: Any = parts  # kio's writers only call write()
     if api_key == API_VERSIONS_KEY or not body.__flexible__:
         entity_writer(ResponseHeaderV0)(sink, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
         entity_writer(ResponseHeaderV1)(sink, ResponseHeaderV1(correlation_id=i32(correlation_id)))
     entity_writer(type(body))(sink, body)
-    return parts.framed()
+    return parts.written()
 
 
-class _Parts:
-    """A write target for kio that keeps large values by reference: kio writes a records field as its length
-    and then `write(value)`, so the value arrives here whole and is kept as a part instead of copied."""
+def _framed_body(api_key: int, correlation_id: int, body: EncodedBody) -> list[Buffer]:
+    assert body.api_key == api_key and api_key != API_VERSIONS_KEY and body.parts, (body.api_key, api_key)
+    header = _HEADER_V1.pack(correlation_id, 0) if body.flexible else _HEADER_V0.pack(correlation_id)
+    size = len(header) + sum(len(part) for part in body.parts)
+    first = body.parts[0]
+    if len(first) >= PART_MIN_BYTES:  # a records part: sent as it is, never copied
+        return [_SIZE.pack(size) + header, *body.parts]
+    return [_SIZE.pack(size) + header + first, *body.parts[1:]]
 
-    def __init__(self) -> None:
+
+class Parts:
+    """A write target that keeps large values by reference: kio writes a records field as its length and then
+    `write(value)`, so the value arrives here whole and is kept as a part instead of copied (so does
+    `fetch_response`). With `framed`, the frame's size opens the first part."""
+
+    def __init__(self, framed: bool = True) -> None:
         self._parts: list[Buffer] = []
-        self._chunk = bytearray(_SIZE.size)  # the frame's size goes in front, once it is known
+        self._framed = framed
+        self._chunk = bytearray(_SIZE.size if framed else 0)  # the frame's size goes in front, once it is known
         self._size = 0  # bytes after the size prefix
 
     def write(self, data: Buffer) -> int:
@@ -142,13 +172,15 @@ class _Parts:
         self._parts.append(data)
         return size
 
-    def framed(self) -> list[Buffer]:
-        if self._chunk:
+    def written(self) -> list[Buffer]:
+        """Every part written (at least one), the first opening with the frame's size when `framed`."""
+        if self._chunk or not self._parts:
             self._parts.append(bytes(self._chunk))
             self._chunk = bytearray()
-        first = self._parts[0]
-        assert isinstance(first, bytes) and len(first) >= _SIZE.size, "the size prefix opens the first part"
-        self._parts[0] = _SIZE.pack(self._size) + first[_SIZE.size:]
+        if self._framed:
+            first = self._parts[0]
+            assert isinstance(first, bytes) and len(first) >= _SIZE.size, "the size prefix opens the first part"
+            self._parts[0] = _SIZE.pack(self._size) + first[_SIZE.size:]
         return self._parts
 
 

@@ -17,6 +17,9 @@ its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); a
   current leader (v12+) and the response lists its endpoint (v16+): KIP-951.
 - A request-level error from the core (replication's top-level `error`) is the top-level error code from v7;
   older versions carry it on every requested partition.
+- A response whose partitions all succeeded without a diverging epoch (nearly every fetch of the hot path) is
+  written by `insync.protocol.fetch_response` without kio's entities; the same bytes, about a fifth of a leader's
+  time cheaper at one record per request (issue 17).
 
 Client side (a follower's fetcher): `encode_request` and `decode_response` are the same mapping reversed.
 """
@@ -30,7 +33,8 @@ from insync import errors
 from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
 from insync.controller.image import MetadataImage
 from insync.errors import KafkaError, KafkaException
-from insync.protocol.codec import DecodedRequest
+from insync.protocol import fetch_response
+from insync.protocol.codec import DecodedRequest, EncodedBody
 from insync.replication.messages import (
     EpochEndOffset,
     FetchPartitionData,
@@ -142,6 +146,9 @@ def encode_response(response: FetchResponse | ConsumerFetchResponse | None, deco
     if top_error is not errors.NONE:
         return _error_response(cls, decoded, top_error)
     assert response is not None
+    if not decoded.rejected and all(p.error is errors.NONE and getattr(p, "diverging_epoch", None) is None
+                                    for p in response.partitions):
+        return _encode_plain(response, decoded)
     partition_cls = nested(cls, "PartitionData")
     items = [(decoded.key(data.topic_partition.topic), _partition(partition_cls, data, image))
              for data in _partitions(response)]
@@ -151,6 +158,18 @@ def encode_response(response: FetchResponse | ConsumerFetchResponse | None, deco
     topics = topic_entities(nested(cls, "FetchableTopicResponse"), "partitions", group(items))
     return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), session_id=NO_SESSION_ID,
                  responses=topics, node_endpoints=node_endpoints(cls, image, (p for _, p in items)))
+
+
+def _encode_plain(response: FetchResponse | ConsumerFetchResponse, decoded: Decoded[FetchRequest]) -> EncodedBody:
+    """`encode_response` of partitions that all succeeded, without a diverging epoch: no field kio's path would
+    add beyond the plain ones (no leader hint, no node endpoints), so `fetch_response` writes it."""
+    by_id = decoded.version >= fetch_response.TOPIC_ID_FROM
+    items = []
+    for p in response.partitions:
+        key = decoded.key(p.topic_partition.topic)
+        items.append((key.topic_id if by_id else key.name or "", (
+            p.topic_partition.partition, 0, p.high_watermark, p.high_watermark, p.log_start_offset, p.records)))
+    return fetch_response.encode(decoded.version, 0, NO_SESSION_ID, group(items))
 
 
 def _partitions(response: FetchResponse | ConsumerFetchResponse) -> Iterable[FetchPartitionData]:

@@ -23,7 +23,7 @@ from insync.controller.records import (
     UnfenceBrokerRecord,
 )
 from insync.controller.store import MemoryStore
-from insync.protocol.codec import DecodedRequest, decode_request, encode_request
+from insync.protocol.codec import DecodedRequest, EncodedBody, decode_request, encode_request, response_schema
 from insync.server.apis.entities import build, nested, request_class
 from insync.server.apis.versions import BROKER_API_VERSIONS, CONTROLLER_API_VERSIONS
 
@@ -81,10 +81,20 @@ def request_entity(api_key: int, version: int, entity_name: str, /, **fields: An
 
 
 def wire(entity: Any) -> Any:
-    """`entity` written to bytes and read back by kio, as the peer would see it."""
+    """`entity` written to bytes and read back by kio, as the peer would see it (an `EncodedBody` is read)."""
+    if isinstance(entity, EncodedBody):
+        return read_encoded(entity)
     buffer = io.BytesIO()
     entity_writer(type(entity))(buffer, entity)
     data = buffer.getvalue()
     parsed, size = entity_reader(type(entity))(data, 0)
+    assert size == len(data)
+    return parsed
+
+
+def read_encoded(body: EncodedBody) -> Any:
+    """The kio entity an already written response body parses as, every byte of it."""
+    data = b"".join(bytes(part) for part in body.parts)
+    parsed, size = entity_reader(response_schema(body.api_key, body.api_version))(data, 0)
     assert size == len(data)
     return parsed
