@@ -68,7 +68,7 @@ from insync.types import BrokerId
 
 log = logging.getLogger("insync.broker")
 
-REQUEST_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_MS = 60_000
 PEER_TIMEOUT_S = 30.0
 METADATA_POLL_WAIT_MS = 500
 TIMER_MAX_MS = 1000
@@ -108,7 +108,9 @@ class BrokerNode(MeteredDispatcher):
         self.event_log = EventLog(self.log_dir)
         self.metrics = NodeMetrics(self._snapshot)
         self.producer_ids = queries.ProducerIdAllocator(self.broker_id, self._now())
-        self._waiters: dict[tuple[object, int], asyncio.Future[object]] = {}
+        # A client request's answer from the core, and when to give up on it (`_expire_waiters`).
+        self._waiters: dict[tuple[object, int], tuple[asyncio.Future[object], int]] = {}
+        self._expiry_due_ms = 0
         self._sources = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
@@ -129,8 +131,8 @@ class BrokerNode(MeteredDispatcher):
             assert isinstance(command, Outgoing), command
             waiter = self._waiters.pop((command.destination, getattr(command.message, "correlation_id", -1)), None)
             if waiter is not None:
-                if not waiter.done():
-                    waiter.set_result(command.message)
+                if not waiter[0].done():
+                    waiter[0].set_result(command.message)
             elif command.destination == CONTROLLER:
                 self._spawn(self._to_controller(command.message))
             elif isinstance(command.destination, int):
@@ -152,15 +154,30 @@ class BrokerNode(MeteredDispatcher):
         task.add_done_callback(self._tasks.discard)
 
     async def _call(self, message: Any) -> Any:
-        """Hand a client's request to the core and wait for the core's answer to it."""
+        """Hand a client's request to the core and wait for the core's answer to it (TimeoutError after
+        REQUEST_TIMEOUT_MS, `_expire_waiters`)."""
         source = f"c{next(self._sources)}"
+        key = (source, message.correlation_id)
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self._waiters[(source, message.correlation_id)] = future
+        now_ms = self._now()
+        self._waiters[key] = (future, now_ms + REQUEST_TIMEOUT_MS)
         try:
-            self._feed(self.core.handle(self._now(), source, message))
-            return await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
+            self._feed(self.core.handle(now_ms, source, message))
+            return await future
         finally:
-            self._waiters.pop((source, message.correlation_id), None)
+            self._waiters.pop(key, None)
+
+    def _expire_waiters(self, now_ms: int) -> None:
+        """Fail the requests the core has not answered in REQUEST_TIMEOUT_MS. A guard only: the core answers every
+        request by its own timeout (a produce's, a fetch's wait). One sweep a second, from the timer task, instead
+        of a timer per request: `asyncio.wait_for` cost a future, a callback and a timer handle for each of the
+        four or five requests an acks=all record brings a leader."""
+        if now_ms < self._expiry_due_ms:
+            return
+        self._expiry_due_ms = now_ms + TIMER_MAX_MS
+        for future, deadline_ms in list(self._waiters.values()):  # bounded by the requests in flight
+            if deadline_ms <= now_ms and not future.done():
+                future.set_exception(TimeoutError(f"no answer from the core in {REQUEST_TIMEOUT_MS} ms"))
 
     # Outgoing --------------------------------------------------------------------------------------------
 
@@ -334,6 +351,7 @@ class BrokerNode(MeteredDispatcher):
             now_ms = self._now()
             if self.core.next_deadline_ms() <= now_ms or self._timer_due_ms <= now_ms:
                 self._feed(self.core.tick(now_ms))
+            self._expire_waiters(now_ms)
             delay_ms = max(0, min(TIMER_MAX_MS, self.core.next_deadline_ms() - now_ms))
             self._timer_due_ms = now_ms + delay_ms
             self._wake.clear()
