@@ -192,13 +192,18 @@ def breakdown(lines: Iterable[str]) -> dict[str, int]:
     - syscalls: the leaf is asyncio's socket transport (send, recv: their C calls and the Python around them);
     - poll: the leaf is the selector (epoll; py-spy counts a wait that returns at once as busy);
     - asyncio: any other leaf in asyncio (tasks, futures, handles, timers);
-    - other: insync's server glue (listener, `_call`, `_feed`, metrics, event log) and the rest."""
+    - other: insync's server glue (listener, `_call`, `_feed`, metrics, event log) and the rest.
+    A thread of its own waiting in its selector (the metrics endpoint's HTTP server) is idle, whatever py-spy
+    says, and not counted."""
     counts = dict.fromkeys(CATEGORIES, 0)
     for line in lines:
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
-        counts[_category(stack.split(";"))] += int(count)
+        frames = stack.split(";")
+        if frames[0].startswith("Thread._bootstrap") and "selectors.py" in frames[-1]:
+            continue
+        counts[_category(frames)] += int(count)
     return counts
 
 
