@@ -45,6 +45,9 @@ class TimestampAndOffsetView(Protocol):
 class EpochCacheView(Protocol):
     def assign(self, epoch: int, start_offset: int) -> None: ...
 
+    @property
+    def epoch_entries(self) -> list[tuple[int, int]]: ...
+
 
 class LogView(Protocol):
     @property

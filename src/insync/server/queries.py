@@ -3,13 +3,14 @@ OffsetForLeaderEpoch, DeleteRecords, InitProducerId, and the metrics snapshot. S
 
 Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark for consumers and the log end
 offset for a replica reading its own leader; EARLIEST (and EARLIEST_LOCAL, every segment being local) is the log
-start offset; a timestamp gives the first record at or after it, answered with that record's own timestamp and
-its batch's leader epoch; MAX_TIMESTAMP (KIP-734) the first record with the largest timestamp; LATEST_TIERED
-offset -1 (nothing is tiered). Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), and a request carrying a leader
-epoch older than the partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. The debugging replica id
-(-2) reads any replica's own log, as Kafka's ListOffsets allows; insync allows it for OffsetForLeaderEpoch too
-(Kafka answers that on leaders only), so that tools can read a replica's leader-epoch history, the part of
-KIP-966's GetReplicaLogInfo a Kafka API can carry (`insync topics elect-leaders --unclean --dry-run`).
+start offset, with the epoch of its record; a timestamp gives the first record at or after it, answered with that
+record's own timestamp and its batch's leader epoch; MAX_TIMESTAMP (KIP-734) the first record with the largest
+timestamp; LATEST_TIERED offset -1 (nothing is tiered). Only the leader answers (NOT_LEADER_OR_FOLLOWER
+elsewhere), and a request carrying a leader epoch older than the partition's is FENCED_LEADER_EPOCH, newer
+UNKNOWN_LEADER_EPOCH. The debugging replica id (-2) reads any replica's own log, as Kafka's ListOffsets allows;
+insync allows it for OffsetForLeaderEpoch too (Kafka answers that on leaders only), so that tools can read a
+replica's leader-epoch history, the part of KIP-966's GetReplicaLogInfo a Kafka API can carry
+(`insync topics elect-leaders --unclean --dry-run`).
 
 Producer ids: `ProducerIdAllocator` hands out ids unique across brokers and restarts without a coordinator:
 the broker id in the top bits, the allocator's start time in milliseconds below it, and a counter; when the
@@ -25,6 +26,7 @@ from insync import errors
 from insync.broker.core import BrokerCore
 from insync.broker.messages import Command
 from insync.errors import KafkaError, KafkaException
+from insync.replication.log_view import LogView
 from insync.replication.partition import Partition
 from insync.server.apis.internal import (
     CONSUMER_REPLICA_ID,
@@ -88,7 +90,7 @@ def _list_offset(partition: Partition, timestamp: int, replica_id: int) -> ListO
     log = partition.log
     fetchable = partition.high_watermark if replica_id == CONSUMER_REPLICA_ID else partition.log_end_offset
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # every segment is local
-        return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(log.log_start_offset), epoch)
+        return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(log.log_start_offset), _earliest_epoch(log))
     if timestamp == LATEST_TIMESTAMP:
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(fetchable), epoch)
     if timestamp == LATEST_TIERED_TIMESTAMP:  # nothing is tiered: Kafka answers offset and epoch -1
@@ -101,6 +103,13 @@ def _list_offset(partition: Partition, timestamp: int, replica_id: int) -> ListO
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, UNKNOWN_OFFSET, UNDEFINED_EPOCH)
     return ListOffsetsResult(tp, errors.NONE, found.timestamp, Offset(found.offset),
                              LeaderEpoch(found.leader_epoch))
+
+
+def _earliest_epoch(log: LogView) -> LeaderEpoch:
+    """The epoch of the log start offset's record (Kafka: the first leader-epoch entry, when it starts at or
+    before the log start), or -1."""
+    entries = log.leader_epoch_cache.epoch_entries
+    return LeaderEpoch(entries[0][0]) if entries and entries[0][1] <= log.log_start_offset else UNDEFINED_EPOCH
 
 
 def offset_for_leader_epoch(core: BrokerCore, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:

@@ -17,7 +17,9 @@ from insync.server.apis.internal import (
     DEBUGGING_REPLICA_ID,
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     READ_UNCOMMITTED,
     ListOffsetsPartition,
@@ -84,3 +86,13 @@ def test_consumers_find_nothing_past_the_high_watermark_replicas_do(h: Harness) 
     assert ask(h, MAX_TIMESTAMP) == (-1, -1, -1)  # Kafka does not fall back to a committed record
     assert ask(h, T0 + 400) == (-1, -1, -1)
     assert ask(h, MAX_TIMESTAMP, DEBUGGING_REPLICA_ID)[:2] == (T0 + 500, 5)
+
+
+def test_earliest_answers_the_epoch_of_the_first_record_latest_the_current_one(h: Harness) -> None:
+    first_epoch = h.leader().partitions[TP].leader_epoch
+    h.cores.pop(h.leader().broker_id)  # the leader stops: fenced when its session runs out, the follower leads
+    h.run(15_000)
+    current = h.leader().partitions[TP].leader_epoch
+    assert current > first_epoch
+    assert ask(h, EARLIEST_TIMESTAMP) == (-1, 0, first_epoch)
+    assert ask(h, LATEST_TIMESTAMP) == (-1, 5, current)
