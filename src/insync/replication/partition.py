@@ -398,22 +398,6 @@ class Partition:
         advanced = self._maybe_advance_high_watermark(now_ms)
         return FollowerFetchResult(data, alter_partition, advanced)
 
-    def handle_follower_fetch(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
-                              last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset, max_bytes: int,
-                              now_ms: int, *, replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH
-                              ) -> FollowerFetchResult:
-        """Both halves with an immediate read."""
-        started = self.begin_follower_fetch(replica_id, fetch_offset, current_leader_epoch, last_fetched_epoch,
-                                            follower_log_start_offset, now_ms, replica_epoch=replica_epoch)
-        if isinstance(started, FetchPartitionData):
-            return FollowerFetchResult(started)
-        outcome: ReadResultView | KafkaException
-        try:
-            outcome = self.log.read(fetch_offset, max_bytes)
-        except KafkaException as exc:
-            outcome = exc
-        return self.complete_follower_fetch(started, outcome, now_ms)
-
     def _leader_epoch_error(self, current_leader_epoch: LeaderEpoch) -> KafkaError | None:
         if not self.is_leader:
             return errors.NOT_LEADER_OR_FOLLOWER

@@ -9,16 +9,27 @@ from collections.abc import Callable, Sequence
 from insync import errors
 from insync.clock import ManualClock
 from insync.config import LogConfig
+from insync.errors import KafkaException
 from insync.events import Event, EventType
 from insync.protocol.records import build_batch
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.fetcher import FetcherSession, FetchOutcome
 from insync.replication.isr import IsrPolicy
+from insync.replication.log_view import ReadResultView
 from insync.replication.messages import AlterPartitionItem, FetchPartitionData, FetchResponse
 from insync.replication.partition import Partition, PartitionConfig
+from insync.replication.results import FollowerFetchResult
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
-from insync.types import BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition
+from insync.types import (
+    UNKNOWN_BROKER_EPOCH,
+    BrokerEpoch,
+    BrokerId,
+    LeaderEpoch,
+    Offset,
+    PartitionEpoch,
+    TopicPartition,
+)
 
 T0 = 1_700_000_000_000  # realistic epoch milliseconds: a last_caught_up of 0 must look ancient
 LAG_MS = 10_000
@@ -90,7 +101,7 @@ def fetch_round(session: FetcherSession, leaders: dict[TopicPartition, Partition
         if found is None:
             answers.append(FetchPartitionData(requested.topic_partition, errors.UNKNOWN_TOPIC_OR_PARTITION))
             continue
-        result = found.handle_follower_fetch(request.replica_id, requested.fetch_offset,
+        result = handle_follower_fetch(found, request.replica_id, requested.fetch_offset,
                                              requested.current_leader_epoch, requested.last_fetched_epoch,
                                              requested.log_start_offset, max_bytes, now_ms)
         if result.alter_partition is not None and alter_items is not None:
@@ -98,3 +109,20 @@ def fetch_round(session: FetcherSession, leaders: dict[TopicPartition, Partition
         answers.append(result.data)
     return session.handle_fetch_response(FetchResponse(request.correlation_id, errors.NONE, tuple(answers)),
                                          now_ms)
+
+
+def handle_follower_fetch(partition: Partition, replica_id: BrokerId, fetch_offset: Offset,
+                          current_leader_epoch: LeaderEpoch, last_fetched_epoch: LeaderEpoch,
+                          follower_log_start_offset: Offset, max_bytes: int, now_ms: int, *,
+                          replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH) -> FollowerFetchResult:
+    """Both halves of a follower fetch on the leader, with an immediate read."""
+    started = partition.begin_follower_fetch(replica_id, fetch_offset, current_leader_epoch, last_fetched_epoch,
+                                             follower_log_start_offset, now_ms, replica_epoch=replica_epoch)
+    if isinstance(started, FetchPartitionData):
+        return FollowerFetchResult(started)
+    outcome: ReadResultView | KafkaException
+    try:
+        outcome = partition.log.read(fetch_offset, max_bytes)
+    except KafkaException as exc:
+        outcome = exc
+    return partition.complete_follower_fetch(started, outcome, now_ms)

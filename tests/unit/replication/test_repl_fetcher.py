@@ -5,7 +5,7 @@ AbstractFetcherManagerTest: testMetricFailedPartitionCount)."""
 
 from __future__ import annotations
 
-from repl_helpers import T0, batch, events_of, fetch_round, ids, leader, new_partition
+from repl_helpers import T0, batch, events_of, fetch_round, handle_follower_fetch, ids, leader, new_partition
 
 from insync import errors
 from insync.config import BrokerConfig
@@ -204,7 +204,7 @@ def test_answers_for_partitions_changed_since_the_request_are_dropped() -> None:
     cluster.produce()
     request = cluster.session.build_fetch_request(T0)
     assert request is not None
-    answers = tuple(cluster.leaders[p.topic_partition].handle_follower_fetch(
+    answers = tuple(handle_follower_fetch(cluster.leaders[p.topic_partition],
         BrokerId(2), p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset, 1 << 20,
         T0).data for p in request.partitions)
     cluster.session.remove_partition(TPS[0], T0)

@@ -5,7 +5,19 @@ PartitionTest, IsrExpirationTest and ReplicaManagerTest where REFERENCE.md 11 na
 from __future__ import annotations
 
 import pytest
-from repl_helpers import LAG_MS, T0, TP, batch, config, events_of, ids, leader, new_log, new_partition
+from repl_helpers import (
+    LAG_MS,
+    T0,
+    TP,
+    batch,
+    config,
+    events_of,
+    handle_follower_fetch,
+    ids,
+    leader,
+    new_log,
+    new_partition,
+)
 
 from insync import errors
 from insync.config import BrokerConfig
@@ -24,7 +36,7 @@ NETWORK_EXCEPTION = errors.BY_NAME["NETWORK_EXCEPTION"]
 def fetch(partition: Partition, broker: int, offset: int, at_ms: int, *, last_epoch: int = -1,
           current_epoch: int | None = None) -> FollowerFetchResult:
     epoch = partition.leader_epoch if current_epoch is None else current_epoch
-    return partition.handle_follower_fetch(BrokerId(broker), Offset(offset), LeaderEpoch(epoch),
+    return handle_follower_fetch(partition, BrokerId(broker), Offset(offset), LeaderEpoch(epoch),
                                            LeaderEpoch(last_epoch), Offset(0), 1 << 20, at_ms)
 
 
@@ -385,7 +397,7 @@ def test_fetch_from_a_non_replica_or_beyond_the_end() -> None:
     assert fetch(partition, 7, 0, T0).data.error == errors.NOT_LEADER_OR_FOLLOWER
     beyond = fetch(partition, 2, 5, T0).data
     assert beyond.error == errors.OFFSET_OUT_OF_RANGE and beyond.log_end_offset == 2 and beyond.log_start_offset == 0
-    assert new_partition(1).handle_follower_fetch(BrokerId(2), Offset(0), LeaderEpoch(-1), LeaderEpoch(-1),
+    assert handle_follower_fetch(new_partition(1), BrokerId(2), Offset(0), LeaderEpoch(-1), LeaderEpoch(-1),
                                                   Offset(0), 100, T0).data.error == errors.NOT_LEADER_OR_FOLLOWER
 
 
@@ -492,7 +504,7 @@ def test_pending_reads_vanish_on_failure_and_on_leadership_change() -> None:
 
 
 def epoch_fetch(partition: Partition, broker: int, offset: int, at_ms: int, broker_epoch: int) -> FollowerFetchResult:
-    return partition.handle_follower_fetch(BrokerId(broker), Offset(offset), partition.leader_epoch,
+    return handle_follower_fetch(partition, BrokerId(broker), Offset(offset), partition.leader_epoch,
                                            LeaderEpoch(-1), Offset(0), 1 << 20, at_ms,
                                            replica_epoch=BrokerEpoch(broker_epoch))
 

@@ -4,7 +4,7 @@ min bytes, consumer high watermark, forced), polling in the order added, deadlin
 from __future__ import annotations
 
 import pytest
-from repl_helpers import T0, TP, batch, ids, leader
+from repl_helpers import T0, TP, batch, handle_follower_fetch, ids, leader
 
 from insync import errors
 from insync.replication.messages import AlterPartitionResult
@@ -21,7 +21,7 @@ def produce(partition: Partition, count: int, now_ms: int) -> DelayedProduce[str
 
 
 def follower_fetch(partition: Partition, broker: int, offset: int, now_ms: int) -> bool:
-    result = partition.handle_follower_fetch(BrokerId(broker), Offset(offset), partition.leader_epoch,
+    result = handle_follower_fetch(partition, BrokerId(broker), Offset(offset), partition.leader_epoch,
                                              LeaderEpoch(-1), Offset(0), 1 << 20, now_ms)
     return result.high_watermark_advanced
 
