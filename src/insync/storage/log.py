@@ -53,12 +53,19 @@ from insync.clock import Clock, SystemClock
 from insync.config import LogConfig
 from insync.errors import KafkaException
 from insync.limits import SEGMENTS_PER_PARTITION_MAX
-from insync.protocol.records import BatchHeader, decode_records, iter_batches, stamp, validate_batches
+from insync.protocol.records import BatchHeader, iter_batches, stamp, validate_batches
 from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
 from insync.storage.disk import Disk, RealDisk
 from insync.storage.index import RELATIVE_OFFSET_MAX
 from insync.storage.leader_epoch import LeaderEpochCache
-from insync.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchScan, LogSegment
+from insync.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    BatchScan,
+    LogSegment,
+    TimestampAndOffset,
+)
 
 logger = logging.getLogger("insync.storage")
 
@@ -112,16 +119,6 @@ class AppendInfo:
     batch_count: int
     size_bytes: int
     log_start_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class TimestampAndOffset:
-    """A record found by time (Kafka's `FileRecords.TimestampAndOffset`): its timestamp and offset, and the
-    leader epoch of its batch (-1 for none)."""
-
-    timestamp: int
-    offset: int
-    leader_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,7 +408,7 @@ class Log:
             if segment.max_timestamp < timestamp or segment.next_offset <= self.log_start_offset:
                 continue
             start = max(segment.time_index.lookup_before(timestamp), self.log_start_offset)
-            found = self._first_record(segment, start, lambda ts: ts >= timestamp)
+            found = segment.first_record(start, lambda ts: ts >= timestamp)
             if found is not None:
                 return found
         return None
@@ -426,24 +423,8 @@ class Log:
             return None
         segment = max(live, key=lambda s: s.max_timestamp)  # the first of equals, as Kafka's maxBy
         largest = segment.max_timestamp
-        return self._first_record(segment, max(segment.offset_of_max_timestamp, self.log_start_offset),
-                                  lambda ts: ts == largest)
-
-    def _first_record(self, segment: LogSegment, start: int,
-                      wanted: Callable[[int], bool]) -> TimestampAndOffset | None:
-        """The first record of `segment` at or after offset `start` whose timestamp is `wanted`. A batch whose
-        largest timestamp is not wanted holds no wanted record: both searches (at least t; equal to the log's
-        largest) want only timestamps that make the batch's largest wanted too."""
-        _, position = segment.offset_index.lookup(start)
-        for batch_position, header in BatchScan(self.disk, segment.log_path, position, segment.size,
-                                                verify_crc=False):
-            if header.last_offset < start or not wanted(header.max_timestamp):  # no record of it is wanted
-                continue
-            batch = self.disk.pread(segment.log_path, batch_position, header.size)
-            for record in decode_records(batch):
-                if record.offset >= start and wanted(record.timestamp):
-                    return TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
-        return None
+        return segment.first_record(max(segment.offset_of_max_timestamp, self.log_start_offset),
+                                    lambda ts: ts == largest)
 
     # --- Truncation and deletion ---------------------------------------------------------------------------
 

@@ -16,13 +16,20 @@ from __future__ import annotations
 import bisect
 import logging
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from insync import errors
 from insync.errors import KafkaException
 from insync.limits import RECOVERY_BATCHES_MAX
-from insync.protocol.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, MAGIC, BatchHeader, crc_is_valid
+from insync.protocol.records import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    BatchHeader,
+    crc_is_valid,
+    decode_records,
+)
 from insync.storage.disk import Disk
 from insync.storage.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
 
@@ -107,6 +114,16 @@ class SegmentRead:
     records: bytes
     first_offset: int
     next_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    """A record found by time (Kafka's `FileRecords.TimestampAndOffset`): its timestamp and offset, and the
+    leader epoch of its batch (-1 for none)."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int
 
 
 class LogSegment:
@@ -278,6 +295,20 @@ class LogSegment:
     def _walk_chunk_bytes(self) -> int:
         """Bytes to read at a time when walking headers: one index interval, where the next entry would be."""
         return min(max(self.index_interval_bytes, 0) + BATCH_HEADER_SIZE, SCAN_CHUNK_BYTES)
+
+    def first_record(self, start: int, wanted: Callable[[int], bool]) -> TimestampAndOffset | None:
+        """The first record at or after offset `start` whose timestamp is `wanted` (ListOffsets by time). A batch
+        whose largest timestamp is not wanted holds no wanted record: both searches (at least t; equal to the
+        log's largest) want only timestamps that make the batch's largest wanted too."""
+        _, position = self.offset_index.lookup(start)
+        for batch_position, header in BatchScan(self.disk, self.log_path, position, self.size, verify_crc=False):
+            if header.last_offset < start or not wanted(header.max_timestamp):  # no record of it is wanted
+                continue
+            batch = self.disk.pread(self.log_path, batch_position, header.size)
+            for record in decode_records(batch):
+                if record.offset >= start and wanted(record.timestamp):
+                    return TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
+        return None
 
     def truncate_to(self, offset: int) -> None:
         """Drop every batch that ends at or after `offset` (a batch holding `offset` goes whole)."""
