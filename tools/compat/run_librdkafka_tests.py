@@ -2,8 +2,10 @@
 
 Every broker-facing test of librdkafka's test table (tests/test.c: not TEST_F_LOCAL, not TEST_F_MANUAL) that the
 allowlist does not exclude runs on its own, `TESTS=<name> ./test-runner -p1 -Q -E -L`, with a timeout, against
-one cluster started by `insync cluster up` (restarted if a node died). A test the runner reports SKIPPED (a
-broker version gate, a known issue, sockem) counts as skipped, as do the allowlisted ones. The last line is
+one cluster started by `insync cluster up` (restarted if a node died). test-runner selects by test number, so the
+tests sharing a number run together each time (0045's five); each test's status is read from its own row of
+test-runner's summary. A test reported SKIPPED (a broker version gate, a known issue, sockem, another test
+scenario) counts as skipped, as do the allowlisted ones. The last line is
 `N passed, N failed, N skipped`; the exit status is 1 when any test failed.
 
 Usage: run_librdkafka_tests.py TESTS_DIR [--allowlist FILE] [--only NAME ...] [--timeout-s S] [--kafka-version V]
