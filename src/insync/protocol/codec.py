@@ -66,16 +66,19 @@ class DecodedRequest:
 
 @dataclass(frozen=True, slots=True)
 class EncodedBody:
-    """A response body already written: its parts in order, as `encode_response_parts` sends them."""
+    """A request or response body already written: its parts in order, as `encode_response_parts` (or
+    `encode_request`, for a request) sends them."""
 
     api_key: int
     api_version: int
     flexible: bool
     parts: list[Buffer]
+    is_request: bool = False
 
 
 _HEADER_V0 = struct.Struct(">i")  # correlation id
 _HEADER_V1 = struct.Struct(">ib")  # correlation id, no tagged fields
+_REQUEST_HEADER = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 
 
 class UnsupportedRequest(Exception):
@@ -141,6 +144,7 @@ def encode_response_parts(api_key: int, api_version: int, correlation_id: int, b
 
 def _framed_body(api_key: int, correlation_id: int, body: EncodedBody) -> list[Buffer]:
     assert body.api_key == api_key and api_key != API_VERSIONS_KEY and body.parts, (body.api_key, api_key)
+    assert not body.is_request, body.api_key
     header = _HEADER_V1.pack(correlation_id, 0) if body.flexible else _HEADER_V0.pack(correlation_id)
     size = len(header) + sum(len(part) for part in body.parts)
     first = body.parts[0]
@@ -184,8 +188,18 @@ class Parts:
         return self._parts
 
 
+def request_key(body: Any) -> tuple[int, int]:
+    """(api key, api version) of a request body: a kio entity or an `EncodedBody`."""
+    if isinstance(body, EncodedBody):
+        return body.api_key, body.api_version
+    return int(body.__api_key__), int(body.__version__)
+
+
 def encode_request(body: Any, correlation_id: int, client_id: str | None = "insync") -> bytes:
-    """A framed request (used by insync's own clients: followers, tools, tests)."""
+    """A framed request (used by insync's own clients: followers, tools, tests); `body` a kio entity or an
+    `EncodedBody` (a follower's Fetch, `insync.protocol.fetch_request`)."""
+    if isinstance(body, EncodedBody):
+        return _framed_request(body, correlation_id, client_id)
     header_schema = body.__header_schema__
     buffer = io.BytesIO()
     entity_writer(header_schema)(buffer, header_schema(
@@ -193,6 +207,16 @@ def encode_request(body: Any, correlation_id: int, client_id: str | None = "insy
         correlation_id=i32(correlation_id), client_id=client_id))
     entity_writer(type(body))(buffer, body)
     return frame(buffer.getvalue())
+
+
+def _framed_request(body: EncodedBody, correlation_id: int, client_id: str | None) -> bytes:
+    """Request header v2 (flexible) or v1: key, version, correlation id, client id as a nullable int16-length
+    string (never compact, even in v2), and v2's empty tagged fields; then the body."""
+    assert body.is_request, body.api_key
+    name = b"" if client_id is None else client_id.encode()
+    header = _REQUEST_HEADER.pack(body.api_key, body.api_version, correlation_id, len(name) if client_id is not None
+                                  else -1) + name + (b"\x00" if body.flexible else b"")
+    return frame(header + b"".join(body.parts))
 
 
 def decode_response(api_key: int, api_version: int, payload: bytes | memoryview) -> tuple[int, Any]:

@@ -92,7 +92,11 @@ def _topic(topic: str | uuid.UUID, version: int, flexible: bool) -> bytes:
 
 def _length(count: int, flexible: bool) -> bytes:
     """An array's or a bytes value's length: compact (unsigned varint of length + 1) or int32."""
-    return _varint(count + 1) if flexible else _I32.pack(count)
+    return compact_length(count) if flexible else _I32.pack(count)
+
+
+def compact_length(count: int) -> bytes:
+    return _varint(count + 1)
 
 
 def _varint(value: int) -> bytes:

@@ -17,7 +17,7 @@ import struct
 from typing import Any
 
 from insync import limits
-from insync.protocol.codec import decode_response, encode_request
+from insync.protocol.codec import decode_response, encode_request, request_key
 
 log = logging.getLogger("insync.client")
 
@@ -48,7 +48,7 @@ class KafkaConnection:
             writer = await self._connect()
             correlation_id = next(self._correlation) & 0x7FFFFFFF
             future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._pending[correlation_id] = (int(body.__api_key__), int(body.__version__), future)
+            self._pending[correlation_id] = (*request_key(body), future)
             try:
                 writer.write(encode_request(body, correlation_id, self.client_id))
                 await writer.drain()

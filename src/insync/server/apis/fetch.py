@@ -21,7 +21,8 @@ its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); a
   written by `insync.protocol.fetch_response` without kio's entities; the same bytes, about a fifth of a leader's
   time cheaper at one record per request (issue 17).
 
-Client side (a follower's fetcher): `encode_request` and `decode_response` are the same mapping reversed.
+Client side (a follower's fetcher): `encode_request` and `decode_response` are the same mapping reversed; the
+version followers send (v15) is written by `insync.protocol.fetch_request` without kio's entities.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from insync import errors
 from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
 from insync.controller.image import MetadataImage
 from insync.errors import KafkaError, KafkaException
-from insync.protocol import fetch_response
+from insync.protocol import fetch_request, fetch_response
 from insync.protocol.codec import DecodedRequest, EncodedBody
 from insync.replication.messages import (
     EpochEndOffset,
@@ -211,13 +212,17 @@ def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None 
 def encode_request(fetch: FetchRequest, version: int, image: MetadataImage) -> Any:
     """The Kafka Fetch request a follower sends (full fetch, no session); v13+ names topics by the ids in
     `image` (UNKNOWN_TOPIC_ID, raised, when it no longer knows one), v15+ carries the follower's broker epoch."""
+    keys = [_request_key(image, p.topic_partition.topic, version) for p in fetch.partitions]
+    if version in fetch_request.VERSIONS:  # what followers send: written without kio's entities
+        wire = [(key.topic_id, (p.topic_partition.partition, p.current_leader_epoch, p.fetch_offset,
+                                  p.last_fetched_epoch, p.log_start_offset, p.partition_max_bytes))
+                  for key, p in zip(keys, fetch.partitions, strict=True)]
+        return fetch_request.encode(version, fetch.replica_id, fetch.replica_epoch, fetch.max_wait_ms,
+                                    fetch.min_bytes, fetch.max_bytes, group(wire))
     cls = request_class(FETCH, version)
     partition_cls = nested(cls, "FetchPartition")
     items = []
-    for p in fetch.partitions:
-        key = topic_key(image, p.topic_partition.topic, None)
-        if version >= 13 and key.topic_id.int == 0:  # deleted since the fetcher built the request: fetch again
-            raise KafkaException(errors.UNKNOWN_TOPIC_ID, f"no topic id for {p.topic_partition.topic}")
+    for key, p in zip(keys, fetch.partitions, strict=True):
         items.append((key, build(partition_cls, partition=p.topic_partition.partition, fetch_offset=p.fetch_offset,
                                  current_leader_epoch=p.current_leader_epoch,
                                  last_fetched_epoch=p.last_fetched_epoch, log_start_offset=p.log_start_offset,
@@ -230,6 +235,13 @@ def encode_request(fetch: FetchRequest, version: int, image: MetadataImage) -> A
     return build(cls, max_wait=duration(fetch.max_wait_ms), min_bytes=fetch.min_bytes, max_bytes=fetch.max_bytes,
                  isolation_level=0, session_id=NO_SESSION_ID, session_epoch=FINAL_SESSION_EPOCH, topics=topics,
                  forgotten_topics_data=(), rack_id="", **values)
+
+
+def _request_key(image: MetadataImage, topic: str, version: int) -> TopicKey:
+    key = topic_key(image, topic, None)
+    if version >= 13 and key.topic_id.int == 0:  # deleted since the fetcher built the request: fetch again
+        raise KafkaException(errors.UNKNOWN_TOPIC_ID, f"no topic id for {topic}")
+    return key
 
 
 def decode_response(body: Any, fetch: FetchRequest, image: MetadataImage) -> FetchResponse:

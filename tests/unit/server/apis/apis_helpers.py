@@ -23,7 +23,14 @@ from insync.controller.records import (
     UnfenceBrokerRecord,
 )
 from insync.controller.store import MemoryStore
-from insync.protocol.codec import DecodedRequest, EncodedBody, decode_request, encode_request, response_schema
+from insync.protocol.codec import (
+    DecodedRequest,
+    EncodedBody,
+    decode_request,
+    encode_request,
+    request_schema,
+    response_schema,
+)
 from insync.server.apis.entities import build, nested, request_class
 from insync.server.apis.versions import BROKER_API_VERSIONS, CONTROLLER_API_VERSIONS
 
@@ -93,8 +100,9 @@ def wire(entity: Any) -> Any:
 
 
 def read_encoded(body: EncodedBody) -> Any:
-    """The kio entity an already written response body parses as, every byte of it."""
+    """The kio entity an already written body parses as, every byte of it."""
     data = b"".join(bytes(part) for part in body.parts)
-    parsed, size = entity_reader(response_schema(body.api_key, body.api_version))(data, 0)
+    schema = request_schema if body.is_request else response_schema
+    parsed, size = entity_reader(schema(body.api_key, body.api_version))(data, 0)
     assert size == len(data)
     return parsed
