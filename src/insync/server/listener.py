@@ -188,22 +188,27 @@ class Listener:
     async def _write_in_order(self, connection: asyncio.Task[None], in_order: asyncio.Queue[_Answer | None],
                               slots: asyncio.Semaphore, writer: asyncio.StreamWriter) -> None:
         """Write each answer when it is ready, in request order; a bad frame closes the connection once what came
-        before it is answered. While the listener stops, the connection closes once nothing is in flight."""
-        while True:
-            answer = await in_order.get()
-            if answer is None:
-                return
-            if isinstance(answer, FrameError):
-                raise answer
-            response = await answer if isinstance(answer, asyncio.Task) else answer
-            if response is not None:
-                await _write_parts(writer, response)
-            slots.release()
-            if in_order.empty():
-                self._busy.discard(connection)
-                if self._stopping:
-                    writer.close()  # the reader sees the end of the stream; nothing was left unanswered
+        before it is answered. While the listener stops, the connection closes once nothing is in flight; a
+        handler's bug closes it at once (the reader, waiting for more requests, sees the end of the stream)."""
+        try:
+            while True:
+                answer = await in_order.get()
+                if answer is None:
                     return
+                if isinstance(answer, FrameError):
+                    raise answer
+                response = await answer if isinstance(answer, asyncio.Task) else answer
+                if response is not None:
+                    await _write_parts(writer, response)
+                slots.release()
+                if in_order.empty():
+                    self._busy.discard(connection)
+                    if self._stopping:
+                        writer.close()  # the reader sees the end of the stream; nothing was left unanswered
+                        return
+        except BaseException:
+            writer.close()
+            raise
 
 
 _Answer = asyncio.Task[list[Buffer] | None] | list[Buffer] | FrameError

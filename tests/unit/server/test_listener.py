@@ -144,6 +144,31 @@ def test_a_bad_frame_closes_the_connection_after_what_came_before_is_answered() 
     asyncio.run(with_listener(dispatcher, body))
 
 
+class Buggy(ApiVersionsOnly):
+    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+        if request.correlation_id == 1:
+            raise RuntimeError("a bug in a handler")
+        return await super().handle(request, peer)
+
+
+def test_a_handlers_bug_closes_its_connection_at_once() -> None:
+    """The client waiting for its answer sees the connection close (it would otherwise wait out its own timeout);
+    the requests before the failing one are answered, and the broker serves new connections."""
+
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(api_versions(3, 0) + api_versions(3, 1))
+        assert (await read_response(reader, 3))[0] == 0
+        assert await asyncio.wait_for(reader.read(), timeout=5) == b""
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(api_versions(3, 2))
+        assert (await read_response(reader, 3))[0] == 2
+        writer.close()
+
+    asyncio.run(with_listener(Buggy(), body))
+
+
 def test_too_high_api_versions_gets_error_35_with_v0_body() -> None:
     async def body(port: int) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
