@@ -38,7 +38,8 @@ class Timing:
     session_ms: int
     heartbeat_ms: int
     pause_s: float
-    slow_read_ms: int
+    slow_read_ms: int  # KIP-501 on: under the lag, where its pending reads count
+    stall_read_ms: int  # KIP-501 off: beyond the lag, so the followers stay out until the kill
     settle_s: float
     rate: int
 
@@ -59,11 +60,14 @@ class Timing:
         return self.session_ms / 1000 + 2.0
 
 
-# Slow reads last between half the lag and the lag: long enough that followers fall out without KIP-501 (the
-# previous fetch's time, which Kafka credits, is then more than the lag ago), short enough that KIP-501's pending
-# reads, which count only while younger than the lag, keep them in.
-NORMAL = Timing(lag_ms=4000, session_ms=8000, heartbeat_ms=1000, pause_s=9, slow_read_ms=3000, settle_s=6, rate=200)
-FAST = Timing(lag_ms=1500, session_ms=3000, heartbeat_ms=500, pause_s=3.5, slow_read_ms=1100, settle_s=2.5, rate=100)
+# With KIP-501 the slow reads last 0.75 of the lag: its pending reads count only while younger than the lag, so they
+# keep the followers in. Without it the reads outlast the lag (as seed 000's slow leader does): reads under the lag
+# only make the followers flap (out at a check, back when a read completes), and whether the leader then dies while
+# alone in its ISR is a matter of luck; reads beyond it keep them out until the kill.
+NORMAL = Timing(lag_ms=4000, session_ms=8000, heartbeat_ms=1000, pause_s=9, slow_read_ms=3000, stall_read_ms=25000,
+                settle_s=6, rate=200)
+FAST = Timing(lag_ms=1500, session_ms=3000, heartbeat_ms=500, pause_s=3.5, slow_read_ms=1100, stall_read_ms=8000,
+              settle_s=2.5, rate=100)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,13 +179,14 @@ class Demo:
     def _act_slow_leader(self) -> str:
         leader, _ = self._roles(0)
         kip501 = "on" if "kip501-on" in self.spec.directory else "off"
+        read_ms = self.timing.slow_read_ms if kip501 == "on" else self.timing.stall_read_ms
         expect = ("the followers stay in the ISR (their reads are pending, and younger than the lag), so a follower "
-                  "takes over at once" if kip501 == "on" else "the followers drop out though they keep fetching "
-                  f"(and rejoin whenever a read completes), produce to {TOPIC}-0 is refused (NOT_ENOUGH_REPLICAS), "
-                  "and when the leader dies while alone in its ISR the partition is offline (ELR off, as Kafka 3.x)")
+                  "takes over at once" if kip501 == "on" else "the followers drop out though they keep fetching, "
+                  f"produce to {TOPIC}-0 is refused (NOT_ENOUGH_REPLICAS), and when the leader dies, alone in its ISR, "
+                  "the partition is offline (ELR off, as Kafka 3.x)")
 
         def body() -> None:
-            self._step("slow-reads", leader, topic=TOPIC, partition=0, ms=self.timing.slow_read_ms)
+            self._step("slow-reads", leader, topic=TOPIC, partition=0, ms=read_ms)
             if kip501 == "off":
                 self._until_alone_in_isr(leader, 2 * self.timing.drop_s)
             else:
@@ -193,12 +198,11 @@ class Demo:
             self._watch(self.timing.settle_s + 2, f"broker {leader} restarted")
 
         return self._act(f"slow-leader-kip501-{kip501}", f"Broker {leader}'s disk reads of {TOPIC}-0 now take "
-                         f"{self.timing.slow_read_ms} ms, then it is killed. With KIP-501 {kip501}: {expect}.", body)
+                         f"{read_ms} ms, then it is killed. With KIP-501 {kip501}: {expect}.", body)
 
     def _until_alone_in_isr(self, leader: int, timeout_s: float) -> None:
-        """Without KIP-501 the followers of a leader whose reads take less than the lag flap: out at an ISR check,
-        back in when a read completes. Wait (at most `timeout_s`) for the leader's last ISR change of partition 0
-        to have left it alone, so the kill shows what Kafka 3.x does then."""
+        """Wait (at most `timeout_s`) for the leader's last ISR change of partition 0 to have left it alone, so the
+        kill shows what Kafka 3.x does then (its followers leave one check apart, or together)."""
         deadline = time.monotonic() + timeout_s
         shown = 0.0
         while time.monotonic() < deadline:
