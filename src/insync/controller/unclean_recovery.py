@@ -40,13 +40,13 @@ from insync.controller.image import MetadataImage, PartitionRegistration, Partit
 from insync.controller.records import NO_LEADER
 from insync.controller.replication_control import ElectionPolicy, TopicPartitionChange
 from insync.events import Event, EventType, LeaderChangeReason
+from insync.types import UNDEFINED_EPOCH
 
 # The most leader epochs a replica reports per partition (its latest ones). A replica whose log holds more
 # leader epochs is compared over the reported window only; Kafka's caches rarely hold more than a handful.
 REPORTED_EPOCHS_MAX = 256
 # The most partitions the controller keeps reports for (reports exist only for offline partitions).
 REPORTED_PARTITIONS_MAX = 100_000
-UNDEFINED_EPOCH = -1
 MANUAL = "ElectLeaders"  # the `strategy` of an operator's unclean election, in its event
 
 

@@ -50,6 +50,14 @@ async def read_response(reader: asyncio.StreamReader, version: int) -> tuple[int
     return decode_response(18, version, await reader.readexactly(size))
 
 
+async def a_new_connection_is_served(port: int) -> None:
+    """After a connection was closed on a bad frame or a handler's bug, the broker still serves others."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(api_versions(3, 2))
+    assert (await read_response(reader, 3))[0] == 2
+    writer.close()
+
+
 async def with_listener(dispatcher: Any, body: Any) -> None:
     listener = Listener(dispatcher, "127.0.0.1", 0, max_request_bytes=1024)
     await listener.start()
@@ -161,10 +169,7 @@ def test_a_handlers_bug_closes_its_connection_at_once() -> None:
         assert (await read_response(reader, 3))[0] == 0
         assert await asyncio.wait_for(reader.read(), timeout=5) == b""
         writer.close()
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(api_versions(3, 2))
-        assert (await read_response(reader, 3))[0] == 2
-        writer.close()
+        await a_new_connection_is_served(port)
 
     asyncio.run(with_listener(Buggy(), body))
 
@@ -198,10 +203,7 @@ def test_bad_frames_close_only_their_connection(garbage: bytes) -> None:
         writer.write_eof()
         assert await asyncio.wait_for(reader.read(), timeout=5) == b""
         writer.close()
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(api_versions(3, 2))
-        assert (await read_response(reader, 3))[0] == 2
-        writer.close()
+        await a_new_connection_is_served(port)
 
     asyncio.run(with_listener(ApiVersionsOnly(), body))
 
