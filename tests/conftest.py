@@ -18,7 +18,7 @@ from kio.index import load_request_schema
 
 from insync.chaos import cluster
 from insync.protocol.codec import decode_response, encode_request
-from insync.server.apis.entities import build, nested
+from insync.protocol.kio import build, nested
 
 STARTUP_TIMEOUT_S = 20.0
 

@@ -27,7 +27,7 @@ from insync import errors
 from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, Choice, ReplicaLog, plan
 from insync.errors import KafkaError
 from insync.protocol.codec import MalformedRequest, decode_response, encode_request
-from insync.server.apis.entities import build, error_of, nested, request_class
+from insync.protocol.kio import build, error_of, nested, request_class
 
 DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
 OFFSET_FOR_LEADER_EPOCH_VERSION, LIST_OFFSETS_VERSION = 4, 7  # both in Kafka 4 and insync

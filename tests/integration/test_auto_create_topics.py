@@ -16,9 +16,9 @@ from insync import errors
 from insync.chaos.cluster import ClusterSpec
 from insync.cli import cluster_cmd
 from insync.cli.topics_cmd import describe_rows
-from insync.server.apis.entities import build, nested, request_class
-from insync.server.apis.versions import METADATA
+from insync.protocol.kio import build, nested, request_class
 from insync.server.client import KafkaConnection
+from insync.wire.versions import METADATA
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,8 +18,8 @@ from kio.index import load_request_schema
 from insync.chaos.cluster import ClusterSpec
 from insync.cli.topics_cmd import ensure_topic
 from insync.protocol.codec import encode_request
+from insync.protocol.kio import build, nested
 from insync.protocol.records import build_batch
-from insync.server.apis.entities import build, nested
 
 pytestmark = pytest.mark.timeout(180)
 

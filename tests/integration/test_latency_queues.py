@@ -31,7 +31,7 @@ from insync.bench.targets import Target
 from insync.chaos import cluster
 from insync.cli import cluster_cmd
 from insync.cli.topics_cmd import describe_rows
-from insync.server.apis.entities import build, error_of, nested, request_class
+from insync.protocol.kio import build, error_of, nested, request_class
 
 pytestmark = pytest.mark.timeout(120)
 

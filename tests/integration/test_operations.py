@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import events, start, wait_until
-from insync.chaos import cluster, faults
+from insync import faults
+from insync.chaos import cluster
 from insync.cli import cluster_cmd
 from insync.cli.main import main
 from insync.cli.topics_cmd import describe_rows, ensure_topic

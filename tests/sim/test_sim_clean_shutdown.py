@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from insync.controller.records import PartitionChangeRecord
+from insync.metadata.records import PartitionChangeRecord
 from insync.sim.cluster import SimCluster
 from insync.sim.network import LinkConfig
 from insync.sim.scheduler import Scheduler

@@ -3,7 +3,7 @@ the controller records it; its partition then serves consumers again."""
 
 from __future__ import annotations
 
-from insync.controller.records import LEADER_RECOVERED, LEADER_RECOVERING, PartitionChangeRecord
+from insync.metadata.records import LEADER_RECOVERED, LEADER_RECOVERING, PartitionChangeRecord
 from insync.sim.cluster import SimCluster
 from insync.sim.network import LinkConfig
 from insync.sim.scheduler import Scheduler

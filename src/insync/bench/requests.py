@@ -31,9 +31,9 @@ from pathlib import Path
 
 from insync.bench.targets import server_cpu_s
 from insync.protocol.codec import decode_response, encode_request
+from insync.protocol.kio import build, nested, request_class
 from insync.protocol.records import build_batch
-from insync.server.apis.entities import build, nested, request_class
-from insync.server.apis.versions import PRODUCE
+from insync.wire.versions import PRODUCE
 
 PRODUCE_VERSION = 9  # flexible, by topic name: what librdkafka 2.x sends
 RECORD_BYTES = 100
@@ -187,8 +187,8 @@ def _profiled(result: RequestRateResult, pipeline: _Pipeline, pid: int, seconds:
 def breakdown(lines: Iterable[str]) -> dict[str, int]:
     """Busy samples of py-spy's raw output (`frame;frame;... count`, root first) by where the time went:
     - core: under the broker's sans-IO core (`BrokerCore.`) or replication's fetcher callbacks;
-    - encode: building or writing a response or a request body (codec's `encode_*`, an `apis` encoder);
-    - decode: parsing a request or a response (codec's `decode_*`, an `apis` decoder);
+    - encode: building or writing a response or a request body (codec's `encode_*`, a `wire` encoder);
+    - decode: parsing a request or a response (codec's `decode_*`, a `wire` decoder);
     - syscalls: the leaf is asyncio's socket transport (send, recv: their C calls and the Python around them);
     - poll: the leaf is the selector (epoll; py-spy counts a wait that returns at once as busy);
     - asyncio: any other leaf in asyncio (tasks, futures, handles, timers);
@@ -213,7 +213,7 @@ def _category(frames: list[str]) -> str:
     if any(name.startswith("BrokerCore.") for name in names):
         return "core"
     coded = [name for frame, name in zip(frames, names, strict=True)
-             if ("insync/server/apis/" in frame or "insync/protocol/codec.py" in frame)
+             if ("insync/wire/" in frame or "insync/protocol/codec.py" in frame)
              and ("encode" in name or "decode" in name)]
     if coded:
         return "decode" if "decode" in coded[0] else "encode"

@@ -46,9 +46,9 @@ from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
 from insync.broker.produce import ProduceHandler
 from insync.broker.replica_logs import offline_replica_logs
 from insync.config import BrokerConfig
-from insync.controller.records import LEADER_RECOVERED
 from insync.controller.replication_control import AlterPartitionItem as ControllerAlterItem
 from insync.events import Event, EventType
+from insync.metadata.records import LEADER_RECOVERED
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.messages import AlterPartitionItem, AlterPartitionResult, FetchRequest, FetchResponse
 from insync.replication.partition import Partition, PartitionConfig

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.records import Record
 from insync.controller.replication_control import AlterPartitionItem
 from insync.controller.unclean_recovery import ReplicaLogReport
 from insync.errors import KafkaError
+from insync.metadata.records import Record
 from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, TopicPartition
 
 # The controller's address in `Outgoing.destination`; brokers are addressed by their integer id, clients by name.

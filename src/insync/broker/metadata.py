@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
-from insync.controller.image import MetadataImage, PartitionRegistration
-from insync.controller.records import (
+from insync.metadata.image import MetadataImage, PartitionRegistration
+from insync.metadata.records import (
     ConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,

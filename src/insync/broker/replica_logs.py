@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from insync.broker.metadata import BrokerMetadata
-from insync.controller.records import NO_LEADER
 from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, ReplicaLog, ReplicaLogReport
+from insync.metadata.records import NO_LEADER
 from insync.storage.log import Log
 from insync.types import BrokerId, TopicPartition
 

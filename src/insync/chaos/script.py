@@ -29,7 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from insync.chaos import cluster, faults, history
+from insync import faults
+from insync.chaos import cluster, history
 from insync.config import ConfigError
 
 ACTIONS = ("pause", "resume", "kill", "restart", "slow-reads", "clear", "fail-partition", "delay")

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import Enum
 
-from insync.controller.image import BrokerRegistration
 from insync.limits import BROKERS_MAX
+from insync.metadata.image import BrokerRegistration
 
 
 class BrokerState(Enum):

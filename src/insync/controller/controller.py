@@ -38,21 +38,7 @@ from insync.controller.brokers import (
     next_broker_state,
 )
 from insync.controller.election import first_out_of_sync
-from insync.controller.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.controller.propagation import MetadataLog, PropagationConfig, Publication
-from insync.controller.records import (
-    NO_LEADER,
-    BrokerRegistrationChangeRecord,
-    ConfigRecord,
-    ControllerChangeRecord,
-    FenceBrokerRecord,
-    PartitionRecord,
-    Record,
-    RegisterBrokerRecord,
-    RemoveTopicRecord,
-    TopicRecord,
-    UnfenceBrokerRecord,
-)
 from insync.controller.replication_control import (
     AlterPartitionItem,
     ElectionPolicy,
@@ -90,6 +76,20 @@ from insync.limits import (
     BROKERS_MAX,
     EVENTS_BUFFERED_MAX,
     METADATA_RECORDS_PER_BATCH_MAX,
+)
+from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionView
+from insync.metadata.records import (
+    NO_LEADER,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    ControllerChangeRecord,
+    FenceBrokerRecord,
+    PartitionRecord,
+    Record,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
 )
 
 T = TypeVar("T")

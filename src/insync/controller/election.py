@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from insync.controller.image import PartitionRegistration
-from insync.controller.records import LEADER_RECOVERING, NO_LEADER, PartitionChangeRecord
+from insync.metadata.image import PartitionRegistration
+from insync.metadata.records import LEADER_RECOVERING, NO_LEADER, PartitionChangeRecord
 
 # Picks the unclean leader among the eligible out-of-sync replicas (never empty, in assignment order), or
 # NO_LEADER to stay offline. The unclean recovery strategy plugs in here.

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from insync.config import BrokerConfig
-from insync.controller.records import PartitionChangeRecord, Record
 from insync.limits import METADATA_LOG_RECORDS_MAX, METADATA_RECORDS_PER_BATCH_MAX
+from insync.metadata.records import PartitionChangeRecord, Record
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,10 +30,10 @@ from insync.controller.election import (
     build_partition_change,
     first_out_of_sync,
 )
-from insync.controller.image import MetadataImage, PartitionView
-from insync.controller.records import LEADER_RECOVERED, LEADER_RECOVERING, NO_LEADER
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
+from insync.metadata.image import MetadataImage, PartitionView
+from insync.metadata.records import LEADER_RECOVERED, LEADER_RECOVERING, NO_LEADER
 
 # A partition comes back online because an ISR member returned. DESIGN.md 7 has no reason for this yet
 # (LeaderChangeReason lives in events.py); the schema types `reason` as a string.

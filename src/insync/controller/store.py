@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import crc32c
 
-from insync.controller.records import Record, RecordError, record_from_dict
+from insync.metadata.records import Record, RecordError, record_from_dict
 
 log = logging.getLogger(__name__)
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from insync.controller.election import build_partition_change
-from insync.controller.image import MetadataImage, PartitionRegistration, PartitionView
-from insync.controller.records import NO_LEADER
 from insync.controller.replication_control import ElectionPolicy, TopicPartitionChange
 from insync.events import Event, EventType, LeaderChangeReason
+from insync.metadata.image import MetadataImage, PartitionRegistration, PartitionView
+from insync.metadata.records import NO_LEADER
 from insync.types import UNDEFINED_EPOCH
 
 # The most leader epochs a replica reports per partition (its latest ones). A replica whose log holds more

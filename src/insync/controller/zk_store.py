@@ -47,15 +47,15 @@ from kazoo.protocol.states import EventType
 
 from insync import errors
 from insync.config import ConfigError
-from insync.controller.image import MetadataImage
-from insync.controller.records import (
+from insync.controller.store import ControllerFencedError, MetadataStoreError, decode_batch, encode_batch
+from insync.errors import KafkaException
+from insync.metadata.image import MetadataImage
+from insync.metadata.records import (
     PartitionChangeRecord,
     PartitionRecord,
     Record,
     RecordError,
 )
-from insync.controller.store import ControllerFencedError, MetadataStoreError, decode_batch, encode_batch
-from insync.errors import KafkaException
 
 log = logging.getLogger(__name__)
 

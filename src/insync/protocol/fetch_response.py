@@ -5,7 +5,7 @@ one partition; through kio each is a tree of frozen dataclasses built and then w
 about a fifth of a leader's time at 500 records/s (issue 17's py-spy profile). `encode` writes the same bytes
 straight from plain values, for the shape those responses have: every partition without tagged fields (no
 diverging epoch, no leader hint, no snapshot id), no aborted transactions, preferred read replica -1, no node
-endpoints. Any other response goes through kio (`insync.server.apis.fetch` decides); the unit tests check both
+endpoints. Any other response goes through kio (`insync.wire.fetch` decides); the unit tests check both
 writers byte for byte over every version.
 
 Layout (Kafka's FetchResponse.json): throttle time, v7+ error code and session id, then topics (v13+ by id,

@@ -34,14 +34,24 @@ from insync.broker.messages import (
     Outgoing,
     ReplicaLogReportRequest,
 )
-from insync.chaos.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigError
 from insync.errors import KafkaException
+from insync.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
 from insync.server import queries
-from insync.server.apis import (
+from insync.server.client import FailoverConnection, KafkaConnection
+from insync.server.event_log import EventLog
+from insync.server.group_coordinator import GroupCoordinator
+from insync.server.listener import Listener
+from insync.server.metrics import MetricsSnapshot, NodeMetrics
+from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.server.topic_creation import TopicCreator
+from insync.storage.disk import RealDisk
+from insync.storage.log_manager import LogManager
+from insync.types import BrokerId
+from insync.wire import (
     configs,
     controller_apis,
     describe_topic_partitions,
@@ -55,16 +65,6 @@ from insync.server.apis import (
     topics,
     versions,
 )
-from insync.server.client import FailoverConnection, KafkaConnection
-from insync.server.event_log import EventLog
-from insync.server.group_coordinator import GroupCoordinator
-from insync.server.listener import Listener
-from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
-from insync.server.topic_creation import TopicCreator
-from insync.storage.disk import RealDisk
-from insync.storage.log_manager import LogManager
-from insync.types import BrokerId
 
 log = logging.getLogger("insync.broker")
 

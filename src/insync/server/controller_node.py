@@ -37,18 +37,18 @@ from insync.controller.controller import Controller
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
-from insync.server.apis import configs, controller_apis, metadata_log, replica_log_report, topics, versions
-from insync.server.apis.internal import (
+from insync.server.event_log import EventLog
+from insync.server.listener import Listener
+from insync.server.metrics import MetricsSnapshot, NodeMetrics
+from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.wire import configs, controller_apis, metadata_log, replica_log_report, topics, versions
+from insync.wire.internal import (
     CreateTopicResult,
     CreateTopicsResponse,
     DeleteTopicResult,
     DeleteTopicsResponse,
     created,
 )
-from insync.server.event_log import EventLog
-from insync.server.listener import Listener
-from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
 
 log = logging.getLogger("insync.controller")
 

@@ -44,12 +44,12 @@ from insync.groups.offsets import (
 )
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.records import RecordSpec, build_batch, iter_records
-from insync.server.apis import groups as api
-from insync.server.apis import topics
-from insync.server.apis.internal import NewTopic
 from insync.server.client import FailoverConnection
 from insync.storage.log_manager import LogManager
 from insync.types import TopicPartition
+from insync.wire import groups as api
+from insync.wire import topics
+from insync.wire.internal import NewTopic
 
 log = logging.getLogger("insync.groups")
 

@@ -23,8 +23,8 @@ from insync.clock import Clock
 from insync.config import BrokerConfig, ConfigError
 from insync.kafkalog import KafkaLogFormatter
 from insync.protocol.codec import DecodedRequest
-from insync.server.apis import versions
 from insync.server.metrics import NodeMetrics
+from insync.wire import versions
 
 CLUSTER_ID = "insync-cluster-0001"
 

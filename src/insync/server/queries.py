@@ -28,7 +28,9 @@ from insync.broker.messages import Command
 from insync.errors import KafkaError, KafkaException
 from insync.replication.log_view import LogView
 from insync.replication.partition import Partition
-from insync.server.apis.internal import (
+from insync.server.metrics import MetricsSnapshot
+from insync.types import UNDEFINED_EPOCH, UNKNOWN_OFFSET, BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.wire.internal import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
     EARLIEST_LOCAL_TIMESTAMP,
@@ -48,8 +50,6 @@ from insync.server.apis.internal import (
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
 )
-from insync.server.metrics import MetricsSnapshot
-from insync.types import UNDEFINED_EPOCH, UNKNOWN_OFFSET, BrokerId, LeaderEpoch, Offset, TopicPartition
 
 NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP: the answer to a position, not a time
 PRODUCER_COUNTER_BITS = 8

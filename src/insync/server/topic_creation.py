@@ -22,9 +22,9 @@ from typing import Any
 from insync import errors
 from insync.config import BrokerConfig
 from insync.groups.offsets import OFFSETS_TOPIC
-from insync.server.apis import topics
-from insync.server.apis.internal import NewTopic
 from insync.server.client import FailoverConnection
+from insync.wire import topics
+from insync.wire.internal import NewTopic
 
 log = logging.getLogger("insync.broker")
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from insync.config import BrokerConfig, ConfigError
-from insync.controller.image import PartitionRegistration
-from insync.controller.records import NO_LEADER
 from insync.errors import KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
+from insync.metadata.image import PartitionRegistration
+from insync.metadata.records import NO_LEADER
 from insync.protocol.records import iter_batches
 from insync.sim.broker_node import SimBroker
 from insync.sim.checker import BatchInfo, Checker, LeaderState

@@ -28,13 +28,7 @@ from typing import Any
 from insync import errors
 from insync.errors import KafkaError
 from insync.protocol.codec import decode_response, encode_request
-from insync.server.apis.entities import (
-    build,
-    duration,
-    error_of,
-    nested,
-    request_class,
-)
+from insync.protocol.kio import build, duration, error_of, nested, request_class
 from insync.spark import fetch_wire
 
 API_VERSIONS, FETCH, LIST_OFFSETS, METADATA = 18, 1, 2, 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from insync.bench import requests
 from insync.protocol.codec import decode_request
-from insync.server.apis.versions import BROKER_API_VERSIONS, PRODUCE
+from insync.wire.versions import BROKER_API_VERSIONS, PRODUCE
 
 LOOP = "BaseEventLoop._run_once (asyncio/base_events.py:1922);Handle._run (asyncio/events.py:80)"
 
@@ -23,8 +23,8 @@ def test_produce_frame_is_one_record_at_the_asked_acks() -> None:
 def test_samples_sorted_by_where_the_time_went() -> None:
     lines = [
         f"{LOOP};BrokerNode._call (insync/server/broker_node.py:160);BrokerCore.handle (core.py:149) 5",
-        f"{LOOP};BrokerNode._fetch (insync/server/broker_node.py:330);encode_response (insync/server/apis/fetch.py:160);"
-        "build (insync/server/apis/entities.py:59);__init__ (<string>:3) 4",
+        f"{LOOP};BrokerNode._fetch (insync/server/broker_node.py:330);encode_response (insync/wire/fetch.py:160);"
+        "build (insync/protocol/kio.py:59);__init__ (<string>:3) 4",
         f"{LOOP};Listener._start (insync/server/listener.py:160);decode_request (insync/protocol/codec.py:99);"
         "read (kio/serial/readers.py:10) 3",
         f"{LOOP};_SelectorSocketTransport.write (asyncio/selector_events.py:1069) 2",

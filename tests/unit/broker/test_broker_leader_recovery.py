@@ -17,7 +17,7 @@ from insync.broker.messages import (
 )
 from insync.config import BrokerConfig
 from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.records import (
+from insync.metadata.records import (
     LEADER_RECOVERED,
     PartitionRecord,
     Record,

@@ -12,7 +12,8 @@ from insync import errors
 from insync.broker.messages import ProduceRequest
 from insync.protocol.records import RecordSpec, build_batch
 from insync.server import queries
-from insync.server.apis.internal import (
+from insync.types import BrokerId
+from insync.wire.internal import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
     EARLIEST_LOCAL_TIMESTAMP,
@@ -25,7 +26,6 @@ from insync.server.apis.internal import (
     ListOffsetsPartition,
     ListOffsetsRequest,
 )
-from insync.types import BrokerId
 
 T0 = 1_700_000_000_000
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from insync.broker.metadata import BrokerMetadata, DeltaKind
-from insync.controller.records import (
+from insync.metadata.records import (
     ConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,

@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from insync.chaos import cluster, faults, history, script
+from insync import faults
+from insync.chaos import cluster, history, script
 from insync.config import ConfigError
 
 

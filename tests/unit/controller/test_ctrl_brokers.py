@@ -5,9 +5,9 @@ from ctrl_harness import CONTROLLER_ID, Harness
 
 from insync import errors
 from insync.controller.brokers import BrokerSessions, BrokerState, next_broker_state
-from insync.controller.image import BrokerRegistration
 from insync.errors import KafkaException
 from insync.events import EventType
+from insync.metadata.image import BrokerRegistration
 
 SESSION_MS = 9000  # broker.session.timeout.ms default
 

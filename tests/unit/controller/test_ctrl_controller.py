@@ -10,10 +10,10 @@ from ctrl_harness import Harness
 from insync import errors
 from insync.config import ConfigChange, ConfigOp
 from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.records import ConfigRecord, PartitionRecord, TopicRecord
 from insync.controller.replication_control import AlterPartitionItem, place_replicas
 from insync.errors import KafkaException
 from insync.events import EventType
+from insync.metadata.records import ConfigRecord, PartitionRecord, TopicRecord
 
 SESSION_MS = 9000
 

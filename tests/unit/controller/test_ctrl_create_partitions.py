@@ -7,8 +7,8 @@ import pytest
 from test_ctrl_controller import expire, three_broker_topic
 
 from insync import errors
-from insync.controller.records import PartitionRecord
 from insync.errors import KafkaException
+from insync.metadata.records import PartitionRecord
 
 
 def test_assigned_partitions_take_the_replicas_given_in_order() -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from insync.controller.election import build_partition_change
-from insync.controller.image import PartitionRegistration
+from insync.metadata.image import PartitionRegistration
 
 T = "00000000-0000-4000-8000-000000000001"
 

@@ -8,8 +8,10 @@ from ctrl_harness import Harness
 
 from insync import errors
 from insync.controller.election import build_partition_change
-from insync.controller.image import PartitionRegistration
-from insync.controller.records import (
+from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.store import MemoryStore
+from insync.metadata.image import PartitionRegistration
+from insync.metadata.records import (
     LEADER_RECOVERED,
     LEADER_RECOVERING,
     PartitionRecord,
@@ -17,8 +19,6 @@ from insync.controller.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
-from insync.controller.replication_control import AlterPartitionItem
-from insync.controller.store import MemoryStore
 
 TID = "00000000-0000-4000-8000-000000000001"
 

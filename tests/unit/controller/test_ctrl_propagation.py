@@ -6,9 +6,9 @@ import pytest
 from ctrl_harness import Harness
 
 from insync.controller.propagation import MetadataLog, PropagationConfig
-from insync.controller.records import PartitionChangeRecord, PartitionRecord, TopicRecord
 from insync.controller.replication_control import AlterPartitionItem
 from insync.events import EventType
+from insync.metadata.records import PartitionChangeRecord, PartitionRecord, TopicRecord
 
 T = "00000000-0000-4000-8000-000000000001"
 START = 0

@@ -6,10 +6,10 @@ from ctrl_harness import Harness
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from insync.controller.image import MetadataImage
 from insync.controller.replication_control import AlterPartitionItem
 from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
+from insync.metadata.image import MetadataImage
 
 BROKERS = (1, 2, 3, 4)
 

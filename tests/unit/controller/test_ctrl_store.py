@@ -8,8 +8,8 @@ import pytest
 from ctrl_harness import CONTROLLER_ID, Harness
 
 from insync.controller.controller import Controller
-from insync.controller.records import ConfigRecord, PartitionRecord, Record, TopicRecord
 from insync.controller.store import METADATA_FILE, LocalFileStore, MemoryStore, MetadataStoreError
+from insync.metadata.records import ConfigRecord, PartitionRecord, Record, TopicRecord
 
 T = "00000000-0000-4000-8000-000000000001"
 BATCH_1: list[Record] = [TopicRecord("t", T), ConfigRecord("t", "retention.ms", "1000")]

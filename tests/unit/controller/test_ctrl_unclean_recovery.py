@@ -7,8 +7,6 @@ from ctrl_harness import Harness
 from test_ctrl_controller import expire, set_isr
 
 from insync import errors
-from insync.controller.image import PartitionRegistration
-from insync.controller.records import NO_LEADER
 from insync.controller.unclean_recovery import (
     Loss,
     RecoveryReports,
@@ -24,6 +22,8 @@ from insync.controller.unclean_recovery import (
     truncation_offset,
 )
 from insync.events import EventType
+from insync.metadata.image import PartitionRegistration
+from insync.metadata.records import NO_LEADER
 
 # Three replicas after an ISR that shrank and a leader that crashed:
 # - 1 led epoch 1 from offset 100 and wrote up to 150, then fell out;

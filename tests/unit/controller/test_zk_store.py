@@ -15,8 +15,10 @@ from kazoo.client import KazooClient
 from insync.chaos.cluster import free_ports
 from insync.chaos.zookeeper import ZooKeeperServer, available
 from insync.config import ConfigError
-from insync.controller.image import MetadataImage
-from insync.controller.records import (
+from insync.controller.zk_store import ControllerFencedError, ZooKeeperStore
+from insync.errors import KafkaException
+from insync.metadata.image import MetadataImage
+from insync.metadata.records import (
     ConfigRecord,
     ControllerChangeRecord,
     PartitionChangeRecord,
@@ -26,8 +28,6 @@ from insync.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from insync.controller.zk_store import ControllerFencedError, ZooKeeperStore
-from insync.errors import KafkaException
 
 ORDERS = "5f2b6c1e-8a3d-4f6e-9b7a-1c2d3e4f5a6b"
 LOGS = "0b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e"

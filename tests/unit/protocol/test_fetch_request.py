@@ -10,7 +10,7 @@ from hypothesis import given, settings
 
 from insync.protocol import fetch_request
 from insync.protocol.codec import encode_request, request_key
-from insync.server.apis.entities import build, nested, request_class
+from insync.protocol.kio import build, nested, request_class
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 I64 = st.integers(-(2**63), 2**63 - 1)

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 
 from insync.protocol import fetch_response
 from insync.protocol.codec import PART_MIN_BYTES, encode_response_parts, response_schema
-from insync.server.apis.entities import build, nested
+from insync.protocol.kio import build, nested
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 I64 = st.integers(-(2**63), 2**63 - 1)
@@ -23,7 +23,7 @@ PARTITION = st.tuples(I32, ERROR_CODES, I64, I64, I64, RECORDS)
 
 
 def kio_body(version: int, error_code: int, session_id: int, topics: list[Any]) -> Any:
-    """The same response as kio entities, as `insync.server.apis.fetch` builds them."""
+    """The same response as kio entities, as `insync.wire.fetch` builds them."""
     cls = response_schema(fetch_response.FETCH_KEY, version)
     partition_cls, topic_cls = nested(cls, "PartitionData"), nested(cls, "FetchableTopicResponse")
     responses = tuple(

@@ -94,7 +94,7 @@ def test_flexible_response_round_trip_with_header_v1() -> None:
 def _fetch_response(version: int, records: list[object]) -> object:
     """A Fetch response of one topic with a partition per records value."""
     from insync import errors
-    from insync.server.apis.entities import build, code, nested, response_class
+    from insync.protocol.kio import build, code, nested, response_class
 
     cls = response_class(1, version)
     partitions = tuple(build(nested(cls, "PartitionData"), partition_index=i, error_code=code(errors.NONE),

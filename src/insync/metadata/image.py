@@ -1,0 +1,262 @@
+"""The metadata image: cluster state as a fold over metadata records.
+
+`MetadataImage.replay(record)` returns a NEW image and is the only way an image changes; the controller, a
+restarted controller and every broker build identical images from the same records. Images are immutable
+(frozen dataclasses over mappings that are copied on write, level by level), so a broker or the simulator may
+hold one while the controller moves on.
+
+Replay checks what the controller promised: a partition change carries the next partition epoch and, for a
+leadership change, the next leader epoch. A record that does not fit the image is a programmer error (the
+controller built it from this very image), hence an assertion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from insync.metadata.records import (
+    LEADER_RECOVERED,
+    LEADER_RECOVERING,
+    NO_LEADER,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    ControllerChangeRecord,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    Record,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """One partition's state. `elr` (KIP-966) holds replicas that left the ISR while it was below min ISR and may
+    still lead; `last_known_elr` those that left the ELR too, the last hint of who held the committed data;
+    `leader_recovery_state` is KIP-704's (RECOVERING after an unclean election)."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+    leader_recovery_state: int = LEADER_RECOVERED
+
+    @property
+    def is_offline(self) -> bool:
+        return self.leader == NO_LEADER
+
+    @property
+    def is_recovering(self) -> bool:
+        return self.leader_recovery_state == LEADER_RECOVERING
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    topic_id: str
+    partitions: Mapping[int, PartitionRegistration]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+
+    @property
+    def is_eligible(self) -> bool:
+        """May lead a partition or join an ISR (KRaft: unfenced and not shutting down)."""
+        return not self.fenced and not self.in_controlled_shutdown
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    """One partition with its topic, for the helpers that scan the whole image."""
+
+    topic: str
+    topic_id: str
+    partition: int
+    registration: PartitionRegistration
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    offset: int = 0  # records replayed so far, i.e. the metadata offset of the next record
+    controller_id: int = -1
+    controller_epoch: int = 0
+    topics_by_id: Mapping[str, TopicImage] = field(default_factory=lambda: MappingProxyType({}))
+    topic_ids_by_name: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=lambda: MappingProxyType({}))
+    topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+
+    @staticmethod
+    def from_records(records: Iterable[Record]) -> MetadataImage:
+        image = MetadataImage()
+        for record in records:
+            image = image.replay(record)
+        return image
+
+    # ---- queries
+
+    def topic(self, name: str) -> TopicImage | None:
+        topic_id = self.topic_ids_by_name.get(name)
+        return None if topic_id is None else self.topics_by_id[topic_id]
+
+    def partition(self, topic_id: str, partition: int) -> PartitionRegistration | None:
+        topic = self.topics_by_id.get(topic_id)
+        return None if topic is None else topic.partitions.get(partition)
+
+    def configs(self, topic: str) -> Mapping[str, str]:
+        return self.topic_configs.get(topic, MappingProxyType({}))
+
+    def all_partitions(self) -> list[PartitionView]:
+        return [PartitionView(t.name, t.topic_id, p, reg)
+                for t in sorted(self.topics_by_id.values(), key=lambda t: t.name)
+                for p, reg in sorted(t.partitions.items())]
+
+    def partitions_led_by(self, broker_id: int) -> list[PartitionView]:
+        return [v for v in self.all_partitions() if v.registration.leader == broker_id]
+
+    def partitions_with_replica_in_isr(self, broker_id: int) -> list[PartitionView]:
+        return [v for v in self.all_partitions() if broker_id in v.registration.isr]
+
+    def partitions_with_replica_in_isr_or_elr(self, broker_id: int) -> list[PartitionView]:
+        return [v for v in self.all_partitions()
+                if broker_id in v.registration.isr or broker_id in v.registration.elr]
+
+    def offline_partitions(self) -> list[PartitionView]:
+        return [v for v in self.all_partitions() if v.registration.is_offline]
+
+    def under_replicated_partitions(self) -> list[PartitionView]:
+        return [v for v in self.all_partitions()
+                if len(v.registration.isr) < len(v.registration.replicas)]
+
+    def eligible_brokers(self) -> list[int]:
+        return sorted(b.broker_id for b in self.brokers.values() if b.is_eligible)
+
+    def is_eligible(self, broker_id: int) -> bool:
+        broker = self.brokers.get(broker_id)
+        return broker is not None and broker.is_eligible
+
+    # ---- replay
+
+    def replay(self, record: Record) -> MetadataImage:
+        """The image after `record`; the one place metadata state changes."""
+        image = self._apply(record)
+        return replace(image, offset=self.offset + 1)
+
+    def _apply(self, record: Record) -> MetadataImage:
+        match record:
+            case TopicRecord():
+                assert record.name not in self.topic_ids_by_name, record
+                assert record.topic_id not in self.topics_by_id, record
+                topic = TopicImage(record.name, record.topic_id, MappingProxyType({}))
+                return self._with_topic(topic, names={**self.topic_ids_by_name, record.name: record.topic_id})
+            case PartitionRecord():
+                return self._replay_partition(record)
+            case PartitionChangeRecord():
+                return self._replay_partition_change(record)
+            case RemoveTopicRecord():
+                return self._replay_remove_topic(record)
+            case RegisterBrokerRecord():
+                old = self.brokers.get(record.broker_id)
+                assert old is None or old.broker_epoch < record.broker_epoch, (old, record)
+                broker = BrokerRegistration(record.broker_id, record.broker_epoch, record.incarnation_id,
+                                            record.host, record.port, record.rack, fenced=True,
+                                            in_controlled_shutdown=False)
+                return self._with_broker(broker)
+            case FenceBrokerRecord():
+                broker = self._broker_at_epoch(record.broker_id, record.broker_epoch)
+                return self._with_broker(replace(broker, fenced=True, in_controlled_shutdown=False))
+            case UnfenceBrokerRecord():
+                broker = self._broker_at_epoch(record.broker_id, record.broker_epoch)
+                return self._with_broker(replace(broker, fenced=False))
+            case BrokerRegistrationChangeRecord():
+                broker = self._broker_at_epoch(record.broker_id, record.broker_epoch)
+                return self._with_broker(replace(broker, in_controlled_shutdown=record.in_controlled_shutdown))
+            case ConfigRecord():
+                configs = dict(self.topic_configs.get(record.topic, {}))
+                if record.value is None:
+                    configs.pop(record.key, None)
+                else:
+                    configs[record.key] = record.value
+                all_configs = dict(self.topic_configs)
+                all_configs[record.topic] = MappingProxyType(configs)
+                return replace(self, topic_configs=MappingProxyType(all_configs))
+            case ControllerChangeRecord():
+                assert record.controller_epoch > self.controller_epoch, (self.controller_epoch, record)
+                return replace(self, controller_id=record.controller_id, controller_epoch=record.controller_epoch)
+        raise AssertionError(f"unhandled record {record!r}")
+
+    def _replay_partition(self, record: PartitionRecord) -> MetadataImage:
+        topic = self.topics_by_id.get(record.topic_id)
+        assert topic is not None, record
+        assert record.partition not in topic.partitions, record
+        assert all(b in self.brokers for b in record.replicas), record
+        registration = PartitionRegistration(record.replicas, record.isr, record.leader, record.leader_epoch,
+                                              record.partition_epoch, record.eligible_leader_replicas,
+                                              record.last_known_elr, record.leader_recovery_state)
+        return self._with_partition(topic, record.partition, registration)
+
+    def _replay_partition_change(self, record: PartitionChangeRecord) -> MetadataImage:
+        topic = self.topics_by_id.get(record.topic_id)
+        assert topic is not None, record
+        old = topic.partitions.get(record.partition)
+        assert old is not None, record
+        assert record.partition_epoch == old.partition_epoch + 1, (old, record)
+        expected_leader_epoch = old.leader_epoch if record.leader is None else old.leader_epoch + 1
+        assert record.leader_epoch == expected_leader_epoch, (old, record)
+        new = PartitionRegistration(
+            old.replicas,
+            isr=old.isr if record.isr is None else record.isr,
+            leader=old.leader if record.leader is None else record.leader,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+            elr=old.elr if record.eligible_leader_replicas is None else record.eligible_leader_replicas,
+            last_known_elr=old.last_known_elr if record.last_known_elr is None else record.last_known_elr,
+            leader_recovery_state=(old.leader_recovery_state if record.leader_recovery_state is None
+                                   else record.leader_recovery_state))
+        assert set(new.isr) | set(new.elr) <= set(old.replicas) and not set(new.isr) & set(new.elr), (old, record)
+        assert new.leader == NO_LEADER or new.leader in new.isr, (old, record)
+        return self._with_partition(topic, record.partition, new)
+
+    def _replay_remove_topic(self, record: RemoveTopicRecord) -> MetadataImage:
+        topic = self.topics_by_id.get(record.topic_id)
+        assert topic is not None, record
+        topics = {k: v for k, v in self.topics_by_id.items() if k != record.topic_id}
+        names = {k: v for k, v in self.topic_ids_by_name.items() if k != topic.name}
+        configs = {k: v for k, v in self.topic_configs.items() if k != topic.name}
+        return replace(self, topics_by_id=MappingProxyType(topics), topic_ids_by_name=MappingProxyType(names),
+                       topic_configs=MappingProxyType(configs))
+
+    def _broker_at_epoch(self, broker_id: int, broker_epoch: int) -> BrokerRegistration:
+        broker = self.brokers.get(broker_id)
+        assert broker is not None and broker.broker_epoch == broker_epoch, (broker, broker_id, broker_epoch)
+        return broker
+
+    def _with_broker(self, broker: BrokerRegistration) -> MetadataImage:
+        return replace(self, brokers=MappingProxyType({**self.brokers, broker.broker_id: broker}))
+
+    def _with_topic(self, topic: TopicImage, names: dict[str, str] | None = None) -> MetadataImage:
+        topics = MappingProxyType({**self.topics_by_id, topic.topic_id: topic})
+        if names is None:
+            return replace(self, topics_by_id=topics)
+        return replace(self, topics_by_id=topics, topic_ids_by_name=MappingProxyType(names))
+
+    def _with_partition(self, topic: TopicImage, partition: int,
+                        registration: PartitionRegistration) -> MetadataImage:
+        partitions = MappingProxyType({**topic.partitions, partition: registration})
+        return self._with_topic(replace(topic, partitions=partitions))

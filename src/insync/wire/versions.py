@@ -1,0 +1,133 @@
+"""ApiVersions: what each listener implements, and the ApiVersions response in every version.
+
+The tables list exactly the APIs this package translates (REFERENCE 13: clients act on what is advertised;
+librdkafka would call GetTelemetrySubscriptions, kafka-python infers a broker version from the table). Floors
+are Kafka 4.0's (it removed older versions; kio 0.6.5 has none below them either). Ceilings are the highest
+versions kio knows and the translators handle, with two deliberate exceptions: Fetch stops at 17 (v18 adds a
+follower high watermark for tiered storage) and InitProducerId at 5 (v6 is two-phase commit).
+
+The broker listener serves clients and follower fetches; the controller listener serves what brokers send the
+controller: registration, heartbeats, AlterPartition, the metadata log as a Fetch of `__cluster_metadata`
+(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and (Incremental)AlterConfigs that
+brokers forward.
+
+A request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that lists the
+table, so the client retries with a version it can pick; the response header is always v0 (`protocol.codec`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from insync import errors
+from insync.errors import KafkaError
+from insync.protocol.codec import DecodedRequest
+from insync.protocol.kio import NO_THROTTLE, build, check_body, code, nested, response_class
+
+PRODUCE = 0
+FETCH = 1
+LIST_OFFSETS = 2
+METADATA = 3
+CREATE_TOPICS = 19
+DELETE_TOPICS = 20
+DELETE_RECORDS = 21
+INIT_PRODUCER_ID = 22
+OFFSET_FOR_LEADER_EPOCH = 23
+DESCRIBE_CONFIGS = 32
+CREATE_PARTITIONS = 37
+ELECT_LEADERS = 43
+ALTER_CONFIGS = 33
+INCREMENTAL_ALTER_CONFIGS = 44
+API_VERSIONS = 18
+ALTER_PARTITION = 56
+DESCRIBE_CLUSTER = 60
+BROKER_REGISTRATION = 62
+BROKER_HEARTBEAT = 63
+DESCRIBE_TOPIC_PARTITIONS = 75
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+
+BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
+    PRODUCE: (3, 13),
+    FETCH: (4, 17),
+    LIST_OFFSETS: (1, 11),
+    METADATA: (0, 13),
+    API_VERSIONS: (0, 4),
+    CREATE_TOPICS: (2, 7),
+    DELETE_TOPICS: (1, 6),
+    CREATE_PARTITIONS: (0, 3),
+    ELECT_LEADERS: (0, 2),
+    DELETE_RECORDS: (0, 2),
+    INIT_PRODUCER_ID: (0, 5),
+    OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    DESCRIBE_CONFIGS: (1, 4),
+    ALTER_CONFIGS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    DESCRIBE_CLUSTER: (0, 2),
+    DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    # Consumer groups, classic protocol. OffsetCommit/OffsetFetch stop at 9 (v10 names topics by id, KIP-848).
+    OFFSET_COMMIT: (2, 9),
+    OFFSET_FETCH: (1, 9),
+    FIND_COORDINATOR: (0, 6),
+    JOIN_GROUP: (0, 9),
+    HEARTBEAT: (0, 4),
+    LEAVE_GROUP: (0, 5),
+    SYNC_GROUP: (0, 5),
+    DESCRIBE_GROUPS: (0, 5),
+    LIST_GROUPS: (0, 5),
+}
+
+CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
+    FETCH: (4, 17),
+    API_VERSIONS: (0, 4),
+    CREATE_TOPICS: (2, 7),
+    DELETE_TOPICS: (1, 6),
+    CREATE_PARTITIONS: (0, 3),
+    ELECT_LEADERS: (0, 2),
+    ALTER_CONFIGS: (0, 2),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ALTER_PARTITION: (2, 3),
+    BROKER_REGISTRATION: (0, 4),
+    BROKER_HEARTBEAT: (0, 2),
+}
+
+# Kafka's ApiVersionsRequest.isValid(): client software names and versions (v3+) must look like this.
+_SOFTWARE_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def api_versions_response(version: int, table: Mapping[int, tuple[int, int]],
+                          error: KafkaError = errors.NONE) -> Any:
+    """The ApiVersions response body of `version` listing `table` (v3+ tagged fields stay at their defaults,
+    which kio then omits: what librdkafka 2.0.2 in kcat needs)."""
+    assert 0 <= version <= 4, version
+    cls = response_class(API_VERSIONS, version)
+    api_version_cls = nested(cls, "ApiVersion")
+    api_keys = tuple(build(api_version_cls, api_key=key, min_version=low, max_version=high)
+                     for key, (low, high) in sorted(table.items()))
+    return build(cls, error_code=code(error), api_keys=api_keys, throttle_time=NO_THROTTLE)
+
+
+def unsupported_version_response(table: Mapping[int, tuple[int, int]]) -> Any:
+    """The v0 body with UNSUPPORTED_VERSION for an ApiVersions request newer than the table (REFERENCE 13)."""
+    return api_versions_response(0, table, errors.UNSUPPORTED_VERSION)
+
+
+def respond(request: DecodedRequest, table: Mapping[int, tuple[int, int]]) -> Any:
+    """The answer to an ApiVersions request the codec accepted. Like Kafka, v3+ requests with a malformed
+    client software name or version get INVALID_REQUEST and an empty table."""
+    version = check_body(request.body, API_VERSIONS)
+    if version >= 3:
+        name = request.body.client_software_name
+        software_version = request.body.client_software_version
+        if not (_SOFTWARE_NAME.fullmatch(name) and _SOFTWARE_NAME.fullmatch(software_version)):
+            return api_versions_response(version, {}, errors.INVALID_REQUEST)
+    return api_versions_response(version, table)

@@ -1,0 +1,108 @@
+"""Shared pieces of the API translation tests: a small cluster image, and real byte round trips through kio."""
+
+from __future__ import annotations
+
+import io
+import random
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+
+from insync.config import BrokerConfig
+from insync.controller.controller import Controller
+from insync.controller.store import MemoryStore
+from insync.metadata.image import MetadataImage
+from insync.metadata.records import (
+    ConfigRecord,
+    ControllerChangeRecord,
+    FenceBrokerRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    Record,
+    RegisterBrokerRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+)
+from insync.protocol.codec import (
+    DecodedRequest,
+    EncodedBody,
+    decode_request,
+    encode_request,
+    request_schema,
+    response_schema,
+)
+from insync.protocol.kio import build, nested, request_class
+from insync.wire.versions import BROKER_API_VERSIONS, CONTROLLER_API_VERSIONS
+
+TOPIC_ID = "5f2b6c1e-8a3d-4f6e-9b7a-1c2d3e4f5a6b"
+OTHER_ID = "0b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e"
+UNKNOWN_ID = "ffffffff-0000-4000-8000-000000000001"
+
+
+def cluster_image() -> MetadataImage:
+    """Brokers 1-3 (3 fenced), controller 1; topic "orders" (3 partitions, RF 3, min ISR 2), "logs" (1
+    partition, offline: its only replica, broker 3, is fenced)."""
+    records: list[Record] = [
+        ControllerChangeRecord(1, 1),
+        RegisterBrokerRecord(1, 1, "inc-1", "127.0.0.1", 9091, "rack-a"),
+        RegisterBrokerRecord(2, 2, "inc-2", "127.0.0.1", 9092),
+        RegisterBrokerRecord(3, 3, "inc-3", "127.0.0.1", 9093),
+        UnfenceBrokerRecord(1, 1),
+        UnfenceBrokerRecord(2, 2),
+        UnfenceBrokerRecord(3, 3),
+        TopicRecord("orders", TOPIC_ID),
+        ConfigRecord("orders", "min.insync.replicas", "2"),
+        PartitionRecord(TOPIC_ID, 0, (1, 2, 3), (1, 2, 3), 1, 4, 7),
+        PartitionRecord(TOPIC_ID, 1, (2, 3, 1), (2, 1), 2, 0, 1),
+        PartitionRecord(TOPIC_ID, 2, (3, 1, 2), (3, 1, 2), 3, 0, 0),
+        TopicRecord("logs", OTHER_ID),
+        PartitionRecord(OTHER_ID, 0, (3,), (3,), 3, 0, 0),
+        FenceBrokerRecord(3, 3),
+        PartitionChangeRecord(OTHER_ID, 0, None, -1, 1, 1),
+        PartitionChangeRecord(TOPIC_ID, 2, (1, 2), 1, 1, 1),
+    ]
+    return MetadataImage.from_records(records)
+
+
+def running_controller() -> Controller:
+    """A controller (node 100) with live brokers 1-3 and a topic "orders" (3 partitions, RF 3, min ISR 2)."""
+    controller = Controller(100, BrokerConfig({"node.id": 100}), MemoryStore(), 0, random.Random(3))
+    epochs = {b: controller.register_broker(b, f"inc-{b}", "127.0.0.1", 9090 + b, 10).response for b in (1, 2, 3)}
+    for broker, epoch in epochs.items():
+        controller.heartbeat(broker, epoch, 20, controller.published_offset)
+    controller.create_topic("orders", 3, 3, {"min.insync.replicas": "2"}, 30)
+    return controller
+
+
+def client_request(api_key: int, version: int, /, correlation_id: int = 42, **fields: Any) -> DecodedRequest:
+    """A request as a client sends it: built, framed and written by kio, then parsed by the broker's codec."""
+    body = build(request_class(api_key, version), **fields)
+    frame = encode_request(body, correlation_id, client_id="test-client")
+    table = {**BROKER_API_VERSIONS, **CONTROLLER_API_VERSIONS}
+    return decode_request(frame[4:], table)
+
+
+def request_entity(api_key: int, version: int, entity_name: str, /, **fields: Any) -> Any:
+    """A nested request entity (`FetchTopic`, ...) of that version."""
+    return build(nested(request_class(api_key, version), entity_name), **fields)
+
+
+def wire(entity: Any) -> Any:
+    """`entity` written to bytes and read back by kio, as the peer would see it (an `EncodedBody` is read)."""
+    if isinstance(entity, EncodedBody):
+        return read_encoded(entity)
+    buffer = io.BytesIO()
+    entity_writer(type(entity))(buffer, entity)
+    data = buffer.getvalue()
+    parsed, size = entity_reader(type(entity))(data, 0)
+    assert size == len(data)
+    return parsed
+
+
+def read_encoded(body: EncodedBody) -> Any:
+    """The kio entity an already written body parses as, every byte of it."""
+    data = b"".join(bytes(part) for part in body.parts)
+    schema = request_schema if body.is_request else response_schema
+    parsed, size = entity_reader(schema(body.api_key, body.api_version))(data, 0)
+    assert size == len(data)
+    return parsed

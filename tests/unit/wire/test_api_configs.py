@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from apis_helpers import client_request, cluster_image, request_entity, wire
+
+from insync import errors
+from insync.config import BrokerConfig, ConfigChange, ConfigOp
+from insync.errors import KafkaException
+from insync.wire import configs
+
+CONFIG = BrokerConfig({"node.id": 1, "log.retention.ms": 3_600_000})
+
+
+def describe(version: int, *resources: tuple[int, str, tuple[str, ...] | None], synonyms: bool = True) -> Any:
+    entities = tuple(request_entity(32, version, "DescribeConfigsResource", resource_type=t, resource_name=n,
+                                    configuration_keys=k) for t, n, k in resources)
+    request = client_request(32, version, resources=entities, include_synonyms=synonyms, include_documentation=True)
+    return wire(configs.describe_configs(request, cluster_image(), CONFIG, broker_id=1))
+
+
+@pytest.mark.parametrize("version", [1, 3, 4])
+def test_topic_configs_with_sources(version: int) -> None:
+    keys = ("min.insync.replicas", "retention.ms", "segment.bytes")
+    body = describe(version, (configs.TOPIC_RESOURCE, "orders", keys))
+    (result,) = body.results
+    assert (result.error_code, result.resource_name) == (0, "orders")
+    entries = {c.name: c for c in result.configs}
+    assert set(entries) == set(keys)
+    min_isr = entries["min.insync.replicas"]
+    assert (min_isr.value, min_isr.config_source, min_isr.read_only) == ("2", configs.TOPIC_CONFIG, False)
+    assert [(s.name, s.value, s.source) for s in min_isr.synonyms] == [
+        ("min.insync.replicas", "2", configs.TOPIC_CONFIG), ("min.insync.replicas", "1", configs.DEFAULT_CONFIG)]
+    retention = entries["retention.ms"]
+    assert (retention.value, retention.config_source) == ("3600000", configs.STATIC_BROKER_CONFIG)
+    assert [s.name for s in retention.synonyms] == ["log.retention.ms", "log.retention.ms"]
+    segment = entries["segment.bytes"]
+    assert (segment.value, segment.config_source) == ("1073741824", configs.DEFAULT_CONFIG)
+    if version >= 3:
+        assert min_isr.config_type == 3 and min_isr.documentation
+
+
+def test_broker_configs_and_errors() -> None:
+    body = describe(4, (configs.BROKER_RESOURCE, "1", ("log.retention.ms", "auto.create.topics.enable")),
+                    (configs.TOPIC_RESOURCE, "nope", None), (configs.BROKER_RESOURCE, "7", None), (99, "x", None),
+                    synonyms=False)
+    broker, unknown_topic, other_broker, bad_type = body.results
+    entries = {c.name: c for c in broker.configs}
+    assert (entries["log.retention.ms"].value, entries["log.retention.ms"].config_source) == (
+        "3600000", configs.STATIC_BROKER_CONFIG)
+    assert (entries["auto.create.topics.enable"].value, entries["auto.create.topics.enable"].read_only) == (
+        "true", True)  # Kafka's default
+    assert entries["log.retention.ms"].synonyms == ()
+    assert unknown_topic.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    assert other_broker.error_code == errors.INVALID_REQUEST.code and bad_type.error_code == errors.INVALID_REQUEST.code
+
+
+def test_all_topic_configs_when_no_keys_given() -> None:
+    (result,) = describe(4, (configs.TOPIC_RESOURCE, "orders", None)).results
+    assert {c.name for c in result.configs} >= {"min.insync.replicas", "retention.ms", "cleanup.policy"}
+
+
+# IncrementalAlterConfigs and AlterConfigs
+
+class Recorder:
+    """Stands in for the controller: records each topic alteration, refuses topics named in `refuse`."""
+
+    def __init__(self, refuse: dict[str, errors.KafkaError] | None = None) -> None:
+        self.calls: list[tuple[str, tuple[ConfigChange, ...], bool, bool]] = []
+        self.refuse = refuse or {}
+
+    def __call__(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
+        if name in self.refuse:
+            raise KafkaException(self.refuse[name], f"refused {name}")
+        self.calls.append((name, changes, replace, validate_only))
+
+
+def incremental(version: int, *resources: tuple[int, str, tuple[tuple[str, int, str | None], ...]],
+                validate_only: bool = False) -> Any:
+    entities = tuple(request_entity(44, version, "AlterConfigsResource", resource_type=t, resource_name=n, configs=tuple(
+        request_entity(44, version, "AlterableConfig", name=k, config_operation=op, value=v) for k, op, v in c))
+        for t, n, c in resources)
+    return client_request(44, version, resources=entities, validate_only=validate_only)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_incremental_alter_configs_reaches_the_controller_per_topic(version: int) -> None:
+    recorder = Recorder({"gone": errors.UNKNOWN_TOPIC_OR_PARTITION})
+    request = incremental(version, (configs.TOPIC_RESOURCE, "orders", (
+        ("min.insync.replicas", 0, "3"), ("retention.ms", 1, None), ("cleanup.policy", 2, "delete"))),
+        (configs.TOPIC_RESOURCE, "gone", (("retention.ms", 0, "1"),)), validate_only=True)
+    body = wire(configs.alter_configs(request, recorder))
+    assert [(r.resource_name, r.error_code, r.error_message) for r in body.responses] == [
+        ("orders", 0, None), ("gone", errors.UNKNOWN_TOPIC_OR_PARTITION.code, "refused gone")]
+    assert recorder.calls == [("orders", (ConfigChange("min.insync.replicas", ConfigOp.SET, "3"),
+                                          ConfigChange("retention.ms", ConfigOp.DELETE, None),
+                                          ConfigChange("cleanup.policy", ConfigOp.APPEND, "delete")), False, True)]
+
+
+def test_incremental_alter_configs_refusals_name_what_was_wrong() -> None:
+    recorder = Recorder()
+    request = incremental(1, (configs.TOPIC_RESOURCE, "dup", (("retention.ms", 0, "1"), ("retention.ms", 1, None))),
+                          (configs.TOPIC_RESOURCE, "badop", (("retention.ms", 9, "1"),)),
+                          (configs.BROKER_RESOURCE, "1", (("replica.lag.time.max.ms", 0, "10000"),)),
+                          (99, "x", (("a", 0, "b"),)))
+    body = wire(configs.alter_configs(request, recorder))
+    assert recorder.calls == []  # nothing reached the controller
+    dup, badop, broker, other = body.responses
+    assert all(r.error_code == errors.INVALID_REQUEST.code for r in body.responses)
+    assert "duplicate config keys: retention.ms" in dup.error_message
+    assert "unknown config operation 9 for retention.ms" in badop.error_message
+    assert "replica.lag.time.max.ms" in broker.error_message and "server.properties" in broker.error_message
+    assert (other.resource_type, other.error_message) == (99, "Unsupported resource type 99")
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_legacy_alter_configs_replaces_the_whole_set(version: int) -> None:
+    recorder = Recorder()
+    resource = request_entity(33, version, "AlterConfigsResource", resource_type=configs.TOPIC_RESOURCE,
+                              resource_name="orders", configs=(
+                                  request_entity(33, version, "AlterableConfig", name="retention.ms", value="5"),))
+    body = wire(configs.alter_configs(client_request(33, version, resources=(resource,), validate_only=False),
+                                      recorder))
+    assert [r.error_code for r in body.responses] == [0]
+    assert recorder.calls == [("orders", (ConfigChange("retention.ms", ConfigOp.SET, "5"),), True, False)]
+
+
+def test_refuse_alter_configs_refuses_every_resource() -> None:
+    request = incremental(1, (configs.TOPIC_RESOURCE, "a", ()), (configs.TOPIC_RESOURCE, "b", ()))
+    body = wire(configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, "no controller"))
+    assert [(r.resource_name, r.error_code, r.error_message) for r in body.responses] == [
+        ("a", errors.NOT_CONTROLLER.code, "no controller"), ("b", errors.NOT_CONTROLLER.code, "no controller")]

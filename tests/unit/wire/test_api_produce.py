@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+from apis_helpers import TOPIC_ID, UNKNOWN_ID, client_request, cluster_image, request_entity, wire
+
+from insync import errors
+from insync.broker.messages import PartitionProduceResult, ProduceResponse
+from insync.protocol.codec import DecodedRequest
+from insync.protocol.records import build_batch
+from insync.types import Offset, TopicPartition
+from insync.wire import produce
+
+BATCH = build_batch([(b"k", b"v")], base_timestamp=1_700_000_000_000)
+
+
+def produce_request(version: int, acks: int = -1) -> DecodedRequest:
+    def topic(name: str, topic_id: str, partitions: tuple[int, ...]) -> object:
+        data = tuple(request_entity(0, version, "PartitionProduceData", index=p, records=BATCH) for p in partitions)
+        return request_entity(0, version, "TopicProduceData", name=name, topic_id=uuid.UUID(topic_id),
+                              partition_data=data)
+
+    topics = (topic("orders", TOPIC_ID, (0, 1)), topic("ghost", UNKNOWN_ID, (0,)))
+    return client_request(0, version, acks=acks, timeout=datetime.timedelta(milliseconds=1500),
+                          topic_data=topics)
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 12, 13])
+def test_produce_round_trip(version: int) -> None:
+    request = produce_request(version)
+    decoded = produce.decode_request(request, cluster_image())
+    internal = decoded.request
+    assert internal.acks == -1 and internal.timeout_ms == 1500 and internal.correlation_id == 42
+    orders = [(tp, data) for tp, data in internal.partitions if tp.topic == "orders"]
+    assert orders == [(TopicPartition("orders", 0), BATCH), (TopicPartition("orders", 1), BATCH)]
+    # An unknown topic is answered without the core: by id (v13+) UNKNOWN_TOPIC_ID, by name
+    # UNKNOWN_TOPIC_OR_PARTITION.
+    assert len(internal.partitions) == 2
+    expected_rejection = errors.UNKNOWN_TOPIC_ID if version >= 13 else errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert [r.error for r in decoded.rejected] == [expected_rejection]
+
+    results = [PartitionProduceResult(tp, errors.NONE, Offset(100 + tp.partition)) for tp, _ in orders]
+    body = wire(produce.encode_response(ProduceResponse(42, tuple(results)), decoded))
+    assert body.__version__ == version
+    by_topic = {(t.topic_id if version >= 13 else t.name): t for t in body.responses}
+    orders_key = uuid.UUID(TOPIC_ID) if version >= 13 else "orders"
+    ghost_key = uuid.UUID(UNKNOWN_ID) if version >= 13 else "ghost"
+    assert [(p.index, p.error_code, p.base_offset) for p in by_topic[orders_key].partition_responses] == [
+        (0, 0, 100), (1, 0, 101)]
+    expected = errors.UNKNOWN_TOPIC_ID if version >= 13 else errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert [p.error_code for p in by_topic[ghost_key].partition_responses] == [expected.code]
+
+
+def test_invalid_acks_rejects_every_partition() -> None:
+    decoded = produce.decode_request(produce_request(9, acks=2), cluster_image())
+    assert decoded.request.partitions == ()
+    assert {r.error for r in decoded.rejected} == {errors.INVALID_REQUIRED_ACKS}
+    body = wire(produce.encode_response(ProduceResponse(42, ()), decoded))
+    codes = [p.error_code for t in body.responses for p in t.partition_responses]
+    assert codes == [errors.INVALID_REQUIRED_ACKS.code] * 3
+
+
+@pytest.mark.parametrize("version", [9, 10, 13])
+def test_not_leader_names_the_current_leader(version: int) -> None:
+    """KIP-951 (Produce v10+): the refused partition names the leader the image knows, and its endpoint."""
+    image = cluster_image()
+    decoded = produce.decode_request(produce_request(version), image)
+    results = (PartitionProduceResult(TopicPartition("orders", 1), errors.NOT_LEADER_OR_FOLLOWER, Offset(-1)),)
+    body = wire(produce.encode_response(ProduceResponse(42, results), decoded, image))
+    refused = body.responses[0].partition_responses[0]
+    if version >= 10:
+        assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (2, 0)
+        assert [(e.node_id, e.host, e.port) for e in body.node_endpoints] == [(2, "127.0.0.1", 9092)]
+    else:
+        assert not hasattr(refused, "current_leader")

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import io
+
+import pytest
+from apis_helpers import client_request, wire
+from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.serial import entity_writer
+
+from insync import errors
+from insync.protocol.codec import encode_response
+from insync.protocol.kio import response_class
+from insync.wire import versions
+
+TELEMETRY_APIS = (71, 72)  # GetTelemetrySubscriptions, PushTelemetry: librdkafka calls them when advertised
+
+
+@pytest.mark.parametrize("table", [versions.BROKER_API_VERSIONS, versions.CONTROLLER_API_VERSIONS])
+def test_tables_are_within_kio_and_kafka_floors(table: dict[int, tuple[int, int]]) -> None:
+    for api_key, (low, high) in table.items():
+        for version in range(low, high + 1):
+            load_request_schema(api_key, version)
+            load_response_schema(api_key, version)
+        with pytest.raises(KioIndexError):  # kio (Kafka 4.x schemas) has nothing below Kafka 4.0's floors
+            load_request_schema(api_key, low - 1)
+    assert not set(TELEMETRY_APIS) & set(table)
+
+
+def test_kafka_floors_and_client_needs() -> None:
+    table = versions.BROKER_API_VERSIONS
+    assert table[versions.PRODUCE][0] == 3 and table[versions.FETCH] == (4, 17)
+    assert table[versions.METADATA][0] == 0 and table[versions.METADATA][1] >= 12
+    assert table[versions.API_VERSIONS] == (0, 4)
+    assert versions.BROKER_REGISTRATION not in table and versions.ALTER_PARTITION not in table
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_api_versions_response(version: int) -> None:
+    request = client_request(18, version, client_software_name="confluent-kafka-python",
+                             client_software_version="2.16.1-rdkafka-2.16.1")
+    body = wire(versions.respond(request, versions.BROKER_API_VERSIONS))
+    assert body.error_code == 0
+    listed = {a.api_key: (a.min_version, a.max_version) for a in body.api_keys}
+    assert listed == dict(versions.BROKER_API_VERSIONS)
+    if version >= 3:  # tagged fields at their defaults are not written (kcat's librdkafka 2.0.2 needs this)
+        assert body.supported_features == () and body.finalized_features == ()
+        buffer = io.BytesIO()
+        entity_writer(type(body))(buffer, body)
+        assert buffer.getvalue().endswith(b"\x00\x00\x00\x00\x00")  # throttle 0, then an empty tag buffer
+
+
+def test_unsupported_version_fallback_is_a_v0_body_with_the_table() -> None:
+    body = versions.unsupported_version_response(versions.BROKER_API_VERSIONS)
+    assert type(body).__module__ == response_class(18, 0).__module__  # exactly the v0 class
+    assert body.error_code == errors.UNSUPPORTED_VERSION.code
+    assert len(body.api_keys) == len(versions.BROKER_API_VERSIONS)
+    frame = encode_response(18, 0, 77, body)
+    assert frame[4:8] == (77).to_bytes(4, "big")  # header v0: the correlation id, no tag buffer
+
+
+def test_invalid_client_software_name_is_refused() -> None:
+    request = client_request(18, 3, client_software_name="bad name!", client_software_version="1.0")
+    body = wire(versions.respond(request, versions.BROKER_API_VERSIONS))
+    assert body.error_code == errors.INVALID_REQUEST.code and body.api_keys == ()
