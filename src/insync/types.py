@@ -1,6 +1,7 @@
 """Names for the integers that replication juggles, so that an offset is never passed where an epoch belongs.
 
 `NewType`s cost nothing at run time; mypy keeps them apart. `TopicPartition` is the key of almost every map.
+The sentinels and names every layer shares (`NO_LEADER`, `OFFSETS_TOPIC`) are defined here, once.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ PartitionEpoch = NewType("PartitionEpoch", int)
 BrokerId = NewType("BrokerId", int)
 BrokerEpoch = NewType("BrokerEpoch", int)
 
-NO_LEADER = BrokerId(-1)
+NO_LEADER = BrokerId(-1)  # a partition without a leader, in records, images and fetchers alike
 UNKNOWN_OFFSET = Offset(-1)
 UNDEFINED_EPOCH = LeaderEpoch(-1)
 UNKNOWN_BROKER_EPOCH = BrokerEpoch(-1)  # KIP-903: a broker epoch not given (older requests) or not known
+
+# Kafka's internal topic of committed offsets: the controller guards it, brokers mark it internal, groups use it.
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class TopicPartition(NamedTuple):

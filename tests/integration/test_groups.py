@@ -18,7 +18,8 @@ import pytest
 from conftest import start, wait_until
 from insync.chaos import cluster
 from insync.cli.topics_cmd import ensure_topic
-from insync.groups.offsets import OFFSETS_TOPIC, partition_for
+from insync.groups.offsets import partition_for
+from insync.types import OFFSETS_TOPIC
 
 pytestmark = pytest.mark.timeout(240)
 

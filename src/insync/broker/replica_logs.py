@@ -13,9 +13,8 @@ from collections.abc import Mapping
 
 from insync.broker.metadata import BrokerMetadata
 from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, ReplicaLog, ReplicaLogReport
-from insync.metadata.records import NO_LEADER
 from insync.storage.log import Log
-from insync.types import BrokerId, TopicPartition
+from insync.types import NO_LEADER, BrokerId, TopicPartition
 
 
 def offline_replica_logs(broker_id: BrokerId, metadata: BrokerMetadata,

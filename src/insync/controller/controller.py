@@ -70,7 +70,6 @@ from insync.controller.unclean_recovery import (
 )
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
-from insync.groups.offsets import OFFSETS_TOPIC
 from insync.limits import (
     ALTER_PARTITION_ITEMS_MAX,
     BROKERS_MAX,
@@ -79,7 +78,6 @@ from insync.limits import (
 )
 from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.metadata.records import (
-    NO_LEADER,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ControllerChangeRecord,
@@ -91,6 +89,7 @@ from insync.metadata.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
+from insync.types import NO_LEADER, OFFSETS_TOPIC
 
 T = TypeVar("T")
 

@@ -34,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from insync.metadata.image import PartitionRegistration
-from insync.metadata.records import LEADER_RECOVERING, NO_LEADER, PartitionChangeRecord
+from insync.metadata.records import LEADER_RECOVERING, PartitionChangeRecord
+from insync.types import NO_LEADER
 
 # Picks the unclean leader among the eligible out-of-sync replicas (never empty, in assignment order), or
 # NO_LEADER to stay offline. The unclean recovery strategy plugs in here.

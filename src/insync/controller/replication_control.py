@@ -33,7 +33,8 @@ from insync.controller.election import (
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
 from insync.metadata.image import MetadataImage, PartitionView
-from insync.metadata.records import LEADER_RECOVERED, LEADER_RECOVERING, NO_LEADER
+from insync.metadata.records import LEADER_RECOVERED, LEADER_RECOVERING
+from insync.types import NO_LEADER
 
 # A partition comes back online because an ISR member returned. DESIGN.md 7 has no reason for this yet
 # (LeaderChangeReason lives in events.py); the schema types `reason` as a string.

@@ -39,8 +39,7 @@ from insync.controller.election import build_partition_change
 from insync.controller.replication_control import ElectionPolicy, TopicPartitionChange
 from insync.events import Event, EventType, LeaderChangeReason
 from insync.metadata.image import MetadataImage, PartitionRegistration, PartitionView
-from insync.metadata.records import NO_LEADER
-from insync.types import UNDEFINED_EPOCH
+from insync.types import NO_LEADER, UNDEFINED_EPOCH
 
 # The most leader epochs a replica reports per partition (its latest ones). A replica whose log holds more
 # leader epochs is compared over the reported window only; Kafka's caches rarely hold more than a handful.

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from insync.protocol.records import Record
 from insync.types import TopicPartition
 
-OFFSETS_TOPIC = "__consumer_offsets"
 KEY_VERSION = 1  # OffsetCommitKey; version 2 is GroupMetadataKey (membership), which insync does not write
 VALUE_VERSION = 3  # OffsetCommitValue with the leader epoch (KIP-320)
 NO_LEADER_EPOCH = -1

@@ -19,7 +19,6 @@ from types import MappingProxyType
 from insync.metadata.records import (
     LEADER_RECOVERED,
     LEADER_RECOVERING,
-    NO_LEADER,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ControllerChangeRecord,
@@ -32,6 +31,7 @@ from insync.metadata.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
+from insync.types import NO_LEADER
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,8 @@ import typing
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, Union
 
-NO_LEADER = -1
+from insync.types import NO_LEADER
+
 # Kafka's LeaderRecoveryState (KIP-704): a leader elected uncleanly is RECOVERING until its AlterPartition says
 # RECOVERED.
 LEADER_RECOVERED = 0

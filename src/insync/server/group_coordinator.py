@@ -34,7 +34,6 @@ from insync.errors import KafkaError, KafkaException
 from insync.groups.membership import GroupMembership
 from insync.groups.messages import Completion, GroupDescription, JoinResult, LeaveResult, SyncResult
 from insync.groups.offsets import (
-    OFFSETS_TOPIC,
     CommittedOffset,
     OffsetCache,
     OffsetKey,
@@ -46,7 +45,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.protocol.records import RecordSpec, build_batch, iter_records
 from insync.server.client import FailoverConnection
 from insync.storage.log_manager import LogManager
-from insync.types import TopicPartition
+from insync.types import OFFSETS_TOPIC, TopicPartition
 from insync.wire import groups as api
 from insync.wire import topics
 from insync.wire.internal import NewTopic

@@ -21,8 +21,8 @@ from typing import Any
 
 from insync import errors
 from insync.config import BrokerConfig
-from insync.groups.offsets import OFFSETS_TOPIC
 from insync.server.client import FailoverConnection
+from insync.types import OFFSETS_TOPIC
 from insync.wire import topics
 from insync.wire.internal import NewTopic
 

@@ -15,7 +15,6 @@ from insync.config import BrokerConfig, ConfigError
 from insync.errors import KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
 from insync.metadata.image import PartitionRegistration
-from insync.metadata.records import NO_LEADER
 from insync.protocol.records import iter_batches
 from insync.sim.broker_node import SimBroker
 from insync.sim.checker import BatchInfo, Checker, LeaderState
@@ -23,7 +22,7 @@ from insync.sim.controller_node import SimController
 from insync.sim.network import LinkConfig, Network, NodeId
 from insync.sim.scheduler import Scheduler
 from insync.storage.disk import MemoryDisk
-from insync.types import BrokerId, TopicPartition
+from insync.types import NO_LEADER, BrokerId, TopicPartition
 
 EVENTS_REMEMBERED_MAX = 2_000_000
 READ_CHUNK_BYTES = 1 << 22

@@ -25,7 +25,6 @@ from typing import Any
 from insync import errors
 from insync.controller.replication_control import check_topic_name
 from insync.errors import KafkaError, KafkaException
-from insync.groups.offsets import OFFSETS_TOPIC
 from insync.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import (
@@ -38,6 +37,7 @@ from insync.protocol.kio import (
     response_class,
     wire_uuid,
 )
+from insync.types import OFFSETS_TOPIC
 from insync.wire.versions import DESCRIBE_TOPIC_PARTITIONS
 
 # Kafka's `max.request.partition.size.limit` default: the most partitions one answer holds, whatever is asked.

@@ -23,7 +23,7 @@ from insync.controller.unclean_recovery import (
 )
 from insync.events import EventType
 from insync.metadata.image import PartitionRegistration
-from insync.metadata.records import NO_LEADER
+from insync.types import NO_LEADER
 
 # Three replicas after an ISR that shrank and a leader that crashed:
 # - 1 led epoch 1 from offset 100 and wrote up to 150, then fell out;
