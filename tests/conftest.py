@@ -81,9 +81,7 @@ FAST = [
 
 
 def start(directory: Path, brokers: int = 3, extra: list[str] | None = None) -> cluster.ClusterSpec:
-    from insync.cli import cluster_cmd
-
-    return cluster_cmd.up(str(directory), brokers, 0, [*FAST, *(extra or [])])
+    return cluster.up(str(directory), brokers, 0, [*FAST, *(extra or [])])
 
 
 def events(spec: cluster.ClusterSpec, node: int, kind: str) -> list[dict[str, object]]:
@@ -94,13 +92,11 @@ def events(spec: cluster.ClusterSpec, node: int, kind: str) -> list[dict[str, ob
 
 @pytest.fixture(scope="session")
 def insync_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
-    from insync.cli import cluster_cmd
-
     spec = start(tmp_path_factory.mktemp("cluster"))
     try:
         yield spec
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def produce_raw(address: str, topic: str, records: bytes, acks: int = -1) -> int:

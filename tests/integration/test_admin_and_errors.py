@@ -9,8 +9,8 @@ import time
 import pytest
 
 from conftest import produce_raw
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos.cluster import ClusterSpec
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 from insync.protocol.records import build_batch
 
 pytestmark = pytest.mark.timeout(120)

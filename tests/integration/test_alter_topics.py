@@ -15,10 +15,9 @@ import pytest
 
 from conftest import events, produce_raw, start, wait_until
 from insync import errors
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 from insync.protocol.records import build_batch
 
 pytestmark = pytest.mark.timeout(120)
@@ -219,7 +218,7 @@ def test_a_raised_min_insync_replicas_refuses_acks_all_at_once(tmp_path: Path) -
         wait_until(lambda: produce() == "NONE", 15, "acks=all accepted once the override is deleted")
         assert events(spec, leader, "under_min_isr_end")
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def test_preferred_leader_election_after_a_restart(tmp_path: Path) -> None:
@@ -260,4 +259,4 @@ def test_preferred_leader_election_after_a_restart(tmp_path: Path) -> None:
         unknown = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("no-such-topic", 0)]).result(timeout=15)
         assert [e.name() for e in unknown.values()] == ["UNKNOWN_TOPIC_OR_PART"]
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)

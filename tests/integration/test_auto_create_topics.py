@@ -13,9 +13,8 @@ import pytest
 
 from conftest import start
 from insync import errors
-from insync.chaos.cluster import ClusterSpec
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import describe_rows
+from insync.admin import describe_rows
+from insync.chaos.cluster import ClusterSpec, down
 from insync.protocol.kio import build, nested, request_class
 from insync.server.client import KafkaConnection
 from insync.wire.versions import METADATA
@@ -89,4 +88,4 @@ def test_switched_off_broker_creates_nothing(tmp_path: Path) -> None:
             assert metadata_errors(address, ("nobody-made-me",), allow=True) == {
                 "nobody-made-me": errors.UNKNOWN_TOPIC_OR_PARTITION.code}
     finally:
-        cluster_cmd.down(ClusterSpec.load(spec.directory), 10.0)
+        down(ClusterSpec.load(spec.directory), 10.0)

@@ -10,8 +10,8 @@ from collections import defaultdict
 
 import pytest
 
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos.cluster import ClusterSpec
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(120)
 

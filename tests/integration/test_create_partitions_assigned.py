@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import wait_until
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos.cluster import ClusterSpec
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from insync import admin_requests, errors
+from insync.admin import admin_client, describe_rows, ensure_topic
 from insync.chaos.cluster import ClusterSpec
-from insync.cli.topics_cmd import admin_client, describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(120)
 

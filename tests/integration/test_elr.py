@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import events, start, wait_until
+from insync.admin import PartitionRow, describe_rows, ensure_topic
 from insync.chaos import cluster, history
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import PartitionRow, describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -83,7 +82,7 @@ def _run(tmp_path: Path, elr: bool) -> None:
         assert not unclean, unclean
     finally:
         workload.stop()
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def test_the_eligible_replica_leads_when_the_last_isr_member_dies(tmp_path: Path) -> None:

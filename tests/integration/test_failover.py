@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import events, start, wait_until
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster, history
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -68,7 +67,7 @@ def test_leader_sigkill_and_restart_loses_nothing(tmp_path: Path) -> None:
 
         wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, [TOPIC])), 30,
                    f"broker {victim} back in every ISR")
-        cluster_cmd.down(spec, 10.0)  # graceful: logs flushed, high watermarks checkpointed
+        cluster.down(spec, 10.0)  # graceful: logs flushed, high watermarks checkpointed
         for partition in range(3):
             hws = [_checkpointed_hw(spec.node(b).log_dir, partition) for b in (1, 2, 3)]
             below = min(hws)
@@ -76,7 +75,7 @@ def test_leader_sigkill_and_restart_loses_nothing(tmp_path: Path) -> None:
             dumps = [dumped_batches(spec, b, partition, below) for b in (1, 2, 3)]
             assert dumps[0] == dumps[1] == dumps[2], f"partition {partition} diverges below {below}"
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def _checkpointed_hw(log_dir: Path, partition: int) -> int:
@@ -119,4 +118,4 @@ def test_a_clean_stop_hands_leadership_over_and_the_restart_registers_at_once(tm
                          if e.get("broker_id") == victim]
         assert len(registrations) == 2  # the first try of the new incarnation was accepted
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)

@@ -15,8 +15,8 @@ import struct
 import pytest
 from kio.index import load_request_schema
 
+from insync.admin import ensure_topic
 from insync.chaos.cluster import ClusterSpec
-from insync.cli.topics_cmd import ensure_topic
 from insync.protocol.codec import encode_request
 from insync.protocol.kio import build, nested
 from insync.protocol.records import build_batch

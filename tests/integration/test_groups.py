@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import start, wait_until
+from insync.admin import ensure_topic
 from insync.chaos import cluster
-from insync.cli.topics_cmd import ensure_topic
 from insync.groups.offsets import partition_for
 from insync.types import OFFSETS_TOPIC
 
@@ -30,22 +30,18 @@ GROUP_CONFIG = ["group.initial.rebalance.delay.ms=200", "offsets.topic.num.parti
 
 @pytest.fixture(scope="module")
 def groups_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
-    from insync.cli import cluster_cmd
-
     spec = start(tmp_path_factory.mktemp("groups"), 3, GROUP_CONFIG)
     try:
         yield spec
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def restart(spec: cluster.ClusterSpec, node_id: int) -> None:
     """Start a killed broker again and wait until it is registered: later tests create topics with 3 replicas."""
-    from insync.cli import cluster_cmd
-
     spec = cluster.start_node(cluster.ClusterSpec.load(spec.directory), node_id)
     cluster.wait_listening(spec.node(node_id))
-    cluster_cmd.wait_registered(spec, 60)
+    cluster.wait_registered(spec, 60)
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
@@ -274,9 +270,6 @@ def test_bad_commits_are_refused_per_partition(groups_cluster: cluster.ClusterSp
 
 def test_too_few_brokers_for_the_offsets_topic_says_which_setting(tmp_path: Path) -> None:
     from confluent_kafka import KafkaException, TopicPartition
-
-    from insync.cli import cluster_cmd
-
     spec = start(tmp_path, 1, [*GROUP_CONFIG, "offsets.topic.replication.factor=3"])
     try:
         consumer = confluent_consumer(spec.bootstrap, "lonely")
@@ -287,7 +280,7 @@ def test_too_few_brokers_for_the_offsets_topic_says_which_setting(tmp_path: Path
         wait_until(lambda: "lower that setting" in server_log.read_text(), 10, "the broker to say why")
         assert "offsets.topic.replication.factor=3" in server_log.read_text()
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def test_groups_describe_shows_committed_offsets_lag_and_members(

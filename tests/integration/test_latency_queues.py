@@ -25,12 +25,11 @@ import pytest
 
 from conftest import start
 from insync import errors, limits
+from insync.admin import describe_rows
 from insync.admin_requests import DEBUGGING_REPLICA_ID, LIST_OFFSETS, LIST_OFFSETS_VERSION, request
 from insync.bench import latency
 from insync.bench.targets import Target
 from insync.chaos import cluster
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import describe_rows
 from insync.protocol.kio import build, error_of, nested, request_class
 
 pytestmark = pytest.mark.timeout(120)
@@ -100,7 +99,7 @@ def test_a_tailing_consumer_and_steady_acks_all_writes_build_no_queue(tmp_path: 
             leader.done.set()
             sampler.join(10)
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
     print(result.to_json(), leader)
     assert result.records_sent >= RATE * SECONDS * 0.9
     assert result.errors == 0 and result.records_acked == result.records_read == result.records_sent

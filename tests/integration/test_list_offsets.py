@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from insync.admin import ensure_topic
 from insync.chaos.cluster import ClusterSpec
-from insync.cli.topics_cmd import ensure_topic
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,10 +10,9 @@ import pytest
 
 from conftest import events, start, wait_until
 from insync import faults
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
-from insync.cli import cluster_cmd
 from insync.cli.main import main
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -87,5 +86,5 @@ def test_metrics_events_logs_and_chaos_commands(tmp_path: Path) -> None:
         assert main(["chaos", "resume", str(follower), *d]) == 0
         assert main(["cluster", "status", *d]) == 0
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
     assert main(["chaos", "pause", "1", *d]) == 1  # not running: one line, exit 1

@@ -17,9 +17,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest import events, start, wait_until
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -92,4 +91,4 @@ def test_a_frozen_high_watermark_bounds_retention_and_the_follower_catches_up(tm
     finally:
         if stopped is not None:
             cluster.signal_node(spec, stopped, signal.SIGCONT)
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)

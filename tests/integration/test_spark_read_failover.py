@@ -18,9 +18,8 @@ pytest.importorskip("numba")
 from confluent_kafka import Producer  # noqa: E402
 
 from conftest import start, wait_until  # noqa: E402
+from insync.admin import describe_rows, ensure_topic  # noqa: E402
 from insync.chaos import cluster  # noqa: E402
-from insync.cli import cluster_cmd  # noqa: E402
-from insync.cli.topics_cmd import describe_rows, ensure_topic  # noqa: E402
 from insync.spark.kafka_io import Metadata, OffsetRange, RangeFetch  # noqa: E402
 from insync.types import TopicPartition  # noqa: E402
 
@@ -69,4 +68,4 @@ def test_task_follows_a_new_leader_after_sigkill(tmp_path: Path) -> None:
         with Metadata({"bootstrap.servers": spec.bootstrap}) as md:
             assert md.latest([TopicPartition(TOPIC, 0)]) == {TopicPartition(TOPIC, 0): RECORDS}
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import events, start, wait_until
+from insync.admin import PartitionRow, describe_rows, ensure_topic
 from insync.chaos import cluster
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import PartitionRow, describe_rows, ensure_topic
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -90,4 +89,4 @@ def test_dry_run_then_unclean_election_of_the_longest_log(tmp_path: Path) -> Non
         assert (recovery["strategy"], recovery["leader_after"], recovery["records_lost"]) == ("ElectLeaders", longer, 0)
         assert recovery["lost"] == [{"broker": shorter, "from_offset": 100, "to_offset": 100, "records": 0}]
     finally:
-        cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)

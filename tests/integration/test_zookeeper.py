@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, events, wait_until
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
 from insync.chaos.zookeeper import ZooKeeperServer
-from insync.cli import cluster_cmd
-from insync.cli.topics_cmd import describe_rows, ensure_topic
 from insync.config import ConfigError
 
 pytestmark = pytest.mark.timeout(240)
@@ -29,13 +28,13 @@ CHROOT = "/insync-test"
 @pytest.fixture
 def zk_cluster(tmp_path: Path) -> Iterator[tuple[cluster.ClusterSpec, ZooKeeperServer]]:
     with ZooKeeperServer(tmp_path / "zookeeper", cluster.free_ports(1)[0]) as zk:
-        spec = cluster_cmd.up(str(tmp_path / "cluster"), 3, 0, [
+        spec = cluster.up(str(tmp_path / "cluster"), 3, 0, [
             *FAST, "metadata.store=zookeeper", f"zookeeper.connect={zk.connect(CHROOT)}",
             "zookeeper.session.timeout.ms=2000"], controllers=2)
         try:
             yield spec, zk
         finally:
-            cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+            cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def znode(zk: ZooKeeperServer, path: str) -> bytes | None:

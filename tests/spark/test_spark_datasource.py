@@ -34,10 +34,10 @@ from pyspark.sql.types import (
 )
 
 from insync import errors
+from insync.admin import describe_rows
 from insync.bench.spark_source import ByteSender
 from insync.bench.spark_source import run as run_source_bench
 from insync.chaos.cluster import ClusterSpec
-from insync.cli.topics_cmd import describe_rows
 from insync.protocol.records import build_batch
 from insync.spark import kafka_io
 from insync.spark.datasource import (

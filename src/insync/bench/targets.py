@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from insync.admin import ensure_topic
 from insync.chaos import cluster
 
 STARTUP_TIMEOUT_S = 20.0
@@ -38,8 +39,6 @@ class Target:
         return dict(self.node_pids).get(node_id)
 
     def ensure_topic(self, topic: str, partitions: int) -> None:
-        from insync.cli.topics_cmd import ensure_topic
-
         configs = {"min.insync.replicas": "2"} if self.replication_factor > 1 else {}
         ensure_topic(self.bootstrap, topic, partitions, self.replication_factor, configs)
 
@@ -71,18 +70,16 @@ def cpu_ms_per_mb(cpu_before: float | None, cpu_after: float | None, megabytes: 
 
 @contextmanager
 def insync_cluster(brokers: int = 3) -> Iterator[Target]:
-    from insync.cli import cluster_cmd
-
     assert brokers > 0
     with tempfile.TemporaryDirectory(prefix="insync-bench-") as directory:
-        spec = cluster_cmd.up(str(Path(directory) / "cluster"), brokers, 0, [])
+        spec = cluster.up(str(Path(directory) / "cluster"), brokers, 0, [])
         try:
             nodes = tuple((node.node_id, node.pid) for node in (*spec.controllers, *spec.brokers)
                           if node.pid is not None)
             yield Target(f"insync RF{min(3, brokers)}", spec.bootstrap, min(3, brokers),
                          tuple(pid for _, pid in nodes), nodes)
         finally:
-            cluster_cmd.down(cluster.ClusterSpec.load(spec.directory), STOP_TIMEOUT_S)
+            cluster.down(cluster.ClusterSpec.load(spec.directory), STOP_TIMEOUT_S)
 
 
 @contextmanager

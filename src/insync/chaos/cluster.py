@@ -35,6 +35,8 @@ CONTROLLER_ID = 0
 STANDBY_CONTROLLER_IDS_FROM = 1000  # controllers 2..N are nodes 1001, 1002, ... (brokers are 1..brokers)
 STOP_DEADLINE_S = 10.0
 START_DEADLINE_S = 30.0
+REGISTRATION_DEADLINE_S = 60.0
+METADATA_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,3 +275,53 @@ def _is_zombie(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int = 1) -> ClusterSpec:
+    """Start a cluster and wait until every broker is registered and visible in metadata. Controller 0 starts
+    first and is the active one; any others start after it listens, as standbys."""
+    spec = layout(directory, brokers, port, overrides, controllers)
+    spec = start_node(spec, CONTROLLER_ID)
+    wait_listening(spec.controller)
+    for standby in spec.controllers[1:]:
+        spec = start_node(spec, standby.node_id)
+    for broker in spec.brokers:
+        spec = start_node(spec, broker.node_id)
+    try:
+        for broker in spec.brokers:
+            wait_listening(broker)
+        wait_registered(spec, REGISTRATION_DEADLINE_S)
+    except Exception:
+        down(spec, STOP_DEADLINE_S)
+        raise
+    return spec
+
+
+def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+    wanted = {b.node_id for b in spec.brokers}
+    deadline = time.monotonic() + deadline_s
+    seen: set[int] = set()
+    while time.monotonic() < deadline:
+        try:
+            seen = set(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
+        except Exception:
+            seen = set()
+        if seen >= wanted:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"brokers {sorted(wanted - seen)} not registered after {deadline_s} s")
+
+
+def down(spec: ClusterSpec, deadline_s: float) -> ClusterSpec:
+    """Brokers first (all at once: each checkpoints and closes its logs), then the controller."""
+    for broker in spec.brokers:
+        if broker.pid is not None and pid_alive(broker.pid):
+            signal_node(spec, broker.node_id, signal.SIGTERM)
+    for broker in spec.brokers:
+        spec = stop_node(spec, broker.node_id, deadline_s)
+    for controller in spec.controllers[1:]:  # standbys first: stopping the active one first would promote one
+        spec = stop_node(spec, controller.node_id, deadline_s)
+    return stop_node(spec, CONTROLLER_ID, deadline_s)

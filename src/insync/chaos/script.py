@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from insync import faults
+from insync.admin import ensure_topic
 from insync.chaos import cluster, history
 from insync.config import ConfigError
 
@@ -127,8 +128,6 @@ def _apply_fault(directory: str, step: Step) -> None:
 
 
 def run_script(spec: cluster.ClusterSpec, script: Script, log: Any = print) -> history.Verdict:
-    from insync.cli.topics_cmd import ensure_topic
-
     ensure_topic(spec.bootstrap, script.topic, script.partitions, script.replication_factor,
                  {"min.insync.replicas": str(script.min_insync_replicas)})
     run_id = uuid.uuid4().hex[:8]

@@ -11,6 +11,7 @@ import json
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
+from insync.admin import admin_client, describe_rows
 from insync.bench import clients, latency, requests, storage, targets
 from insync.bench import compare as compare_bench
 from insync.bench.latency_workers import CLIENTS, HEADER
@@ -126,8 +127,6 @@ def run_requests(args: argparse.Namespace) -> int:
     if args.seconds < 1 or args.warmup_seconds < 0 or not 1 <= args.inflight <= requests.INFLIGHT_MAX:
         raise ConfigError(f"--seconds must be at least 1, --warmup-seconds not negative, --inflight 1 to "
                           f"{requests.INFLIGHT_MAX}")
-    from insync.cli.topics_cmd import admin_client, describe_rows
-
     acks_list = {"1": [1], "all": [-1], "both": [1, -1]}[args.acks]
     with targets.insync_cluster(3) as target:
         topic = "insync-requests"

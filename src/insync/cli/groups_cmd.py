@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from insync.cli.topics_cmd import ADMIN_TIMEOUT_S, DEFAULT_BOOTSTRAP, admin_client
+from insync.admin import ADMIN_TIMEOUT_S, admin_client
+from insync.cli.topics_cmd import DEFAULT_BOOTSTRAP
 from insync.config import ConfigError
 
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from insync import admin_requests
+from insync.admin import ADMIN_TIMEOUT_S, admin_client, describe_rows, kafka_error_text
 from insync.config import ConfigError, parse_overrides, validate_topic_configs
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-ADMIN_TIMEOUT_S = 15.0
 
 
 def register(subparsers: Any) -> None:
@@ -78,13 +76,6 @@ def register(subparsers: Any) -> None:
         sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
 
 
-def admin_client(bootstrap: str) -> Any:
-    """The tools' AdminClient (`groups_cmd` shares it). Keep it referenced while its futures are pending."""
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000)})
-
-
 def _wait(admin: Any, futures: dict[str, Any], verb: str, what: str = "") -> int:
     """Wait for each topic's future while `admin` stays referenced (librdkafka fails futures of a freed handle).
     Prints "<verb> topic <name><what>." or the error."""
@@ -94,19 +85,10 @@ def _wait(admin: Any, futures: dict[str, Any], verb: str, what: str = "") -> int
             future.result(timeout=ADMIN_TIMEOUT_S)
             print(f"{verb} topic {name}{what}.")
         except Exception as exc:  # KafkaException carries the broker's error name
-            print(f"Error: topic {name} not {verb.lower()}{what}: {_kafka_error_text(exc)}", file=sys.stderr)
+            print(f"Error: topic {name} not {verb.lower()}{what}: {kafka_error_text(exc)}", file=sys.stderr)
             failed += 1
     del admin
     return 1 if failed else 0
-
-
-def _kafka_error_text(exc: Exception) -> str:
-    arg = exc.args[0] if exc.args else exc
-    name = getattr(arg, "name", None)
-    text = getattr(arg, "str", None)
-    if callable(name) and callable(text):
-        return f"{name()}: {text()}"
-    return str(exc)
 
 
 def _create(args: argparse.Namespace) -> int:
@@ -174,7 +156,7 @@ def _elect_leaders(args: argparse.Namespace) -> int:
         # ("more argument specifiers than keyword list entries"); the client's socket.timeout.ms bounds it.
         outcomes = admin.elect_leaders(election, partitions).result(timeout=ADMIN_TIMEOUT_S)
     except Exception as exc:
-        print(f"Error: election not done: {_kafka_error_text(exc)}", file=sys.stderr)
+        print(f"Error: election not done: {kafka_error_text(exc)}", file=sys.stderr)
         return 1
     failed = 0
     for tp, error in sorted(outcomes.items(), key=lambda item: (item[0].topic, item[0].partition)):
@@ -256,102 +238,6 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRow:
-    topic: str
-    topic_id: str
-    partition: int
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    min_isr: int
-    elr: tuple[int, ...] | None = None  # None: the cluster does not answer DescribeTopicPartitions (Kafka < 3.7)
-    last_known_elr: tuple[int, ...] = ()
-
-    def matches(self, under_replicated: bool, under_min_isr: bool, unavailable: bool) -> bool:
-        if not (under_replicated or under_min_isr or unavailable):
-            return True
-        return ((under_replicated and len(self.isr) < len(self.replicas))
-                or (under_min_isr and len(self.isr) < self.min_isr)
-                or (unavailable and self.leader < 0))
-
-    def line(self) -> str:
-        return (f"\tTopic: {self.topic}\tTopicId: {self.topic_id}\tPartition: {self.partition}"
-                f"\tLeader: {self.leader if self.leader >= 0 else 'none'}"
-                f"\tReplicas: {','.join(map(str, self.replicas))}\tIsr: {','.join(map(str, self.isr))}"
-                + ("" if self.elr is None else f"\tElr: {','.join(map(str, self.elr))}"
-                   f"\tLastKnownElr: {','.join(map(str, self.last_known_elr))}"))
-
-
-def describe_rows(bootstrap: str, names: Iterable[str] = ()) -> list[PartitionRow]:
-    """Every partition of the named topics (all topics when none are named), with its topic's min ISR."""
-    admin = admin_client(bootstrap)
-    metadata = admin.list_topics(timeout=ADMIN_TIMEOUT_S)
-    wanted = list(names) or sorted(metadata.topics)
-    unknown = [name for name in wanted if name not in metadata.topics]
-    if unknown:
-        raise ConfigError(f"unknown topic{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
-    min_isr = _min_isr_by_topic(admin, wanted)
-    topic_ids = _topic_ids(admin, wanted)
-    elr = _elr_by_partition(bootstrap, wanted)
-    rows = []
-    for name in wanted:
-        topic = metadata.topics[name]
-        for pid in sorted(topic.partitions):
-            partition = topic.partitions[pid]
-            elr_row, last_known = elr.get((name, pid), (None, ()))
-            rows.append(PartitionRow(name, topic_ids.get(name, ""), pid, partition.leader,
-                                     tuple(partition.replicas), tuple(partition.isrs), min_isr.get(name, 1),
-                                     elr_row, last_known))
-    return rows
-
-
-def _elr_by_partition(bootstrap: str, names: list[str]
-                      ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
-    """(ELR, last known ELR) per partition from DescribeTopicPartitions, which confluent-kafka sends for
-    `describe_topics` but whose ELR it drops; empty when no bootstrap broker answers it."""
-    for address in bootstrap.split(","):
-        try:
-            described, _ = admin_requests.describe_topic_partitions(address.strip(), names, ADMIN_TIMEOUT_S)
-        except OSError:
-            continue  # unreachable, or a broker without the API (it closes the connection): try the next one
-        return {(d.topic, d.partition): (d.elr, d.last_known_elr) for d in described}
-    return {}
-
-
-def _topic_ids(admin: Any, names: list[str]) -> dict[str, str]:
-    from confluent_kafka import TopicCollection
-
-    result: dict[str, str] = {}
-    if not names:
-        return result
-    for name, future in admin.describe_topics(TopicCollection(names), request_timeout=ADMIN_TIMEOUT_S).items():
-        try:
-            result[name] = str(future.result(timeout=ADMIN_TIMEOUT_S).topic_id or "")
-        except Exception:
-            continue  # brokers without topic ids: the column stays empty
-    return result
-
-
-def _min_isr_by_topic(admin: Any, names: list[str]) -> dict[str, int]:
-    from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
-
-    result: dict[str, int] = {}
-    if not names:
-        return result
-    futures = admin.describe_configs([ConfigResource("topic", name) for name in names],
-                                     request_timeout=ADMIN_TIMEOUT_S)
-    for resource, future in futures.items():
-        try:
-            entries = future.result(timeout=ADMIN_TIMEOUT_S)
-        except Exception:
-            continue  # a broker without DescribeConfigs: fall back to Kafka's default of 1
-        entry = entries.get("min.insync.replicas")
-        if entry is not None and entry.value is not None:
-            result[resource.name] = int(entry.value)
-    return result
-
-
 def _describe(args: argparse.Namespace) -> int:
     rows = describe_rows(args.bootstrap_server, args.names)
     filtered = [r for r in rows if r.matches(args.under_replicated_partitions, args.under_min_isr_partitions,
@@ -366,28 +252,3 @@ def _describe(args: argparse.Namespace) -> int:
             current = row.topic
         print(row.line())
     return 0
-
-
-def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
-                 configs: dict[str, str], deadline_s: float = 30.0) -> None:
-    """Create the topic unless it exists, then wait until every partition has a leader."""
-    import time
-
-    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
-
-    admin = admin_client(bootstrap)
-    future = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
-                                           config=configs)], operation_timeout=ADMIN_TIMEOUT_S)[name]
-    try:
-        future.result(timeout=ADMIN_TIMEOUT_S)
-    except Exception as exc:
-        if "TOPIC_ALREADY_EXISTS" not in _kafka_error_text(exc):
-            raise ConfigError(f"cannot create topic {name}: {_kafka_error_text(exc)}") from None
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        topic = admin.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics.get(name)
-        if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
-                p.leader >= 0 for p in topic.partitions.values()):
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"topic {name} has no leader for every partition after {deadline_s} s")

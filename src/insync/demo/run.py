@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster, history, script
 from insync.chaos.script import Step
 from insync.demo.observe import ActSummary, ClusterObserver, render, summarise
@@ -98,12 +99,9 @@ class Demo:
     # One cluster ------------------------------------------------------------------------------------------
 
     def _segment(self, name: str, kip501: bool, acts: list[Callable[[], str]]) -> None:
-        from insync.cli import cluster_cmd
-        from insync.cli.topics_cmd import ensure_topic
-
         self.say(f"Starting a 3-broker cluster with KIP-501 {'on' if kip501 else 'off'}"
                  f"{' (and ELR on, insync defaults)' if kip501 else ' and ELR off (Kafka 3.x election)'} ...")
-        self.spec = cluster_cmd.up(str(self.directory / name), 3, 0, self.timing.overrides(kip501))
+        self.spec = cluster.up(str(self.directory / name), 3, 0, self.timing.overrides(kip501))
         names: list[str] = []
         try:
             ensure_topic(self.spec.bootstrap, TOPIC, 3, 3, {"min.insync.replicas": str(MIN_ISR)})
@@ -123,7 +121,7 @@ class Demo:
                 "duplicated": verdict.duplicated, "reordered": verdict.reordered, "failed": verdict.failed}))
             self.observer.close()
         finally:
-            cluster_cmd.down(cluster.ClusterSpec.load(self.spec.directory), 10.0)
+            cluster.down(cluster.ClusterSpec.load(self.spec.directory), 10.0)
 
     def _watch(self, seconds: float, title: str) -> None:
         deadline = time.monotonic() + seconds
@@ -155,8 +153,6 @@ class Demo:
         self.spec = script.apply(self.spec, Step(0, action, broker, **fields))
 
     def _roles(self, partition: int) -> tuple[int, list[int]]:
-        from insync.cli.topics_cmd import describe_rows
-
         row = next(r for r in describe_rows(self.spec.bootstrap, [TOPIC]) if r.partition == partition)
         return row.leader, [b for b in row.replicas if b != row.leader]
 
