@@ -10,13 +10,16 @@ One line per batch makes a batch atomic: a crash can only tear the last line, an
 newline, bad JSON or a CRC mismatch) is dropped on load with a log line and cut off the file, so the next append
 starts on a clean line. A damaged line anywhere else is not a crash artefact but corruption, and loading fails
 with an error naming the line. Each append is written and fsynced before `append` returns.
+
+The file store does its I/O through storage's `Disk` (a `RealDisk` unless given one), so the controller core never
+touches a file itself and the simulator can run it on a `MemoryDisk` and crash it. The ZooKeeper store, which
+blocks on a network client and threads, is a driver's concern: `server/zk_store.py`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,6 +27,7 @@ from typing import Any, Protocol
 import crc32c
 
 from insync.metadata.records import Record, RecordError, record_from_dict
+from insync.storage.disk import Disk, RealDisk
 
 log = logging.getLogger(__name__)
 
@@ -87,19 +91,24 @@ def decode_batch(line: bytes) -> list[Record]:
 
 
 class LocalFileStore:
-    """`metadata.jsonl` in `directory`, appended and fsynced one batch per line."""
+    """`metadata.jsonl` in `directory`, appended and fsynced one batch per line, through `disk`."""
 
-    def __init__(self, directory: str | Path) -> None:
-        self.path = Path(directory) / METADATA_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        created = not self.path.exists()
-        self._file = open(self.path, "ab")  # noqa: SIM115 (held open for the store's lifetime)
-        if created:
-            _fsync_directory(self.path.parent)
+    def __init__(self, directory: str | Path, disk: Disk | None = None) -> None:
+        self._disk: Disk = disk or RealDisk()
+        self._owns_disk = disk is None  # a disk it was given outlives the store (a simulated restart reuses it)
+        directory = str(directory).rstrip("/") or "/"
+        self.path = f"{directory}/{METADATA_FILE}"
+        self._disk.mkdir(directory)
+        if not self._disk.exists(self.path):
+            # Created empty by rename, which makes the new directory entry durable too (see Disk.rename).
+            temporary = f"{self.path}.tmp"
+            self._disk.write_file(temporary, b"")
+            self._disk.fsync(temporary)
+            self._disk.rename(temporary, self.path)
         self._loaded = False
 
     def load(self) -> list[Record]:
-        *complete, tail = self.path.read_bytes().split(b"\n")  # tail: bytes after the last newline
+        *complete, tail = self._disk.read_file(self.path).split(b"\n")  # tail: bytes after the last newline
         records: list[Record] = []
         good_bytes = 0
         for number, line in enumerate(complete, start=1):
@@ -120,24 +129,15 @@ class LocalFileStore:
     def append(self, records: Sequence[Record]) -> None:
         assert self._loaded, "load() before append(): a torn tail must be cut first"
         assert records
-        self._file.write(encode_batch(records))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self._disk.append(self.path, encode_batch(records))
+        self._disk.fsync(self.path)
 
     def close(self) -> None:
-        self._file.close()
+        if self._owns_disk and isinstance(self._disk, RealDisk):
+            self._disk.close()
 
     def _drop_torn_tail(self, size: int, line_number: int, why: str) -> None:
         log.warning("%s: dropping torn last line %d left by a crash (%s); keeping %d bytes",
                     self.path, line_number, why, size)
-        self._file.truncate(size)
-        self._file.flush()
-        os.fsync(self._file.fileno())
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        self._disk.truncate(self.path, size)
+        self._disk.fsync(self.path)

@@ -8,7 +8,7 @@ or after the fetch's max wait. A timer calls `Controller.tick` at its next deadl
 propagation checks). Every call's events go to `events.jsonl` in the controller's log dir.
 
 Metadata persists in `metadata.jsonl` there (`metadata.store=local`, one controller), or in ZooKeeper
-(`metadata.store=zookeeper`, any number of controllers, `controller.zk_store`). With ZooKeeper a controller first
+(`metadata.store=zookeeper`, any number of controllers, `server.zk_store`). With ZooKeeper a controller first
 campaigns for the ephemeral `/controller` znode and is a standby until it wins: a standby neither listens nor
 holds metadata, so brokers, which try the voters of `controller.quorum.voters` in turn, reach only the active one.
 The winner bumps `/controller_epoch`, loads the records and starts serving. If its session is lost, another
@@ -254,7 +254,7 @@ class ControllerNode(MeteredDispatcher):
         first."""
         store: MetadataStore
         if self.config.get_str("metadata.store") == "zookeeper":
-            from insync.controller.zk_store import ZooKeeperStore  # kazoo: only controllers that use it
+            from insync.server.zk_store import ZooKeeperStore  # kazoo: only controllers that use it
 
             connect = self.config.get_str("zookeeper.connect") or ""
             try:

@@ -8,8 +8,15 @@ import pytest
 from ctrl_harness import CONTROLLER_ID, Harness
 
 from insync.controller.controller import Controller
-from insync.controller.store import METADATA_FILE, LocalFileStore, MemoryStore, MetadataStoreError
+from insync.controller.store import (
+    METADATA_FILE,
+    LocalFileStore,
+    MemoryStore,
+    MetadataStoreError,
+    encode_batch,
+)
 from insync.metadata.records import ConfigRecord, PartitionRecord, Record, TopicRecord
+from insync.storage.disk import MemoryDisk
 
 T = "00000000-0000-4000-8000-000000000001"
 BATCH_1: list[Record] = [TopicRecord("t", T), ConfigRecord("t", "retention.ms", "1000")]
@@ -89,6 +96,32 @@ def test_corrupt_line_before_the_end_is_an_error_naming_the_line(tmp_path: Path)
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(MetadataStoreError, match="line 2 is corrupt"):
         LocalFileStore(tmp_path).load()
+
+
+def test_local_file_store_on_a_memory_disk_keeps_every_append_through_a_crash() -> None:
+    disk = MemoryDisk()
+    store = LocalFileStore("/controller", disk)
+    assert store.load() == []
+    disk.crash()  # the empty file was created durably
+    store.append(BATCH_1)
+    store.append(BATCH_2)
+    disk.crash()  # append returns only once the batch is fsynced
+    assert LocalFileStore("/controller", disk).load() == BATCH_1 + BATCH_2
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_local_file_store_on_a_memory_disk_recovers_from_a_torn_append(seed: int) -> None:
+    disk = MemoryDisk()
+    store = LocalFileStore("/controller", disk)
+    store.load()
+    store.append(BATCH_1)
+    disk.append(f"/controller/{METADATA_FILE}", encode_batch(BATCH_2))  # a crash before append's fsync ...
+    disk.crash(torn_tail=True, rng=random.Random(seed))  # ... keeps a random prefix of the batch
+    reopened = LocalFileStore("/controller", disk)
+    assert reopened.load() == BATCH_1  # the torn batch is gone as a whole (these seeds tear it)
+    reopened.append(BATCH_2)
+    disk.crash()
+    assert LocalFileStore("/controller", disk).load() == BATCH_1 + BATCH_2  # appended on a clean line
 
 
 def test_controller_restarted_on_a_local_file_store_rebuilds_the_same_image(tmp_path: Path) -> None:

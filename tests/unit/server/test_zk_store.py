@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from insync.chaos.cluster import free_ports
 from insync.chaos.zookeeper import ZooKeeperServer, available
 from insync.config import ConfigError
-from insync.controller.zk_store import ControllerFencedError, ZooKeeperStore
+from insync.controller.store import ControllerFencedError
 from insync.errors import KafkaException
 from insync.metadata.image import MetadataImage
 from insync.metadata.records import (
@@ -28,6 +28,7 @@ from insync.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from insync.server.zk_store import ZooKeeperStore
 
 ORDERS = "5f2b6c1e-8a3d-4f6e-9b7a-1c2d3e4f5a6b"
 LOGS = "0b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e"
