@@ -6,7 +6,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from insync.sim.sweep import run_one, sweep
+from insync.sim.sweep import local_processes, run_one, sweep
+from insync.spark.sweep import spark_tasks
 
 TIMING_FIELDS = ("wall_s", "cpu_s", "speedup")
 
@@ -17,12 +18,10 @@ def comparable(result: dict[str, Any]) -> dict[str, Any]:
 
 def test_spark_sweep_runs_every_seed_like_the_local_sweep(spark: SparkSession) -> None:
     seeds = [3, 4, 5]
-    summary = sweep("stuck-follower", {}, seeds, spark_master="local[2]")
+    summary = sweep("stuck-follower", {}, seeds, spark_tasks("local[2]"))
     assert summary.seeds == 3 and not summary.failures and summary.lost_acked == 0
-    local = sweep("stuck-follower", {}, seeds, jobs=1)
+    local = sweep("stuck-follower", {}, seeds, local_processes(1))
     assert (summary.virtual_s, summary.isr_shrinks) == (local.virtual_s, local.isr_shrinks)
 
-    from insync.spark.sweep import run_on_spark
-
-    on_spark, _ = run_on_spark([("stuck-follower", {}, 4)], "local[2]")
+    on_spark, _ = spark_tasks("local[2]")(run_one, [("stuck-follower", {}, 4)])
     assert comparable(on_spark[0]) == comparable(run_one(("stuck-follower", {}, 4)))

@@ -16,7 +16,7 @@ import sys
 from insync.config import ConfigError, parse_overrides
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario, scenario_names
-from insync.sim.sweep import sweep
+from insync.sim.sweep import local_processes, sweep
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -84,7 +84,12 @@ def _sweep(args: argparse.Namespace) -> int:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     if args.seeds <= 0:
         raise ConfigError(f"--seeds must be positive, got {args.seeds}")
-    summary = sweep(args.scenario, overrides, seeds, args.jobs, args.master if args.spark else None)
+    if args.spark:
+        from insync.spark.sweep import spark_tasks  # pyspark only when asked for
+
+        summary = sweep(args.scenario, overrides, seeds, spark_tasks(args.master))
+    else:
+        summary = sweep(args.scenario, overrides, seeds, local_processes(args.jobs))
     if args.json:
         json.dump(summary.to_dict(), sys.stdout, indent=1)
         print()

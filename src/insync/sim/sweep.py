@@ -1,8 +1,11 @@
-"""Many seeds of one scenario in parallel processes; each seed is an independent, reproducible run.
+"""Many seeds of one scenario in parallel; each seed is an independent, reproducible run.
 
 Workers receive (scenario name, overrides, seed) and return a small summary dict (no event list), so the
 parent never ships large results between processes. The summary aggregates the figures that matter for a
 sweep: failing seeds with their reproduce commands, lost acknowledged writes, violations, wall time.
+
+Where the seeds run is the caller's choice, a map function: `local_processes(jobs)` here, or one Spark task per
+seed (`insync.spark.sweep.spark_tasks`, which the CLI passes in), so the simulator never imports Spark.
 """
 
 from __future__ import annotations
@@ -10,17 +13,21 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario
 
 SEEDS_PER_SWEEP_MAX = 1_000_000
 
+Job: TypeAlias = tuple[str, dict[str, str], int]  # (scenario name, overrides, seed)
+# Runs the function on every job and returns the results (in any order) and how many workers ran them.
+MapJobs: TypeAlias = Callable[[Callable[[Job], dict[str, Any]], list[Job]], tuple[list[dict[str, Any]], int]]
 
-def run_one(job: tuple[str, dict[str, str], int]) -> dict[str, Any]:
+
+def run_one(job: Job) -> dict[str, Any]:
     name, overrides, seed = job
     result = run_scenario(load_scenario(name, overrides, seed=seed), overrides)
     summary = result.to_dict(with_events=False)
@@ -58,24 +65,25 @@ class SweepSummary:
         return "\n".join(lines)
 
 
-def sweep(name: str, overrides: dict[str, str], seeds: Iterable[int], jobs: int | None = None,
-          spark_master: str | None = None) -> SweepSummary:
-    """Run every seed; in local processes (default) or, with `spark_master`, one Spark task per seed."""
+def local_processes(jobs: int | None = None) -> MapJobs:
+    """A map over `jobs` forked processes (default: every local core; never more than there are jobs)."""
+    def map_jobs(run: Callable[[Job], dict[str, Any]], work: list[Job]) -> tuple[list[dict[str, Any]], int]:
+        workers = max(1, min(jobs or os.cpu_count() or 1, len(work)))
+        if workers == 1:
+            return [run(job) for job in work], 1
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            return pool.map(run, work, chunksize=1), workers
+
+    return map_jobs
+
+
+def sweep(name: str, overrides: dict[str, str], seeds: Iterable[int], map_jobs: MapJobs) -> SweepSummary:
+    """Run every seed through `map_jobs` (`local_processes(...)`, or Spark's `spark_tasks(master)`)."""
     seed_list = list(seeds)
     assert 0 < len(seed_list) <= SEEDS_PER_SWEEP_MAX
     started = time.perf_counter()
-    work = [(name, overrides, seed) for seed in seed_list]
-    if spark_master is not None:
-        from insync.spark.sweep import run_on_spark
-
-        results, jobs = run_on_spark(work, spark_master)
-    else:
-        jobs = max(1, min(jobs or os.cpu_count() or 1, len(seed_list)))
-        if jobs == 1:
-            results = [run_one(job) for job in work]
-        else:
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                results = pool.map(run_one, work, chunksize=1)
+    results, jobs = map_jobs(run_one, [(name, overrides, seed) for seed in seed_list])
+    assert len(results) == len(seed_list) and jobs > 0
     summary = SweepSummary(name, len(seed_list), jobs, time.perf_counter() - started)
     for result in sorted(results, key=lambda r: int(r["seed"])):
         summary.virtual_s += result["virtual_s"]

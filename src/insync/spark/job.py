@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark import StorageLevel
@@ -22,24 +21,11 @@ from pyspark.sql import functions as F
 
 from insync.spark import analysis, logparse, report
 from insync.spark.inputs import Inputs
+from insync.spark.tables import Tables
 
 PARSED_STAGING = "_parsed"
 SUMMARY_KEYS = ("events", "malformed_lines", "isr_shrinks", "isr_expands", "flapping_episodes", "urp_intervals",
                 "under_min_isr_intervals", "offline_intervals", "episodes_by_cause", "partitions")
-
-
-@dataclass(frozen=True, slots=True)
-class Tables:
-    events: DataFrame
-    malformed: DataFrame
-    isr_changes: DataFrame
-    intervals: DataFrame
-    flapping_episodes: DataFrame
-    episodes: DataFrame
-    per_broker: DataFrame
-    replica_counts: DataFrame
-    first_ms: int | None  # the first and last event times (None when there is no event)
-    last_ms: int | None
 
 
 def _materialise(spark: SparkSession, df: DataFrame, out_dir: str, name: str, *order: str) -> DataFrame:

@@ -12,16 +12,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql import functions as F
 
 from insync.limits import ANALYSIS_REPORT_ROWS_MAX as TOP_ROWS
 from insync.spark import analysis, svg
 from insync.spark.inputs import Inputs
-
-if TYPE_CHECKING:  # job imports this module
-    from insync.spark.job import Tables
+from insync.spark.tables import Tables
 
 MALFORMED_EXAMPLES = 20
 CHURN_BUCKETS = 60
@@ -65,7 +63,7 @@ def _bucket_ms(first_ms: int, last_ms: int) -> int:
 
 
 def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: analysis.AnalysisOptions) -> ReportData:
-    """Everything the page shows, from the job's tables (job.Tables); only aggregates and top rows are collected."""
+    """Everything the page shows, from the job's tables; only aggregates and top rows are collected."""
     first_ms, last_ms = tables.first_ms, tables.last_ms
     bucket_ms = _bucket_ms(first_ms, last_ms) if first_ms is not None and last_ms is not None else 1000
     origin = first_ms or 0
