@@ -2,10 +2,12 @@
 
 `NewType`s cost nothing at run time; mypy keeps them apart. `TopicPartition` is the key of almost every map.
 The sentinels and names every layer shares (`NO_LEADER`, `OFFSETS_TOPIC`) are defined here, once.
+`Outgoing` is what every sans-IO node core (broker and controller) returns for its driver to send.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import NamedTuple, NewType
 
 Offset = NewType("Offset", int)
@@ -29,3 +31,15 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+# A node's address: brokers by their integer id, the controller and clients by name.
+Address = int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A message a node core wants sent; the driver (server or simulator) delivers it."""
+
+    destination: Address
+    message: object

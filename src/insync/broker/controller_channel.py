@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from insync import errors
-from insync.broker.messages import (
+from insync.controller.controller import AlterPartitionDataResult
+from insync.controller.messages import (
     CONTROLLER,
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -33,12 +34,10 @@ from insync.broker.messages import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     MetadataFetchRequest,
-    Outgoing,
 )
-from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 from insync.limits import ALTER_PARTITION_ITEMS_MAX, METADATA_RECORDS_PER_BATCH_MAX
-from insync.types import BrokerEpoch, BrokerId, TopicPartition
+from insync.types import BrokerEpoch, BrokerId, Outgoing, TopicPartition
 
 # How long a request to the controller may go unanswered before it is considered lost and retried.
 REQUEST_TIMEOUT_MS = 5_000
@@ -71,8 +70,8 @@ class ControllerChannel:
         self._registration: _InFlight | None = None
         self._next_heartbeat_ms = 0
         self._alter_in_flight: _InFlight | None = None
-        self._alter_sent: dict[TopicPartition, AlterPartitionItem] = {}
-        self._alter_queue: dict[TopicPartition, AlterPartitionItem] = {}
+        self._alter_sent: dict[TopicPartition, AlterPartitionData] = {}
+        self._alter_queue: dict[TopicPartition, AlterPartitionData] = {}
         self._alter_not_before_ms = 0
         self._metadata_fetch: _InFlight | None = None
         self.published_offset = 0
@@ -177,11 +176,11 @@ class ControllerChannel:
         correlation = self._next_correlation()
         self._metadata_fetch = _InFlight(correlation, now_ms + REQUEST_TIMEOUT_MS)
         return [Outgoing(CONTROLLER, MetadataFetchRequest(correlation, self.broker_id, applied_offset,
-                                                          METADATA_RECORDS_PER_BATCH_MAX))]
+                                                          METADATA_RECORDS_PER_BATCH_MAX, 0))]
 
     # AlterPartition -----------------------------------------------------------------------------------
 
-    def propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem, retry: bool = False
+    def propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionData, retry: bool = False
                 ) -> list[Outgoing]:
         """Queue a leader's ISR proposal (replacing an unsent one for the same partition) and send if idle;
         a `retry` waits for the back-off first."""
@@ -215,7 +214,7 @@ class ControllerChannel:
         self._alter_not_before_ms = now_ms + ALTER_RETRY_BACKOFF_MS
 
     def on_alter_partition(self, now_ms: int, response: AlterPartitionResponse
-                           ) -> tuple[list[tuple[TopicPartition, AlterPartitionItem, AlterPartitionItemResult]],
+                           ) -> tuple[list[tuple[TopicPartition, AlterPartitionData, AlterPartitionDataResult]],
                                       list[Outgoing]]:
         """Match results to the proposals sent; returns (tp, item, result) triples and the next request."""
         if self._alter_in_flight is None or response.correlation_id != self._alter_in_flight.correlation_id:

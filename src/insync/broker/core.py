@@ -26,27 +26,27 @@ from insync.broker.controller_channel import ControllerChannel
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
 from insync.broker.messages import (
-    CONTROLLER,
-    Address,
-    AlterPartitionResponse,
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationResponse,
     Command,
     ConsumerFetchRequest,
     MetadataRequest,
     MetadataResponse,
-    MetadataUpdate,
-    Outgoing,
     PartitionMetadata,
     ProduceRequest,
-    ReplicaLogReportRequest,
 )
 from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
 from insync.broker.produce import ProduceHandler
 from insync.broker.replica_logs import offline_replica_logs
 from insync.config import BrokerConfig
-from insync.controller.replication_control import AlterPartitionItem as ControllerAlterItem
+from insync.controller.messages import (
+    CONTROLLER,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationResponse,
+    MetadataUpdate,
+    ReplicaLogReportRequest,
+)
+from insync.controller.replication_control import AlterPartitionData
 from insync.events import Event, EventType
 from insync.metadata.records import LEADER_RECOVERED
 from insync.replication.event_buffer import EventBuffer
@@ -55,7 +55,15 @@ from insync.replication.partition import Partition, PartitionConfig
 from insync.replication.results import AlterOutcome
 from insync.storage.checkpoint import CheckpointError
 from insync.storage.log_manager import LogManager
-from insync.types import UNKNOWN_BROKER_EPOCH, BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition
+from insync.types import (
+    UNKNOWN_BROKER_EPOCH,
+    Address,
+    BrokerId,
+    LeaderEpoch,
+    Outgoing,
+    PartitionEpoch,
+    TopicPartition,
+)
 
 REJECTED_REPORT_INTERVAL_MS = 1_000
 
@@ -387,8 +395,8 @@ class BrokerCore:
             return []
         self._proposals[tp] = item
         # Every proposal says RECOVERED: like Kafka's leader, this one counts itself recovered once it leads.
-        wire = ControllerAlterItem(topic_id, tp.partition, item.leader_epoch, item.partition_epoch,
-                                   tuple(item.new_isr), LEADER_RECOVERED, self._isr_broker_epochs(item))
+        wire = AlterPartitionData(topic_id, tp.partition, item.leader_epoch, item.partition_epoch,
+                                  tuple(item.new_isr), LEADER_RECOVERED, self._isr_broker_epochs(item))
         return self.channel.propose(now_ms, tp, wire, retry)
 
     def _isr_broker_epochs(self, item: AlterPartitionItem) -> tuple[int, ...]:

@@ -25,12 +25,10 @@ from dataclasses import dataclass
 
 from insync import errors
 from insync.broker.messages import (
-    Address,
     CompleteAfter,
     ConsumerFetchPartition,
     ConsumerFetchRequest,
     ConsumerFetchResponse,
-    Outgoing,
 )
 from insync.errors import KafkaException
 from insync.limits import PURGATORY_ENTRIES_MAX
@@ -39,7 +37,7 @@ from insync.replication.messages import FetchPartitionData, FetchRequest, FetchR
 from insync.replication.partition import Partition
 from insync.replication.purgatory import DelayedFetch, Purgatory, PurgatoryFullError
 from insync.replication.results import FollowerFetchResult, FollowerRead
-from insync.types import UNKNOWN_OFFSET, Offset, TopicPartition
+from insync.types import UNKNOWN_OFFSET, Address, Offset, Outgoing, TopicPartition
 
 Request = FetchRequest | ConsumerFetchRequest
 

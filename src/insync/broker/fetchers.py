@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from insync.broker.messages import Outgoing
 from insync.config import BrokerConfig
 from insync.limits import BROKERS_MAX
 from insync.replication.event_buffer import EventBuffer
@@ -20,7 +19,15 @@ from insync.replication.fetcher import FetcherConfig, FetcherSession
 from insync.replication.follower import FollowerReplica
 from insync.replication.messages import FetchResponse
 from insync.replication.partition import Partition
-from insync.types import NO_LEADER, UNKNOWN_BROKER_EPOCH, BrokerEpoch, BrokerId, LeaderEpoch, TopicPartition
+from insync.types import (
+    NO_LEADER,
+    UNKNOWN_BROKER_EPOCH,
+    BrokerEpoch,
+    BrokerId,
+    LeaderEpoch,
+    Outgoing,
+    TopicPartition,
+)
 
 NEVER = 2**62
 

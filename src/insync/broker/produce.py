@@ -17,12 +17,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from insync import errors
-from insync.broker.messages import Address, Outgoing, PartitionProduceResult, ProduceRequest, ProduceResponse
+from insync.broker.messages import PartitionProduceResult, ProduceRequest, ProduceResponse
 from insync.errors import KafkaError, KafkaException
 from insync.replication.partition import Partition
 from insync.replication.purgatory import DelayedProduce, ProduceStatusSource, Purgatory, PurgatoryFullError
 from insync.replication.results import ProduceWait
-from insync.types import Offset, TopicPartition
+from insync.types import Address, Offset, Outgoing, TopicPartition
 
 NO_OFFSET = Offset(-1)
 

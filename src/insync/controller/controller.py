@@ -40,7 +40,7 @@ from insync.controller.brokers import (
 from insync.controller.election import first_out_of_sync
 from insync.controller.propagation import MetadataLog, PropagationConfig, Publication
 from insync.controller.replication_control import (
-    AlterPartitionItem,
+    AlterPartitionData,
     ElectionPolicy,
     TopicPartitionChange,
     change_events,
@@ -117,7 +117,7 @@ class CreateTopicResponse:
 
 
 @dataclass(frozen=True, slots=True)
-class AlterPartitionItemResult:
+class AlterPartitionDataResult:
     """The partition's state after the request (or as it stands, with the error that refused the change)."""
 
     topic_id: str
@@ -419,8 +419,8 @@ class Controller:
 
     # ---- partitions
 
-    def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[AlterPartitionItem],
-                        now_ms: int) -> ControllerResult[tuple[AlterPartitionItemResult, ...]]:
+    def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[AlterPartitionData],
+                        now_ms: int) -> ControllerResult[tuple[AlterPartitionDataResult, ...]]:
         """AlterPartition (KIP-497): commit each leader-proposed ISR that passes the fencing checks."""
         self._advance(now_ms)
         broker = self._image.brokers.get(broker_id)
@@ -577,10 +577,10 @@ class Controller:
         batch.event(EventType.BROKER_UNFENCED, broker_id=broker.broker_id)
 
     @staticmethod
-    def _partition_state(image: MetadataImage, item: AlterPartitionItem,
-                         error: KafkaError) -> AlterPartitionItemResult:
+    def _partition_state(image: MetadataImage, item: AlterPartitionData,
+                         error: KafkaError) -> AlterPartitionDataResult:
         reg = image.partition(item.topic_id, item.partition)
         if reg is None:
-            return AlterPartitionItemResult(item.topic_id, item.partition, error)
-        return AlterPartitionItemResult(item.topic_id, item.partition, error, reg.leader, reg.isr,
+            return AlterPartitionDataResult(item.topic_id, item.partition, error)
+        return AlterPartitionDataResult(item.topic_id, item.partition, error, reg.leader, reg.isr,
                                         reg.leader_epoch, reg.partition_epoch, reg.leader_recovery_state)

@@ -165,7 +165,7 @@ def preferred_leader_changes(image: MetadataImage, policy: ElectionPolicy) -> li
 
 
 @dataclass(frozen=True, slots=True)
-class AlterPartitionItem:
+class AlterPartitionData:
     """One partition of an AlterPartition request: the leader's proposed ISR and the state it is based on, and
     (v1+, KIP-704) the leader recovery state it asks for."""
 
@@ -183,7 +183,7 @@ class AlterPartitionItem:
         assert not self.new_isr_broker_epochs or len(self.new_isr_broker_epochs) == len(self.new_isr), self
 
 
-def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionItem,
+def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionData,
                           policy: ElectionPolicy) -> KafkaError | PartitionChange | None:
     """The error for `item`, or the change to commit (None: the proposed ISR and recovery state are the current).
     An accepted item asking RECOVERED ends KIP-704's RECOVERING."""
@@ -218,7 +218,7 @@ def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterParti
     return change
 
 
-def _stale_broker_epochs(image: MetadataImage, item: AlterPartitionItem) -> bool:
+def _stale_broker_epochs(image: MetadataImage, item: AlterPartitionData) -> bool:
     """KIP-903 (Kafka's ineligibleReplicasForIsr, "broker epoch mismatch"): whether the leader vouches for a
     member with an epoch that is not its broker's registered one: what it knows of that member is from another
     life of the broker (which may have restarted with an empty or truncated disk), so it cannot be in the ISR."""

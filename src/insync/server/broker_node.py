@@ -24,18 +24,17 @@ from typing import Any
 
 from insync import errors
 from insync.broker.core import BrokerCore
-from insync.broker.messages import (
+from insync.broker.messages import CompleteAfter
+from insync.clock import Clock, SystemClock
+from insync.config import BrokerConfig, ConfigError
+from insync.controller.messages import (
     CONTROLLER,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
-    CompleteAfter,
     MetadataFetchRequest,
-    Outgoing,
     ReplicaLogReportRequest,
 )
-from insync.clock import Clock, SystemClock
-from insync.config import BrokerConfig, ConfigError
 from insync.errors import KafkaException
 from insync.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
 from insync.protocol.codec import DecodedRequest
@@ -50,7 +49,7 @@ from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, 
 from insync.server.topic_creation import TopicCreator
 from insync.storage.disk import RealDisk
 from insync.storage.log_manager import LogManager
-from insync.types import BrokerId
+from insync.types import BrokerId, Outgoing
 from insync.wire import (
     configs,
     controller_apis,

@@ -26,14 +26,10 @@ import random
 from typing import Any
 
 from insync import errors
-from insync.broker.messages import (
-    AlterPartitionResponse,
-    BrokerRegistrationResponse,
-    MetadataUpdate,
-)
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigChange, ConfigError
 from insync.controller.controller import Controller
+from insync.controller.messages import AlterPartitionResponse, BrokerRegistrationResponse, MetadataUpdate
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest

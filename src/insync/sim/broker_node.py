@@ -24,14 +24,14 @@ from collections import deque
 from collections.abc import Callable
 
 from insync.broker.core import BrokerCore
-from insync.broker.messages import CompleteAfter, Outgoing
+from insync.broker.messages import CompleteAfter
 from insync.config import BrokerConfig
 from insync.events import Event
 from insync.sim.network import Disconnected, Network, NodeId
 from insync.sim.scheduler import Scheduler, SchedulerClock, Timer
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
-from insync.types import BrokerId
+from insync.types import BrokerId, Outgoing
 
 # Messages a paused broker buffers; a pause long enough to exceed this means the workload is misconfigured.
 INBOX_MAX = 1_000_000

@@ -15,7 +15,9 @@ import random
 from collections.abc import Callable
 
 from insync import errors
-from insync.broker.messages import (
+from insync.config import BrokerConfig
+from insync.controller.controller import Controller
+from insync.controller.messages import (
     CONTROLLER,
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -27,8 +29,6 @@ from insync.broker.messages import (
     MetadataUpdate,
     ReplicaLogReportRequest,
 )
-from insync.config import BrokerConfig
-from insync.controller.controller import Controller
 from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
 from insync.events import Event

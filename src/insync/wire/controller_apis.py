@@ -11,7 +11,7 @@ arguments of `Controller.register_broker/heartbeat/alter_partition` and encodes 
 - Heartbeat: the wire has no published metadata offset; over the network a broker learns it from the high
   watermark of its metadata fetch (`metadata_log.py`), so `heartbeat_response_from_wire` takes the last one
   it saw. `want_fence`/`want_shut_down` travel as Kafka's flags.
-- AlterPartition names topics by id (v2+), as `controller.replication_control.AlterPartitionItem` does. v3
+- AlterPartition names topics by id (v2+), as `controller.replication_control.AlterPartitionData` does. v3
   lists ISR members with broker epochs (KIP-903): those the leader learnt from the members' fetches (never its
   metadata image, which would vouch for a restarted broker's new life), -1 when unknown; the controller checks
   them against the registrations. Results come back grouped by topic; the broker side
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from insync import errors
-from insync.broker.messages import (
+from insync.controller.controller import AlterPartitionDataResult, HeartbeatResponse
+from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -33,8 +34,7 @@ from insync.broker.messages import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 )
-from insync.controller.controller import AlterPartitionItemResult, HeartbeatResponse
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 from insync.errors import KafkaError
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import (
@@ -169,7 +169,7 @@ def decode_alter_partition(request: DecodedRequest) -> AlterPartitionRequest:
                 epochs = tuple(int(member.broker_epoch) for member in p.new_isr_with_epochs)
             else:
                 new_isr = tuple(int(b) for b in p.new_isr)
-            items.append(AlterPartitionItem(topic_id, int(p.partition_index), int(p.leader_epoch),
+            items.append(AlterPartitionData(topic_id, int(p.partition_index), int(p.leader_epoch),
                                             int(p.partition_epoch), new_isr, int(p.leader_recovery_state), epochs))
     return AlterPartitionRequest(request.correlation_id, BrokerId(int(body.broker_id)),
                                  BrokerEpoch(int(body.broker_epoch)), tuple(items))
@@ -180,7 +180,7 @@ def encode_alter_partition_response(response: AlterPartitionResponse, version: i
     partition_cls = nested(cls, "PartitionData")
     items = []
     for result in response.results:
-        assert isinstance(result, AlterPartitionItemResult), result
+        assert isinstance(result, AlterPartitionDataResult), result
         items.append((result.topic_id, build(partition_cls, partition_index=result.partition,
                                              error_code=code(result.error), leader_id=result.leader,
                                              leader_epoch=result.leader_epoch, isr=result.isr,
@@ -197,7 +197,7 @@ def alter_partition_request(request: AlterPartitionRequest, version: int) -> Any
     partition_cls = nested(cls, "PartitionData")
     items = []
     for item in request.items:
-        assert isinstance(item, AlterPartitionItem), item
+        assert isinstance(item, AlterPartitionData), item
         members = ()
         if has_field(partition_cls, "new_isr_with_epochs"):
             epochs = item.new_isr_broker_epochs or tuple(-1 for _ in item.new_isr)
@@ -218,18 +218,18 @@ def alter_partition_response_from_wire(body: Any, request: AlterPartitionRequest
     error = error_of(body.error_code)
     if error is not errors.NONE:
         return AlterPartitionResponse(request.correlation_id, error, ())
-    answered: dict[tuple[str, int], AlterPartitionItemResult] = {}
+    answered: dict[tuple[str, int], AlterPartitionDataResult] = {}
     for topic in body.topics:
         topic_id = str(topic.topic_id or ZERO_UUID)
         for p in topic.partitions:
-            answered[(topic_id, int(p.partition_index))] = AlterPartitionItemResult(
+            answered[(topic_id, int(p.partition_index))] = AlterPartitionDataResult(
                 topic_id, int(p.partition_index), error_of(p.error_code), int(p.leader_id),
                 tuple(int(b) for b in p.isr), int(p.leader_epoch), int(p.partition_epoch),
                 int(p.leader_recovery_state))
     results = []
     for item in request.items:
-        assert isinstance(item, AlterPartitionItem), item
-        missing = AlterPartitionItemResult(item.topic_id, item.partition, errors.UNKNOWN_SERVER_ERROR)
+        assert isinstance(item, AlterPartitionData), item
+        missing = AlterPartitionDataResult(item.topic_id, item.partition, errors.UNKNOWN_SERVER_ERROR)
         results.append(answered.get((item.topic_id, item.partition), missing))
     return AlterPartitionResponse(request.correlation_id, errors.NONE, tuple(results))
 

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from insync import errors
-from insync.broker.messages import MetadataFetchRequest, MetadataUpdate
+from insync.controller.messages import MetadataFetchRequest, MetadataUpdate
 from insync.errors import KafkaException
 from insync.limits import METADATA_RECORDS_PER_BATCH_MAX
 from insync.metadata.image import MetadataImage, TopicImage
@@ -96,7 +96,8 @@ def metadata_fetch_request(decoded: Decoded[FetchRequest]) -> MetadataFetchReque
     if partition is None or decoded.error is not errors.NONE:
         return None
     return MetadataFetchRequest(decoded.request.correlation_id, decoded.request.replica_id,
-                                max(0, partition.fetch_offset), METADATA_RECORDS_PER_BATCH_MAX)
+                                max(0, partition.fetch_offset), METADATA_RECORDS_PER_BATCH_MAX,
+                                decoded.request.max_wait_ms)
 
 
 def encode_fetch_response(update: MetadataUpdate | None, decoded: Decoded[FetchRequest]) -> Any:

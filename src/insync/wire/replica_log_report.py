@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from insync import errors
-from insync.broker.messages import ReplicaLogReportRequest
+from insync.controller.messages import ReplicaLogReportRequest
 from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, ReplicaLog, ReplicaLogReport
 from insync.errors import KafkaException
 from insync.protocol.codec import DecodedRequest

@@ -8,6 +8,15 @@ from collections import deque
 from insync import errors
 from insync.broker.core import BrokerCore
 from insync.broker.messages import (
+    CompleteAfter,
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from insync.config import BrokerConfig, ConfigChange, ConfigOp
+from insync.controller.controller import Controller
+from insync.controller.messages import (
     CONTROLLER,
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -15,24 +24,16 @@ from insync.broker.messages import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
-    CompleteAfter,
-    ConsumerFetchRequest,
-    ConsumerFetchResponse,
     MetadataFetchRequest,
     MetadataUpdate,
-    Outgoing,
-    ProduceRequest,
-    ProduceResponse,
 )
-from insync.config import BrokerConfig, ConfigChange, ConfigOp
-from insync.controller.controller import Controller
 from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
 from insync.protocol.records import build_batch
 from insync.server.queries import metrics_snapshot
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
-from insync.types import BrokerEpoch, BrokerId, Offset, TopicPartition
+from insync.types import BrokerEpoch, BrokerId, Offset, Outgoing, TopicPartition
 
 TP = TopicPartition("t", 0)
 START = 1_700_000_000_000

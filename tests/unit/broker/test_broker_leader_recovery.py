@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from insync import errors
 from insync.broker.core import BrokerCore
-from insync.broker.messages import (
+from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
+from insync.config import BrokerConfig
+from insync.controller.controller import AlterPartitionDataResult
+from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
-    ConsumerFetchRequest,
-    ConsumerFetchResponse,
     MetadataUpdate,
-    Outgoing,
 )
-from insync.config import BrokerConfig
-from insync.controller.controller import AlterPartitionItemResult
 from insync.metadata.records import (
     LEADER_RECOVERED,
     PartitionRecord,
@@ -27,7 +25,7 @@ from insync.metadata.records import (
 )
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
-from insync.types import BrokerEpoch, BrokerId, Offset, TopicPartition
+from insync.types import BrokerEpoch, BrokerId, Offset, Outgoing, TopicPartition
 
 TP = TopicPartition("t", 0)
 TOPIC_ID = "00000000-0000-4000-8000-000000000001"
@@ -72,7 +70,7 @@ def test_a_recovering_leader_asks_for_recovered_and_serves_consumers_only_after(
     assert item.leader_recovery_state == LEADER_RECOVERED
     assert core.partitions[TP].is_leader and core.partitions[TP].recovering
     assert _consumer_error(core) is errors.NOT_LEADER_OR_FOLLOWER
-    answer = AlterPartitionItemResult(TOPIC_ID, 0, errors.NONE, 1, (1,), 3, 6, LEADER_RECOVERED)
+    answer = AlterPartitionDataResult(TOPIC_ID, 0, errors.NONE, 1, (1,), 3, 6, LEADER_RECOVERED)
     core.handle(NOW, "controller", AlterPartitionResponse(request.correlation_id, errors.NONE, (answer,)))
     assert not core.partitions[TP].recovering and core.partitions[TP].partition_epoch == 6
     assert _consumer_error(core) is errors.NONE
@@ -81,7 +79,7 @@ def test_a_recovering_leader_asks_for_recovered_and_serves_consumers_only_after(
 def test_a_refused_request_is_asked_again_at_the_next_isr_check() -> None:
     core, sent = _leader_after_an_unclean_election()
     [request] = [m for m in sent if isinstance(m, AlterPartitionRequest)]
-    refused = AlterPartitionItemResult(TOPIC_ID, 0, errors.UNKNOWN_SERVER_ERROR)
+    refused = AlterPartitionDataResult(TOPIC_ID, 0, errors.UNKNOWN_SERVER_ERROR)
     core.handle(NOW, "controller", AlterPartitionResponse(request.correlation_id, errors.NONE, (refused,)))
     assert core.partitions[TP].recovering
     later = core.tick(core.next_deadline_ms() + 30_000)

@@ -7,7 +7,8 @@ from insync.broker.controller_channel import (
     SHUTDOWN_HEARTBEAT_INTERVAL_MS,
     ControllerChannel,
 )
-from insync.broker.messages import (
+from insync.controller.controller import AlterPartitionDataResult
+from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -16,8 +17,7 @@ from insync.broker.messages import (
     BrokerRegistrationResponse,
     MetadataFetchRequest,
 )
-from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 from insync.types import BrokerEpoch, BrokerId, TopicPartition
 
 
@@ -59,10 +59,10 @@ def test_behind_the_published_offset_fetches_metadata_once() -> None:
 def test_one_alter_partition_in_flight_and_retry_after_timeout() -> None:
     channel = _registered()
     tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
-    [first] = channel.propose(1000, tp0, AlterPartitionItem("id", 0, 0, 0, (1, 2)))
+    [first] = channel.propose(1000, tp0, AlterPartitionData("id", 0, 0, 0, (1, 2)))
     assert isinstance(first.message, AlterPartitionRequest) and len(first.message.items) == 1
-    assert channel.propose(1001, tp1, AlterPartitionItem("id", 1, 0, 0, (1,))) == []
-    result = AlterPartitionItemResult("id", 0, errors.NONE, 1, (1, 2), 0, 1)
+    assert channel.propose(1001, tp1, AlterPartitionData("id", 1, 0, 0, (1,))) == []
+    result = AlterPartitionDataResult("id", 0, errors.NONE, 1, (1, 2), 0, 1)
     matched, nxt = channel.on_alter_partition(1002, AlterPartitionResponse(first.message.correlation_id,
                                                                            errors.NONE, (result,)))
     assert [(tp, r) for tp, _, r in matched] == [(tp0, result)]
@@ -77,7 +77,7 @@ def test_one_alter_partition_in_flight_and_retry_after_timeout() -> None:
 
 def test_a_refused_request_is_retried_after_the_back_off_not_in_a_loop() -> None:
     channel = _registered()
-    [first] = channel.propose(1000, TopicPartition("t", 0), AlterPartitionItem("id", 0, 0, 0, (1, 2)))
+    [first] = channel.propose(1000, TopicPartition("t", 0), AlterPartitionData("id", 0, 0, 0, (1, 2)))
     assert isinstance(first.message, AlterPartitionRequest)
     refused = AlterPartitionResponse(first.message.correlation_id, errors.STALE_BROKER_EPOCH, ())
     assert channel.on_alter_partition(1001, refused) == ([], [])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from insync import errors
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
-from insync.broker.messages import Address, ConsumerFetchRequest, ConsumerFetchResponse, Outgoing
+from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
 from insync.clock import ManualClock
 from insync.config import LogConfig
 from insync.protocol.records import build_batch
@@ -15,7 +15,7 @@ from insync.replication.partition import Partition
 from insync.replication.purgatory import Purgatory
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
-from insync.types import BrokerId, LeaderEpoch, Offset, PartitionEpoch, TopicPartition
+from insync.types import Address, BrokerId, LeaderEpoch, Offset, Outgoing, PartitionEpoch, TopicPartition
 
 T0 = 1_700_000_000_000
 A, B = TopicPartition("a", 0), TopicPartition("b", 0)

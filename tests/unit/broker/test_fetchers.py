@@ -7,12 +7,11 @@ from typing import Any
 
 from insync import errors
 from insync.broker.fetchers import ReplicaFetchers
-from insync.broker.messages import Outgoing
 from insync.config import BrokerConfig
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.follower import FetchPosition
 from insync.replication.messages import FetchPartitionData, FetchRequest, FetchResponse
-from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, Outgoing, TopicPartition
 
 
 class FakeFollower:

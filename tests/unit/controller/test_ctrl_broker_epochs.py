@@ -8,13 +8,13 @@ from ctrl_harness import Harness
 from test_ctrl_controller import expire, three_broker_topic
 
 from insync import errors
-from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.controller import AlterPartitionDataResult
+from insync.controller.replication_control import AlterPartitionData
 
 
-def alter(h: Harness, new_isr: tuple[int, ...], epochs: tuple[int, ...]) -> AlterPartitionItemResult:
+def alter(h: Harness, new_isr: tuple[int, ...], epochs: tuple[int, ...]) -> AlterPartitionDataResult:
     reg = h.partition("t")
-    item = AlterPartitionItem(h.topic_id("t"), 0, reg.leader_epoch, reg.partition_epoch, new_isr,
+    item = AlterPartitionData(h.topic_id("t"), 0, reg.leader_epoch, reg.partition_epoch, new_isr,
                               new_isr_broker_epochs=epochs)
     return h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now).response[0]
 

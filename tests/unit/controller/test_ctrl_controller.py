@@ -9,8 +9,8 @@ from ctrl_harness import Harness
 
 from insync import errors
 from insync.config import ConfigChange, ConfigOp
-from insync.controller.controller import AlterPartitionItemResult
-from insync.controller.replication_control import AlterPartitionItem, place_replicas
+from insync.controller.controller import AlterPartitionDataResult
+from insync.controller.replication_control import AlterPartitionData, place_replicas
 from insync.errors import KafkaException
 from insync.events import EventType
 from insync.metadata.records import ConfigRecord, PartitionRecord, TopicRecord
@@ -18,9 +18,9 @@ from insync.metadata.records import ConfigRecord, PartitionRecord, TopicRecord
 SESSION_MS = 9000
 
 
-def set_isr(h: Harness, topic: str, isr: tuple[int, ...], partition: int = 0) -> AlterPartitionItemResult:
+def set_isr(h: Harness, topic: str, isr: tuple[int, ...], partition: int = 0) -> AlterPartitionDataResult:
     reg = h.partition(topic, partition)
-    item = AlterPartitionItem(h.topic_id(topic), partition, reg.leader_epoch, reg.partition_epoch, isr)
+    item = AlterPartitionData(h.topic_id(topic), partition, reg.leader_epoch, reg.partition_epoch, isr)
     result = h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now).response[0]
     assert result.error is errors.NONE, result
     return result
@@ -313,12 +313,12 @@ def test_placement_follows_kafka_round_robin() -> None:
 # ---- AlterPartition (KIP-497)
 
 
-def alter(h: Harness, broker: int, **changes: object) -> AlterPartitionItemResult:
+def alter(h: Harness, broker: int, **changes: object) -> AlterPartitionDataResult:
     reg = h.partition("t")
     fields: dict[str, object] = {"topic_id": h.topic_id("t"), "partition": 0, "leader_epoch": reg.leader_epoch,
                                  "partition_epoch": reg.partition_epoch, "new_isr": reg.isr}
     fields.update(changes)
-    item = AlterPartitionItem(**fields)  # type: ignore[arg-type]
+    item = AlterPartitionData(**fields)  # type: ignore[arg-type]
     return h.controller.alter_partition(broker, h.epochs[broker], [item], h.now).response[0]
 
 

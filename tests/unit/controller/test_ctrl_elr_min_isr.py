@@ -6,7 +6,7 @@ from ctrl_harness import Harness
 
 from insync import errors
 from insync.config import ConfigChange, ConfigOp
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 
 
 def _below_min_isr() -> tuple[Harness, int]:
@@ -14,7 +14,7 @@ def _below_min_isr() -> tuple[Harness, int]:
     h.start(1, 2, 3)
     h.controller.create_topic("t", 1, 3, {}, h.now)
     reg = h.partition("t")
-    item = AlterPartitionItem(h.topic_id("t"), 0, reg.leader_epoch, reg.partition_epoch, (reg.leader,))
+    item = AlterPartitionData(h.topic_id("t"), 0, reg.leader_epoch, reg.partition_epoch, (reg.leader,))
     assert h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now).response[0].error \
         is errors.NONE
     assert len(h.partition("t").elr) == 2

@@ -8,7 +8,7 @@ from ctrl_harness import Harness
 
 from insync import errors
 from insync.controller.election import build_partition_change
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 from insync.controller.store import MemoryStore
 from insync.metadata.image import PartitionRegistration
 from insync.metadata.records import (
@@ -45,7 +45,7 @@ def _recovering_leader() -> Harness:
 
 def _alter(h: Harness, isr: tuple[int, ...], state: int):  # type: ignore[no-untyped-def]
     reg = h.partition("t")
-    item = AlterPartitionItem(TID, 0, reg.leader_epoch, reg.partition_epoch, isr, state)
+    item = AlterPartitionData(TID, 0, reg.leader_epoch, reg.partition_epoch, isr, state)
     return h.controller.alter_partition(1, h.epochs[1], [item], h.now).response[0]
 
 

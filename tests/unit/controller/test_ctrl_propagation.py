@@ -6,7 +6,7 @@ import pytest
 from ctrl_harness import Harness
 
 from insync.controller.propagation import MetadataLog, PropagationConfig
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 from insync.events import EventType
 from insync.metadata.records import PartitionChangeRecord, PartitionRecord, TopicRecord
 
@@ -116,7 +116,7 @@ def test_controller_batches_isr_changes_from_alter_partition() -> None:
     published = h.controller.published_offset
     propagations = h.controller.propagations
     reg = h.partition("t")
-    item = AlterPartitionItem(h.topic_id("t"), 0, reg.leader_epoch, reg.partition_epoch, (reg.leader,))
+    item = AlterPartitionData(h.topic_id("t"), 0, reg.leader_epoch, reg.partition_epoch, (reg.leader,))
     result = h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now)
     assert result.response[0].isr == (reg.leader,)  # the leader learns at once...
     assert h.controller.published_offset == published  # ...other brokers do not, yet

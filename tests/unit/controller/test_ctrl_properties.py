@@ -6,7 +6,7 @@ from ctrl_harness import Harness
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
 from insync.metadata.image import MetadataImage
@@ -99,7 +99,7 @@ def apply(h: Harness, op: tuple[object, ...], topics: list[str]) -> None:
         if view is None or view.registration.leader == -1:
             return
         reg = view.registration
-        item = AlterPartitionItem(view.topic_id, view.partition, reg.leader_epoch, reg.partition_epoch,
+        item = AlterPartitionData(view.topic_id, view.partition, reg.leader_epoch, reg.partition_epoch,
                                   tuple(sorted(isr | {reg.leader})))
         h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now)
 

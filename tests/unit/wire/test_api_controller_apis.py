@@ -6,15 +6,15 @@ import pytest
 from apis_helpers import TOPIC_ID, wire
 
 from insync import errors
-from insync.broker.messages import (
+from insync.controller.controller import AlterPartitionDataResult, HeartbeatResponse
+from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 )
-from insync.controller.controller import AlterPartitionItemResult, HeartbeatResponse
-from insync.controller.replication_control import AlterPartitionItem
+from insync.controller.replication_control import AlterPartitionData
 from insync.protocol.codec import DecodedRequest
 from insync.types import BrokerEpoch, BrokerId
 from insync.wire import controller_apis
@@ -66,26 +66,26 @@ def test_heartbeat_both_ways(version: int) -> None:
 def test_alter_partition_both_ways(version: int) -> None:
     other = str(uuid.UUID(int=77))
     # KIP-903: the members' broker epochs are the leader's (from their fetches), -1 where it knows none.
-    items = (AlterPartitionItem(TOPIC_ID, 0, 4, 7, (1, 2), new_isr_broker_epochs=(17, 30)),
-             AlterPartitionItem(other, 3, 0, 0, (1,)), AlterPartitionItem(TOPIC_ID, 1, 0, 1, (2, 1)))
+    items = (AlterPartitionData(TOPIC_ID, 0, 4, 7, (1, 2), new_isr_broker_epochs=(17, 30)),
+             AlterPartitionData(other, 3, 0, 0, (1,)), AlterPartitionData(TOPIC_ID, 1, 0, 1, (2, 1)))
     sent = AlterPartitionRequest(9, BrokerId(1), BrokerEpoch(17), items)
     body = controller_apis.alter_partition_request(sent, version)
     decoded = controller_apis.decode_alter_partition(arrive(body))
     assert decoded.broker_id == 1 and decoded.broker_epoch == 17
-    arrived = sorted((i for i in decoded.items if isinstance(i, AlterPartitionItem)),
+    arrived = sorted((i for i in decoded.items if isinstance(i, AlterPartitionData)),
                      key=lambda i: (i.topic_id, i.partition))
     assert [(i.topic_id, i.partition, i.leader_epoch, i.partition_epoch, i.new_isr) for i in arrived] == sorted(
         (i.topic_id, i.partition, i.leader_epoch, i.partition_epoch, i.new_isr) for i in items)
     epochs = [i.new_isr_broker_epochs for i in arrived]
     assert epochs == ([(-1,), (17, 30), (-1, -1)] if version >= 3 else [(), (), ()])
 
-    results = (AlterPartitionItemResult(TOPIC_ID, 1, errors.NONE, 2, (2, 1), 0, 2),
-               AlterPartitionItemResult(other, 3, errors.UNKNOWN_TOPIC_ID),
-               AlterPartitionItemResult(TOPIC_ID, 0, errors.NONE, 1, (1, 2), 4, 8))
+    results = (AlterPartitionDataResult(TOPIC_ID, 1, errors.NONE, 2, (2, 1), 0, 2),
+               AlterPartitionDataResult(other, 3, errors.UNKNOWN_TOPIC_ID),
+               AlterPartitionDataResult(TOPIC_ID, 0, errors.NONE, 1, (1, 2), 4, 8))
     answer = wire(controller_apis.encode_alter_partition_response(AlterPartitionResponse(9, errors.NONE, results),
                                                                   version))
     received = controller_apis.alter_partition_response_from_wire(answer, sent)
-    answered = [r for r in received.results if isinstance(r, AlterPartitionItemResult)]
+    answered = [r for r in received.results if isinstance(r, AlterPartitionDataResult)]
     assert [(r.topic_id, r.partition, r.error, r.partition_epoch) for r in answered] == [
         (TOPIC_ID, 0, errors.NONE, 8), (other, 3, errors.UNKNOWN_TOPIC_ID, -1), (TOPIC_ID, 1, errors.NONE, 2)]
     assert answered[0].isr == (1, 2)

@@ -19,14 +19,10 @@ from kio.serial import entity_writer
 from kio.static.primitive import Records
 
 from insync import errors
-from insync.broker.messages import (
-    AlterPartitionResponse,
-    BrokerRegistrationResponse,
-    ConsumerFetchResponse,
-    ProduceResponse,
-)
+from insync.broker.messages import ConsumerFetchResponse, ProduceResponse
 from insync.config import BrokerConfig
 from insync.controller.controller import HeartbeatResponse
+from insync.controller.messages import AlterPartitionResponse, BrokerRegistrationResponse
 from insync.errors import KafkaException
 from insync.groups.messages import JoinedMember, JoinResult, LeaveResult, SyncResult
 from insync.groups.offsets import CommittedOffset

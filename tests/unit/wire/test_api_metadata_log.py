@@ -4,9 +4,9 @@ import pytest
 from apis_helpers import running_controller, wire
 
 from insync import errors
-from insync.broker.messages import MetadataUpdate
 from insync.broker.metadata import BrokerMetadata
 from insync.controller.controller import Controller
+from insync.controller.messages import MetadataUpdate
 from insync.errors import KafkaException
 from insync.metadata.image import MetadataImage
 from insync.metadata.records import TopicRecord

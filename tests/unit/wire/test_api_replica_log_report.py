@@ -7,7 +7,7 @@ import pytest
 from apis_helpers import TOPIC_ID, client_request, request_entity
 
 from insync import errors
-from insync.broker.messages import ReplicaLogReportRequest
+from insync.controller.messages import ReplicaLogReportRequest
 from insync.controller.unclean_recovery import ReplicaLog, ReplicaLogReport
 from insync.errors import KafkaException
 from insync.protocol.codec import decode_request, encode_request
