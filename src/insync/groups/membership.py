@@ -19,9 +19,8 @@ membership changes, and to Empty when the last member goes (the generation is st
   the rebalance timeout are removed and the group rebalances (Kafka 3.2's DelayedSync).
 - A session expires `session_timeout_ms` after the member's last join, sync, heartbeat or commit, but not while
   a join or sync of it is held (as in Kafka; the rebalance and sync deadlines bound those waits).
-Deadlines are indexed by group in a heap holding one live entry per group, never later than the group's
-earliest deadline: a heartbeat only moves a deadline later, so it pushes nothing; a stale entry is corrected
-when it reaches the top.
+The group's state and the checks that read it alone are `group_metadata.py`; the heap of group deadlines that
+`tick` and `next_deadline_ms` work from is `deadlines.py`.
 
 Deviations from Kafka, for simplicity:
 - A static member (group.instance.id) joining with an empty member id replaces the old member and always
@@ -36,92 +35,33 @@ Deviations from Kafka, for simplicity:
 
 from __future__ import annotations
 
-import heapq
 import random
 import uuid
-from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from enum import Enum
 
 from insync import errors
 from insync.errors import KafkaError
+from insync.groups.deadlines import GroupDeadlines
+from insync.groups.group_metadata import (
+    GroupMetadata,
+    GroupState,
+    MemberMetadata,
+    generation_error,
+    protocol_error,
+)
 from insync.groups.messages import (
     NO_GENERATION,
     UNKNOWN_MEMBER,
     Completion,
     GroupDescription,
     Heartbeat,
-    JoinedMember,
     JoinGroup,
     JoinResult,
     LeaveGroup,
     LeaveResult,
-    MemberDescription,
     SyncGroup,
     SyncResult,
 )
-
-_UNKNOWN_MEMBER_ID = errors.BY_NAME["UNKNOWN_MEMBER_ID"]
-_ILLEGAL_GENERATION = errors.BY_NAME["ILLEGAL_GENERATION"]
-_REBALANCE_IN_PROGRESS = errors.BY_NAME["REBALANCE_IN_PROGRESS"]
-_INCONSISTENT_GROUP_PROTOCOL = errors.BY_NAME["INCONSISTENT_GROUP_PROTOCOL"]
-_FENCED_INSTANCE_ID = errors.BY_NAME["FENCED_INSTANCE_ID"]
-_MEMBER_ID_REQUIRED = errors.BY_NAME["MEMBER_ID_REQUIRED"]
-_GROUP_MAX_SIZE_REACHED = errors.BY_NAME["GROUP_MAX_SIZE_REACHED"]
-_INVALID_SESSION_TIMEOUT = errors.BY_NAME["INVALID_SESSION_TIMEOUT"]
-_INVALID_GROUP_ID = errors.BY_NAME["INVALID_GROUP_ID"]
-_NOT_COORDINATOR = errors.BY_NAME["NOT_COORDINATOR"]
-_COORDINATOR_NOT_AVAILABLE = errors.BY_NAME["COORDINATOR_NOT_AVAILABLE"]
-
-
-class GroupState(Enum):
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"  # forgotten by `remove_groups`; never seen by callers
-
-
-@dataclass(slots=True)
-class _Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]
-    last_seen_ms: int  # the last join, sync, heartbeat or commit: the session runs from here
-    join_token: int | None = None  # a held join
-    sync_token: int | None = None  # a held sync
-    assignment: bytes = b""
-
-    def session_deadline_ms(self) -> int | None:
-        if self.join_token is not None or self.sync_token is not None:
-            return None  # waiting for an answer: the session restarts with it
-        return self.last_seen_ms + self.session_timeout_ms
-
-    def metadata(self, protocol_name: str) -> bytes:
-        return next(metadata for name, metadata in self.protocols if name == protocol_name)
-
-
-@dataclass(slots=True)
-class _Group:
-    group_id: str
-    state: GroupState = GroupState.EMPTY
-    generation_id: int = 0
-    protocol_type: str = ""
-    protocol_name: str | None = None
-    leader: str | None = None
-    members: dict[str, _Member] = field(default_factory=dict)  # in join order
-    pending: dict[str, int] = field(default_factory=dict)  # member id told MEMBER_ID_REQUIRED -> expiry ms
-    static: dict[str, str] = field(default_factory=dict)  # group instance id -> its current member id
-    join_deadline_ms: int | None = None  # PreparingRebalance ends by then
-    initial_delay_remaining_ms: int | None = None  # not None during the initial delay (InitialDelayedJoin)
-    new_member_added: bool = False  # a join arrived during the current initial delay
-    pending_sync: set[str] = field(default_factory=set)  # members whose sync for this generation is awaited
-    sync_deadline_ms: int | None = None
 
 
 def _join_error(error: KafkaError, member_id: str) -> JoinResult:
@@ -143,24 +83,23 @@ class GroupMembership:
         self._initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self._group_max_size = group_max_size
         self._groups_max = groups_max
-        self._groups: dict[str, _Group] = {}
+        self._groups: dict[str, GroupMetadata] = {}
         self._held: set[int] = set()  # tokens of held joins and syncs
-        self._heap: list[tuple[int, str]] = []  # (deadline ms, group id), see `_arm`
-        self._armed: dict[str, int] = {}  # group id -> deadline of its live heap entry
+        self._deadlines = GroupDeadlines()
 
     # ---- JoinGroup
 
     def join(self, now_ms: int, token: int, request: JoinGroup) -> list[Completion]:
         assert token not in self._held, token
         if not request.group_id:
-            return [Completion(token, _join_error(_INVALID_GROUP_ID, request.member_id))]
+            return [Completion(token, _join_error(errors.INVALID_GROUP_ID, request.member_id))]
         if not self._min_session_timeout_ms <= request.session_timeout_ms <= self._max_session_timeout_ms:
-            return [Completion(token, _join_error(_INVALID_SESSION_TIMEOUT, request.member_id))]
+            return [Completion(token, _join_error(errors.INVALID_SESSION_TIMEOUT, request.member_id))]
         group = self._groups.get(request.group_id)
         if request.member_id == UNKNOWN_MEMBER:
             out = self._join_new_member(now_ms, token, request, group)
         elif group is None:
-            out = [Completion(token, _join_error(_UNKNOWN_MEMBER_ID, request.member_id))]
+            out = [Completion(token, _join_error(errors.UNKNOWN_MEMBER_ID, request.member_id))]
         else:
             out = self._join_known_member(now_ms, token, request, group)
         if (group := self._groups.get(request.group_id)) is not None:
@@ -168,13 +107,13 @@ class GroupMembership:
         return out
 
     def _join_new_member(self, now_ms: int, token: int, request: JoinGroup,
-                         group: _Group | None) -> list[Completion]:
+                         group: GroupMetadata | None) -> list[Completion]:
         instance = request.group_instance_id
         replaced = None if group is None or instance is None else group.static.get(instance)
         error = self._joining_error(group, request, replaced)
         if error is errors.NONE and group is None:
             group = self._create_group(request.group_id)
-            error = _COORDINATOR_NOT_AVAILABLE if group is None else errors.NONE
+            error = errors.COORDINATOR_NOT_AVAILABLE if group is None else errors.NONE
         if error is not errors.NONE:
             return [Completion(token, _join_error(error, request.member_id))]
         assert group is not None
@@ -183,16 +122,17 @@ class GroupMembership:
         assert member_id not in group.members and member_id not in group.pending
         if replaced is not None:
             # The old incarnation is fenced: its requests carry the instance id, which now maps to another member.
-            out = self._remove_member(group, group.members[replaced], _FENCED_INSTANCE_ID)
+            out = self._remove_member(group, group.members[replaced], errors.FENCED_INSTANCE_ID)
             return out + self._add_member(now_ms, token, request, group, member_id)
         if request.require_known_member_id and instance is None:
             if len(group.pending) >= self._group_max_size:
-                return [Completion(token, _join_error(_GROUP_MAX_SIZE_REACHED, request.member_id))]
+                return [Completion(token, _join_error(errors.GROUP_MAX_SIZE_REACHED, request.member_id))]
             group.pending[member_id] = now_ms + request.session_timeout_ms
-            return [Completion(token, _join_error(_MEMBER_ID_REQUIRED, member_id))]
+            return [Completion(token, _join_error(errors.MEMBER_ID_REQUIRED, member_id))]
         return self._add_member(now_ms, token, request, group, member_id)
 
-    def _join_known_member(self, now_ms: int, token: int, request: JoinGroup, group: _Group) -> list[Completion]:
+    def _join_known_member(self, now_ms: int, token: int, request: JoinGroup,
+                           group: GroupMetadata) -> list[Completion]:
         member_id = request.member_id
         if member_id in group.pending:
             error = self._joining_error(group, request, None)
@@ -200,9 +140,9 @@ class GroupMembership:
                 return [Completion(token, _join_error(error, member_id))]
             del group.pending[member_id]
             return self._add_member(now_ms, token, request, group, member_id)
-        error = self._member_error(group, member_id, request.group_instance_id)
+        error = group.member_error(member_id, request.group_instance_id)
         if error is errors.NONE:
-            error = self._protocol_error(group, request, member_id)
+            error = protocol_error(group, request, member_id)
         if error is not errors.NONE:
             return [Completion(token, _join_error(error, member_id))]
         member = group.members[member_id]
@@ -210,45 +150,30 @@ class GroupMembership:
         unchanged = member.protocols == request.protocols
         if group.state is GroupState.COMPLETING_REBALANCE and unchanged:
             # The member lost its join answer: repeat it (Kafka does) rather than rebalance again.
-            return [Completion(token, self._join_answer(group, member))]
+            return [Completion(token, group.join_answer(member))]
         if group.state is GroupState.STABLE and unchanged and member_id != group.leader:
-            return [Completion(token, self._join_answer(group, member))]
-        out = self._fail_held(member, _REBALANCE_IN_PROGRESS)  # superseded by this one
+            return [Completion(token, group.join_answer(member))]
+        out = self._fail_held(member, errors.REBALANCE_IN_PROGRESS)  # superseded by this one
         member.protocols = request.protocols
         member.session_timeout_ms = request.session_timeout_ms
         member.rebalance_timeout_ms = request.rebalance_timeout_ms
         member.join_token = self._hold(token)
         return out + self._rebalance(group, now_ms)
 
-    def _joining_error(self, group: _Group | None, request: JoinGroup, replaced: str | None) -> KafkaError:
+    def _joining_error(self, group: GroupMetadata | None, request: JoinGroup, replaced: str | None) -> KafkaError:
         """Why a member that is not in the group yet may not join it (`replaced` is the member it replaces)."""
         if group is None:
-            return self._protocol_error(None, request, None)
+            return protocol_error(None, request, None)
         if replaced is None and len(group.members) >= self._group_max_size:
-            return _GROUP_MAX_SIZE_REACHED
-        return self._protocol_error(group, request, replaced)
+            return errors.GROUP_MAX_SIZE_REACHED
+        return protocol_error(group, request, replaced)
 
-    def _protocol_error(self, group: _Group | None, request: JoinGroup, excluded: str | None) -> KafkaError:
-        """Kafka's supportsProtocols: the member shares a protocol with every other member, of the same type."""
-        if not request.protocol_type or not request.protocols:
-            return _INCONSISTENT_GROUP_PROTOCOL
-        others = [] if group is None else [m for m in group.members.values() if m.member_id != excluded]
-        if not others:
-            return errors.NONE
-        assert group is not None
-        if request.protocol_type != group.protocol_type:
-            return _INCONSISTENT_GROUP_PROTOCOL
-        common = {name for name, _ in request.protocols}
-        for other in others:  # bounded by group_max_size
-            common &= {name for name, _ in other.protocols}
-        return errors.NONE if common else _INCONSISTENT_GROUP_PROTOCOL
-
-    def _add_member(self, now_ms: int, token: int, request: JoinGroup, group: _Group,
+    def _add_member(self, now_ms: int, token: int, request: JoinGroup, group: GroupMetadata,
                     member_id: str) -> list[Completion]:
         assert member_id not in group.members and group.state is not GroupState.DEAD
         if not group.members:
             group.protocol_type = request.protocol_type
-        group.members[member_id] = _Member(
+        group.members[member_id] = MemberMetadata(
             member_id, request.group_instance_id, request.client_id, request.client_host, request.session_timeout_ms,
             request.rebalance_timeout_ms, request.protocols, now_ms, join_token=self._hold(token),
         )
@@ -260,21 +185,21 @@ class GroupMembership:
             group.new_member_added = True  # Kafka extends the initial delay only for a brand new group
         return self._rebalance(group, now_ms)
 
-    def _create_group(self, group_id: str) -> _Group | None:
+    def _create_group(self, group_id: str) -> GroupMetadata | None:
         if len(self._groups) >= self._groups_max:  # scans at most groups_max, and only when full
             idle = next((g for g in self._groups.values() if not g.members and not g.pending), None)
             if idle is None:
                 return None
             del self._groups[idle.group_id]
-            self._armed.pop(idle.group_id, None)
-        group = _Group(group_id)
+            self._deadlines.forget(idle.group_id)
+        group = GroupMetadata(group_id)
         self._groups[group_id] = group
         assert len(self._groups) <= self._groups_max
         return group
 
     # ---- Rebalancing
 
-    def _rebalance(self, group: _Group, now_ms: int) -> list[Completion]:
+    def _rebalance(self, group: GroupMetadata, now_ms: int) -> list[Completion]:
         """The membership changed: start a rebalance, or see whether the current one can end."""
         if group.state is GroupState.PREPARING_REBALANCE:
             return self._maybe_complete_join(group, now_ms)
@@ -284,7 +209,7 @@ class GroupMembership:
             for member in group.members.values():  # their assignments are for a generation that will not be
                 member.assignment = b""
                 if member.sync_token is not None:
-                    out.append(self._answer(member, _sync_error(_REBALANCE_IN_PROGRESS), now_ms))
+                    out.append(self._answer(member, _sync_error(errors.REBALANCE_IN_PROGRESS), now_ms))
         rebalance_timeout_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         delay_ms = self._initial_rebalance_delay_ms
         if group.state is GroupState.EMPTY and delay_ms > 0:
@@ -298,7 +223,7 @@ class GroupMembership:
         group.state = GroupState.PREPARING_REBALANCE
         return out + self._maybe_complete_join(group, now_ms)
 
-    def _maybe_complete_join(self, group: _Group, now_ms: int) -> list[Completion]:
+    def _maybe_complete_join(self, group: GroupMetadata, now_ms: int) -> list[Completion]:
         assert group.state is GroupState.PREPARING_REBALANCE
         if group.initial_delay_remaining_ms is not None or group.pending:
             return []  # the initial delay runs to its deadline; pending members are expected to rejoin
@@ -306,7 +231,7 @@ class GroupMembership:
             return []
         return self._complete_join(group, now_ms)
 
-    def _on_join_deadline(self, group: _Group, now_ms: int) -> list[Completion]:
+    def _on_join_deadline(self, group: GroupMetadata, now_ms: int) -> list[Completion]:
         remaining_ms = group.initial_delay_remaining_ms
         if remaining_ms is not None and group.new_member_added and remaining_ms > 0:
             delay_ms = min(self._initial_rebalance_delay_ms, remaining_ms)
@@ -316,12 +241,12 @@ class GroupMembership:
             return []
         return self._complete_join(group, now_ms)
 
-    def _complete_join(self, group: _Group, now_ms: int) -> list[Completion]:
+    def _complete_join(self, group: GroupMetadata, now_ms: int) -> list[Completion]:
         """Kafka's onCompleteJoin: drop who did not rejoin, start the next generation, answer every join."""
         assert group.state is GroupState.PREPARING_REBALANCE
         out: list[Completion] = []
         for member in [m for m in group.members.values() if m.join_token is None]:
-            out += self._remove_member(group, member, _UNKNOWN_MEMBER_ID)
+            out += self._remove_member(group, member, errors.UNKNOWN_MEMBER_ID)
         group.generation_id += 1
         group.join_deadline_ms = None
         group.initial_delay_remaining_ms = None
@@ -330,24 +255,13 @@ class GroupMembership:
             group.state = GroupState.EMPTY
             group.protocol_name = None
             return out
-        group.protocol_name = _select_protocol(list(group.members.values()))
+        group.protocol_name = group.select_protocol()
         group.state = GroupState.COMPLETING_REBALANCE
         group.pending_sync = set(group.members)
         group.sync_deadline_ms = now_ms + max(m.rebalance_timeout_ms for m in group.members.values())
         for member in group.members.values():
-            out.append(self._answer(member, self._join_answer(group, member), now_ms))
+            out.append(self._answer(member, group.join_answer(member), now_ms))
         return out
-
-    def _join_answer(self, group: _Group, member: _Member) -> JoinResult:
-        protocol_name, leader = group.protocol_name, group.leader
-        assert protocol_name is not None and leader is not None and member.member_id in group.members
-        members: tuple[JoinedMember, ...] = ()
-        if member.member_id == leader:
-            members = tuple(
-                JoinedMember(m.member_id, m.group_instance_id, m.metadata(protocol_name)) for m in group.members.values()
-            )
-        generation_id, protocol_type = group.generation_id, group.protocol_type
-        return JoinResult(errors.NONE, generation_id, protocol_type, protocol_name, leader, member.member_id, members)
 
     # ---- SyncGroup
 
@@ -364,9 +278,9 @@ class GroupMembership:
         if not group.pending_sync:
             group.sync_deadline_ms = None
         if group.state is GroupState.STABLE:
-            return [Completion(token, self._sync_answer(group, member))]
+            return [Completion(token, group.sync_answer(member))]
         assert group.state is GroupState.COMPLETING_REBALANCE
-        out = self._fail_held(member, _REBALANCE_IN_PROGRESS)  # superseded by this one
+        out = self._fail_held(member, errors.REBALANCE_IN_PROGRESS)  # superseded by this one
         member.sync_token = self._hold(token)
         if member.member_id == group.leader:
             assignments = dict(request.assignments)
@@ -375,55 +289,42 @@ class GroupMembership:
             group.state = GroupState.STABLE
             for each in group.members.values():
                 if each.sync_token is not None:
-                    out.append(self._answer(each, self._sync_answer(group, each), now_ms))
+                    out.append(self._answer(each, group.sync_answer(each), now_ms))
         self._arm(group)
         return out
 
-    def _generation_error(self, group: _Group | None, member_id: str, group_instance_id: str | None,
-                          generation_id: int) -> KafkaError:
-        """What SyncGroup and Heartbeat both check first: the group, the member, then its generation."""
-        if group is None:
-            return _UNKNOWN_MEMBER_ID
-        error = self._member_error(group, member_id, group_instance_id)
-        if error is not errors.NONE:
-            return error
-        return _ILLEGAL_GENERATION if generation_id != group.generation_id else errors.NONE
-
-    def _sync_error(self, group: _Group | None, request: SyncGroup) -> KafkaError:
-        error = self._generation_error(group, request.member_id, request.group_instance_id, request.generation_id)
+    def _sync_error(self, group: GroupMetadata | None, request: SyncGroup) -> KafkaError:
+        error = generation_error(group, request.member_id, request.group_instance_id, request.generation_id)
         if error is not errors.NONE:
             return error
         assert group is not None
         if request.protocol_type is not None and request.protocol_type != group.protocol_type:
-            return _INCONSISTENT_GROUP_PROTOCOL
+            return errors.INCONSISTENT_GROUP_PROTOCOL
         if request.protocol_name is not None and request.protocol_name != group.protocol_name:
-            return _INCONSISTENT_GROUP_PROTOCOL
+            return errors.INCONSISTENT_GROUP_PROTOCOL
         if group.state is GroupState.PREPARING_REBALANCE:
-            return _REBALANCE_IN_PROGRESS
+            return errors.REBALANCE_IN_PROGRESS
         assert group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE), group.state
         return errors.NONE
-
-    def _sync_answer(self, group: _Group, member: _Member) -> SyncResult:
-        assert group.state is GroupState.STABLE
-        return SyncResult(errors.NONE, group.protocol_type, group.protocol_name, member.assignment)
 
     # ---- Heartbeat, LeaveGroup, OffsetCommit
 
     def heartbeat(self, now_ms: int, request: Heartbeat) -> KafkaError:
         group = self._groups.get(request.group_id)
-        error = self._generation_error(group, request.member_id, request.group_instance_id, request.generation_id)
+        error = generation_error(group, request.member_id, request.group_instance_id, request.generation_id)
         if error is not errors.NONE:
             return error
         assert group is not None and group.state is not GroupState.EMPTY  # an Empty group has no members
         group.members[request.member_id].last_seen_ms = now_ms  # only ever moves the deadline later
         if group.state is GroupState.PREPARING_REBALANCE:
-            return _REBALANCE_IN_PROGRESS
+            return errors.REBALANCE_IN_PROGRESS
         return errors.NONE
 
     def leave(self, now_ms: int, request: LeaveGroup) -> tuple[LeaveResult, list[Completion]]:
         group = self._groups.get(request.group_id)
         if group is None:
-            return LeaveResult(errors.NONE, tuple((m, i, _UNKNOWN_MEMBER_ID) for m, i in request.members)), []
+            unknown = tuple((m, i, errors.UNKNOWN_MEMBER_ID) for m, i in request.members)
+            return LeaveResult(errors.NONE, unknown), []
         results: list[tuple[str, str | None, KafkaError]] = []
         out: list[Completion] = []
         members_left = pending_left = False
@@ -436,9 +337,9 @@ class GroupMembership:
                 pending_left = True
                 results.append((asked_id, instance, errors.NONE))
                 continue
-            error = self._member_error(group, member_id, instance)
+            error = group.member_error(member_id, instance)
             if error is errors.NONE:
-                out += self._remove_member(group, group.members[member_id], _UNKNOWN_MEMBER_ID)
+                out += self._remove_member(group, group.members[member_id], errors.UNKNOWN_MEMBER_ID)
                 members_left = True
             results.append((asked_id, instance, error))
         if members_left or (pending_left and group.state is GroupState.PREPARING_REBALANCE):
@@ -452,54 +353,38 @@ class GroupMembership:
         group = self._groups.get(group_id)
         if group is None:
             # A standalone consumer (no generation) may commit; anyone else is from a generation long gone.
-            return errors.NONE if generation_id < 0 else _ILLEGAL_GENERATION
+            return errors.NONE if generation_id < 0 else errors.ILLEGAL_GENERATION
         if generation_id < 0 and member_id == UNKNOWN_MEMBER and group_instance_id is None:
-            return errors.NONE if group.state is GroupState.EMPTY else _UNKNOWN_MEMBER_ID
-        error = self._member_error(group, member_id, group_instance_id)
+            return errors.NONE if group.state is GroupState.EMPTY else errors.UNKNOWN_MEMBER_ID
+        error = group.member_error(member_id, group_instance_id)
         if error is not errors.NONE:
             return error
         if generation_id != group.generation_id:
-            return _ILLEGAL_GENERATION
+            return errors.ILLEGAL_GENERATION
         if group.state is GroupState.COMPLETING_REBALANCE:
-            return _REBALANCE_IN_PROGRESS  # the member knows the generation but not yet its assignment
+            return errors.REBALANCE_IN_PROGRESS  # the member knows the generation but not yet its assignment
         if now_ms is not None:
             group.members[member_id].last_seen_ms = now_ms
-        return errors.NONE
-
-    def _member_error(self, group: _Group, member_id: str, group_instance_id: str | None) -> KafkaError:
-        """Kafka's isStaticMemberFenced, then whether the member is known."""
-        if group_instance_id is not None and group.static.get(group_instance_id, member_id) != member_id:
-            return _FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return _UNKNOWN_MEMBER_ID
         return errors.NONE
 
     # ---- Time
 
     def tick(self, now_ms: int) -> list[Completion]:
-        due: dict[str, None] = {}
-        for _ in range(len(self._heap)):
-            if not self._heap or self._heap[0][0] > now_ms:
-                break
-            deadline_ms, group_id = heapq.heappop(self._heap)
-            if self._armed.get(group_id) == deadline_ms:
-                del self._armed[group_id]
-                due[group_id] = None
         out: list[Completion] = []
-        for group_id in due:
+        for group_id in self._deadlines.pop_due(now_ms):
             group = self._groups[group_id]
             out += self._expire(group, now_ms)
             self._arm(group)
         return out
 
-    def _expire(self, group: _Group, now_ms: int) -> list[Completion]:
+    def _expire(self, group: GroupMetadata, now_ms: int) -> list[Completion]:
         out: list[Completion] = []
         pending_left = [m for m, expiry_ms in group.pending.items() if expiry_ms <= now_ms]
         for member_id in pending_left:
             del group.pending[member_id]
         expired = [m for m in group.members.values() if (d := m.session_deadline_ms()) is not None and d <= now_ms]
         for member in expired:
-            out += self._remove_member(group, member, _UNKNOWN_MEMBER_ID)
+            out += self._remove_member(group, member, errors.UNKNOWN_MEMBER_ID)
         if expired or (pending_left and group.state is GroupState.PREPARING_REBALANCE):
             out += self._rebalance(group, now_ms)
         if group.sync_deadline_ms is not None and group.sync_deadline_ms <= now_ms:
@@ -508,7 +393,7 @@ class GroupMembership:
             group.sync_deadline_ms = None
             late = [group.members[member_id] for member_id in group.pending_sync]
             for member in late:
-                out += self._remove_member(group, member, _UNKNOWN_MEMBER_ID)
+                out += self._remove_member(group, member, errors.UNKNOWN_MEMBER_ID)
             if late:
                 out += self._rebalance(group, now_ms)
         # Last: the steps above may have started a rebalance whose deadline is already here (nobody is left).
@@ -517,33 +402,11 @@ class GroupMembership:
         return out
 
     def next_deadline_ms(self) -> int | None:
-        # Bounded: each turn drops a stale entry or corrects a live one, and a corrected entry is exact.
-        for _ in range(len(self._heap) + 1):
-            if not self._heap:
-                return None
-            deadline_ms, group_id = self._heap[0]
-            if self._armed.get(group_id) != deadline_ms:
-                heapq.heappop(self._heap)
-                continue
-            group = self._groups[group_id]
-            if _group_deadline_ms(group) == deadline_ms:
-                return deadline_ms
-            heapq.heappop(self._heap)
-            del self._armed[group_id]
-            self._arm(group)
-        raise AssertionError("the deadline heap did not settle")
+        return self._deadlines.next_deadline_ms(lambda group_id: self._groups[group_id].deadline_ms())
 
-    def _arm(self, group: _Group) -> None:
-        """Keep the group's heap entry no later than its earliest deadline (call after every change)."""
-        deadline_ms = _group_deadline_ms(group)
-        armed_ms = self._armed.get(group.group_id)
-        if deadline_ms is None or (armed_ms is not None and armed_ms <= deadline_ms):
-            return
-        self._armed[group.group_id] = deadline_ms
-        heapq.heappush(self._heap, (deadline_ms, group.group_id))
-        if len(self._heap) > 2 * len(self._armed) + 64:  # superseded entries: rebuild from the live ones
-            self._heap = [(armed, group_id) for group_id, armed in self._armed.items()]
-            heapq.heapify(self._heap)
+    def _arm(self, group: GroupMetadata) -> None:
+        """Keep the group's deadline entry no later than its earliest deadline (call after every change)."""
+        self._deadlines.arm(group.group_id, group.deadline_ms())
 
     # ---- Coordinator moves, describing
 
@@ -553,26 +416,16 @@ class GroupMembership:
             group = self._groups.pop(group_id, None)
             if group is None:
                 continue
-            self._armed.pop(group_id, None)
+            self._deadlines.forget(group_id)
             group.state = GroupState.DEAD
             for member in group.members.values():
-                out += self._fail_held(member, _NOT_COORDINATOR)
+                out += self._fail_held(member, errors.NOT_COORDINATOR)
         return out
 
     def describe(self, group_id: str) -> GroupDescription | None:
-        """Kafka's GroupMetadata.summary: protocol, metadata and assignments are shown only when Stable."""
+        """Kafka's GroupMetadata.summary, or None for a group this broker does not coordinate."""
         group = self._groups.get(group_id)
-        if group is None:
-            return None
-        protocol_name = group.protocol_name if group.state is GroupState.STABLE else None
-        members = tuple(
-            MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b"")
-            if protocol_name is None
-            else MemberDescription(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                   m.metadata(protocol_name), m.assignment)
-            for m in group.members.values()
-        )
-        return GroupDescription(group_id, group.state.value, group.protocol_type, protocol_name or "", members)
+        return None if group is None else group.summary()
 
     def list_groups(self) -> list[tuple[str, str, str]]:
         return [(g.group_id, g.protocol_type, g.state.value) for g in self._groups.values()]
@@ -584,7 +437,7 @@ class GroupMembership:
         self._held.add(token)
         return token
 
-    def _answer(self, member: _Member, result: JoinResult | SyncResult, now_ms: int | None) -> Completion:
+    def _answer(self, member: MemberMetadata, result: JoinResult | SyncResult, now_ms: int | None) -> Completion:
         """Answer the member's held join (a JoinResult) or sync (a SyncResult)."""
         if isinstance(result, JoinResult):
             token, member.join_token = member.join_token, None
@@ -596,7 +449,7 @@ class GroupMembership:
             member.last_seen_ms = now_ms  # the session restarts when the member stops waiting
         return Completion(token, result)
 
-    def _fail_held(self, member: _Member, error: KafkaError) -> list[Completion]:
+    def _fail_held(self, member: MemberMetadata, error: KafkaError) -> list[Completion]:
         """Answer whatever the member has held with `error`."""
         out: list[Completion] = []
         if member.join_token is not None:
@@ -605,7 +458,7 @@ class GroupMembership:
             out.append(self._answer(member, _sync_error(error), None))
         return out
 
-    def _remove_member(self, group: _Group, member: _Member, error: KafkaError) -> list[Completion]:
+    def _remove_member(self, group: GroupMetadata, member: MemberMetadata, error: KafkaError) -> list[Completion]:
         """Remove a member, answering its held requests with `error`; the caller decides whether to rebalance."""
         out = self._fail_held(member, error)
         del group.members[member.member_id]
@@ -616,18 +469,3 @@ class GroupMembership:
             group.leader = next(iter(group.members), None)
         return out
 
-
-def _select_protocol(members: list[_Member]) -> str:
-    """Kafka's selectProtocol: each member votes for its first protocol that every member supports."""
-    assert members
-    candidates = set.intersection(*({name for name, _ in m.protocols} for m in members))
-    assert candidates, "a join sharing no protocol with the group was accepted"
-    votes = Counter(next(name for name, _ in m.protocols if name in candidates) for m in members)
-    return max(votes, key=lambda name: votes[name])  # ties go to the earliest vote: deterministic
-
-
-def _group_deadline_ms(group: _Group) -> int | None:
-    deadlines = [d for d in (group.join_deadline_ms, group.sync_deadline_ms) if d is not None]
-    deadlines += group.pending.values()
-    deadlines += [d for m in group.members.values() if (d := m.session_deadline_ms()) is not None]
-    return min(deadlines, default=None)

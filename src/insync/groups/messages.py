@@ -1,6 +1,6 @@
 """The internal requests and results of the group coordinator (Kafka's classic consumer-group protocol).
 
-Plain frozen dataclasses, like `broker.messages`: `server.apis.groups` translates JoinGroup (11), SyncGroup (14),
+Plain frozen dataclasses, like `broker.messages`: `wire.groups` translates JoinGroup (11), SyncGroup (14),
 Heartbeat (12), LeaveGroup (13), ListGroups (16) and DescribeGroups (15) of any supported version to and from
 them, and `groups.membership.GroupMembership` (sans-IO) answers them. A request that must wait (a join while the
 group rebalances, a sync before the leader's assignment) is answered later, through a `Completion` naming the
