@@ -10,23 +10,46 @@ pending reads keep a follower that the time rule would remove, the check says so
 read older than `replica.lag.time.max.ms` keeps nobody (see `ReplicaState`). A removed follower's `last_fetch_ms`
 is when its latest fetch arrived, a read still pending included.
 
+Who joins the ISR (`propose_expand`, REFERENCE.md 2): a follower outside it whose log end offset reached both the high
+watermark and the start of the leader's epoch, and whose broker is eligible. No lag-time test on the follower,
+but a read that took longer than `replica.lag.time.max.ms` says nothing of it now (it may have been cut off
+since: KIP-501's bound), so such a read brings nobody back.
+
 ISR states (REFERENCE.md 2): `Committed`, or one change in flight, `PendingExpand` / `PendingShrink`. In each,
 `isr` is the last committed ISR (acks=all admission and min ISR use it) and `maximal_isr` the largest ISR that
 may be in force (the high watermark and acks=all completion use it): the committed ISR plus the replica being
 added, or the old ISR while a shrink awaits the controller, so a change is assumed only in the safe direction.
+
+Every transition is a pure function here, state in, the next state and what to tell the controller out:
+`propose_shrink` and `propose_expand` propose a change (Committed -> PendingShrink / PendingExpand, with the
+`AlterPartitionItem` to send); `after_alter_partition` commits it, rolls it back or keeps it as the controller's
+answer says (as Kafka's Partition does); `from_metadata` installs the ISR that metadata names.
+`committed_change` tells which proposal a new committed ISR completes, the one worth reporting. `Partition`
+applies the result in one place.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from insync import errors
 from insync.config import BrokerConfig
 from insync.events import ShrinkReason
-from insync.replication.messages import AlterPartitionItem
+from insync.replication.messages import AlterPartitionItem, AlterPartitionResult
 from insync.replication.replica_state import ReplicaState
-from insync.types import BrokerId, Offset
+from insync.replication.results import AlterOutcome
+from insync.types import BrokerId, LeaderEpoch, Offset, PartitionEpoch
+
+# AlterPartition errors after which the controller guarantees the request was not applied: back to the last
+# committed ISR, so the next check proposes again (Kafka's handleAlterPartitionError).
+_ROLL_BACK = frozenset({errors.INELIGIBLE_REPLICA, errors.BY_NAME["OPERATION_NOT_ATTEMPTED"]})
+# Errors meaning this broker's view is stale. The request may have been applied by an earlier attempt, so the
+# change stays pending (safe: the maximal ISR is used) until metadata with a newer partition epoch arrives.
+_AWAIT_METADATA = frozenset({errors.FENCED_LEADER_EPOCH, errors.INVALID_UPDATE_VERSION,
+                             errors.UNKNOWN_TOPIC_OR_PARTITION, errors.UNKNOWN_TOPIC_ID, errors.INVALID_REQUEST,
+                             errors.NEW_LEADER_ELECTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,3 +181,69 @@ class PendingShrink:
 
 
 IsrState = Committed | PendingExpand | PendingShrink
+
+
+# --- Transitions: state in, the next state and the proposal out -----------------------------------------------
+
+Propose = Callable[[tuple[BrokerId, ...]], AlterPartitionItem]  # the AlterPartition item asking for a new ISR
+
+
+def propose_shrink(state: IsrState, check: IsrCheck, propose: Propose) -> tuple[IsrState, AlterPartitionItem | None]:
+    """Committed -> PendingShrink: propose the committed ISR without the members `check` removes. Nothing
+    changes while a change is in flight or when nobody is out of sync."""
+    if state.is_inflight or not check.removals:
+        return state, None
+    removed = {removal.broker for removal in check.removals}
+    proposal = propose(tuple(broker for broker in state.isr if broker not in removed))
+    return PendingShrink(state.isr, check.removals, proposal), proposal
+
+
+def propose_expand(state: IsrState, policy: IsrPolicy, follower: ReplicaState, *, now_ms: int, fetch_time_ms: int,
+           high_watermark: Offset, leader_epoch_start_offset: Offset, is_eligible: Callable[[BrokerId], bool],
+           propose: Propose) -> tuple[IsrState, AlterPartitionItem | None]:
+    """Committed -> PendingExpand: the expansion rule (see the module docstring) for `follower` just after a
+    successful fetch that arrived at `fetch_time_ms`. Nothing changes while a change is in flight."""
+    assert now_ms >= fetch_time_ms and leader_epoch_start_offset >= 0, (now_ms, fetch_time_ms)
+    replica = follower.broker_id
+    fresh = now_ms - fetch_time_ms <= policy.replica_lag_time_max_ms
+    if not fresh or state.is_inflight or replica in state.isr:
+        return state, None
+    if follower.log_end_offset < high_watermark or follower.log_end_offset < leader_epoch_start_offset:
+        return state, None
+    if not is_eligible(replica):
+        return state, None
+    proposal = propose((*state.isr, replica))
+    return PendingExpand(state.isr, replica, proposal), proposal
+
+
+def after_alter_partition(state: IsrState, item: AlterPartitionItem, result: AlterPartitionResult,
+                          leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch) -> tuple[IsrState, AlterOutcome]:
+    """The controller answered `item`: commit (the caller takes `result.partition_epoch`), roll back, keep
+    waiting for metadata, or send it again (an unexpected error such as a lost connection)."""
+    if isinstance(state, Committed) or state.proposal != item:
+        return state, AlterOutcome.IGNORED
+    if result.error == errors.NONE:
+        if result.leader_epoch != leader_epoch or result.partition_epoch < partition_epoch:
+            return state, AlterOutcome.IGNORED  # stale: metadata will bring the truth
+        return Committed(result.isr), AlterOutcome.COMMITTED
+    if result.error in _ROLL_BACK:
+        return Committed(state.isr), AlterOutcome.ROLLED_BACK
+    if result.error in _AWAIT_METADATA:
+        return state, AlterOutcome.AWAITING_METADATA
+    return state, AlterOutcome.RETRY
+
+
+def from_metadata(isr: tuple[BrokerId, ...]) -> Committed:
+    """The ISR metadata names, in any state: newer metadata resolves any pending change."""
+    return Committed(isr)
+
+
+def committed_change(previous: IsrState, state: IsrState,
+                     leader_epoch: LeaderEpoch) -> PendingExpand | PendingShrink | None:
+    """The change `previous` proposed in `leader_epoch`, when `state` commits it (from the controller's answer
+    or from metadata); None for anything else, a roll back included."""
+    if isinstance(previous, Committed) or not isinstance(state, Committed):
+        return None
+    if previous.proposal.leader_epoch != leader_epoch or set(previous.proposal.new_isr) != set(state.isr):
+        return None
+    return previous

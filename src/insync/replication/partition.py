@@ -16,7 +16,8 @@ leader or partition epochs are ignored. As leader the partition:
 - checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task, run every lag/2 by the driver).
 ISR changes are proposals: the partition moves to PendingExpand / PendingShrink and returns an
 `AlterPartitionItem`; `on_alter_partition_result` commits it or reacts to the controller's error as Kafka does,
-and newer metadata resolves any pending change. The high watermark is min(leader LEO, LEO of every replica in
+and newer metadata resolves any pending change. Every transition is a pure function of `isr.py`; the partition
+applies its result in one place (`_enter_isr_state`). The high watermark is min(leader LEO, LEO of every replica in
 the maximal ISR or caught up and eligible), only moves forward, and stands still while the committed ISR is
 below min ISR (Kafka 3.7+).
 
@@ -40,7 +41,18 @@ from insync.protocol.records import parse_header
 from insync.replication import follower, producer_state
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.follower import Emit, FetchPosition
-from insync.replication.isr import Committed, IsrPolicy, IsrState, PendingExpand, PendingShrink
+from insync.replication.isr import (
+    Committed,
+    IsrPolicy,
+    IsrState,
+    PendingExpand,
+    PendingShrink,
+    after_alter_partition,
+    committed_change,
+    from_metadata,
+    propose_expand,
+    propose_shrink,
+)
 from insync.replication.log_view import LogView, ReadResultView
 from insync.replication.messages import (
     AlterPartitionItem,
@@ -71,16 +83,6 @@ from insync.types import (
 )
 
 logger = logging.getLogger(kafkalog.PARTITION_LOGGER)
-
-# AlterPartition errors after which the controller guarantees the request was not applied: back to the last
-# committed ISR, so the next check proposes again (Kafka's handleAlterPartitionError).
-_ROLL_BACK = frozenset({errors.INELIGIBLE_REPLICA, errors.BY_NAME["OPERATION_NOT_ATTEMPTED"]})
-# Errors meaning this broker's view is stale. The request may have been applied by an earlier attempt, so the
-# change stays pending (safe: the maximal ISR is used) until metadata with a newer partition epoch arrives.
-_AWAIT_METADATA = frozenset({errors.FENCED_LEADER_EPOCH, errors.INVALID_UPDATE_VERSION,
-                             errors.UNKNOWN_TOPIC_OR_PARTITION, errors.UNKNOWN_TOPIC_ID, errors.INVALID_REQUEST,
-                             errors.NEW_LEADER_ELECTED})
-
 
 @dataclass(frozen=True, slots=True)
 class PartitionConfig:
@@ -205,7 +207,6 @@ class Partition:
         is_new_epoch = leader_epoch > self._leader_epoch
         if not (is_new_leader or is_new_epoch or partition_epoch > self._partition_epoch):
             return False
-        previous_state = self._isr_state
         previous_epoch = self._leader_epoch
         self._leader_id = self.broker_id
         self._partition_epoch = partition_epoch
@@ -220,7 +221,7 @@ class Partition:
         else:
             self._replica_states = {broker: self._replica_states.get(broker, ReplicaState(broker))
                                     for broker in self._replicas if broker != self.broker_id}
-        self._commit_isr(tuple(isr), previous_state, now_ms)
+        self._enter_isr_state(from_metadata(tuple(isr)), now_ms)
         self._maybe_advance_high_watermark(now_ms)
         return True
 
@@ -254,10 +255,9 @@ class Partition:
         self._leader_epoch = leader_epoch
         self._partition_epoch = partition_epoch
         self._replicas = tuple(replicas)
-        self._isr_state = Committed(tuple(isr))
         self._replica_states = {}  # drops every pending read with them
         self._leader_epoch_start_offset = None
-        self._refresh_health(now_ms)
+        self._enter_isr_state(from_metadata(tuple(isr)), now_ms)
         if restart_fetching:
             tp = self.topic_partition
             logger.info("%s%s", self._log_prefix, kafkalog.follower_message(
@@ -391,10 +391,7 @@ class Partition:
             fetch_offset=read.fetch_offset, follower_log_start_offset=read.follower_log_start_offset,
             fetch_time_ms=read.fetch_time_ms, leader_log_end_offset=read.log_end_offset, completed_ms=now_ms,
             was_pending_read=read.was_pending_read, lag_time_max_ms=lag_ms)
-        # A read that took longer than the lag says nothing of the follower now: it may have been cut off since
-        # (KIP-501 bound), so it does not bring the follower back into the ISR.
-        fresh = now_ms - read.fetch_time_ms <= lag_ms
-        alter_partition = self._maybe_expand_isr(read.replica_id) if fresh else None
+        alter_partition = self._maybe_expand_isr(self._replica_states[read.replica_id], read.fetch_time_ms, now_ms)
         advanced = self._maybe_advance_high_watermark(now_ms)
         return FollowerFetchResult(data, alter_partition, advanced)
 
@@ -426,33 +423,34 @@ class Partition:
         for kept in check.kept_by_pending_read:
             self._emit(EventType.ISR_KEPT_PENDING_READ, now_ms, replica=kept.broker,
                        pending_since_ms=kept.pending_since_ms)
-        if not check.removals:
+        state, proposal = propose_shrink(self._isr_state, check, self._proposal)
+        if proposal is None:
             return None
-        removed = {removal.broker for removal in check.removals}
-        proposal = self._proposal(tuple(broker for broker in committed if broker not in removed))
-        self._isr_state = PendingShrink(committed, check.removals, proposal)
+        self._enter_isr_state(state, now_ms)
         out_of_sync = [{"broker": r.broker, "leo": r.leo, "last_caught_up_ms": r.last_caught_up_ms}
                        for r in check.removals]
         logger.info("%s%s", self._log_prefix, kafkalog.shrink_message(
             committed, proposal.new_isr, self._high_watermark, self.log.log_end_offset, out_of_sync))
         return proposal
 
-    def _maybe_expand_isr(self, replica_id: BrokerId) -> AlterPartitionItem | None:
-        """Expansion rule (REFERENCE.md 2): no change in flight, an assigned and eligible replica outside the
-        ISR, whose log end offset reached both the high watermark and the start of this leader's epoch."""
-        state = self._isr_state
-        if state.is_inflight or replica_id in state.isr or replica_id not in self._replicas or self.recovering:
-            return None
-        follower_leo = self._replica_states[replica_id].log_end_offset
+    def _maybe_expand_isr(self, follower_state: ReplicaState, fetch_time_ms: int,
+                          now_ms: int) -> AlterPartitionItem | None:
+        """After a follower's successful fetch (`propose_expand` in isr.py). A recovering leader (KIP-704) adds
+        nobody."""
         epoch_start = self._leader_epoch_start_offset
         assert epoch_start is not None, "a leader always knows where its epoch started"
-        if follower_leo < self._high_watermark or follower_leo < epoch_start:
+        assert follower_state.broker_id in self._replicas, follower_state
+        if self.recovering:
             return None
-        if not self._is_replica_eligible(replica_id):
+        committed = self._isr_state.isr
+        state, proposal = propose_expand(
+            self._isr_state, self.config.isr_policy, follower_state, now_ms=now_ms, fetch_time_ms=fetch_time_ms,
+            high_watermark=self._high_watermark, leader_epoch_start_offset=epoch_start,
+            is_eligible=self._is_replica_eligible, propose=self._proposal)
+        if proposal is None:
             return None
-        proposal = self._proposal((*state.isr, replica_id))
-        self._isr_state = PendingExpand(state.isr, replica_id, proposal)
-        logger.info("%sExpanding ISR from %s to %s", self._log_prefix, _isr_text(state.isr),
+        self._enter_isr_state(state, now_ms)
+        logger.info("%sExpanding ISR from %s to %s", self._log_prefix, _isr_text(committed),
                     _isr_text(proposal.new_isr))
         return proposal
 
@@ -466,35 +464,32 @@ class Partition:
 
     def on_alter_partition_result(self, item: AlterPartitionItem, result: AlterPartitionResult,
                                   now_ms: int) -> AlterPartitionOutcome:
-        """The controller answered `item`. Commit, roll back, keep waiting for metadata, or ask for a resend
-        (an unexpected error such as a lost connection), as Kafka's Partition does."""
-        state = self._isr_state
-        if isinstance(state, Committed) or state.proposal != item:
-            return AlterPartitionOutcome(AlterOutcome.IGNORED)
-        if result.error == errors.NONE:
-            if result.leader_epoch != self._leader_epoch or result.partition_epoch < self._partition_epoch:
-                return AlterPartitionOutcome(AlterOutcome.IGNORED)  # stale: metadata will bring the truth
+        """The controller answered `item` (`after_alter_partition` in isr.py): a commit takes the answer's partition
+        epoch and may advance the high watermark."""
+        state, outcome = after_alter_partition(self._isr_state, item, result, self._leader_epoch,
+                                                               self._partition_epoch)
+        if outcome is AlterOutcome.COMMITTED:
             self._partition_epoch = result.partition_epoch
-            self._commit_isr(result.isr, state, now_ms)
-            return AlterPartitionOutcome(AlterOutcome.COMMITTED, self._maybe_advance_high_watermark(now_ms))
-        if result.error in _ROLL_BACK:
-            self._isr_state = Committed(state.isr)
+            self._enter_isr_state(state, now_ms)
+            return AlterPartitionOutcome(outcome, self._maybe_advance_high_watermark(now_ms))
+        if outcome is AlterOutcome.ROLLED_BACK:
+            self._enter_isr_state(state, now_ms)
             logger.info("%sFailed to alter partition to %s since the controller rejected the request with %s. "
                         "Partition state has been reset to the latest committed state.", self._log_prefix,
                         _isr_text(item.new_isr), result.error.name)
-            return AlterPartitionOutcome(AlterOutcome.ROLLED_BACK)
-        if result.error in _AWAIT_METADATA:
-            return AlterPartitionOutcome(AlterOutcome.AWAITING_METADATA)
-        return AlterPartitionOutcome(AlterOutcome.RETRY)
+        return AlterPartitionOutcome(outcome)
 
-    def _commit_isr(self, isr: tuple[BrokerId, ...], previous: IsrState, now_ms: int) -> None:
-        """Install a committed ISR (from the controller's answer or from metadata). When it is the change this
-        leader proposed in its current epoch, report the shrink or expansion."""
-        assert self.is_leader and self.broker_id in isr, isr
-        self._isr_state = Committed(isr)
-        if not isinstance(previous, Committed) and previous.proposal.leader_epoch == self._leader_epoch \
-                and set(previous.proposal.new_isr) == set(isr):
-            self._emit_isr_change(previous, isr, now_ms)
+    def _enter_isr_state(self, state: IsrState, now_ms: int) -> None:
+        """The one place the ISR state changes. A leader reports the change it proposed in its current epoch
+        when it commits (`committed_change`); health follows the committed ISR."""
+        previous = self._isr_state
+        assert not (previous.is_inflight and state.is_inflight), (previous, state)  # one change in flight
+        assert self.is_leader or not state.is_inflight, state
+        assert not self.is_leader or self.broker_id in state.isr, state
+        self._isr_state = state
+        change = committed_change(previous, state, self._leader_epoch) if self.is_leader else None
+        if change is not None:
+            self._emit_isr_change(change, state.isr, now_ms)
         self._refresh_health(now_ms)
 
     def _emit_isr_change(self, change: PendingExpand | PendingShrink, isr: tuple[BrokerId, ...], now_ms: int) -> None:

@@ -1,15 +1,30 @@
-"""IsrPolicy reasons (stuck, slow, messages), the bursty-producer case of seed 001, and the ISR states."""
+"""IsrPolicy reasons (stuck, slow, messages), the bursty-producer case of seed 001, the ISR states, and the pure
+transitions between them (propose shrink / expand, the controller's answer, metadata)."""
 
 from __future__ import annotations
 
 import pytest
-from repl_helpers import T0
+from repl_helpers import T0, ids
 
+from insync import errors
 from insync.config import BrokerConfig
 from insync.events import ShrinkReason
-from insync.replication.isr import Committed, IsrPolicy, PendingExpand, PendingShrink, Removal
-from insync.replication.messages import AlterPartitionItem
+from insync.replication.isr import (
+    Committed,
+    IsrCheck,
+    IsrPolicy,
+    PendingExpand,
+    PendingShrink,
+    Removal,
+    after_alter_partition,
+    committed_change,
+    from_metadata,
+    propose_expand,
+    propose_shrink,
+)
+from insync.replication.messages import AlterPartitionItem, AlterPartitionResult
 from insync.replication.replica_state import ReplicaState
+from insync.replication.results import AlterOutcome
 from insync.types import BrokerId, LeaderEpoch, Offset, PartitionEpoch, TopicPartition
 
 LAG = 10_000
@@ -112,3 +127,65 @@ def test_maximal_isr_assumes_a_change_only_in_the_safe_direction() -> None:
 def test_a_pending_state_must_match_its_proposal() -> None:
     with pytest.raises(AssertionError):
         PendingExpand((BrokerId(1),), BrokerId(3), _item((1, 2)))
+
+
+# --- Transitions --------------------------------------------------------------------------------------------------
+
+ISR = (BrokerId(1), BrokerId(2))
+
+
+def _propose(new_isr: tuple[BrokerId, ...]) -> AlterPartitionItem:
+    return _item(tuple(new_isr))
+
+
+def _expand(state: Committed | PendingExpand | PendingShrink, *, leo: int, fetch_ms: int = T0, now_ms: int = T0,
+            eligible: bool = True) -> tuple[object, AlterPartitionItem | None]:
+    follower_state = follower(3, leo=leo, last_fetch_ms=fetch_ms, last_caught_up_ms=fetch_ms)
+    return propose_expand(state, TIME_ONLY, follower_state, now_ms=now_ms, fetch_time_ms=fetch_ms,
+                          high_watermark=Offset(10), leader_epoch_start_offset=Offset(5),
+                          is_eligible=lambda _broker: eligible, propose=_propose)
+
+
+def test_shrink_proposes_the_committed_isr_without_the_removed() -> None:
+    removal = Removal(BrokerId(2), Offset(5), T0, T0, ShrinkReason.STUCK)
+    state, proposal = propose_shrink(Committed(ISR), IsrCheck((removal,)), _propose)
+    assert proposal == _item((1,)) and state == PendingShrink(ISR, (removal,), proposal)
+    assert propose_shrink(Committed(ISR), IsrCheck(), _propose) == (Committed(ISR), None)
+    assert propose_shrink(state, IsrCheck((removal,)), _propose) == (state, None)  # one change in flight
+
+
+def test_expand_rule_needs_the_high_watermark_the_epoch_start_an_eligible_broker_and_a_fresh_read() -> None:
+    state, proposal = _expand(Committed(ISR), leo=10)
+    assert proposal == _item((1, 2, 3)) and state == PendingExpand(ISR, BrokerId(3), proposal)
+    assert _expand(Committed(ISR), leo=9) == (Committed(ISR), None)  # below the high watermark
+    assert _expand(Committed(ISR), leo=10, eligible=False) == (Committed(ISR), None)
+    assert _expand(Committed(ISR), leo=10, now_ms=T0 + LAG + 1) == (Committed(ISR), None)  # the read took too long
+    assert _expand(Committed((*ISR, BrokerId(3))), leo=10)[1] is None  # already a member
+    assert _expand(state, leo=10) == (state, None)  # one change in flight
+
+
+def test_the_controllers_answer_commits_rolls_back_waits_or_retries() -> None:
+    proposal = _item((1, 2, 3))
+    pending = PendingExpand(ISR, BrokerId(3), proposal)
+    epoch, partition_epoch = LeaderEpoch(3), PartitionEpoch(7)
+
+    def answer(error: errors.KafkaError, *, leader_epoch: int = 3) -> tuple[object, AlterOutcome]:
+        result = AlterPartitionResult(proposal.topic_partition, error, BrokerId(1), LeaderEpoch(leader_epoch),
+                                      PartitionEpoch(8), proposal.new_isr)
+        return after_alter_partition(pending, proposal, result, epoch, partition_epoch)
+
+    assert answer(errors.NONE) == (Committed(proposal.new_isr), AlterOutcome.COMMITTED)
+    assert answer(errors.NONE, leader_epoch=4) == (pending, AlterOutcome.IGNORED)
+    assert answer(errors.INELIGIBLE_REPLICA) == (Committed(ISR), AlterOutcome.ROLLED_BACK)
+    assert answer(errors.FENCED_LEADER_EPOCH) == (pending, AlterOutcome.AWAITING_METADATA)
+    assert answer(errors.BY_NAME["NETWORK_EXCEPTION"]) == (pending, AlterOutcome.RETRY)
+    other = AlterPartitionResult(proposal.topic_partition, errors.NONE)
+    assert after_alter_partition(Committed(ISR), proposal, other, epoch, partition_epoch)[1] == AlterOutcome.IGNORED
+
+
+def test_committed_change_is_the_proposal_a_commit_completes_in_the_same_epoch() -> None:
+    pending = PendingExpand(ISR, BrokerId(3), _item((1, 2, 3)))
+    assert committed_change(pending, from_metadata(ids((3, 2, 1))), LeaderEpoch(3)) == pending
+    assert committed_change(pending, from_metadata(ids((3, 2, 1))), LeaderEpoch(4)) is None  # a later epoch
+    assert committed_change(pending, from_metadata(ISR), LeaderEpoch(3)) is None  # rolled back
+    assert committed_change(Committed(ISR), from_metadata(ISR), LeaderEpoch(3)) is None
