@@ -142,14 +142,23 @@ class FetchServer:
     def consumer_fetch(self, now_ms: int, source: Address, request: ConsumerFetchRequest, may_park: bool = True
                        ) -> FetchOutcome:
         parts: list[ConsumerFetchPartition] = []
-        for tp, offset in request.partitions:
-            parts.append(self._consumer_read(tp, offset, request.max_bytes))
+        limits = request.partition_max_bytes or (request.max_bytes,) * len(request.partitions)
+        assert len(limits) == len(request.partitions), request
+        budget = request.max_bytes
+        for (tp, offset), limit in zip(request.partitions, limits, strict=True):
+            # Kafka's ReplicaManager.readFromLog: each partition up to its own limit and what is left of the
+            # response's; one whole batch past both only while the response has no data yet (KIP-74).
+            part = self._consumer_read(tp, offset, max(0, min(limit, budget)),
+                                       min_one_batch=budget == request.max_bytes)
+            budget -= len(part.records)
+            parts.append(part)
         empty = all(not p.records and p.error is errors.NONE for p in parts)
         if may_park and empty and request.max_wait_ms > 0 and self._park(now_ms, source, request):
             return FetchOutcome([], [])
         return FetchOutcome([Outgoing(source, ConsumerFetchResponse(request.correlation_id, tuple(parts)))], [])
 
-    def _consumer_read(self, tp: TopicPartition, offset: Offset, max_bytes: int) -> ConsumerFetchPartition:
+    def _consumer_read(self, tp: TopicPartition, offset: Offset, max_bytes: int, min_one_batch: bool
+                       ) -> ConsumerFetchPartition:
         partition = self._partitions(tp)
         if partition is None or not partition.is_leader or partition.recovering:  # KIP-704: not readable yet
             return ConsumerFetchPartition(tp, errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET, UNKNOWN_OFFSET, b"")
@@ -164,7 +173,7 @@ class FetchServer:
             # their position (to the end, skipping records, or to the start, reading them twice).
             return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, b"")
         try:
-            result = partition.log.read(offset, max_bytes, hw)
+            result = partition.log.read(offset, max_bytes, hw, min_one_batch=min_one_batch)
         except KafkaException as exc:
             return ConsumerFetchPartition(tp, exc.error, hw, log_start, b"")
         return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, bytes(result.records))

@@ -135,7 +135,8 @@ def consumer_request(fetch: FetchRequest) -> ConsumerFetchRequest:
     assert not is_follower_fetch(fetch), fetch
     return ConsumerFetchRequest(fetch.correlation_id, tuple((p.topic_partition, p.fetch_offset)
                                                             for p in fetch.partitions),
-                                fetch.max_wait_ms, fetch.max_bytes)
+                                fetch.max_wait_ms, fetch.max_bytes,
+                                tuple(p.partition_max_bytes for p in fetch.partitions))
 
 
 def encode_response(response: FetchResponse | ConsumerFetchResponse | None, decoded: Decoded[FetchRequest],

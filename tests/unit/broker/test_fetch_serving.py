@@ -156,3 +156,27 @@ def test_a_fetch_woken_from_the_purgatory_does_not_update_the_follower_state_aga
     # Kafka's readFromPurgatory: the answer is read again, the follower's state stays that of its fetch's arrival.
     assert partitions[A].replica_state(BrokerId(2)) == before
     assert [result.alter_partition for _, result in woken.results] == [None]
+
+
+def test_a_consumer_fetch_keeps_to_each_partitions_limit_and_the_responses_with_one_batch_past_them() -> None:
+    """Kafka's Fetch limits: `partition_max_bytes` per partition, `max_bytes` over the response, and one whole
+    batch past both only for the first partition with data (KIP-74), so a consumer never gets a response many
+    times what it asked for."""
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    batch = {tp: [append(partitions[tp], 10, T0 + i) for i in range(4)] for tp in (A, B)}
+    for replica in (2, 3):  # both followers at the log end: the high watermark moves to 4 batches' worth
+        server.follower_fetch(T0 + 10, replica, follower_request(replica, replica, {A: 40, B: 40}, max_wait_ms=0))
+    assert all(p.high_watermark == 40 for p in partitions.values())
+    one, two = batch[A][0], batch[A][0] + batch[A][1]
+
+    def sizes(max_bytes: int, partition_max_bytes: tuple[int, ...]) -> list[int]:
+        request = ConsumerFetchRequest(9, ((A, Offset(0)), (B, Offset(0))), 0, max_bytes, partition_max_bytes)
+        [command] = server.consumer_fetch(T0 + 20, "c", request).commands
+        assert isinstance(command, Outgoing) and isinstance(command.message, ConsumerFetchResponse)
+        return [len(part.records) for part in command.message.partitions]
+
+    assert sizes(1 << 20, ()) == [sum(batch[A]), sum(batch[B])]  # no partition limit: all committed data
+    assert sizes(1 << 20, (two, two)) == [two, batch[B][0] + batch[B][1]]  # each partition up to its limit
+    assert sizes(two + 1, (1 << 20, 1 << 20)) == [two, 0]  # the response's budget is spent on A
+    assert sizes(1, (1, 1)) == [one, 0]  # one batch past both limits, for the first partition only
