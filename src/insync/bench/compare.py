@@ -2,8 +2,9 @@
 
 insync: a controller and 3 brokers, topics with RF 3 and min ISR 2, acks=all. Tansu: one node with memory storage,
 RF 1 (`insync.bench.targets`). Each gets, in turn and on the same machine:
-- throughput (`insync.bench.clients`): produce (acks=all) and consume of `messages` 1 KiB records, each with the
-  server CPU milliseconds per MB beside it, and the in-process end-to-end run at `rate`;
+- throughput (`insync.bench.steady`): produce (acks=all) and consume of 1 KiB records, each `seconds` of steady
+  state after a warm-up, with the server CPU milliseconds per MB over the same window beside it, and the
+  in-process end-to-end run at `rate` (`insync.bench.clients`);
 - latency (`insync.bench.latency`, issue 17's scenario): a producer and a tailing consumer in their own processes,
   acks=all, linger 0, `seconds` measured after a warm-up: confluent-kafka at 500 and 2,000 records/s, kafka-python
   and aiokafka at 500 records/s with their defaults;
@@ -15,12 +16,10 @@ RF 1 (`insync.bench.targets`). Each gets, in turn and on the same machine:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import asdict, replace
-from functools import partial
 from typing import Any
 
-from insync.bench import clients, latency, targets
+from insync.bench import clients, latency, steady, targets
 from insync.bench.targets import Target
 
 TOPIC = "bench"
@@ -33,19 +32,14 @@ LATENCY_RUNS = (("latency-500", "confluent", 500.0), ("latency-2000", "confluent
 SEARCH_START_RATE = 500.0
 
 
-def _throughput(target: Target, messages: int, rate: float) -> dict[str, Any]:
+def _throughput(target: Target, seconds: float, rate: float) -> dict[str, Any]:
+    """Produce, then consume what was produced, each for `seconds` after a warm-up (`insync.bench.steady`), then
+    the in-process end-to-end run at `rate`."""
     target.ensure_topic(TOPIC, 3)
-    return {"produce": _with_cpu(target, partial(clients.produce, target.bootstrap, TOPIC, messages, RECORD_BYTES,
-                                                 "all")),
-            "consume": _with_cpu(target, partial(clients.consume, target.bootstrap, TOPIC, messages)),
+    produce = steady.produce(target.bootstrap, TOPIC, RECORD_BYTES, "all", target.cpu_s, seconds=seconds)
+    consume = steady.consume(target.bootstrap, TOPIC, target.cpu_s, seconds=seconds)
+    return {"produce": asdict(produce), "consume": asdict(consume),
             "e2e": asdict(clients.e2e(target.bootstrap, TOPIC, int(rate * 5), RECORD_BYTES, rate))}
-
-
-def _with_cpu(target: Target, measure: Callable[[], clients.BenchResult]) -> dict[str, Any]:
-    before = target.cpu_s()
-    result = measure()
-    megabytes = result.messages * result.message_bytes / 1e6
-    return {**asdict(result), "server_cpu_ms_per_mb": targets.cpu_ms_per_mb(before, target.cpu_s(), megabytes)}
 
 
 def _latencies(target: Target, seconds: float, steps: int) -> dict[str, Any]:
@@ -62,18 +56,18 @@ def _latencies(target: Target, seconds: float, steps: int) -> dict[str, Any]:
     return out
 
 
-def _run(target: Target, messages: int, rate: float, seconds: float, steps: int) -> dict[str, Any]:
-    return {"target": target.name, **_throughput(target, messages, rate), **_latencies(target, seconds, steps)}
+def _run(target: Target, rate: float, seconds: float, steps: int) -> dict[str, Any]:
+    return {"target": target.name, **_throughput(target, seconds, rate), **_latencies(target, seconds, steps)}
 
 
-def compare(messages: int = 100_000, rate: float = 2000.0, seconds: float = latency.SECONDS_MIN,
-            steps: int = 6, brokers: int = 3) -> dict[str, Any]:
-    assert messages > 0 and rate > 0 and seconds > 0 and steps > 0
+def compare(rate: float = 2000.0, seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int = 3
+            ) -> dict[str, Any]:
+    assert rate > 0 and seconds > 0 and steps > 0
     with targets.insync_cluster(brokers) as target:
-        insync = _run(target, messages, rate, seconds, steps)
+        insync = _run(target, rate, seconds, steps)
     with targets.tansu() as target:
         time.sleep(TANSU_SETTLE_S)
-        tansu = _run(target, messages, rate, seconds, steps)
+        tansu = _run(target, rate, seconds, steps)
     return {"insync": insync, "tansu": tansu}
 
 

@@ -49,7 +49,8 @@ class FrameDecoder:
                 del self._buffer[:SIZE_PREFIX_BYTES]
             if len(self._buffer) < self._frame_size:
                 return
-            frame = bytes(self._buffer[: self._frame_size])
+            with memoryview(self._buffer) as view:  # one copy (a bytearray slice would be a second)
+                frame = bytes(view[: self._frame_size])
             del self._buffer[: self._frame_size]
             self._frame_size = None
             yield frame
