@@ -3,7 +3,9 @@
 `BrokerCore` owns the partitions this broker hosts (`replication.Partition` over `storage` logs), its copy of
 the metadata (`BrokerMetadata`), its conversation with the controller (`ControllerChannel`), the fetches it
 serves (`FetchServer`), the produce purgatory (`ProduceHandler`) and the fetcher sessions that replicate from
-other leaders (`ReplicaFetchers`). It never does I/O and never reads a clock. A driver calls:
+other leaders (`ReplicaFetchers`); what needs no purgatory (ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
+InitProducerId) it answers at once (`broker.queries`). It never does I/O and never reads a clock.
+A driver calls:
 - `start(now_ms)` once, `handle(now_ms, source, message)` for every message received,
   `complete_read(now_ms, token)` when a `CompleteAfter(delay_ms, token)` it was given has elapsed,
   `tick(now_ms)` at `next_deadline_ms()`;
@@ -28,13 +30,18 @@ from insync.broker.fetchers import ReplicaFetchers
 from insync.broker.messages import (
     Command,
     ConsumerFetchRequest,
+    DeleteRecordsRequest,
+    InitProducerIdRequest,
+    ListOffsetsRequest,
     MetadataRequest,
     MetadataResponse,
+    OffsetForLeaderEpochRequest,
     PartitionMetadata,
     ProduceRequest,
 )
 from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
 from insync.broker.produce import ProduceHandler
+from insync.broker.queries import ProducerIdAllocator, delete_records, list_offsets, offset_for_leader_epoch
 from insync.broker.replica_logs import offline_replica_logs
 from insync.config import BrokerConfig
 from insync.controller.messages import (
@@ -66,6 +73,8 @@ from insync.types import (
 )
 
 REJECTED_REPORT_INTERVAL_MS = 1_000
+# Requests answered from the partitions' state at once (`broker.queries`), without purgatory.
+Query = ListOffsetsRequest | OffsetForLeaderEpochRequest | DeleteRecordsRequest | InitProducerIdRequest
 
 
 class BrokerCore:
@@ -85,6 +94,7 @@ class BrokerCore:
         self.produce = ProduceHandler(self._leader_partition)
         self.fetchers = ReplicaFetchers(broker_id, config, self.partitions, self.events,
                                         lambda: self.channel.broker_epoch)
+        self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
         self._isr_check_interval_ms = max(1, config.get_int("replica.lag.time.max.ms") // 2)
         self._checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms")
         self._retention_interval_ms = config.get_int("log.retention.check.interval.ms")
@@ -168,6 +178,8 @@ class BrokerCore:
             return self._after_fetch(now_ms, self.fetch_server.consumer_fetch(now_ms, source, message))
         if isinstance(message, MetadataRequest):
             return [Outgoing(source, self._client_metadata(message))]
+        if isinstance(message, Query):
+            return [Outgoing(source, self._answer(now_ms, message))]
         if isinstance(message, MetadataUpdate):
             return self._on_metadata_update(now_ms, message)
         if isinstance(message, BrokerHeartbeatResponse):
@@ -180,6 +192,15 @@ class BrokerCore:
         if isinstance(message, AlterPartitionResponse):
             return self._on_alter_partition_response(now_ms, message)
         raise AssertionError(f"broker {self.broker_id} got an unexpected {type(message).__name__}")
+
+    def _answer(self, now_ms: int, query: Query) -> object:
+        if isinstance(query, ListOffsetsRequest):
+            return list_offsets(self.partitions, self.metadata, query)
+        if isinstance(query, OffsetForLeaderEpochRequest):
+            return offset_for_leader_epoch(self.partitions, self.metadata, query)
+        if isinstance(query, DeleteRecordsRequest):
+            return delete_records(self.partitions, self.metadata, query)
+        return self.producer_ids.allocate(query, now_ms)
 
     def fetch_failed(self, now_ms: int, leader: BrokerId, correlation_id: int) -> list[Command]:
         """A follower fetch this broker sent got no answer (the driver lost the connection or timed out)."""

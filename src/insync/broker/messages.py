@@ -1,12 +1,27 @@
 """The internal messages a broker core exchanges with clients, and the commands it gives its driver.
 
 These are plain frozen dataclasses, not wire formats: the simulator passes them between nodes as they are, and
-the asyncio server translates Kafka requests (Produce 0, Fetch 1, Metadata 3) to and from them at its boundary.
-Follower fetches between brokers use `replication.messages.FetchRequest/FetchResponse`, the conversation with the
-controller `controller.messages`.
+the asyncio server translates Kafka requests to and from them at its boundary (`wire/`, one module per API
+family): Produce 0, Fetch 1, ListOffsets 2, Metadata 3, DeleteRecords 21, InitProducerId 22 and
+OffsetForLeaderEpoch 23. Follower fetches between brokers use `replication.messages.FetchRequest/FetchResponse`,
+the conversation with the controller `controller.messages`.
 
 Every request carries a `correlation_id` chosen by the sender; the response echoes it, as on Kafka's wire.
 Record data stays opaque `bytes` (one or more v2 record batches) from producer to log to consumer.
+
+The queries the core answers at once (`broker/queries.py`), following Kafka (REFERENCE 3, 8, 13), with one
+result per requested partition, a partition it does not know with its own error:
+- ListOffsets: `timestamp` is a time in ms or one of the special values below. LATEST is the high watermark
+  for consumers (`replica_id == CONSUMER_REPLICA_ID`) and the log end offset for a broker reading its own log
+  (`replica_id >= 0` or DEBUGGING_REPLICA_ID); EARLIEST is the log start offset; a time gives the first offset
+  whose timestamp is >= it (offset -1 when none). Without tiered storage EARLIEST_LOCAL is EARLIEST and
+  LATEST_TIERED / EARLIEST_PENDING_UPLOAD answer offset -1. With `isolation_level` READ_COMMITTED the answer
+  is bounded by the last stable offset, which is the high watermark here (no transactions).
+- OffsetForLeaderEpoch: the leader's (largest epoch <= requested, its end offset), REFERENCE 8.
+- DeleteRecords: moves the log start offset to `offset` (HIGH_WATERMARK_OFFSET: to the high watermark) and
+  answers the new `low_watermark`; OFFSET_OUT_OF_RANGE above the high watermark.
+- InitProducerId: a new producer id with epoch 0, or, when `producer_id`/`producer_epoch` are given (v3+),
+  a bumped epoch for that producer (INVALID_PRODUCER_EPOCH when the epoch does not match).
 """
 
 from __future__ import annotations
@@ -14,7 +29,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from insync.errors import KafkaError
-from insync.types import BrokerId, LeaderEpoch, Offset, Outgoing, TopicPartition
+from insync.types import (
+    UNDEFINED_EPOCH,
+    UNKNOWN_OFFSET,
+    BrokerId,
+    LeaderEpoch,
+    Offset,
+    Outgoing,
+    TopicPartition,
+)
+
+# Who asks ListOffsets / OffsetForLeaderEpoch (Kafka's replica ids): a consumer, or a tool reading any log.
+CONSUMER_REPLICA_ID = BrokerId(-1)
+DEBUGGING_REPLICA_ID = BrokerId(-2)
+
+# ListOffsets special timestamps (Kafka's ListOffsetsRequest constants).
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+HIGH_WATERMARK_OFFSET = Offset(-1)  # DeleteRecords: "up to the high watermark"
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +142,109 @@ class ConsumerFetchPartition:
 class ConsumerFetchResponse:
     correlation_id: int
     partitions: tuple[ConsumerFetchPartition, ...]
+
+
+# Queries answered at once: ListOffsets -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsPartition:
+    topic_partition: TopicPartition
+    timestamp: int
+    current_leader_epoch: LeaderEpoch = UNDEFINED_EPOCH  # -1: the client does not check
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsRequest:
+    correlation_id: int
+    replica_id: BrokerId
+    isolation_level: int
+    partitions: tuple[ListOffsetsPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResult:
+    topic_partition: TopicPartition
+    error: KafkaError
+    timestamp: int = -1
+    offset: Offset = UNKNOWN_OFFSET
+    leader_epoch: LeaderEpoch = UNDEFINED_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResponse:
+    correlation_id: int
+    results: tuple[ListOffsetsResult, ...]
+
+
+# OffsetForLeaderEpoch ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochPartition:
+    topic_partition: TopicPartition
+    current_leader_epoch: LeaderEpoch
+    leader_epoch: LeaderEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochRequest:
+    correlation_id: int
+    replica_id: BrokerId  # CONSUMER_REPLICA_ID for clients, DEBUGGING_REPLICA_ID from v2 requests
+    partitions: tuple[OffsetForLeaderEpochPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochResult:
+    topic_partition: TopicPartition
+    error: KafkaError
+    leader_epoch: LeaderEpoch = UNDEFINED_EPOCH
+    end_offset: Offset = UNKNOWN_OFFSET
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetForLeaderEpochResponse:
+    correlation_id: int
+    results: tuple[OffsetForLeaderEpochResult, ...]
+
+
+# DeleteRecords -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsRequest:
+    correlation_id: int
+    timeout_ms: int
+    partitions: tuple[tuple[TopicPartition, Offset], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsResult:
+    topic_partition: TopicPartition
+    error: KafkaError
+    low_watermark: Offset = UNKNOWN_OFFSET
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsResponse:
+    correlation_id: int
+    results: tuple[DeleteRecordsResult, ...]
+
+
+# InitProducerId ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdRequest:
+    correlation_id: int
+    transaction_timeout_ms: int
+    producer_id: int = NO_PRODUCER_ID  # v3+: an existing producer asking for an epoch bump
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResponse:
+    correlation_id: int
+    error: KafkaError
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH

@@ -1,8 +1,10 @@
 """The broker process: a sans-IO `BrokerCore` on an asyncio loop, behind the Kafka listener.
 
-Requests arrive through the `Listener`; the `apis` translators turn them into the core's messages, which are
-fed to the core with a source address unique to the request (`c<n>`), and the core's `Outgoing` answer to that
-address resolves the request's future. Everything else the core emits is carried out here:
+Requests arrive through the `Listener`; `ROUTES` (at the end) names the method that answers each API. The
+`wire` translators turn most requests into the core's messages, which are fed to the core with a source
+address unique to the request (`c<n>`), and the core's `Outgoing` answer to that address resolves the
+request's future; the group APIs go to the `GroupCoordinator`, the admin APIs are forwarded to the controller,
+and the describe APIs are answered from the metadata image. Everything else the core emits is carried out here:
 - `Outgoing` to `CONTROLLER` (registration, heartbeats, AlterPartition, metadata fetches) and `Outgoing` to a
   broker id (follower fetches) become Kafka requests on `KafkaConnection`s; their answers go back into the core;
   a lost connection fails the fetch so the fetcher backs off and retries;
@@ -19,12 +21,12 @@ import contextlib
 import itertools
 import logging
 import random
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from insync import errors
 from insync.broker.core import BrokerCore
-from insync.broker.messages import CompleteAfter
+from insync.broker.messages import CompleteAfter, ProduceResponse
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigError
 from insync.controller.messages import (
@@ -39,7 +41,6 @@ from insync.errors import KafkaException
 from insync.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
-from insync.server import queries
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.group_coordinator import GroupCoordinator
@@ -64,6 +65,7 @@ from insync.wire import (
     topics,
     versions,
 )
+from insync.wire.entities import Decoded
 
 log = logging.getLogger("insync.broker")
 
@@ -82,6 +84,19 @@ VERSION_ALTER = 3
 GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions.SYNC_GROUP, versions.HEARTBEAT,
                         versions.LEAVE_GROUP, versions.OFFSET_COMMIT, versions.OFFSET_FETCH, versions.LIST_GROUPS,
                         versions.DESCRIBE_GROUPS))
+# What the controller answers: a broker forwards these as they are (`_forward`).
+FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
+                            versions.ELECT_LEADERS, versions.INCREMENTAL_ALTER_CONFIGS,
+                            versions.ALTER_CONFIGS))
+# What the core answers at once (`broker.queries`): each API's (decode, encode) translators.
+Translators = tuple[Callable[[DecodedRequest], Decoded[Any]], Callable[[Any, Decoded[Any]], Any]]
+QUERY_TRANSLATORS: Mapping[int, Translators] = {
+    versions.LIST_OFFSETS: (offsets.decode_list_offsets, offsets.encode_list_offsets),
+    versions.OFFSET_FOR_LEADER_EPOCH: (offsets.decode_offset_for_leader_epoch,
+                                       offsets.encode_offset_for_leader_epoch),
+    versions.DELETE_RECORDS: (offsets.decode_delete_records, offsets.encode_delete_records),
+    versions.INIT_PRODUCER_ID: (producer_id.decode_request, producer_id.encode_response),
+}
 
 
 class BrokerNode(MeteredDispatcher):
@@ -106,7 +121,6 @@ class BrokerNode(MeteredDispatcher):
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
         self.metrics = NodeMetrics(self._snapshot)
-        self.producer_ids = queries.ProducerIdAllocator(self.broker_id, self._now())
         # A client request's answer from the core, and when to give up on it (`_expire_waiters`).
         self._waiters: dict[tuple[object, int], tuple[asyncio.Future[object], int]] = {}
         self._expiry_due_ms = 0
@@ -245,29 +259,26 @@ class BrokerNode(MeteredDispatcher):
     # Dispatcher (what the listener calls) --------------------------------------------------------------------
 
     async def _handle(self, request: DecodedRequest, peer: str) -> Any:
-        key, image = request.api_key, self.core.metadata.image
-        if key == versions.PRODUCE:
-            return await self._produce(request)
-        if key == versions.FETCH:
-            return await self._fetch(request)
-        if key in GROUP_APIS:
-            return await self._group_request(request, peer)
-        if key == versions.API_VERSIONS:
-            return versions.respond(request, versions.BROKER_API_VERSIONS)
-        if key == versions.METADATA:
-            query = metadata.decode_request(request)
-            self.topic_creator.create(metadata.topics_to_create(query, image, self.topic_creator.enabled))
-            return metadata.encode_response(query, image, CLUSTER_ID, self.broker_id, self.topic_creator.enabled)
-        if key == versions.DESCRIBE_CLUSTER:
-            return metadata.describe_cluster(request, image, CLUSTER_ID, self.broker_id)
-        if key == versions.DESCRIBE_TOPIC_PARTITIONS:
-            return describe_topic_partitions.respond(request, image)
-        if key == versions.DESCRIBE_CONFIGS:
-            return configs.describe_configs(request, image, self.config, self.broker_id)
-        if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS, versions.ELECT_LEADERS,
-                   versions.INCREMENTAL_ALTER_CONFIGS, versions.ALTER_CONFIGS):
-            return await self._forward(request)
-        return self._local_query(request)
+        route = ROUTES.get(request.api_key)
+        assert route is not None, f"API {request.api_key} is advertised but has no route"
+        return await route(self, request, peer)
+
+    async def _api_versions(self, request: DecodedRequest, peer: str) -> Any:
+        return versions.respond(request, versions.BROKER_API_VERSIONS)
+
+    async def _metadata(self, request: DecodedRequest, peer: str) -> Any:
+        query, image = metadata.decode_request(request), self.core.metadata.image
+        self.topic_creator.create(metadata.topics_to_create(query, image, self.topic_creator.enabled))
+        return metadata.encode_response(query, image, CLUSTER_ID, self.broker_id, self.topic_creator.enabled)
+
+    async def _describe_cluster(self, request: DecodedRequest, peer: str) -> Any:
+        return metadata.describe_cluster(request, self.core.metadata.image, CLUSTER_ID, self.broker_id)
+
+    async def _describe_topic_partitions(self, request: DecodedRequest, peer: str) -> Any:
+        return describe_topic_partitions.respond(request, self.core.metadata.image)
+
+    async def _describe_configs(self, request: DecodedRequest, peer: str) -> Any:
+        return configs.describe_configs(request, self.core.metadata.image, self.config, self.broker_id)
 
     async def _group_request(self, request: DecodedRequest, peer: str) -> Any:
         key, groups = request.api_key, self.groups
@@ -282,7 +293,7 @@ class BrokerNode(MeteredDispatcher):
                   versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
         return answer(request)
 
-    async def _forward(self, request: DecodedRequest) -> Any:
+    async def _forward(self, request: DecodedRequest, peer: str) -> Any:
         """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and config alterations go to the controller,
         as KRaft brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
         admin clients retry (the next try goes to the next voter)."""
@@ -295,40 +306,27 @@ class BrokerNode(MeteredDispatcher):
                 return configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, message)
             return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER, message)
 
-    def _local_query(self, request: DecodedRequest) -> Any:
-        key, now = request.api_key, self._now()
-        if key == versions.LIST_OFFSETS:
-            decoded = offsets.decode_list_offsets(request)
-            return offsets.encode_list_offsets(queries.list_offsets(self.core, decoded.request), decoded)
-        if key == versions.OFFSET_FOR_LEADER_EPOCH:
-            decoded_epochs = offsets.decode_offset_for_leader_epoch(request)
-            return offsets.encode_offset_for_leader_epoch(
-                queries.offset_for_leader_epoch(self.core, decoded_epochs.request), decoded_epochs)
-        if key == versions.DELETE_RECORDS:
-            decoded_delete = offsets.decode_delete_records(request)
-            response, commands = queries.delete_records(self.core, decoded_delete.request, now)
-            self._feed(commands)
-            return offsets.encode_delete_records(response, decoded_delete)
-        assert key == versions.INIT_PRODUCER_ID, key
-        decoded_pid = producer_id.decode_request(request)
-        if decoded_pid.error is not errors.NONE:
-            return producer_id.encode_response(None, decoded_pid)
-        return producer_id.encode_response(self.producer_ids.allocate(decoded_pid.request, now), decoded_pid)
+    async def _query(self, request: DecodedRequest, peer: str) -> Any:
+        """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId: the core answers them at once
+        (`broker.queries`); the translator alone answers what it refuses (a transactional InitProducerId)."""
+        decode, encode = QUERY_TRANSLATORS[request.api_key]
+        decoded = decode(request)
+        if decoded.error is not errors.NONE:
+            return encode(None, decoded)
+        return encode(await self._call(decoded.request), decoded)
 
-    async def _produce(self, request: DecodedRequest) -> Any:
+    async def _produce(self, request: DecodedRequest, peer: str) -> Any:
         image = self.core.metadata.image
         decoded = produce.decode_request(request, image)
         internal = decoded.request
         if decoded.error is not errors.NONE or not internal.partitions:
-            from insync.broker.messages import ProduceResponse
-
             return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
         if internal.acks == 0:
             self._feed(self.core.handle(self._now(), f"c{next(self._sources)}", internal))
             return None
         return produce.encode_response(await self._call(internal), decoded, self.core.metadata.image)
 
-    async def _fetch(self, request: DecodedRequest) -> Any:
+    async def _fetch(self, request: DecodedRequest, peer: str) -> Any:
         image = self.core.metadata.image
         decoded = fetch.decode_request(request, image)
         if decoded.error is not errors.NONE:
@@ -398,7 +396,7 @@ class BrokerNode(MeteredDispatcher):
         self._faults = spec
 
     def _snapshot(self) -> MetricsSnapshot:
-        return queries.metrics_snapshot(self.core, self.event_log.counts)
+        return metrics_snapshot(self.core, self.event_log.counts)
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.listener.start()
@@ -454,6 +452,21 @@ class BrokerNode(MeteredDispatcher):
         log.info("Broker %d shut down", self.broker_id)
 
 
+def metrics_snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> MetricsSnapshot:
+    """Gauges from the partitions and fetchers; the ISR meters count the isr_shrink/isr_expand events written."""
+    led = [p for p in core.partitions.values() if p.is_leader]
+    return MetricsSnapshot(
+        under_replicated_partitions=sum(1 for p in led if p.is_under_replicated),
+        under_min_isr_partitions=sum(1 for p in led if p.is_under_min_isr),
+        failed_partitions=core.failed_partitions_count,
+        max_lag=max((s.max_lag for s in core.fetchers.sessions.values()), default=0),
+        isr_shrinks=events_written.get("isr_shrink", 0),
+        isr_expands=events_written.get("isr_expand", 0),
+        produce_purgatory_size=core.produce.purgatory_size,
+        fetch_purgatory_size=core.fetch_server.purgatory_size,
+    )
+
+
 def _controller_addresses(config: BrokerConfig) -> list[tuple[str, int]]:
     """Every voter's host and port, in the order given (only the active controller listens)."""
     voters = config.get_list("controller.quorum.voters")
@@ -467,3 +480,19 @@ def _controller_addresses(config: BrokerConfig) -> list[tuple[str, int]]:
             raise ConfigError(f"controller.quorum.voters entry {voter!r} is not id@host:port")
         addresses.append((host, int(port)))
     return addresses
+
+
+# Which method answers which API: every API in `versions.BROKER_API_VERSIONS` has a route.
+Route = Callable[[BrokerNode, DecodedRequest, str], Awaitable[Any]]
+ROUTES: Mapping[int, Route] = {
+    versions.PRODUCE: BrokerNode._produce,
+    versions.FETCH: BrokerNode._fetch,
+    versions.API_VERSIONS: BrokerNode._api_versions,
+    versions.METADATA: BrokerNode._metadata,
+    versions.DESCRIBE_CLUSTER: BrokerNode._describe_cluster,
+    versions.DESCRIBE_TOPIC_PARTITIONS: BrokerNode._describe_topic_partitions,
+    versions.DESCRIBE_CONFIGS: BrokerNode._describe_configs,
+    **dict.fromkeys(GROUP_APIS, BrokerNode._group_request),
+    **dict.fromkeys(FORWARDED_APIS, BrokerNode._forward),
+    **dict.fromkeys(QUERY_TRANSLATORS, BrokerNode._query),
+}

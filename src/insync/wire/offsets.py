@@ -1,7 +1,7 @@
-"""ListOffsets (v1-v11), OffsetForLeaderEpoch (v2-v4) and DeleteRecords (v0-v2) <-> `apis.internal`.
+"""ListOffsets (v1-v11), OffsetForLeaderEpoch (v2-v4) and DeleteRecords (v0-v2) <-> `broker.messages`.
 
-All three name topics by name and ask per partition; the core answers per partition (see `internal.py` for
-what it must compute). The translator answers by itself only a partition listed twice in one ListOffsets
+All three name topics by name and ask per partition; the core answers per partition (see `broker/messages.py`
+for what it must compute). The translator answers by itself only a partition listed twice in one ListOffsets
 request: INVALID_REQUEST, as Kafka does, since it could not say which answer is which.
 
 Versions: ListOffsets v2 adds `isolation_level`, v4 `current_leader_epoch` and the answer's `leader_epoch`,
@@ -17,6 +17,18 @@ from collections import Counter
 from typing import Any
 
 from insync import errors
+from insync.broker.messages import (
+    CONSUMER_REPLICA_ID,
+    READ_UNCOMMITTED,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochPartition,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import (
     NO_THROTTLE,
@@ -31,18 +43,6 @@ from insync.protocol.kio import (
 )
 from insync.types import UNDEFINED_EPOCH, BrokerId, LeaderEpoch, Offset, TopicPartition
 from insync.wire.entities import Decoded, Rejected, TopicKey, group, topic_entities
-from insync.wire.internal import (
-    CONSUMER_REPLICA_ID,
-    READ_UNCOMMITTED,
-    DeleteRecordsRequest,
-    DeleteRecordsResponse,
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
-    OffsetForLeaderEpochPartition,
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-)
 from insync.wire.versions import DELETE_RECORDS, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH
 
 # ListOffsets ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""InitProducerId (v0-v5) <-> `apis.internal.InitProducerIdRequest/Response`: idempotent producers only.
+"""InitProducerId (v0-v5) <-> `broker.messages.InitProducerIdRequest/Response`: idempotent producers only.
 
 Every idempotent producer (kafka-python 3 and librdkafka by default, aiokafka and KafkaJS when asked) starts
 with InitProducerId and a null transactional id. v0-v2 requests have no producer id/epoch fields, so they read
@@ -12,15 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from insync import errors
-from insync.protocol.codec import DecodedRequest
-from insync.protocol.kio import NO_THROTTLE, build, check_body, code, field_or, millis, response_class
-from insync.wire.entities import Decoded
-from insync.wire.internal import (
+from insync.broker.messages import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from insync.protocol.codec import DecodedRequest
+from insync.protocol.kio import NO_THROTTLE, build, check_body, code, field_or, millis, response_class
+from insync.wire.entities import Decoded
 from insync.wire.versions import INIT_PRODUCER_ID
 
 

@@ -1,7 +1,7 @@
-"""ListOffsets answered by a leader's `queries.list_offsets` (Kafka 4.x's `Partition.fetchOffsetForTimestamp` without
-tiered storage): by time, the record found with its own timestamp and batch epoch; MAX_TIMESTAMP (KIP-734) the
-first record with the largest timestamp; EARLIEST_LOCAL the log start; LATEST_TIERED offset and epoch -1;
-consumers see up to the high watermark, replicas to the log end."""
+"""ListOffsets answered through a leader's `BrokerCore.handle` (`queries.list_offsets`: Kafka 4.x's
+`Partition.fetchOffsetForTimestamp` without tiered storage): by time, the record found with its own timestamp
+and batch epoch; MAX_TIMESTAMP (KIP-734) the first record with the largest timestamp; EARLIEST_LOCAL the log
+start; LATEST_TIERED offset and epoch -1; consumers see up to the high watermark, replicas to the log end."""
 
 from __future__ import annotations
 
@@ -9,11 +9,7 @@ import pytest
 from test_broker_core import TP, Harness, _cluster
 
 from insync import errors
-from insync.broker.messages import ProduceRequest
-from insync.protocol.records import RecordSpec, build_batch
-from insync.server import queries
-from insync.types import BrokerId
-from insync.wire.internal import (
+from insync.broker.messages import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
     EARLIEST_LOCAL_TIMESTAMP,
@@ -25,7 +21,11 @@ from insync.wire.internal import (
     READ_UNCOMMITTED,
     ListOffsetsPartition,
     ListOffsetsRequest,
+    ListOffsetsResponse,
+    ProduceRequest,
 )
+from insync.protocol.records import RecordSpec, build_batch
+from insync.types import BrokerId, Outgoing
 
 T0 = 1_700_000_000_000
 
@@ -39,7 +39,10 @@ def produce(h: Harness, acks: int, *timestamps: int) -> None:
 def ask(h: Harness, timestamp: int, replica_id: int = CONSUMER_REPLICA_ID) -> tuple[int, int, int]:
     """(timestamp, offset, leader epoch) the leader answers for `timestamp`."""
     request = ListOffsetsRequest(1, BrokerId(replica_id), READ_UNCOMMITTED, (ListOffsetsPartition(TP, timestamp),))
-    [result] = queries.list_offsets(h.leader(), request).results
+    [answer] = h.leader().handle(h.clock.now, "client", request)
+    assert isinstance(answer, Outgoing) and answer.destination == "client"
+    assert isinstance(answer.message, ListOffsetsResponse) and answer.message.correlation_id == 1
+    [result] = answer.message.results
     assert result.error is errors.NONE
     return result.timestamp, result.offset, result.leader_epoch
 

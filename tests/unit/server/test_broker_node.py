@@ -1,4 +1,4 @@
-"""BrokerNode's driver logic that needs no sockets: requests the core never answers."""
+"""BrokerNode's driver logic that needs no sockets: requests the core never answers, the API routes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from insync.broker.messages import ConsumerFetchRequest
 from insync.config import BrokerConfig
 from insync.server import broker_node
 from insync.server.broker_node import BrokerNode
+from insync.wire import versions
 
 
 def test_a_request_the_core_never_answers_fails_after_the_request_timeout(tmp_path: Path) -> None:
@@ -33,3 +34,7 @@ def test_a_request_the_core_never_answers_fails_after_the_request_timeout(tmp_pa
         node.log_manager.close()
 
     asyncio.run(scenario())
+
+
+def test_every_api_the_broker_advertises_has_a_route_and_only_those() -> None:
+    assert set(broker_node.ROUTES) == set(versions.BROKER_API_VERSIONS)

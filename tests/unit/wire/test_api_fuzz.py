@@ -19,7 +19,14 @@ from kio.serial import entity_writer
 from kio.static.primitive import Records
 
 from insync import errors
-from insync.broker.messages import ConsumerFetchResponse, ProduceResponse
+from insync.broker.messages import (
+    ConsumerFetchResponse,
+    DeleteRecordsResponse,
+    InitProducerIdResponse,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochResponse,
+    ProduceResponse,
+)
 from insync.config import BrokerConfig
 from insync.controller.controller import HeartbeatResponse
 from insync.controller.messages import AlterPartitionResponse, BrokerRegistrationResponse
@@ -45,14 +52,7 @@ from insync.wire import (
     topics,
     versions,
 )
-from insync.wire.internal import (
-    CreateTopicsResponse,
-    DeleteRecordsResponse,
-    DeleteTopicsResponse,
-    InitProducerIdResponse,
-    ListOffsetsResponse,
-    OffsetForLeaderEpochResponse,
-)
+from insync.wire.internal import CreateTopicsResponse, DeleteTopicsResponse
 
 st.register_type_strategy(Records, st.binary(max_size=64))  # kio registers none for record bytes
 

@@ -6,9 +6,7 @@ import pytest
 from apis_helpers import client_request, request_entity, wire
 
 from insync import errors
-from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
-from insync.wire import offsets
-from insync.wire.internal import (
+from insync.broker.messages import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     DeleteRecordsResponse,
@@ -18,6 +16,8 @@ from insync.wire.internal import (
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
 )
+from insync.types import BrokerId, LeaderEpoch, Offset, TopicPartition
+from insync.wire import offsets
 
 ORDERS_0, ORDERS_1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
 

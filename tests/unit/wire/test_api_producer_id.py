@@ -6,8 +6,8 @@ import pytest
 from apis_helpers import client_request, wire
 
 from insync import errors
+from insync.broker.messages import InitProducerIdResponse
 from insync.wire import producer_id
-from insync.wire.internal import InitProducerIdResponse
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 5])

@@ -1,5 +1,6 @@
-"""Requests a broker answers from its partitions' state at once, without purgatory: ListOffsets,
-OffsetForLeaderEpoch, DeleteRecords, InitProducerId, and the metrics snapshot. Sans-IO, like the rest of `broker/`.
+"""Requests a broker core answers from its partitions' state at once, without purgatory: ListOffsets,
+OffsetForLeaderEpoch, DeleteRecords and InitProducerId. `BrokerCore.handle` calls these for the matching
+`broker.messages` request and answers its source, so the server and the simulator drive them alike.
 
 Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark for consumers and the log end
 offset for a replica reading its own leader; EARLIEST (and EARLIEST_LOCAL, every segment being local) is the log
@@ -23,18 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from insync import errors
-from insync.broker.core import BrokerCore
-from insync.broker.messages import Command
-from insync.errors import KafkaError, KafkaException
-from insync.replication.log_view import LogView
-from insync.replication.partition import Partition
-from insync.server.metrics import MetricsSnapshot
-from insync.types import UNDEFINED_EPOCH, UNKNOWN_OFFSET, BrokerId, LeaderEpoch, Offset, TopicPartition
-from insync.wire.internal import (
+from insync.broker.messages import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
+    HIGH_WATERMARK_OFFSET,
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
@@ -43,24 +38,34 @@ from insync.wire.internal import (
     DeleteRecordsResult,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsResult,
+    OffsetForLeaderEpochPartition,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderEpochResult,
 )
+from insync.broker.metadata import BrokerMetadata
+from insync.errors import KafkaError, KafkaException
+from insync.replication.log_view import LogView
+from insync.replication.partition import Partition
+from insync.types import UNDEFINED_EPOCH, UNKNOWN_OFFSET, BrokerId, LeaderEpoch, Offset, TopicPartition
 
 NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP: the answer to a position, not a time
 PRODUCER_COUNTER_BITS = 8
 PRODUCER_TIME_BITS = 40
 
 
-def _leader(core: BrokerCore, tp: TopicPartition, current_leader_epoch: int,
+Partitions = Mapping[TopicPartition, Partition]
+
+
+def _leader(partitions: Partitions, metadata: BrokerMetadata, tp: TopicPartition, current_leader_epoch: int,
             replica_id: int = CONSUMER_REPLICA_ID) -> Partition | KafkaError:
-    partition = core.partitions.get(tp)
+    partition = partitions.get(tp)
     if partition is None:
-        known = core.metadata.registration(tp) is not None
+        known = metadata.registration(tp) is not None
         return errors.NOT_LEADER_OR_FOLLOWER if known else errors.UNKNOWN_TOPIC_OR_PARTITION
     if current_leader_epoch >= 0 and current_leader_epoch < partition.leader_epoch:
         return errors.FENCED_LEADER_EPOCH
@@ -71,23 +76,22 @@ def _leader(core: BrokerCore, tp: TopicPartition, current_leader_epoch: int,
     return partition
 
 
-def list_offsets(core: BrokerCore, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    results = []
-    for asked in request.partitions:
-        partition = _leader(core, asked.topic_partition, asked.current_leader_epoch, request.replica_id)
-        if isinstance(partition, KafkaError):
-            results.append(ListOffsetsResult(asked.topic_partition, partition))
-            continue
-        results.append(_list_offset(partition, asked.timestamp, request.replica_id))
-    return ListOffsetsResponse(request.correlation_id, tuple(results))
+def list_offsets(partitions: Partitions, metadata: BrokerMetadata, request: ListOffsetsRequest
+                 ) -> ListOffsetsResponse:
+    return ListOffsetsResponse(request.correlation_id, tuple(
+        _list_offset(partitions, metadata, asked, request.replica_id) for asked in request.partitions))
 
 
-def _list_offset(partition: Partition, timestamp: int, replica_id: int) -> ListOffsetsResult:
+def _list_offset(partitions: Partitions, metadata: BrokerMetadata, asked: ListOffsetsPartition,
+                 replica_id: int) -> ListOffsetsResult:
     """Kafka 4.x's `Partition.fetchOffsetForTimestamp` for a broker without tiered storage. Consumers see up to the
     high watermark (insync has no transactions, so READ_COMMITTED's last stable offset is the same), replicas up to
     the log end."""
-    tp, epoch = partition.topic_partition, partition.leader_epoch
-    log = partition.log
+    tp, timestamp = asked.topic_partition, asked.timestamp
+    partition = _leader(partitions, metadata, tp, asked.current_leader_epoch, replica_id)
+    if isinstance(partition, KafkaError):
+        return ListOffsetsResult(tp, partition)
+    epoch, log = partition.leader_epoch, partition.log
     fetchable = partition.high_watermark if replica_id == CONSUMER_REPLICA_ID else partition.log_end_offset
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # every segment is local
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(log.log_start_offset), _earliest_epoch(log))
@@ -112,35 +116,38 @@ def _earliest_epoch(log: LogView) -> LeaderEpoch:
     return LeaderEpoch(entries[0][0]) if entries and entries[0][1] <= log.log_start_offset else UNDEFINED_EPOCH
 
 
-def offset_for_leader_epoch(core: BrokerCore, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    results = []
-    for asked in request.partitions:
-        partition = _leader(core, asked.topic_partition, asked.current_leader_epoch, request.replica_id)
-        if isinstance(partition, KafkaError):
-            results.append(OffsetForLeaderEpochResult(asked.topic_partition, partition))
-            continue
-        epoch, end = partition.log.end_offset_for_epoch(asked.leader_epoch)
-        results.append(OffsetForLeaderEpochResult(asked.topic_partition, errors.NONE, LeaderEpoch(epoch),
-                                                  Offset(end)))
-    return OffsetForLeaderEpochResponse(request.correlation_id, tuple(results))
+def offset_for_leader_epoch(partitions: Partitions, metadata: BrokerMetadata,
+                            request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    return OffsetForLeaderEpochResponse(request.correlation_id, tuple(
+        _end_offset_for_epoch(partitions, metadata, asked, request.replica_id) for asked in request.partitions))
 
 
-def delete_records(core: BrokerCore, request: DeleteRecordsRequest, now_ms: int
-                   ) -> tuple[DeleteRecordsResponse, list[Command]]:
+def _end_offset_for_epoch(partitions: Partitions, metadata: BrokerMetadata,
+                          asked: OffsetForLeaderEpochPartition, replica_id: int) -> OffsetForLeaderEpochResult:
+    tp = asked.topic_partition
+    partition = _leader(partitions, metadata, tp, asked.current_leader_epoch, replica_id)
+    if isinstance(partition, KafkaError):
+        return OffsetForLeaderEpochResult(tp, partition)
+    epoch, end = partition.log.end_offset_for_epoch(asked.leader_epoch)
+    return OffsetForLeaderEpochResult(tp, errors.NONE, LeaderEpoch(epoch), Offset(end))
+
+
+def delete_records(partitions: Partitions, metadata: BrokerMetadata, request: DeleteRecordsRequest
+                   ) -> DeleteRecordsResponse:
     results: list[DeleteRecordsResult] = []
-    commands: list[Command] = []
     for tp, offset in request.partitions:
-        partition = _leader(core, tp, -1)
+        partition = _leader(partitions, metadata, tp, -1)
         if isinstance(partition, KafkaError):
             results.append(DeleteRecordsResult(tp, partition))
             continue
         try:
-            commands.extend(core.delete_records(now_ms, tp, None if offset < 0 else offset))
-        except KafkaException as exc:
+            target = HIGH_WATERMARK_OFFSET if offset < 0 else offset
+            log_start_offset = partition.delete_records_on_leader(target)
+        except KafkaException as exc:  # OFFSET_OUT_OF_RANGE past the high watermark
             results.append(DeleteRecordsResult(tp, exc.error))
             continue
-        results.append(DeleteRecordsResult(tp, errors.NONE, Offset(partition.log.log_start_offset)))
-    return DeleteRecordsResponse(request.correlation_id, tuple(results)), commands
+        results.append(DeleteRecordsResult(tp, errors.NONE, Offset(log_start_offset)))
+    return DeleteRecordsResponse(request.correlation_id, tuple(results))
 
 
 class ProducerIdAllocator:
@@ -164,18 +171,3 @@ class ProducerIdAllocator:
                        | (self._time_ms << PRODUCER_COUNTER_BITS) | self._counter)
         self._counter += 1
         return InitProducerIdResponse(request.correlation_id, errors.NONE, producer_id, 0)
-
-
-def metrics_snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> MetricsSnapshot:
-    """Gauges from the partitions and fetchers; the ISR meters count the isr_shrink/isr_expand events written."""
-    led = [p for p in core.partitions.values() if p.is_leader]
-    return MetricsSnapshot(
-        under_replicated_partitions=sum(1 for p in led if p.is_under_replicated),
-        under_min_isr_partitions=sum(1 for p in led if p.is_under_min_isr),
-        failed_partitions=core.failed_partitions_count,
-        max_lag=max((s.max_lag for s in core.fetchers.sessions.values()), default=0),
-        isr_shrinks=events_written.get("isr_shrink", 0),
-        isr_expands=events_written.get("isr_expand", 0),
-        produce_purgatory_size=core.produce.purgatory_size,
-        fetch_purgatory_size=core.fetch_server.purgatory_size,
-    )
