@@ -40,10 +40,10 @@ PRODUCERS_PER_PARTITION_MAX = 100_000
 # Controller (metadata log; no snapshots yet, so the whole log stays in memory)
 METADATA_LOG_RECORDS_MAX = 10_000_000
 
-# Spark data source (spark/datasource.py, spark/kafka_io.py)
+# Spark data source (spark/source/datasource.py, spark/source/kafka_io.py)
 SPARK_SOURCE_PARTITIONS_MAX = 100_000  # topic-partitions one query may read
 
-# Spark analysis (spark/inputs.py, spark/logparse.py, spark/report.py)
+# Spark analysis (spark/analysis/inputs.py, spark/analysis/logparse.py, spark/analysis/report.py)
 ANALYSIS_INPUT_FILES_MAX = 100_000  # log files one `insync analyze` run reads
 ANALYSIS_MALFORMED_TEXT_CHARS_MAX = 300  # characters of a malformed line kept as its example
 ANALYSIS_REPORT_ROWS_MAX = 50  # rows per table in report.html (the parquet tables hold all of them)

@@ -20,7 +20,7 @@ from confluent_kafka import Producer  # noqa: E402
 from conftest import start, wait_until  # noqa: E402
 from insync.admin import describe_rows, ensure_topic  # noqa: E402
 from insync.chaos import cluster  # noqa: E402
-from insync.spark.kafka_io import Metadata, OffsetRange, RangeFetch  # noqa: E402
+from insync.spark.source.kafka_io import Metadata, OffsetRange, RangeFetch  # noqa: E402
 from insync.types import TopicPartition  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)

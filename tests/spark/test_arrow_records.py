@@ -26,7 +26,7 @@ from insync.protocol.records import (
     iter_records,
     scan_valid_prefix,
 )
-from insync.spark.arrow_records import HEADER_TYPE, Decoded, decode, scan
+from insync.spark.source.arrow_records import HEADER_TYPE, Decoded, decode, scan
 
 BASE_TIMESTAMP = 1_700_000_000_000
 CRC_POS, ATTRIBUTES_POS, MAGIC_POS = 17, 21, 16

@@ -18,9 +18,9 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from insync import errors
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
-from insync.spark import fetch_client
-from insync.spark.arrow_records import decode
-from insync.spark.fetch_client import FetchResult, PartitionFetcher
+from insync.spark.source import fetch_client
+from insync.spark.source.arrow_records import decode
+from insync.spark.source.fetch_client import FetchResult, PartitionFetcher
 
 WAIT_S = 10.0
 Known = list[tuple[bytes | None, bytes | None, list[tuple[str, str | bytes | None]] | None]]

@@ -14,7 +14,7 @@ from kio.schema.fetch.v12.response import EpochEndOffset, LeaderIdAndEpoch
 from insync import errors
 from insync.protocol.codec import decode_response, encode_response
 from insync.protocol.kio import build, code, has_field, nested, response_class
-from insync.spark import fetch_wire
+from insync.spark.source import fetch_wire
 
 ERRORS = [errors.NONE, errors.NONE, errors.NONE, errors.OFFSET_OUT_OF_RANGE, errors.BY_NAME["NOT_LEADER_OR_FOLLOWER"]]
 

@@ -10,8 +10,8 @@ import pytest
 from pyspark.sql import SparkSession
 from spark_scenario import HORIZON, T0, T1, T2, write
 
-from insync.spark import analysis, job
-from insync.spark.inputs import discover
+from insync.spark.analysis import health, job
+from insync.spark.analysis.inputs import discover
 
 # Spark on a shared two-core machine: the first analysis also pays for the JVM's warm-up.
 pytestmark = pytest.mark.timeout(600)
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(600)
 def out(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     logs = write(tmp_path_factory.mktemp("logs"))
     out_dir = tmp_path_factory.mktemp("out")
-    job.run(spark, discover([str(logs)]), str(out_dir), analysis.AnalysisOptions(flap_window_ms=60_000))
+    job.run(spark, discover([str(logs)]), str(out_dir), health.AnalysisOptions(flap_window_ms=60_000))
     return out_dir
 
 
@@ -153,6 +153,6 @@ def test_report_is_self_contained_html_with_plots_and_recommendations(out: Path)
 def test_logs_with_only_malformed_lines_give_an_empty_analysis(spark: SparkSession, tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "events.jsonl").write_text("garbage\n{\"v\":1}\n")
-    summary = job.run(spark, discover([str(tmp_path / "logs")]), str(tmp_path / "out"), analysis.AnalysisOptions())
+    summary = job.run(spark, discover([str(tmp_path / "logs")]), str(tmp_path / "out"), health.AnalysisOptions())
     assert summary["events"] == 0 and summary["malformed_lines"] == 2 and summary["partitions"] == 0
     assert "No ISR churn" in (tmp_path / "out" / "report.html").read_text()

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from insync.spark import bench, logparse
-from insync.spark.inputs import discover
+from insync.spark.analysis import bench, logparse
+from insync.spark.analysis.inputs import discover
 
 # Spark on a shared two-core machine: the first analysis also pays for the JVM's warm-up.
 pytestmark = pytest.mark.timeout(600)

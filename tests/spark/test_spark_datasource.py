@@ -39,8 +39,8 @@ from insync.bench.spark_source import ByteSender
 from insync.bench.spark_source import run as run_source_bench
 from insync.chaos.cluster import ClusterSpec
 from insync.protocol.records import build_batch
-from insync.spark import kafka_io
-from insync.spark.datasource import (
+from insync.spark.source import kafka_io
+from insync.spark.source.datasource import (
     InsyncDataSource,
     InsyncStreamReader,
     InsyncStreamWriter,
@@ -51,8 +51,8 @@ from insync.spark.datasource import (
     rate_limit,
     split_ranges,
 )
-from insync.spark.fetch_client import FetchError, FetchResult
-from insync.spark.kafka_io import (
+from insync.spark.source.fetch_client import FetchError, FetchResult
+from insync.spark.source.kafka_io import (
     DataLoss,
     DataLossError,
     Metadata,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.spark.inputs import discover
+from insync.spark.analysis.inputs import discover
 
 
 def test_directories_are_searched_for_event_and_kafka_logs(tmp_path: Path) -> None:

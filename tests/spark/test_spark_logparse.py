@@ -8,8 +8,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from spark_scenario import KAFKA2_LOG, KAFKA3_LOG, T1, T2
 
-from insync.spark import logparse
-from insync.spark.inputs import Inputs
+from insync.spark.analysis import logparse
+from insync.spark.analysis.inputs import Inputs
 
 # Spark on a shared two-core machine: the first analysis also pays for the JVM's warm-up.
 pytestmark = pytest.mark.timeout(600)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from insync.spark import report, svg
+from insync.spark.analysis import report, svg
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -10,7 +10,7 @@ import textwrap
 SCRIPT = textwrap.dedent("""
     import gc
     import weakref
-    from insync.spark import worker_gc
+    from insync.spark.source import worker_gc
 
     class Node:
         def __init__(self):
@@ -40,8 +40,8 @@ def test_settle_freezes_once_and_later_garbage_is_still_collected() -> None:
 
 PLANNING_SCRIPT = textwrap.dedent("""
     import gc
-    from insync.spark import worker_gc
-    from insync.spark.datasource import InsyncDataSource
+    from insync.spark.source import worker_gc
+    from insync.spark.source.datasource import InsyncDataSource
 
     @worker_gc.settles
     def fails():

@@ -1,7 +1,7 @@
 """`insync analyze PATH... --out DIR [--master URL]`: the replication-health analysis on Spark.
 
 PATH is a log file or a directory searched for `events.jsonl`, `server.log*` and `state-change.log*`. The job
-writes parquet tables, `summary.json` and `report.html` into DIR (see `insync.spark.job`).
+writes parquet tables, `summary.json` and `report.html` into DIR (see `insync.spark.analysis.job`).
 
 `insync analyze --bench --out DIR [--bench-events 1000000,10000000]` instead generates synthetic logs of those
 sizes under DIR and measures the analysis on each (events/s and how the time grows), writing DIR/bench.json.
@@ -81,14 +81,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--bench generates its own logs: give no PATH")
     if not args.bench and not args.paths:
         raise ConfigError("give at least one PATH (a log file or a directory), or --bench")
-    from insync.spark import analysis, inputs
-    options = analysis.AnalysisOptions(flap_window_ms=int(args.flap_window_s * 1000),
+    from insync.spark.analysis import health, inputs
+    options = health.AnalysisOptions(flap_window_ms=int(args.flap_window_s * 1000),
                                        log_timezone=_check_timezone(args.log_timezone))
     conf = _spark_conf(args.conf)
     sizes = _bench_sizes(args.bench_events) if args.bench else []
     found = None if args.bench else inputs.discover(args.paths)  # fail on a bad path before Spark starts
 
-    from insync.spark import bench, job
+    from insync.spark.analysis import bench, job
     from insync.spark.session import build_session
     spark = build_session(args.master, app_name="insync-analyze", conf=conf)
     try:

@@ -1,7 +1,10 @@
-"""insync on Apache Spark: the replication-health analysis (`insync analyze`) and, later, the `insync` data source.
+"""insync on Apache Spark, in two halves that share nothing.
 
-`session` builds the one SparkSession configuration everything here uses (UTC, loopback for local masters),
-`inputs` finds the log files, `logparse` turns insync `events.jsonl` and Kafka `server.log` lines into one event
-table, `analysis` derives the tables an operator needs after an alert storm, `report` renders them as HTML, and
-`bench` generates large synthetic logs to measure the analysis.
+- `source/`: the `insync` data source (`spark.read.format("insync")`), which reads and writes topics over the
+  Kafka protocol only, so it works against any Kafka-compatible cluster.
+- `analysis/`: the replication-health analysis (`insync analyze`) of brokers' `events.jsonl` and Kafka
+  `server.log` files.
+
+Beside them, `session` builds the one SparkSession configuration both use (UTC, loopback for local masters),
+and `sweep` runs simulation sweeps as Spark tasks (a map function the CLI hands to `sim.sweep`).
 """

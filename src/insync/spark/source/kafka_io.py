@@ -37,7 +37,7 @@ from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in stubs
 
 from insync import errors, limits, malloc
-from insync.spark import arrow_records, fetch_client
+from insync.spark.source import arrow_records, fetch_client
 from insync.types import TopicPartition
 
 log = logging.getLogger(__name__)

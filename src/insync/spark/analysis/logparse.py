@@ -31,7 +31,7 @@ from pyspark.sql import types as T
 
 from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSION, EventType
 from insync.limits import ANALYSIS_MALFORMED_TEXT_CHARS_MAX
-from insync.spark.inputs import Inputs
+from insync.spark.analysis.inputs import Inputs
 
 TS_MS_MAX = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later instants overflow Spark's timestamp
 

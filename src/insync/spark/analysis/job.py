@@ -19,9 +19,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from insync.spark import analysis, logparse, report
-from insync.spark.inputs import Inputs
-from insync.spark.tables import Tables
+from insync.spark.analysis import health, logparse, report
+from insync.spark.analysis.inputs import Inputs
+from insync.spark.analysis.tables import Tables
 
 PARSED_STAGING = "_parsed"
 SUMMARY_KEYS = ("events", "malformed_lines", "isr_shrinks", "isr_expands", "flapping_episodes", "urp_intervals",
@@ -55,24 +55,24 @@ def _write_parsed(spark: SparkSession, parsed: DataFrame, out_dir: str) -> tuple
     return frames[0], frames[1]
 
 
-def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: analysis.AnalysisOptions) -> Tables:
+def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: health.AnalysisOptions) -> Tables:
     events, malformed = _write_parsed(spark, logparse.load(spark, inputs, options.log_timezone), out_dir)
     bounds = events.agg(F.min("ts_ms"), F.max("ts_ms")).first()
     assert bounds is not None
     first_ms, last_ms = bounds[0], bounds[1]
     horizon_ms = int(last_ms) if last_ms is not None else 0  # where intervals still open at the end stop
-    steps = analysis.isr_steps(events)  # used twice, recomputed: caching it costs more than its window
-    changes = _materialise(spark, analysis.isr_changes(steps), out_dir, "isr_changes", "topic", "partition", "ts_ms")
-    counts = analysis.replica_counts(events).persist(StorageLevel.MEMORY_AND_DISK)
-    states = analysis.state_rows(events, steps, counts)
-    spans = _materialise(spark, analysis.intervals(states, horizon_ms), out_dir, "intervals",
+    steps = health.isr_steps(events)  # used twice, recomputed: caching it costs more than its window
+    changes = _materialise(spark, health.isr_changes(steps), out_dir, "isr_changes", "topic", "partition", "ts_ms")
+    counts = health.replica_counts(events).persist(StorageLevel.MEMORY_AND_DISK)
+    states = health.state_rows(events, steps, counts)
+    spans = _materialise(spark, health.intervals(states, horizon_ms), out_dir, "intervals",
                          "topic", "partition", "kind", "start")
-    outs = analysis.assign_episodes(analysis.removals(changes)).persist(StorageLevel.MEMORY_AND_DISK)
-    flaps = _materialise(spark, analysis.flapping(outs, options.flap_window_ms), out_dir, "flapping_episodes",
+    outs = health.assign_episodes(health.removals(changes)).persist(StorageLevel.MEMORY_AND_DISK)
+    flaps = _materialise(spark, health.flapping(outs, options.flap_window_ms), out_dir, "flapping_episodes",
                          "removed_at", "topic", "partition", "replica")
-    episode_table = _materialise(spark, analysis.episodes(outs, horizon_ms).coalesce(1), out_dir, "episodes",
+    episode_table = _materialise(spark, health.episodes(outs, horizon_ms).coalesce(1), out_dir, "episodes",
                                  "episode")
-    brokers = _materialise(spark, analysis.per_broker(events, outs, episode_table, options.flap_window_ms)
+    brokers = _materialise(spark, health.per_broker(events, outs, episode_table, options.flap_window_ms)
                            .coalesce(1), out_dir, "per_broker", "broker")
     outs.unpersist()
     return Tables(events, malformed, changes, spans, flaps, episode_table, brokers, counts, first_ms, last_ms)
@@ -96,14 +96,14 @@ def summarise(tables: Tables) -> dict[str, Any]:
         "urp_intervals": int(kinds.get("under_replicated", 0)),
         "under_min_isr_intervals": int(kinds.get("under_min_isr", 0)),
         "offline_intervals": int(kinds.get("offline", 0)),
-        "episodes_by_cause": {cause: int(causes.get(cause, 0)) for cause in analysis.CAUSES},
+        "episodes_by_cause": {cause: int(causes.get(cause, 0)) for cause in health.CAUSES},
         "partitions": int(seen["partitions"]),
     }
     assert tuple(summary) == SUMMARY_KEYS
     return summary
 
 
-def run(spark: SparkSession, inputs: Inputs, out_dir: str, options: analysis.AnalysisOptions) -> dict[str, Any]:
+def run(spark: SparkSession, inputs: Inputs, out_dir: str, options: health.AnalysisOptions) -> dict[str, Any]:
     """Run the whole analysis into `out_dir`; returns the summary written to summary.json."""
     os.makedirs(out_dir, exist_ok=True)
     tables = build_tables(spark, inputs, out_dir, options)

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from insync.spark import analysis, job
-from insync.spark.inputs import discover
+from insync.spark.analysis import health, job
+from insync.spark.analysis.inputs import discover
 
 GENERATOR_VERSION = 1
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -138,7 +138,7 @@ def generate(spark: SparkSession, directory: str, n: int) -> None:
         json.dump(expected, f)
 
 
-def measure(spark: SparkSession, data_dir: str, out_dir: str, options: analysis.AnalysisOptions,
+def measure(spark: SparkSession, data_dir: str, out_dir: str, options: health.AnalysisOptions,
             requested: int) -> BenchResult:
     started = time.perf_counter()
     summary = job.run(spark, discover([data_dir]), out_dir, options)
@@ -148,7 +148,7 @@ def measure(spark: SparkSession, data_dir: str, out_dir: str, options: analysis.
 
 
 def run(spark: SparkSession, out_dir: str, sizes: Sequence[int],
-        options: analysis.AnalysisOptions) -> list[BenchResult]:
+        options: health.AnalysisOptions) -> list[BenchResult]:
     """Generate and analyse each size in turn; results also go to out_dir/bench.json."""
     assert sizes
     data_root, result_root = os.path.join(out_dir, "bench-data"), os.path.join(out_dir, "bench-out")

@@ -29,7 +29,7 @@ from insync import errors
 from insync.errors import KafkaError
 from insync.protocol.codec import decode_response, encode_request
 from insync.protocol.kio import build, duration, error_of, nested, request_class
-from insync.spark import fetch_wire
+from insync.spark.source import fetch_wire
 
 API_VERSIONS, FETCH, LIST_OFFSETS, METADATA = 18, 1, 2, 3
 # The highest version this client sends of each API (Fetch and Metadata 13+ name topics by id only).

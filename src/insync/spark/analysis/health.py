@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from insync.spark.logparse import ISR_UPDATE
+from insync.spark.analysis.logparse import ISR_UPDATE
 
 EPISODE_GAP_S = 10
 BURST_OUT_MS_MAX = 5_000

@@ -17,9 +17,9 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from insync.limits import ANALYSIS_REPORT_ROWS_MAX as TOP_ROWS
-from insync.spark import analysis, svg
-from insync.spark.inputs import Inputs
-from insync.spark.tables import Tables
+from insync.spark.analysis import health, svg
+from insync.spark.analysis.inputs import Inputs
+from insync.spark.analysis.tables import Tables
 
 MALFORMED_EXAMPLES = 20
 CHURN_BUCKETS = 60
@@ -32,7 +32,7 @@ Row = dict[str, Any]
 class ReportData:
     summary: dict[str, Any]
     inputs: Inputs
-    options: analysis.AnalysisOptions
+    options: health.AnalysisOptions
     first_ms: int | None
     last_ms: int | None
     bucket_ms: int
@@ -62,7 +62,7 @@ def _bucket_ms(first_ms: int, last_ms: int) -> int:
     return int(math.ceil(raw / 86_400_000) * 86_400_000)
 
 
-def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: analysis.AnalysisOptions) -> ReportData:
+def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: health.AnalysisOptions) -> ReportData:
     """Everything the page shows, from the job's tables; only aggregates and top rows are collected."""
     first_ms, last_ms = tables.first_ms, tables.last_ms
     bucket_ms = _bucket_ms(first_ms, last_ms) if first_ms is not None and last_ms is not None else 1000
@@ -187,9 +187,9 @@ def _notes(data: ReportData) -> list[str]:
              f"Under-replicated means an ISR smaller than the replica set: the replica set was named by the events "
              f"for {data.partitions_with_replicas} of {partitions} partition(s); for the others it is taken as the "
              f"largest ISR seen for the partition, so a replica that was out for the whole log is not counted.",
-             f"Shrink episodes group removals less than {analysis.EPISODE_GAP_S} s apart. Causes are checked in "
-             f"this order: follower (one broker removed from at least {analysis.FOLLOWER_PARTITIONS_MIN} "
-             f"partitions), burst (every replica back within {analysis.BURST_OUT_MS_MAX / 1000:.0f} s, none "
+             f"Shrink episodes group removals less than {health.EPISODE_GAP_S} s apart. Causes are checked in "
+             f"this order: follower (one broker removed from at least {health.FOLLOWER_PARTITIONS_MIN} "
+             f"partitions), burst (every replica back within {health.BURST_OUT_MS_MAX / 1000:.0f} s, none "
              "stuck), leader (one leader, all its followers removed), insync reasons (stuck, slow), unknown.",
              f"A flapping episode is a replica removed and re-added within {data.options.flap_window_ms / 1000:.0f} s."]
     if data.inputs.kafka_logs:

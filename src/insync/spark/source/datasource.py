@@ -2,7 +2,7 @@
 
 Register it once per session, then use it as Spark's Kafka source:
 
-    from insync.spark.datasource import InsyncDataSource
+    from insync.spark.source.datasource import InsyncDataSource
     spark.dataSource.register(InsyncDataSource)
     df = (spark.read.format("insync").option("kafka.bootstrap.servers", "127.0.0.1:9092")
           .option("subscribe", "events").load())
@@ -56,8 +56,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
 
-from insync.spark import kafka_io, worker_gc
-from insync.spark.kafka_io import DataLoss, Metadata, OffsetRange, SinkColumns, Subscription
+from insync.spark.source import kafka_io, worker_gc
+from insync.spark.source.kafka_io import DataLoss, Metadata, OffsetRange, SinkColumns, Subscription
 from insync.types import TopicPartition
 
 log = logging.getLogger(__name__)
