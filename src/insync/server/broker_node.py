@@ -46,7 +46,7 @@ from insync.server.event_log import EventLog
 from insync.server.group_coordinator import GroupCoordinator
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
 from insync.server.topic_creation import TopicCreator
 from insync.storage.disk import RealDisk
 from insync.storage.log_manager import LogManager

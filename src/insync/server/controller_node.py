@@ -36,7 +36,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.server.event_log import EventLog
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.node import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
 from insync.wire import configs, controller_apis, metadata_log, replica_log_report, topics, versions
 from insync.wire.internal import (
     CreateTopicResult,

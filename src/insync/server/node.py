@@ -3,8 +3,8 @@
 `run(config)` sets up logging (`server.log` in Kafka's log4j layout, in the first log dir, beside
 `events.jsonl`), starts the controller role and/or the broker role, and on a signal stops them gracefully:
 listeners stop accepting, in-flight requests get a deadline, the broker checkpoints its high watermarks and
-closes its logs. Everything shared by the two roles lives here: the cluster id, API names for metrics,
-listener parsing, and the node's notion of now.
+closes its logs. What the two roles share (the cluster id, the metered dispatcher, listener parsing, the node's
+notion of now) is in `server/role.py`, which both import; this module only composes them.
 """
 
 from __future__ import annotations
@@ -14,75 +14,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from insync import malloc
-from insync.clock import Clock
-from insync.config import BrokerConfig, ConfigError
+from insync.config import BrokerConfig
 from insync.kafkalog import KafkaLogFormatter
-from insync.protocol.codec import DecodedRequest
-from insync.server.metrics import NodeMetrics
-from insync.wire import versions
-
-CLUSTER_ID = "insync-cluster-0001"
-
-API_NAMES: dict[int, str] = {
-    0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 19: "CreateTopics",
-    20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch",
-    32: "DescribeConfigs", 56: "AlterPartition", 60: "DescribeCluster", 62: "BrokerRegistration",
-    63: "BrokerHeartbeat", 8: "OffsetCommit", 9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup",
-    12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup", 15: "DescribeGroups", 16: "ListGroups",
-}
-
-
-class MeteredDispatcher:
-    """What both roles give the listener: their ApiVersions table, the error-35 body built from it, and per-API
-    request counts and latencies around the role's own `_handle`."""
-
-    api_versions: Mapping[int, tuple[int, int]]
-    clock: Clock
-    metrics: NodeMetrics
-
-    def supported_versions(self) -> dict[int, tuple[int, int]]:
-        return dict(self.api_versions)
-
-    def unsupported_api_versions_response(self) -> Any:
-        return versions.unsupported_version_response(self.api_versions)
-
-    async def handle(self, request: DecodedRequest, peer: str) -> Any:
-        start = self.clock.monotonic_ms()
-        try:
-            return await self._handle(request, peer)
-        finally:
-            self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
-                                         self.clock.monotonic_ms() - start)
-
-    async def _handle(self, request: DecodedRequest, peer: str) -> Any:
-        """The response body to `request` from the client at `peer` (host:port), or None for none."""
-        raise NotImplementedError
-
-
-def listener_address(url: str) -> tuple[str, int]:
-    """`PLAINTEXT://127.0.0.1:9092` -> ("127.0.0.1", 9092); a malformed listener names itself."""
-    _, _, address = url.rpartition("://")
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"listener {url!r} is not NAME://host:port")
-    return host, int(port)
-
-
-def monotonic_now(clock: Clock) -> Callable[[], int]:
-    """Wall-clock milliseconds (events and lag are wall times) that never go backwards, as the cores assert."""
-    last = 0
-
-    def now() -> int:
-        nonlocal last
-        last = max(last, clock.now_ms())
-        return last
-
-    return now
+from insync.server.broker_node import BrokerNode
+from insync.server.controller_node import ControllerNode
 
 
 def configure_logging(log_dir: str) -> None:
@@ -98,9 +36,6 @@ def configure_logging(log_dir: str) -> None:
 
 async def serve(config: BrokerConfig) -> int:
     """Run the node's roles until a signal; the process exit code."""
-    from insync.server.broker_node import BrokerNode
-    from insync.server.controller_node import ControllerNode
-
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -30,7 +30,7 @@ def test_samples_sorted_by_where_the_time_went() -> None:
         f"{LOOP};_SelectorSocketTransport.write (asyncio/selector_events.py:1069) 2",
         "BaseEventLoop._run_once (asyncio/base_events.py:1922);EpollSelector.select (selectors.py:468) 7",
         f"{LOOP};Task.__step (asyncio/tasks.py:267) 1",
-        f"{LOOP};MeteredDispatcher.handle (insync/server/node.py:60) 6",
+        f"{LOOP};MeteredDispatcher.handle (insync/server/role.py:44) 6",
         "Thread._bootstrap (threading.py:1002);BaseServer.serve_forever (socketserver.py:233);"
         "_PollLikeSelector.select (selectors.py:415) 50",
         "garbage line",
