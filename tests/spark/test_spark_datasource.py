@@ -35,11 +35,11 @@ from pyspark.sql.types import (
 
 from insync import errors
 from insync.admin import describe_rows
-from insync.bench.spark_source import ByteSender
-from insync.bench.spark_source import run as run_source_bench
 from insync.chaos.cluster import ClusterSpec
 from insync.protocol.records import build_batch
 from insync.spark.source import kafka_io
+from insync.spark.source.bench import ByteSender
+from insync.spark.source.bench import run as run_source_bench
 from insync.spark.source.datasource import (
     InsyncDataSource,
     InsyncStreamReader,

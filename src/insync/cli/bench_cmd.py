@@ -182,12 +182,12 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_spark_source(args: argparse.Namespace) -> int:
     if args.records <= 0 or args.size <= 0 or args.partitions <= 0 or not 0 < args.rounds <= 20:
         raise ConfigError("--records, --size and --partitions must be positive, --rounds 1 to 20")
-    from insync.bench import spark_source
     from insync.spark.session import build_session
+    from insync.spark.source import bench as source_bench
 
     spark = build_session(args.master, app_name="insync-bench-source")
     try:
-        result = spark_source.run(spark, args.bootstrap_server, records=args.records, size=args.size,
+        result = source_bench.run(spark, args.bootstrap_server, records=args.records, size=args.size,
                                   partitions=args.partitions, rounds=args.rounds)
     finally:
         spark.stop()

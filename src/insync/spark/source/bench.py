@@ -14,7 +14,7 @@ can reach. A fourth, `format("insync-ceiling")`, is the floor that also receives
 as the topic's records take on the wire, from a process that only sends them from memory (`ByteSender`): the most
 any Kafka-protocol source can reach here, whatever its broker and decoder, since the bytes must cross a socket. The
 three Python readers run in the same reused Python workers, so the floor and the ceiling also get the heap freeze
-the insync source's first task makes (`insync.spark.source.worker_gc`).
+the insync source's first task makes (`worker_gc`).
 
 The last record of each partition is produced on its own, in a one-record batch: some Kafka-compatible brokers
 (Tansu) answer ListOffsets(latest) with the base offset of the newest batch + 1, which is the high watermark
