@@ -1,25 +1,22 @@
-"""One topic-partition on one broker: the leader's side of replication, and the entry points of the follower's.
+"""One topic-partition on one broker: its roles, its ISR state and high watermark, produce, and the entry
+points of both sides of replication.
 
 Roles change only through `make_leader` / `make_follower`, driven by metadata from the controller; stale
-leader or partition epochs are ignored. As leader the partition:
+leader or partition epochs are ignored. Leading, the partition holds a `Leader` for the epoch (see `leader.py`:
+the followers' states, the leader's half of a fetch, the high watermark rule) and:
 - appends produced batches (`append_records_as_leader`): acks must be 0, 1 or -1, and acks=all is refused with
   NOT_ENOUGH_REPLICAS before the append when the committed ISR is smaller than the effective min ISR
   (min(min.insync.replicas, replication factor), Kafka 3.7+); `produce_status` then tells a delayed produce
   when the high watermark has passed it (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is
   below min ISR) or that leadership moved (NOT_LEADER_OR_FOLLOWER);
-- serves follower fetches in two halves so a slow read can be modelled (KIP-501): `begin_follower_fetch`
-  captures high watermark, log start and log end offset BEFORE the read (KAFKA-7104), answers a diverging
-  last fetched epoch at once, and registers a pending read; the caller reads the log, possibly slowly;
-  `complete_follower_fetch` updates the follower's `ReplicaState` only on success, may propose an ISR
-  expansion (not after a read that took longer than `replica.lag.time.max.ms`), and advances the high
-  watermark;
+- serves follower fetches in two halves so a slow read can be modelled (KIP-501): `begin_follower_fetch`, the
+  caller reads the log, possibly slowly, then `complete_follower_fetch`, which may propose an ISR expansion and
+  advance the high watermark;
 - checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task, run every lag/2 by the driver).
 ISR changes are proposals: the partition moves to PendingExpand / PendingShrink and returns an
 `AlterPartitionItem`; `on_alter_partition_result` commits it or reacts to the controller's error as Kafka does,
 and newer metadata resolves any pending change. Every transition is a pure function of `isr.py`; the partition
-applies its result in one place (`_enter_isr_state`). The high watermark is min(leader LEO, LEO of every replica in
-the maximal ISR or caught up and eligible), only moves forward, and stands still while the committed ISR is
-below min ISR (Kafka 3.7+).
+applies its result in one place (`_enter_isr_state`).
 
 As follower, the partition applies what its fetcher session hands it (see `follower.py`). Every state change
 worth reporting becomes an `Event` in `self.events` (isr_shrink / isr_expand on commit, isr_kept_pending_read,
@@ -53,6 +50,7 @@ from insync.replication.isr import (
     propose_expand,
     propose_shrink,
 )
+from insync.replication.leader import Leader
 from insync.replication.log_view import LogView, ReadResultView
 from insync.replication.messages import (
     AlterPartitionItem,
@@ -73,7 +71,6 @@ from insync.types import (
     NO_LEADER,
     UNDEFINED_EPOCH,
     UNKNOWN_BROKER_EPOCH,
-    UNKNOWN_OFFSET,
     BrokerEpoch,
     BrokerId,
     LeaderEpoch,
@@ -121,21 +118,23 @@ class Partition:
         self._partition_epoch = PartitionEpoch(-1)
         self._replicas: tuple[BrokerId, ...] = ()
         self._isr_state: IsrState = Committed(())
-        self._replica_states: dict[BrokerId, ReplicaState] = {}  # leader only: every replica but this one
-        self._leader_epoch_start_offset: Offset | None = None
-        self.recovering = False  # KIP-704, while leading: elected uncleanly, RECOVERED not yet recorded
+        self._leader: Leader | None = None  # while this broker leads
         self._high_watermark = follower.bounded_high_watermark(log, Offset(high_watermark))
         self.producer_state = producer_state.open_table(log)  # also makes the log snapshot it (roll, close)
         self._under_replicated = False
         self._under_min_isr = False
-        self._next_read_id = 0
         self._log_prefix = f"[Partition {topic_partition} broker={local_broker_id}] "
 
     # --- State ------------------------------------------------------------------------------------------------
 
     @property
     def is_leader(self) -> bool:
-        return self._leader_id == self.broker_id
+        return self._leader is not None
+
+    @property
+    def recovering(self) -> bool:
+        """KIP-704, while leading: elected uncleanly, RECOVERED not yet recorded."""
+        return self._leader is not None and self._leader.recovering
 
     @property
     def leader_id(self) -> BrokerId:
@@ -193,7 +192,7 @@ class Partition:
         self._refresh_health(now_ms)
 
     def replica_state(self, broker_id: BrokerId) -> ReplicaState | None:
-        return self._replica_states.get(broker_id)
+        return self._leader.replica_state(broker_id) if self._leader is not None else None
 
     # --- Leadership -------------------------------------------------------------------------------------------
 
@@ -203,41 +202,27 @@ class Partition:
         assert self.broker_id in isr and set(isr) <= set(replicas), (isr, replicas)
         if self._is_stale(leader_epoch, partition_epoch):
             return False
-        is_new_leader = not self.is_leader
         is_new_epoch = leader_epoch > self._leader_epoch
-        if not (is_new_leader or is_new_epoch or partition_epoch > self._partition_epoch):
+        if not (self._leader is None or is_new_epoch or partition_epoch > self._partition_epoch):
             return False
         previous_epoch = self._leader_epoch
         self._leader_id = self.broker_id
         self._partition_epoch = partition_epoch
         self._replicas = tuple(replicas)
-        self.recovering = recovering and (is_new_leader or is_new_epoch or self.recovering)  # it only ends in an epoch
-        if is_new_leader or is_new_epoch:
-            self._start_leader_epoch(leader_epoch, is_new_leader, tuple(isr), now_ms)
+        if self._leader is not None and not is_new_epoch:
+            self._leader.reassign(self._replicas, recovering)
+        else:
+            self._leader = Leader.start_epoch(self.topic_partition, self.broker_id, self.log, leader_epoch,
+                                              self._replicas, isr, now_ms, previous=self._leader,
+                                              recovering=recovering)
+            self._leader_epoch = leader_epoch
             tp = self.topic_partition
             logger.info("%s%s", self._log_prefix, kafkalog.leader_message(
                 tp.topic, tp.partition, leader_epoch, self.log.log_end_offset, self._high_watermark, isr,
                 previous_epoch))
-        else:
-            self._replica_states = {broker: self._replica_states.get(broker, ReplicaState(broker))
-                                    for broker in self._replicas if broker != self.broker_id}
         self._enter_isr_state(from_metadata(tuple(isr)), now_ms)
         self._maybe_advance_high_watermark(now_ms)
         return True
-
-    def _start_leader_epoch(self, leader_epoch: LeaderEpoch, is_new_leader: bool, isr: tuple[BrokerId, ...],
-                            now_ms: int) -> None:
-        # Recording (epoch, LEO) at once lets followers with entries from a later failed epoch truncate
-        # correctly even before this leader appends anything (REFERENCE.md 8).
-        start = Offset(self.log.log_end_offset)
-        self.log.leader_epoch_cache.assign(leader_epoch, start)
-        self._leader_epoch = leader_epoch
-        self._leader_epoch_start_offset = start
-        self._replica_states = {
-            broker: self._replica_states.get(broker, ReplicaState(broker)).reset(
-                now_ms=now_ms, leader_log_end_offset=start, is_new_leader=is_new_leader, in_isr=broker in isr)
-            for broker in self._replicas if broker != self.broker_id
-        }
 
     def make_follower(self, leader_id: BrokerId, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch,
                       isr: Sequence[BrokerId], replicas: Sequence[BrokerId], now_ms: int) -> bool:
@@ -255,8 +240,7 @@ class Partition:
         self._leader_epoch = leader_epoch
         self._partition_epoch = partition_epoch
         self._replicas = tuple(replicas)
-        self._replica_states = {}  # drops every pending read with them
-        self._leader_epoch_start_offset = None
+        self._leader = None  # drops the followers' states, every pending read with them
         self._enter_isr_state(from_metadata(tuple(isr)), now_ms)
         if restart_fetching:
             tp = self.topic_partition
@@ -325,101 +309,41 @@ class Partition:
                              last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset,
                              now_ms: int, *, from_purgatory: bool = False,
                              replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH) -> FollowerRead | FetchPartitionData:
-        """First half of a follower fetch. Returns the answer at once (an error, or a diverging epoch with no
-        records, neither of which touches the follower's state), or a `FollowerRead`: read the log at
-        `fetch_offset`, then call `complete_follower_fetch`. `from_purgatory`: the fetch was parked and is read
-        again to be answered; as in Kafka, only its first read updates the follower's state. `replica_epoch`:
-        the follower's broker epoch (KIP-903): an older life's fetch is refused, a newer life's starts its state
-        afresh (see `ReplicaState`)."""
-        error = self._leader_epoch_error(current_leader_epoch)
-        if error is None and replica_id not in self._replica_states:
-            error = errors.NOT_LEADER_OR_FOLLOWER  # not a replica, as far as this leader knows
-        if error is not None:
-            return FetchPartitionData(self.topic_partition, error)
-        life = self._replica_states[replica_id].for_broker_epoch(replica_epoch)
-        if life is None:
+        """First half of a follower fetch (`Leader.begin_fetch`): the answer at once, or a `FollowerRead`: read
+        the log at `fetch_offset`, then call `complete_follower_fetch`. `from_purgatory`: the fetch was parked
+        and is read again to be answered; as in Kafka, only its first read updates the follower's state.
+        `replica_epoch`: the follower's broker epoch (KIP-903): an older life's fetch is refused, a newer life's
+        starts its state afresh (see `ReplicaState`)."""
+        if self._leader is None:
             return FetchPartitionData(self.topic_partition, errors.NOT_LEADER_OR_FOLLOWER)
-        if not from_purgatory:
-            self._replica_states[replica_id] = life
-        high_watermark, log_start_offset = self._high_watermark, Offset(self.log.log_start_offset)
-        log_end_offset = Offset(self.log.log_end_offset)
-        if fetch_offset < log_start_offset:
-            return self._error_data(errors.OFFSET_OUT_OF_RANGE)
-        if last_fetched_epoch != UNDEFINED_EPOCH:
-            epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
-            if epoch < 0 or end_offset < 0:
-                return self._error_data(errors.OFFSET_OUT_OF_RANGE)  # as Kafka: nothing to compare against
-            if epoch < last_fetched_epoch or end_offset < fetch_offset:
-                diverging = EpochEndOffset(LeaderEpoch(epoch), Offset(end_offset))
-                return FetchPartitionData(self.topic_partition, errors.NONE, high_watermark, log_start_offset,
-                                          log_end_offset, diverging)
-        if fetch_offset > log_end_offset:
-            return self._error_data(errors.OFFSET_OUT_OF_RANGE)
-        read_id, self._next_read_id = self._next_read_id, self._next_read_id + 1
-        registered = False
-        if self.config.pending_reads_insync_enable and not from_purgatory:
-            state, registered = self._replica_states[replica_id].begin_pending_read(read_id, fetch_offset, now_ms)
-            self._replica_states[replica_id] = state
-        return FollowerRead(replica_id, self._leader_epoch, read_id, registered, fetch_offset,
-                            follower_log_start_offset, now_ms, high_watermark, log_start_offset, log_end_offset,
-                            from_purgatory, replica_epoch)
+        return self._leader.begin_fetch(
+            replica_id, fetch_offset, current_leader_epoch, last_fetched_epoch, follower_log_start_offset, now_ms,
+            high_watermark=self._high_watermark, register_pending_read=self.config.pending_reads_insync_enable,
+            from_purgatory=from_purgatory, replica_epoch=replica_epoch)
 
     def complete_follower_fetch(self, read: FollowerRead, outcome: ReadResultView | KafkaException,
                                 now_ms: int) -> FollowerFetchResult:
-        """Second half: the read finished at `now_ms`, with records or an error. Only a successful first read
-        (not from the purgatory) in the same leader epoch updates the follower's state (REFERENCE.md 1)."""
-        assert now_ms >= read.fetch_time_ms
-        state = self._replica_states.get(read.replica_id)
-        if state is not None and state.broker_epoch != read.replica_epoch:
-            state = None  # the broker restarted during the read: this life's state is not the read's to update
-        if not self.is_leader or self._leader_epoch != read.leader_epoch or state is None:
-            # Leadership moved during the read, or the replica was reassigned away: nothing to update.
-            moved_on = self.is_leader and self._leader_epoch != read.leader_epoch
-            error = errors.FENCED_LEADER_EPOCH if moved_on else errors.NOT_LEADER_OR_FOLLOWER
-            return FollowerFetchResult(FetchPartitionData(self.topic_partition, error))
-        if read.was_pending_read:
-            state = state.end_pending_read(read.read_id)
-        if isinstance(outcome, KafkaException):
-            self._replica_states[read.replica_id] = state
-            return FollowerFetchResult(self._error_data(outcome.error))
-        data = FetchPartitionData(self.topic_partition, errors.NONE, read.high_watermark, read.log_start_offset,
-                                  read.log_end_offset, None, bytes(outcome.records))
-        if read.from_purgatory:
+        """Second half (`Leader.complete_fetch`): the read finished at `now_ms`, with records or an error. A read
+        that updated the follower's state may expand the ISR and advance the high watermark."""
+        assert now_ms >= read.fetch_time_ms, (now_ms, read)
+        if self._leader is None:
+            return FollowerFetchResult(FetchPartitionData(self.topic_partition, errors.NOT_LEADER_OR_FOLLOWER))
+        data, updated = self._leader.complete_fetch(read, outcome, now_ms, high_watermark=self._high_watermark,
+                                                    lag_time_max_ms=self.config.isr_policy.replica_lag_time_max_ms)
+        if updated is None:
             return FollowerFetchResult(data)
-        lag_ms = self.config.isr_policy.replica_lag_time_max_ms
-        self._replica_states[read.replica_id] = state.after_fetch(
-            fetch_offset=read.fetch_offset, follower_log_start_offset=read.follower_log_start_offset,
-            fetch_time_ms=read.fetch_time_ms, leader_log_end_offset=read.log_end_offset, completed_ms=now_ms,
-            was_pending_read=read.was_pending_read, lag_time_max_ms=lag_ms)
-        alter_partition = self._maybe_expand_isr(self._replica_states[read.replica_id], read.fetch_time_ms, now_ms)
-        advanced = self._maybe_advance_high_watermark(now_ms)
-        return FollowerFetchResult(data, alter_partition, advanced)
-
-    def _leader_epoch_error(self, current_leader_epoch: LeaderEpoch) -> KafkaError | None:
-        if not self.is_leader:
-            return errors.NOT_LEADER_OR_FOLLOWER
-        if current_leader_epoch == UNDEFINED_EPOCH or current_leader_epoch == self._leader_epoch:
-            return None
-        return errors.FENCED_LEADER_EPOCH if current_leader_epoch < self._leader_epoch else errors.UNKNOWN_LEADER_EPOCH
-
-    def _error_data(self, error: KafkaError) -> FetchPartitionData:
-        """An error answer; with OFFSET_OUT_OF_RANGE, the current offsets the follower needs to restart."""
-        if error != errors.OFFSET_OUT_OF_RANGE:
-            return FetchPartitionData(self.topic_partition, error)
-        return FetchPartitionData(self.topic_partition, error, self._high_watermark,
-                                  Offset(self.log.log_start_offset), Offset(self.log.log_end_offset))
+        alter_partition = self._maybe_expand_isr(updated, read.fetch_time_ms, now_ms)
+        return FollowerFetchResult(data, alter_partition, self._maybe_advance_high_watermark(now_ms))
 
     # --- ISR --------------------------------------------------------------------------------------------------
 
     def maybe_shrink_isr(self, now_ms: int) -> AlterPartitionItem | None:
         """The isr-expiration check: propose removing the ISR members (other than this leader) that are out
         of sync. Does nothing unless leader, or while an ISR change is in flight."""
-        if not self.is_leader or self._isr_state.is_inflight:
+        if self._leader is None or self._isr_state.is_inflight:
             return None
         committed = self._isr_state.isr
-        followers = [self._replica_states.get(broker, ReplicaState(broker))
-                     for broker in committed if broker != self.broker_id]
-        check = self.config.isr_policy.out_of_sync_replicas(now_ms, self.log_end_offset, followers)
+        check = self._leader.out_of_sync_replicas(now_ms, committed, self.config.isr_policy)
         for kept in check.kept_by_pending_read:
             self._emit(EventType.ISR_KEPT_PENDING_READ, now_ms, replica=kept.broker,
                        pending_since_ms=kept.pending_since_ms)
@@ -437,15 +361,13 @@ class Partition:
                           now_ms: int) -> AlterPartitionItem | None:
         """After a follower's successful fetch (`propose_expand` in isr.py). A recovering leader (KIP-704) adds
         nobody."""
-        epoch_start = self._leader_epoch_start_offset
-        assert epoch_start is not None, "a leader always knows where its epoch started"
-        assert follower_state.broker_id in self._replicas, follower_state
-        if self.recovering:
+        assert self._leader is not None and follower_state.broker_id in self._replicas, follower_state
+        if self._leader.recovering:
             return None
         committed = self._isr_state.isr
         state, proposal = propose_expand(
             self._isr_state, self.config.isr_policy, follower_state, now_ms=now_ms, fetch_time_ms=fetch_time_ms,
-            high_watermark=self._high_watermark, leader_epoch_start_offset=epoch_start,
+            high_watermark=self._high_watermark, leader_epoch_start_offset=self._leader.epoch_start_offset,
             is_eligible=self._is_replica_eligible, propose=self._proposal)
         if proposal is None:
             return None
@@ -457,17 +379,16 @@ class Partition:
     def _proposal(self, new_isr: tuple[BrokerId, ...]) -> AlterPartitionItem:
         """The ISR change to send, with each follower's broker epoch from its fetches (KIP-903); this leader's
         own is left to the broker (-1 here)."""
-        epochs = tuple(self._replica_states[b].broker_epoch if b in self._replica_states else UNKNOWN_BROKER_EPOCH
-                       for b in new_isr)
+        assert self._leader is not None, "only a leader proposes"
         return AlterPartitionItem(self.topic_partition, self.broker_id, self._leader_epoch, self._partition_epoch,
-                                  new_isr, epochs)
+                                  new_isr, self._leader.broker_epochs(new_isr))
 
     def on_alter_partition_result(self, item: AlterPartitionItem, result: AlterPartitionResult,
                                   now_ms: int) -> AlterPartitionOutcome:
-        """The controller answered `item` (`after_alter_partition` in isr.py): a commit takes the answer's partition
-        epoch and may advance the high watermark."""
+        """The controller answered `item` (`after_alter_partition` in isr.py): a commit takes the answer's
+        partition epoch and may advance the high watermark."""
         state, outcome = after_alter_partition(self._isr_state, item, result, self._leader_epoch,
-                                                               self._partition_epoch)
+                                               self._partition_epoch)
         if outcome is AlterOutcome.COMMITTED:
             self._partition_epoch = result.partition_epoch
             self._enter_isr_state(state, now_ms)
@@ -499,35 +420,25 @@ class Partition:
                        removed=[removal.to_dict() for removal in change.removals], leader_epoch=self._leader_epoch,
                        hw=self._high_watermark, leo=self.log.log_end_offset)
         else:
-            added = change.new_in_sync_replica
+            added = self.replica_state(change.new_in_sync_replica)
+            assert added is not None, change
             self._emit(EventType.ISR_EXPAND, now_ms, isr_before=before, isr_after=list(isr),
-                       added=[{"broker": added, "leo": self._replica_states[added].log_end_offset}])
+                       added=[{"broker": added.broker_id, "leo": added.log_end_offset}])
         logger.info("%s%s", self._log_prefix, kafkalog.isr_updated_message(
             isr, self._partition_epoch, len(isr) < self.effective_min_isr))
 
     # --- High watermark and health ----------------------------------------------------------------------------
 
     def _maybe_advance_high_watermark(self, now_ms: int) -> bool:
-        """REFERENCE.md 3. Returns whether the high watermark moved (delayed produces may complete)."""
-        if not self.is_leader or len(self._isr_state.isr) < self.effective_min_isr:
+        """`Leader.advanced_high_watermark`. Returns whether it moved (delayed produces may complete)."""
+        if self._leader is None:
             return False
-        leader_leo = self.log_end_offset
-        maximal_isr = self._isr_state.maximal_isr
-        lag_ms = self.config.isr_policy.replica_lag_time_max_ms
-        candidate = leader_leo
-        for broker in maximal_isr:
-            if broker != self.broker_id:
-                state = self._replica_states.get(broker)
-                candidate = min(candidate, state.log_end_offset if state is not None else UNKNOWN_OFFSET)
-        for broker, state in self._replica_states.items():
-            # A caught-up replica about to join the ISR is waited for, as Kafka does.
-            if broker not in maximal_isr and state.is_caught_up(now_ms, leader_leo, lag_ms) \
-                    and self._is_replica_eligible(broker):
-                candidate = min(candidate, state.log_end_offset)
-        if candidate <= self._high_watermark:
+        advanced = self._leader.advanced_high_watermark(
+            now_ms, self._isr_state, self.effective_min_isr, self._high_watermark,
+            self.config.isr_policy.replica_lag_time_max_ms, self._is_replica_eligible)
+        if advanced is None:
             return False
-        assert candidate <= leader_leo, (candidate, leader_leo)
-        self._set_high_watermark(Offset(candidate))
+        self._set_high_watermark(advanced)
         return True
 
     def _set_high_watermark(self, high_watermark: Offset) -> None:
