@@ -61,7 +61,7 @@ def imported(module: str, path: Path, known: set[str]) -> Iterator[str]:
                 base = ".".join([*anchor, *([node.module] if node.module else [])])
             if base.split(".")[0] != "insync":
                 continue
-            for alias in node.names:  # `from insync.spark import kafka_io` imports a module, not a name
+            for alias in node.names:  # `from insync.spark.source import kafka_io` imports a module, not a name
                 yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
 
 
