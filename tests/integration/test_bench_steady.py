@@ -36,3 +36,11 @@ def test_steady_consume_starts_partitions_over_at_their_end(insync_cluster: Clus
                             seconds=1.0)
     assert result.errors == 0 and result.message_bytes == 1024
     assert result.messages > 200  # more than the topic holds: every partition was read again from its start
+
+
+def test_steady_consume_passes_the_fetch_queue_backoff_to_librdkafka(insync_cluster: ClusterSpec) -> None:
+    ensure_topic(insync_cluster.bootstrap, "steady-eager", 1, 3, {"min.insync.replicas": "2"})
+    assert clients.produce(insync_cluster.bootstrap, "steady-eager", 100, 1024).errors == 0
+    result = steady.consume(insync_cluster.bootstrap, "steady-eager", _cpu(insync_cluster), warmup_s=0.2,
+                            seconds=1.0, fetch_queue_backoff_ms=10)
+    assert result.errors == 0 and result.messages > 100

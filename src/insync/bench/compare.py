@@ -3,7 +3,8 @@
 insync: a controller and 3 brokers, topics with RF 3 and min ISR 2, acks=all. Tansu: one node with memory storage,
 RF 1 (`insync.bench.targets`). Each gets, in turn and on the same machine:
 - throughput (`insync.bench.steady`): produce (acks=all) and consume of 1 KiB records, each `seconds` of steady
-  state after a warm-up, with the server CPU milliseconds per MB over the same window beside it, and the
+  state after a warm-up, with the server CPU milliseconds per MB over the same window beside it (consume twice:
+  at librdkafka's defaults and with `fetch.queue.backoff.ms` at 10 ms), and the
   in-process end-to-end run at `rate` (`insync.bench.clients`);
 - latency (`insync.bench.latency`, issue 17's scenario): a producer and a tailing consumer in their own processes,
   acks=all, linger 0, `seconds` measured after a warm-up: confluent-kafka at 500 and 2,000 records/s, kafka-python
@@ -30,6 +31,8 @@ TANSU_SETTLE_S = 0.5
 LATENCY_RUNS = (("latency-500", "confluent", 500.0), ("latency-2000", "confluent", 2000.0),
                 ("latency-kafka-python-500", "kafka-python", 500.0), ("latency-aiokafka-500", "aiokafka", 500.0))
 SEARCH_START_RATE = 500.0
+# The second consume run: librdkafka's fetch.queue.backoff.ms lowered from 1,000 ms (see insync.bench.steady)
+EAGER_FETCH_QUEUE_BACKOFF_MS = 10
 
 
 def _throughput(target: Target, seconds: float, rate: float) -> dict[str, Any]:
@@ -38,7 +41,9 @@ def _throughput(target: Target, seconds: float, rate: float) -> dict[str, Any]:
     target.ensure_topic(TOPIC, 3)
     produce = steady.produce(target.bootstrap, TOPIC, RECORD_BYTES, "all", target.cpu_s, seconds=seconds)
     consume = steady.consume(target.bootstrap, TOPIC, target.cpu_s, seconds=seconds)
-    return {"produce": asdict(produce), "consume": asdict(consume),
+    eager = steady.consume(target.bootstrap, TOPIC, target.cpu_s, seconds=seconds,
+                           fetch_queue_backoff_ms=EAGER_FETCH_QUEUE_BACKOFF_MS)
+    return {"produce": asdict(produce), "consume": asdict(consume), "consume-eager": asdict(eager),
             "e2e": asdict(clients.e2e(target.bootstrap, TOPIC, int(rate * 5), RECORD_BYTES, rate))}
 
 
@@ -74,6 +79,8 @@ def compare(rate: float = 2000.0, seconds: float = latency.SECONDS_MIN, steps: i
 ROWS = (
     ("produce MB/s (acks=all)", "produce", "mb_per_s"), ("produce server CPU ms/MB", "produce", "server_cpu_ms_per_mb"),
     ("consume MB/s", "consume", "mb_per_s"), ("consume server CPU ms/MB", "consume", "server_cpu_ms_per_mb"),
+    ("consume MB/s, queue backoff 10 ms", "consume-eager", "mb_per_s"),
+    ("  its server CPU ms/MB", "consume-eager", "server_cpu_ms_per_mb"),
     ("e2e p50 ms (one process)", "e2e", "p50_ms"), ("e2e p99 ms (one process)", "e2e", "p99_ms"),
     *((f"{name} {label}", name, key) for name, _, _ in LATENCY_RUNS
       for label, key in (("ack p99 ms", "ack_p99_ms"), ("e2e p99 ms", "e2e_p99_ms"))),
