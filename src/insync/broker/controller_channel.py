@@ -7,8 +7,9 @@ A small state machine, free of I/O, that returns the requests to send:
   the previous broker epoch (KIP-966): the one the clean-shutdown marker held at start, then this life's own,
   since a broker that re-registers without restarting has lost nothing.
 - Heartbeats every `broker.heartbeat.interval.ms`, carrying the metadata offset applied; the answer carries the
-  published offset, and a broker behind it fetches metadata (published batches are also pushed to brokers, so
-  fetching only repairs a lost push).
+  published offset, and a broker behind it fetches metadata at once. Metadata arrives by the long poll the
+  driver keeps out (`METADATA_POLL_*`, answered by the controller as soon as it publishes), so this fetch only
+  repairs a poll that was lost or failed.
 - Controlled shutdown (`begin_shutdown`, Kafka's `controlled.shutdown.enable`): heartbeats, the first at once,
   ask to shut down; the controller moves the broker's leaderships to other in-sync replicas, then fences it and
   answers `should_shut_down`. A fenced registration can be replaced at once, so the broker restarts without
@@ -48,6 +49,11 @@ ALTER_RETRY_BACKOFF_MS = 100
 # second instead of a heartbeat interval.
 SHUTDOWN_HEARTBEAT_INTERVAL_MS = 100
 NO_EPOCH = BrokerEpoch(-1)
+# The broker's long poll of the metadata log, kept out by its driver (`server.broker_node`, `sim.broker_node`):
+# the controller answers it as soon as it publishes past the broker's offset, or with nothing after the wait.
+METADATA_POLL_WAIT_MS = 500
+METADATA_POLL_RETRY_MS = 200  # after a poll that failed or went unanswered
+METADATA_POLL_FIRST_CORRELATION = 1_000_000_000  # polls never share a correlation id with the channel's requests
 
 
 @dataclass(slots=True)

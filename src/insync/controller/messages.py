@@ -45,6 +45,19 @@ class BrokerRegistrationResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class Registration:
+    """A registration as the controller receives it: the broker's message, plus what its listener learnt (the
+    Kafka request's incarnation UUID, listener and rack; the simulator fills these in for its brokers)."""
+
+    request: BrokerRegistrationRequest
+    incarnation_id: str  # the UUID's text, the form the controller stores
+    host: str
+    port: int
+    rack: str | None
+    error: KafkaError  # NONE, or why the controller listener refuses it without asking the controller
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerHeartbeatRequest:
     correlation_id: int
     broker_id: BrokerId
@@ -54,12 +67,21 @@ class BrokerHeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A heartbeat as the controller receives it: the broker's message, plus Kafka's `want_fence` flag."""
+
+    request: BrokerHeartbeatRequest  # carries want_shutdown
+    want_fence: bool
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerHeartbeatResponse:
     correlation_id: int
     error: KafkaError
     is_fenced: bool
     published_offset: int  # the controller's published metadata offset: a broker behind it fetches
     should_shut_down: bool = False  # controlled shutdown done: the broker leads nothing and is fenced
+    is_caught_up: bool = False  # Kafka's flag, on the wire only: brokers go by `is_fenced`
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from insync import errors
+from insync.broker.controller_channel import (
+    METADATA_POLL_FIRST_CORRELATION,
+    METADATA_POLL_RETRY_MS,
+    METADATA_POLL_WAIT_MS,
+)
 from insync.broker.core import BrokerCore
 from insync.broker.messages import CompleteAfter, ProduceResponse
 from insync.clock import Clock, SystemClock
@@ -71,7 +76,6 @@ log = logging.getLogger("insync.broker")
 
 REQUEST_TIMEOUT_MS = 60_000
 PEER_TIMEOUT_S = 30.0
-METADATA_POLL_WAIT_MS = 500
 TIMER_MAX_MS = 1000
 SHUTDOWN_DEADLINE_S = 5.0
 CONTROLLED_SHUTDOWN_POLL_S = 0.02
@@ -357,13 +361,13 @@ class BrokerNode(MeteredDispatcher):
 
     async def _run_metadata(self, stop: asyncio.Event) -> None:
         """Long-poll the controller's metadata log so leadership changes arrive at once."""
-        correlation = itertools.count(1_000_000_000)
+        correlation = itertools.count(METADATA_POLL_FIRST_CORRELATION)
         while not stop.is_set():
             try:
                 update = await self._fetch_metadata(next(correlation), METADATA_POLL_WAIT_MS)
             except (ConnectionError, OSError, TimeoutError) as exc:
                 log.debug("Metadata fetch failed: %s", exc)
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(METADATA_POLL_RETRY_MS / 1000)
                 continue
             if update.records:
                 self._feed(self.core.handle(self._now(), CONTROLLER, update))

@@ -1,11 +1,14 @@
-"""The controller process: the sans-IO `Controller` on an asyncio loop, behind the Kafka controller listener.
+"""The controller process: the sans-IO `ControllerCore` on an asyncio loop, behind the Kafka controller listener.
 
-It serves exactly the controller APIs (`apis.versions.CONTROLLER_API_VERSIONS`): BrokerRegistration,
-BrokerHeartbeat, AlterPartition, CreateTopics and DeleteTopics (brokers forward their clients' requests here),
-and Fetch of `__cluster_metadata`, which is how brokers receive metadata: a long poll that returns as soon as
-the controller publishes past the broker's offset (leadership at once, ISR-only changes batched per seed 003)
-or after the fetch's max wait. A timer calls `Controller.tick` at its next deadline (session fencing,
-propagation checks). Every call's events go to `events.jsonl` in the controller's log dir.
+It serves exactly the controller APIs (`wire.versions.CONTROLLER_API_VERSIONS`). The brokers' own requests
+(BrokerRegistration, BrokerHeartbeat, AlterPartition, and Fetch of `__cluster_metadata` or of a replica log
+report) are decoded to `controller.messages`, handed to `ControllerCore.handle` (the code the simulator drives
+too), and each waits for the core's answer to it: at once, or, for a metadata long poll the core parked, when
+the controller publishes past the broker's offset or the fetch's wait ends. The admin APIs (CreateTopics and
+DeleteTopics, which brokers forward from their clients, CreatePartitions, ElectLeaders, the config alterations)
+call the `Controller` directly, then let the core answer the fetches a publication satisfied. A timer calls
+`ControllerCore.tick` at its next deadline (session fencing, propagation checks, parked fetches' waits). Every
+call's events go to `events.jsonl` in the controller's log dir.
 
 Metadata persists in `metadata.jsonl` there (`metadata.store=local`, one controller), or in ZooKeeper
 (`metadata.store=zookeeper`, any number of controllers, `server.zk_store`). With ZooKeeper a controller first
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 from typing import Any
@@ -29,7 +33,7 @@ from insync import errors
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigChange, ConfigError
 from insync.controller.controller import Controller
-from insync.controller.messages import AlterPartitionResponse, BrokerRegistrationResponse, MetadataUpdate
+from insync.controller.node import ControllerCore
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
@@ -37,6 +41,7 @@ from insync.server.event_log import EventLog
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.types import Outgoing
 from insync.wire import configs, controller_apis, metadata_log, replica_log_report, topics, versions
 from insync.wire.internal import (
     CreateTopicResult,
@@ -51,7 +56,6 @@ log = logging.getLogger("insync.controller")
 FENCED_EXIT_CODE = 3  # another controller took over: restart this one as a standby
 STORE_UNAVAILABLE_EXIT_CODE = 4  # the metadata store could not be reached (the log names it)
 
-METADATA_WAIT_MAX_MS = 1000
 TICK_MAX_S = 1.0
 
 
@@ -64,7 +68,7 @@ class ControllerNode(MeteredDispatcher):
         self.node_id = config.get_int("node.id")
         self.log_dir = config.log_dirs()[0]
         self._now = monotonic_now(self.clock)
-        self.controller: Controller  # set by `_become_active`, before the listener opens
+        self.core: ControllerCore  # set by `_become_active`, before the listener opens
         self.exit_code = 0  # FENCED_EXIT_CODE once it lost its epoch, STORE_UNAVAILABLE_EXIT_CODE without a store
         self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
@@ -72,8 +76,13 @@ class ControllerNode(MeteredDispatcher):
         self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"),
                                  config.get_int("socket.send.buffer.bytes"))
         self.metrics = NodeMetrics(self._snapshot)
-        self._published = asyncio.Event()
+        self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core
+        self._sources = itertools.count(1)
         self._wake_timer = asyncio.Event()
+
+    @property
+    def controller(self) -> Controller:
+        return self.core.controller
 
     # Dispatcher ----------------------------------------------------------------------------------------
 
@@ -89,11 +98,16 @@ class ControllerNode(MeteredDispatcher):
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.CONTROLLER_API_VERSIONS)
         if key == versions.BROKER_REGISTRATION:
-            return self._register(request)
+            registration = controller_apis.decode_registration(request, CLUSTER_ID)
+            response = await self._from_broker(registration.request.correlation_id, registration)
+            return controller_apis.encode_registration_response(response, request.api_version)
         if key == versions.BROKER_HEARTBEAT:
-            return self._heartbeat(request)
+            heartbeat = controller_apis.decode_heartbeat(request)
+            response = await self._from_broker(request.correlation_id, heartbeat)
+            return controller_apis.encode_heartbeat_response(response, request.api_version)
         if key == versions.ALTER_PARTITION:
-            return self._alter_partition(request)
+            response = await self._from_broker(request.correlation_id, controller_apis.decode_alter_partition(request))
+            return controller_apis.encode_alter_partition_response(response, request.api_version)
         if key == versions.CREATE_TOPICS:
             return self._create_topics(request)
         if key == versions.DELETE_TOPICS:
@@ -113,45 +127,29 @@ class ControllerNode(MeteredDispatcher):
         assert key == versions.FETCH, key
         return await self._fetch_metadata(request)
 
-    def _register(self, request: DecodedRequest) -> Any:
-        registration = controller_apis.decode_registration(request, CLUSTER_ID)
-        epoch, error = -1, registration.error
-        if error is errors.NONE:
-            try:
-                result = self.controller.register_broker(registration.request.broker_id, registration.incarnation_id,
-                                                         registration.host, registration.port, self._now(),
-                                                         registration.rack,
-                                                         registration.request.previous_broker_epoch)
-                epoch = result.response
-            except KafkaException as exc:
-                error = exc.error
-            self._drain()
-        response = BrokerRegistrationResponse(request.correlation_id, error, epoch)  # type: ignore[arg-type]
-        return controller_apis.encode_registration_response(response, request.api_version)
-
-    def _heartbeat(self, request: DecodedRequest) -> Any:
-        heartbeat = controller_apis.decode_heartbeat(request)
+    async def _from_broker(self, correlation_id: int, message: object) -> Any:
+        """Hand a broker's message to the core and wait for the core's answer to it: at once, or for a parked
+        metadata fetch when the controller publishes or the fetch's wait ends (the timer task ticks the core)."""
+        source = f"b{next(self._sources)}"
+        key = (source, correlation_id)
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._waiters[key] = future
         try:
-            result = self.controller.heartbeat(heartbeat.request.broker_id, heartbeat.request.broker_epoch,
-                                               self._now(), heartbeat.request.metadata_offset,
-                                               want_fence=heartbeat.want_fence,
-                                               want_shutdown=heartbeat.request.want_shutdown)
-            outcome: Any = result.response
-        except KafkaException as exc:
-            outcome = exc.error
-        self._drain()
-        return controller_apis.encode_heartbeat_response(outcome, request.api_version)
+            self._send(self.core.handle(self._now(), source, message))
+            return await future
+        finally:
+            self._waiters.pop(key, None)
 
-    def _alter_partition(self, request: DecodedRequest) -> Any:
-        alter = controller_apis.decode_alter_partition(request)
-        try:
-            result = self.controller.alter_partition(alter.broker_id, alter.broker_epoch, alter.items,
-                                                     self._now())
-            response = AlterPartitionResponse(request.correlation_id, errors.NONE, tuple(result.response))
-        except KafkaException as exc:
-            response = AlterPartitionResponse(request.correlation_id, exc.error, ())
+    def _send(self, outgoing: list[Outgoing]) -> None:
+        self._resolve(outgoing)
         self._drain()
-        return controller_apis.encode_alter_partition_response(response, request.api_version)
+
+    def _resolve(self, outgoing: list[Outgoing]) -> None:
+        """The core's answers to the requests waiting for them."""
+        for answer in outgoing:
+            future = self._waiters.pop((str(answer.destination), getattr(answer.message, "correlation_id", -1)), None)
+            if future is not None and not future.done():  # else its connection closed while it waited
+                future.set_result(answer.message)
 
     def _create_topics(self, request: DecodedRequest) -> Any:
         decoded = topics.decode_create_topics(request, self.config)
@@ -202,44 +200,35 @@ class ControllerNode(MeteredDispatcher):
             log.warning("Refusing a replica log report: %s", exc)
             raise ConnectionError(str(exc)) from None  # Kafka closes the connection on an invalid request
         if report is not None:
-            with contextlib.suppress(KafkaException):  # from a broker's previous life: its heartbeat re-registers
-                self.controller.report_replica_logs(report.broker_id, report.broker_epoch, report.reports, self._now())
-            self._drain()
+            self._send(self.core.handle(self._now(), f"b{next(self._sources)}", report))  # no answer to wait for
             return replica_log_report.empty_response(request)
         decoded = metadata_log.decode_fetch(request)
         wanted = metadata_log.metadata_fetch_request(decoded)
         if wanted is None:
             return metadata_log.encode_fetch_response(None, decoded)
-        wait_s = min(decoded.request.max_wait_ms, METADATA_WAIT_MAX_MS) / 1000
-        if self.controller.published_offset <= wanted.from_offset and wait_s > 0:
-            self._published.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._published.wait(), wait_s)
-        records, published = self.controller.records_since(wanted.from_offset, wanted.max_records)
-        return metadata_log.encode_fetch_response(MetadataUpdate(request.correlation_id, tuple(records), published),
-                                                  decoded)
+        return metadata_log.encode_fetch_response(await self._from_broker(request.correlation_id, wanted), decoded)
 
     # Timers and events ---------------------------------------------------------------------------------
 
     def _drain(self) -> None:
-        """After every controller call: events to the log, wake long-polling brokers, re-arm the timer."""
+        """After every controller call: events to the log, re-arm the timer. An admin call's publication answers
+        parked metadata fetches through `wake`."""
         self.event_log.write(self.controller.drain_events())
-        self._published.set()
         self._wake_timer.set()
+        self._resolve(self.core.wake(self._now()))
 
     async def run_timers(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            delay_s = max(0.0, min(TICK_MAX_S, (self.controller.next_deadline_ms() - self._now()) / 1000))
+            delay_s = max(0.0, min(TICK_MAX_S, (self.core.next_deadline_ms() - self._now()) / 1000))
             self._wake_timer.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake_timer.wait(), delay_s)
             try:
-                self.controller.tick(self._now())
+                outgoing = self.core.tick(self._now())
             except ControllerFencedError as exc:
                 self._resign(str(exc))
                 return
-            self.event_log.write(self.controller.drain_events())
-            self._published.set()
+            self._send(outgoing)
 
     def _snapshot(self) -> MetricsSnapshot:
         image = self.controller.image
@@ -273,11 +262,12 @@ class ControllerNode(MeteredDispatcher):
         else:
             store = LocalFileStore(self.log_dir)
         try:
-            self.controller = Controller(self.node_id, self.config, store, self._now(), random.Random())
+            controller = Controller(self.node_id, self.config, store, self._now(), random.Random())
         except ControllerFencedError as exc:  # lost the epoch between winning and its first record
             self._resign(str(exc))
             store.close()
             return False
+        self.core = ControllerCore(controller, self._now())
         self._drain()
         return True
 

@@ -14,19 +14,32 @@ core's next deadline becomes one timer. Process faults live here:
   unflushed, closing its connections (`Network.close`: clients hear of it at once, where a killed broker is
   silent, leaves no marker, and registers again as after an unclean shutdown).
 - `restart()`: a new process recovers the logs from that disk (`LogManager.open`) and registers again.
+Metadata arrives as in production (`server.broker_node`): the node keeps one long poll of the controller's
+metadata log out (`METADATA_POLL_WAIT_MS`), feeds each answer with records to the core and polls again at once;
+a poll unanswered within `REQUEST_TIMEOUT_MS` of its wait (lost on the network) is sent again after
+`METADATA_POLL_RETRY_MS`.
 After every step the node reports itself to `on_step`, where the checker runs its incremental invariants.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections import deque
 from collections.abc import Callable
 
+from insync.broker.controller_channel import (
+    METADATA_POLL_FIRST_CORRELATION,
+    METADATA_POLL_RETRY_MS,
+    METADATA_POLL_WAIT_MS,
+    REQUEST_TIMEOUT_MS,
+)
 from insync.broker.core import BrokerCore
 from insync.broker.messages import CompleteAfter
 from insync.config import BrokerConfig
+from insync.controller.messages import CONTROLLER, MetadataFetchRequest, MetadataUpdate
 from insync.events import Event
+from insync.limits import METADATA_RECORDS_PER_BATCH_MAX
 from insync.sim.network import Disconnected, Network, NodeId
 from insync.sim.scheduler import Scheduler, SchedulerClock, Timer
 from insync.storage.disk import MemoryDisk
@@ -57,6 +70,9 @@ class SimBroker:
         self._timer: Timer | None = None
         self._paused_until_ms = 0
         self._inbox: deque[tuple[NodeId, object] | int] = deque()
+        self._poll: int | None = None  # the correlation id of the metadata long poll out
+        self._poll_timer: Timer | None = None
+        self._poll_correlations = itertools.count(METADATA_POLL_FIRST_CORRELATION)
         # A broker hears its connections close, as the server's `KafkaConnection` does: a follower fetch to a
         # leader that stopped cleanly fails at once (`_handle`), not after replica.socket.timeout.ms.
         network.register(broker_id, self._on_message, hears_disconnects=True)
@@ -78,7 +94,7 @@ class SimBroker:
         self._log_manager = log_manager
         self.core = BrokerCore(self.broker_id, self.config, log_manager, self.incarnation,
                                self._scheduler.now_ms)
-        self._apply(self.core.start(self._scheduler.now_ms))
+        self._apply([*self.core.start(self._scheduler.now_ms), *self._poll_metadata()])
 
     # Driving the core ---------------------------------------------------------------------------------
 
@@ -94,6 +110,8 @@ class SimBroker:
     def _handle(self, src: NodeId, message: object) -> list[Outgoing | CompleteAfter]:
         core = self.core
         assert core is not None
+        if isinstance(message, MetadataUpdate) and message.correlation_id == self._poll:
+            return self._on_poll_answer(message)
         if not isinstance(message, Disconnected):
             return core.handle(self._scheduler.now_ms, src, message)
         # As `server.broker_node._to_broker`: the fetch in flight on the closed connection fails and backs off.
@@ -106,6 +124,38 @@ class SimBroker:
         if request is None:
             return []
         return core.fetch_failed(self._scheduler.now_ms, BrokerId(node), request.correlation_id)
+
+    # The metadata long poll ----------------------------------------------------------------------------
+
+    def _poll_metadata(self) -> list[Outgoing | CompleteAfter]:
+        core = self.core
+        assert core is not None and self._poll is None
+        correlation = next(self._poll_correlations)
+        self._poll = correlation
+        self._poll_timer = self._scheduler.after(METADATA_POLL_WAIT_MS + REQUEST_TIMEOUT_MS,
+                                                 functools.partial(self._poll_lost, self.incarnation, correlation))
+        return [Outgoing(CONTROLLER, MetadataFetchRequest(correlation, self.broker_id, core.metadata.applied_offset,
+                                                          METADATA_RECORDS_PER_BATCH_MAX, METADATA_POLL_WAIT_MS))]
+
+    def _on_poll_answer(self, update: MetadataUpdate) -> list[Outgoing | CompleteAfter]:
+        core = self.core
+        assert core is not None
+        self._poll = None
+        if self._poll_timer is not None:
+            self._poll_timer.cancel()
+        commands = core.handle(self._scheduler.now_ms, CONTROLLER, update) if update.records else []
+        return [*commands, *self._poll_metadata()]
+
+    def _poll_lost(self, incarnation: int, correlation: int) -> None:
+        if incarnation != self.incarnation or correlation != self._poll:
+            return
+        self._poll = None
+        self._scheduler.after(METADATA_POLL_RETRY_MS, functools.partial(self._poll_again, incarnation))
+
+    def _poll_again(self, incarnation: int) -> None:
+        """After a lost poll; a paused node polls when it resumes instead."""
+        if self.core is not None and incarnation == self.incarnation and self._poll is None and not self.paused:
+            self._apply(self._poll_metadata())
 
     def _complete(self, incarnation: int, token: int) -> None:
         if self.core is None or incarnation != self.incarnation:
@@ -171,6 +221,8 @@ class SimBroker:
                 self._apply(self._handle(item[0], item[1]))
         if self.core is not None:
             self._apply(self.core.tick(self._scheduler.now_ms))
+        if self.core is not None and self._poll is None:
+            self._apply(self._poll_metadata())
 
     def kill(self, torn_tail: bool, *, clean: bool = False) -> None:
         """The process ends: with `clean`, after a clean stop (its clients see their connections close),
@@ -181,6 +233,10 @@ class SimBroker:
         self.incarnation += 1
         self._inbox.clear()
         self._paused_until_ms = 0
+        self._poll = None
+        if self._poll_timer is not None:
+            self._poll_timer.cancel()
+            self._poll_timer = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -46,8 +46,7 @@ class SimCluster:
         self.urp_ms = self.under_min_isr_ms = self.offline_ms = 0
         self._min_isr_default = int(BrokerConfig(broker_config).get_int("min.insync.replicas"))
         self.controller = SimController(BrokerConfig(broker_config), scheduler, network=self.network,
-                                        broker_ids=list(self._broker_ids), sink=self._collect,
-                                        on_step=self.update_health)
+                                        sink=self._collect, on_step=self.update_health)
         self.brokers: dict[int, SimBroker] = {}
         for broker_id in self._broker_ids:
             config = BrokerConfig({**broker_config, "node.id": broker_id})

@@ -1,8 +1,9 @@
 """BrokerRegistration (v0-v4), BrokerHeartbeat (v0-v2) and AlterPartition (v2-v3): broker <-> controller.
 
-Both ends are insync, so each API has its two halves here: the broker encodes `broker.messages` requests and
-decodes the answers (`*_request`, `*_response_from_wire`); the controller listener decodes requests into the
-arguments of `Controller.register_broker/heartbeat/alter_partition` and encodes their results.
+Both ends are insync, so each API has its two halves here: the broker encodes `controller.messages` requests
+and decodes the answers (`*_request`, `*_response_from_wire`); the controller listener decodes requests into the
+messages `controller.node.ControllerCore` handles (a `Registration` and a `Heartbeat` also carry what only the
+wire knows) and encodes its answers.
 
 - Registration: the wire carries a UUID incarnation id (the broker's int one is its 128-bit value), the
   cluster id (checked: INCONSISTENT_CLUSTER_ID), and the broker's listeners. A broker registers the one
@@ -21,11 +22,10 @@ arguments of `Controller.register_broker/heartbeat/alter_partition` and encodes 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from insync import errors
-from insync.controller.controller import AlterPartitionDataResult, HeartbeatResponse
+from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -33,9 +33,10 @@ from insync.controller.messages import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    Heartbeat,
+    Registration,
 )
 from insync.controller.replication_control import AlterPartitionData
-from insync.errors import KafkaError
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import (
     NO_THROTTLE,
@@ -59,18 +60,6 @@ _UUID_MASK = (1 << 128) - 1
 
 
 # BrokerRegistration --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Registration:
-    """A decoded registration: the broker's message, plus what `Controller.register_broker` also needs."""
-
-    request: BrokerRegistrationRequest
-    incarnation_id: str  # the UUID's text, the form the controller stores
-    host: str
-    port: int
-    rack: str | None
-    error: KafkaError  # NONE, or why the controller listener refuses it without asking the controller
 
 
 def decode_registration(request: DecodedRequest, cluster_id: str) -> Registration:
@@ -115,12 +104,6 @@ def registration_response_from_wire(body: Any, correlation_id: int) -> BrokerReg
 # BrokerHeartbeat -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Heartbeat:
-    request: BrokerHeartbeatRequest  # carries want_shutdown
-    want_fence: bool
-
-
 def decode_heartbeat(request: DecodedRequest) -> Heartbeat:
     body = request.body
     check_body(body, BROKER_HEARTBEAT)
@@ -130,14 +113,14 @@ def decode_heartbeat(request: DecodedRequest) -> Heartbeat:
     return Heartbeat(internal, bool(body.want_fence))
 
 
-def encode_heartbeat_response(outcome: HeartbeatResponse | KafkaError, version: int) -> Any:
-    """The controller's answer, or the error it raised (then the broker counts as fenced, as in Kafka)."""
+def encode_heartbeat_response(response: BrokerHeartbeatResponse, version: int) -> Any:
+    """The controller's answer; with an error the broker counts as fenced, as in Kafka."""
     cls = response_class(BROKER_HEARTBEAT, version)
-    if isinstance(outcome, KafkaError):
-        return build(cls, throttle_time=NO_THROTTLE, error_code=code(outcome), is_caught_up=False, is_fenced=True,
-                     should_shut_down=False)
-    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), is_caught_up=outcome.is_caught_up,
-                 is_fenced=outcome.is_fenced, should_shut_down=outcome.should_shut_down)
+    if response.error is not errors.NONE:
+        return build(cls, throttle_time=NO_THROTTLE, error_code=code(response.error), is_caught_up=False,
+                     is_fenced=True, should_shut_down=False)
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), is_caught_up=response.is_caught_up,
+                 is_fenced=response.is_fenced, should_shut_down=response.should_shut_down)
 
 
 def heartbeat_request(request: BrokerHeartbeatRequest, version: int, want_fence: bool = False) -> Any:

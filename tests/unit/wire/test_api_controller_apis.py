@@ -6,11 +6,12 @@ import pytest
 from apis_helpers import TOPIC_ID, wire
 
 from insync import errors
-from insync.controller.controller import AlterPartitionDataResult, HeartbeatResponse
+from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
 )
@@ -52,12 +53,14 @@ def test_heartbeat_both_ways(version: int) -> None:
     sent = BrokerHeartbeatRequest(9, BrokerId(2), BrokerEpoch(17), 120, want_shutdown=True)
     heartbeat = controller_apis.decode_heartbeat(arrive(controller_apis.heartbeat_request(sent, version)))
     assert heartbeat.request == sent and heartbeat.request.want_shutdown and not heartbeat.want_fence
-    answer = wire(controller_apis.encode_heartbeat_response(HeartbeatResponse(True, False, True), version))
+    answer = wire(controller_apis.encode_heartbeat_response(
+        BrokerHeartbeatResponse(9, errors.NONE, False, 0, should_shut_down=True, is_caught_up=True), version))
     assert (answer.is_caught_up, answer.is_fenced, answer.should_shut_down) == (True, False, True)
     received = controller_apis.heartbeat_response_from_wire(answer, 9, published_offset=130)
     assert (received.error, received.is_fenced, received.published_offset, received.should_shut_down) == (
         errors.NONE, False, 130, True)
-    refused = wire(controller_apis.encode_heartbeat_response(errors.STALE_BROKER_EPOCH, version))
+    refused = wire(controller_apis.encode_heartbeat_response(
+        BrokerHeartbeatResponse(9, errors.STALE_BROKER_EPOCH, True, 0), version))
     received = controller_apis.heartbeat_response_from_wire(refused, 9, published_offset=130)
     assert (received.error, received.is_fenced) == (errors.STALE_BROKER_EPOCH, True)
 

@@ -28,8 +28,11 @@ from insync.broker.messages import (
     ProduceResponse,
 )
 from insync.config import BrokerConfig
-from insync.controller.controller import HeartbeatResponse
-from insync.controller.messages import AlterPartitionResponse, BrokerRegistrationResponse
+from insync.controller.messages import (
+    AlterPartitionResponse,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationResponse,
+)
 from insync.errors import KafkaException
 from insync.groups.messages import JoinedMember, JoinResult, LeaveResult, SyncResult
 from insync.groups.offsets import CommittedOffset
@@ -149,7 +152,8 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
                                                  r.api_version))[1],
     versions.BROKER_HEARTBEAT: lambda r: (controller_apis.decode_heartbeat(r),
                                           controller_apis.encode_heartbeat_response(
-                                              HeartbeatResponse(True, False, False), r.api_version))[1],
+                                              BrokerHeartbeatResponse(CID, errors.NONE, False, 0, is_caught_up=True),
+                                              r.api_version))[1],
     versions.FIND_COORDINATOR: _find_coordinator,
     versions.JOIN_GROUP: _join,
     versions.SYNC_GROUP: lambda r: (groups.decode_sync(r),
