@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from insync import errors
 from insync.errors import KafkaError
 from insync.groups.deadlines import GroupDeadlines
+from insync.groups.deletion import GroupView, subscribed_topics
 from insync.groups.group_metadata import (
     GroupMetadata,
     GroupState,
@@ -426,6 +427,15 @@ class GroupMembership:
         """Kafka's GroupMetadata.summary, or None for a group this broker does not coordinate."""
         group = self._groups.get(group_id)
         return None if group is None else group.summary()
+
+    def view(self, group_id: str) -> GroupView | None:
+        """What DeleteGroups and OffsetDelete check (`deletion.py`), or None for a group without members' state."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        chosen = group.protocol_name
+        subscriptions = (None if chosen is None else dict(m.protocols).get(chosen) for m in group.members.values())
+        return GroupView(group.state, group.protocol_type, subscribed_topics(group.protocol_type, subscriptions))
 
     def list_groups(self) -> list[tuple[str, str, str]]:
         return [(g.group_id, g.protocol_type, g.state.value) for g in self._groups.values()]

@@ -87,7 +87,7 @@ VERSION_HEARTBEAT = 1
 VERSION_ALTER = 3
 GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions.SYNC_GROUP, versions.HEARTBEAT,
                         versions.LEAVE_GROUP, versions.OFFSET_COMMIT, versions.OFFSET_FETCH, versions.LIST_GROUPS,
-                        versions.DESCRIBE_GROUPS))
+                        versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE))
 # What the controller answers: a broker forwards these as they are (`_forward`).
 FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
                             versions.ELECT_LEADERS, versions.INCREMENTAL_ALTER_CONFIGS,
@@ -292,6 +292,10 @@ class BrokerNode(MeteredDispatcher):
             return await groups.sync(request)
         if key == versions.OFFSET_COMMIT:
             return await groups.offset_commit(request)
+        if key == versions.DELETE_GROUPS:
+            return await groups.delete_groups(request)
+        if key == versions.OFFSET_DELETE:
+            return await groups.offset_delete(request)
         answer = {versions.FIND_COORDINATOR: groups.find_coordinator, versions.HEARTBEAT: groups.heartbeat,
                   versions.LEAVE_GROUP: groups.leave, versions.OFFSET_FETCH: groups.offset_fetch,
                   versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]

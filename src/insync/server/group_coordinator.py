@@ -23,7 +23,7 @@ import dataclasses
 import itertools
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from insync import errors
@@ -31,6 +31,7 @@ from insync.broker.core import BrokerCore
 from insync.broker.messages import ProduceRequest, ProduceResponse
 from insync.config import BrokerConfig
 from insync.errors import KafkaError, KafkaException
+from insync.groups import deletion
 from insync.groups.membership import GroupMembership
 from insync.groups.messages import Completion, GroupDescription, JoinResult, LeaveResult, SyncResult
 from insync.groups.offsets import (
@@ -299,7 +300,7 @@ class GroupCoordinator:
             return api.encode_offset_commit(request, [(tp, error) for tp, _ in commit.offsets])
         results: dict[TopicPartition, KafkaError] = {}
         now_ms = self._now()
-        valid: list[tuple[OffsetKey, CommittedOffset]] = []
+        valid: list[tuple[OffsetKey, CommittedOffset | None]] = []
         metadata_max = self.config.get_int("offset.metadata.max.bytes")
         for tp, offset in commit.offsets:
             if len(offset.metadata.encode()) > metadata_max:
@@ -318,12 +319,13 @@ class GroupCoordinator:
         topic = self.core.metadata.image.topic(tp.topic)
         return topic is not None and tp.partition in topic.partitions
 
-    async def _write(self, partition: int, commits: list[tuple[OffsetKey, CommittedOffset]], now_ms: int
+    async def _write(self, partition: int, commits: Sequence[tuple[OffsetKey, CommittedOffset | None]], now_ms: int
                      ) -> KafkaError:
-        """Append the commits as one batch with acks=all; into the cache once acknowledged."""
+        """Append the commits (None: a tombstone, which deletes the offset) as one batch with acks=all; into the
+        cache once acknowledged."""
         tp = TopicPartition(OFFSETS_TOPIC, partition)
-        batch = build_batch([RecordSpec(key=encode_key(k), value=encode_value(v)) for k, v in commits],
-                            base_timestamp=now_ms)
+        batch = build_batch([RecordSpec(key=encode_key(k), value=None if v is None else encode_value(v))
+                             for k, v in commits], base_timestamp=now_ms)
         response = await self._append(ProduceRequest(0, -1, self.config.get_int("offsets.commit.timeout.ms"),
                                                      ((tp, batch),)))
         (result,) = response.results
@@ -373,3 +375,42 @@ class GroupCoordinator:
             described.append((group_id, error, description))
         return api.encode_describe_groups(request, described)
 
+
+    async def delete_groups(self, request: DecodedRequest) -> Any:
+        """DeleteGroups: each Empty group goes with its offsets (tombstones); see `groups.deletion`."""
+        results = [(group_id, await self._delete_group(group_id)) for group_id in api.decode_delete_groups(request)]
+        return api.encode_delete_groups(request, results)
+
+    async def _delete_group(self, group_id: str) -> KafkaError:
+        error = deletion.group_id_error(group_id)
+        partition = -1
+        if error is errors.NONE:
+            error, partition = self._status(group_id)
+        offsets = self.cache.offsets(group_id)
+        if error is errors.NONE:
+            error = deletion.delete_group_error(self.membership.view(group_id), bool(offsets))
+        if error is not errors.NONE:
+            return error
+        # Forgotten before the tombstones are written, as Kafka marks the group Dead first: a member joining
+        # meanwhile starts a new group.
+        self._deliver(self.membership.remove_groups([group_id]))
+        if not offsets:
+            return errors.NONE
+        return await self._write(partition, [(OffsetKey(group_id, tp), None) for tp in sorted(offsets)], self._now())
+
+    async def offset_delete(self, request: DecodedRequest) -> Any:
+        group_id, asked = api.decode_offset_delete(request)
+        error = deletion.group_id_error(group_id)
+        partition = -1
+        if error is errors.NONE:
+            error, partition = self._status(group_id)
+        if error is not errors.NONE:
+            return api.encode_offset_delete(request, deletion.OffsetDeletion(error, (), ()))
+        plan = deletion.plan_offset_delete(self.membership.view(group_id), frozenset(self.cache.offsets(group_id)),
+                                           asked, self._partition_exists)
+        if plan.tombstones:
+            written = await self._write(partition, [(OffsetKey(group_id, tp), None) for tp in plan.tombstones],
+                                        self._now())
+            if written is not errors.NONE:
+                plan = deletion.OffsetDeletion(written, (), ())
+        return api.encode_offset_delete(request, plan)

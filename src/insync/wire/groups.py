@@ -1,6 +1,6 @@
 """Consumer-group APIs <-> `groups.messages` and plain values: FindCoordinator (v0-v6), JoinGroup (v0-v9),
 SyncGroup (v0-v5), Heartbeat (v0-v4), LeaveGroup (v0-v5), OffsetCommit (v2-v9), OffsetFetch (v1-v9),
-ListGroups (v0-v5), DescribeGroups (v0-v5).
+ListGroups (v0-v5), DescribeGroups (v0-v5), DeleteGroups (v0-v2), OffsetDelete (v0).
 
 Version differences handled here, as Kafka's clients expect them:
 - FindCoordinator v0-v3 ask for one key, v4+ for a list (`coordinator_keys`); key type 0 is a group. insync has
@@ -10,6 +10,8 @@ Version differences handled here, as Kafka's clients expect them:
 - LeaveGroup v0-v2 name one member by `member_id`; v3+ list members with per-member errors.
 - OffsetCommit's leader epoch comes from v6 (-1 before, as Kafka reads it); OffsetFetch v8+ asks for several groups
   at once, earlier versions for one with partition-level errors only (v1) or a group error too (v2+).
+- OffsetDelete with a group error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NOT_COORDINATOR, ...) answers no topics,
+  as Kafka's OffsetDeleteRequest.getErrorResponse does.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from insync import errors
 from insync.errors import KafkaError
+from insync.groups.deletion import OffsetDeletion
 from insync.groups.messages import (
     GroupDescription,
     Heartbeat,
@@ -36,6 +39,7 @@ from insync.protocol.kio import NO_THROTTLE, build, check_body, code, field_or, 
 from insync.types import TopicPartition
 from insync.wire.entities import group
 from insync.wire.versions import (
+    DELETE_GROUPS,
     DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     HEARTBEAT,
@@ -43,6 +47,7 @@ from insync.wire.versions import (
     LEAVE_GROUP,
     LIST_GROUPS,
     OFFSET_COMMIT,
+    OFFSET_DELETE,
     OFFSET_FETCH,
     SYNC_GROUP,
 )
@@ -285,3 +290,35 @@ def encode_describe_groups(request: DecodedRequest,
                      authorized_operations=-2147483648)
 
     return build(cls, throttle_time=NO_THROTTLE, groups=tuple(one(*x) for x in described))
+
+
+# DeleteGroups, OffsetDelete ----------------------------------------------------------------------------------
+
+
+def decode_delete_groups(request: DecodedRequest) -> list[str]:
+    check_body(request.body, DELETE_GROUPS)
+    return [str(g) for g in request.body.groups_names]
+
+
+def encode_delete_groups(request: DecodedRequest, results: Sequence[tuple[str, KafkaError]]) -> Any:
+    cls = response_class(DELETE_GROUPS, request.api_version)
+    result_cls = nested(cls, "DeletableGroupResult")
+    return build(cls, throttle_time=NO_THROTTLE, results=tuple(
+        build(result_cls, group_id=g, error_code=code(e)) for g, e in results))
+
+
+def decode_offset_delete(request: DecodedRequest) -> tuple[str, list[TopicPartition]]:
+    """(group id, the partitions asked for, in request order)."""
+    body = request.body
+    check_body(body, OFFSET_DELETE)
+    return str(body.group_id), [TopicPartition(str(t.name), int(p.partition_index))
+                                for t in body.topics for p in t.partitions]
+
+
+def encode_offset_delete(request: DecodedRequest, answer: OffsetDeletion) -> Any:
+    cls = response_class(OFFSET_DELETE, request.api_version)
+    topic_cls, partition_cls = nested(cls, "OffsetDeleteResponseTopic"), nested(cls, "OffsetDeleteResponsePartition")
+    topics = tuple(build(topic_cls, name=topic, partitions=tuple(partitions)) for topic, partitions in group(
+        (tp.topic, build(partition_cls, partition_index=tp.partition, error_code=code(e)))
+        for tp, e in answer.partitions))
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(answer.error), topics=topics)

@@ -55,6 +55,8 @@ LEAVE_GROUP = 13
 SYNC_GROUP = 14
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
 
 BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     PRODUCE: (3, 13),
@@ -84,6 +86,8 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     SYNC_GROUP: (0, 5),
     DESCRIBE_GROUPS: (0, 5),
     LIST_GROUPS: (0, 5),
+    DELETE_GROUPS: (0, 2),
+    OFFSET_DELETE: (0, 0),
 }
 
 CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {

@@ -34,6 +34,7 @@ from insync.controller.messages import (
     BrokerRegistrationResponse,
 )
 from insync.errors import KafkaException
+from insync.groups.deletion import OffsetDeletion
 from insync.groups.messages import JoinedMember, JoinResult, LeaveResult, SyncResult
 from insync.groups.offsets import CommittedOffset
 from insync.protocol.codec import DecodedRequest, EncodedBody
@@ -166,6 +167,10 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
                                      groups.encode_list_groups(r, errors.NONE, [("g", "consumer", "Stable")]))[1],
     versions.DESCRIBE_GROUPS: lambda r: groups.encode_describe_groups(
         r, [(g, errors.NONE, None) for g in groups.describe_groups_ids(r)]),
+    versions.DELETE_GROUPS: lambda r: groups.encode_delete_groups(
+        r, [(g, errors.NONE) for g in groups.decode_delete_groups(r)]),
+    versions.OFFSET_DELETE: lambda r: groups.encode_offset_delete(r, OffsetDeletion(
+        errors.NONE, tuple((tp, errors.NONE) for tp in groups.decode_offset_delete(r)[1]), ())),
     versions.ALTER_PARTITION: lambda r: (controller_apis.decode_alter_partition(r),
                                          controller_apis.encode_alter_partition_response(
                                              AlterPartitionResponse(CID, errors.NONE, ()), r.api_version))[1],

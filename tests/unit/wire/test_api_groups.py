@@ -7,15 +7,18 @@ import datetime
 from apis_helpers import client_request, request_entity, wire
 
 from insync import errors
+from insync.groups.deletion import OffsetDeletion
 from insync.groups.messages import JoinedMember, JoinResult, LeaveResult
 from insync.groups.offsets import CommittedOffset
 from insync.types import TopicPartition
 from insync.wire import groups
 from insync.wire.versions import (
+    DELETE_GROUPS,
     FIND_COORDINATOR,
     JOIN_GROUP,
     LEAVE_GROUP,
     OFFSET_COMMIT,
+    OFFSET_DELETE,
     OFFSET_FETCH,
 )
 
@@ -117,3 +120,27 @@ def test_offset_fetch_v1_puts_errors_on_partitions_v7_on_the_group_and_v8_asks_f
                                   member_epoch=-1, topics=None)
     v9 = client_request(OFFSET_FETCH, 9, groups=(group_entity, group_entity), require_stable=False)
     assert [g.group_id for g in groups.decode_offset_fetch(v9)] == ["a", "a"]
+
+
+def test_delete_groups_answers_each_group_in_every_version() -> None:
+    for version in (0, 1, 2):
+        request = client_request(DELETE_GROUPS, version, groups_names=("a", "b"))
+        assert groups.decode_delete_groups(request) == ["a", "b"]
+        answer = wire(groups.encode_delete_groups(request, [("a", errors.NONE), ("b", E["NON_EMPTY_GROUP"])]))
+        assert [(r.group_id, int(r.error_code)) for r in answer.results] == [("a", 0), ("b", 68)]
+
+
+def test_offset_delete_answers_per_partition_or_with_the_group_error_alone() -> None:
+    topic = request_entity(OFFSET_DELETE, 0, "OffsetDeleteRequestTopic", name="t", partitions=(
+        request_entity(OFFSET_DELETE, 0, "OffsetDeleteRequestPartition", partition_index=1),
+        request_entity(OFFSET_DELETE, 0, "OffsetDeleteRequestPartition", partition_index=0)))
+    request = client_request(OFFSET_DELETE, 0, group_id="g", topics=(topic,))
+    assert groups.decode_offset_delete(request) == ("g", [TopicPartition("t", 1), TopicPartition("t", 0)])
+    plan = OffsetDeletion(errors.NONE, ((TopicPartition("t", 1), E["GROUP_SUBSCRIBED_TO_TOPIC"]),
+                                        (TopicPartition("t", 0), errors.NONE)), (TopicPartition("t", 0),))
+    answer = wire(groups.encode_offset_delete(request, plan))
+    assert int(answer.error_code) == 0
+    assert [(t.name, [(p.partition_index, int(p.error_code)) for p in t.partitions]) for t in answer.topics] == [
+        ("t", [(1, 86), (0, 0)])]
+    answer = wire(groups.encode_offset_delete(request, OffsetDeletion(E["GROUP_ID_NOT_FOUND"], (), ())))
+    assert (int(answer.error_code), answer.topics) == (69, ())
