@@ -28,6 +28,7 @@ from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, Choice, Repl
 from insync.errors import KafkaError
 from insync.protocol.codec import MalformedRequest, decode_response, encode_request
 from insync.protocol.kio import build, error_of, nested, request_class
+from insync.types import BrokerId
 
 DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
 OFFSET_FOR_LEADER_EPOCH_VERSION, LIST_OFFSETS_VERSION = 4, 7  # both in Kafka 4 and insync
@@ -141,7 +142,7 @@ def replica_logs(addresses: dict[int, str], topic: str, partition: int, leader_e
         if log_start is None or answers is None:
             continue
         end, history = history_from_answers(log_start, answers)
-        out[broker] = ReplicaLog(broker, log_start, end, history)
+        out[broker] = ReplicaLog(BrokerId(broker), log_start, end, history)
     return out
 
 

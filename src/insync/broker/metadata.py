@@ -140,5 +140,5 @@ class BrokerMetadata:
     def topic_id(self, topic: str) -> str | None:
         return self.image.topic_ids_by_name.get(topic)
 
-    def is_eligible(self, broker_id: int) -> bool:
+    def is_eligible(self, broker_id: BrokerId) -> bool:
         return self.image.is_eligible(broker_id)

@@ -22,6 +22,7 @@ from enum import Enum
 
 from insync.limits import BROKERS_MAX
 from insync.metadata.image import BrokerRegistration
+from insync.types import BrokerId
 
 
 class BrokerState(Enum):
@@ -68,25 +69,25 @@ class BrokerSessions:
     def __init__(self, session_timeout_ms: int) -> None:
         assert session_timeout_ms > 0
         self.session_timeout_ms = session_timeout_ms
-        self._last_contact_ms: dict[int, int] = {}
+        self._last_contact_ms: dict[BrokerId, int] = {}
 
-    def touch(self, broker_id: int, now_ms: int) -> None:
+    def touch(self, broker_id: BrokerId, now_ms: int) -> None:
         assert broker_id in self._last_contact_ms or len(self._last_contact_ms) < BROKERS_MAX
         assert now_ms >= self._last_contact_ms.get(broker_id, 0), (broker_id, now_ms)
         self._last_contact_ms[broker_id] = now_ms
 
-    def last_contact_ms(self, broker_id: int) -> int | None:
+    def last_contact_ms(self, broker_id: BrokerId) -> int | None:
         return self._last_contact_ms.get(broker_id)
 
-    def has_valid_session(self, broker_id: int, now_ms: int) -> bool:
+    def has_valid_session(self, broker_id: BrokerId, now_ms: int) -> bool:
         last = self._last_contact_ms.get(broker_id)
         return last is not None and now_ms - last <= self.session_timeout_ms
 
-    def expired(self, broker_ids: Iterable[int], now_ms: int) -> list[int]:
+    def expired(self, broker_ids: Iterable[BrokerId], now_ms: int) -> list[BrokerId]:
         """Those of `broker_ids` whose session has run out, in id order."""
         return sorted(b for b in broker_ids if not self.has_valid_session(b, now_ms))
 
-    def next_expiry_ms(self, broker_ids: Iterable[int]) -> int | None:
+    def next_expiry_ms(self, broker_ids: Iterable[BrokerId]) -> int | None:
         """The earliest time one of `broker_ids` loses its session (first instant it is invalid)."""
         times = [self._last_contact_ms[b] + self.session_timeout_ms + 1
                  for b in broker_ids if b in self._last_contact_ms]

@@ -89,7 +89,7 @@ from insync.metadata.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
-from insync.types import NO_LEADER, OFFSETS_TOPIC
+from insync.types import NO_LEADER, OFFSETS_TOPIC, BrokerId
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ class HeartbeatResponse:
 @dataclass(frozen=True, slots=True)
 class CreateTopicResponse:
     topic_id: str
-    assignments: tuple[tuple[int, ...], ...]  # replicas per partition, the first one leads
+    assignments: tuple[tuple[BrokerId, ...], ...]  # replicas per partition, the first one leads
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +123,8 @@ class AlterPartitionDataResult:
     topic_id: str
     partition: int
     error: KafkaError
-    leader: int = NO_LEADER
-    isr: tuple[int, ...] = ()
+    leader: BrokerId = NO_LEADER
+    isr: tuple[BrokerId, ...] = ()
     leader_epoch: int = -1
     partition_epoch: int = -1
     leader_recovery_state: int = 0  # KIP-704 (AlterPartition v1+)
@@ -233,7 +233,7 @@ class Controller:
 
     # ---- brokers
 
-    def register_broker(self, broker_id: int, incarnation_id: str, host: str, port: int, now_ms: int,
+    def register_broker(self, broker_id: BrokerId, incarnation_id: str, host: str, port: int, now_ms: int,
                         rack: str | None = None, previous_broker_epoch: int = -1) -> ControllerResult[int]:
         """BrokerRegistration: a new broker epoch (the record's offset); the broker starts fenced.
 
@@ -267,7 +267,7 @@ class Controller:
         self._sessions.touch(broker_id, now_ms)  # after the commit: a failed write leaves no session behind
         return ControllerResult(records, epoch)
 
-    def heartbeat(self, broker_id: int, broker_epoch: int, now_ms: int, current_metadata_offset: int,
+    def heartbeat(self, broker_id: BrokerId, broker_epoch: int, now_ms: int, current_metadata_offset: int,
                   want_fence: bool = False, want_shutdown: bool = False) -> ControllerResult[HeartbeatResponse]:
         """BrokerHeartbeat: renews the session and moves the broker through Kafka's state table."""
         self._advance(now_ms)
@@ -331,7 +331,7 @@ class Controller:
 
     def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False,
                           assignments: Sequence[Sequence[int]] | None = None
-                          ) -> ControllerResult[tuple[tuple[int, ...], ...]]:
+                          ) -> ControllerResult[tuple[tuple[BrokerId, ...], ...]]:
         """CreatePartitions for one topic: partitions up to `count` in all, on the `assignments` given (one replica
         list per new partition, checked as Kafka checks them: `check_manual_assignments`) or placed as at creation
         (the topic's replication factor over the eligible brokers). Each is led by its first replica able to lead,
@@ -356,7 +356,7 @@ class Controller:
         replication_factor = len(topic.partitions[0].replicas)
         if assignments is not None:
             check_manual_assignments(self._image, current, count - current, assignments, replication_factor)
-            placed = [tuple(replicas) for replicas in assignments]
+            placed = [tuple(BrokerId(b) for b in replicas) for replicas in assignments]
         else:
             eligible = self._image.eligible_brokers()
             if len(eligible) < replication_factor:
@@ -370,7 +370,7 @@ class Controller:
         return ControllerResult(self._commit(batch, now_ms), tuple(placed))
 
     def _add_partitions(self, batch: _Batch, name: str, topic_id: str, first: int,
-                        assignments: Sequence[tuple[int, ...]], now_ms: int) -> None:
+                        assignments: Sequence[tuple[BrokerId, ...]], now_ms: int) -> None:
         """New partitions, their ISR the replicas able to join one (all of them when placed by the controller,
         which places on eligible brokers only), led by the first (Kafka's buildPartitionRegistration)."""
         for partition, replicas in enumerate(assignments, start=first):
@@ -419,7 +419,7 @@ class Controller:
 
     # ---- partitions
 
-    def alter_partition(self, broker_id: int, broker_epoch: int, items: Sequence[AlterPartitionData],
+    def alter_partition(self, broker_id: BrokerId, broker_epoch: int, items: Sequence[AlterPartitionData],
                         now_ms: int) -> ControllerResult[tuple[AlterPartitionDataResult, ...]]:
         """AlterPartition (KIP-497): commit each leader-proposed ISR that passes the fencing checks."""
         self._advance(now_ms)
@@ -464,7 +464,7 @@ class Controller:
         batch.add_changes(changes)
         return ControllerResult(self._commit(batch, now_ms), outcomes)
 
-    def report_replica_logs(self, broker_id: int, broker_epoch: int, reports: Sequence[ReplicaLogReport],
+    def report_replica_logs(self, broker_id: BrokerId, broker_epoch: int, reports: Sequence[ReplicaLogReport],
                             now_ms: int) -> ControllerResult[None]:
         """A broker's logs of its offline partitions (KIP-966's GetReplicaLogInfo; brokers send them with their
         heartbeats), kept for unclean recovery; then each reported partition the strategy recovers is elected."""
@@ -556,7 +556,7 @@ class Controller:
         self.events_dropped += max(0, overflow)  # the deque drops the oldest; the owner drains too rarely
         self._events.extend(events)
 
-    def _registered(self, broker_id: int, broker_epoch: int) -> BrokerRegistration:
+    def _registered(self, broker_id: BrokerId, broker_epoch: int) -> BrokerRegistration:
         broker = self._image.brokers.get(broker_id)
         if broker is None:
             raise KafkaException(errors.BROKER_ID_NOT_REGISTERED, f"broker {broker_id} is not registered")

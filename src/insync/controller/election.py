@@ -35,14 +35,14 @@ from dataclasses import dataclass
 
 from insync.metadata.image import PartitionRegistration
 from insync.metadata.records import LEADER_RECOVERING, PartitionChangeRecord
-from insync.types import NO_LEADER
+from insync.types import NO_LEADER, BrokerId
 
 # Picks the unclean leader among the eligible out-of-sync replicas (never empty, in assignment order), or
 # NO_LEADER to stay offline. The unclean recovery strategy plugs in here.
-UncleanChooser = Callable[[PartitionRegistration, tuple[int, ...]], int]
+UncleanChooser = Callable[[PartitionRegistration, tuple[BrokerId, ...]], BrokerId]
 
 
-def first_out_of_sync(current: PartitionRegistration, candidates: tuple[int, ...]) -> int:
+def first_out_of_sync(current: PartitionRegistration, candidates: tuple[BrokerId, ...]) -> BrokerId:
     """Kafka's `unclean.leader.election.enable`: the first eligible replica in assignment order."""
     return candidates[0]
 
@@ -50,15 +50,15 @@ def first_out_of_sync(current: PartitionRegistration, candidates: tuple[int, ...
 @dataclass(frozen=True, slots=True)
 class PartitionChange:
     record: PartitionChangeRecord
-    leader_before: int
-    leader_after: int
-    isr_after: tuple[int, ...]
+    leader_before: BrokerId
+    leader_after: BrokerId
+    isr_after: tuple[BrokerId, ...]
     unclean: bool
-    elr_after: tuple[int, ...] = ()
+    elr_after: tuple[BrokerId, ...] = ()
 
 
-def _target_elr(current: PartitionRegistration, isr: tuple[int, ...], min_isr: int,
-                unclean_shutdown: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _target_elr(current: PartitionRegistration, isr: tuple[BrokerId, ...], min_isr: int,
+                unclean_shutdown: BrokerId | None) -> tuple[tuple[BrokerId, ...], tuple[BrokerId, ...]]:
     """(ELR, last known ELR) for the target ISR, in assignment order (Kafka's `maybePopulateTargetElr`)."""
     if len(isr) >= min_isr:
         return (), ()
@@ -69,8 +69,8 @@ def _target_elr(current: PartitionRegistration, isr: tuple[int, ...], min_isr: i
     return elr, last_known
 
 
-def _elect(current: PartitionRegistration, isr: tuple[int, ...], elr: tuple[int, ...],
-           is_eligible: Callable[[int], bool], preferred: bool) -> int:
+def _elect(current: PartitionRegistration, isr: tuple[BrokerId, ...], elr: tuple[BrokerId, ...],
+           is_eligible: Callable[[BrokerId], bool], preferred: bool) -> BrokerId:
     """The clean choice (steps 1-3 of the module docstring), or NO_LEADER."""
     valid = [r for r in current.replicas if (r in isr or (not isr and r in elr)) and is_eligible(r)]
     if preferred and valid and valid[0] == current.replicas[0]:
@@ -80,8 +80,8 @@ def _elect(current: PartitionRegistration, isr: tuple[int, ...], elr: tuple[int,
     return valid[0] if valid else NO_LEADER
 
 
-def _elect_unclean(current: PartitionRegistration, isr: tuple[int, ...], is_eligible: Callable[[int], bool],
-                   choose: UncleanChooser) -> int:
+def _elect_unclean(current: PartitionRegistration, isr: tuple[BrokerId, ...], is_eligible: Callable[[BrokerId], bool],
+                   choose: UncleanChooser) -> BrokerId:
     """Step 4: an eligible replica outside the ISR, as `choose` decides, or NO_LEADER."""
     candidates = tuple(r for r in current.replicas if r not in isr and is_eligible(r))
     if not candidates:
@@ -95,13 +95,13 @@ def build_partition_change(
     topic_id: str,
     partition: int,
     current: PartitionRegistration,
-    target_isr: tuple[int, ...] | None,
-    is_eligible: Callable[[int], bool],
+    target_isr: tuple[BrokerId, ...] | None,
+    is_eligible: Callable[[BrokerId], bool],
     unclean_allowed: bool,
     preferred: bool = False,
     *,
     elr_min_isr: int | None = None,
-    unclean_shutdown: int | None = None,
+    unclean_shutdown: BrokerId | None = None,
     recovery_state: int | None = None,
     choose_unclean: UncleanChooser = first_out_of_sync,
 ) -> PartitionChange | None:
@@ -116,7 +116,7 @@ def build_partition_change(
     assert isr or elr_min_isr is not None or not current.isr, f"{topic_id}-{partition}: an empty ISR needs ELR on"
     assert set(isr) <= set(current.replicas), (isr, current.replicas)
 
-    def eligible(b: int) -> bool:
+    def eligible(b: BrokerId) -> bool:
         return b != unclean_shutdown and is_eligible(b)
 
     elr, last_known = ((), ()) if elr_min_isr is None else _target_elr(current, isr, elr_min_isr, unclean_shutdown)
@@ -133,8 +133,8 @@ def build_partition_change(
     return _change_record(topic_id, partition, current, leader, isr, elr, last_known, recovery, unclean)
 
 
-def _change_record(topic_id: str, partition: int, current: PartitionRegistration, leader: int,
-                   isr: tuple[int, ...], elr: tuple[int, ...], last_known: tuple[int, ...], recovery: int,
+def _change_record(topic_id: str, partition: int, current: PartitionRegistration, leader: BrokerId,
+                   isr: tuple[BrokerId, ...], elr: tuple[BrokerId, ...], last_known: tuple[BrokerId, ...], recovery: int,
                    unclean: bool) -> PartitionChange | None:
     """The record of what differs from `current` (None when nothing does). ELR sets compare unordered."""
     assert leader == NO_LEADER or leader in isr, (leader, isr)

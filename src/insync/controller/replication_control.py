@@ -34,7 +34,7 @@ from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
 from insync.metadata.image import MetadataImage, PartitionView
 from insync.metadata.records import LEADER_RECOVERED, LEADER_RECOVERING
-from insync.types import NO_LEADER
+from insync.types import NO_LEADER, BrokerId
 
 # A partition comes back online because an ISR member returned. DESIGN.md 7 has no reason for this yet
 # (LeaderChangeReason lives in events.py); the schema types `reason` as a string.
@@ -73,9 +73,10 @@ class ElectionPolicy:
         return min(min_isr, len(view.registration.replicas))
 
 
-def _changes(image: MetadataImage, views: list[PartitionView], target_isr: Callable[[PartitionView], tuple[int, ...]],
-             is_eligible: Callable[[int], bool], policy: ElectionPolicy, reason: str, *, preferred: bool = False,
-             unclean_allowed: bool = True, unclean_shutdown: int | None = None) -> list[TopicPartitionChange]:
+def _changes(image: MetadataImage, views: list[PartitionView],
+             target_isr: Callable[[PartitionView], tuple[BrokerId, ...]], is_eligible: Callable[[BrokerId], bool],
+             policy: ElectionPolicy, reason: str, *, preferred: bool = False, unclean_allowed: bool = True,
+             unclean_shutdown: BrokerId | None = None) -> list[TopicPartitionChange]:
     out = []
     for view in views:
         change = build_partition_change(
@@ -90,23 +91,23 @@ def _changes(image: MetadataImage, views: list[PartitionView], target_isr: Calla
     return out
 
 
-def leaving_broker_changes(image: MetadataImage, broker_id: int, reason: str,
+def leaving_broker_changes(image: MetadataImage, broker_id: BrokerId, reason: str,
                            policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """Take `broker_id` out of every ISR (with ELR off, never emptying one) and move its leaderships."""
     assert broker_id in image.brokers, broker_id
 
-    def without_broker(view: PartitionView) -> tuple[int, ...]:
+    def without_broker(view: PartitionView) -> tuple[BrokerId, ...]:
         isr = view.registration.isr
         return tuple(b for b in isr if b != broker_id) or (() if policy.elr_enabled else isr)
 
-    def eligible(b: int) -> bool:
+    def eligible(b: BrokerId) -> bool:
         return b != broker_id and image.is_eligible(b)
 
     views = image.partitions_with_replica_in_isr(broker_id)
     return _changes(image, views, without_broker, eligible, policy, reason)
 
 
-def unclean_shutdown_changes(image: MetadataImage, broker_id: int,
+def unclean_shutdown_changes(image: MetadataImage, broker_id: BrokerId,
                              policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """`broker_id` comes back from a crash (Kafka's `handleBrokerUncleanShutdown`): out of every ISR and ELR,
     since its log may lack the tail it acknowledged. Nothing to do with ELR off: it was fenced, as before."""
@@ -114,7 +115,7 @@ def unclean_shutdown_changes(image: MetadataImage, broker_id: int,
     if not policy.elr_enabled:
         return []
 
-    def eligible(b: int) -> bool:
+    def eligible(b: BrokerId) -> bool:
         return b != broker_id and image.is_eligible(b)
 
     views = image.partitions_with_replica_in_isr_or_elr(broker_id)
@@ -122,12 +123,12 @@ def unclean_shutdown_changes(image: MetadataImage, broker_id: int,
                     str(LeaderChangeReason.FENCED), unclean_shutdown=broker_id)
 
 
-def returning_broker_changes(image: MetadataImage, broker_id: int,
+def returning_broker_changes(image: MetadataImage, broker_id: BrokerId,
                              policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """Elect leaders for offline partitions now that `broker_id` (not yet unfenced in `image`) is back."""
     assert broker_id in image.brokers, broker_id
 
-    def eligible(b: int) -> bool:
+    def eligible(b: BrokerId) -> bool:
         return b == broker_id or image.is_eligible(b)
 
     views = [v for v in image.offline_partitions() if broker_id in v.registration.replicas]
@@ -173,7 +174,7 @@ class AlterPartitionData:
     partition: int
     leader_epoch: int
     partition_epoch: int
-    new_isr: tuple[int, ...]
+    new_isr: tuple[BrokerId, ...]
     leader_recovery_state: int = LEADER_RECOVERED
     # v3+ (KIP-903): the broker epoch of each member of `new_isr`, in order, as the leader knows it from the
     # member's fetches; -1 (or none given, v2) skips the check for that member, as in Kafka.
@@ -183,7 +184,7 @@ class AlterPartitionData:
         assert not self.new_isr_broker_epochs or len(self.new_isr_broker_epochs) == len(self.new_isr), self
 
 
-def check_alter_partition(image: MetadataImage, broker_id: int, item: AlterPartitionData,
+def check_alter_partition(image: MetadataImage, broker_id: BrokerId, item: AlterPartitionData,
                           policy: ElectionPolicy) -> KafkaError | PartitionChange | None:
     """The error for `item`, or the change to commit (None: the proposed ISR and recovery state are the current).
     An accepted item asking RECOVERED ends KIP-704's RECOVERING."""
@@ -266,19 +267,19 @@ def check_new_topic(image: MetadataImage, name: str, num_partitions: int, replic
 
 
 def check_topic_assignments(image: MetadataImage,
-                            assignments: Sequence[tuple[int, Sequence[int]]]) -> list[tuple[int, ...]]:
+                            assignments: Sequence[tuple[int, Sequence[int]]]) -> list[tuple[BrokerId, ...]]:
     """Kafka's checks of CreateTopics replica assignments (`ReplicationControlManager.createTopic`), its wording:
     each partition once, each replica list as `check_manual_assignments` checks it (the first sets the replication
     factor), the partitions numbered 0..n-1. Answers the replica lists by partition. Raises
     INVALID_REPLICA_ASSIGNMENT."""
-    by_partition: dict[int, tuple[int, ...]] = {}
+    by_partition: dict[int, tuple[BrokerId, ...]] = {}
     for partition, replicas in assignments:
         if partition in by_partition:
             raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
                                  f"Found multiple manual partition assignments for partition {partition}")
         first = next(iter(by_partition.values()), None)
         _check_replicas(image, partition, replicas, None if first is None else len(first))
-        by_partition[partition] = tuple(replicas)
+        by_partition[partition] = tuple(BrokerId(b) for b in replicas)
     if sorted(by_partition) != list(range(len(by_partition))):
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
                              "partitions should be a consecutive 0-based integer sequence")
@@ -318,13 +319,13 @@ def _check_replicas(image: MetadataImage, partition: int, replicas: Sequence[int
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
                              f"partition with {len(replicas)} replica(s), but this is not consistent with "
                              f"previous partitions, which have {replication_factor} replica(s).")
-    if not any(image.is_eligible(b) for b in replicas):
+    if not any(image.is_eligible(BrokerId(b)) for b in replicas):
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual partition "
                              f"assignment for partition {partition} are fenced or in controlled shutdown.")
 
 
-def place_replicas(brokers: list[int], num_partitions: int, replication_factor: int,
-                   rng: random.Random) -> list[tuple[int, ...]]:
+def place_replicas(brokers: list[BrokerId], num_partitions: int, replication_factor: int,
+                   rng: random.Random) -> list[tuple[BrokerId, ...]]:
     """Kafka's rack-unaware assignment: leaders round-robin from a random start, followers shifted.
 
     Partition p's first replica is broker (start + p) mod n; follower j sits `1 + (shift + j) mod (n - 1)`
@@ -336,7 +337,7 @@ def place_replicas(brokers: list[int], num_partitions: int, replication_factor: 
     ordered = sorted(brokers)
     start = rng.randrange(n)
     shift = rng.randrange(n)
-    out: list[tuple[int, ...]] = []
+    out: list[tuple[BrokerId, ...]] = []
     for p in range(num_partitions):
         if p > 0 and p % n == 0:
             shift += 1

@@ -35,11 +35,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from insync.controller.election import build_partition_change
+from insync.controller.election import UncleanChooser, build_partition_change
 from insync.controller.replication_control import ElectionPolicy, TopicPartitionChange
 from insync.events import Event, EventType, LeaderChangeReason
 from insync.metadata.image import MetadataImage, PartitionRegistration, PartitionView
-from insync.types import NO_LEADER, UNDEFINED_EPOCH
+from insync.types import NO_LEADER, UNDEFINED_EPOCH, BrokerId
 
 # The most leader epochs a replica reports per partition (its latest ones). A replica whose log holds more
 # leader epochs is compared over the reported window only; Kafka's caches rarely hold more than a handful.
@@ -60,7 +60,7 @@ class ReplicaLog:
     """One replica's log of one partition: where it starts and ends, and its leader-epoch history
     (`(epoch, start_offset)` ascending, as in `leader-epoch-checkpoint`)."""
 
-    broker: int
+    broker: BrokerId
     log_start_offset: int
     log_end_offset: int
     epochs: tuple[tuple[int, int], ...]
@@ -89,7 +89,7 @@ class ReplicaLogReport:
 class Loss:
     """Offsets `[from_offset, to_offset)` that `broker` truncates away when another replica leads."""
 
-    broker: int
+    broker: BrokerId
     from_offset: int
     to_offset: int
 
@@ -183,7 +183,7 @@ def effective_strategy(strategy: UncleanRecoveryStrategy, unclean_election_enabl
 
 
 def recovery_due(strategy: UncleanRecoveryStrategy, registration: PartitionRegistration,
-                 is_eligible: Callable[[int], bool]) -> bool:
+                 is_eligible: Callable[[BrokerId], bool]) -> bool:
     """Whether `strategy` recovers this partition by itself now (see the module docstring)."""
     if registration.leader != NO_LEADER or strategy is UncleanRecoveryStrategy.NONE:
         return False
@@ -206,7 +206,7 @@ class RecoveryReports:
     """The replicas' latest log reports for offline partitions, keyed by topic id and partition."""
 
     def __init__(self) -> None:
-        self._reports: dict[tuple[str, int], dict[int, _Report]] = {}
+        self._reports: dict[tuple[str, int], dict[BrokerId, _Report]] = {}
 
     def record(self, topic_id: str, partition: int, broker_epoch: int, leader_epoch: int, log: ReplicaLog) -> None:
         key = (topic_id, partition)
@@ -220,20 +220,19 @@ class RecoveryReports:
             del self._reports[key]
 
     def logs(self, topic_id: str, partition: int, registration: PartitionRegistration,
-             broker_epochs: Mapping[int, int]) -> dict[int, ReplicaLog]:
+             broker_epochs: Mapping[BrokerId, int]) -> dict[BrokerId, ReplicaLog]:
         """The reports that still hold: from the broker's current epoch, for the current leader epoch."""
         reports = self._reports.get((topic_id, partition), {})
         return {broker: r.log for broker, r in reports.items()
                 if r.leader_epoch == registration.leader_epoch and broker_epochs.get(broker) == r.broker_epoch}
 
 
-def chooser(logs: Mapping[int, ReplicaLog], wait_for_all: bool
-            ) -> Callable[[PartitionRegistration, tuple[int, ...]], int]:
+def chooser(logs: Mapping[BrokerId, ReplicaLog], wait_for_all: bool) -> UncleanChooser:
     """An unclean chooser for `election.build_partition_change`: the best reported candidate. With
     `wait_for_all` (the strategies), NO_LEADER until every candidate has reported; without (an operator's
     ElectLeaders UNCLEAN), the best of those that have."""
 
-    def choose(current: PartitionRegistration, candidates: tuple[int, ...]) -> int:
+    def choose(current: PartitionRegistration, candidates: tuple[BrokerId, ...]) -> BrokerId:
         reported = [logs[b] for b in candidates if b in logs]
         if not reported or (wait_for_all and len(reported) < len(candidates)):
             return NO_LEADER
@@ -242,13 +241,13 @@ def chooser(logs: Mapping[int, ReplicaLog], wait_for_all: bool
     return choose
 
 
-def wait_for_recovery(current: PartitionRegistration, candidates: tuple[int, ...]) -> int:
+def wait_for_recovery(current: PartitionRegistration, candidates: tuple[BrokerId, ...]) -> BrokerId:
     """The unclean chooser of elections made when a broker leaves or returns, while a recovery strategy is on:
     none now; the partition is recovered when its replicas have reported (`recover`)."""
     return NO_LEADER
 
 
-def recover(image: MetadataImage, view: PartitionView, policy: ElectionPolicy, logs: Mapping[int, ReplicaLog],
+def recover(image: MetadataImage, view: PartitionView, policy: ElectionPolicy, logs: Mapping[BrokerId, ReplicaLog],
             why: str, now_ms: int, node_id: int) -> tuple[TopicPartitionChange, list[Event]] | None:
     """The election of `view`'s partition by the recovery rule among the replicas in `logs`, with its events;
     None when it cannot elect (no eligible candidate reported; with a strategy `why`, one has not yet). An

@@ -31,7 +31,7 @@ from insync.metadata.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
-from insync.types import NO_LEADER
+from insync.types import NO_LEADER, BrokerId
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +40,13 @@ class PartitionRegistration:
     still lead; `last_known_elr` those that left the ELR too, the last hint of who held the committed data;
     `leader_recovery_state` is KIP-704's (RECOVERING after an unclean election)."""
 
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader: int
+    replicas: tuple[BrokerId, ...]
+    isr: tuple[BrokerId, ...]
+    leader: BrokerId
     leader_epoch: int
     partition_epoch: int
-    elr: tuple[int, ...] = ()
-    last_known_elr: tuple[int, ...] = ()
+    elr: tuple[BrokerId, ...] = ()
+    last_known_elr: tuple[BrokerId, ...] = ()
     leader_recovery_state: int = LEADER_RECOVERED
 
     @property
@@ -67,7 +67,7 @@ class TopicImage:
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistration:
-    broker_id: int
+    broker_id: BrokerId
     broker_epoch: int
     incarnation_id: str
     host: str
@@ -127,13 +127,13 @@ class MetadataImage:
                 for t in sorted(self.topics_by_id.values(), key=lambda t: t.name)
                 for p, reg in sorted(t.partitions.items())]
 
-    def partitions_led_by(self, broker_id: int) -> list[PartitionView]:
+    def partitions_led_by(self, broker_id: BrokerId) -> list[PartitionView]:
         return [v for v in self.all_partitions() if v.registration.leader == broker_id]
 
-    def partitions_with_replica_in_isr(self, broker_id: int) -> list[PartitionView]:
+    def partitions_with_replica_in_isr(self, broker_id: BrokerId) -> list[PartitionView]:
         return [v for v in self.all_partitions() if broker_id in v.registration.isr]
 
-    def partitions_with_replica_in_isr_or_elr(self, broker_id: int) -> list[PartitionView]:
+    def partitions_with_replica_in_isr_or_elr(self, broker_id: BrokerId) -> list[PartitionView]:
         return [v for v in self.all_partitions()
                 if broker_id in v.registration.isr or broker_id in v.registration.elr]
 
@@ -144,10 +144,10 @@ class MetadataImage:
         return [v for v in self.all_partitions()
                 if len(v.registration.isr) < len(v.registration.replicas)]
 
-    def eligible_brokers(self) -> list[int]:
+    def eligible_brokers(self) -> list[BrokerId]:
         return sorted(b.broker_id for b in self.brokers.values() if b.is_eligible)
 
-    def is_eligible(self, broker_id: int) -> bool:
+    def is_eligible(self, broker_id: BrokerId) -> bool:
         broker = self.brokers.get(broker_id)
         return broker is not None and broker.is_eligible
 
@@ -242,7 +242,7 @@ class MetadataImage:
         return replace(self, topics_by_id=MappingProxyType(topics), topic_ids_by_name=MappingProxyType(names),
                        topic_configs=MappingProxyType(configs))
 
-    def _broker_at_epoch(self, broker_id: int, broker_epoch: int) -> BrokerRegistration:
+    def _broker_at_epoch(self, broker_id: BrokerId, broker_epoch: int) -> BrokerRegistration:
         broker = self.brokers.get(broker_id)
         assert broker is not None and broker.broker_epoch == broker_epoch, (broker, broker_id, broker_epoch)
         return broker

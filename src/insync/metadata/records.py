@@ -22,7 +22,7 @@ import typing
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, Union
 
-from insync.types import NO_LEADER
+from insync.types import NO_LEADER, BrokerId
 
 # Kafka's LeaderRecoveryState (KIP-704): a leader elected uncleanly is RECOVERING until its AlterPartition says
 # RECOVERED.
@@ -39,7 +39,7 @@ def _require(condition: bool, record: object, detail: str) -> None:
         raise RecordError(f"{type(record).__name__}: {detail}")
 
 
-def _check_brokers(record: object, name: str, brokers: tuple[int, ...] | None, allow_empty: bool) -> None:
+def _check_brokers(record: object, name: str, brokers: tuple[BrokerId, ...] | None, allow_empty: bool) -> None:
     if brokers is None:
         return
     _require(allow_empty or len(brokers) > 0, record, f"{name} is empty")
@@ -47,8 +47,8 @@ def _check_brokers(record: object, name: str, brokers: tuple[int, ...] | None, a
     _require(all(b >= 0 for b in brokers), record, f"{name} {list(brokers)} has a negative broker id")
 
 
-def _check_elr(record: object, isr: tuple[int, ...] | None, elr: tuple[int, ...] | None,
-               last_known_elr: tuple[int, ...] | None, recovery_state: int | None) -> None:
+def _check_elr(record: object, isr: tuple[BrokerId, ...] | None, elr: tuple[BrokerId, ...] | None,
+               last_known_elr: tuple[BrokerId, ...] | None, recovery_state: int | None) -> None:
     """KIP-966: the ELR never overlaps the ISR; KIP-704: the recovery state is one of Kafka's two values."""
     _check_brokers(record, "eligible_leader_replicas", elr, allow_empty=True)
     _check_brokers(record, "last_known_elr", last_known_elr, allow_empty=True)
@@ -88,13 +88,13 @@ class PartitionRecord(_Record):
     TYPE: ClassVar[str] = "partition"
     topic_id: str
     partition: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader: int
+    replicas: tuple[BrokerId, ...]
+    isr: tuple[BrokerId, ...]
+    leader: BrokerId
     leader_epoch: int
     partition_epoch: int
-    eligible_leader_replicas: tuple[int, ...] = ()
-    last_known_elr: tuple[int, ...] = ()
+    eligible_leader_replicas: tuple[BrokerId, ...] = ()
+    last_known_elr: tuple[BrokerId, ...] = ()
     leader_recovery_state: int = LEADER_RECOVERED
 
     def __post_init__(self) -> None:
@@ -121,12 +121,12 @@ class PartitionChangeRecord(_Record):
     TYPE: ClassVar[str] = "partition_change"
     topic_id: str
     partition: int
-    isr: tuple[int, ...] | None
-    leader: int | None
+    isr: tuple[BrokerId, ...] | None
+    leader: BrokerId | None
     leader_epoch: int
     partition_epoch: int
-    eligible_leader_replicas: tuple[int, ...] | None = None
-    last_known_elr: tuple[int, ...] | None = None
+    eligible_leader_replicas: tuple[BrokerId, ...] | None = None
+    last_known_elr: tuple[BrokerId, ...] | None = None
     leader_recovery_state: int | None = None
 
     def __post_init__(self) -> None:
@@ -155,7 +155,7 @@ class RegisterBrokerRecord(_Record):
     """A broker (re-)registers; it starts fenced. Its epoch is the record's metadata offset, as in KRaft."""
 
     TYPE: ClassVar[str] = "register_broker"
-    broker_id: int
+    broker_id: BrokerId
     broker_epoch: int
     incarnation_id: str
     host: str
@@ -171,14 +171,14 @@ class RegisterBrokerRecord(_Record):
 @dataclass(frozen=True, slots=True)
 class FenceBrokerRecord(_Record):
     TYPE: ClassVar[str] = "fence_broker"
-    broker_id: int
+    broker_id: BrokerId
     broker_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
 class UnfenceBrokerRecord(_Record):
     TYPE: ClassVar[str] = "unfence_broker"
-    broker_id: int
+    broker_id: BrokerId
     broker_epoch: int
 
 
@@ -187,7 +187,7 @@ class BrokerRegistrationChangeRecord(_Record):
     """KRaft's record for a broker entering controlled shutdown (its only use here)."""
 
     TYPE: ClassVar[str] = "broker_registration_change"
-    broker_id: int
+    broker_id: BrokerId
     broker_epoch: int
     in_controlled_shutdown: bool
 
@@ -238,6 +238,9 @@ def _decode(value: object, hint: object, where: str) -> object:
         if not isinstance(value, list):
             raise RecordError(f"{where}: expected a list, got {value!r}")
         return tuple(_decode(item, args[0], f"{where}[{i}]") for i, item in enumerate(value))
+    supertype = getattr(hint, "__supertype__", None)
+    if supertype is not None:  # a NewType (BrokerId): stored as the type it names
+        return _decode(value, supertype, where)
     if hint is bool:
         if not isinstance(value, bool):
             raise RecordError(f"{where}: expected true or false, got {value!r}")

@@ -148,10 +148,10 @@ def decode_alter_partition(request: DecodedRequest) -> AlterPartitionRequest:
         for p in topic.partitions:
             epochs: tuple[int, ...] = ()
             if has_field(p, "new_isr_with_epochs"):
-                new_isr = tuple(int(member.broker_id) for member in p.new_isr_with_epochs)
+                new_isr = tuple(BrokerId(int(member.broker_id)) for member in p.new_isr_with_epochs)
                 epochs = tuple(int(member.broker_epoch) for member in p.new_isr_with_epochs)
             else:
-                new_isr = tuple(int(b) for b in p.new_isr)
+                new_isr = tuple(BrokerId(int(b)) for b in p.new_isr)
             items.append(AlterPartitionData(topic_id, int(p.partition_index), int(p.leader_epoch),
                                             int(p.partition_epoch), new_isr, int(p.leader_recovery_state), epochs))
     return AlterPartitionRequest(request.correlation_id, BrokerId(int(body.broker_id)),
@@ -206,8 +206,8 @@ def alter_partition_response_from_wire(body: Any, request: AlterPartitionRequest
         topic_id = str(topic.topic_id or ZERO_UUID)
         for p in topic.partitions:
             answered[(topic_id, int(p.partition_index))] = AlterPartitionDataResult(
-                topic_id, int(p.partition_index), error_of(p.error_code), int(p.leader_id),
-                tuple(int(b) for b in p.isr), int(p.leader_epoch), int(p.partition_epoch),
+                topic_id, int(p.partition_index), error_of(p.error_code), BrokerId(int(p.leader_id)),
+                tuple(BrokerId(int(b)) for b in p.isr), int(p.leader_epoch), int(p.partition_epoch),
                 int(p.leader_recovery_state))
     results = []
     for item in request.items:

@@ -74,7 +74,7 @@ def decode_request(request: DecodedRequest) -> ReplicaLogReportRequest | None:
                                    tuple(reports))
 
 
-def _reports(broker: int, topic_id: str, entries: tuple[Any, ...]) -> Iterator[ReplicaLogReport]:
+def _reports(broker: BrokerId, topic_id: str, entries: tuple[Any, ...]) -> Iterator[ReplicaLogReport]:
     """One report per run of entries closed by an END entry."""
     run: list[Any] = []
     for entry in entries:
@@ -86,7 +86,7 @@ def _reports(broker: int, topic_id: str, entries: tuple[Any, ...]) -> Iterator[R
         raise KafkaException(errors.INVALID_REQUEST, f"a replica log report of {topic_id} lacks its log end")
 
 
-def _report(broker: int, topic_id: str, run: list[Any]) -> ReplicaLogReport:
+def _report(broker: BrokerId, topic_id: str, run: list[Any]) -> ReplicaLogReport:
     first, closing = run[0], run[-1]
     epochs = tuple((int(e.last_fetched_epoch), int(e.fetch_offset)) for e in run[:-1])
     start, end = int(first.log_start_offset), int(closing.fetch_offset)
