@@ -4,7 +4,8 @@
 the metadata (`BrokerMetadata`), its conversation with the controller (`ControllerChannel`), the fetches it
 serves (`FetchServer`), the produce purgatory (`ProduceHandler`) and the fetcher sessions that replicate from
 other leaders (`ReplicaFetchers`); what needs no purgatory (ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
-InitProducerId) it answers at once (`broker.queries`). It never does I/O and never reads a clock.
+InitProducerId; DescribeLogDirs and AlterReplicaLogDirs, DescribeProducers) it answers at once (`broker.queries`,
+`broker.log_dirs`, `broker.producers`). It never does I/O and never reads a clock.
 A driver calls:
 - `start(now_ms)` once, `handle(now_ms, source, message)` for every message received,
   `complete_read(now_ms, token)` when a `CompleteAfter(delay_ms, token)` it was given has elapsed,
@@ -27,6 +28,12 @@ from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_brok
 from insync.broker.controller_channel import ControllerChannel
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
+from insync.broker.log_dirs import (
+    AlterReplicaLogDirsRequest,
+    DescribeLogDirsRequest,
+    alter_replica_log_dirs,
+    describe_log_dirs,
+)
 from insync.broker.messages import (
     Command,
     ConsumerFetchRequest,
@@ -41,6 +48,7 @@ from insync.broker.messages import (
 )
 from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
 from insync.broker.produce import ProduceHandler
+from insync.broker.producers import DescribeProducersRequest, describe_producers
 from insync.broker.queries import ProducerIdAllocator, delete_records, list_offsets, offset_for_leader_epoch
 from insync.broker.replica_logs import offline_replica_logs
 from insync.config import BrokerConfig
@@ -73,8 +81,9 @@ from insync.types import (
 )
 
 REJECTED_REPORT_INTERVAL_MS = 1_000
-# Requests answered from the partitions' state at once (`broker.queries`), without purgatory.
-Query = ListOffsetsRequest | OffsetForLeaderEpochRequest | DeleteRecordsRequest | InitProducerIdRequest
+# Answered at once from the partitions' state, without purgatory (`broker.queries`, `log_dirs`, `producers`).
+Query = (ListOffsetsRequest | OffsetForLeaderEpochRequest | DeleteRecordsRequest | InitProducerIdRequest
+         | DescribeLogDirsRequest | AlterReplicaLogDirsRequest | DescribeProducersRequest)
 
 
 class BrokerCore:
@@ -200,6 +209,12 @@ class BrokerCore:
             return offset_for_leader_epoch(self.partitions, self.metadata, query)
         if isinstance(query, DeleteRecordsRequest):
             return delete_records(self.partitions, self.metadata, query)
+        if isinstance(query, DescribeLogDirsRequest):
+            return describe_log_dirs(self.log_manager, self.partitions, query)
+        if isinstance(query, AlterReplicaLogDirsRequest):
+            return alter_replica_log_dirs(self.log_manager, self.partitions, query)
+        if isinstance(query, DescribeProducersRequest):
+            return describe_producers(self.log_manager, self.partitions, self.metadata, query)
         return self.producer_ids.allocate(query, now_ms)
 
     def fetch_failed(self, now_ms: int, leader: BrokerId, correlation_id: int) -> list[Command]:

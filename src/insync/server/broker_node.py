@@ -22,6 +22,7 @@ import itertools
 import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from pathlib import Path
 from typing import Any
 
 from insync import errors
@@ -61,11 +62,13 @@ from insync.wire import (
     controller_apis,
     describe_topic_partitions,
     fetch,
+    log_dirs,
     metadata,
     metadata_log,
     offsets,
     produce,
     producer_id,
+    producers,
     replica_log_report,
     topics,
     versions,
@@ -100,6 +103,9 @@ QUERY_TRANSLATORS: Mapping[int, Translators] = {
                                        offsets.encode_offset_for_leader_epoch),
     versions.DELETE_RECORDS: (offsets.decode_delete_records, offsets.encode_delete_records),
     versions.INIT_PRODUCER_ID: (producer_id.decode_request, producer_id.encode_response),
+    versions.DESCRIBE_LOG_DIRS: (log_dirs.decode_describe_log_dirs, log_dirs.encode_describe_log_dirs),
+    versions.ALTER_REPLICA_LOG_DIRS: (log_dirs.decode_alter_replica_log_dirs, log_dirs.encode_alter_replica_log_dirs),
+    versions.DESCRIBE_PRODUCERS: (producers.decode_request, producers.encode_response),
 }
 
 
@@ -111,7 +117,7 @@ class BrokerNode(MeteredDispatcher):
         self.clock = clock or SystemClock()
         self._now = monotonic_now(self.clock)
         self.broker_id = BrokerId(config.get_int("node.id"))
-        self.log_dir = config.log_dirs()[0]
+        self.log_dir = str(Path(config.log_dirs()[0]).absolute())  # DescribeLogDirs names it so, as Kafka
         self.disk = RealDisk()
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
@@ -315,8 +321,9 @@ class BrokerNode(MeteredDispatcher):
             return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER, message)
 
     async def _query(self, request: DecodedRequest, peer: str) -> Any:
-        """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId: the core answers them at once
-        (`broker.queries`); the translator alone answers what it refuses (a transactional InitProducerId)."""
+        """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId, DescribeLogDirs, AlterReplicaLogDirs,
+        DescribeProducers: the core answers them at once; the translator alone answers what it refuses (a
+        transactional InitProducerId)."""
         decode, encode = QUERY_TRANSLATORS[request.api_key]
         decoded = decode(request)
         if decoded.error is not errors.NONE:
@@ -390,8 +397,6 @@ class BrokerNode(MeteredDispatcher):
             await asyncio.sleep(POLL_INTERVAL_MS / 1000)
 
     def config_directory(self) -> str:
-        from pathlib import Path
-
         return str(Path(self.log_dir).parent)
 
     def _apply_faults(self, spec: FaultSpec) -> None:

@@ -2,9 +2,9 @@
 
 `Disk` is deliberately small and path-based (string paths, `/`-separated): the storage engine appends to segment
 and index files, reads them back with `pread`, truncates them, fsyncs them, and replaces checkpoint files with
-`write_file` + `fsync` + `rename`. There are no file handles in the interface; `RealDisk` caches one OS file
-descriptor per path (the `OPEN_FILES_MAX` most recently used) so the hot path (append, pread) is a single
-system call.
+`write_file` + `fsync` + `rename`; `space` tells a volume's size and free space (DescribeLogDirs). There are no
+file handles in the interface; `RealDisk` caches one OS file descriptor per path (the `OPEN_FILES_MAX` most
+recently used) so the hot path (append, pread) is a single system call.
 
 Faults, on both disks (`FaultHooks`):
 - `set_slow_reads(path_prefix, ms)`: reads of matching paths are slow. Both disks return at once and
@@ -30,6 +30,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 OPEN_FILES_MAX = 512
+MEMORY_VOLUME_BYTES = 1 << 40  # what `MemoryDisk.space` reports as the volume's size
+
+
+@dataclass(frozen=True, slots=True)
+class DiskSpace:
+    total_bytes: int
+    usable_bytes: int  # what a non-root writer may still use, as Java's FileStore.getUsableSpace
 
 
 class Disk(Protocol):
@@ -68,6 +75,9 @@ class Disk(Protocol):
 
     def read_latency_ms(self, path: str) -> int:
         """Latency a slow-read fault adds to reads of `path` (0 when none)."""
+
+    def space(self, path: str) -> DiskSpace:
+        """The size of the volume holding `path` and what of it is free to use (DescribeLogDirs v4)."""
 
 
 @dataclass(slots=True)
@@ -161,6 +171,11 @@ class RealDisk(_FaultInjecting):
 
     def size(self, path: str) -> int:
         return os.stat(path).st_size
+
+    def space(self, path: str) -> DiskSpace:
+        self.faults.check(path, write=False)
+        stats = os.statvfs(path)
+        return DiskSpace(stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize)
 
     def append(self, path: str, data: bytes | bytearray | memoryview) -> int:
         self.faults.check(path, write=True)
@@ -267,6 +282,12 @@ class MemoryDisk(_FaultInjecting):
 
     def size(self, path: str) -> int:
         return len(self._file(path).data)
+
+    def space(self, path: str) -> DiskSpace:
+        """A volume of `MEMORY_VOLUME_BYTES`, less what every file holds."""
+        self.faults.check(path, write=False)
+        used = sum(len(file.data) for file in self._files.values())
+        return DiskSpace(MEMORY_VOLUME_BYTES, max(0, MEMORY_VOLUME_BYTES - used))
 
     def append(self, path: str, data: bytes | bytearray | memoryview) -> int:
         self.faults.check(path, write=True)

@@ -11,6 +11,8 @@ Per API group, one module:
 - `offsets`: ListOffsets, OffsetForLeaderEpoch, DeleteRecords, which `BrokerCore.handle` answers
   (`broker.queries`).
 - `producer_id`: InitProducerId, answered by `BrokerCore.handle` too (its `ProducerIdAllocator`).
+- `log_dirs`: DescribeLogDirs, AlterReplicaLogDirs; `producers`: DescribeProducers; answered by `BrokerCore.handle`
+  (`broker.log_dirs`, `broker.producers`).
 - `topics`: CreateTopics, DeleteTopics (one controller call per topic).
 - `configs`: DescribeConfigs (topic configs from the image, broker configs from `BrokerConfig`).
 - `groups`: the consumer-group APIs, for the group coordinator.

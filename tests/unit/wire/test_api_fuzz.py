@@ -19,6 +19,7 @@ from kio.serial import entity_writer
 from kio.static.primitive import Records
 
 from insync import errors
+from insync.broker.log_dirs import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 from insync.broker.messages import (
     ConsumerFetchResponse,
     DeleteRecordsResponse,
@@ -27,6 +28,7 @@ from insync.broker.messages import (
     OffsetForLeaderEpochResponse,
     ProduceResponse,
 )
+from insync.broker.producers import DescribeProducersResponse
 from insync.config import BrokerConfig
 from insync.controller.messages import (
     AlterPartitionResponse,
@@ -47,11 +49,13 @@ from insync.wire import (
     describe_topic_partitions,
     fetch,
     groups,
+    log_dirs,
     metadata,
     metadata_log,
     offsets,
     produce,
     producer_id,
+    producers,
     replica_log_report,
     topics,
     versions,
@@ -143,6 +147,12 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
     versions.ELECT_LEADERS: lambda r: topics.elect_leaders(r, lambda _, asked: {tp: errors.NONE for tp in asked or ()}),
     versions.INIT_PRODUCER_ID: _producer_id,
     versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
+    versions.DESCRIBE_LOG_DIRS: lambda r: log_dirs.encode_describe_log_dirs(DescribeLogDirsResponse(CID, ()),
+                                                                            log_dirs.decode_describe_log_dirs(r)),
+    versions.ALTER_REPLICA_LOG_DIRS: lambda r: log_dirs.encode_alter_replica_log_dirs(
+        AlterReplicaLogDirsResponse(CID, ()), log_dirs.decode_alter_replica_log_dirs(r)),
+    versions.DESCRIBE_PRODUCERS: lambda r: producers.encode_response(DescribeProducersResponse(CID, ()),
+                                                                     producers.decode_request(r)),
     versions.ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
     versions.INCREMENTAL_ALTER_CONFIGS: lambda r: configs.alter_configs(r, lambda *_: None),
     versions.DESCRIBE_CLUSTER: lambda r: metadata.describe_cluster(r, IMAGE, "cluster", 1),
