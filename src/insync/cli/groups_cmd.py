@@ -1,8 +1,11 @@
-"""`insync groups list|describe`, like `kafka-consumer-groups.sh --list` and `--describe`, over the Kafka protocol.
+"""`insync groups list|describe|delete|reset-offsets`, like `kafka-consumer-groups.sh --list`, `--describe`,
+`--delete` and `--reset-offsets` (`groups_reset.py`), over the Kafka protocol.
 
 `describe` prints, per partition a group has committed or been assigned, the committed offset, the partition's
 log end offset and their difference (the lag), and the member consuming it, in kafka-consumer-groups' columns. A
-partition without a commit shows `-` for the offset and the lag. It speaks only the Kafka protocol
+partition without a commit shows `-` for the offset and the lag. `delete` removes groups without members and
+their offsets, and reports each group it could not delete with the broker's reason (NON_EMPTY_GROUP,
+GROUP_ID_NOT_FOUND), exiting 1 then (Kafka's tool exits 0). It speaks only the Kafka protocol
 (confluent-kafka's AdminClient), so it works against any Kafka-compatible cluster.
 """
 
@@ -10,19 +13,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from insync.admin import ADMIN_TIMEOUT_S, admin_client
+from insync.admin import ADMIN_TIMEOUT_S, admin_client, kafka_error_text
+from insync.cli import groups_reset
+from insync.cli.groups_reset import describe_group
 from insync.cli.topics_cmd import DEFAULT_BOOTSTRAP
 from insync.config import ConfigError
 
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
            "CLIENT-ID")
 NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID: no committed offset
-DESCRIBE_ATTEMPTS = 5
-RETRY_BACKOFF_S = 0.5
 
 
 def register(subparsers: Any) -> None:
@@ -34,7 +36,13 @@ def register(subparsers: Any) -> None:
     describe = commands.add_parser("describe", help="committed offsets, lag and members of groups")
     describe.add_argument("groups", nargs="+")
     describe.set_defaults(func=_describe)
-    for sub in (listing, describe):
+    delete = commands.add_parser("delete", help="delete groups without members, with their committed offsets")
+    delete.add_argument("--group", action="append", required=True, help="a group to delete; repeatable")
+    delete.set_defaults(func=_delete)
+    reset = commands.add_parser("reset-offsets", help="move an inactive group's committed offsets")
+    groups_reset.add_arguments(reset)
+    reset.set_defaults(func=groups_reset.run)
+    for sub in (listing, describe, delete, reset):
         sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
 
 
@@ -71,28 +79,12 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _described(admin: Any, group_id: str) -> Any:
-    """The group's description. librdkafka returns a coordinator that is loading or moving as an error (Kafka's
-    Java admin client retries it): retry those a few times."""
-    from confluent_kafka import KafkaException
-
-    for attempt in range(DESCRIBE_ATTEMPTS):
-        try:
-            return admin.describe_consumer_groups([group_id], request_timeout=ADMIN_TIMEOUT_S)[group_id].result(
-                timeout=ADMIN_TIMEOUT_S)
-        except KafkaException as exc:
-            if not exc.args[0].retriable() or attempt == DESCRIBE_ATTEMPTS - 1:
-                raise ConfigError(f"cannot describe consumer group {group_id!r}: {exc.args[0].str()}") from None
-            time.sleep(RETRY_BACKOFF_S)
-    raise AssertionError("unreachable")
-
-
 def describe_rows(bootstrap: str, group_id: str) -> tuple[str, list[LagRow]]:
     """(the group's state, its rows); raises ConfigError for a group the cluster does not know."""
     from confluent_kafka import ConsumerGroupTopicPartitions
 
     admin = admin_client(bootstrap)
-    description = _described(admin, group_id)
+    description = describe_group(admin, group_id)
     state = str(description.state).rpartition(".")[2]
     members = {(tp.topic, tp.partition): (m.member_id, m.host, m.client_id)
                for m in description.members for tp in m.assignment.topic_partitions}
@@ -139,3 +131,28 @@ def _describe(args: argparse.Namespace) -> int:
         for line in table:
             print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
     return 1 if failed else 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    """Kafka's ConsumerGroupService.deleteGroups, with its messages."""
+    from confluent_kafka import KafkaException
+
+    admin = admin_client(args.bootstrap_server)
+    group_ids = list(dict.fromkeys(args.group))
+    futures = admin.delete_consumer_groups(group_ids, request_timeout=ADMIN_TIMEOUT_S)
+    failed: dict[str, str] = {}
+    for group_id in group_ids:
+        try:
+            futures[group_id].result(timeout=ADMIN_TIMEOUT_S)
+        except KafkaException as exc:
+            failed[group_id] = kafka_error_text(exc)
+    deleted = ", ".join(f"'{g}'" for g in group_ids if g not in failed)
+    if not failed:
+        print(f"Deletion of requested consumer groups ({deleted}) was successful.")
+        return 0
+    print("\nError: Deletion of some consumer groups failed:", file=sys.stderr)
+    for group_id, reason in failed.items():
+        print(f"* Group '{group_id}' could not be deleted due to: {reason}", file=sys.stderr)
+    if deleted:
+        print(f"\nThese consumer groups were deleted successfully: {deleted}")
+    return 1
