@@ -19,9 +19,8 @@ from insync.broker.metadata import BrokerMetadata
 from insync.broker.queries import Partitions
 from insync.controller.replication_control import check_topic_name
 from insync.errors import KafkaError, KafkaException
-from insync.protocol.records import parse_header
-from insync.replication.partition import Partition
 from insync.replication.producer_state import ProducerEntry
+from insync.storage.log import Log
 from insync.storage.log_manager import LogManager
 from insync.types import TopicPartition
 
@@ -76,16 +75,17 @@ def _partition_producers(log_manager: LogManager, partitions: Partitions, metada
     if log is None or log.offline:
         return PartitionProducers(tp, errors.KAFKA_STORAGE_ERROR, f"the log of {tp} is offline")
     return PartitionProducers(tp, errors.NONE, producers=tuple(
-        ActiveProducer(producer_id, entry.producer_epoch, entry.last_sequence, _last_timestamp(partition, entry))
+        ActiveProducer(producer_id, entry.producer_epoch, entry.last_sequence, _last_timestamp(log, entry))
         for producer_id, entry in partition.producer_state.entries()))
 
 
-def _last_timestamp(partition: Partition, entry: ProducerEntry) -> int:
-    """The max timestamp of the producer's last batch, as Kafka keeps it in its producer state."""
+def _last_timestamp(log: Log, entry: ProducerEntry) -> int:
+    """The max timestamp of the producer's last batch, which Kafka keeps in its producer state: here its header
+    is read back (a producer's batches all lie in the log, `ProducerStateTable.drop_below`)."""
     if not entry.batches:
         return NO_TIMESTAMP
     try:
-        read = partition.log.read(entry.batches[-1].last_offset, 0)
-    except KafkaException:  # retention or an I/O error took the batch meanwhile
+        header = log.batch_header(entry.batches[-1].last_offset)
+    except KafkaException:  # an I/O error
         return NO_TIMESTAMP
-    return parse_header(read.records, 0).max_timestamp if read.records else NO_TIMESTAMP
+    return NO_TIMESTAMP if header is None else header.max_timestamp

@@ -32,7 +32,7 @@ above the new log end, a moving log start those below it, and opening deletes bo
 the log the tail a snapshot covered).
 
 Beyond the surface in the brief: `roll()` forces a new segment; `segments`, `active_segment`, `size_bytes`;
-`update_config()`; `offline`; `ReadResult.read_latency_ms` (the disk's slow-read fault, for the simulator);
+`batch_header(offset)`; `update_config()`; `offline`; `ReadResult.read_latency_ms` (the disk's slow-read fault, for the simulator);
 `AppendInfo.log_start_offset`.
 """
 
@@ -388,17 +388,32 @@ class Log:
         empty = ReadResult(b"", offset, offset, log_start_offset, log_end_offset)
         if offset == log_end_offset or (max_offset is not None and offset >= max_offset):
             return empty
+        found = self._find_batch(offset)
+        if found is None:
+            return empty
+        segment, position, header = found
+        result = segment.read(position, header, max_bytes, max_offset, min_one_batch)
+        if not result.records:
+            return empty
+        return ReadResult(result.records, result.first_offset, result.next_offset, log_start_offset,
+                          log_end_offset, self.disk.read_latency_ms(segment.log_path))
+
+    @_reads
+    def batch_header(self, offset: int) -> BatchHeader | None:
+        """The header of the batch holding `offset` (its header read alone), or None outside the log."""
+        if not self.log_start_offset <= offset < self.log_end_offset:
+            return None
+        found = self._find_batch(offset)
+        return None if found is None else found[2]
+
+    def _find_batch(self, offset: int) -> tuple[LogSegment, int, BatchHeader] | None:
+        """The segment, position and header of the first batch ending at or after `offset` (in the log)."""
         index = bisect.bisect_right(self.segments, offset, key=_base_offset) - 1
         for segment in self.segments[index:]:
             found = segment.find_batch(offset)
-            if found is None:
-                continue
-            result = segment.read(found[0], found[1], max_bytes, max_offset, min_one_batch)
-            if not result.records:
-                return empty
-            return ReadResult(result.records, result.first_offset, result.next_offset, log_start_offset,
-                              log_end_offset, self.disk.read_latency_ms(segment.log_path))
-        return empty
+            if found is not None:
+                return segment, found[0], found[1]
+        return None
 
     @_reads
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
