@@ -7,6 +7,8 @@
   ListOffsets EARLIEST and OffsetForLeaderEpoch with Kafka's debugging replica id (-2), which any insync replica
   answers from its local log. One OffsetForLeaderEpoch request asks for every epoch up to the partition's
   leader epoch at once; the answers give back the replica's leader-epoch history (`history_from_answers`).
+- `delete_group_offsets`: OffsetDelete (API 47) sent to the group's coordinator (found with FindCoordinator),
+  retried while the coordinator moves or loads; confluent-kafka's Python client does not expose it.
 - `unclean_plan`: what an unclean election of a partition would cost, choice by choice, from those logs
   (`controller.unclean_recovery.plan`, the rule the controller elects by).
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +31,14 @@ from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, Choice, Repl
 from insync.errors import KafkaError
 from insync.protocol.codec import MalformedRequest, decode_response, encode_request
 from insync.protocol.kio import build, error_of, nested, request_class
-from insync.types import BrokerId
+from insync.types import BrokerId, TopicPartition
 
 DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
+FIND_COORDINATOR, OFFSET_DELETE = 10, 47
+FIND_COORDINATOR_VERSION = 4  # coordinator_keys; Kafka 4 and insync
+COORDINATOR_ATTEMPTS = 10
+COORDINATOR_BACKOFF_S = 0.5
+_MOVING = frozenset(("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"))
 OFFSET_FOR_LEADER_EPOCH_VERSION, LIST_OFFSETS_VERSION = 4, 7  # both in Kafka 4 and insync
 DEBUGGING_REPLICA_ID = -2
 EARLIEST_TIMESTAMP = -2
@@ -103,6 +111,39 @@ def describe_topic_partitions(address: str, names: Iterable[str], timeout_s: flo
         cursor = build(nested(cls, "Cursor"), topic_name=body.next_cursor.topic_name,
                        partition_index=body.next_cursor.partition_index)
     raise ConnectionError(f"{address} kept answering DescribeTopicPartitions pages ({PAGES_MAX})")
+
+
+def find_group_coordinator(address: str, group_id: str, timeout_s: float) -> tuple[KafkaError, str]:
+    """(NONE, coordinator host:port), or the error FindCoordinator answered for the group."""
+    cls = request_class(FIND_COORDINATOR, FIND_COORDINATOR_VERSION)
+    (answer,) = request(address, build(cls, key_type=0, coordinator_keys=(group_id,)), timeout_s).coordinators
+    return error_of(answer.error_code), f"{answer.host}:{answer.port}"
+
+
+def delete_group_offsets(address: str, group_id: str, partitions: Sequence[TopicPartition], timeout_s: float
+                         ) -> tuple[KafkaError, list[tuple[TopicPartition, KafkaError]]]:
+    """OffsetDelete at the group's coordinator: (the group's error, each partition's)."""
+    cls = request_class(OFFSET_DELETE, 0)
+    topic_cls, partition_cls = nested(cls, "OffsetDeleteRequestTopic"), nested(cls, "OffsetDeleteRequestPartition")
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:  # bounded by the caller's list
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    body = build(cls, group_id=group_id, topics=tuple(
+        build(topic_cls, name=t, partitions=tuple(build(partition_cls, partition_index=p) for p in ps))
+        for t, ps in by_topic.items()))
+    error: KafkaError = errors.NONE
+    for _ in range(COORDINATOR_ATTEMPTS):
+        error, coordinator = find_group_coordinator(address, group_id, timeout_s)
+        if error is errors.NONE:
+            answer = request(coordinator, body, timeout_s)
+            error = error_of(answer.error_code)
+            if error is errors.NONE:
+                return error, [(TopicPartition(t.name, int(p.partition_index)), error_of(p.error_code))
+                               for t in answer.topics for p in t.partitions]
+        if error.name not in _MOVING:
+            return error, []
+        time.sleep(COORDINATOR_BACKOFF_S)
+    return error, []
 
 
 def history_from_answers(log_start_offset: int, answers: Sequence[tuple[int, int, int]]

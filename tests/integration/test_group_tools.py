@@ -133,3 +133,29 @@ def test_delete_deletes_what_it_may_and_names_the_rest(bootstrap: str, capsys: p
     busy.close()
     assert main(["groups", "delete", "--group", "busy", *d]) == 0
     assert capsys.readouterr().out.strip() == "Deletion of requested consumer groups ('busy') was successful."
+
+
+def test_delete_offsets_prints_each_partition_as_kafkas_tool(bootstrap: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = ["--bootstrap-server", bootstrap]
+    commit(bootstrap, "pruned", {0: 3, 1: 2})
+    assert main(["groups", "delete-offsets", "--group", "pruned", "--topic", "tools:0", *d]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["Request succeeded for deleting offsets from group pruned.", "",
+                                "TOPIC           PARTITION  STATUS", "tools           0          Successful"]
+    assert committed(bootstrap, "pruned") == {1: 2}
+    assert main(["groups", "delete-offsets", "--group", "pruned", "--topic", "tools", "--topic", "gone", *d]) == 1
+    out, err = capsys.readouterr()
+    assert "Encountered some partition-level error" in err
+    assert "gone            -          Error: This server does not host this topic-partition." in out
+    assert "tools           1          Successful" in out and committed(bootstrap, "pruned") == {}
+    assert main(["groups", "delete-offsets", "--group", "never-was", "--topic", "tools:0", *d]) == 1
+    assert "Error: The group id does not exist." in capsys.readouterr().err
+    member = consumer(bootstrap, "subscriber")
+    member.subscribe(["tools"])
+    wait_until(lambda: member.poll(0.2) is None and bool(member.assignment()), 60, "the group to be Stable")
+    try:
+        assert main(["groups", "delete-offsets", "--group", "subscriber", "--topic", "tools:1", *d]) == 1
+        assert ("tools           1          Error: Deleting offsets of a topic is forbidden while the consumer group "
+                "is actively subscribed to it." in capsys.readouterr().out)
+    finally:
+        member.close()

@@ -1,11 +1,13 @@
 """`insync groups list|describe|delete|reset-offsets`, like `kafka-consumer-groups.sh --list`, `--describe`,
-`--delete` and `--reset-offsets` (`groups_reset.py`), over the Kafka protocol.
+`--delete`, `--reset-offsets` (`groups_reset.py`) and `--delete-offsets`, over the Kafka protocol.
 
 `describe` prints, per partition a group has committed or been assigned, the committed offset, the partition's
 log end offset and their difference (the lag), and the member consuming it, in kafka-consumer-groups' columns. A
 partition without a commit shows `-` for the offset and the lag. `delete` removes groups without members and
 their offsets, and reports each group it could not delete with the broker's reason (NON_EMPTY_GROUP,
-GROUP_ID_NOT_FOUND), exiting 1 then (Kafka's tool exits 0). It speaks only the Kafka protocol
+GROUP_ID_NOT_FOUND), exiting 1 then (Kafka's tool exits 0). `delete-offsets` sends OffsetDelete to the group's
+coordinator (found through the first bootstrap address) and prints each partition's outcome as Kafka's tool does:
+a group with members keeps the offsets of the topics it subscribes to (GROUP_SUBSCRIBED_TO_TOPIC). It speaks only the Kafka protocol
 (confluent-kafka's AdminClient), so it works against any Kafka-compatible cluster.
 """
 
@@ -16,11 +18,13 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from insync import admin_requests, errors
 from insync.admin import ADMIN_TIMEOUT_S, admin_client, kafka_error_text
 from insync.cli import groups_reset
 from insync.cli.groups_reset import describe_group
 from insync.cli.topics_cmd import DEFAULT_BOOTSTRAP
 from insync.config import ConfigError
+from insync.types import TopicPartition
 
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
            "CLIENT-ID")
@@ -42,7 +46,11 @@ def register(subparsers: Any) -> None:
     reset = commands.add_parser("reset-offsets", help="move an inactive group's committed offsets")
     groups_reset.add_arguments(reset)
     reset.set_defaults(func=groups_reset.run)
-    for sub in (listing, describe, delete, reset):
+    delete_offsets = commands.add_parser("delete-offsets", help="delete a group's committed offsets of some topics")
+    delete_offsets.add_argument("--group", required=True, help="the consumer group")
+    delete_offsets.add_argument("--topic", action="append", required=True, help="T or T:P,P; repeatable")
+    delete_offsets.set_defaults(func=_delete_offsets)
+    for sub in (listing, describe, delete, reset, delete_offsets):
         sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
 
 
@@ -156,3 +164,34 @@ def _delete(args: argparse.Namespace) -> int:
     if deleted:
         print(f"\nThese consumer groups were deleted successfully: {deleted}")
     return 1
+
+
+def _delete_offsets(args: argparse.Namespace) -> int:
+    """Kafka's ConsumerGroupService.deleteOffsets, with its messages; exits 1 when anything was refused."""
+    scopes = [groups_reset.parse_topic_arg(arg) for arg in args.topic]
+    whole = [s.topic for s in scopes if s.partitions is None]
+    known = admin_client(args.bootstrap_server).list_topics(timeout=ADMIN_TIMEOUT_S).topics if whole else {}
+    rows: dict[TopicPartition, str] = {}
+    partitions: list[TopicPartition] = [TopicPartition(s.topic, p) for s in scopes for p in s.partitions or ()]
+    for topic in whole:
+        found = known.get(topic)
+        if found is None or found.error is not None:
+            rows[TopicPartition(topic, -1)] = f"Error: {errors.BY_NAME['UNKNOWN_TOPIC_OR_PARTITION'].message}"
+        else:
+            partitions += [TopicPartition(topic, p) for p in sorted(found.partitions)]
+    address = args.bootstrap_server.split(",")[0]
+    error, answers = admin_requests.delete_group_offsets(address, args.group, list(dict.fromkeys(partitions)),
+                                                         ADMIN_TIMEOUT_S)
+    rows.update((tp, "Successful" if e is errors.NONE else f"Error: {e.message}") for tp, e in answers)
+    failed = error is not errors.NONE or any(status != "Successful" for status in rows.values())
+    if error is not errors.NONE:
+        print(f"\nError: {error.message}", file=sys.stderr)
+    elif failed:
+        print("\nError: Encountered some partition-level error, see the follow-up details.", file=sys.stderr)
+    else:
+        print(f"Request succeeded for deleting offsets from group {args.group}.")
+    width = max(15, *(len(tp.topic) for tp in rows)) if rows else 15
+    print(f"\n{'TOPIC':<{width}} {'PARTITION':<10} STATUS")
+    for tp in sorted(rows):
+        print(f"{tp.topic:<{width}} {tp.partition if tp.partition >= 0 else '-':<10} {rows[tp]}")
+    return 1 if failed else 0
