@@ -159,3 +159,32 @@ def test_delete_offsets_prints_each_partition_as_kafkas_tool(bootstrap: str, cap
                 "is actively subscribed to it." in capsys.readouterr().out)
     finally:
         member.close()
+
+
+def test_kafka_pythons_reset_lands_where_the_tool_does(bootstrap: str) -> None:
+    """kafka-python's admin reset (ListOffsets, then OffsetCommit without a member) agrees with the tool, and
+    like Kafka the broker refuses it for a group with members (UNKNOWN_MEMBER_ID)."""
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient, OffsetSpec, OffsetTimestamp
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    try:
+        specs = {TopicPartition("tools", 0): OffsetTimestamp(BASE_MS + 3500), TopicPartition("tools", 1): OffsetSpec.EARLIEST}
+        answer = admin.reset_group_offsets("kp-reset", specs)
+        assert {tp.partition: (r["error"].__name__, r["offset"]) for tp, r in answer.items()} == {
+            0: ("NoError", 4), 1: ("NoError", 0)}
+        assert committed(bootstrap, "kp-reset") == {0: 4, 1: 0}
+        assert main(["groups", "reset-offsets", "--group", "kp-reset", "--topic", "tools:1", "--to-datetime",
+                     datetime.datetime.fromtimestamp((BASE_MS + 1000) / 1000, datetime.UTC).strftime(
+                         "%Y-%m-%dT%H:%M:%S.000"), "--execute", "--bootstrap-server", bootstrap]) == 0
+        assert committed(bootstrap, "kp-reset") == {0: 4, 1: 1}
+        member = consumer(bootstrap, "kp-live")
+        member.subscribe(["tools"])
+        wait_until(lambda: member.poll(0.2) is None and bool(member.assignment()), 60, "the group to be Stable")
+        try:
+            refused = admin.reset_group_offsets("kp-live", {TopicPartition("tools", 0): OffsetSpec.EARLIEST})
+            assert [r["error"].__name__ for r in refused.values()] == ["UnknownMemberIdError"]
+        finally:
+            member.close()
+    finally:
+        admin.close()
