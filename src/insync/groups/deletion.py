@@ -16,6 +16,9 @@ A consumer group's subscriptions are its members' metadata for the chosen protoc
 ConsumerProtocolSubscription: int16 version, then the topics as an int32 count of int16-length strings (all
 versions start so; later fields are not needed here). Metadata that does not read as one leaves the subscriptions
 unknown, and Kafka then treats no topic as subscribed (`subscribedTopics.getOrElse(false)`); so does insync.
+Departure: Kafka computes the subscriptions when a rebalance completes, so during one it still reads the last
+generation's members; insync reads the current members (a member without metadata for the chosen protocol by
+its first one), which during a rebalance spares the topics a joining member subscribes to as well.
 """
 
 from __future__ import annotations
@@ -70,14 +73,14 @@ def subscription_topics(metadata: bytes) -> frozenset[str] | None:
         return None
 
 
-def subscribed_topics(protocol_type: str, subscriptions: Iterable[bytes | None]) -> frozenset[str] | None:
-    """Kafka's ClassicGroup.computeSubscribedTopics: the union of the members' topics, for consumer groups only.
-    A None subscription is a member without metadata for the chosen protocol: the union is then unknown."""
+def subscribed_topics(protocol_type: str, subscriptions: Iterable[bytes]) -> frozenset[str] | None:
+    """Kafka's ClassicGroup.computeSubscribedTopics: the union of the members' topics, for consumer groups only;
+    unknown (None) when a member's subscription does not read."""
     if protocol_type != CONSUMER_PROTOCOL_TYPE:
         return None
     union: set[str] = set()
     for metadata in subscriptions:  # bounded by the group's members
-        topics = None if metadata is None else subscription_topics(metadata)
+        topics = subscription_topics(metadata)
         if topics is None:
             return None
         union |= topics

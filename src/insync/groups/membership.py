@@ -433,8 +433,9 @@ class GroupMembership:
         group = self._groups.get(group_id)
         if group is None:
             return None
-        chosen = group.protocol_name
-        subscriptions = (None if chosen is None else dict(m.protocols).get(chosen) for m in group.members.values())
+        # A member that joined since the protocol was chosen (or before any was) is read by its first protocol.
+        subscriptions = (dict(m.protocols).get(group.protocol_name or "", m.protocols[0][1])
+                         for m in group.members.values())
         return GroupView(group.state, group.protocol_type, subscribed_topics(group.protocol_type, subscriptions))
 
     def list_groups(self) -> list[tuple[str, str, str]]:

@@ -37,7 +37,7 @@ def test_subscriptions_read_kafkas_consumer_protocol_and_anything_else_is_unknow
                     struct.pack(">hih", 0, 1, 4) + b"\xff\xfe\xfd\xfc"):
         assert deletion.subscription_topics(garbage) is None, garbage
     assert deletion.subscribed_topics("consumer", [subscription("t"), subscription("u")]) == {"t", "u"}
-    assert deletion.subscribed_topics("consumer", [subscription("t"), None]) is None
+    assert deletion.subscribed_topics("consumer", [subscription("t"), b"garbage"]) is None
     assert deletion.subscribed_topics("connect", [subscription("t")]) is None
 
 
@@ -86,3 +86,12 @@ def test_membership_view_of_members_whose_metadata_is_not_a_subscription() -> No
     gm = GroupMembership(seed=4, initial_rebalance_delay_ms=0)
     stable_group(gm)  # metadata b"sub-range": not Kafka's format
     assert gm.view("g") == GroupView(GroupState.STABLE, "consumer", None)
+
+
+def test_membership_view_during_a_first_rebalance_reads_each_members_first_protocol() -> None:
+    gm = GroupMembership(seed=5, initial_rebalance_delay_ms=3000)
+    protocols = (("cooperative-sticky", subscription("t")), ("range", subscription("t")))
+    a = member_id_for(gm, 0, "a", protocols=protocols)
+    join(gm, 0, join_request(a, protocols=protocols))
+    view = gm.view("g")
+    assert view is not None and view.state is GroupState.PREPARING_REBALANCE and view.subscribed_topics == {"t"}
