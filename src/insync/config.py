@@ -157,6 +157,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("eligible.leader.replicas.enable", "bool", True,
            "KIP-966: replicas removed from the ISR while it was below min.insync.replicas stay eligible to lead, "
            "a broker back from a crash leaves every ISR and ELR; false gives the Kafka 3.x election to compare."),
+        _d("auto.leader.rebalance.enable", "bool", True,
+           "Move leadership back to each partition's preferred replica by itself, checked "
+           "leader.imbalance.check.interval.seconds after a write leaves a partition led by another replica."),
+        _d("leader.imbalance.check.interval.seconds", "long", 300, "Delay of the automatic leader balance.", min=1),
+        _d("leader.imbalance.per.broker.percentage", "int", 10,
+           "Accepted for compatibility; as in Kafka's KRaft controller, not used (any imbalance is balanced).",
+           min=0, max=100),
         _d("default.replication.factor", "int", 1, "Replication factor of auto-created topics.", min=1),
         _d("num.partitions", "int", 1, "Partitions of auto-created topics.", min=1),
         _d("auto.create.topics.enable", "bool", True, "Create a topic a Metadata request names (allowing it) when it "

@@ -174,6 +174,20 @@ def test_rolling_restart_moves_leadership_before_each_clean_stop() -> None:
     assert crashed.produce_errors.get("REQUEST_TIMED_OUT", 0) > 0 and crashed.lost_acked == 0
 
 
+def test_leadership_returns_to_the_preferred_replicas_by_itself_after_each_restart() -> None:
+    """auto.leader.rebalance.enable (default true): one leader.imbalance.check.interval.seconds after a restart left
+    a partition led by another replica, the controller elects the preferred one back. The scenario's 90 s run is
+    shorter than the default interval (300 s), so its figures above are unchanged; at 10 s every stop's move is
+    undone before the next stop, with nothing lost and no partition offline."""
+    result = run("rolling-restart", **{"broker.leader.imbalance.check.interval.seconds": 10})
+    assert result.acked > 0 and result.lost_acked == 0 and result.offline_ms == 0
+    created = {e["partition"]: e["leader_after"] for e in events(result, "leader_change") if e["reason"] == "created"}
+    moves = [e for e in events(result, "leader_change") if e["reason"] in ("shutdown", "preferred")]
+    assert [e["reason"] for e in moves] == ["shutdown", "preferred"] * 4
+    assert all(e["leader_after"] == created[e["partition"]] for e in moves if e["reason"] == "preferred")
+    assert not [e for e in events(run("rolling-restart"), "leader_change") if e["reason"] == "preferred"]
+
+
 def test_a_stopped_broker_still_down_when_the_faults_end_restarts_for_the_quiesce() -> None:
     result = run("rolling-restart", **{"faults.0.until_s": 10, "faults.0.restart_after_s": 1000})
     [fence] = events(result, "broker_fenced")

@@ -38,6 +38,7 @@ from insync.controller.brokers import (
     next_broker_state,
 )
 from insync.controller.election import first_out_of_sync
+from insync.controller.leader_balance import MAX_ELECTIONS_PER_IMBALANCE, LeaderBalance
 from insync.controller.propagation import MetadataLog, PropagationConfig, Publication
 from insync.controller.replication_control import (
     AlterPartitionData,
@@ -176,8 +177,7 @@ class Controller:
         records = store.load()
         self._image = MetadataImage.from_records(records)
         self._log = MetadataLog(PropagationConfig.from_broker_config(config), records, now_ms)
-        session_timeout_ms = config.get("broker.session.timeout.ms")
-        assert isinstance(session_timeout_ms, int)
+        session_timeout_ms = config.get_int("broker.session.timeout.ms")
         # KIP-966 unclean recovery: with a strategy, unclean elections wait for the replicas' log reports.
         self._recovery = UncleanRecoveryStrategy(config.get_str("unclean.recovery.strategy") or "Balanced")
         self._reports = RecoveryReports()
@@ -187,6 +187,7 @@ class Controller:
                                       first_out_of_sync if self._recovery is UncleanRecoveryStrategy.NONE
                                       else wait_for_recovery)
         self._sessions = BrokerSessions(session_timeout_ms)
+        self._balance = LeaderBalance.from_config(config)
         self._events: deque[Event] = deque(maxlen=EVENTS_BUFFERED_MAX)
         self.events_dropped = 0
         # Like Kafka's newly active controller, give live brokers a full session instead of fencing them all.
@@ -217,11 +218,11 @@ class Controller:
         return self._log.records_since(offset, max_records)
 
     def next_deadline_ms(self) -> int:
-        """When `tick` next has work: the propagation check or the first session expiry."""
+        """When `tick` next has work: the propagation check, the first session expiry or the leader balance."""
         live = [b.broker_id for b in self._image.brokers.values() if not b.fenced]
         expiry = self._sessions.next_expiry_ms(live)
-        check = self._log.next_check_ms()
-        return check if expiry is None else min(check, expiry)
+        due = [self._log.next_check_ms(), *(t for t in (expiry, self._balance.due_ms) if t is not None)]
+        return min(due)
 
     def drain_events(self) -> list[Event]:
         events = list(self._events)
@@ -294,15 +295,27 @@ class Controller:
         return ControllerResult(records, response)
 
     def tick(self, now_ms: int) -> ControllerResult[None]:
-        """Fence brokers whose session expired, then run the ISR propagation check if it is due."""
+        """Fence brokers whose sessions expired, balance leaders and check ISR propagation when due."""
         self._advance(now_ms)
         live = [b.broker_id for b in self._image.brokers.values() if not b.fenced]
         batch = self._batch(now_ms)
         for broker_id in self._sessions.expired(live, now_ms):
             self._fence(batch, batch.image.brokers[broker_id], str(LeaderChangeReason.FENCED))
         records = self._commit(batch, now_ms)
+        if self._balance.is_due(now_ms):
+            records += self._balance_leaders(now_ms)
         self._note_publication(self._log.tick(now_ms), now_ms)
         return ControllerResult(records, None)
+
+    def _balance_leaders(self, now_ms: int) -> tuple[Record, ...]:
+        """One round of the automatic leader balance (`controller.leader_balance`)."""
+        batch = self._batch(now_ms)
+        changes = preferred_leader_changes(self._image, self._policy)
+        batch.add_changes(changes[:MAX_ELECTIONS_PER_IMBALANCE])
+        self._balance = self._balance.after_balance(len(changes) > MAX_ELECTIONS_PER_IMBALANCE, now_ms)
+        records = self._commit(batch, now_ms)
+        self._balance = self._balance.after_write(self._image, now_ms)  # also when nothing could move
+        return records
 
     # ---- topics
 
@@ -542,6 +555,7 @@ class Controller:
             image = image.replay(record)
         assert image.offset == self._log.end_offset == batch.image.offset, (image.offset, self._log.end_offset)
         self._image = image
+        self._balance = self._balance.after_write(image, now_ms)
         self._emit(batch.events)
         self._note_publication(publication, now_ms)
         return records
