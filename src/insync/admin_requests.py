@@ -11,6 +11,9 @@
   retried while the coordinator moves or loads; confluent-kafka's Python client does not expose it.
 - `unclean_plan`: what an unclean election of a partition would cost, choice by choice, from those logs
   (`controller.unclean_recovery.plan`, the rule the controller elects by).
+- `describe_broker_configs` and `alter_broker_configs`: DescribeConfigs v4 (with synonyms) and
+  IncrementalAlterConfigs v1 of one BROKER resource, a broker id or "" for the cluster-wide defaults, which
+  neither confluent-kafka nor kafka-python can name (both refuse an empty resource name).
 
 Blocking, one short connection per request, kio entities encoded by `protocol.codec` like every insync client.
 A broker that cannot be reached or answers garbage raises `OSError`/`ConnectionError`; Kafka error codes are
@@ -39,6 +42,8 @@ FIND_COORDINATOR_VERSION = 4  # coordinator_keys; Kafka 4 and insync
 COORDINATOR_ATTEMPTS = 10
 COORDINATOR_BACKOFF_S = 0.5
 _MOVING = frozenset(("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"))
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, BROKER_RESOURCE = 32, 44, 4
+SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 OFFSET_FOR_LEADER_EPOCH_VERSION, LIST_OFFSETS_VERSION = 4, 7  # both in Kafka 4 and insync
 DEBUGGING_REPLICA_ID = -2
 EARLIEST_TIMESTAMP = -2
@@ -144,6 +149,44 @@ def delete_group_offsets(address: str, group_id: str, partitions: Sequence[Topic
             return error, []
         time.sleep(COORDINATOR_BACKOFF_S)
     return error, []
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfigEntry:
+    name: str
+    value: str | None
+    source: int  # Kafka's ConfigSource
+    read_only: bool
+    synonyms: tuple[tuple[str, str | None, int], ...]  # (name, value, source), most specific first
+
+
+def describe_broker_configs(address: str, broker: str, timeout_s: float
+                            ) -> tuple[KafkaError, str | None, list[BrokerConfigEntry]]:
+    """The configs of BROKER resource `broker` (an id, asked of that broker at `address`; or "") with synonyms."""
+    cls = request_class(DESCRIBE_CONFIGS, 4)
+    resource = build(nested(cls, "DescribeConfigsResource"), resource_type=BROKER_RESOURCE, resource_name=broker,
+                     configuration_keys=None)
+    body = request(address, build(cls, resources=(resource,), include_synonyms=True, include_documentation=False),
+                   timeout_s)
+    [result] = body.results
+    entries = [BrokerConfigEntry(c.name, c.value, int(c.config_source), bool(c.read_only),
+                                 tuple((s.name, s.value, int(s.source)) for s in c.synonyms))
+               for c in result.configs]
+    return error_of(result.error_code), result.error_message, entries
+
+
+def alter_broker_configs(address: str, broker: str, sets: dict[str, str], deletes: Sequence[str],
+                         timeout_s: float, validate_only: bool = False) -> tuple[KafkaError, str | None]:
+    """IncrementalAlterConfigs of BROKER resource `broker`: `sets` SET, `deletes` DELETE, all or nothing."""
+    cls = request_class(INCREMENTAL_ALTER_CONFIGS, 1)
+    entry = nested(cls, "AlterableConfig")
+    configs = (*(build(entry, name=k, config_operation=SET, value=v) for k, v in sets.items()),
+               *(build(entry, name=k, config_operation=DELETE, value=None) for k in deletes))
+    resource = build(nested(cls, "AlterConfigsResource"), resource_type=BROKER_RESOURCE, resource_name=broker,
+                     configs=configs)
+    body = request(address, build(cls, resources=(resource,), validate_only=validate_only), timeout_s)
+    [response] = body.responses
+    return error_of(response.error_code), response.error_message
 
 
 def history_from_answers(log_start_offset: int, answers: Sequence[tuple[int, int, int]]

@@ -7,12 +7,17 @@ naming the key and what is allowed. Nothing is half-applied: the whole set valid
 
 Topic-level overrides (`min.insync.replicas`, `retention.ms`, ...) use `TOPIC_CONFIGS` and resolve against the
 broker's defaults into a `LogConfig`, the one object the storage engine reads.
+
+Dynamic broker configs (IncrementalAlterConfigs on a BROKER resource) are two more layers over the static ones, as
+in Kafka: a cluster-wide default (resource name "") and a per-broker value, most specific first. Only the keys in
+`DYNAMIC_BROKER_CONFIGS` may be set so; `BrokerConfig.with_dynamic` gives the effective config and
+`BrokerConfig.synonyms` where each value comes from (Kafka's `ConfigSource`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -26,6 +31,20 @@ INT_MAX = 2**31 - 1
 
 class ConfigError(ValueError):
     """A configuration key or value is not acceptable; the message names the key and what is allowed."""
+
+
+class NotDynamicError(ConfigError):
+    """A broker config that cannot change while brokers run, or an unknown one; the message names the keys."""
+
+
+class ConfigSource(IntEnum):
+    """Kafka's `DescribeConfigsResponse.ConfigSource`: where a config's value comes from."""
+
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +243,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
     )
 }
 
+# Broker configs IncrementalAlterConfigs may change while brokers run: Kafka's list (DynamicBrokerConfig) as far
+# as insync has the key, i.e. every log default a topic inherits (DynamicLogConfig), plus replica.lag.time.max.ms,
+# which Kafka reads only at startup; insync applies it at once, since its leaders read it on every ISR check.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+    {*TOPIC_TO_BROKER.values(), "log.index.size.max.bytes", "replica.lag.time.max.ms"})
+
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     topic_key: ConfigDef(topic_key, BROKER_CONFIGS[broker_key].type, None, BROKER_CONFIGS[broker_key].doc,
                          BROKER_CONFIGS[broker_key].min, BROKER_CONFIGS[broker_key].max,
@@ -240,25 +265,52 @@ def _validate(raw: Mapping[str, object], defs: Mapping[str, ConfigDef], what: st
 
 
 class BrokerConfig:
-    """A validated, immutable broker configuration. Look values up by Kafka's name: `get_int`, `get_bool`..."""
+    """A validated, immutable broker configuration. Look values up by Kafka's name: `get_int`, `get_bool`...
 
-    __slots__ = ("_values", "_explicit")
+    `values` are the static settings (server.properties, `--config`); `cluster` and `broker` the dynamic layers
+    (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
-    def __init__(self, values: Mapping[str, object] | None = None) -> None:
+    __slots__ = ("_values", "_explicit", "_layers")
+
+    def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
+                 broker: Mapping[str, object] | None = None) -> None:
         explicit = _validate(values or {}, BROKER_CONFIGS, "broker")
         if explicit.get("broker.id") is not None and "node.id" not in explicit:
             explicit["node.id"] = explicit["broker.id"]
         merged = {name: d.default for name, d in BROKER_CONFIGS.items()}
         merged.update(explicit)
         _check_relations(merged)
+        layers = ((ConfigSource.DYNAMIC_BROKER_CONFIG, _validate_dynamic(broker or {})),
+                  (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, _validate_dynamic(cluster or {})),
+                  (ConfigSource.STATIC_BROKER_CONFIG, explicit))
+        if cluster or broker:
+            merged = {**merged, **layers[1][1], **layers[0][1]}
+            _check_relations(merged)
         self._values: dict[str, object] = merged
-        self._explicit: frozenset[str] = frozenset(explicit)
+        self._explicit: dict[str, object] = explicit
+        self._layers: tuple[tuple[ConfigSource, dict[str, object]], ...] = layers
 
     @classmethod
     def from_sources(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
         raw: dict[str, object] = dict(parse_properties(Path(path).read_text())) if path else {}
         raw.update(parse_overrides(overrides))
         return cls(raw)
+
+    def with_dynamic(self, cluster: Mapping[str, object], broker: Mapping[str, object]) -> BrokerConfig:
+        """These static settings under new dynamic layers: the cluster-wide defaults and this broker's own values
+        (the previous layers are dropped). Raises ConfigError as the constructor does, relations between keys
+        included (replica.fetch.wait.max.ms <= replica.lag.time.max.ms)."""
+        return BrokerConfig(self._explicit, cluster, broker)
+
+    def synonyms(self, name: str) -> tuple[tuple[object, ConfigSource], ...]:
+        """Each value `name` has, with its source, most specific first; the last is the default."""
+        definition = BROKER_CONFIGS[name]
+        chain = [(layer[name], source) for source, layer in self._layers if name in layer]
+        return (*chain, (definition.default, ConfigSource.DEFAULT_CONFIG))
+
+    def dynamic_layer(self, source: ConfigSource) -> Mapping[str, object]:
+        """The keys a dynamic layer (DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG) sets."""
+        return next(layer for layer_source, layer in self._layers if layer_source is source)
 
     def get(self, name: str) -> object:
         if name not in self._values:
@@ -286,12 +338,12 @@ class BrokerConfig:
         return value or ()
 
     def is_explicit(self, name: str) -> bool:
+        """Set in server.properties or by `--config` (a dynamic layer does not count)."""
         return name in self._explicit
 
     def with_overrides(self, values: Mapping[str, object]) -> BrokerConfig:
-        explicit = {name: self._values[name] for name in self._explicit}
-        explicit.update(values)
-        return BrokerConfig(explicit)
+        """More static settings; the dynamic layers are kept."""
+        return BrokerConfig({**self._explicit, **values}, self._layers[1][1], self._layers[0][1])
 
     def items(self) -> list[tuple[str, object]]:
         return sorted(self._values.items())
@@ -351,6 +403,17 @@ def _check_fetch_wait(values: Mapping[str, object]) -> None:
                           f"(replica.fetch.wait.max.ms={wait}, replica.lag.time.max.ms={lag})")
 
 
+def _validate_dynamic(raw: Mapping[str, object]) -> dict[str, object]:
+    unknown = sorted(key for key in raw if key not in BROKER_CONFIGS)
+    if unknown:
+        raise NotDynamicError(f"Unknown broker configs: {', '.join(unknown)}")
+    static = sorted(key for key in raw if key not in DYNAMIC_BROKER_CONFIGS)
+    if static:
+        raise NotDynamicError(f"Cannot update these configs dynamically: {', '.join(static)}; set them in "
+                              "server.properties and restart")
+    return _validate(raw, BROKER_CONFIGS, "broker")
+
+
 def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:
     """Validate topic-level overrides (CreateTopics configs, `--config k=v`); unknown keys are an error."""
     return _validate(raw, TOPIC_CONFIGS, "topic")
@@ -377,11 +440,29 @@ def altered_topic_configs(current: Mapping[str, str], changes: Sequence[ConfigCh
     """A topic's overrides after `changes`, validated as CreateTopics validates them (unknown keys and bad values
     raise ConfigError naming the key). `replace` is the legacy AlterConfigs: the SET changes become the whole set
     of overrides. APPEND and SUBTRACT start from the current override, else the broker default, as in Kafka."""
+    for change in changes:
+        if change.key not in TOPIC_CONFIGS:
+            raise ConfigError(f"unknown topic config key: {change.key}")
+    altered = _altered(current, changes, replace, TOPIC_CONFIGS,
+                       lambda key: BROKER_CONFIGS[TOPIC_TO_BROKER[key]].default)
+    return validate_topic_configs(altered)
+
+
+def altered_broker_configs(current: Mapping[str, str], changes: Sequence[ConfigChange], *,
+                           replace: bool = False) -> dict[str, object]:
+    """One dynamic layer (a broker's, or the cluster-wide one) after `changes`, as `altered_topic_configs` does
+    for a topic: a key that is not dynamic, or unknown, raises NotDynamicError; a bad value ConfigError."""
+    _validate_dynamic({change.key: None for change in changes})
+    altered = _altered(current, changes, replace, BROKER_CONFIGS, lambda key: BROKER_CONFIGS[key].default)
+    return _validate_dynamic(altered)
+
+
+def _altered(current: Mapping[str, str], changes: Sequence[ConfigChange], replace: bool,
+             defs: Mapping[str, ConfigDef], default: Callable[[str], object]) -> dict[str, object]:
+    """`current` after `changes` (keys known to `defs`), values left to validate; APPEND and SUBTRACT start from
+    the current value, else `default(key)`."""
     result: dict[str, object] = {} if replace else dict(current)
     for change in changes:
-        definition = TOPIC_CONFIGS.get(change.key)
-        if definition is None:
-            raise ConfigError(f"unknown topic config key: {change.key}")
         if change.op is ConfigOp.DELETE:
             result.pop(change.key, None)
             continue
@@ -390,10 +471,10 @@ def altered_topic_configs(current: Mapping[str, str], changes: Sequence[ConfigCh
         if change.op is ConfigOp.SET:
             result[change.key] = change.value
             continue
+        definition = defs[change.key]
         if definition.type != "list":
             raise ConfigError(f"{change.op.name} applies to list configs only; {change.key} is {definition.type}")
-        base = result.get(change.key, BROKER_CONFIGS[TOPIC_TO_BROKER[change.key]].default)
-        items = list(definition.parse(base) or ())  # type: ignore[call-overload]  # a list config parses to a tuple
+        items = list(definition.parse(result.get(change.key, default(change.key))) or ())  # type: ignore[call-overload]
         operand = definition.parse(change.value) or ()
         assert isinstance(operand, tuple)
         if change.op is ConfigOp.APPEND:
@@ -401,7 +482,7 @@ def altered_topic_configs(current: Mapping[str, str], changes: Sequence[ConfigCh
         else:
             items = [item for item in items if item not in operand]
         result[change.key] = ",".join(items)
-    return validate_topic_configs(result)
+    return result
 
 
 @dataclass(frozen=True, slots=True)

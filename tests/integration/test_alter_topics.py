@@ -83,7 +83,7 @@ def test_incremental_alter_configs_and_its_refusals(insync_cluster: ClusterSpec)
         alter(admin, "topic", "no-such-topic", ("retention.ms", "5", "SET")).result(timeout=15)
     assert unknown.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
     with pytest.raises(KafkaException) as broker:
-        alter(admin, "broker", "1", ("replica.lag.time.max.ms", "10000", "SET")).result(timeout=15)
+        alter(admin, "broker", "1", ("listeners", "PLAINTEXT://127.0.0.1:1", "SET")).result(timeout=15)
     assert broker.value.args[0].name() == "INVALID_REQUEST" and "server.properties" in broker.value.args[0].str()
 
 

@@ -2,7 +2,16 @@ from pathlib import Path
 
 import pytest
 
-from insync.config import BrokerConfig, ConfigError, parse_properties
+from insync.config import (
+    BrokerConfig,
+    ConfigChange,
+    ConfigError,
+    ConfigOp,
+    ConfigSource,
+    NotDynamicError,
+    altered_broker_configs,
+    parse_properties,
+)
 
 
 def test_defaults_are_kafkas() -> None:
@@ -126,3 +135,44 @@ def test_altered_topic_configs_errors_name_the_key(change: tuple[str, int, str |
     key, op, value = change
     with pytest.raises(ConfigError, match=message):
         altered_topic_configs({}, [ConfigChange("retention.ms", ConfigOp.SET, "5"), ConfigChange(key, ConfigOp(op), value)])
+
+
+def test_dynamic_layers_over_static_settings_with_their_sources() -> None:
+    static = BrokerConfig({"log.retention.ms": "3600000"})
+    config = static.with_dynamic({"log.retention.ms": "7200000", "min.insync.replicas": "2"},
+                                 {"log.retention.ms": "60000"})
+    assert config.get_int("log.retention.ms") == 60000 and config.get_int("min.insync.replicas") == 2
+    assert config.synonyms("log.retention.ms") == (
+        (60000, ConfigSource.DYNAMIC_BROKER_CONFIG), (7200000, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (3600000, ConfigSource.STATIC_BROKER_CONFIG), (604800000, ConfigSource.DEFAULT_CONFIG))
+    assert config.log_config().retention_ms == 60000 and config.log_config().min_insync_replicas == 2
+    assert config.is_explicit("log.retention.ms") and not config.is_explicit("min.insync.replicas")
+    assert config.dynamic_layer(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) == {
+        "log.retention.ms": 7200000, "min.insync.replicas": 2}
+    # New layers replace the old ones; static overrides keep them.
+    assert config.with_dynamic({}, {}).get_int("log.retention.ms") == 3600000
+    assert config.with_overrides({"num.partitions": 3}).get_int("log.retention.ms") == 60000
+
+
+@pytest.mark.parametrize(("cluster", "broker", "error", "words"), [
+    ({"listeners": "PLAINTEXT://x:1"}, {}, NotDynamicError, "Cannot update these configs dynamically: listeners"),
+    ({}, {"bogus": "1"}, NotDynamicError, "Unknown broker configs: bogus"),
+    ({}, {"log.retention.ms": "soon"}, ConfigError, "log.retention.ms"),
+    ({"replica.lag.time.max.ms": "100"}, {}, ConfigError, "replica.fetch.wait.max.ms"),
+])
+def test_dynamic_layers_refused(cluster: dict[str, str], broker: dict[str, str], error: type[Exception],
+                                words: str) -> None:
+    with pytest.raises(error, match=words):
+        BrokerConfig().with_dynamic(cluster, broker)
+
+
+def test_altered_broker_configs() -> None:
+    current = {"log.retention.ms": "60000"}
+    changes = [ConfigChange("log.retention.ms", ConfigOp.DELETE), ConfigChange("log.roll.ms", ConfigOp.SET, "1000"),
+               ConfigChange("log.cleanup.policy", ConfigOp.APPEND, "delete")]
+    assert altered_broker_configs(current, changes) == {"log.roll.ms": 1000, "log.cleanup.policy": ("delete",)}
+    assert altered_broker_configs(current, changes[1:2], replace=True) == {"log.roll.ms": 1000}
+    with pytest.raises(NotDynamicError, match="num.partitions"):
+        altered_broker_configs({}, [ConfigChange("num.partitions", ConfigOp.DELETE)])
+    with pytest.raises(ConfigError, match="SET needs a value"):
+        altered_broker_configs({}, [ConfigChange("log.roll.ms", ConfigOp.SET, None)])

@@ -15,6 +15,10 @@ each returns commands: `Outgoing(destination, message)` to send, `CompleteAfter`
 Timers: isr-expiration every `replica.lag.time.max.ms / 2`, HW checkpoint every
 `replica.high.watermark.checkpoint.interval.ms`, heartbeats, purgatory deadlines, fetcher back-offs, retention.
 
+Dynamic broker configs (the cluster-wide defaults and this broker's own, in the image) are applied as their
+records arrive, without a restart: `config` is the static config under them, the log defaults of every topic
+without its own value change, and the ISR checks see a new `replica.lag.time.max.ms` at their next pass.
+
 Metadata drives roles: published records are replayed into the image, and the partitions they touch become
 leader (`make_leader`), follower (`make_follower`, moving the partition to the fetcher session of its new
 leader), adopt a new ISR, or stop. ISR proposals of the partitions go to the controller through the channel,
@@ -22,6 +26,9 @@ one AlterPartition request in flight; the answers are handed back to the partiti
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
 
 from insync import errors
 from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
@@ -51,7 +58,7 @@ from insync.broker.produce import ProduceHandler
 from insync.broker.producers import DescribeProducersRequest, describe_producers
 from insync.broker.queries import ProducerIdAllocator, delete_records, list_offsets, offset_for_leader_epoch
 from insync.broker.replica_logs import offline_replica_logs
-from insync.config import BrokerConfig
+from insync.config import BrokerConfig, ConfigError
 from insync.controller.messages import (
     CONTROLLER,
     AlterPartitionResponse,
@@ -80,6 +87,8 @@ from insync.types import (
     TopicPartition,
 )
 
+log = logging.getLogger(__name__)
+
 REJECTED_REPORT_INTERVAL_MS = 1_000
 # Answered at once from the partitions' state, without purgatory (`broker.queries`, `log_dirs`, `producers`).
 Query = (ListOffsetsRequest | OffsetForLeaderEpochRequest | DeleteRecordsRequest | InitProducerIdRequest
@@ -91,7 +100,9 @@ class BrokerCore:
                  now_ms: int) -> None:
         assert broker_id >= 0 and now_ms >= 0
         self.broker_id = broker_id
-        self.config = config
+        self.static_config = config
+        self.config = config  # the static config under the dynamic configs of the image
+        self._dynamic_layers: tuple[Mapping[str, str], Mapping[str, str]] = ({}, {})
         self.log_manager = log_manager
         self.events = EventBuffer()
         self.metadata = BrokerMetadata(broker_id)
@@ -350,6 +361,7 @@ class BrokerCore:
         deltas = self.metadata.apply(update.records)
         if deltas is None:
             return list(self.channel.fetch_metadata(now_ms, self.metadata.applied_offset))
+        self._apply_dynamic_configs(now_ms)
         if not self.caught_up:
             deltas = []  # kept in the image; applied all at once when caught up
         elif not was_caught_up:
@@ -399,6 +411,26 @@ class BrokerCore:
             self._proposals.pop(tp, None)
             self.fetchers.assign(now_ms, tp, BrokerId(reg.leader), leader_epoch)
         return []
+
+    def _apply_dynamic_configs(self, now_ms: int) -> None:
+        """New dynamic broker configs take effect at once, as in Kafka: every hosted partition is reconfigured
+        (`_reconfigure`) and the ISR check runs within half the new lag. Values this broker's static settings
+        refuse (a rule between keys the controller could not check) leave the previous ones in force, as Kafka's
+        broker does, with an error in its log."""
+        image = self.metadata.image
+        layers = (dict(image.dynamic_configs("")), dict(image.dynamic_configs(str(self.broker_id))))
+        if layers == self._dynamic_layers:
+            return
+        self._dynamic_layers = layers
+        try:
+            self.config = self.static_config.with_dynamic(*layers)
+        except ConfigError as exc:
+            log.error("Dynamic broker configs not applied, the previous ones stay in force: %s", exc)
+            return
+        self._isr_check_interval_ms = max(1, self.config.get_int("replica.lag.time.max.ms") // 2)
+        self._next_isr_check_ms = min(self._next_isr_check_ms, now_ms + self._isr_check_interval_ms)
+        for tp in self.partitions:
+            self._reconfigure(now_ms, tp)
 
     def _reconfigure(self, now_ms: int, tp: TopicPartition) -> None:
         """New topic overrides take effect at once, as in Kafka: the log's limits and retention, and the

@@ -27,7 +27,6 @@ from insync.config import (
     BrokerConfig,
     ConfigChange,
     ConfigError,
-    altered_topic_configs,
     validate_topic_configs,
 )
 from insync.controller.brokers import (
@@ -36,6 +35,12 @@ from insync.controller.brokers import (
     current_state,
     is_caught_up,
     next_broker_state,
+)
+from insync.controller.config_control import (
+    ConfigUpdate,
+    broker_config_update,
+    config_text,
+    topic_config_update,
 )
 from insync.controller.election import first_out_of_sync
 from insync.controller.leader_balance import MAX_ELECTIONS_PER_IMBALANCE, LeaderBalance
@@ -152,15 +157,6 @@ class _Batch:
 
     def event(self, event_type: EventType, **fields: int) -> None:
         self.events.append(Event(self._now_ms, self._node_id, event_type, fields=fields))
-
-
-def _config_text(value: object) -> str:
-    """Config values are stored as Kafka writes them: `true`/`false`, comma-joined lists."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 class Controller:
@@ -337,7 +333,7 @@ class Controller:
         batch = self._batch(now_ms)
         batch.add(TopicRecord(name, topic_id))
         for key in sorted(parsed):
-            batch.add(ConfigRecord(name, key, _config_text(parsed[key])))
+            batch.add(ConfigRecord(name, key, config_text(parsed[key])))
         self._add_partitions(batch, name, topic_id, 0, placed, now_ms)
         records = self._commit(batch, now_ms)
         return ControllerResult(records, CreateTopicResponse(topic_id, tuple(placed)))
@@ -397,27 +393,38 @@ class Controller:
     def alter_topic_configs(self, name: str, changes: Sequence[ConfigChange], now_ms: int, *, replace: bool = False,
                             validate_only: bool = False) -> ControllerResult[None]:
         """IncrementalAlterConfigs (or, with `replace`, AlterConfigs) of one topic: one ConfigRecord per key whose
-        override changes (value None: removed). All or nothing: an unknown key or a bad value raises
-        INVALID_CONFIG and nothing is written. Brokers apply the new values as the records reach them."""
+        override changes (value None: removed). All or nothing (`topic_config_update` says what is refused).
+        Brokers apply the new values as the records reach them."""
         self._advance(now_ms)
-        if self._image.topic(name) is None:
-            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
-        current = self._image.configs(name)
-        try:
-            altered = {key: _config_text(value) for key, value in
-                       altered_topic_configs(current, changes, replace=replace).items()}
-        except ConfigError as exc:
-            raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
+        update = topic_config_update(self._image, name, changes, replace)
+        return self._apply_config_update(update, [name], now_ms, validate_only)
+
+    def alter_broker_configs(self, broker: str, changes: Sequence[ConfigChange], now_ms: int, *,
+                             replace: bool = False, validate_only: bool = False) -> ControllerResult[None]:
+        """IncrementalAlterConfigs (AlterConfigs with `replace`) of broker `broker`'s dynamic configs, or of the
+        cluster-wide defaults for "": one BrokerConfigRecord per key that changes, all or nothing
+        (`broker_config_update` says what is refused). Brokers apply the new values as the records reach them;
+        a cluster-wide min.insync.replicas or unclean.leader.election.enable acts on every topic without its own."""
+        self._advance(now_ms)
+        update = broker_config_update(self._image, self._config, broker, changes, replace)
+        topics = sorted(t.name for t in self._image.topics_by_id.values()) if broker == "" else []
+        return self._apply_config_update(update, topics, now_ms, validate_only)
+
+    def _apply_config_update(self, update: ConfigUpdate, topics: Sequence[str], now_ms: int,
+                             validate_only: bool) -> ControllerResult[None]:
+        """Commit `update`, then elect where it calls for it in `topics`: a new min.insync.replicas judges their
+        ELRs again; unclean election allowed (turned on, or on already) elects leaders for their offline
+        partitions now rather than at the next broker event."""
         if validate_only:
             return ControllerResult((), None)
         batch = self._batch(now_ms)
-        for key in sorted(current.keys() | altered.keys()):
-            if current.get(key) != altered.get(key):
-                batch.add(ConfigRecord(name, key, altered.get(key)))
-        if current.get("min.insync.replicas") != altered.get("min.insync.replicas"):
-            batch.add_changes(min_isr_changes(batch.image, name, self._policy))
-        if self._policy.unclean_allowed(batch.image, name):  # turned on, or on already: offline partitions elect now
-            batch.add_changes(offline_topic_changes(batch.image, name, self._policy))
+        for record in update.records:
+            batch.add(record)
+        for topic in topics:
+            if update.changed("min.insync.replicas"):
+                batch.add_changes(min_isr_changes(batch.image, topic, self._policy))
+            if self._policy.unclean_allowed(batch.image, topic):
+                batch.add_changes(offline_topic_changes(batch.image, topic, self._policy))
         return ControllerResult(self._commit(batch, now_ms), None)
 
     def delete_topic(self, name: str, now_ms: int) -> ControllerResult[str]:

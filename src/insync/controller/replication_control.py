@@ -61,16 +61,24 @@ class ElectionPolicy:
     choose_unclean: UncleanChooser = first_out_of_sync
 
     def unclean_allowed(self, image: MetadataImage, topic: str) -> bool:
-        text = image.configs(topic).get("unclean.leader.election.enable")
+        text = _topic_config(image, topic, "unclean.leader.election.enable")
         return self.unclean_default if text is None else text == "true"
 
     def elr_min_isr(self, image: MetadataImage, view: PartitionView) -> int | None:
         """Kafka's effective min ISR, min(min.insync.replicas, replication factor), when ELR is on; else None."""
         if not self.elr_enabled:
             return None
-        text = image.configs(view.topic).get("min.insync.replicas")
+        text = _topic_config(image, view.topic, "min.insync.replicas")
         min_isr = self.min_isr_default if text is None else int(text)
         return min(min_isr, len(view.registration.replicas))
+
+
+def _topic_config(image: MetadataImage, topic: str, key: str) -> str | None:
+    """The topic's override, else the cluster-wide dynamic default (None: the controller's static setting).
+    Kafka's controller also reads its own node's dynamic config; insync's brokers' per-broker values act on the
+    brokers alone (a leader's acks=all check), never on elections."""
+    value = image.configs(topic).get(key)
+    return image.dynamic_configs("").get(key) if value is None else value
 
 
 def _changes(image: MetadataImage, views: list[PartitionView],

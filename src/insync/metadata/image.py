@@ -19,6 +19,7 @@ from types import MappingProxyType
 from insync.metadata.records import (
     LEADER_RECOVERED,
     LEADER_RECOVERING,
+    BrokerConfigRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ControllerChangeRecord,
@@ -101,6 +102,8 @@ class MetadataImage:
     topic_ids_by_name: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     brokers: Mapping[int, BrokerRegistration] = field(default_factory=lambda: MappingProxyType({}))
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+    # dynamic broker configs by resource name: a broker id, or "" for the cluster-wide defaults
+    broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
 
     @staticmethod
     def from_records(records: Iterable[Record]) -> MetadataImage:
@@ -121,6 +124,10 @@ class MetadataImage:
 
     def configs(self, topic: str) -> Mapping[str, str]:
         return self.topic_configs.get(topic, MappingProxyType({}))
+
+    def dynamic_configs(self, broker: str) -> Mapping[str, str]:
+        """The dynamic configs of broker `broker` (its id as text), or the cluster-wide ones for ""."""
+        return self.broker_configs.get(broker, MappingProxyType({}))
 
     def all_partitions(self) -> list[PartitionView]:
         return [PartitionView(t.name, t.topic_id, p, reg)
@@ -188,14 +195,11 @@ class MetadataImage:
                 broker = self._broker_at_epoch(record.broker_id, record.broker_epoch)
                 return self._with_broker(replace(broker, in_controlled_shutdown=record.in_controlled_shutdown))
             case ConfigRecord():
-                configs = dict(self.topic_configs.get(record.topic, {}))
-                if record.value is None:
-                    configs.pop(record.key, None)
-                else:
-                    configs[record.key] = record.value
-                all_configs = dict(self.topic_configs)
-                all_configs[record.topic] = MappingProxyType(configs)
-                return replace(self, topic_configs=MappingProxyType(all_configs))
+                return replace(self, topic_configs=_with_config(self.topic_configs, record.topic, record.key,
+                                                                record.value))
+            case BrokerConfigRecord():
+                return replace(self, broker_configs=_with_config(self.broker_configs, record.broker, record.key,
+                                                                 record.value))
             case ControllerChangeRecord():
                 assert record.controller_epoch > self.controller_epoch, (self.controller_epoch, record)
                 return replace(self, controller_id=record.controller_id, controller_epoch=record.controller_epoch)
@@ -260,3 +264,14 @@ class MetadataImage:
                         registration: PartitionRegistration) -> MetadataImage:
         partitions = MappingProxyType({**topic.partitions, partition: registration})
         return self._with_topic(replace(topic, partitions=partitions))
+
+
+def _with_config(configs: Mapping[str, Mapping[str, str]], resource: str, key: str,
+                 value: str | None) -> Mapping[str, Mapping[str, str]]:
+    """`configs` with `resource`'s `key` set to `value` (None: removed)."""
+    changed = dict(configs.get(resource, {}))
+    if value is None:
+        changed.pop(key, None)
+    else:
+        changed[key] = value
+    return MappingProxyType({**configs, resource: MappingProxyType(changed)})

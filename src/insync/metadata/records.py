@@ -203,6 +203,22 @@ class ConfigRecord(_Record):
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerConfigRecord(_Record):
+    """A dynamic broker config (Kafka's ConfigRecord of resource type BROKER): `broker` is a broker id, or "" for
+    the cluster-wide default; `value is None` deletes it."""
+
+    TYPE: ClassVar[str] = "broker_config"
+    broker: str
+    key: str
+    value: str | None
+
+    def __post_init__(self) -> None:
+        _require(self.broker == "" or (self.broker.isdigit() and self.broker.isascii()), self,
+                 f"broker {self.broker!r} is neither a broker id nor \"\"")
+        _require(bool(self.key), self, "empty key")
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerChangeRecord(_Record):
     """A controller became active; the epoch fences requests of an older controller."""
 
@@ -217,7 +233,7 @@ class ControllerChangeRecord(_Record):
 Record = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | RegisterBrokerRecord
     | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | ConfigRecord
-    | ControllerChangeRecord
+    | BrokerConfigRecord | ControllerChangeRecord
 )
 
 RECORD_TYPES: dict[str, type[_Record]] = {

@@ -288,7 +288,7 @@ class BrokerNode(MeteredDispatcher):
         return describe_topic_partitions.respond(request, self.core.metadata.image)
 
     async def _describe_configs(self, request: DecodedRequest, peer: str) -> Any:
-        return configs.describe_configs(request, self.core.metadata.image, self.config, self.broker_id)
+        return configs.describe_configs(request, self.core.metadata.image, self.core.config, self.broker_id)
 
     async def _group_request(self, request: DecodedRequest, peer: str) -> Any:
         key, groups = request.api_key, self.groups

@@ -113,7 +113,7 @@ class ControllerNode(MeteredDispatcher):
         if key == versions.DELETE_TOPICS:
             return self._delete_topics(request)
         if key in (versions.INCREMENTAL_ALTER_CONFIGS, versions.ALTER_CONFIGS):
-            response = configs.alter_configs(request, self._alter_topic)
+            response = configs.alter_configs(request, self._alter_topic, self._alter_broker)
             self._drain()
             return response
         if key == versions.CREATE_PARTITIONS:
@@ -166,7 +166,9 @@ class ControllerNode(MeteredDispatcher):
                 results.append(CreateTopicResult(topic.name, exc.error, exc.detail))
         self._drain()
         response = CreateTopicsResponse(request.correlation_id, tuple(results))
-        return topics.encode_create_topics(response, decoded, self.config)
+        # The new topic's configs as brokers resolve them, the cluster-wide dynamic defaults included.
+        resolved = self.config.with_dynamic(self.controller.image.dynamic_configs(""), {})
+        return topics.encode_create_topics(response, decoded, resolved)
 
     def _delete_topics(self, request: DecodedRequest) -> Any:
         decoded = topics.decode_delete_topics(request, self.controller.image)
@@ -187,6 +189,9 @@ class ControllerNode(MeteredDispatcher):
 
     def _alter_topic(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
         self.controller.alter_topic_configs(name, changes, self._now(), replace=replace, validate_only=validate_only)
+
+    def _alter_broker(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
+        self.controller.alter_broker_configs(name, changes, self._now(), replace=replace, validate_only=validate_only)
 
     def _grow_topic(self, name: str, count: int, validate_only: bool,
                     assignments: tuple[tuple[int, ...], ...] | None) -> None:

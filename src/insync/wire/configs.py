@@ -1,21 +1,26 @@
-"""DescribeConfigs (v1-v4): topic configs from the metadata image, broker configs from `BrokerConfig`; and
-IncrementalAlterConfigs (v0-v1) and AlterConfigs (v0-v2) of topic configs.
+"""DescribeConfigs (v1-v4): topic configs from the metadata image, broker configs from the broker's effective
+`BrokerConfig` (static settings under the dynamic ones); and IncrementalAlterConfigs (v0-v1) and AlterConfigs
+(v0-v2) of topic configs and dynamic broker configs.
 
 A topic's config is, key by key, its override (a `ConfigRecord` in the image: source TOPIC_CONFIG) or else the
-broker setting that supplies its default (`log.retention.ms` for `retention.ms`): STATIC_BROKER_CONFIG when
-server.properties or `--config` set it, DEFAULT_CONFIG otherwise. With `include_synonyms` each entry lists
-that chain, most specific first, exactly as Kafka does, so `kafka-configs --describe` reads the same. Broker
-configs are static (insync has no dynamic broker configs), hence read-only.
+broker setting that supplies its default (`log.retention.ms` for `retention.ms`): DYNAMIC_BROKER_CONFIG when set
+for this broker, DYNAMIC_DEFAULT_BROKER_CONFIG when set cluster-wide, STATIC_BROKER_CONFIG when server.properties
+or `--config` set it, DEFAULT_CONFIG otherwise. With `include_synonyms` each entry lists that chain, most specific
+first, exactly as Kafka does, so `kafka-configs --describe` reads the same. A BROKER resource named by this
+broker's id lists every broker config the same way (read-only unless in `DYNAMIC_BROKER_CONFIGS`); named "" it
+lists the cluster-wide dynamic defaults only, as Kafka's `--entity-default` shows them.
 
 Values are Kafka's text: `true`/`false`, comma-joined lists, null for unset. `topic_configs` also serves
 CreateTopics v5+, which returns the new topic's resulting configs.
 
-Alterations are forwarded to the controller, as KRaft brokers forward them, and answered per resource: a topic's
-changes are applied all together or not at all (`Controller.alter_topic_configs`). AlterConfigs replaces the
-topic's whole set of overrides; IncrementalAlterConfigs sets, deletes, appends to or subtracts from single keys.
-Refused per resource, as Kafka refuses them: a key listed twice, an unknown operation, a broker resource (insync
-has no dynamic broker configs; INVALID_REQUEST naming the key to set in server.properties), another resource
-type.
+Alterations are forwarded to the controller, as KRaft brokers forward them, and answered per resource: a
+resource's changes are applied all together or not at all (`Controller.alter_topic_configs`,
+`Controller.alter_broker_configs`). AlterConfigs replaces the resource's whole set of overrides (dynamic configs
+for a broker); IncrementalAlterConfigs sets, deletes, appends to or subtracts from single keys. Refused here, per
+resource, as Kafka refuses them: a key listed twice, an unknown operation, another resource type; what the
+controller refuses (a key that cannot change dynamically, a bad value) it says itself. Kafka's broker also checks
+that a BROKER resource names itself before forwarding; insync's brokers forward as is, and the controller accepts
+any broker id (Kafka's controller does too).
 """
 
 from __future__ import annotations
@@ -28,12 +33,13 @@ from typing import Any
 from insync import errors
 from insync.config import (
     BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
     TOPIC_CONFIGS,
     TOPIC_TO_BROKER,
     BrokerConfig,
     ConfigChange,
-    ConfigDef,
     ConfigOp,
+    ConfigSource,
 )
 from insync.errors import KafkaError, KafkaException
 from insync.metadata.image import MetadataImage
@@ -45,11 +51,6 @@ from insync.wire.versions import ALTER_CONFIGS, DESCRIBE_CONFIGS, INCREMENTAL_AL
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 
-# Kafka's DescribeConfigsResponse.ConfigSource
-TOPIC_CONFIG = 1
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
-
 # Kafka's DescribeConfigsResponse.ConfigType, by insync's config types
 _CONFIG_TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
 
@@ -58,11 +59,11 @@ _CONFIG_TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list
 class ConfigEntry:
     name: str
     value: str | None
-    source: int
+    source: ConfigSource
     read_only: bool
     config_type: int
     documentation: str
-    synonyms: tuple[tuple[str, str | None, int], ...]  # (name, value, source), most specific first
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]  # (name, value, source), most specific first
 
 
 def config_text(value: object) -> str | None:
@@ -81,29 +82,26 @@ def topic_configs(overrides: Mapping[str, str], config: BrokerConfig) -> list[Co
     entries = []
     for key, definition in sorted(TOPIC_CONFIGS.items()):
         broker_key = TOPIC_TO_BROKER[key]
-        broker_value = config_text(config.get(broker_key))
-        chain: list[tuple[str, str | None, int]] = []
+        chain: list[tuple[str, str | None, ConfigSource]] = []
         if key in overrides:
-            chain.append((key, overrides[key], TOPIC_CONFIG))
-        if config.is_explicit(broker_key):
-            chain.append((broker_key, broker_value, STATIC_BROKER_CONFIG))
-        chain.append((broker_key, config_text(BROKER_CONFIGS[broker_key].default), DEFAULT_CONFIG))
-        value, source = chain[0][1], chain[0][2]
-        entries.append(ConfigEntry(key, value, source, False, _CONFIG_TYPES[definition.type], definition.doc,
-                                   tuple(chain)))
+            chain.append((key, overrides[key], ConfigSource.TOPIC_CONFIG))
+        chain.extend((broker_key, config_text(value), source) for value, source in config.synonyms(broker_key))
+        entries.append(ConfigEntry(key, chain[0][1], chain[0][2], False, _CONFIG_TYPES[definition.type],
+                                   definition.doc, tuple(chain)))
     return entries
 
 
-def broker_configs(config: BrokerConfig) -> list[ConfigEntry]:
+def broker_configs(config: BrokerConfig, per_broker: bool) -> list[ConfigEntry]:
+    """Every broker config (`per_broker`), or only those set cluster-wide, without the per-broker values."""
     entries = []
-    for name, value in config.items():
-        definition: ConfigDef = BROKER_CONFIGS[name]
-        chain: list[tuple[str, str | None, int]] = []
-        if config.is_explicit(name):
-            chain.append((name, config_text(value), STATIC_BROKER_CONFIG))
-        chain.append((name, config_text(definition.default), DEFAULT_CONFIG))
-        entries.append(ConfigEntry(name, chain[0][1], chain[0][2], True, _CONFIG_TYPES[definition.type],
-                                   definition.doc, tuple(chain)))
+    for name, _ in config.items():
+        chain = [(name, config_text(value), source) for value, source in config.synonyms(name)
+                 if per_broker or source is not ConfigSource.DYNAMIC_BROKER_CONFIG]
+        if not per_broker and chain[0][2] is not ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
+            continue
+        definition = BROKER_CONFIGS[name]
+        entries.append(ConfigEntry(name, chain[0][1], chain[0][2], name not in DYNAMIC_BROKER_CONFIGS,
+                                   _CONFIG_TYPES[definition.type], definition.doc, tuple(chain)))
     return entries
 
 
@@ -134,16 +132,18 @@ def _describe(resource_type: int, name: str, image: MetadataImage, config: Broke
         return errors.NONE, None, topic_configs(image.configs(name), config)
     if resource_type == BROKER_RESOURCE:
         if name not in ("", str(broker_id)):
-            return errors.INVALID_REQUEST, f"Unexpected broker id, expected {broker_id}, but received {name}", []
-        return errors.NONE, None, broker_configs(config)
+            return (errors.INVALID_REQUEST,
+                    f"Unexpected broker id, expected {broker_id} or empty string, but received {name}", [])
+        return errors.NONE, None, broker_configs(config, per_broker=name != "")
     return errors.INVALID_REQUEST, f"Unsupported resource type {resource_type}", []
 
 
 def _entry(cls: type, entry: ConfigEntry, synonyms: bool, documentation: bool) -> Any:
     synonym_cls = nested(cls, "DescribeConfigsSynonym")
-    listed = tuple(build(synonym_cls, name=n, value=v, source=s) for n, v, s in entry.synonyms) if synonyms else ()
+    listed = (tuple(build(synonym_cls, name=n, value=v, source=int(s)) for n, v, s in entry.synonyms) if synonyms
+              else ())
     return build(nested(cls, "DescribeConfigsResourceResult"), name=entry.name, value=entry.value,
-                 read_only=entry.read_only, config_source=entry.source, is_sensitive=False, synonyms=listed,
+                 read_only=entry.read_only, config_source=int(entry.source), is_sensitive=False, synonyms=listed,
                  config_type=entry.config_type, documentation=entry.documentation if documentation else None)
 
 
@@ -160,12 +160,14 @@ class ConfigAlteration:
     refusal: tuple[KafkaError, str] | None = None
 
 
-# (topic, changes, replace, validate_only): applies or raises KafkaException; `Controller.alter_topic_configs`.
-AlterTopic = Callable[[str, tuple[ConfigChange, ...], bool, bool], None]
+# (name, changes, replace, validate_only): applies or raises KafkaException; `Controller.alter_topic_configs` for a
+# topic, `Controller.alter_broker_configs` for a broker (name: its id, or "" for the cluster-wide defaults).
+Alter = Callable[[str, tuple[ConfigChange, ...], bool, bool], None]
 
 
-def alter_configs(request: DecodedRequest, alter_topic: AlterTopic) -> Any:
-    """The answer to an IncrementalAlterConfigs or AlterConfigs request, each topic altered by `alter_topic`."""
+def alter_configs(request: DecodedRequest, alter_topic: Alter, alter_broker: Alter) -> Any:
+    """The answer to an IncrementalAlterConfigs or AlterConfigs request, each resource altered by `alter_topic`
+    or `alter_broker`."""
     replace = request.api_key == ALTER_CONFIGS
     validate_only = bool(request.body.validate_only)
     results: list[tuple[ConfigAlteration, KafkaError, str | None]] = []
@@ -174,7 +176,8 @@ def alter_configs(request: DecodedRequest, alter_topic: AlterTopic) -> Any:
             results.append((resource, *resource.refusal))
             continue
         try:
-            alter_topic(resource.name, resource.changes, replace, validate_only)
+            alter = alter_topic if resource.resource_type == TOPIC_RESOURCE else alter_broker
+            alter(resource.name, resource.changes, replace, validate_only)
             results.append((resource, errors.NONE, None))
         except KafkaException as exc:
             results.append((resource, exc.error, exc.detail or None))
@@ -204,11 +207,7 @@ def decode_alterations(request: DecodedRequest) -> list[ConfigAlteration]:
         duplicated = sorted(key for key, n in Counter(c.key for c in changes).items() if n > 1)
         if refusal is None and duplicated:
             refusal = errors.INVALID_REQUEST, f"Error due to duplicate config keys: {', '.join(duplicated)}"
-        if refusal is None and resource_type == BROKER_RESOURCE:
-            keys = ", ".join(c.key for c in changes) or "(none)"
-            refusal = errors.INVALID_REQUEST, (f"Cannot update these configs dynamically: {keys}; insync broker "
-                                               "configs are static: set them in server.properties and restart")
-        elif refusal is None and resource_type != TOPIC_RESOURCE:
+        if refusal is None and resource_type not in (TOPIC_RESOURCE, BROKER_RESOURCE):
             refusal = errors.INVALID_REQUEST, f"Unsupported resource type {resource_type}"
         alterations.append(ConfigAlteration(resource_type, name, tuple(changes), refusal))
     return alterations

@@ -141,7 +141,7 @@ def _created(cls: type, result: CreateTopicResult, topic: NewTopic | None, confi
     if result.error is errors.NONE and topic is not None and has_field(result_cls, "configs"):
         config_cls = nested(cls, "CreatableTopicConfigs")
         configs = tuple(build(config_cls, name=e.name, value=e.value, read_only=e.read_only,
-                              config_source=e.source, is_sensitive=False)
+                              config_source=int(e.source), is_sensitive=False)
                         for e in topic_configs(dict(topic.configs), config))
     return build(result_cls, name=result.name, topic_id=wire_uuid(result.topic_id),
                  error_code=code(result.error), error_message=result.message,

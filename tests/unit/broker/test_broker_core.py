@@ -51,7 +51,9 @@ class Clock:
 
 
 class Harness:
-    def __init__(self, config: dict[str, object] | None = None, brokers: int = 2) -> None:
+    def __init__(self, config: dict[str, object] | None = None, brokers: int = 2,
+                 broker_config: dict[str, object] | None = None) -> None:
+        """`config` for the controller and the brokers, `broker_config` for the brokers alone."""
         self.clock = Clock()
         base = {"replica.lag.time.max.ms": 10_000, "min.insync.replicas": brokers, **(config or {})}
         self.controller = Controller(0, BrokerConfig(base), MemoryStore(), START, random.Random(1))
@@ -62,7 +64,7 @@ class Harness:
         self.pushed = self.controller.published_offset
         self.reads: list[tuple[int, int, int]] = []  # (due, broker, token)
         for b in self.disks:
-            config_b = BrokerConfig({**base, "node.id": b})
+            config_b = BrokerConfig({**base, **(broker_config or {}), "node.id": b})
             manager = LogManager.open(f"/b{b}", config_b, self.disks[b], self.clock)
             self.cores[b] = BrokerCore(BrokerId(b), config_b, manager, 1, START)
             self._send(b, self.cores[b].start(START))
@@ -155,8 +157,8 @@ class Harness:
         self.queue.append(("client", self.leader().broker_id, ProduceRequest(correlation, acks, 30_000, ((TP, batch),))))
 
 
-def _cluster(config: dict[str, object] | None = None) -> Harness:
-    h = Harness(config)
+def _cluster(config: dict[str, object] | None = None, broker_config: dict[str, object] | None = None) -> Harness:
+    h = Harness(config, broker_config=broker_config)
     h.run(3_000)
     h.controller.create_topic("t", 1, 2, {}, h.clock.now)
     h.run(1_000)
@@ -302,3 +304,40 @@ def test_an_altered_min_insync_replicas_governs_the_next_produce_at_once() -> No
     assert not leader.partitions[TP].is_under_min_isr
     assert [e.type.value for e in leader.drain_events() if "min_isr" in e.type.value] == ["under_min_isr_end"]
     assert leader.log_manager.get(TP).config.retention_ms == 60_000  # type: ignore[union-attr]
+
+
+def _set(h: Harness, broker: str, **values: str) -> None:
+    changes = [ConfigChange(key.replace("_", "."), ConfigOp.SET, value) for key, value in values.items()]
+    h.controller.alter_broker_configs(broker, changes, h.clock.now)
+
+
+def test_dynamic_broker_configs_reach_the_partitions_without_a_restart() -> None:
+    h = _cluster({"broker.session.timeout.ms": 60_000})
+    leader = h.leader()
+    follower = next(b for b in h.cores if b != leader.broker_id)
+    stuck = h.cores.pop(follower)
+    h.produce(1, 1)  # the follower falls behind
+    h.run(3_000)
+    assert len(h.controller.image.topic("t").partitions[0].isr) == 2  # type: ignore[union-attr]  # lag 10 s
+    _set(h, "", replica_lag_time_max_ms="2000", log_retention_ms="60000")
+    _set(h, str(leader.broker_id), log_retention_ms="30000")
+    h.run(3_000)
+    assert h.controller.image.topic("t").partitions[0].isr == (leader.broker_id,)  # type: ignore[union-attr]
+    assert leader.log_manager.get(TP).config.retention_ms == 30_000  # type: ignore[union-attr]
+    h.cores[follower] = stuck
+    h.run(10)
+    assert stuck.log_manager.get(TP).config.retention_ms == 60_000  # type: ignore[union-attr]
+    assert stuck.config.get_int("replica.lag.time.max.ms") == 2_000
+
+
+def test_dynamic_configs_this_brokers_static_settings_refuse_leave_the_previous_ones() -> None:
+    """The controller checks rules between keys against its own static settings; a broker whose own refuse the
+    result (a fetch wait above the new lag) keeps what it had, as Kafka's broker does."""
+    h = _cluster(broker_config={"replica.fetch.wait.max.ms": 3_000})
+    _set(h, "", log_retention_ms="60000")
+    h.run(10)
+    _set(h, "", replica_lag_time_max_ms="2000", log_retention_ms="70000")
+    h.run(10)
+    for core in h.cores.values():
+        assert core.config.get_int("replica.lag.time.max.ms") == 10_000
+        assert core.config.get_int("log.retention.ms") == 60_000

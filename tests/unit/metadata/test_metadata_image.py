@@ -4,6 +4,7 @@ import pytest
 
 from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionRegistration
 from insync.metadata.records import (
+    BrokerConfigRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ControllerChangeRecord,
@@ -84,6 +85,16 @@ def test_remove_topic_forgets_name_partitions_and_configs() -> None:
 def test_config_record_with_null_value_deletes_the_override() -> None:
     image = MetadataImage.from_records([*RECORDS, ConfigRecord("a", "min.insync.replicas", None)])
     assert image.configs("a") == {}
+
+
+def test_broker_config_records_set_and_delete_per_broker_and_cluster_wide() -> None:
+    image = MetadataImage.from_records([*RECORDS, BrokerConfigRecord("", "log.retention.ms", "60000"),
+                                        BrokerConfigRecord("1", "min.insync.replicas", "2"),
+                                        BrokerConfigRecord("1", "log.roll.ms", "1000"),
+                                        BrokerConfigRecord("1", "min.insync.replicas", None)])
+    assert image.dynamic_configs("") == {"log.retention.ms": "60000"}
+    assert image.dynamic_configs("1") == {"log.roll.ms": "1000"} and image.dynamic_configs("2") == {}
+    assert image.configs("a") == {"min.insync.replicas": "2"}  # topic configs are apart
 
 
 def test_replay_refuses_a_change_with_the_wrong_partition_epoch() -> None:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from insync.metadata.records import (
+    BrokerConfigRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ControllerChangeRecord,
@@ -38,6 +39,8 @@ ALL = [
     BrokerRegistrationChangeRecord(1, 42, True),
     ConfigRecord("orders", "min.insync.replicas", "2"),
     ConfigRecord("orders", "retention.ms", None),
+    BrokerConfigRecord("", "log.retention.ms", "60000"),
+    BrokerConfigRecord("2", "replica.lag.time.max.ms", None),
     ControllerChangeRecord(100, 3),
 ]
 
@@ -83,6 +86,8 @@ def test_optional_field_may_be_absent() -> None:
     ([1, 2], "must be a JSON object"),
     ({"type": "config", "topic": "t", "key": "k", "value": 5}, "ConfigRecord.value: expected a string"),
     ({"type": "controller_change", "controller_id": 1, "controller_epoch": 0}, "controller_epoch 0 must be > 0"),
+    ({"type": "broker_config", "broker": "-1", "key": "k", "value": "v"}, "broker '-1' is neither a broker id"),
+    ({"type": "broker_config", "broker": "1", "key": "", "value": "v"}, "BrokerConfigRecord: empty key"),
 ])
 def test_malformed_record_dict_is_a_clear_error(data: object, message: str) -> None:
     with pytest.raises(RecordError, match=message):

@@ -6,18 +6,19 @@ import pytest
 from apis_helpers import client_request, cluster_image, request_entity, wire
 
 from insync import errors
-from insync.config import BrokerConfig, ConfigChange, ConfigOp
+from insync.config import BrokerConfig, ConfigChange, ConfigOp, ConfigSource
 from insync.errors import KafkaException
 from insync.wire import configs
 
 CONFIG = BrokerConfig({"node.id": 1, "log.retention.ms": 3_600_000})
 
 
-def describe(version: int, *resources: tuple[int, str, tuple[str, ...] | None], synonyms: bool = True) -> Any:
+def describe(version: int, *resources: tuple[int, str, tuple[str, ...] | None], synonyms: bool = True,
+             config: BrokerConfig = CONFIG) -> Any:
     entities = tuple(request_entity(32, version, "DescribeConfigsResource", resource_type=t, resource_name=n,
                                     configuration_keys=k) for t, n, k in resources)
     request = client_request(32, version, resources=entities, include_synonyms=synonyms, include_documentation=True)
-    return wire(configs.describe_configs(request, cluster_image(), CONFIG, broker_id=1))
+    return wire(configs.describe_configs(request, cluster_image(), config, broker_id=1))
 
 
 @pytest.mark.parametrize("version", [1, 3, 4])
@@ -29,14 +30,14 @@ def test_topic_configs_with_sources(version: int) -> None:
     entries = {c.name: c for c in result.configs}
     assert set(entries) == set(keys)
     min_isr = entries["min.insync.replicas"]
-    assert (min_isr.value, min_isr.config_source, min_isr.read_only) == ("2", configs.TOPIC_CONFIG, False)
+    assert (min_isr.value, min_isr.config_source, min_isr.read_only) == ("2", ConfigSource.TOPIC_CONFIG, False)
     assert [(s.name, s.value, s.source) for s in min_isr.synonyms] == [
-        ("min.insync.replicas", "2", configs.TOPIC_CONFIG), ("min.insync.replicas", "1", configs.DEFAULT_CONFIG)]
+        ("min.insync.replicas", "2", ConfigSource.TOPIC_CONFIG), ("min.insync.replicas", "1", ConfigSource.DEFAULT_CONFIG)]
     retention = entries["retention.ms"]
-    assert (retention.value, retention.config_source) == ("3600000", configs.STATIC_BROKER_CONFIG)
+    assert (retention.value, retention.config_source) == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
     assert [s.name for s in retention.synonyms] == ["log.retention.ms", "log.retention.ms"]
     segment = entries["segment.bytes"]
-    assert (segment.value, segment.config_source) == ("1073741824", configs.DEFAULT_CONFIG)
+    assert (segment.value, segment.config_source) == ("1073741824", ConfigSource.DEFAULT_CONFIG)
     if version >= 3:
         assert min_isr.config_type == 3 and min_isr.documentation
 
@@ -48,12 +49,48 @@ def test_broker_configs_and_errors() -> None:
     broker, unknown_topic, other_broker, bad_type = body.results
     entries = {c.name: c for c in broker.configs}
     assert (entries["log.retention.ms"].value, entries["log.retention.ms"].config_source) == (
-        "3600000", configs.STATIC_BROKER_CONFIG)
+        "3600000", ConfigSource.STATIC_BROKER_CONFIG)
     assert (entries["auto.create.topics.enable"].value, entries["auto.create.topics.enable"].read_only) == (
-        "true", True)  # Kafka's default
+        "true", True)  # Kafka's default; not dynamic
+    assert entries["log.retention.ms"].read_only is False
     assert entries["log.retention.ms"].synonyms == ()
     assert unknown_topic.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
     assert other_broker.error_code == errors.INVALID_REQUEST.code and bad_type.error_code == errors.INVALID_REQUEST.code
+
+
+DYNAMIC = CONFIG.with_dynamic({"log.retention.ms": "7200000", "min.insync.replicas": "2"},
+                              {"log.retention.ms": "60000", "replica.lag.time.max.ms": "5000"})
+
+
+def test_dynamic_broker_configs_are_the_first_synonyms_of_a_topic_config() -> None:
+    (result,) = describe(4, (configs.TOPIC_RESOURCE, "orders", ("retention.ms", "segment.ms")), config=DYNAMIC).results
+    entries = {c.name: c for c in result.configs}
+    retention = entries["retention.ms"]
+    assert (retention.value, retention.config_source) == ("60000", ConfigSource.DYNAMIC_BROKER_CONFIG)
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("log.retention.ms", "60000", ConfigSource.DYNAMIC_BROKER_CONFIG),
+        ("log.retention.ms", "7200000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("log.retention.ms", "3600000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG)]
+    assert entries["segment.ms"].config_source == ConfigSource.DEFAULT_CONFIG
+
+
+def test_broker_configs_with_dynamic_sources_and_read_only_flags() -> None:
+    own, cluster = describe(4, (configs.BROKER_RESOURCE, "1", None), (configs.BROKER_RESOURCE, "", None),
+                            config=DYNAMIC).results
+    entries = {c.name: c for c in own.configs}
+    lag, min_isr, listeners = (entries[k] for k in ("replica.lag.time.max.ms", "min.insync.replicas", "listeners"))
+    assert (lag.value, lag.config_source, lag.read_only) == ("5000", ConfigSource.DYNAMIC_BROKER_CONFIG, False)
+    assert (min_isr.value, min_isr.config_source) == ("2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert (listeners.config_source, listeners.read_only) == (ConfigSource.DEFAULT_CONFIG, True)
+    # The cluster-wide resource lists what is set cluster-wide, without this broker's own values (Kafka's
+    # `kafka-configs --describe --entity-type brokers --entity-default`).
+    shown = {c.name: c for c in cluster.configs}
+    assert set(shown) == {"log.retention.ms", "min.insync.replicas"}
+    assert (shown["log.retention.ms"].value, shown["log.retention.ms"].config_source) == (
+        "7200000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert [s.source for s in shown["log.retention.ms"].synonyms] == [
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG]
 
 
 def test_all_topic_configs_when_no_keys_given() -> None:
@@ -90,7 +127,7 @@ def test_incremental_alter_configs_reaches_the_controller_per_topic(version: int
     request = incremental(version, (configs.TOPIC_RESOURCE, "orders", (
         ("min.insync.replicas", 0, "3"), ("retention.ms", 1, None), ("cleanup.policy", 2, "delete"))),
         (configs.TOPIC_RESOURCE, "gone", (("retention.ms", 0, "1"),)), validate_only=True)
-    body = wire(configs.alter_configs(request, recorder))
+    body = wire(configs.alter_configs(request, recorder, Recorder()))
     assert [(r.resource_name, r.error_code, r.error_message) for r in body.responses] == [
         ("orders", 0, None), ("gone", errors.UNKNOWN_TOPIC_OR_PARTITION.code, "refused gone")]
     assert recorder.calls == [("orders", (ConfigChange("min.insync.replicas", ConfigOp.SET, "3"),
@@ -98,19 +135,28 @@ def test_incremental_alter_configs_reaches_the_controller_per_topic(version: int
                                           ConfigChange("cleanup.policy", ConfigOp.APPEND, "delete")), False, True)]
 
 
+def test_broker_resources_reach_the_controller_as_brokers() -> None:
+    topics, brokers = Recorder(), Recorder({"2": errors.INVALID_REQUEST})
+    request = incremental(1, (configs.BROKER_RESOURCE, "", (("log.retention.ms", 0, "60000"),)),
+                          (configs.BROKER_RESOURCE, "2", (("listeners", 0, "x"),)))
+    body = wire(configs.alter_configs(request, topics, brokers))
+    assert [(r.resource_type, r.resource_name, r.error_code) for r in body.responses] == [
+        (configs.BROKER_RESOURCE, "", 0), (configs.BROKER_RESOURCE, "2", errors.INVALID_REQUEST.code)]
+    assert topics.calls == [] and brokers.calls == [
+        ("", (ConfigChange("log.retention.ms", ConfigOp.SET, "60000"),), False, False)]
+
+
 def test_incremental_alter_configs_refusals_name_what_was_wrong() -> None:
     recorder = Recorder()
     request = incremental(1, (configs.TOPIC_RESOURCE, "dup", (("retention.ms", 0, "1"), ("retention.ms", 1, None))),
-                          (configs.TOPIC_RESOURCE, "badop", (("retention.ms", 9, "1"),)),
-                          (configs.BROKER_RESOURCE, "1", (("replica.lag.time.max.ms", 0, "10000"),)),
+                          (configs.BROKER_RESOURCE, "badop", (("retention.ms", 9, "1"),)),
                           (99, "x", (("a", 0, "b"),)))
-    body = wire(configs.alter_configs(request, recorder))
+    body = wire(configs.alter_configs(request, recorder, recorder))
     assert recorder.calls == []  # nothing reached the controller
-    dup, badop, broker, other = body.responses
+    dup, badop, other = body.responses
     assert all(r.error_code == errors.INVALID_REQUEST.code for r in body.responses)
     assert "duplicate config keys: retention.ms" in dup.error_message
     assert "unknown config operation 9 for retention.ms" in badop.error_message
-    assert "replica.lag.time.max.ms" in broker.error_message and "server.properties" in broker.error_message
     assert (other.resource_type, other.error_message) == (99, "Unsupported resource type 99")
 
 
@@ -121,7 +167,7 @@ def test_legacy_alter_configs_replaces_the_whole_set(version: int) -> None:
                               resource_name="orders", configs=(
                                   request_entity(33, version, "AlterableConfig", name="retention.ms", value="5"),))
     body = wire(configs.alter_configs(client_request(33, version, resources=(resource,), validate_only=False),
-                                      recorder))
+                                      recorder, Recorder()))
     assert [r.error_code for r in body.responses] == [0]
     assert recorder.calls == [("orders", (ConfigChange("retention.ms", ConfigOp.SET, "5"),), True, False)]
 

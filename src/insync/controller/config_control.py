@@ -1,0 +1,87 @@
+"""The controller's config decisions, after Kafka's `ConfigurationControlManager`: pure functions of an image.
+
+An alteration of a topic's overrides or of a broker's dynamic configs (a broker id, or "" for the cluster-wide
+defaults) is validated whole, then becomes one record per key whose value changes: `ConfigRecord` for a topic,
+`BrokerConfigRecord` for a broker. A refusal raises `KafkaException` with Kafka's error, naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from insync import errors
+from insync.config import (
+    BrokerConfig,
+    ConfigChange,
+    ConfigError,
+    NotDynamicError,
+    altered_broker_configs,
+    altered_topic_configs,
+)
+from insync.errors import KafkaException
+from insync.metadata.image import MetadataImage
+from insync.metadata.records import BrokerConfigRecord, ConfigRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigUpdate:
+    """One resource's configs before and after an alteration, and the records that make the change."""
+
+    before: Mapping[str, str]
+    after: Mapping[str, str]
+    records: tuple[ConfigRecord | BrokerConfigRecord, ...]
+
+    def changed(self, key: str) -> bool:
+        return self.before.get(key) != self.after.get(key)
+
+
+def config_text(value: object) -> str:
+    """Config values are stored as Kafka writes them: `true`/`false`, comma-joined lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def topic_config_update(image: MetadataImage, name: str, changes: Sequence[ConfigChange],
+                        replace: bool) -> ConfigUpdate:
+    """Refused: an unknown topic (UNKNOWN_TOPIC_OR_PARTITION), an unknown key or a bad value (INVALID_CONFIG)."""
+    if image.topic(name) is None:
+        raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+    before = image.configs(name)
+    try:
+        after = {key: config_text(value) for key, value in
+                 altered_topic_configs(before, changes, replace=replace).items()}
+    except ConfigError as exc:
+        raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
+    return ConfigUpdate(before, after, tuple(ConfigRecord(name, key, after.get(key))
+                                             for key in _changed_keys(before, after)))
+
+
+def broker_config_update(image: MetadataImage, static: BrokerConfig, broker: str, changes: Sequence[ConfigChange],
+                         replace: bool) -> ConfigUpdate:
+    """Refused: a name that is neither a broker id nor "" (INVALID_REQUEST), a key that cannot change dynamically
+    or is unknown (INVALID_REQUEST naming it), a bad value or one that breaks a rule between keys, checked
+    against the controller's `static` settings since it does not know the brokers' (INVALID_CONFIG)."""
+    if broker and not (broker.isdigit() and broker.isascii()):
+        raise KafkaException(errors.INVALID_REQUEST, f"Illegal non-integral BROKER resource type name: {broker}")
+    before = image.dynamic_configs(broker)
+    try:
+        after = {key: config_text(value) for key, value in
+                 altered_broker_configs(before, changes, replace=replace).items()}
+        if broker == "":
+            static.with_dynamic(after, {})
+        else:
+            static.with_dynamic(image.dynamic_configs(""), after)
+    except NotDynamicError as exc:
+        raise KafkaException(errors.INVALID_REQUEST, str(exc)) from None
+    except ConfigError as exc:
+        raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
+    return ConfigUpdate(before, after, tuple(BrokerConfigRecord(broker, key, after.get(key))
+                                             for key in _changed_keys(before, after)))
+
+
+def _changed_keys(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
+    return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))

@@ -1,0 +1,78 @@
+"""Dynamic broker configs at the controller: BrokerConfigRecords per broker and cluster-wide, Kafka's refusals,
+validate_only, and cluster-wide defaults that the controller's own elections follow."""
+
+from __future__ import annotations
+
+import pytest
+from ctrl_harness import Harness
+from test_ctrl_controller import RECOVERY_OFF, expire, set_isr, three_broker_topic
+from test_ctrl_elr_min_isr import _below_min_isr
+
+from insync import errors
+from insync.config import ConfigChange, ConfigOp
+from insync.errors import KafkaException
+from insync.metadata.records import BrokerConfigRecord
+
+
+def _set(key: str, value: str | None, op: ConfigOp = ConfigOp.SET) -> ConfigChange:
+    return ConfigChange(key, op, value)
+
+
+def test_broker_and_cluster_wide_configs_become_records_of_the_changed_keys() -> None:
+    h = Harness()
+    h.start(1, 2)
+    assert h.controller.alter_broker_configs("1", [_set("log.retention.ms", "60000")], h.now,
+                                             validate_only=True).records == ()
+    assert h.controller.image.dynamic_configs("1") == {}
+    records = h.controller.alter_broker_configs("1", [_set("log.retention.ms", "60000"),
+                                                      _set("replica.lag.time.max.ms", "5000")], h.now).records
+    assert records == (BrokerConfigRecord("1", "log.retention.ms", "60000"),
+                       BrokerConfigRecord("1", "replica.lag.time.max.ms", "5000"))
+    h.controller.alter_broker_configs("", [_set("min.insync.replicas", "2")], h.now)
+    assert h.controller.image.dynamic_configs("") == {"min.insync.replicas": "2"}
+    # Unchanged keys write nothing; DELETE removes; AlterConfigs (replace) sets the whole layer.
+    assert h.controller.alter_broker_configs("1", [_set("log.retention.ms", "60000")], h.now).records == ()
+    h.controller.alter_broker_configs("1", [_set("log.retention.ms", None, ConfigOp.DELETE)], h.now)
+    assert h.controller.image.dynamic_configs("1") == {"replica.lag.time.max.ms": "5000"}
+    h.controller.alter_broker_configs("1", [_set("log.segment.bytes", "1048576")], h.now, replace=True)
+    assert h.controller.image.dynamic_configs("1") == {"log.segment.bytes": "1048576"}
+
+
+@pytest.mark.parametrize(("broker", "change", "error", "words"), [
+    ("1", _set("listeners", "PLAINTEXT://127.0.0.1:1"), "INVALID_REQUEST",
+     "Cannot update these configs dynamically: listeners"),
+    ("", _set("num.partitions", "3"), "INVALID_REQUEST", "Cannot update these configs dynamically: num.partitions"),
+    ("1", _set("bogus.key", "1"), "INVALID_REQUEST", "Unknown broker configs: bogus.key"),
+    ("one", _set("log.retention.ms", "1"), "INVALID_REQUEST", "Illegal non-integral BROKER resource type name: one"),
+    ("1", _set("min.insync.replicas", "x"), "INVALID_CONFIG", "min.insync.replicas"),
+    ("1", _set("log.retention.ms", "5", ConfigOp.APPEND), "INVALID_CONFIG", "list configs only"),
+    # A lag below the (default) 500 ms fetch wait would make idle followers leave the ISR: Kafka's rule.
+    ("", _set("replica.lag.time.max.ms", "100"), "INVALID_CONFIG", "replica.fetch.wait.max.ms"),
+])
+def test_refusals_name_the_key_and_write_nothing(broker: str, change: ConfigChange, error: str, words: str) -> None:
+    h = Harness()
+    h.start(1)
+    with pytest.raises(KafkaException) as refused:
+        h.controller.alter_broker_configs(broker, [_set("log.roll.ms", "60000"), change], h.now)
+    assert refused.value.error is errors.BY_NAME[error] and words in refused.value.detail
+    assert h.controller.image.broker_configs == {}
+
+
+def test_a_cluster_wide_unclean_election_default_elects_offline_partitions_at_once() -> None:
+    h = three_broker_topic(RECOVERY_OFF)
+    leader = h.partition("t").leader
+    others = tuple(b for b in (1, 2, 3) if b != leader)
+    set_isr(h, "t", (leader,))
+    expire(h, {leader}, others)
+    assert h.partition("t").leader == -1
+    h.controller.alter_broker_configs("1", [_set("unclean.leader.election.enable", "true")], h.now)
+    assert h.partition("t").leader == -1  # one broker's value does not govern the controller's elections
+    h.controller.alter_broker_configs("", [_set("unclean.leader.election.enable", "true")], h.now)
+    assert h.partition("t").leader in others
+
+
+def test_a_cluster_wide_min_isr_judges_elrs_again() -> None:
+    h, leader = _below_min_isr()  # static min.insync.replicas=2, the ISR down to the leader
+    h.controller.alter_broker_configs("", [_set("min.insync.replicas", "1")], h.now)
+    reg = h.partition("t")
+    assert (reg.leader, reg.isr, reg.elr) == (leader, (leader,), ())
