@@ -1,6 +1,6 @@
 """The controller's config decisions, after Kafka's `ConfigurationControlManager`: pure functions of an image.
 
-An alteration of a topic's overrides or of a broker's dynamic configs (a broker id, or "" for the cluster-wide
+A new topic's overrides become one `ConfigRecord` per key. An alteration of a topic's overrides or of a broker's dynamic configs (a broker id, or "" for the cluster-wide
 defaults) is validated whole, then becomes one record per key whose value changes: `ConfigRecord` for a topic,
 `BrokerConfigRecord` for a broker. A refusal raises `KafkaException` with Kafka's error, naming the key.
 """
@@ -18,6 +18,7 @@ from insync.config import (
     NotDynamicError,
     altered_broker_configs,
     altered_topic_configs,
+    validate_topic_configs,
 )
 from insync.errors import KafkaException
 from insync.metadata.image import MetadataImage
@@ -43,6 +44,15 @@ def config_text(value: object) -> str:
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def new_topic_config_records(name: str, configs: Mapping[str, object]) -> tuple[ConfigRecord, ...]:
+    """A new topic's overrides, validated as CreateTopics validates them (INVALID_CONFIG naming the key)."""
+    try:
+        parsed = validate_topic_configs(configs)
+    except ConfigError as exc:
+        raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
+    return tuple(ConfigRecord(name, key, config_text(parsed[key])) for key in sorted(parsed))
 
 
 def topic_config_update(image: MetadataImage, name: str, changes: Sequence[ConfigChange],

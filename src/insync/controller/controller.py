@@ -22,13 +22,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from insync import errors
-from insync.config import (
-    TOPIC_CONFIGS,
-    BrokerConfig,
-    ConfigChange,
-    ConfigError,
-    validate_topic_configs,
-)
+from insync.config import TOPIC_CONFIGS, BrokerConfig, ConfigChange
 from insync.controller.brokers import (
     BrokerSessions,
     BrokerState,
@@ -39,7 +33,7 @@ from insync.controller.brokers import (
 from insync.controller.config_control import (
     ConfigUpdate,
     broker_config_update,
-    config_text,
+    new_topic_config_records,
     topic_config_update,
 )
 from insync.controller.election import first_out_of_sync
@@ -85,7 +79,6 @@ from insync.limits import (
 from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.metadata.records import (
     BrokerRegistrationChangeRecord,
-    ConfigRecord,
     ControllerChangeRecord,
     FenceBrokerRecord,
     PartitionRecord,
@@ -325,15 +318,12 @@ class Controller:
                         None if assignments else replication_factor, TOPIC_PARTITIONS_MAX)
         placed = (check_topic_assignments(self._image, assignments) if assignments else
                   place_replicas(self._image.eligible_brokers(), num_partitions, replication_factor, self._rng))
-        try:
-            parsed = validate_topic_configs(configs)
-        except ConfigError as exc:
-            raise KafkaException(errors.INVALID_CONFIG, str(exc)) from None
+        config_records = new_topic_config_records(name, configs)
         topic_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         batch = self._batch(now_ms)
         batch.add(TopicRecord(name, topic_id))
-        for key in sorted(parsed):
-            batch.add(ConfigRecord(name, key, config_text(parsed[key])))
+        for record in config_records:
+            batch.add(record)
         self._add_partitions(batch, name, topic_id, 0, placed, now_ms)
         records = self._commit(batch, now_ms)
         return ControllerResult(records, CreateTopicResponse(topic_id, tuple(placed)))
@@ -392,19 +382,16 @@ class Controller:
 
     def alter_topic_configs(self, name: str, changes: Sequence[ConfigChange], now_ms: int, *, replace: bool = False,
                             validate_only: bool = False) -> ControllerResult[None]:
-        """IncrementalAlterConfigs (or, with `replace`, AlterConfigs) of one topic: one ConfigRecord per key whose
-        override changes (value None: removed). All or nothing (`topic_config_update` says what is refused).
-        Brokers apply the new values as the records reach them."""
+        """IncrementalAlterConfigs (AlterConfigs with `replace`) of one topic, all or nothing: one ConfigRecord
+        per key whose override changes (`topic_config_update`); brokers apply them as they arrive."""
         self._advance(now_ms)
         update = topic_config_update(self._image, name, changes, replace)
         return self._apply_config_update(update, [name], now_ms, validate_only)
 
     def alter_broker_configs(self, broker: str, changes: Sequence[ConfigChange], now_ms: int, *,
                              replace: bool = False, validate_only: bool = False) -> ControllerResult[None]:
-        """IncrementalAlterConfigs (AlterConfigs with `replace`) of broker `broker`'s dynamic configs, or of the
-        cluster-wide defaults for "": one BrokerConfigRecord per key that changes, all or nothing
-        (`broker_config_update` says what is refused). Brokers apply the new values as the records reach them;
-        a cluster-wide min.insync.replicas or unclean.leader.election.enable acts on every topic without its own."""
+        """The same for a broker's dynamic configs, or the cluster-wide ones for "" (`broker_config_update`),
+        which act on every topic without its own value."""
         self._advance(now_ms)
         update = broker_config_update(self._image, self._config, broker, changes, replace)
         topics = sorted(t.name for t in self._image.topics_by_id.values()) if broker == "" else []
@@ -412,9 +399,8 @@ class Controller:
 
     def _apply_config_update(self, update: ConfigUpdate, topics: Sequence[str], now_ms: int,
                              validate_only: bool) -> ControllerResult[None]:
-        """Commit `update`, then elect where it calls for it in `topics`: a new min.insync.replicas judges their
-        ELRs again; unclean election allowed (turned on, or on already) elects leaders for their offline
-        partitions now rather than at the next broker event."""
+        """Commit `update`; in `topics`, a new min.insync.replicas judges the ELRs again, and unclean election
+        allowed elects leaders for offline partitions now rather than at the next broker event."""
         if validate_only:
             return ControllerResult((), None)
         batch = self._batch(now_ms)
