@@ -401,9 +401,7 @@ class Log:
     @_reads
     def batch_header(self, offset: int) -> BatchHeader | None:
         """The header of the batch holding `offset` (its header read alone), or None outside the log."""
-        if not self.log_start_offset <= offset < self.log_end_offset:
-            return None
-        found = self._find_batch(offset)
+        found = self._find_batch(offset) if self.log_start_offset <= offset < self.log_end_offset else None
         return None if found is None else found[2]
 
     def _find_batch(self, offset: int) -> tuple[LogSegment, int, BatchHeader] | None:
@@ -417,8 +415,7 @@ class Log:
 
     @_reads
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
-        """ListOffsets by time: the first record at or after the log start whose timestamp is >= `timestamp`, or
-        None when there is none."""
+        """ListOffsets by time: the first record at or after the log start timestamped >= `timestamp` (or None)."""
         for segment in self.segments:
             if segment.max_timestamp < timestamp or segment.next_offset <= self.log_start_offset:
                 continue
