@@ -341,3 +341,18 @@ def test_dynamic_configs_this_brokers_static_settings_refuse_leave_the_previous_
     for core in h.cores.values():
         assert core.config.get_int("replica.lag.time.max.ms") == 10_000
         assert core.config.get_int("log.retention.ms") == 60_000
+
+
+def test_a_restarted_broker_applies_the_dynamic_configs_it_finds_in_the_metadata() -> None:
+    h = _cluster()
+    _set(h, "", log_retention_ms="60000")
+    h.run(10)
+    old = h.leader()
+    config = BrokerConfig({"replica.lag.time.max.ms": 10_000, "min.insync.replicas": 2, "node.id": old.broker_id})
+    manager = LogManager.open(f"/b{old.broker_id}", config, h.disks[old.broker_id], h.clock)
+    restarted = BrokerCore(old.broker_id, config, manager, 2, h.clock.now)
+    h.cores[old.broker_id] = restarted
+    h._send(old.broker_id, restarted.start(h.clock.now))
+    h.run(15_000)
+    assert restarted.caught_up and restarted.config.get_int("log.retention.ms") == 60_000
+    assert restarted.log_manager.get(TP).config.retention_ms == 60_000  # type: ignore[union-attr]
