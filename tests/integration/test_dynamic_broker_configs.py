@@ -141,6 +141,8 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
         refused_cli = configs_command(spec, "--entity-default", "--alter", *args)
         assert refused_cli.returncode == 1 and words in refused_cli.stderr, refused_cli.stderr
     assert described(admin, "broker", "1")["log.roll.ms"][:2] == ("604800000", DEFAULT)
+    nobody = configs_command(spec, "--entity-name", "9", "--describe")
+    assert nobody.returncode == 1 and "no broker 9 in the cluster (brokers: 1, 2, 3)" in nobody.stderr
 
     set_default(spec, "--delete-config", "log.retention.ms,log.segment.bytes")
     alter(admin, "2", ("log.retention.ms", None, "DELETE"))

@@ -20,6 +20,18 @@ from insync.cli.main import main
     (["cluster", "up", "--brokers", "0", "--dir", "/tmp/insync-never"], "--brokers must be at least 1"),
     (["bench", "storage", "--seconds", "0"], "--seconds and --fetch-bytes must be positive"),
     (["bench", "spark-source", "--bootstrap-server", "127.0.0.1:9", "--rounds", "0"], "--rounds 1 to 20"),
+    (["configs", "--entity-type", "brokers", "--entity-name", "one", "--describe"],
+     "--entity-name must be a broker id, got 'one'"),
+    (["configs", "--entity-type", "brokers", "--entity-default", "--alter"],
+     "--alter needs --add-config or --delete-config"),
+    (["configs", "--entity-type", "brokers", "--entity-default", "--alter", "--all", "--delete-config", "a"],
+     "--all goes with --describe"),
+    (["configs", "--entity-type", "brokers", "--entity-default", "--describe", "--delete-config", "a"],
+     "--add-config and --delete-config go with --alter"),
+    (["configs", "--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "novalue"],
+     "--add-config expects k=v pairs separated by commas, got 'novalue'"),
+    (["configs", "--bootstrap-server", "127.0.0.1:9", "--entity-type", "brokers", "--entity-default", "--describe"],
+     "Connection refused"),
 ])
 def test_operating_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 1
@@ -36,8 +48,20 @@ def test_unknown_scenario_override_and_chaos_script(tmp_path: Path, capsys: pyte
     assert "action must be one of" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["topics"], ["chaos", "slow-reads", "1", "--dir", "d"], ["nosuch"], ["sim", "run"]])
+@pytest.mark.parametrize("argv", [["topics"], ["chaos", "slow-reads", "1", "--dir", "d"], ["nosuch"], ["sim", "run"],
+                                  ["configs", "--entity-type", "topics", "--entity-default", "--describe"],
+                                  ["configs", "--entity-type", "brokers", "--describe"]])
 def test_wrong_arguments_exit_2_with_usage(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
+
+
+def test_configs_prints_the_error_a_broker_answers(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from insync import admin_requests, errors
+
+    monkeypatch.setattr(admin_requests, "describe_broker_configs",
+                        lambda *_: (errors.INVALID_REQUEST, "Unexpected broker id", []))
+    assert main(["configs", "--entity-type", "brokers", "--entity-default", "--describe"]) == 1
+    assert capsys.readouterr().err == "Error: INVALID_REQUEST: Unexpected broker id\n"
