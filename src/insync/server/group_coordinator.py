@@ -12,7 +12,8 @@ in Kafka. This module keeps that true as leadership moves:
 
 Joins and syncs that must wait are held as futures keyed by a token; `GroupMembership` answers them through
 `Completion`s. A commit is appended to the partition through the broker core like a Produce with acks=all
-(errors mapped as Kafka's GroupMetadataManager maps them), and enters the cache once acknowledged.
+(errors mapped as Kafka's GroupMetadataManager maps them), and enters the cache once acknowledged. DeleteGroups
+and OffsetDelete (decided in `groups.deletion`) append tombstones the same way.
 """
 
 from __future__ import annotations
@@ -300,7 +301,7 @@ class GroupCoordinator:
             return api.encode_offset_commit(request, [(tp, error) for tp, _ in commit.offsets])
         results: dict[TopicPartition, KafkaError] = {}
         now_ms = self._now()
-        valid: list[tuple[OffsetKey, CommittedOffset | None]] = []
+        valid: list[tuple[OffsetKey, CommittedOffset]] = []
         metadata_max = self.config.get_int("offset.metadata.max.bytes")
         for tp, offset in commit.offsets:
             if len(offset.metadata.encode()) > metadata_max:
@@ -375,17 +376,18 @@ class GroupCoordinator:
             described.append((group_id, error, description))
         return api.encode_describe_groups(request, described)
 
-
     async def delete_groups(self, request: DecodedRequest) -> Any:
         """DeleteGroups: each Empty group goes with its offsets (tombstones); see `groups.deletion`."""
         results = [(group_id, await self._delete_group(group_id)) for group_id in api.decode_delete_groups(request)]
         return api.encode_delete_groups(request, results)
 
-    async def _delete_group(self, group_id: str) -> KafkaError:
+    def _deletion_status(self, group_id: str) -> tuple[KafkaError, int]:
+        """`_status`, after Kafka's check that the group id is not empty."""
         error = deletion.group_id_error(group_id)
-        partition = -1
-        if error is errors.NONE:
-            error, partition = self._status(group_id)
+        return (error, -1) if error is not errors.NONE else self._status(group_id)
+
+    async def _delete_group(self, group_id: str) -> KafkaError:
+        error, partition = self._deletion_status(group_id)
         offsets = self.cache.offsets(group_id)
         if error is errors.NONE:
             error = deletion.delete_group_error(self.membership.view(group_id), bool(offsets))
@@ -400,10 +402,7 @@ class GroupCoordinator:
 
     async def offset_delete(self, request: DecodedRequest) -> Any:
         group_id, asked = api.decode_offset_delete(request)
-        error = deletion.group_id_error(group_id)
-        partition = -1
-        if error is errors.NONE:
-            error, partition = self._status(group_id)
+        error, partition = self._deletion_status(group_id)
         if error is not errors.NONE:
             return api.encode_offset_delete(request, deletion.OffsetDeletion(error, (), ()))
         plan = deletion.plan_offset_delete(self.membership.view(group_id), frozenset(self.cache.offsets(group_id)),
