@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import events, produce_raw, start, wait_until
+from insync import admin_requests, errors
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
@@ -141,6 +142,9 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
         refused_cli = configs_command(spec, "--entity-default", "--alter", *args)
         assert refused_cli.returncode == 1 and words in refused_cli.stderr, refused_cli.stderr
     assert described(admin, "broker", "1")["log.roll.ms"][:2] == ("604800000", DEFAULT)
+    # A broker refuses a resource naming another broker before forwarding anything, as Kafka's does.
+    assert admin_requests.alter_broker_configs(spec.node(1).address, "2", {"log.roll.ms": "60000"}, [], 15) == (
+        errors.INVALID_REQUEST, "Unexpected broker id, expected 1, but received 2")
     nobody = configs_command(spec, "--entity-name", "9", "--describe")
     assert nobody.returncode == 1 and "no broker 9 in the cluster (brokers: 1, 2, 3)" in nobody.stderr
 

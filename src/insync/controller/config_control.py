@@ -76,7 +76,7 @@ def broker_config_update(image: MetadataImage, static: BrokerConfig, broker: str
     or is unknown (INVALID_REQUEST naming it), a bad value or one that breaks a rule between keys, checked
     against the controller's `static` settings since it does not know the brokers' (INVALID_CONFIG)."""
     if broker and not (broker.isdigit() and broker.isascii()):
-        raise KafkaException(errors.INVALID_REQUEST, f"Illegal non-integral BROKER resource type name: {broker}")
+        raise KafkaException(errors.INVALID_REQUEST, f"Invalid broker name {broker}")
     before = image.dynamic_configs(broker)
     try:
         after = {key: config_text(value) for key, value in

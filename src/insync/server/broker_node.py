@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import logging
 import random
@@ -93,8 +94,7 @@ GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions
                         versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE))
 # What the controller answers: a broker forwards these as they are (`_forward`).
 FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
-                            versions.ELECT_LEADERS, versions.INCREMENTAL_ALTER_CONFIGS,
-                            versions.ALTER_CONFIGS))
+                            versions.ELECT_LEADERS))
 # What the core answers at once (`broker.queries`): each API's (decode, encode) translators.
 Translators = tuple[Callable[[DecodedRequest], Decoded[Any]], Callable[[Any, Decoded[Any]], Any]]
 QUERY_TRANSLATORS: Mapping[int, Translators] = {
@@ -307,6 +307,14 @@ class BrokerNode(MeteredDispatcher):
                   versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
         return answer(request)
 
+    async def _alter_configs(self, request: DecodedRequest, peer: str) -> Any:
+        """(Incremental)AlterConfigs: a BROKER resource naming another broker is refused here, as Kafka's broker
+        refuses it (`configs.preprocess`); the rest goes to the controller."""
+        checked = configs.preprocess(request, self.broker_id)
+        if checked.forward is None:
+            return checked.answer(None)
+        return checked.answer(await self._forward(dataclasses.replace(request, body=checked.forward), peer))
+
     async def _forward(self, request: DecodedRequest, peer: str) -> Any:
         """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and config alterations go to the controller,
         as KRaft brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
@@ -507,5 +515,7 @@ ROUTES: Mapping[int, Route] = {
     versions.DESCRIBE_CONFIGS: BrokerNode._describe_configs,
     **dict.fromkeys(GROUP_APIS, BrokerNode._group_request),
     **dict.fromkeys(FORWARDED_APIS, BrokerNode._forward),
+    versions.INCREMENTAL_ALTER_CONFIGS: BrokerNode._alter_configs,
+    versions.ALTER_CONFIGS: BrokerNode._alter_configs,
     **dict.fromkeys(QUERY_TRANSLATORS, BrokerNode._query),
 }

@@ -18,13 +18,15 @@ resource's changes are applied all together or not at all (`Controller.alter_top
 `Controller.alter_broker_configs`). AlterConfigs replaces the resource's whole set of overrides (dynamic configs
 for a broker); IncrementalAlterConfigs sets, deletes, appends to or subtracts from single keys. Refused here, per
 resource, as Kafka refuses them: a key listed twice, an unknown operation, another resource type; what the
-controller refuses (a key that cannot change dynamically, a bad value) it says itself. Kafka's broker also checks
-that a BROKER resource names itself before forwarding; insync's brokers forward as is, and the controller accepts
-any broker id (Kafka's controller does too).
+controller refuses (a key that cannot change dynamically, a bad value) it says itself. As Kafka's broker does,
+the broker that receives the request first refuses a BROKER resource naming another broker (`preprocess`) and
+forwards the rest.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,7 +46,16 @@ from insync.config import (
 from insync.errors import KafkaError, KafkaException
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.kio import NO_THROTTLE, build, check_body, code, field_or, nested, response_class
+from insync.protocol.kio import (
+    NO_THROTTLE,
+    build,
+    check_body,
+    code,
+    error_of,
+    field_or,
+    nested,
+    response_class,
+)
 from insync.wire.versions import ALTER_CONFIGS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 
 # Kafka's ConfigResource.Type
@@ -184,6 +195,44 @@ def alter_configs(request: DecodedRequest, alter_topic: Alter, alter_broker: Alt
     return _alter_response(request, results)
 
 
+@dataclass(frozen=True, slots=True)
+class Preprocessed:
+    """An alteration as a broker forwards it: what it refuses itself, by resource index, and the request body
+    of the other resources for the controller (None when none is left)."""
+
+    request: DecodedRequest
+    refusals: Mapping[int, tuple[KafkaError, str]]
+    forward: Any | None
+
+    def answer(self, forwarded: Any | None) -> Any:
+        """The response to the whole request: the refusals, and the controller's answers in the request's order."""
+        answers = iter(forwarded.responses if forwarded is not None else ())
+        results: list[tuple[ConfigAlteration, KafkaError, str | None]] = []
+        for index, resource in enumerate(decode_alterations(self.request)):
+            if index in self.refusals:
+                results.append((resource, *self.refusals[index]))
+            else:
+                answered = next(answers)
+                results.append((resource, error_of(answered.error_code), answered.error_message))
+        return _alter_response(self.request, results)
+
+
+def preprocess(request: DecodedRequest, broker_id: int) -> Preprocessed:
+    """What Kafka's broker checks before forwarding (ConfigAdminManager.preprocess), with its wording: a BROKER
+    resource names this broker, or is "" for the cluster-wide defaults."""
+    refusals: dict[int, tuple[KafkaError, str]] = {}
+    for index, resource in enumerate(request.body.resources):
+        name = resource.resource_name
+        if int(resource.resource_type) != BROKER_RESOURCE or name == "":
+            continue
+        if re.fullmatch(r"-?[0-9]+", name) is None:
+            refusals[index] = errors.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}"
+        elif int(name) != broker_id:
+            refusals[index] = errors.INVALID_REQUEST, f"Unexpected broker id, expected {broker_id}, but received {name}"
+    kept = tuple(r for index, r in enumerate(request.body.resources) if index not in refusals)
+    return Preprocessed(request, refusals, dataclasses.replace(request.body, resources=kept) if kept else None)
+
+
 def refuse_alter_configs(request: DecodedRequest, error: KafkaError, message: str) -> Any:
     """Every resource refused with `error`: a broker's answer when no controller takes the request."""
     return _alter_response(request, [(r, error, message) for r in decode_alterations(request)])
@@ -207,6 +256,9 @@ def decode_alterations(request: DecodedRequest) -> list[ConfigAlteration]:
         duplicated = sorted(key for key, n in Counter(c.key for c in changes).items() if n > 1)
         if refusal is None and duplicated:
             refusal = errors.INVALID_REQUEST, f"Error due to duplicate config keys: {', '.join(duplicated)}"
+        nulls = [c.key for c in changes if c.value is None and c.op is not ConfigOp.DELETE]
+        if refusal is None and nulls:
+            refusal = errors.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}"
         if refusal is None and resource_type not in (TOPIC_RESOURCE, BROKER_RESOURCE):
             refusal = errors.INVALID_REQUEST, f"Unsupported resource type {resource_type}"
         alterations.append(ConfigAlteration(resource_type, name, tuple(changes), refusal))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -158,6 +159,38 @@ def test_incremental_alter_configs_refusals_name_what_was_wrong() -> None:
     assert "duplicate config keys: retention.ms" in dup.error_message
     assert "unknown config operation 9 for retention.ms" in badop.error_message
     assert (other.resource_type, other.error_message) == (99, "Unsupported resource type 99")
+
+
+def test_null_values_are_refused_except_for_delete() -> None:
+    recorder = Recorder()
+    request = incremental(1, (configs.TOPIC_RESOURCE, "t", (("retention.ms", 0, None), ("segment.ms", 1, None))),
+                          (configs.BROKER_RESOURCE, "", (("log.roll.ms", 1, None),)))
+    body = wire(configs.alter_configs(request, recorder, recorder))
+    assert [(r.error_code, r.error_message) for r in body.responses] == [
+        (errors.INVALID_REQUEST.code, "Null value not supported for : retention.ms"), (0, None)]
+    assert recorder.calls == [("", (ConfigChange("log.roll.ms", ConfigOp.DELETE, None),), False, False)]
+
+
+def test_a_broker_refuses_broker_resources_naming_another_and_forwards_the_rest() -> None:
+    request = incremental(1, (configs.BROKER_RESOURCE, "2", (("log.roll.ms", 0, "1"),)),
+                          (configs.TOPIC_RESOURCE, "t", (("retention.ms", 0, "1"),)),
+                          (configs.BROKER_RESOURCE, "x", (("log.roll.ms", 0, "1"),)),
+                          (configs.BROKER_RESOURCE, "", (("log.roll.ms", 0, "1"),)),
+                          (configs.BROKER_RESOURCE, "1", (("log.roll.ms", 0, "1"),)))
+    checked = configs.preprocess(request, broker_id=1)
+    assert [(r.resource_type, r.resource_name) for r in checked.forward.resources] == [
+        (configs.TOPIC_RESOURCE, "t"), (configs.BROKER_RESOURCE, ""), (configs.BROKER_RESOURCE, "1")]
+    forwarded = configs.alter_configs(dataclasses.replace(request, body=checked.forward),
+                                      Recorder({"t": errors.UNKNOWN_TOPIC_OR_PARTITION}), Recorder())
+    body = wire(checked.answer(forwarded))
+    assert [(r.resource_name, r.error_code, r.error_message) for r in body.responses] == [
+        ("2", errors.INVALID_REQUEST.code, "Unexpected broker id, expected 1, but received 2"),
+        ("t", errors.UNKNOWN_TOPIC_OR_PARTITION.code, "refused t"),
+        ("x", errors.INVALID_REQUEST.code, "Node id must be an integer, but it is: x"),
+        ("", 0, None), ("1", 0, None)]
+    alone = configs.preprocess(incremental(1, (configs.BROKER_RESOURCE, "3", ())), broker_id=1)
+    assert alone.forward is None
+    assert [r.error_code for r in wire(alone.answer(None)).responses] == [errors.INVALID_REQUEST.code]
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
