@@ -39,6 +39,7 @@ from insync.controller.config_control import (
 from insync.controller.election import first_out_of_sync
 from insync.controller.leader_balance import MAX_ELECTIONS_PER_IMBALANCE, LeaderBalance
 from insync.controller.propagation import MetadataLog, PropagationConfig, Publication
+from insync.controller.reassignment import ReassignmentTarget, reassignment_changes
 from insync.controller.replication_control import (
     AlterPartitionData,
     ElectionPolicy,
@@ -52,6 +53,7 @@ from insync.controller.replication_control import (
     min_isr_changes,
     offline_topic_changes,
     place_replicas,
+    preferred_election_refusals,
     preferred_leader_changes,
     returning_broker_changes,
     unclean_shutdown_changes,
@@ -440,7 +442,7 @@ class Controller:
         for item in items:
             outcome = check_alter_partition(batch.image, broker_id, item, self._policy)
             if outcome is not None and not isinstance(outcome, KafkaError):
-                batch.add(outcome.record)
+                batch.add_changes([outcome])
             error = outcome if isinstance(outcome, KafkaError) else errors.NONE
             results.append(self._partition_state(batch.image, item, error))
         return ControllerResult(self._commit(batch, now_ms), tuple(results))
@@ -448,27 +450,32 @@ class Controller:
     def elect_preferred_leaders(self, now_ms: int, partitions: Sequence[tuple[str, int]] | None = None
                                 ) -> ControllerResult[dict[tuple[str, int], KafkaError]]:
         """Move leadership back to first replicas that are in sync and eligible (ElectLeaders, type PREFERRED), in
-        `partitions` or everywhere (None). Answers each asked partition's outcome, as Kafka words it: NONE (moved),
-        ELECTION_NOT_NEEDED (the preferred replica leads), PREFERRED_LEADER_NOT_AVAILABLE (it is out of the ISR or
-        not eligible), UNKNOWN_TOPIC_OR_PARTITION; with `partitions` None, only the partitions that moved."""
+        `partitions` or everywhere (None). Answers NONE for each partition moved, and each other asked partition's
+        `preferred_election_refusals`; with `partitions` None, only the partitions that moved."""
         self._advance(now_ms)
         batch = self._batch(now_ms)
         changes = preferred_leader_changes(self._image, self._policy)
-        outcomes: dict[tuple[str, int], KafkaError] = {}
-        if partitions is not None:
-            wanted = set(partitions)
-            changes = [c for c in changes if (c.topic, c.change.record.partition) in wanted]
-            for name, index in partitions:
-                topic = self._image.topic(name)
-                registration = None if topic is None else topic.partitions.get(index)
-                outcomes[(name, index)] = (errors.UNKNOWN_TOPIC_OR_PARTITION if registration is None
-                                           else errors.ELECTION_NOT_NEEDED
-                                           if registration.leader == registration.replicas[0]
-                                           else errors.PREFERRED_LEADER_NOT_AVAILABLE)
-        for change in changes:
-            outcomes[(change.topic, change.change.record.partition)] = errors.NONE
+        wanted = None if partitions is None else set(partitions)
+        changes = [c for c in changes if wanted is None or (c.topic, c.change.record.partition) in wanted]
+        outcomes = {} if partitions is None else preferred_election_refusals(self._image, partitions)
+        outcomes.update({(c.topic, c.change.record.partition): errors.NONE for c in changes})
         batch.add_changes(changes)
         return ControllerResult(self._commit(batch, now_ms), outcomes)
+
+    def alter_partition_reassignments(self, targets: Sequence[ReassignmentTarget], now_ms: int
+                                      ) -> ControllerResult[tuple[KafkaException | None, ...]]:
+        """AlterPartitionReassignments (`controller.reassignment`): each target's refusal (None: accepted), in order;
+        the accepted ones commit together, each seeing the ones before it."""
+        self._advance(now_ms)
+        batch = self._batch(now_ms)
+        outcomes: list[KafkaException | None] = []
+        for target in targets:
+            try:
+                batch.add_changes(reassignment_changes(batch.image, target, self._policy))
+                outcomes.append(None)
+            except KafkaException as exc:
+                outcomes.append(exc)
+        return ControllerResult(self._commit(batch, now_ms), tuple(outcomes))
 
     def report_replica_logs(self, broker_id: BrokerId, broker_epoch: int, reports: Sequence[ReplicaLogReport],
                             now_ms: int) -> ControllerResult[None]:

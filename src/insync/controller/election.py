@@ -26,13 +26,21 @@ ISR is empty, in the ELR):
    the old ISR may be lost);
 5. otherwise no leader (-1): the partition is offline, and the ISR stays as the target says.
 A leadership change bumps the leader epoch; every change bumps the partition epoch.
+
+Reassignment (Kafka's builder does the same): the change may set the replicas (`assignment`: the target
+replicas with those being added and removed, `controller.reassignment_replicas`); every change, whatever asked
+for it, completes a reassignment in progress once its target replicas are all in the target ISR, dropping the
+removing replicas from the replicas and the ISR. The leader is then elected among the replicas that remain, so
+leadership moves off a removed leader; a change that drops replicas bumps the leader epoch even when the leader
+stays, so every replica learns the new set with a new epoch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from insync.controller.reassignment_replicas import ReplicaAssignment
 from insync.metadata.image import PartitionRegistration
 from insync.metadata.records import LEADER_RECOVERING, PartitionChangeRecord
 from insync.types import NO_LEADER, BrokerId
@@ -104,17 +112,25 @@ def build_partition_change(
     unclean_shutdown: BrokerId | None = None,
     recovery_state: int | None = None,
     choose_unclean: UncleanChooser = first_out_of_sync,
+    assignment: ReplicaAssignment | None = None,
 ) -> PartitionChange | None:
     """The record moving `current` to `target_isr` (None: keep the ISR) with a leader elected as above.
 
     `elr_min_isr`: ELR on, with this effective min ISR (None: off, and any ELR left from before is cleared).
     `unclean_shutdown`: a broker that restarted after a crash; it leaves the ISR and ELR, and may not lead.
-    `recovery_state`: the leader recovery state an AlterPartition asks for (None: unchanged)."""
+    `recovery_state`: the leader recovery state an AlterPartition asks for (None: unchanged).
+    `assignment`: the replicas to have, with a reassignment's adding and removing ones (None: as they are)."""
+    if assignment is None:
+        assignment = ReplicaAssignment(current.replicas, current.adding_replicas, current.removing_replicas)
     isr = current.isr if target_isr is None else target_isr
     if unclean_shutdown is not None:
         isr = tuple(b for b in isr if b != unclean_shutdown)
+    completed = assignment.completed(isr)
+    if completed is not None:
+        assignment, isr = completed
     assert isr or elr_min_isr is not None or not current.isr, f"{topic_id}-{partition}: an empty ISR needs ELR on"
-    assert set(isr) <= set(current.replicas), (isr, current.replicas)
+    assert set(isr) <= set(assignment.replicas), (isr, assignment.replicas)
+    original, current = current, replace(current, replicas=assignment.replicas)  # elections run on the new replicas
 
     def eligible(b: BrokerId) -> bool:
         return b != unclean_shutdown and is_eligible(b)
@@ -130,30 +146,41 @@ def build_partition_change(
         isr, elr, last_known, recovery = (leader,), (), (), LEADER_RECOVERING
     elif leader != current.leader and leader in elr:
         isr, elr = (leader,), tuple(r for r in elr if r != leader)
-    return _change_record(topic_id, partition, current, leader, isr, elr, last_known, recovery, unclean)
+    return _change_record(topic_id, partition, original, assignment, leader, (isr, elr, last_known), recovery,
+                          unclean)
 
 
-def _change_record(topic_id: str, partition: int, current: PartitionRegistration, leader: BrokerId,
-                   isr: tuple[BrokerId, ...], elr: tuple[BrokerId, ...], last_known: tuple[BrokerId, ...], recovery: int,
-                   unclean: bool) -> PartitionChange | None:
-    """The record of what differs from `current` (None when nothing does). ELR sets compare unordered."""
+def _change_record(topic_id: str, partition: int, current: PartitionRegistration, assignment: ReplicaAssignment,
+                   leader: BrokerId, sets: tuple[tuple[BrokerId, ...], tuple[BrokerId, ...], tuple[BrokerId, ...]],
+                   recovery: int, unclean: bool) -> PartitionChange | None:
+    """The record of what differs from `current` (None when nothing does); `sets` are the ISR, ELR and last known
+    ELR. ELR sets compare unordered."""
+    isr, elr, last_known = sets
     assert leader == NO_LEADER or leader in isr, (leader, isr)
     leader_changed = leader != current.leader
     isr_changed = isr != current.isr
     elr_changed = set(elr) != set(current.elr)
     last_known_changed = set(last_known) != set(current.last_known_elr)
     recovery_changed = recovery != current.leader_recovery_state
-    if not (leader_changed or isr_changed or elr_changed or last_known_changed or recovery_changed):
+    replicas_changed = assignment.replicas != current.replicas
+    reassignment_changed = (assignment.adding != current.adding_replicas
+                            or assignment.removing != current.removing_replicas)
+    if not (leader_changed or isr_changed or elr_changed or last_known_changed or recovery_changed
+            or replicas_changed or reassignment_changed):
         return None
+    epoch_bump = leader_changed or not set(current.replicas) <= set(assignment.replicas)
     record = PartitionChangeRecord(
         topic_id=topic_id,
         partition=partition,
         isr=isr if isr_changed else None,
-        leader=leader if leader_changed else None,
-        leader_epoch=current.leader_epoch + 1 if leader_changed else current.leader_epoch,
+        leader=leader if epoch_bump else None,
+        leader_epoch=current.leader_epoch + 1 if epoch_bump else current.leader_epoch,
         partition_epoch=current.partition_epoch + 1,
         eligible_leader_replicas=elr if elr_changed else None,
         last_known_elr=last_known if last_known_changed else None,
         leader_recovery_state=recovery if recovery_changed else None,
+        replicas=assignment.replicas if replicas_changed else None,
+        removing_replicas=assignment.removing if reassignment_changed else None,
+        adding_replicas=assignment.adding if reassignment_changed else None,
     )
     return PartitionChange(record, current.leader, leader, isr, unclean, elr)

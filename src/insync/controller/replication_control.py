@@ -39,6 +39,8 @@ from insync.types import NO_LEADER, BrokerId
 # A partition comes back online because an ISR member returned. DESIGN.md 7 has no reason for this yet
 # (LeaderChangeReason lives in events.py); the schema types `reason` as a string.
 REASON_UNFENCED = "unfenced"
+# A leadership moved off a replica a reassignment removed (`controller.reassignment`).
+REASON_REASSIGNMENT = "reassignment"
 
 TOPIC_NAME_MAX = 249
 _LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -173,6 +175,21 @@ def preferred_leader_changes(image: MetadataImage, policy: ElectionPolicy) -> li
                     str(LeaderChangeReason.PREFERRED), preferred=True, unclean_allowed=False)
 
 
+def preferred_election_refusals(image: MetadataImage,
+                                partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], KafkaError]:
+    """Each asked partition's outcome if no election moves it, as Kafka words it: ELECTION_NOT_NEEDED (the
+    preferred replica leads), PREFERRED_LEADER_NOT_AVAILABLE (it is out of the ISR or not eligible),
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    outcomes = {}
+    for name, index in partitions:
+        topic = image.topic(name)
+        registration = None if topic is None else topic.partitions.get(index)
+        outcomes[(name, index)] = (errors.UNKNOWN_TOPIC_OR_PARTITION if registration is None
+                                   else errors.ELECTION_NOT_NEEDED if registration.leader == registration.replicas[0]
+                                   else errors.PREFERRED_LEADER_NOT_AVAILABLE)
+    return outcomes
+
+
 @dataclass(frozen=True, slots=True)
 class AlterPartitionData:
     """One partition of an AlterPartition request: the leader's proposed ISR and the state it is based on, and
@@ -193,9 +210,10 @@ class AlterPartitionData:
 
 
 def check_alter_partition(image: MetadataImage, broker_id: BrokerId, item: AlterPartitionData,
-                          policy: ElectionPolicy) -> KafkaError | PartitionChange | None:
+                          policy: ElectionPolicy) -> KafkaError | TopicPartitionChange | None:
     """The error for `item`, or the change to commit (None: the proposed ISR and recovery state are the current).
-    An accepted item asking RECOVERED ends KIP-704's RECOVERING."""
+    An accepted item asking RECOVERED ends KIP-704's RECOVERING; one bringing the last target replica of a
+    reassignment into the ISR completes it (`controller.reassignment`), which may move the leadership."""
     topic = image.topics_by_id.get(item.topic_id)
     if topic is None:
         return errors.UNKNOWN_TOPIC_ID
@@ -223,8 +241,12 @@ def check_alter_partition(image: MetadataImage, broker_id: BrokerId, item: Alter
     change = build_partition_change(item.topic_id, item.partition, current, item.new_isr, image.is_eligible,
                                     unclean_allowed=False, elr_min_isr=policy.elr_min_isr(image, view),
                                     recovery_state=item.leader_recovery_state)
-    assert change is None or change.leader_after == broker_id, change  # an eligible leader in its ISR stays
-    return change
+    if change is None:
+        return None
+    # An eligible leader in its ISR stays, unless the change completes a reassignment that removes it.
+    assert change.leader_after == broker_id or change.record.replicas is not None, change
+    return TopicPartitionChange(topic.name, change, REASON_REASSIGNMENT if change.record.replicas is not None
+                                else str(LeaderChangeReason.ISR_CHANGE))
 
 
 def _stale_broker_epochs(image: MetadataImage, item: AlterPartitionData) -> bool:
@@ -286,7 +308,7 @@ def check_topic_assignments(image: MetadataImage,
             raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
                                  f"Found multiple manual partition assignments for partition {partition}")
         first = next(iter(by_partition.values()), None)
-        _check_replicas(image, partition, replicas, None if first is None else len(first))
+        check_replicas(image, partition, replicas, None if first is None else len(first))
         by_partition[partition] = tuple(BrokerId(b) for b in replicas)
     if sorted(by_partition) != list(range(len(by_partition))):
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
@@ -297,20 +319,20 @@ def check_topic_assignments(image: MetadataImage,
 def check_manual_assignments(image: MetadataImage, first_partition: int, additional: int,
                              assignments: Sequence[Sequence[int]], replication_factor: int) -> None:
     """Kafka's checks of CreatePartitions replica assignments (`ReplicationControlManager.createPartitions`), its
-    wording: one assignment per new partition, each replica list as `_check_replicas` checks it at the topic's
+    wording: one assignment per new partition, each replica list as `check_replicas` checks it at the topic's
     replication factor. Raises INVALID_REPLICA_ASSIGNMENT."""
     if len(assignments) != additional:
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} additional "
                              f"partition(s), but only {len(assignments)} assignment(s) were specified.")
     for partition, replicas in enumerate(assignments, start=first_partition):
-        _check_replicas(image, partition, replicas, replication_factor)
+        check_replicas(image, partition, replicas, replication_factor)
 
 
-def _check_replicas(image: MetadataImage, partition: int, replicas: Sequence[int],
-                    replication_factor: int | None) -> None:
+def check_replicas(image: MetadataImage, partition: int, replicas: Sequence[int],
+                   replication_factor: int | None, *, need_eligible: bool = True) -> None:
     """Kafka's `validateManualPartitionAssignment`, then the ISR check after it: non-empty, every broker registered
     (fenced ones count) and listed once, checked in id order so the lowest offender is named; the replication
-    factor when one is set; at least one replica able to join the ISR."""
+    factor when one is set; with `need_eligible` (a new partition), at least one replica able to join the ISR."""
     if not replicas:
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT,
                              "The manual partition assignment includes an empty replica list.")
@@ -327,7 +349,7 @@ def _check_replicas(image: MetadataImage, partition: int, replicas: Sequence[int
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a "
                              f"partition with {len(replicas)} replica(s), but this is not consistent with "
                              f"previous partitions, which have {replication_factor} replica(s).")
-    if not any(image.is_eligible(BrokerId(b)) for b in replicas):
+    if need_eligible and not any(image.is_eligible(BrokerId(b)) for b in replicas):
         raise KafkaException(errors.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual partition "
                              f"assignment for partition {partition} are fenced or in controlled shutdown.")
 

@@ -39,7 +39,9 @@ from insync.types import NO_LEADER, BrokerId
 class PartitionRegistration:
     """One partition's state. `elr` (KIP-966) holds replicas that left the ISR while it was below min ISR and may
     still lead; `last_known_elr` those that left the ELR too, the last hint of who held the committed data;
-    `leader_recovery_state` is KIP-704's (RECOVERING after an unclean election)."""
+    `leader_recovery_state` is KIP-704's (RECOVERING after an unclean election). While a reassignment is in
+    progress `replicas` holds the target replicas followed by `removing_replicas`, and `adding_replicas` are
+    the target replicas that are new (Kafka's PartitionRegistration)."""
 
     replicas: tuple[BrokerId, ...]
     isr: tuple[BrokerId, ...]
@@ -49,6 +51,17 @@ class PartitionRegistration:
     elr: tuple[BrokerId, ...] = ()
     last_known_elr: tuple[BrokerId, ...] = ()
     leader_recovery_state: int = LEADER_RECOVERED
+    adding_replicas: tuple[BrokerId, ...] = ()
+    removing_replicas: tuple[BrokerId, ...] = ()
+
+    @property
+    def is_reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[BrokerId, ...]:
+        """The replicas once the reassignment completes (the replicas, when none is in progress)."""
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
     @property
     def is_offline(self) -> bool:
@@ -212,7 +225,8 @@ class MetadataImage:
         assert all(b in self.brokers for b in record.replicas), record
         registration = PartitionRegistration(record.replicas, record.isr, record.leader, record.leader_epoch,
                                               record.partition_epoch, record.eligible_leader_replicas,
-                                              record.last_known_elr, record.leader_recovery_state)
+                                              record.last_known_elr, record.leader_recovery_state,
+                                              record.adding_replicas, record.removing_replicas)
         return self._with_partition(topic, record.partition, registration)
 
     def _replay_partition_change(self, record: PartitionChangeRecord) -> MetadataImage:
@@ -224,7 +238,7 @@ class MetadataImage:
         expected_leader_epoch = old.leader_epoch if record.leader is None else old.leader_epoch + 1
         assert record.leader_epoch == expected_leader_epoch, (old, record)
         new = PartitionRegistration(
-            old.replicas,
+            old.replicas if record.replicas is None else record.replicas,
             isr=old.isr if record.isr is None else record.isr,
             leader=old.leader if record.leader is None else record.leader,
             leader_epoch=record.leader_epoch,
@@ -232,8 +246,12 @@ class MetadataImage:
             elr=old.elr if record.eligible_leader_replicas is None else record.eligible_leader_replicas,
             last_known_elr=old.last_known_elr if record.last_known_elr is None else record.last_known_elr,
             leader_recovery_state=(old.leader_recovery_state if record.leader_recovery_state is None
-                                   else record.leader_recovery_state))
-        assert set(new.isr) | set(new.elr) <= set(old.replicas) and not set(new.isr) & set(new.elr), (old, record)
+                                   else record.leader_recovery_state),
+            adding_replicas=old.adding_replicas if record.adding_replicas is None else record.adding_replicas,
+            removing_replicas=(old.removing_replicas if record.removing_replicas is None
+                               else record.removing_replicas))
+        assert set(new.isr) | set(new.elr) <= set(new.replicas) and not set(new.isr) & set(new.elr), (old, record)
+        assert set(new.adding_replicas) | set(new.removing_replicas) <= set(new.replicas), (old, record)
         assert new.leader == NO_LEADER or new.leader in new.isr, (old, record)
         return self._with_partition(topic, record.partition, new)
 

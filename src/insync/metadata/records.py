@@ -13,6 +13,8 @@ Unlike KRaft, a `PartitionChangeRecord` carries the resulting leader epoch and p
 verifies instead of computing them, and `leader is None` marks an ISR-only change (what seed 003 batches).
 Partition records carry KIP-966's `eligible_leader_replicas` and `last_known_elr` and KIP-704's
 `leader_recovery_state` under Kafka's field names; in a change record None leaves a field as it was.
+A partition being reassigned (AlterPartitionReassignments) carries Kafka's `adding_replicas` and
+`removing_replicas`: `replicas` is then the target replicas followed by the ones being removed.
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ def _check_brokers(record: object, name: str, brokers: tuple[BrokerId, ...] | No
     _require(allow_empty or len(brokers) > 0, record, f"{name} is empty")
     _require(len(set(brokers)) == len(brokers), record, f"{name} {list(brokers)} has duplicates")
     _require(all(b >= 0 for b in brokers), record, f"{name} {list(brokers)} has a negative broker id")
+
+
+def _check_reassignment(record: object, replicas: tuple[BrokerId, ...] | None,
+                        adding: tuple[BrokerId, ...] | None, removing: tuple[BrokerId, ...] | None) -> None:
+    """Kafka's: the replicas being added and those being removed are disjoint, both within the replicas."""
+    _check_brokers(record, "adding_replicas", adding, allow_empty=True)
+    _check_brokers(record, "removing_replicas", removing, allow_empty=True)
+    _require(not set(adding or ()) & set(removing or ()), record,
+             f"adding_replicas {list(adding or ())} and removing_replicas {list(removing or ())} overlap")
+    if replicas is not None:
+        _require(set(adding or ()) | set(removing or ()) <= set(replicas), record,
+                 f"adding or removing replicas not within replicas {list(replicas)}")
 
 
 def _check_elr(record: object, isr: tuple[BrokerId, ...] | None, elr: tuple[BrokerId, ...] | None,
@@ -96,10 +110,13 @@ class PartitionRecord(_Record):
     eligible_leader_replicas: tuple[BrokerId, ...] = ()
     last_known_elr: tuple[BrokerId, ...] = ()
     leader_recovery_state: int = LEADER_RECOVERED
+    removing_replicas: tuple[BrokerId, ...] = ()
+    adding_replicas: tuple[BrokerId, ...] = ()
 
     def __post_init__(self) -> None:
         _require(self.partition >= 0, self, f"negative partition {self.partition}")
         _check_brokers(self, "replicas", self.replicas, allow_empty=False)
+        _check_reassignment(self, self.replicas, self.adding_replicas, self.removing_replicas)
         _check_brokers(self, "isr", self.isr, allow_empty=False)
         _require(set(self.isr) <= set(self.replicas), self, f"isr {list(self.isr)} not within replicas")
         _require(self.leader == NO_LEADER or self.leader in self.isr, self, f"leader {self.leader} not in isr")
@@ -115,7 +132,9 @@ class PartitionChangeRecord(_Record):
 
     `leader_epoch` and `partition_epoch` are the values after the change; a leadership change bumps both,
     an ISR-only change bumps only the partition epoch (KIP-497's `partition_epoch`, ZooKeeper's zkVersion).
-    The ISR may become empty (leader -1) only with Eligible Leader Replicas on, as in Kafka.
+    The ISR may become empty (leader -1) only with Eligible Leader Replicas on, as in Kafka. A reassignment sets
+    `replicas`, `removing_replicas` and `adding_replicas`; one that drops replicas names the leader even when it
+    stays, so that the leader epoch goes up (Kafka's `triggerLeaderEpochBumpForReplicaReassignmentIfNeeded`).
     """
 
     TYPE: ClassVar[str] = "partition_change"
@@ -128,12 +147,17 @@ class PartitionChangeRecord(_Record):
     eligible_leader_replicas: tuple[BrokerId, ...] | None = None
     last_known_elr: tuple[BrokerId, ...] | None = None
     leader_recovery_state: int | None = None
+    replicas: tuple[BrokerId, ...] | None = None
+    removing_replicas: tuple[BrokerId, ...] | None = None
+    adding_replicas: tuple[BrokerId, ...] | None = None
 
     def __post_init__(self) -> None:
         _require(self.partition >= 0, self, f"negative partition {self.partition}")
         changed = (self.isr, self.leader, self.eligible_leader_replicas, self.last_known_elr,
-                   self.leader_recovery_state)
+                   self.leader_recovery_state, self.replicas, self.removing_replicas, self.adding_replicas)
         _require(any(c is not None for c in changed), self, "changes nothing")
+        _check_brokers(self, "replicas", self.replicas, allow_empty=False)
+        _check_reassignment(self, self.replicas, self.adding_replicas, self.removing_replicas)
         _check_brokers(self, "isr", self.isr, allow_empty=True)
         _require(self.leader is None or self.leader >= NO_LEADER, self, f"bad leader {self.leader}")
         _require(self.leader_epoch >= 0 and self.partition_epoch >= 0, self, "negative epoch")
@@ -141,7 +165,8 @@ class PartitionChangeRecord(_Record):
 
     @property
     def is_isr_only(self) -> bool:
-        return self.leader is None
+        return (self.leader is None and self.replicas is None and self.adding_replicas is None
+                and self.removing_replicas is None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,3 +61,21 @@ def test_config_changes_of_an_existing_topic_reach_the_partitions_hosted_here() 
     assert [(d.kind, d.topic_partition) for d in deltas] == [(DeltaKind.CONFIG, TP)]
     assert hosting.image.configs("t") == {"min.insync.replicas": "2"}
     assert elsewhere.apply(altered) == []
+
+
+def test_a_reassignment_makes_an_added_broker_a_follower_and_stops_a_removed_one() -> None:
+    records = [(0, RegisterBrokerRecord(BrokerId(4), 3, "i4", "h", 1)), *((o + 1, r) for o, r in _setup())]
+    added, removed, leader = BrokerMetadata(BrokerId(4)), BrokerMetadata(BrokerId(1)), BrokerMetadata(BrokerId(2))
+    for meta in (added, removed, leader):
+        meta.apply(records)
+    started = PartitionChangeRecord("id-t", 0, None, None, 0, 1, replicas=(2, 3, 4, 1), removing_replicas=(1,),
+                                    adding_replicas=(4,))
+    deltas = added.apply([(6, started)]) or []
+    assert [(d.kind, d.topic_partition) for d in deltas] == [(DeltaKind.FOLLOWER, TP)]
+    assert deltas[0].registration is not None and deltas[0].registration.adding_replicas == (4,)
+    assert [d.kind for d in leader.apply([(6, started)]) or []] == [DeltaKind.ISR]  # same epoch, new replicas
+    done = PartitionChangeRecord("id-t", 0, (2, 3, 4), 2, 1, 2, replicas=(2, 3, 4), removing_replicas=(),
+                                 adding_replicas=())
+    removed.apply([(6, started)])
+    assert [d.kind for d in removed.apply([(7, done)]) or []] == [DeltaKind.STOP]
+    assert [d.kind for d in leader.apply([(7, done)]) or []] == [DeltaKind.LEADER]

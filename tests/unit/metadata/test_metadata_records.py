@@ -112,3 +112,21 @@ def test_an_old_partition_line_without_the_kip_966_fields_decodes_with_their_def
 def test_elr_fields_are_checked_on_construction(build, message: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(RecordError, match=message):
         build()
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda: PartitionRecord(TID, 0, (1, 2), (1,), 1, 0, 0, adding_replicas=(3,)), "not within replicas"),
+    (lambda: PartitionRecord(TID, 0, (1, 2), (1,), 1, 0, 0, removing_replicas=(2,), adding_replicas=(2,)),
+     "overlap"),
+    (lambda: PartitionChangeRecord(TID, 0, None, None, 0, 1, replicas=()), "replicas is empty"),
+    (lambda: PartitionChangeRecord(TID, 0, None, None, 0, 1, replicas=(1, 2), removing_replicas=(3,)),
+     "not within replicas"),
+])
+def test_reassignment_fields_are_checked_on_construction(build, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RecordError, match=message):
+        build()
+
+
+def test_a_replica_change_is_not_isr_only() -> None:
+    assert not PartitionChangeRecord(TID, 0, None, None, 0, 1, replicas=(1, 2)).is_isr_only
+    assert not PartitionChangeRecord(TID, 0, None, None, 0, 1, removing_replicas=(), adding_replicas=()).is_isr_only
