@@ -9,14 +9,15 @@ works against any Kafka-compatible cluster. Blocking; every call is bounded by `
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from insync import admin_requests
+from insync import admin_requests, errors
 from insync.config import ConfigError
 
 ADMIN_TIMEOUT_S = 15.0
+T = TypeVar("T")
 
 
 def admin_client(bootstrap: str) -> Any:
@@ -70,6 +71,7 @@ class PartitionRow:
     min_isr: int
     elr: tuple[int, ...] | None = None  # None: the cluster does not answer DescribeTopicPartitions (Kafka < 3.7)
     last_known_elr: tuple[int, ...] = ()
+    reassignment: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # (adding, removing) while reassigned
 
     def matches(self, under_replicated: bool, under_min_isr: bool, unavailable: bool) -> bool:
         if not (under_replicated or under_min_isr or unavailable):
@@ -78,10 +80,17 @@ class PartitionRow:
                 or (under_min_isr and len(self.isr) < self.min_isr)
                 or (unavailable and self.leader < 0))
 
+    @property
+    def replication_factor(self) -> int:
+        """Kafka's: while a reassignment runs, the replicas it keeps (those being removed do not count)."""
+        return len(self.replicas) - (0 if self.reassignment is None else len(self.reassignment[1]))
+
     def line(self) -> str:
         return (f"\tTopic: {self.topic}\tTopicId: {self.topic_id}\tPartition: {self.partition}"
                 f"\tLeader: {self.leader if self.leader >= 0 else 'none'}"
                 f"\tReplicas: {','.join(map(str, self.replicas))}\tIsr: {','.join(map(str, self.isr))}"
+                + ("" if self.reassignment is None else f"\tAdding Replicas: {','.join(map(str, self.reassignment[0]))}"
+                   f"\tRemoving Replicas: {','.join(map(str, self.reassignment[1]))}")
                 + ("" if self.elr is None else f"\tElr: {','.join(map(str, self.elr))}"
                    f"\tLastKnownElr: {','.join(map(str, self.last_known_elr))}"))
 
@@ -97,6 +106,7 @@ def describe_rows(bootstrap: str, names: Iterable[str] = ()) -> list[PartitionRo
     min_isr = _min_isr_by_topic(admin, wanted)
     topic_ids = _topic_ids(admin, wanted)
     elr = _elr_by_partition(bootstrap, wanted)
+    reassigning = _reassignments(bootstrap)
     rows = []
     for name in wanted:
         topic = metadata.topics[name]
@@ -105,21 +115,38 @@ def describe_rows(bootstrap: str, names: Iterable[str] = ()) -> list[PartitionRo
             elr_row, last_known = elr.get((name, pid), (None, ()))
             rows.append(PartitionRow(name, topic_ids.get(name, ""), pid, partition.leader,
                                      tuple(partition.replicas), tuple(partition.isrs), min_isr.get(name, 1),
-                                     elr_row, last_known))
+                                     elr_row, last_known, reassigning.get((name, pid))))
     return rows
+
 
 
 def _elr_by_partition(bootstrap: str, names: list[str]
                       ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
     """(ELR, last known ELR) per partition from DescribeTopicPartitions, which confluent-kafka sends for
     `describe_topics` but whose ELR it drops; empty when no bootstrap broker answers it."""
+    described = _first_answer(bootstrap,
+                              lambda a: admin_requests.describe_topic_partitions(a, names, ADMIN_TIMEOUT_S)[0])
+    return {(d.topic, d.partition): (d.elr, d.last_known_elr) for d in described or ()}
+
+
+def _reassignments(bootstrap: str) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(adding, removing) replicas of each partition being reassigned, from ListPartitionReassignments, as
+    kafka-topics.sh shows them; empty when no bootstrap broker answers it."""
+    answer = _first_answer(bootstrap, lambda a: admin_requests.list_partition_reassignments(a, ADMIN_TIMEOUT_S))
+    if answer is None or answer[0] is not errors.NONE:
+        return {}
+    return {(r.topic, r.partition): (r.adding, r.removing) for r in answer[1]}
+
+
+def _first_answer(bootstrap: str, ask: Callable[[str], T]) -> T | None:
+    """`ask`'s answer from the first bootstrap broker that gives one; None when none does (unreachable, or a broker
+    without the API, which closes the connection)."""
     for address in bootstrap.split(","):
         try:
-            described, _ = admin_requests.describe_topic_partitions(address.strip(), names, ADMIN_TIMEOUT_S)
+            return ask(address.strip())
         except OSError:
-            continue  # unreachable, or a broker without the API (it closes the connection): try the next one
-        return {(d.topic, d.partition): (d.elr, d.last_known_elr) for d in described}
-    return {}
+            continue
+    return None
 
 
 def _topic_ids(admin: Any, names: list[str]) -> dict[str, str]:

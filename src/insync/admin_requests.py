@@ -14,6 +14,8 @@
 - `describe_broker_configs` and `alter_broker_configs`: DescribeConfigs v4 (with synonyms) and
   IncrementalAlterConfigs v1 of one BROKER resource, a broker id or "" for the cluster-wide defaults, which
   neither confluent-kafka nor kafka-python can name (both refuse an empty resource name).
+- `alter_partition_reassignments` and `list_partition_reassignments`: AlterPartitionReassignments v0 and
+  ListPartitionReassignments v0, which confluent-kafka's Python client does not expose.
 
 Blocking, one short connection per request, kio entities encoded by `protocol.codec` like every insync client.
 A broker that cannot be reached or answers garbage raises `OSError`/`ConnectionError`; Kafka error codes are
@@ -43,6 +45,7 @@ COORDINATOR_ATTEMPTS = 10
 COORDINATOR_BACKOFF_S = 0.5
 _MOVING = frozenset(("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"))
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, BROKER_RESOURCE = 32, 44, 4
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 OFFSET_FOR_LEADER_EPOCH_VERSION, LIST_OFFSETS_VERSION = 4, 7  # both in Kafka 4 and insync
 DEBUGGING_REPLICA_ID = -2
@@ -187,6 +190,42 @@ def alter_broker_configs(address: str, broker: str, sets: dict[str, str], delete
     body = request(address, build(cls, resources=(resource,), validate_only=validate_only), timeout_s)
     [response] = body.responses
     return error_of(response.error_code), response.error_message
+
+
+@dataclass(frozen=True, slots=True)
+class Reassignment:
+    """A partition being reassigned, as ListPartitionReassignments answers it."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+def alter_partition_reassignments(address: str, targets: dict[tuple[str, int], Sequence[int] | None],
+                                  timeout_s: float) -> tuple[KafkaError, str | None,
+                                                             dict[tuple[str, int], tuple[KafkaError, str | None]]]:
+    """Reassign each (topic, partition) to its replicas (None: cancel); the request's error and each partition's."""
+    cls = request_class(ALTER_PARTITION_REASSIGNMENTS, 0)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), replicas in targets.items():
+        by_topic.setdefault(topic, []).append(build(nested(cls, "ReassignablePartition"), partition_index=partition,
+                                                    replicas=None if replicas is None else tuple(replicas)))
+    topics = tuple(build(nested(cls, "ReassignableTopic"), name=name, partitions=tuple(partitions))
+                   for name, partitions in by_topic.items())
+    body = request(address, build(cls, topics=topics), timeout_s)
+    outcomes = {(t.name, int(p.partition_index)): (error_of(p.error_code), p.error_message)
+                for t in body.responses for p in t.partitions}
+    return error_of(body.error_code), body.error_message, outcomes
+
+
+def list_partition_reassignments(address: str, timeout_s: float) -> tuple[KafkaError, list[Reassignment]]:
+    """Every partition being reassigned in the cluster."""
+    body = request(address, build(request_class(LIST_PARTITION_REASSIGNMENTS, 0), topics=None), timeout_s)
+    return error_of(body.error_code), [Reassignment(t.name, int(p.partition_index), tuple(p.replicas),
+                                                    tuple(p.adding_replicas), tuple(p.removing_replicas))
+                                       for t in body.topics for p in t.partitions]
 
 
 def history_from_answers(log_start_offset: int, answers: Sequence[tuple[int, int, int]]

@@ -248,7 +248,7 @@ def _describe(args: argparse.Namespace) -> int:
         if row.topic != current and not any_filter:
             count = sum(1 for r in rows if r.topic == row.topic)
             print(f"Topic: {row.topic}\tTopicId: {row.topic_id}\tPartitionCount: {count}"
-                  f"\tReplicationFactor: {len(row.replicas)}\tConfigs: min.insync.replicas={row.min_isr}")
+                  f"\tReplicationFactor: {row.replication_factor}\tConfigs: min.insync.replicas={row.min_isr}")
             current = row.topic
         print(row.line())
     return 0

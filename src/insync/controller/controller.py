@@ -464,8 +464,8 @@ class Controller:
 
     def alter_partition_reassignments(self, targets: Sequence[ReassignmentTarget], now_ms: int
                                       ) -> ControllerResult[tuple[KafkaException | None, ...]]:
-        """AlterPartitionReassignments (`controller.reassignment`): each target's refusal (None: accepted), in order;
-        the accepted ones commit together, each seeing the ones before it."""
+        """AlterPartitionReassignments (`controller.reassignment`): each target's refusal (None: accepted)."""
+        assert len(targets) <= METADATA_RECORDS_PER_BATCH_MAX, len(targets)  # the translator refuses more
         self._advance(now_ms)
         batch = self._batch(now_ms)
         outcomes: list[KafkaException | None] = []
@@ -594,7 +594,6 @@ class Controller:
     def _partition_state(image: MetadataImage, item: AlterPartitionData,
                          error: KafkaError) -> AlterPartitionDataResult:
         reg = image.partition(item.topic_id, item.partition)
-        if reg is None:
-            return AlterPartitionDataResult(item.topic_id, item.partition, error)
-        return AlterPartitionDataResult(item.topic_id, item.partition, error, reg.leader, reg.isr,
-                                        reg.leader_epoch, reg.partition_epoch, reg.leader_recovery_state)
+        return (AlterPartitionDataResult(item.topic_id, item.partition, error) if reg is None else
+                AlterPartitionDataResult(item.topic_id, item.partition, error, reg.leader, reg.isr,
+                                         reg.leader_epoch, reg.partition_epoch, reg.leader_recovery_state))

@@ -70,6 +70,7 @@ from insync.wire import (
     produce,
     producer_id,
     producers,
+    reassignments,
     replica_log_report,
     topics,
     versions,
@@ -94,7 +95,8 @@ GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions
                         versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE))
 # What the controller answers: a broker forwards these as they are (`_forward`).
 FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
-                            versions.ELECT_LEADERS))
+                            versions.ELECT_LEADERS, versions.ALTER_PARTITION_REASSIGNMENTS,
+                            versions.LIST_PARTITION_REASSIGNMENTS))
 # What the core answers at once (`broker.queries`): each API's (decode, encode) translators.
 Translators = tuple[Callable[[DecodedRequest], Decoded[Any]], Callable[[Any, Decoded[Any]], Any]]
 QUERY_TRANSLATORS: Mapping[int, Translators] = {
@@ -316,8 +318,8 @@ class BrokerNode(MeteredDispatcher):
         return checked.answer(await self._forward(dataclasses.replace(request, body=checked.forward), peer))
 
     async def _forward(self, request: DecodedRequest, peer: str) -> Any:
-        """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and config alterations go to the controller,
-        as KRaft brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
+        """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, config alterations and partition reassignments
+        go to the controller, as KRaft brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
         admin clients retry (the next try goes to the next voter)."""
         address = self.controller.address
         try:
@@ -326,6 +328,8 @@ class BrokerNode(MeteredDispatcher):
             message = f"the controller at {address} did not answer ({exc or 'timeout'})"
             if request.api_key in (versions.INCREMENTAL_ALTER_CONFIGS, versions.ALTER_CONFIGS):
                 return configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, message)
+            if request.api_key in (versions.ALTER_PARTITION_REASSIGNMENTS, versions.LIST_PARTITION_REASSIGNMENTS):
+                return reassignments.refuse(request, errors.NOT_CONTROLLER, message)
             return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER, message)
 
     async def _query(self, request: DecodedRequest, peer: str) -> Any:

@@ -5,8 +5,9 @@ It serves exactly the controller APIs (`wire.versions.CONTROLLER_API_VERSIONS`).
 report) are decoded to `controller.messages`, handed to `ControllerCore.handle` (the code the simulator drives
 too), and each waits for the core's answer to it: at once, or, for a metadata long poll the core parked, when
 the controller publishes past the broker's offset or the fetch's wait ends. The admin APIs (CreateTopics and
-DeleteTopics, which brokers forward from their clients, CreatePartitions, ElectLeaders, the config alterations)
-call the `Controller` directly, then let the core answer the fetches a publication satisfied. A timer calls
+DeleteTopics, which brokers forward from their clients, CreatePartitions, ElectLeaders, the config alterations,
+Alter/ListPartitionReassignments) call the `Controller` directly, then let the core answer the fetches a
+publication satisfied. A timer calls
 `ControllerCore.tick` at its next deadline (session fencing, propagation checks, parked fetches' waits). Every
 call's events go to `events.jsonl` in the controller's log dir.
 
@@ -34,6 +35,7 @@ from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigChange, ConfigError
 from insync.controller.controller import Controller
 from insync.controller.node import ControllerCore
+from insync.controller.reassignment import ReassignmentTarget
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
@@ -42,7 +44,15 @@ from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
 from insync.types import Outgoing
-from insync.wire import configs, controller_apis, metadata_log, replica_log_report, topics, versions
+from insync.wire import (
+    configs,
+    controller_apis,
+    metadata_log,
+    reassignments,
+    replica_log_report,
+    topics,
+    versions,
+)
 from insync.wire.internal import (
     CreateTopicResult,
     CreateTopicsResponse,
@@ -124,6 +134,12 @@ class ControllerNode(MeteredDispatcher):
             response = topics.elect_leaders(request, self._elect)
             self._drain()
             return response
+        if key == versions.ALTER_PARTITION_REASSIGNMENTS:
+            response = reassignments.alter_partition_reassignments(request, self._reassign)
+            self._drain()
+            return response
+        if key == versions.LIST_PARTITION_REASSIGNMENTS:
+            return reassignments.list_partition_reassignments(request, self.controller.image)
         assert key == versions.FETCH, key
         return await self._fetch_metadata(request)
 
@@ -186,6 +202,9 @@ class ControllerNode(MeteredDispatcher):
         if election_type == topics.UNCLEAN_ELECTION:
             return self.controller.elect_unclean_leaders(self._now(), asked).response
         return self.controller.elect_preferred_leaders(self._now(), asked).response
+
+    def _reassign(self, targets: list[ReassignmentTarget]) -> tuple[KafkaException | None, ...]:
+        return self.controller.alter_partition_reassignments(targets, self._now()).response
 
     def _alter_topic(self, name: str, changes: tuple[ConfigChange, ...], replace: bool, validate_only: bool) -> None:
         self.controller.alter_topic_configs(name, changes, self._now(), replace=replace, validate_only=validate_only)

@@ -8,8 +8,8 @@ follower high watermark for tiered storage) and InitProducerId at 5 (v6 is two-p
 
 The broker listener serves clients and follower fetches; the controller listener serves what brokers send the
 controller: registration, heartbeats, AlterPartition, the metadata log as a Fetch of `__cluster_metadata`
-(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and (Incremental)AlterConfigs that
-brokers forward.
+(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, (Incremental)AlterConfigs and
+Alter/ListPartitionReassignments that brokers forward.
 
 A request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that lists the
 table, so the client retries with a version it can pick; the response header is always v0 (`protocol.codec`).
@@ -40,6 +40,8 @@ ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 CREATE_PARTITIONS = 37
 ELECT_LEADERS = 43
+ALTER_PARTITION_REASSIGNMENTS = 45
+LIST_PARTITION_REASSIGNMENTS = 46
 ALTER_CONFIGS = 33
 INCREMENTAL_ALTER_CONFIGS = 44
 API_VERSIONS = 18
@@ -71,6 +73,8 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     DELETE_TOPICS: (1, 6),
     CREATE_PARTITIONS: (0, 3),
     ELECT_LEADERS: (0, 2),
+    ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0),
     DELETE_RECORDS: (0, 2),
     INIT_PRODUCER_ID: (0, 5),
     OFFSET_FOR_LEADER_EPOCH: (2, 4),
@@ -103,6 +107,8 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     DELETE_TOPICS: (1, 6),
     CREATE_PARTITIONS: (0, 3),
     ELECT_LEADERS: (0, 2),
+    ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ALTER_CONFIGS: (0, 2),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ALTER_PARTITION: (2, 3),

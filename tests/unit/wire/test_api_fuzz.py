@@ -56,6 +56,7 @@ from insync.wire import (
     produce,
     producer_id,
     producers,
+    reassignments,
     replica_log_report,
     topics,
     versions,
@@ -145,6 +146,9 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
                                                                   topics.decode_delete_topics(r, IMAGE)),
     versions.CREATE_PARTITIONS: lambda r: topics.create_partitions(r, lambda *_: None),
     versions.ELECT_LEADERS: lambda r: topics.elect_leaders(r, lambda _, asked: {tp: errors.NONE for tp in asked or ()}),
+    versions.ALTER_PARTITION_REASSIGNMENTS: lambda r: reassignments.alter_partition_reassignments(
+        r, lambda targets: [None] * len(targets)),
+    versions.LIST_PARTITION_REASSIGNMENTS: lambda r: reassignments.list_partition_reassignments(r, IMAGE),
     versions.INIT_PRODUCER_ID: _producer_id,
     versions.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(r, IMAGE, CONFIG, 1),
     versions.DESCRIBE_LOG_DIRS: lambda r: log_dirs.encode_describe_log_dirs(DescribeLogDirsResponse(CID, ()),
