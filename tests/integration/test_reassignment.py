@@ -1,0 +1,194 @@
+"""Partition reassignment on real processes (issue 19), as kafka-reassign-partitions.sh drives it: kafka-python's
+KafkaAdminClient alters and lists reassignments (confluent-kafka 2.16's Python AdminClient has neither call), and
+confluent-kafka produces and reads the data.
+
+- A partition moves from brokers [1,2,3] to [2,3,4] under an acks=all producer: broker 4 bootstraps from the
+  leader outside the ISR, joins it, then broker 1 (the leader) leaves and its copy is deleted; every record the
+  producer saw acknowledged is read back.
+- A topic's replication factor goes from 1 to 3; both new replicas join the ISR.
+- A reassignment to a stopped broker waits (listed, and shown by `insync topics describe` with its adding and
+  removing replicas) until cancelled, which reverts it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from conftest import events, start, wait_until
+from insync import admin_requests, errors
+from insync.admin import describe_rows
+from insync.chaos import cluster
+from insync.chaos.cluster import ClusterSpec
+
+pytestmark = pytest.mark.timeout(240)
+
+PRODUCED_MAX = 200_000  # the producer thread's bound
+
+
+@pytest.fixture(scope="module")
+def four_brokers(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    spec = start(tmp_path_factory.mktemp("reassign"), brokers=4)
+    try:
+        yield spec
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+def create(spec: ClusterSpec, topic: str, replicas: list[int], configs: dict[str, str] | None = None) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+    new = NewTopic(topic, num_partitions=1, replica_assignment=[replicas], config=configs or {})
+    admin.create_topics([new])[topic].result(timeout=15)
+    wait_until(lambda: len(describe_rows(spec.bootstrap, [topic])[0].isr) == len(replicas), 30, f"{topic}'s ISR")
+
+
+def reassign(spec: ClusterSpec, topic: str, replicas: list[int] | None) -> None:
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=spec.bootstrap.split(","))
+    try:
+        assert client.alter_partition_reassignments({TopicPartition(topic, 0): replicas}) == {
+            TopicPartition(topic, 0): None}
+    finally:
+        client.close()
+
+
+def ongoing(spec: ClusterSpec) -> dict[tuple[str, int], dict[str, list[int]]]:
+    from kafka.admin import KafkaAdminClient
+
+    client = KafkaAdminClient(bootstrap_servers=spec.bootstrap.split(","))
+    try:
+        return {(tp.topic, tp.partition): found for tp, found in client.list_partition_reassignments().items()}
+    finally:
+        client.close()
+
+
+def settled(spec: ClusterSpec, topic: str, replicas: tuple[int, ...]) -> bool:
+    row = describe_rows(spec.bootstrap, [topic])[0]
+    return (row.replicas == replicas and set(row.isr) == set(replicas) and row.leader in replicas
+            and (topic, 0) not in ongoing(spec))
+
+
+class AckedProducer:
+    """An acks=all producer writing numbered records on a thread; `acked` holds those the leader acknowledged."""
+
+    def __init__(self, spec: ClusterSpec, topic: str) -> None:
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": spec.bootstrap, "acks": "all", "linger.ms": 5,
+                                  "message.timeout.ms": 60_000})
+        self.topic = topic
+        self.acked: set[int] = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run)
+
+    def _acked(self, error: Any, message: Any) -> None:
+        if error is None:
+            self.acked.add(int(message.value()))
+
+    def _run(self) -> None:
+        for i in range(PRODUCED_MAX):
+            if self.stop.is_set():
+                break
+            while True:
+                try:
+                    self.producer.produce(self.topic, str(i).encode(), partition=0, on_delivery=self._acked)
+                    break
+                except BufferError:
+                    self.producer.poll(0.1)
+            self.producer.poll(0.001)
+        self.producer.flush(60)
+
+
+def read_all(spec: ClusterSpec, topic: str) -> set[int]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": spec.bootstrap, "group.id": f"read-{topic}",
+                         "enable.auto.commit": False})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        seen: set[int] = set()
+        read = 0
+        for _ in range(10_000):  # bounded: each round reads a batch or waits a second
+            if read >= high:
+                break
+            for message in consumer.consume(1000, timeout=1):
+                if message.error() is None:
+                    seen.add(int(message.value()))
+                    read = message.offset() + 1
+        assert read >= high, (read, high)
+        return seen
+    finally:
+        consumer.close()
+
+
+def test_a_partition_moves_from_1_2_3_to_2_3_4_under_acks_all_with_nothing_lost(four_brokers: ClusterSpec) -> None:
+    spec = four_brokers
+    create(spec, "moving", [1, 2, 3], {"min.insync.replicas": "2"})
+    producer = AckedProducer(spec, "moving")
+    producer.thread.start()
+    try:
+        wait_until(lambda: len(producer.acked) >= 2000, 60, "records acknowledged before the move")
+        reassign(spec, "moving", [2, 3, 4])
+        wait_until(lambda: settled(spec, "moving", (2, 3, 4)), 90, "the move to brokers 2, 3, 4 completing")
+        before = len(producer.acked)
+        wait_until(lambda: len(producer.acked) >= before + 2000, 60, "records acknowledged after the move")
+    finally:
+        producer.stop.set()
+        producer.thread.join(90)
+    assert not producer.thread.is_alive()
+    assert producer.acked <= read_all(spec, "moving")  # every acknowledged record is there
+    moved = [e for e in events(spec, cluster.CONTROLLER_ID, "leader_change")
+             if e["topic"] == "moving" and e["reason"] == "reassignment"]
+    assert [(e["leader_before"], e["leader_after"]) for e in moved] == [(1, 2)]
+    wait_until(lambda: not (spec.node(1).log_dir / "moving-0").exists(), 30, "broker 1 deleting its copy")
+    assert (spec.node(4).log_dir / "moving-0").exists()
+
+
+def test_the_replication_factor_grows_from_1_to_3(four_brokers: ClusterSpec) -> None:
+    from confluent_kafka import Producer
+
+    spec = four_brokers
+    create(spec, "growing", [2])
+    producer = Producer({"bootstrap.servers": spec.bootstrap, "acks": "all"})
+    for i in range(500):
+        producer.produce("growing", str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
+    reassign(spec, "growing", [2, 3, 1])
+    wait_until(lambda: settled(spec, "growing", (2, 3, 1)), 60, "replicas 2, 3, 1 all in the ISR")
+    assert describe_rows(spec.bootstrap, ["growing"])[0].leader == 2
+    assert read_all(spec, "growing") == set(range(500))
+
+
+def test_a_reassignment_waiting_for_a_stopped_broker_is_listed_described_and_cancelled(
+        four_brokers: ClusterSpec, capsys: pytest.CaptureFixture[str]) -> None:
+    from insync.cli.main import main
+
+    spec = four_brokers
+    create(spec, "waiting", [1, 2, 3])
+    spec = cluster.stop_node(spec, 4, deadline_s=15)
+    try:
+        live = ",".join(b.address for b in spec.brokers if b.node_id != 4)
+        error, _, outcomes = admin_requests.alter_partition_reassignments(
+            live.split(",")[0], {("waiting", 0): [1, 2, 4]}, 15)
+        assert (error, outcomes) == (errors.NONE, {("waiting", 0): (errors.NONE, None)})
+        assert ongoing(spec)[("waiting", 0)] == {"replicas": [1, 2, 4, 3], "adding_replicas": [4],
+                                                 "removing_replicas": [3]}
+        capsys.readouterr()
+        assert main(["topics", "describe", "waiting", "--bootstrap-server", live]) == 0
+        out = capsys.readouterr().out
+        assert "Replicas: 1,2,4,3\tIsr: 1,2,3\tAdding Replicas: 4\tRemoving Replicas: 3" in out
+        assert "ReplicationFactor: 3" in out
+        reassign(spec, "waiting", None)
+        wait_until(lambda: settled(spec, "waiting", (1, 2, 3)), 30, "the cancel reverting to 1, 2, 3")
+        _, _, refused = admin_requests.alter_partition_reassignments(live.split(",")[0], {("waiting", 0): None}, 15)
+        assert refused == {("waiting", 0): (errors.BY_NAME["NO_REASSIGNMENT_IN_PROGRESS"],
+                                            "No partition reassignment is in progress.")}
+    finally:
+        cluster.start_node(spec, 4)
