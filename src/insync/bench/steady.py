@@ -88,7 +88,7 @@ def produce(bootstrap: str, topic: str, size: int, acks: str, cpu_s: CpuSampler,
     payload = os.urandom(size)
     sent = 0
     begin = time.perf_counter()
-    window_start, window_end = begin + warmup_s, begin + warmup_s + seconds
+    next_mark = begin + warmup_s  # the window's start, then its end: `seconds` after the start was taken
     marks: list[tuple[float, int, float | None]] = []  # (time, records acknowledged so far, server CPU s)
     try:
         while len(marks) < 2:
@@ -101,8 +101,9 @@ def produce(bootstrap: str, topic: str, size: int, acks: str, cpu_s: CpuSampler,
                     break
             producer.poll(0)
             now = time.perf_counter()
-            if now >= (window_start, window_end)[len(marks)]:
+            if now >= next_mark:
                 marks.append((now, sent - len(producer) - failed, cpu_s()))
+                next_mark = now + seconds
     finally:
         producer.flush(clients.DELIVERY_TIMEOUT_S)
     (t0, acked0, cpu0), (t1, acked1, cpu1) = marks
@@ -125,7 +126,7 @@ def consume(bootstrap: str, topic: str, cpu_s: CpuSampler, warmup_s: float = WAR
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     received = size = errors = 0
     begin = time.perf_counter()
-    window_start, window_end = begin + warmup_s, begin + warmup_s + seconds
+    next_mark = begin + warmup_s  # the window's start, then its end: `seconds` after the start was taken
     marks: list[tuple[float, int, float | None]] = []
     progress_at = begin
     try:
@@ -144,8 +145,9 @@ def consume(bootstrap: str, topic: str, cpu_s: CpuSampler, warmup_s: float = WAR
                     errors += 1
                 progress_at = time.perf_counter()
             now = time.perf_counter()
-            if now >= (window_start, window_end)[len(marks)]:
+            if now >= next_mark:
                 marks.append((now, received, cpu_s()))
+                next_mark = now + seconds
     finally:
         consumer.close()
     if len(marks) < 2:
