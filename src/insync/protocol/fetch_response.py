@@ -50,10 +50,10 @@ def encode(version: int, error_code: int, session_id: int, topics: Sequence[Topi
         out.write(_TOP_V7.pack(0, error_code, session_id))
     else:
         out.write(_TOP_V1.pack(0))
-    out.write(_length(len(topics), flexible))
+    out.write(length(len(topics), flexible))
     for topic, partitions in topics:
-        out.write(_topic(topic, version, flexible))
-        out.write(_length(len(partitions), flexible))
+        out.write(topic_field(topic, version >= TOPIC_ID_FROM, flexible))
+        out.write(length(len(partitions), flexible))
         for partition in partitions:
             _partition(out, partition, version, flexible)
             if flexible:
@@ -71,18 +71,19 @@ def _partition(out: Parts, values: PartitionValues, version: int, flexible: bool
         out.write(_PARTITION_V5.pack(index, error_code, high_watermark, last_stable_offset, log_start_offset))
     else:
         out.write(_PARTITION_V4.pack(index, error_code, high_watermark, last_stable_offset))
-    out.write(_length(0, flexible))  # aborted transactions: none (no transactions)
+    out.write(length(0, flexible))  # aborted transactions: none (no transactions)
     if version >= 11:
         out.write(_PREFERRED_READ_REPLICA_NONE)
     if records is None:
         out.write(b"\x00" if flexible else _I32.pack(-1))
         return
-    out.write(_length(len(records), flexible))
+    out.write(length(len(records), flexible))
     out.write(records)
 
 
-def _topic(topic: str | uuid.UUID, version: int, flexible: bool) -> bytes:
-    if version >= TOPIC_ID_FROM:
+def topic_field(topic: str | uuid.UUID, by_id: bool, flexible: bool) -> bytes:
+    """A topic as a response names it: its id (16 bytes), or its name (compact or int16-sized string)."""
+    if by_id:
         assert isinstance(topic, uuid.UUID), topic
         return topic.bytes
     assert isinstance(topic, str), topic
@@ -90,7 +91,7 @@ def _topic(topic: str | uuid.UUID, version: int, flexible: bool) -> bytes:
     return _varint(len(name) + 1) + name if flexible else _I16.pack(len(name)) + name
 
 
-def _length(count: int, flexible: bool) -> bytes:
+def length(count: int, flexible: bool) -> bytes:
     """An array's or a bytes value's length: compact (unsigned varint of length + 1) or int32."""
     return compact_length(count) if flexible else _I32.pack(count)
 

@@ -90,13 +90,13 @@ def topic_entities(cls: type, partitions_field: str, grouped: Iterable[tuple[Top
 # KIP-951: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the leader the image knows
 # (Produce v10+, Fetch v12+), and the response lists those leaders' endpoints, so a client re-routes at once
 # instead of refreshing its metadata first.
-_NEW_LEADER_ERRORS = (errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH)
+NEW_LEADER_ERRORS = (errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH)
 
 
 def current_leader(cls: type, image: MetadataImage | None, topic: str, partition: int,
                    error: KafkaError) -> dict[str, Any]:
     """`{"current_leader": LeaderIdAndEpoch}` for a partition entity of `cls` when a hint applies, else {}."""
-    if image is None or error not in _NEW_LEADER_ERRORS or not has_field(cls, "current_leader"):
+    if image is None or error not in NEW_LEADER_ERRORS or not has_field(cls, "current_leader"):
         return {}
     topic_image = image.topic(topic)
     registration = topic_image.partitions.get(partition) if topic_image is not None else None

@@ -19,10 +19,12 @@ from typing import Any
 from insync import errors
 from insync.broker.messages import ProduceRequest, ProduceResponse
 from insync.metadata.image import MetadataImage
-from insync.protocol.codec import DecodedRequest
+from insync.protocol import produce_response
+from insync.protocol.codec import DecodedRequest, EncodedBody
 from insync.protocol.kio import NO_THROTTLE, build, check_body, code, millis, nested, response_class
 from insync.types import TopicPartition
 from insync.wire.entities import (
+    NEW_LEADER_ERRORS,
     Decoded,
     Rejected,
     TopicKey,
@@ -33,6 +35,8 @@ from insync.wire.entities import (
     wire_topic_key,
 )
 from insync.wire.versions import PRODUCE
+
+LOG_START_OFFSET_UNKNOWN = -1  # the core's result does not carry it; clients read it only on errors
 
 VALID_ACKS = (0, 1, -1)
 
@@ -72,12 +76,14 @@ def encode_response(response: ProduceResponse, decoded: Decoded[ProduceRequest],
                     image: MetadataImage | None = None) -> Any:
     """The Kafka response; with `image`, partitions refused for leadership name the current leader (KIP-951)."""
     assert response.correlation_id == decoded.request.correlation_id, (response, decoded.request)
+    if not decoded.rejected and all(r.error not in NEW_LEADER_ERRORS for r in response.results):
+        return _encode_plain(response, decoded)
     cls = response_class(PRODUCE, decoded.version)
     partition_cls = nested(cls, "PartitionProduceResponse")
 
     def partition(tp: TopicPartition, error: errors.KafkaError, base_offset: int) -> Any:
         return build(partition_cls, index=tp.partition, error_code=code(error), base_offset=base_offset,
-                     log_append_time=None, log_start_offset=-1, record_errors=(),
+                     log_append_time=None, log_start_offset=LOG_START_OFFSET_UNKNOWN, record_errors=(),
                      **current_leader(partition_cls, image, tp.topic, tp.partition, error))
 
     items = [(decoded.key(r.topic_partition.topic), partition(r.topic_partition, r.error, r.base_offset))
@@ -87,3 +93,15 @@ def encode_response(response: ProduceResponse, decoded: Decoded[ProduceRequest],
     topics = topic_entities(nested(cls, "TopicProduceResponse"), "partition_responses", group(items))
     return build(cls, responses=topics, throttle_time=NO_THROTTLE,
                  node_endpoints=node_endpoints(cls, image, (p for _, p in items)))
+
+
+def _encode_plain(response: ProduceResponse, decoded: Decoded[ProduceRequest]) -> EncodedBody:
+    """`encode_response` without a leader hint to give (no partition refused for leadership, none rejected by the
+    translator): the fields are the plain ones, so `produce_response` writes them without kio's entities."""
+    by_id = decoded.version >= produce_response.TOPIC_ID_FROM
+    items = []
+    for r in response.results:
+        key = decoded.key(r.topic_partition.topic)
+        items.append((key.topic_id if by_id else key.name or "",
+                      (r.topic_partition.partition, r.error.code, r.base_offset, LOG_START_OFFSET_UNKNOWN)))
+    return produce_response.encode(decoded.version, group(items))
