@@ -124,7 +124,7 @@ def _elr_by_partition(bootstrap: str, names: list[str]
                       ) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
     """(ELR, last known ELR) per partition from DescribeTopicPartitions, which confluent-kafka sends for
     `describe_topics` but whose ELR it drops; empty when no bootstrap broker answers it."""
-    described = _first_answer(bootstrap,
+    described = first_answer(bootstrap,
                               lambda a: admin_requests.describe_topic_partitions(a, names, ADMIN_TIMEOUT_S)[0])
     return {(d.topic, d.partition): (d.elr, d.last_known_elr) for d in described or ()}
 
@@ -132,13 +132,13 @@ def _elr_by_partition(bootstrap: str, names: list[str]
 def _reassignments(bootstrap: str) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
     """(adding, removing) replicas of each partition being reassigned, from ListPartitionReassignments, as
     kafka-topics.sh shows them; empty when no bootstrap broker answers it."""
-    answer = _first_answer(bootstrap, lambda a: admin_requests.list_partition_reassignments(a, ADMIN_TIMEOUT_S))
+    answer = first_answer(bootstrap, lambda a: admin_requests.list_partition_reassignments(a, ADMIN_TIMEOUT_S))
     if answer is None or answer[0] is not errors.NONE:
         return {}
     return {(r.topic, r.partition): (r.adding, r.removing) for r in answer[1]}
 
 
-def _first_answer(bootstrap: str, ask: Callable[[str], T]) -> T | None:
+def first_answer(bootstrap: str, ask: Callable[[str], T]) -> T | None:
     """`ask`'s answer from the first bootstrap broker that gives one; None when none does (unreachable, or a broker
     without the API, which closes the connection)."""
     for address in bootstrap.split(","):

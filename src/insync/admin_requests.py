@@ -27,7 +27,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,7 +203,7 @@ class Reassignment:
     removing: tuple[int, ...]
 
 
-def alter_partition_reassignments(address: str, targets: dict[tuple[str, int], Sequence[int] | None],
+def alter_partition_reassignments(address: str, targets: Mapping[tuple[str, int], Sequence[int] | None],
                                   timeout_s: float) -> tuple[KafkaError, str | None,
                                                              dict[tuple[str, int], tuple[KafkaError, str | None]]]:
     """Reassign each (topic, partition) to its replicas (None: cancel); the request's error and each partition's."""

@@ -12,7 +12,9 @@ confluent-kafka produces and reads the data.
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,6 +68,12 @@ def ongoing(spec: ClusterSpec) -> dict[tuple[str, int], dict[str, list[int]]]:
         return {(tp.topic, tp.partition): found for tp, found in client.list_partition_reassignments().items()}
     finally:
         client.close()
+
+
+def brokers_in_metadata(spec: ClusterSpec) -> set[int]:
+    from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+    return set(AdminClient({"bootstrap.servers": spec.bootstrap}).list_topics(timeout=10).brokers)
 
 
 def settled(spec: ClusterSpec, topic: str, replicas: tuple[int, ...]) -> bool:
@@ -167,7 +175,7 @@ def test_the_replication_factor_grows_from_1_to_3(four_brokers: ClusterSpec) -> 
 
 
 def test_a_reassignment_waiting_for_a_stopped_broker_is_listed_described_and_cancelled(
-        four_brokers: ClusterSpec, capsys: pytest.CaptureFixture[str]) -> None:
+        four_brokers: ClusterSpec, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from insync.cli.main import main
 
     spec = four_brokers
@@ -185,10 +193,63 @@ def test_a_reassignment_waiting_for_a_stopped_broker_is_listed_described_and_can
         out = capsys.readouterr().out
         assert "Replicas: 1,2,4,3\tIsr: 1,2,3\tAdding Replicas: 4\tRemoving Replicas: 3" in out
         assert "ReplicationFactor: 3" in out
+        plan = tmp_path / "plan.json"
+        plan.write_text('{"version":1,"partitions":[{"topic":"waiting","partition":0,"replicas":[1,2,4]}]}')
+        tool = ["topics", "reassign", "--bootstrap-server", live, "--reassignment-json-file", str(plan)]
+        assert main([*tool, "--verify"]) == 0
+        assert "Reassignment of partition waiting-0 is still in progress." in capsys.readouterr().out
+        assert main([*tool, "--execute"]) == 1  # another reassignment runs: --additional would be needed
+        assert capsys.readouterr().out.startswith("Cannot execute because there is an existing partition assignment.")
+        assert main(["topics", "reassign", "--list", "--bootstrap-server", live]) == 0
+        assert capsys.readouterr().out == ("Current partition reassignments:\n"
+                                           "waiting-0: replicas: 1,2,4,3. adding: 4. removing: 3.\n")
         reassign(spec, "waiting", None)
         wait_until(lambda: settled(spec, "waiting", (1, 2, 3)), 30, "the cancel reverting to 1, 2, 3")
         _, _, refused = admin_requests.alter_partition_reassignments(live.split(",")[0], {("waiting", 0): None}, 15)
         assert refused == {("waiting", 0): (errors.BY_NAME["NO_REASSIGNMENT_IN_PROGRESS"],
                                             "No partition reassignment is in progress.")}
+        assert main([*tool, "--cancel"]) == 0
+        assert capsys.readouterr().out == "None of the specified partition reassignments are active.\n"
     finally:
-        cluster.start_node(spec, 4)
+        spec = cluster.start_node(spec, 4)
+        wait_until(lambda: len(brokers_in_metadata(spec)) == 4, 30, "broker 4 back in the cluster's metadata")
+
+
+def test_the_reassign_tool_generates_executes_and_verifies_a_plan(four_brokers: ClusterSpec, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    from insync.cli.main import main
+
+    spec = four_brokers
+    admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+    admin.create_topics([NewTopic("tool", num_partitions=2, replica_assignment=[[1, 2], [2, 1]])])["tool"].result(15)
+    wait_until(lambda: all(len(r.isr) == 2 for r in describe_rows(spec.bootstrap, ["tool"])), 30, "full ISRs")
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"version":1,"topics":[{"topic":"tool"}]}')
+    tool = ["topics", "reassign", "--bootstrap-server", spec.bootstrap]
+    capsys.readouterr()
+    assert main([*tool, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "3,4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    assert json.loads(lines[1])["partitions"][0] == {"topic": "tool", "partition": 0, "replicas": [1, 2],
+                                                     "log_dirs": ["any", "any"]}
+    assert lines[3] == "Proposed partition reassignment configuration"
+    proposed = json.loads(lines[4])
+    assert {tuple(sorted(p["replicas"])) for p in proposed["partitions"]} == {(3, 4)}
+    plan = tmp_path / "plan.json"
+    plan.write_text(lines[4])
+    assert main([*tool, "--execute", "--reassignment-json-file", str(plan)]) == 0
+    out = capsys.readouterr().out
+    assert "Save this to use as the --reassignment-json-file option during rollback" in out
+    assert out.endswith("Successfully started partition reassignments for tool-0,tool-1\n")
+
+    def verified() -> bool:
+        assert main([*tool, "--verify", "--reassignment-json-file", str(plan)]) == 0
+        return capsys.readouterr().out.count("is completed.") == 2
+
+    wait_until(verified, 60, "both reassignments completed")
+    assert {r.replicas for r in describe_rows(spec.bootstrap, ["tool"])} == {
+        tuple(p["replicas"]) for p in proposed["partitions"]}
+    assert main([*tool, "--list"]) == 0
+    assert capsys.readouterr().out == "No partition reassignments found.\n"

@@ -1,4 +1,5 @@
-"""`insync topics create|list|describe|alter|delete`, like `kafka-topics.sh`, over the Kafka protocol.
+"""`insync topics create|list|describe|alter|delete|elect-leaders|reassign`, like Kafka's tools, over the Kafka
+protocol.
 
 It speaks only the Kafka protocol (confluent-kafka's AdminClient), so it works against any Kafka-compatible
 cluster. `describe` prints one line per partition in kafka-topics' format (4.x: with `Elr` and `LastKnownElr`,
@@ -12,7 +13,8 @@ to each partition's preferred replica (ElectLeaders, as `kafka-leader-election.s
 the named topics or all of them, and prints what happened to each partition; `--unclean` elects leaders of
 offline partitions among out-of-sync replicas (`--election-type unclean`; insync's controller elects the one that
 loses least), and `--unclean --dry-run` prints, per offline partition, each replica's log and what each choice
-would discard (read from the replicas themselves; nothing changes).
+would discard (read from the replicas themselves; nothing changes). `reassign` moves partitions between brokers
+as `kafka-reassign-partitions.sh` does (`cli.topics_reassign`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from insync import admin_requests
 from insync.admin import ADMIN_TIMEOUT_S, admin_client, describe_rows, kafka_error_text
+from insync.cli import topics_reassign
 from insync.config import ConfigError, parse_overrides, validate_topic_configs
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -74,6 +77,7 @@ def register(subparsers: Any) -> None:
 
     for sub in (create, listing, describe, alter, elect, delete):
         sub.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, help="host:port of any broker")
+    topics_reassign.register(commands, DEFAULT_BOOTSTRAP)
 
 
 def _wait(admin: Any, futures: dict[str, Any], verb: str, what: str = "") -> int:

@@ -1,0 +1,294 @@
+"""`insync topics reassign`, as `kafka-reassign-partitions.sh`: the same flags, JSON files and messages.
+
+- `--generate --topics-to-move-json-file T --broker-list 1,2,3`: prints the topics' current assignment and a
+  proposal placing each topic's partitions, at its replication factor, over the brokers listed (Kafka's
+  rack-unaware placement, `controller.replication_control.place_replicas`); changes nothing.
+- `--execute --reassignment-json-file F`: prints the current assignment of the partitions in F (to save for a
+  rollback) and starts their reassignments (AlterPartitionReassignments); refused while other reassignments run
+  unless `--additional`, as Kafka's tool does.
+- `--verify --reassignment-json-file F`: whether each partition's reassignment is completed or still in progress.
+- `--cancel --reassignment-json-file F`: cancels those still running, which reverts them.
+- `--list`: every reassignment in progress, with its adding and removing replicas.
+The files are Kafka's: `{"version":1,"topics":[{"topic":"t"}]}` and
+`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}`
+(`log_dirs` optional; insync has one log dir per broker, so a value other than "any" is refused).
+confluent-kafka's AdminClient has no reassignment calls: the tool sends both requests itself (`admin_requests`).
+The replication throttles (`--throttle`) are not offered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from insync import admin_requests, errors
+from insync.admin import ADMIN_TIMEOUT_S, admin_client, describe_rows, first_answer
+from insync.config import ConfigError
+from insync.controller.replication_control import place_replicas
+from insync.types import BrokerId
+
+ANY_LOG_DIR = "any"
+PARTITIONS_MAX = 10_000  # as many as one request may name (the controller's batch)
+CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignment.  Use --additional to "
+                  "override this and create a new partition assignment in addition to the existing one. The "
+                  "--additional flag can also be used to change the throttle by resubmitting the current "
+                  "reassignment.")
+
+Assignment = dict[tuple[str, int], list[int]]
+
+
+def _name(tp: tuple[str, int]) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The file's JSON object, at version 1 (absent means 1, as Kafka's)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ConfigError("The input string is not a valid JSON") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"expected a JSON object, got {type(data).__name__}")
+    if data.get("version", 1) != 1:
+        raise ConfigError(f"Not supported version field value {data['version']}")
+    return data
+
+
+def _field(entry: object, key: str, kind: type, where: str) -> Any:
+    if not isinstance(entry, dict) or key not in entry:
+        raise ConfigError(f"{where}: missing field {key!r}")
+    value = entry[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ConfigError(f"{where}: {key!r} must be a{'n' if kind is int else ''} {kind.__name__}, got {value!r}")
+    return value
+
+
+def parse_topics(text: str) -> list[str]:
+    """The topics of a --topics-to-move-json-file; duplicates are refused with Kafka's words."""
+    entries = _json_object(text).get("topics", [])
+    if not isinstance(entries, list):
+        raise ConfigError("'topics' must be a list")
+    topics = [_field(e, "topic", str, f"topics[{i}]") for i, e in enumerate(entries)]
+    duplicates = sorted({t for t in topics if topics.count(t) > 1})
+    if duplicates:
+        raise ConfigError(f"List of topics to reassign contains duplicate entries: {', '.join(duplicates)}")
+    return topics
+
+
+def parse_broker_list(text: str) -> list[int]:
+    try:
+        brokers = [int(b) for b in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--broker-list {text!r} is not a comma-separated list of broker ids") from None
+    duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
+    if duplicates:
+        raise ConfigError(f"Broker list contains duplicate entries: {', '.join(map(str, duplicates))}")
+    return brokers
+
+
+def parse_reassignment(text: str) -> Assignment:
+    """The partitions of a --reassignment-json-file, checked as Kafka's tool checks them before executing."""
+    entries = _json_object(text).get("partitions", [])
+    if not isinstance(entries, list):
+        raise ConfigError("'partitions' must be a list")
+    if not entries:
+        raise ConfigError("Partition reassignment list cannot be empty")
+    if len(entries) > PARTITIONS_MAX:
+        raise ConfigError(f"{len(entries)} partitions: at most {PARTITIONS_MAX} in one reassignment")
+    out: Assignment = {}
+    for i, entry in enumerate(entries):
+        where = f"partitions[{i}]"
+        tp = (_field(entry, "topic", str, where), _field(entry, "partition", int, where))
+        replicas = _field(entry, "replicas", list, where)
+        if not all(isinstance(r, int) and not isinstance(r, bool) for r in replicas):
+            raise ConfigError(f"{where}: 'replicas' must be a list of broker ids, got {replicas!r}")
+        log_dirs = entry.get("log_dirs", [ANY_LOG_DIR] * len(replicas))
+        if not isinstance(log_dirs, list) or len(log_dirs) != len(replicas):
+            raise ConfigError(f"Size of replicas list {replicas} is different from size of log dirs list "
+                              f"{log_dirs} for partition {_name(tp)}")
+        if any(d != ANY_LOG_DIR for d in log_dirs):
+            raise ConfigError(f"{where}: log dirs other than \"any\" are not supported (a broker has one)")
+        if not replicas:
+            raise ConfigError("Partition replica list cannot be empty")
+        if tp in out:
+            raise ConfigError(f"Partition reassignment contains duplicate topic partitions: {_name(tp)}")
+        repeated = sorted({r for r in replicas if replicas.count(r) > 1})
+        if repeated:
+            raise ConfigError(f"Partition replica lists may not contain duplicate entries: {_name(tp)} contains "
+                              f"multiple entries for {','.join(map(str, repeated))}")
+        out[tp] = replicas
+    return out
+
+
+def reassignment_json(assignment: Assignment) -> str:
+    """Kafka's `formatAsReassignmentJson`: compact, partitions sorted by topic then partition."""
+    partitions = [{"topic": t, "partition": p, "replicas": assignment[(t, p)],
+                   "log_dirs": [ANY_LOG_DIR] * len(assignment[(t, p)])} for t, p in sorted(assignment)]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"))
+
+
+def propose(current: Assignment, brokers: Sequence[int], rng: random.Random) -> Assignment:
+    """Each topic's partitions placed over `brokers` at the replication factor of its partition 0."""
+    proposed: Assignment = {}
+    for topic in sorted({t for t, _ in current}):
+        count = sum(1 for t, _ in current if t == topic)
+        factor = len(current[(topic, 0)])
+        if factor > len(brokers):
+            raise ConfigError(f"Replication factor: {factor} larger than available brokers: {len(brokers)}.")
+        placed = place_replicas([BrokerId(b) for b in brokers], count, factor, rng)
+        proposed.update({(topic, p): list(replicas) for p, replicas in enumerate(placed)})
+    return proposed
+
+
+def verify_lines(targets: Assignment, ongoing: set[tuple[str, int]], current: Assignment) -> list[str]:
+    """Kafka's `partitionReassignmentStatesToString`."""
+    lines = ["Status of partition reassignment:"]
+    for tp in sorted(targets):
+        if tp in ongoing:
+            lines.append(f"Reassignment of partition {_name(tp)} is still in progress.")
+        elif current.get(tp, []) == targets[tp]:
+            lines.append(f"Reassignment of partition {_name(tp)} is completed.")
+        else:
+            lines.append(f"There is no active reassignment of partition {_name(tp)}, but replica set is "
+                         f"{','.join(map(str, current.get(tp, [])))} rather than {','.join(map(str, targets[tp]))}.")
+    return lines
+
+
+def list_lines(ongoing: Sequence[admin_requests.Reassignment]) -> list[str]:
+    """Kafka's `curReassignmentsToString`."""
+    if not ongoing:
+        return ["No partition reassignments found."]
+    lines = ["Current partition reassignments:"]
+    for r in sorted(ongoing, key=lambda r: (r.topic, r.partition)):
+        lines.append(f"{_name((r.topic, r.partition))}: replicas: {','.join(map(str, r.replicas))}."
+                     + (f" adding: {','.join(map(str, r.adding))}." if r.adding else "")
+                     + (f" removing: {','.join(map(str, r.removing))}." if r.removing else ""))
+    return lines
+
+
+def register(commands: Any, bootstrap_default: str) -> None:
+    reassign = commands.add_parser("reassign", help="move partitions between brokers (kafka-reassign-partitions.sh)")
+    actions = reassign.add_mutually_exclusive_group(required=True)
+    for action, text in (("generate", "propose an assignment of the topics over --broker-list"),
+                         ("execute", "start the reassignments of --reassignment-json-file"),
+                         ("verify", "whether those reassignments completed"),
+                         ("cancel", "cancel those still in progress (reverts them)"),
+                         ("list", "the reassignments in progress")):
+        actions.add_argument(f"--{action}", action="store_true", help=text)
+    reassign.add_argument("--reassignment-json-file", metavar="F", help="Kafka's reassignment JSON")
+    reassign.add_argument("--topics-to-move-json-file", metavar="T", help="with --generate: the topics to move")
+    reassign.add_argument("--broker-list", metavar="L", help="with --generate: the brokers to place them on")
+    reassign.add_argument("--additional", action="store_true",
+                          help="with --execute: even while other reassignments are in progress")
+    reassign.add_argument("--bootstrap-server", default=bootstrap_default, help="host:port of any broker")
+    reassign.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    needs = {"generate": ("topics_to_move_json_file", "broker_list"), "execute": ("reassignment_json_file",),
+             "verify": ("reassignment_json_file",), "cancel": ("reassignment_json_file",), "list": ()}
+    action = next(a for a in needs if getattr(args, a))
+    missing = [f"--{n.replace('_', '-')}" for n in needs[action] if getattr(args, n) is None]
+    if missing:
+        raise ConfigError(f"--{action} needs {' and '.join(missing)}")
+    if action == "generate":
+        return _generate(args)
+    if action == "list":
+        return _print(list_lines(_ongoing(args.bootstrap_server)))
+    with open(args.reassignment_json_file, encoding="utf-8") as f:
+        targets = parse_reassignment(f.read())
+    if action == "execute":
+        return _execute(args.bootstrap_server, targets, args.additional)
+    if action == "verify":
+        ongoing = {(r.topic, r.partition) for r in _ongoing(args.bootstrap_server)}
+        return _print(verify_lines(targets, ongoing, _current(args.bootstrap_server, {t for t, _ in targets})))
+    return _cancel(args.bootstrap_server, targets)
+
+
+def _print(lines: list[str]) -> int:
+    print("\n".join(lines))
+    return 0
+
+
+def _ongoing(bootstrap: str) -> list[admin_requests.Reassignment]:
+    answer = first_answer(bootstrap, lambda a: admin_requests.list_partition_reassignments(a, ADMIN_TIMEOUT_S))
+    if answer is None:
+        raise ConfigError(f"no broker of {bootstrap} answered ListPartitionReassignments")
+    error, ongoing = answer
+    if error is not errors.NONE:
+        raise ConfigError(f"ListPartitionReassignments failed: {error.name}")
+    return ongoing
+
+
+def _current(bootstrap: str, topics: set[str]) -> Assignment:
+    """The replicas of every partition of `topics` that exist (unknown topics have none)."""
+    known = set(admin_client(bootstrap).list_topics(timeout=ADMIN_TIMEOUT_S).topics)
+    return {(r.topic, r.partition): list(r.replicas) for r in describe_rows(bootstrap, sorted(topics & known))}
+
+
+def _generate(args: argparse.Namespace) -> int:
+    with open(args.topics_to_move_json_file, encoding="utf-8") as f:
+        topics = parse_topics(f.read())
+    brokers = parse_broker_list(args.broker_list)
+    current = {(r.topic, r.partition): list(r.replicas) for r in describe_rows(args.bootstrap_server, topics)}
+    live = set(admin_client(args.bootstrap_server).list_topics(timeout=ADMIN_TIMEOUT_S).brokers)
+    proposed = propose(current, [b for b in brokers if b in live], random.Random())
+    print(f"Current partition replica assignment\n{reassignment_json(current)}\n")
+    print(f"Proposed partition reassignment configuration\n{reassignment_json(proposed)}")
+    return 0
+
+
+def _execute(bootstrap: str, targets: Assignment, additional: bool) -> int:
+    if not additional and _ongoing(bootstrap):
+        print(CANNOT_EXECUTE)
+        return 1
+    live = set(admin_client(bootstrap).list_topics(timeout=ADMIN_TIMEOUT_S).brokers)
+    unknown = next((b for replicas in targets.values() for b in replicas if b not in live), None)
+    if unknown is not None:
+        raise ConfigError(f"Unknown broker id {unknown}")
+    current = _current(bootstrap, {t for t, _ in targets})
+    missing = [_name(tp) for tp in sorted(targets) if tp not in current]
+    if missing:
+        raise ConfigError(f"Unable to find partition: {', '.join(missing)}")
+    print(f"Current partition replica assignment\n\n{reassignment_json({tp: current[tp] for tp in targets})}"
+          "\n\nSave this to use as the --reassignment-json-file option during rollback")
+    asked: dict[tuple[str, int], list[int] | None] = {tp: replicas for tp, replicas in targets.items()}
+    refused = _alter(bootstrap, asked)
+    if refused:
+        print("Error reassigning partition(s):\n" + "\n".join(refused), file=sys.stderr)
+        return 1
+    print(f"Successfully started partition reassignment{'' if len(targets) == 1 else 's'} for "
+          + ",".join(_name(tp) for tp in sorted(targets)))
+    return 0
+
+
+def _cancel(bootstrap: str, targets: Assignment) -> int:
+    running = sorted({(r.topic, r.partition) for r in _ongoing(bootstrap)} & set(targets))
+    if not running:
+        print("None of the specified partition reassignments are active.")
+        return 0
+    refused = _alter(bootstrap, dict.fromkeys(running))
+    if refused:
+        print(f"Error cancelling partition reassignment{'' if len(refused) == 1 else 's'} for:\n"
+              + "\n".join(refused), file=sys.stderr)
+        return 1
+    print(f"Successfully cancelled partition reassignment{'' if len(running) == 1 else 's'} for: "
+          + ",".join(_name(tp) for tp in running))
+    return 0
+
+
+def _alter(bootstrap: str, targets: dict[tuple[str, int], list[int] | None]) -> list[str]:
+    """AlterPartitionReassignments of `targets`; "t-p: message" for each partition refused."""
+    answer = first_answer(bootstrap, lambda a: admin_requests.alter_partition_reassignments(a, targets,
+                                                                                           ADMIN_TIMEOUT_S))
+    if answer is None:
+        raise ConfigError(f"no broker of {bootstrap} answered AlterPartitionReassignments")
+    error, message, outcomes = answer
+    if error is not errors.NONE:
+        raise ConfigError(f"AlterPartitionReassignments failed: {error.name}: {message or error.message}")
+    return [f"{_name(tp)}: {detail or refusal.message}" for tp, (refusal, detail) in sorted(outcomes.items())
+            if refusal is not errors.NONE]
