@@ -134,6 +134,8 @@ TOPIC_TO_BROKER: dict[str, str] = {
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "message.timestamp.type": "log.message.timestamp.type",
     "cleanup.policy": "log.cleanup.policy",
+    "compression.type": "compression.type",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
 }
 
 BROKER_CONFIGS: dict[str, ConfigDef] = {
@@ -224,6 +226,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.message.timestamp.type", "string", "CreateTime", "Record timestamp type.",
            allowed=("CreateTime", "LogAppendTime")),
         _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",)),
+        # Accepted and described as Kafka's, for the clients and tools that set them; insync departs from Kafka:
+        # batches are stored as the producer compressed them (Kafka's "producer"), and without log compaction
+        # there are no tombstones for delete.retention.ms to expire.
+        _d("compression.type", "string", "producer", "Accepted; batches stay as the producer compressed them.",
+           allowed=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+        _d("log.cleaner.delete.retention.ms", "long", 86400000,
+           "Accepted; insync has no log compaction, so no tombstones to expire.", min=0),
         # Consumer groups (the group coordinator and `__consumer_offsets`)
         _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", min=1, max=1000),
         _d("offsets.topic.replication.factor", "int", 3, "Replication factor of __consumer_offsets; it is not "

@@ -312,15 +312,19 @@ class Controller:
 
     def create_topic(self, name: str, num_partitions: int, replication_factor: int,
                      configs: Mapping[str, object], now_ms: int,
-                     assignments: Sequence[tuple[int, Sequence[int]]] = ()) -> ControllerResult[CreateTopicResponse]:
+                     assignments: Sequence[tuple[int, Sequence[int]]] = (), *, validate_only: bool = False
+                     ) -> ControllerResult[CreateTopicResponse]:
         """CreateTopics for one topic: on the (partition, replicas) `assignments` given, checked as Kafka checks them
-        (`check_topic_assignments`), or placed round-robin over eligible brokers; first replica leads."""
+        (`check_topic_assignments`), or placed round-robin over eligible brokers; first replica leads.
+        `validate_only` makes every check and writes nothing (the answer's topic id is then empty)."""
         self._advance(now_ms)
         check_new_topic(self._image, name, len(assignments) or num_partitions,
                         None if assignments else replication_factor, TOPIC_PARTITIONS_MAX)
         placed = (check_topic_assignments(self._image, assignments) if assignments else
                   place_replicas(self._image.eligible_brokers(), num_partitions, replication_factor, self._rng))
         config_records = new_topic_config_records(name, configs)
+        if validate_only:
+            return ControllerResult((), CreateTopicResponse("", tuple(placed)))
         topic_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         batch = self._batch(now_ms)
         batch.add(TopicRecord(name, topic_id))

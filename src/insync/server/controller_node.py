@@ -172,11 +172,9 @@ class ControllerNode(MeteredDispatcher):
         results: list[CreateTopicResult] = []
         for topic in decoded.request.topics:
             try:
-                if decoded.request.validate_only:
-                    results.append(created(topic, ""))
-                    continue
                 outcome = self.controller.create_topic(topic.name, topic.num_partitions, topic.replication_factor,
-                                                       dict(topic.configs), self._now(), topic.assignments)
+                                                       dict(topic.configs), self._now(), topic.assignments,
+                                                       validate_only=decoded.request.validate_only)
                 results.append(created(topic, outcome.response.topic_id))
             except KafkaException as exc:
                 results.append(CreateTopicResult(topic.name, exc.error, exc.detail))

@@ -1,0 +1,36 @@
+"""Admin requests librdkafka's own test suite (0081_admin, `make compat`) makes, answered as Kafka 4.0 answers
+them, with confluent-kafka's AdminClient: CreateTopics with validate_only checks everything (an unknown config key
+is INVALID_CONFIG) and creates nothing; the topic configs compression.type and delete.retention.ms are accepted
+and described."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # type: ignore[attr-defined]
+
+from insync.chaos.cluster import ClusterSpec
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_validate_only_create_topics_refuses_a_bad_config_and_creates_nothing(insync_cluster: ClusterSpec) -> None:
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    bad = NewTopic("compat-invalid", 1, 1, config={"dummy.doesntexist": "broker is verifying this"})
+    good = NewTopic("compat-valid", 1, 1)
+    futures = admin.create_topics([bad, good], validate_only=True, operation_timeout=10)
+    with pytest.raises(Exception) as refused:
+        futures["compat-invalid"].result(timeout=10)
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert "dummy.doesntexist" in refused.value.args[0].str()
+    futures["compat-valid"].result(timeout=10)
+    assert "compat-valid" not in admin.list_topics(timeout=10).topics
+
+
+def test_compression_type_and_delete_retention_are_topic_configs(insync_cluster: ClusterSpec) -> None:
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    topic = NewTopic("compat-configs", 1, 1, config={"compression.type": "lz4", "delete.retention.ms": "900"})
+    admin.create_topics([topic], operation_timeout=10)["compat-configs"].result(timeout=10)
+    resource = ConfigResource("topic", "compat-configs")
+    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    assert entries["compression.type"].value == "lz4" and entries["delete.retention.ms"].value == "900"
