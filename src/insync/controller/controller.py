@@ -310,13 +310,11 @@ class Controller:
 
     # ---- topics
 
-    def create_topic(self, name: str, num_partitions: int, replication_factor: int,
-                     configs: Mapping[str, object], now_ms: int,
-                     assignments: Sequence[tuple[int, Sequence[int]]] = (), *, validate_only: bool = False
-                     ) -> ControllerResult[CreateTopicResponse]:
-        """CreateTopics for one topic: on the (partition, replicas) `assignments` given, checked as Kafka checks them
-        (`check_topic_assignments`), or placed round-robin over eligible brokers; first replica leads.
-        `validate_only` makes every check and writes nothing (the answer's topic id is then empty)."""
+    def create_topic(self, name: str, num_partitions: int, replication_factor: int, configs: Mapping[str, object],
+                     now_ms: int, assignments: Sequence[tuple[int, Sequence[int]]] = (), *,
+                     validate_only: bool = False) -> ControllerResult[CreateTopicResponse]:
+        """CreateTopics for one topic, on the (partition, replicas) `assignments` given (`check_topic_assignments`) or
+        placed round-robin over eligible brokers, first replica leading; `validate_only` checks all, writes nothing."""
         self._advance(now_ms)
         check_new_topic(self._image, name, len(assignments) or num_partitions,
                         None if assignments else replication_factor, TOPIC_PARTITIONS_MAX)
@@ -331,8 +329,7 @@ class Controller:
         for record in config_records:
             batch.add(record)
         self._add_partitions(batch, name, topic_id, 0, placed, now_ms)
-        records = self._commit(batch, now_ms)
-        return ControllerResult(records, CreateTopicResponse(topic_id, tuple(placed)))
+        return ControllerResult(self._commit(batch, now_ms), CreateTopicResponse(topic_id, tuple(placed)))
 
     def create_partitions(self, name: str, count: int, now_ms: int, *, validate_only: bool = False,
                           assignments: Sequence[Sequence[int]] | None = None
