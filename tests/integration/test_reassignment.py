@@ -253,3 +253,23 @@ def test_the_reassign_tool_generates_executes_and_verifies_a_plan(four_brokers: 
         tuple(p["replicas"]) for p in proposed["partitions"]}
     assert main([*tool, "--list"]) == 0
     assert capsys.readouterr().out == "No partition reassignments found.\n"
+
+
+def test_the_reassign_tool_refuses_unknown_brokers_and_partitions_before_asking(
+        four_brokers: ClusterSpec, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from insync.cli.main import main
+
+    spec = four_brokers
+    create(spec, "checked", [1])
+    plan = tmp_path / "plan.json"
+    tool = ["topics", "reassign", "--execute", "--reassignment-json-file", str(plan), "--bootstrap-server",
+            spec.bootstrap]
+    plan.write_text('{"version":1,"partitions":[{"topic":"checked","partition":0,"replicas":[1,9]}]}')
+    capsys.readouterr()
+    assert main(tool) == 1
+    assert capsys.readouterr().err == "insync: error: Unknown broker id 9\n"
+    plan.write_text('{"version":1,"partitions":[{"topic":"checked","partition":3,"replicas":[1]},'
+                    '{"topic":"nowhere","partition":0,"replicas":[2]}]}')
+    assert main(tool) == 1
+    assert capsys.readouterr().err == "insync: error: Unable to find partition: checked-3, nowhere-0\n"
+    assert (("checked", 0) not in ongoing(spec)) and describe_rows(spec.bootstrap, ["checked"])[0].replicas == (1,)

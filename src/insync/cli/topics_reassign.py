@@ -226,8 +226,8 @@ def _ongoing(bootstrap: str) -> list[admin_requests.Reassignment]:
 
 def _current(bootstrap: str, topics: set[str]) -> Assignment:
     """The replicas of every partition of `topics` that exist (unknown topics have none)."""
-    known = set(admin_client(bootstrap).list_topics(timeout=ADMIN_TIMEOUT_S).topics)
-    return {(r.topic, r.partition): list(r.replicas) for r in describe_rows(bootstrap, sorted(topics & known))}
+    known = sorted(topics & set(admin_client(bootstrap).list_topics(timeout=ADMIN_TIMEOUT_S).topics))
+    return {(r.topic, r.partition): list(r.replicas) for r in describe_rows(bootstrap, known)} if known else {}
 
 
 def _generate(args: argparse.Namespace) -> int:
