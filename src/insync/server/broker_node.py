@@ -33,7 +33,7 @@ from insync.broker.controller_channel import (
     METADATA_POLL_WAIT_MS,
 )
 from insync.broker.core import BrokerCore
-from insync.broker.messages import CompleteAfter, ProduceResponse
+from insync.broker.messages import CompleteAfter, ConsumerFetchResponse, ProduceResponse
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigError
 from insync.controller.messages import (
@@ -360,8 +360,8 @@ class BrokerNode(MeteredDispatcher):
             return fetch.encode_response(None, decoded, image)
         internal: Any = decoded.request if fetch.is_follower_fetch(decoded.request) else \
             fetch.consumer_request(decoded.request)
-        if not internal.partitions:
-            return fetch.encode_response(None, decoded, image)
+        if not internal.partitions:  # nothing for the core: none asked, or every topic id unknown (UNKNOWN_TOPIC_ID)
+            return fetch.encode_response(ConsumerFetchResponse(internal.correlation_id, ()), decoded, image)
         return fetch.encode_response(await self._call(internal), decoded, self.core.metadata.image)
 
     # Background tasks -----------------------------------------------------------------------------------------
