@@ -12,8 +12,12 @@ storm. Every step is a DataFrame transformation; only small aggregates ever reac
   and every ISR step whose ISR is smaller than the replica set (when events name it) or else than the largest
   ISR seen for the partition. Under min ISR: insync's events, Kafka 3.5+'s `(under-min-isr)` marks, min-ISR
   rejections, and the ISR size against the `min.insync.replicas` a rejection revealed. Offline: insync's
-  `partition_offline`/`partition_online`, and leader changes (to no leader, or to a leader). An interval still
-  open when the logs end runs to the last event seen, marked `open_ended`.
+  `partition_offline`/`partition_online`, and leader changes (to no leader, or to a leader). Shutdown is not an
+  outage: an interval still open when the logs end is cut by the end of a broker's log (a clean stop, a
+  controlled shutdown, `cluster down`), not closed by evidence, so it ends at the last event of the log that last
+  stated it and is marked `open_ended` ("open at end of log"); an interval that began with a controlled-shutdown
+  leadership move (a `leader_change` with reason `shutdown`) is marked `shutdown`. The summary and the report
+  count neither as under-replicated, under-min-ISR or offline time.
 - `removals`: one row per replica removed from an ISR, with how long it stayed out (until the next ISR change
   that adds it back to that partition). A flapping episode is a removal re-added within the flap window.
 - `episodes`: removals grouped in time (a gap of more than EPISODE_GAP_S seconds starts a new episode; time is
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from insync.events import LeaderChangeReason
 from insync.spark.analysis.logparse import ISR_UPDATE
 
 EPISODE_GAP_S = 10
@@ -110,7 +115,10 @@ def replica_counts(events: DataFrame) -> DataFrame:
 
 
 def _state(df: DataFrame, kind: str, state: Column) -> DataFrame:
-    return df.select("topic", "partition", F.lit(kind).alias("kind"), *_ORDER, state.alias("state"))
+    # insync keeps a leader change's reason in `detail`; Kafka's lines do not say why a leader changed.
+    shutdown = (F.col("type") == "leader_change") & (F.col("detail") == str(LeaderChangeReason.SHUTDOWN))
+    return df.select("topic", "partition", F.lit(kind).alias("kind"), *_ORDER, state.alias("state"),
+                     F.coalesce(shutdown, F.lit(False)).alias("shutdown"))
 
 
 def state_rows(events: DataFrame, steps: DataFrame, counts: DataFrame) -> DataFrame:
@@ -137,19 +145,35 @@ def state_rows(events: DataFrame, steps: DataFrame, counts: DataFrame) -> DataFr
     return union.where(F.col("state").isNotNull())
 
 
-def intervals(states: DataFrame, horizon_ms: int) -> DataFrame:
-    """Maximal runs of `true` per (partition, kind); a run still open at `horizon_ms` ends there, marked."""
-    assert horizon_ms >= 0, horizon_ms
-    assert "state" in states.columns, states.columns
+def outage() -> Column:
+    """An interval that counts as under-replicated, under-min-ISR or offline time: closed by evidence, and not
+    begun by a controlled shutdown."""
+    return ~F.col("open_ended") & ~F.col("shutdown")
+
+
+def log_ends(events: DataFrame) -> DataFrame:
+    """(file, log_end_ms): the last event time of each log file."""
+    assert {"file", "ts_ms"} <= set(events.columns), events.columns
+    return events.groupBy("file").agg(F.max("ts_ms").alias("log_end_ms"))
+
+
+def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
+    """Maximal runs of `true` per (partition, kind). A run no evidence closes is open at the end of the log: it
+    ends at the last event (`ends`, from `log_ends`) of the file holding its partition's last state row."""
+    assert {"state", "shutdown"} <= set(states.columns), states.columns
+    assert set(ends.columns) == {"file", "log_end_ms"}, ends.columns
     by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
+    to_last = by_kind.rowsBetween(Window.currentRow, Window.unboundedFollowing)
     flips = (states.withColumn("previous", F.lag("state").over(by_kind))
+             .withColumn("last_file", F.last("file").over(to_last))
              .where(F.col("state") != F.coalesce("previous", F.lit(False))))
-    runs = flips.withColumn("next_ms", F.lead("ts_ms").over(by_kind)).where("state")
-    end_ms = F.coalesce("next_ms", F.lit(horizon_ms))
+    runs = (flips.withColumn("next_ms", F.lead("ts_ms").over(by_kind)).where("state")
+            .join(F.broadcast(ends.withColumnRenamed("file", "last_file")), "last_file", "left"))
+    end_ms = F.coalesce("next_ms", "log_end_ms")
     return runs.select("topic", "partition", "kind", F.timestamp_millis("ts_ms").alias("start"),
                        F.timestamp_millis(end_ms).alias("end"), F.col("ts_ms").alias("start_ms"),
                        end_ms.alias("end_ms"), (end_ms - F.col("ts_ms")).alias("duration_ms"),
-                       F.col("next_ms").isNull().alias("open_ended"))
+                       F.col("next_ms").isNull().alias("open_ended"), "shutdown")
 
 
 # ---------------------------------------------------------------------------------------------------------------

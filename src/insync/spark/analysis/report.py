@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from insync.limits import ANALYSIS_REPORT_ROWS_MAX as TOP_ROWS
@@ -24,6 +25,8 @@ from insync.spark.analysis.tables import Tables
 MALFORMED_EXAMPLES = 20
 CHURN_BUCKETS = 60
 GANTT_PARTITIONS = 25
+OPEN_AT_END, OPEN_AT_END_COLUMN = "open at end of log", "open_at_end_of_log"
+SHUTDOWN, SHUTDOWN_COLUMN = "controlled shutdown", "shutdown"
 
 Row = dict[str, Any]
 
@@ -62,6 +65,19 @@ def _bucket_ms(first_ms: int, last_ms: int) -> int:
     return int(math.ceil(raw / 86_400_000) * 86_400_000)
 
 
+def _totals_by_kind(spans: DataFrame) -> DataFrame:
+    """Per kind, the outages (count, partitions, total and longest time) and, apart, how many were open at the end
+    of the log or begun by a controlled shutdown."""
+    counted = health.outage()
+    duration = F.when(counted, F.col("duration_ms"))
+    return spans.groupBy("kind").agg(
+        F.sum(counted.cast("int")).alias("intervals"),
+        F.countDistinct(F.when(counted, F.col("topic")), "partition").alias("partitions"),
+        F.sum(duration).alias("total_ms"), F.max(duration).alias("max_ms"),
+        F.sum((F.col("status") == OPEN_AT_END).cast("int")).alias(OPEN_AT_END_COLUMN),
+        F.sum((F.col("status") == SHUTDOWN).cast("int")).alias(SHUTDOWN_COLUMN)).orderBy("kind")
+
+
 def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: health.AnalysisOptions) -> ReportData:
     """Everything the page shows, from the job's tables; only aggregates and top rows are collected."""
     first_ms, last_ms = tables.first_ms, tables.last_ms
@@ -75,11 +91,9 @@ def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: he
     # Every bucket of the time range, empty ones too, so that the bars stand on a true time axis.
     buckets = range((last_ms - origin) // bucket_ms + 1) if last_ms is not None else range(0)
     churn = [(origin + b * bucket_ms, *counted.get(b, (0, 0))) for b in buckets]
-    spans = tables.intervals
-    totals = _rows(spans.groupBy("kind").agg(
-        F.count("*").alias("intervals"), F.sum("duration_ms").alias("total_ms"), F.max("duration_ms").alias("max_ms"),
-        F.sum(F.col("open_ended").cast("int")).alias("open_ended"),
-        F.countDistinct("topic", "partition").alias("partitions")).orderBy("kind"), 10)
+    spans = tables.intervals.withColumn("status", F.when(F.col("open_ended"), F.lit(OPEN_AT_END))
+                                        .when(F.col("shutdown"), F.lit(SHUTDOWN)).otherwise(F.lit("closed")))
+    totals = _rows(_totals_by_kind(spans), 10)
     worst = (spans.where(F.col("kind") == "under_replicated").groupBy("topic", "partition")
              .agg(F.sum("duration_ms").alias("total")).orderBy(F.desc("total"), "topic", "partition")
              .limit(GANTT_PARTITIONS))
@@ -167,7 +181,7 @@ def recommendations(data: ReportData) -> list[tuple[str, str]]:
                     "ones (fetching, not catching up) at fetch capacity: num.replica.fetchers, "
                     "replica.fetch.max.bytes.",
                     f'{causes.get("stuck", 0)} stuck and {causes.get("slow", 0)} slow episode(s) by insync reasons'))
-    for row in data.interval_totals:
+    for row in (r for r in data.interval_totals if r["intervals"]):
         if row["kind"] == "under_min_isr":
             out.append(("acks=all producers were refused (NOT_ENOUGH_REPLICAS) while the ISR was below "
                         "min.insync.replicas: fix the causes above rather than lowering min.insync.replicas.",
@@ -191,7 +205,11 @@ def _notes(data: ReportData) -> list[str]:
              f"this order: follower (one broker removed from at least {health.FOLLOWER_PARTITIONS_MIN} "
              f"partitions), burst (every replica back within {health.BURST_OUT_MS_MAX / 1000:.0f} s, none "
              "stuck), leader (one leader, all its followers removed), insync reasons (stuck, slow), unknown.",
-             f"A flapping episode is a replica removed and re-added within {data.options.flap_window_ms / 1000:.0f} s."]
+             f"A flapping episode is a replica removed and re-added within {data.options.flap_window_ms / 1000:.0f} s.",
+             "Shutdown is not an outage: an interval still open when a broker's log ends (a clean stop, a controlled "
+             f"shutdown, cluster down) is shown as {OPEN_AT_END}, and one begun by a controlled shutdown moving "
+             f"leadership as {SHUTDOWN}; neither counts as under-replicated, under-min-ISR or offline time, nor in "
+             "the recommendations."]
     if data.inputs.kafka_logs:
         notes.append("Kafka server.log lines do not show a partition going offline (that is in the controller's "
                      "log): offline windows come from insync events only.")
@@ -207,7 +225,7 @@ _CSS = ("body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
 
 EPISODE_COLUMNS = ("episode", "start", "end", "duration_ms", "cause", "evidence", "partitions", "removals",
                    "removed_brokers", "leaders", "max_out_ms", "not_back")
-INTERVAL_COLUMNS = ("topic", "partition", "kind", "start", "end", "duration_ms", "open_ended")
+INTERVAL_COLUMNS = ("topic", "partition", "kind", "start", "end", "duration_ms", "status")
 FLAP_COLUMNS = ("topic", "partition", "replica", "leader", "removed_at", "readded_at", "out_ms", "reason")
 BROKER_COLUMNS = ("broker", "times_removed", "partitions_removed_from", "times_leader_of_removal",
                   "partitions_led_with_removals", "follower_episodes", "leader_episodes", "flaps", "removed_stuck",
@@ -250,7 +268,8 @@ def render(data: ReportData) -> str:
         f"<h2>Recommendations</h2><ol>{advice_html}</ol>",
         f"<h2>ISR churn and intervals</h2>{_charts(data)}",
         "<h3>Intervals by kind</h3>" + _table(data.interval_totals, ("kind", "intervals", "partitions", "total_ms",
-                                                                     "max_ms", "open_ended")),
+                                                                     "max_ms", OPEN_AT_END_COLUMN,
+                                                                     SHUTDOWN_COLUMN)),
         "<h3>Longest intervals</h3>" + _table(data.longest_intervals, INTERVAL_COLUMNS),
         "<h2>Shrink episodes and causes</h2>" + _table(data.episodes, EPISODE_COLUMNS),
         "<h2>Flapping episodes</h2>" + _table(data.flaps, FLAP_COLUMNS),
