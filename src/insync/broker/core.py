@@ -366,6 +366,7 @@ class BrokerCore:
             deltas = []  # kept in the image; applied all at once when caught up
         elif not was_caught_up:
             deltas = self.metadata.hosted_deltas()
+            self._delete_stray_logs({d.topic_partition for d in deltas})
         commands: list[Command] = []
         touched: list[TopicPartition] = []
         for delta in deltas:
@@ -378,6 +379,14 @@ class BrokerCore:
         if self.metadata.applied_offset < self.channel.published_offset:
             commands.extend(self.channel.fetch_metadata(now_ms, self.metadata.applied_offset))
         return commands
+
+    def _delete_stray_logs(self, hosted: set[TopicPartition]) -> None:
+        """Delete the logs of partitions the caught-up image places elsewhere: a replica reassigned away, or a topic
+        deleted, while this broker was down (Kafka's stray replicas, deleted at startup since 3.7)."""
+        for tp in sorted(set(self.log_manager.all_logs()) - hosted - set(self.partitions)):
+            log.warning("Deleting the stray log %s: the metadata places no replica of it on broker %d",
+                        tp, self.broker_id)
+            self.log_manager.delete(tp)
 
     def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
         tp = delta.topic_partition
