@@ -176,11 +176,14 @@ def parse_insync(lines: DataFrame) -> DataFrame:
 # ---------------------------------------------------------------------------------------------------------------
 # Kafka server.log
 
-LOG4J_RX = r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\] ([A-Z]+) (.*)$"
+# `docker compose logs` puts `service  | ` before each line: the log4j line follows it unchanged.
+LOG4J_RX = r"^(?:[\w.-]+ *\| )?\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\] ([A-Z]+) (.*)$"
 LOG4J_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
-# The message without its context (`[Partition t-0 broker=1] `) and log4j's `%c` suffix (` (kafka.cluster.Partition)`)
-BODY_RX = r"^(?:\[[^\]]*\] )?(.*?)(?: \([\w.$]+\))?$"
-CONTEXT_RX = r"^\[([^\]]*)\] "
+# The message without its context (`[Partition t-0 broker=1] `, before 1.0 `Partition [t,0] on broker 1: `) and
+# log4j's `%c` suffix (` (kafka.cluster.Partition)`).
+OLD_CONTEXT = r"Partition \[[^\]]*\] on broker \d+"
+BODY_RX = rf"^(?:\[[^\]]*\] |{OLD_CONTEXT}: )?(.*?)(?: \([\w.$]+\))?$"
+CONTEXT_RX = rf"^(?:\[([^\]]*)\]|({OLD_CONTEXT}):) "
 SEP = "\u0001"  # joins the captured groups of a line into one string, split once
 MIN_ISR_PHRASE = "min.isr requirement"
 APPEND_ERROR_PHRASE = "Error processing append operation"
@@ -202,12 +205,13 @@ class LineKind:
 
 
 KINDS: tuple[LineKind, ...] = (
-    LineKind("isr_shrink", lambda b: b.startswith("Shrinking ISR from "),
-             r"^Shrinking ISR from ([0-9,]*) to ([0-9,]*)(?:\. Leader: \(highWatermark: (-?\d+|unknown), "
+    # Before 1.0 the shrink and expand lines name their partition again: `Shrinking ISR for partition [t,0] from`.
+    LineKind("isr_shrink", lambda b: b.startswith("Shrinking ISR "),
+             r"^Shrinking ISR (?:for partition \[[^\]]*\] )?from ([0-9,]*) to ([0-9,]*)(?:\. Leader: \(highWatermark: (-?\d+|unknown), "
              r"endOffset: (-?\d+|unknown)\)\. Out of sync replicas: (.*?))?\.?$",
              {"isr_before": 1, "isr_after": 2, "hw": 3, "leo": 4, "out_of_sync": 5}),
-    LineKind("isr_expand", lambda b: b.startswith("Expanding ISR from "),
-             r"^Expanding ISR from ([0-9,]*) to ([0-9,]*)\.?$", {"isr_before": 1, "isr_after": 2}),
+    LineKind("isr_expand", lambda b: b.startswith("Expanding ISR "),
+             r"^Expanding ISR (?:for partition \[[^\]]*\] )?from ([0-9,]*) to ([0-9,]*)\.?$", {"isr_before": 1, "isr_after": 2}),
     # 2.4-2.7 `[1,2] and zkVersion updated to [7]`, 2.8-3.4 `1,2 and version ...`, 3.5+ `1,2  and` or
     # `1,2 (under-min-isr) and`: the group between the list and `and` tells which.
     LineKind(ISR_UPDATE, lambda b: b.startswith("ISR updated to "),
@@ -230,6 +234,19 @@ KINDS: tuple[LineKind, ...] = (
              {"isr_after": 1, "min_isr": 2, "topic": 3, "partition": 4}),
     LineKind("partition_failed", lambda b: b.contains(" marked as failed"),
              r"^.*Partition (.+)-(\d+) marked as failed.*$", {"topic": 1, "partition": 2}),
+    # The ZooKeeper controller's state-change.log (TRACE before 2.6, INFO since KAFKA-8470). A failed election
+    # out of OfflinePartition leaves the partition offline, so it counts as offline too. It is listed before the
+    # online kind, whose announcement it also makes.
+    LineKind("partition_offline", lambda b: b.contains(" failed to change state for partition ")
+             & b.contains(" from OfflinePartition to OnlinePartition"),
+             r"^Controller \d+ epoch \d+ failed to change state for partition (.+)-(\d+) from OfflinePartition to "
+             r"OnlinePartition$", {"topic": 1, "partition": 2}),
+    LineKind("partition_offline", lambda b: b.startswith("Changed partition ") & b.endswith(" to OfflinePartition"),
+             r"^Changed partition (.+)-(\d+) state from \w+ to OfflinePartition$", {"topic": 1, "partition": 2}),
+    LineKind("partition_online", lambda b: b.startswith("Changed partition ")
+             & b.contains(" from OfflinePartition to OnlinePartition"),
+             r"^Changed partition (.+)-(\d+) (?:state )?from OfflinePartition to OnlinePartition(?: with .*)?$",
+             {"topic": 1, "partition": 2}),
 )
 
 
@@ -272,7 +289,9 @@ def _removed_from_shrink() -> Column:
     removed_ids = F.array_except(F.col("isr_before"), F.col("isr_after"))
 
     def entry(broker: Column) -> Column:
-        pos = F.array_position(ids, broker.cast("string")).cast("int")
+        # 0 when the line lists no out-of-sync replicas (before 2.2): no index, as element_at fails on 0
+        found = F.array_position(ids, broker.cast("string")).cast("int")
+        pos = F.when(found > 0, found)
         return F.struct(broker.alias("broker"),
                         F.try_element_at(leos, pos).try_cast("long").alias("leo"),
                         F.try_element_at(caught_up, pos).try_cast("long").alias("last_caught_up_ms"),
@@ -285,8 +304,10 @@ def _removed_from_shrink() -> Column:
 def _kafka_fields() -> list[Column]:
     typ = F.col("type")
     context = F.col("context")
-    ctx_partition = F.regexp_extract(context, r"^Partition (.+)-(\d+) broker=\d+$", 2)
-    ctx_topic = F.regexp_extract(context, r"^Partition (.+)-(\d+) broker=\d+$", 1)
+    # `Partition t-0 broker=1`, or before 1.0 `Partition [t,0] on broker 1`
+    partition_rx = r"^Partition (?:(.+)-(\d+) broker=|\[(.+),(\d+)\] on broker )\d+$"
+    ctx_topic = F.concat(F.regexp_extract(context, partition_rx, 1), F.regexp_extract(context, partition_rx, 3))
+    ctx_partition = F.concat(F.regexp_extract(context, partition_rx, 2), F.regexp_extract(context, partition_rx, 4))
     ctx_leader = F.regexp_extract(context, r"leaderId=(\d+)", 1)
     flag = _slot("commit_flag")
     under_min_isr = (F.when(F.col("body").contains("(under-min-isr)"), F.lit(True))
@@ -318,8 +339,9 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     candidate = F.col("kind").isNotNull() & (F.col("prefixed") | (F.col("kind") == min_isr_kind))
     append_error = F.col("prefixed") & F.col("msg").contains(APPEND_ERROR_PHRASE)
     k = k.where(bad_prefix | candidate | append_error).withColumn(
-        "context", F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, 1))
-    k = k.withColumn("ctx_broker", F.regexp_extract("context", r"(?:broker|Broker id|replicaId)=(\d+)", 1)
+        "context", F.concat(*(F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, g) for g in (1, 2))))
+    k = k.withColumn("ctx_broker", F.regexp_extract(
+        "context", r"(?:(?:broker|Broker id|replicaId|Controller id)=|on broker )(\d+)", 1)
                      .try_cast("int"))
     # The timestamp and broker of a continuation line come from the line before it.
     previous = k.where(append_error).select("file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"),
@@ -340,6 +362,14 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     k = k.withColumn("isr_after", F.when(_slot("isr_after").isNotNull() | (F.col("type") == ISR_UPDATE),
                                          _sorted_ids(F.coalesce(_slot("isr_after"), F.lit("")))))
     return k.select(*_kafka_fields(), "reason", _malformed_text())
+
+
+def ignored_lines(lines: DataFrame) -> DataFrame:
+    """(file, line, text) of the well-formed log4j lines that announce none of KINDS: a fetcher stopping, a segment
+    rolled, a refused AlterPartition. They are neither events nor malformed; counting them shows how much of a log
+    said nothing about replication. Continuation lines (stack traces, other containers' output) are not log4j
+    lines and are not counted."""
+    return _kafka_lines(lines, "UTC").where(F.col("prefixed") & F.col("kind").isNull()).select("file", "line", "text")
 
 
 def _fill_file_broker(parsed: DataFrame) -> DataFrame:
