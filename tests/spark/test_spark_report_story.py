@@ -1,5 +1,5 @@
 """The report tells the right story on a small synthetic cluster history: a controlled shutdown and a `cluster down`
-are not outages (issue 21, section 1).
+are not outages, and idle internal topics take one row (issue 21, section 1).
 
 History (insync events; the controller is node 0, brokers 1-3, replicas 1,2,3 everywhere):
 - orders-0: broker 1's controlled shutdown moves leadership to 2 (reason `shutdown`, ISR 2,3) at +0 s; broker 1
@@ -10,6 +10,9 @@ History (insync events; the controller is node 0, brokers 1-3, replicas 1,2,3 ev
   under-replicated: open at the end of broker 2's log, ending there (not at the controller's last event).
 - `cluster down` at +60 s: orders-0 and orders-1 lose their last leader (reason `shutdown`), the controller's log
   ends at +60.1 s: offline and under-replicated, open at end of log.
+- __consumer_offsets-0..3: broker 1 out of their ISRs (led by broker 3) from +2 s to +8 s, as for any partition
+  broker 1 follows: summarised in one row.
+- __insync_events-0 (one replica, broker 2): offline from +41 s to +43 s: in trouble, so shown on its own.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pyspark.sql import SparkSession
 from spark_scenario import expand, plain, shrink
 
 from insync.events import Event, EventType
-from insync.spark.analysis import health, job
+from insync.spark.analysis import health, job, report
 from insync.spark.analysis.inputs import discover
 
 pytestmark = pytest.mark.timeout(600)
@@ -50,6 +53,10 @@ CONTROLLER = [
     *_offline(T + 5_000, "orders", 1, 3, "fenced"),
     _leader(T + 15_000, "orders", 1, -1, 3, [3], "unfenced"),
     plain(T + 15_000, 0, EventType.PARTITION_ONLINE, "orders", 1),
+    _leader(T - 10_000, "__insync_events", 0, -1, 2, [2], "created"),
+    *_offline(T + 41_000, "__insync_events", 0, 2, "fenced"),
+    _leader(T + 43_000, "__insync_events", 0, -1, 2, [2], "unfenced"),
+    plain(T + 43_000, 0, EventType.PARTITION_ONLINE, "__insync_events", 0),
     *_offline(T + 60_000, "orders", 0, 2, "shutdown"),
     *_offline(T + 60_000, "orders", 1, 3, "shutdown"),
     Event(T + 60_100, 0, EventType.BROKER_FENCED, fields={"broker_id": 3}).to_json(),
@@ -59,7 +66,12 @@ BROKER2 = [
     shrink(T + 30_000, 2, "orders", 2, RF3, [1], "stuck"),
     Event(T + 40_000, 2, EventType.METADATA_PROPAGATED, fields={"changes": 1}).to_json(),
 ]
-BROKER3 = [expand(T + 16_000, 3, "orders", 1, [3], [1, 2])]
+OFFSETS = range(4)
+BROKER3 = [
+    *(shrink(T + 2_000, 3, "__consumer_offsets", p, RF3, [1], "stuck") for p in OFFSETS),
+    *(expand(T + 8_000, 3, "__consumer_offsets", p, [2, 3], [1]) for p in OFFSETS),
+    expand(T + 16_000, 3, "orders", 1, [3], [1, 2]),
+]
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +94,12 @@ def test_only_the_outage_is_counted_in_the_summary(out: Path) -> None:
     summary: dict[str, Any] = json.loads((out / "summary.json").read_text())
     assert {k: summary[k] for k in ("urp_intervals", "under_min_isr_intervals", "offline_intervals",
                                     "open_at_end_of_log_intervals", "shutdown_intervals")} == {
-        "urp_intervals": 1, "under_min_isr_intervals": 0, "offline_intervals": 1,
+        "urp_intervals": 6, "under_min_isr_intervals": 0, "offline_intervals": 2,
         "open_at_end_of_log_intervals": 5, "shutdown_intervals": 1}
 
 
 def test_intervals_end_where_the_log_that_stated_them_ends(spark: SparkSession, out: Path) -> None:
-    spans = spark.read.parquet(str(out / "intervals")).select(
+    spans = spark.read.parquet(str(out / "intervals")).where("topic = 'orders'").select(
         "partition", "kind", "start_ms", "end_ms", "open_ended", "shutdown").collect()
     assert sorted(tuple(r) for r in spans) == [
         (0, "offline", T + 60_000, T + 60_100, True, True),
@@ -103,7 +115,22 @@ def test_intervals_end_where_the_log_that_stated_them_ends(spark: SparkSession, 
 
 def test_report_counts_and_recommends_only_the_outage(out: Path) -> None:
     text = _text(out)
-    assert "offline 1 1 10000 10000 2 0" in text  # kind, outages, partitions, total, longest, open at end, shutdown
-    assert "under_replicated 1 1 11000 11000 3 1" in text
-    assert "Partitions went offline" in text and "Evidence: 1 interval(s), 10.0 s in total" in text
+    assert "offline 2 2 12000 10000 2 0" in text  # kind, outages, partitions, total, longest, open at end, shutdown
+    assert "under_replicated 6 6 37000 11000 3 1" in text
+    assert "Partitions went offline" in text and "Evidence: 2 interval(s), 12.0 s in total" in text
     assert text.count("open at end of log") >= 5 and "controlled shutdown" in text
+
+
+def test_idle_internal_topics_take_one_row_and_one_lane(out: Path) -> None:
+    html, text = (out / "report.html").read_text(), _text(out)
+    longest = text[text.index("Longest intervals"):text.index("Shrink episodes")]
+    assert (f"__consumer_offsets (internal) 4 partitions under_replicated {report.utc(T + 2_000)} "
+            f"{report.utc(T + 8_000)} 6000 4 intervals in one row") in longest
+    assert "__consumer_offsets 0 " not in longest and "__consumer_offsets-0" not in html
+    assert "__consumer_offsets (internal): 4 partitions" in html  # the chart's lane
+
+
+def test_an_internal_partition_in_trouble_is_shown_on_its_own(out: Path) -> None:
+    html, text = (out / "report.html").read_text(), _text(out)
+    assert (f"__insync_events 0 offline {report.utc(T + 41_000)} {report.utc(T + 43_000)} 2000 closed") in text
+    assert "__insync_events-0" in html and "__insync_events (internal)" not in html

@@ -27,6 +27,7 @@ CHURN_BUCKETS = 60
 GANTT_PARTITIONS = 25
 OPEN_AT_END, OPEN_AT_END_COLUMN = "open at end of log", "open_at_end_of_log"
 SHUTDOWN, SHUTDOWN_COLUMN = "controlled shutdown", "shutdown"
+INTERNAL_PREFIX = "__"
 
 Row = dict[str, Any]
 
@@ -78,6 +79,53 @@ def _totals_by_kind(spans: DataFrame) -> DataFrame:
         F.sum((F.col("status") == SHUTDOWN).cast("int")).alias(SHUTDOWN_COLUMN)).orderBy("kind")
 
 
+def _split_internal(spans: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(shown, summarised): intervals of internal topics (`__consumer_offsets`, `__insync_*`: Kafka's internal
+    topics all start with `__`) are summarised in one row, except those of an internal partition in trouble (an
+    offline or under-min-ISR outage): an idle internal partition under-replicated with its brokers says nothing
+    the user topics do not, and 50 `__consumer_offsets` partitions would fill the tables."""
+    assert {"topic", "partition", "kind", "status"} <= set(spans.columns), spans.columns
+    internal = F.col("topic").startswith(INTERNAL_PREFIX)
+    in_trouble = (spans.where(internal & health.outage() & F.col("kind").isin("offline", "under_min_isr"))
+                  .select("topic", "partition").distinct().withColumn("in_trouble", F.lit(True)))
+    marked = spans.join(F.broadcast(in_trouble), ["topic", "partition"], "left").withColumn(
+        "summarised", internal & F.col("in_trouble").isNull()).drop("in_trouble")
+    return marked.where(~F.col("summarised")), marked.where("summarised")
+
+
+def _internal_row(internal: DataFrame) -> Row | None:
+    """The summarised internal intervals as one row of the intervals table (None when there are none): its
+    duration is the longest of them, its status how many there were."""
+    row = internal.agg(
+        F.array_join(F.array_sort(F.collect_set("topic")), ", ").alias("topics"),
+        F.countDistinct("topic", "partition").alias("partitions"), F.count("*").alias("intervals"),
+        F.array_join(F.array_sort(F.collect_set("kind")), ", ").alias("kind"), F.min("start").alias("start"),
+        F.max("end").alias("end"), F.max("duration_ms").alias("duration_ms")).first()
+    assert row is not None  # a global aggregate has one row
+    if not row["intervals"]:
+        return None
+    return {"topic": f'{row["topics"]} (internal)', "partition": f'{row["partitions"]} partitions',
+            "kind": row["kind"], "start": row["start"], "end": row["end"], "duration_ms": row["duration_ms"],
+            "status": f'{row["intervals"]} intervals in one row'}
+
+
+def _gantt_rows(shown: DataFrame, internal: DataFrame, internal_row: Row | None) -> list[tuple[str, str, int, int]]:
+    """Lanes of the most under-replicated partitions, then one lane for the summarised internal topics."""
+    worst = (shown.where(F.col("kind") == "under_replicated").groupBy("topic", "partition")
+             .agg(F.sum("duration_ms").alias("total")).orderBy(F.desc("total"), "topic", "partition")
+             .limit(GANTT_PARTITIONS))
+    rows = [(f'{r["topic"]}-{r["partition"]}', r["kind"], int(r["start_ms"]), int(r["end_ms"]))
+            for r in shown.join(worst, ["topic", "partition"]).orderBy(F.desc("total"), "start_ms")
+            .limit(svg.BARS_MAX).collect()]
+    if internal_row is not None:
+        # Internal partitions share their brokers' troubles: their intervals mostly coincide, drawn once each.
+        lane = f'{internal_row["topic"]}: {internal_row["partition"]}'
+        bars = internal.select("kind", "start_ms", "end_ms").distinct().orderBy("start_ms", "kind")
+        rows += [(lane, r["kind"], int(r["start_ms"]), int(r["end_ms"]))
+                 for r in bars.limit(svg.BARS_MAX - len(rows)).collect()]
+    return rows
+
+
 def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: health.AnalysisOptions) -> ReportData:
     """Everything the page shows, from the job's tables; only aggregates and top rows are collected."""
     first_ms, last_ms = tables.first_ms, tables.last_ms
@@ -94,18 +142,16 @@ def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: he
     spans = tables.intervals.withColumn("status", F.when(F.col("open_ended"), F.lit(OPEN_AT_END))
                                         .when(F.col("shutdown"), F.lit(SHUTDOWN)).otherwise(F.lit("closed")))
     totals = _rows(_totals_by_kind(spans), 10)
-    worst = (spans.where(F.col("kind") == "under_replicated").groupBy("topic", "partition")
-             .agg(F.sum("duration_ms").alias("total")).orderBy(F.desc("total"), "topic", "partition")
-             .limit(GANTT_PARTITIONS))
-    gantt = [(f'{r["topic"]}-{r["partition"]}', r["kind"], int(r["start_ms"]), int(r["end_ms"]))
-             for r in spans.join(worst, ["topic", "partition"]).orderBy(F.desc("total"), "start_ms")
-             .limit(svg.BARS_MAX).collect()]
+    shown, internal = _split_internal(spans)
+    internal_row = _internal_row(internal)
+    longest = _rows(shown.orderBy(F.desc("duration_ms"), "topic", "partition"), TOP_ROWS)
+    if internal_row is not None:  # in its place by duration, as its longest interval
+        longest = sorted([*longest, internal_row], key=lambda r: -int(r["duration_ms"]))[:TOP_ROWS]
     malformed = tables.malformed
     return ReportData(
         summary=summary, inputs=inputs, options=options, first_ms=first_ms, last_ms=last_ms, bucket_ms=bucket_ms,
         churn=churn, interval_totals=totals,
-        longest_intervals=_rows(spans.orderBy(F.desc("duration_ms"), "topic", "partition"), TOP_ROWS),
-        gantt_rows=gantt,
+        longest_intervals=longest, gantt_rows=_gantt_rows(shown, internal, internal_row),
         episodes=_rows(tables.episodes.orderBy("episode"), TOP_ROWS),
         flaps=_rows(tables.flapping_episodes.orderBy("removed_at", "topic", "partition"), TOP_ROWS),
         brokers=_rows(tables.per_broker.orderBy("broker"), svg.BARS_MAX),
@@ -209,7 +255,9 @@ def _notes(data: ReportData) -> list[str]:
              "Shutdown is not an outage: an interval still open when a broker's log ends (a clean stop, a controlled "
              f"shutdown, cluster down) is shown as {OPEN_AT_END}, and one begun by a controlled shutdown moving "
              f"leadership as {SHUTDOWN}; neither counts as under-replicated, under-min-ISR or offline time, nor in "
-             "the recommendations."]
+             "the recommendations.",
+             f"Internal topics (names starting with {INTERNAL_PREFIX}) are summarised in one row of the intervals "
+             "table and one lane of the chart, except a partition of theirs that was offline or under min ISR."]
     if data.inputs.kafka_logs:
         notes.append("Kafka server.log lines do not show a partition going offline (that is in the controller's "
                      "log): offline windows come from insync events only.")
