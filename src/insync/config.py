@@ -153,6 +153,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.dirs", "list", None, "Directories holding partition logs (log.dir is the fallback)."),
         _d("log.dir", "string", "/tmp/insync-logs", "Fallback when log.dirs is unset."),
         # Replication and the ISR (seeds 000-004)
+        _d("leader.replication.throttled.rate", "long", LONG_MAX, "Bytes/s a leader sends, over all its "
+           "partitions, to out-of-sync replicas its topics list in leader.replication.throttled.replicas.", min=0),
+        _d("follower.replication.throttled.rate", "long", LONG_MAX, "Bytes/s a follower fetches, over all its "
+           "partitions, for replicas its topics list in follower.replication.throttled.replicas while out of sync.",
+           min=0),
+        _d("replication.quota.window.num", "int", 11, "Samples a replication throttle's rate is measured over.",
+           min=1, max=1000),
+        _d("replication.quota.window.size.seconds", "int", 1, "Length of each such sample.", min=1),
         _d("replica.lag.time.max.ms", "long", 30000, "Out of sync after this long without catching up.", min=1),
         _d("replica.lag.max.messages", "long", 0, "Legacy count rule (0.8.2); 0 turns it off.", min=0),
         _d("follower.fetch.pending.reads.insync.enable", "bool", False,
@@ -256,7 +264,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
 # as insync has the key, i.e. every log default a topic inherits (DynamicLogConfig), plus replica.lag.time.max.ms,
 # which Kafka reads only at startup; insync applies it at once, since its leaders read it on every ISR check.
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
-    {*TOPIC_TO_BROKER.values(), "log.index.size.max.bytes", "replica.lag.time.max.ms"})
+    {*TOPIC_TO_BROKER.values(), "log.index.size.max.bytes", "replica.lag.time.max.ms",
+     "leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     topic_key: ConfigDef(topic_key, BROKER_CONFIGS[broker_key].type, None, BROKER_CONFIGS[broker_key].doc,
@@ -264,6 +273,14 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
                          BROKER_CONFIGS[broker_key].allowed)
     for topic_key, broker_key in TOPIC_TO_BROKER.items()
 }
+# Topic configs without a broker default (Kafka's QuotaConfigs): the replicas the replication throttles act on,
+# "partition:broker,..." or "*" for all of them.
+THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+TOPIC_CONFIGS.update({
+    key: ConfigDef(key, "list", (), f"The replicas {key.split('.')[0]}.replication.throttled.rate acts on: "
+                   "partition:broker pairs, or * for all.")
+    for key in THROTTLED_REPLICAS_KEYS})
+_THROTTLED_REPLICA = re.compile(r"^[0-9]+:[0-9]+$")
 
 
 def _validate(raw: Mapping[str, object], defs: Mapping[str, ConfigDef], what: str) -> dict[str, object]:
@@ -425,7 +442,14 @@ def _validate_dynamic(raw: Mapping[str, object]) -> dict[str, object]:
 
 def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:
     """Validate topic-level overrides (CreateTopics configs, `--config k=v`); unknown keys are an error."""
-    return _validate(raw, TOPIC_CONFIGS, "topic")
+    values = _validate(raw, TOPIC_CONFIGS, "topic")
+    for key in THROTTLED_REPLICAS_KEYS:
+        replicas = values.get(key) or ()
+        assert isinstance(replicas, tuple)
+        if replicas != ("*",) and not all(_THROTTLED_REPLICA.match(r) for r in replicas):
+            raise ConfigError(f"invalid value {raw[key]!r} for {key}: must be the literal '*' or a list of replicas "
+                              "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    return values
 
 
 class ConfigOp(IntEnum):
@@ -453,7 +477,8 @@ def altered_topic_configs(current: Mapping[str, str], changes: Sequence[ConfigCh
         if change.key not in TOPIC_CONFIGS:
             raise ConfigError(f"unknown topic config key: {change.key}")
     altered = _altered(current, changes, replace, TOPIC_CONFIGS,
-                       lambda key: BROKER_CONFIGS[TOPIC_TO_BROKER[key]].default)
+                       lambda key: (BROKER_CONFIGS[TOPIC_TO_BROKER[key]].default if key in TOPIC_TO_BROKER
+                                    else TOPIC_CONFIGS[key].default))
     return validate_topic_configs(altered)
 
 

@@ -273,3 +273,38 @@ def test_the_reassign_tool_refuses_unknown_brokers_and_partitions_before_asking(
     assert main(tool) == 1
     assert capsys.readouterr().err == "insync: error: Unable to find partition: checked-3, nowhere-0\n"
     assert (("checked", 0) not in ongoing(spec)) and describe_rows(spec.bootstrap, ["checked"])[0].replicas == (1,)
+
+
+def test_a_leader_throttle_holds_a_reassignment_back_until_lifted_while_acks_all_goes_on(
+        four_brokers: ClusterSpec) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    spec = four_brokers
+    create(spec, "throttled", [1], {"leader.replication.throttled.replicas": "*"})
+    producer = Producer({"bootstrap.servers": spec.bootstrap, "acks": "all", "linger.ms": 20})
+    for i in range(3000):  # about 3 MB: more than one follower fetch (replica.fetch.max.bytes, 1 MiB) carries
+        producer.produce("throttled", str(i).encode().ljust(1000, b"."), partition=0)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+    admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+    rate = ConfigEntry("leader.replication.throttled.rate", "10000",
+                       incremental_operation=AlterConfigOpType.SET)
+    admin.incremental_alter_configs([ConfigResource("broker", "1", incremental_configs=[rate])])[
+        ConfigResource("broker", "1")].result(timeout=15)
+    reassign(spec, "throttled", [1, 2])
+    wait_until(lambda: (spec.node(2).log_dir / "throttled-0").exists(), 30, "broker 2 starting its copy")
+    for i in range(100):  # acks=all needs only the ISR, which the copying replica is not in
+        producer.produce("throttled", f"late-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    assert ("throttled", 0) in ongoing(spec)  # 10 kB/s holds back the rest of the 3 MB
+    assert 2 not in describe_rows(spec.bootstrap, ["throttled"])[0].isr
+    lift = ConfigEntry("leader.replication.throttled.rate", None, incremental_operation=AlterConfigOpType.DELETE)
+    admin.incremental_alter_configs([ConfigResource("broker", "1", incremental_configs=[lift])])[
+        ConfigResource("broker", "1")].result(timeout=15)
+    wait_until(lambda: settled(spec, "throttled", (1, 2)), 60, "the reassignment completing once the throttle is lifted")

@@ -58,6 +58,7 @@ from insync.broker.produce import ProduceHandler
 from insync.broker.producers import DescribeProducersRequest, describe_producers
 from insync.broker.queries import ProducerIdAllocator, delete_records, list_offsets, offset_for_leader_epoch
 from insync.broker.replica_logs import offline_replica_logs
+from insync.broker.throttles import ReplicationThrottles
 from insync.config import BrokerConfig, ConfigError
 from insync.controller.messages import (
     CONTROLLER,
@@ -110,10 +111,11 @@ class BrokerCore:
         self.channel = ControllerChannel(broker_id, incarnation_id, config.get_int("broker.heartbeat.interval.ms"),
                                          previous_epoch)
         self.partitions: dict[TopicPartition, Partition] = {}
-        self.fetch_server = FetchServer(self._leader_partition)
+        self.throttles = ReplicationThrottles(broker_id, lambda: self.config, self.metadata.image_configs)
+        self.fetch_server = FetchServer(self._leader_partition, self.throttles)
         self.produce = ProduceHandler(self._leader_partition)
         self.fetchers = ReplicaFetchers(broker_id, config, self.partitions, self.events,
-                                        lambda: self.channel.broker_epoch)
+                                        lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
         self._isr_check_interval_ms = max(1, config.get_int("replica.lag.time.max.ms") // 2)
         self._checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms")

@@ -15,7 +15,8 @@ high watermarks advanced, partitions whose leadership moved), passes it to the f
 only, and serves, in the order they were parked, those now due: followers once `min_bytes` were appended to their
 partitions (Kafka's `replica.fetch.min.bytes`), consumers once the high watermark of one of them advanced, any
 fetch for a partition whose leadership moved, and every fetch whose wait expired. When the purgatory is full a
-fetch is answered at once with what there is. Consumer fetches read only below the high watermark.
+fetch is answered at once with what there is. Consumer fetches read only below the high watermark. An
+out-of-sync follower held back by the leader's replication throttle (`broker.throttles`) reads nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from insync.broker.messages import (
     ConsumerFetchRequest,
     ConsumerFetchResponse,
 )
+from insync.broker.throttles import ReplicationThrottles
 from insync.errors import KafkaException
 from insync.limits import PURGATORY_ENTRIES_MAX
 from insync.replication.log_view import ReadResultView
@@ -67,8 +69,10 @@ class FetchOutcome:
 
 
 class FetchServer:
-    def __init__(self, partitions: Callable[[TopicPartition], Partition | None]) -> None:
+    def __init__(self, partitions: Callable[[TopicPartition], Partition | None],
+                 throttles: ReplicationThrottles | None = None) -> None:
         self._partitions = partitions
+        self._throttles = throttles  # the leader's replication throttle (`broker.throttles`), if any
         self._slow: dict[int, _SlowFollowerFetch] = {}
         self._purgatory: Purgatory[DelayedFetch[_Waiting]] = Purgatory("fetch", PURGATORY_ENTRIES_MAX)
         self._next_token = 0
@@ -81,6 +85,7 @@ class FetchServer:
         `from_purgatory`: a parked fetch read again to be answered, which updates no follower state."""
         answers: list[FetchPartitionData | _Read] = []
         latency_ms = 0
+        throttled = self._throttles is not None and self._throttles.is_set(leader=True)
         for part in request.partitions:
             partition = self._partitions(part.topic_partition)
             if partition is None:
@@ -94,8 +99,11 @@ class FetchServer:
                 answers.append(started)
                 continue
             outcome: ReadResultView | KafkaException
+            held_back = throttled and self._throttles is not None and self._throttles.holds_back(
+                part.topic_partition, request.replica_id in partition.isr, now_ms, leader=True)
             try:
-                outcome = partition.log.read(part.fetch_offset, part.partition_max_bytes)
+                outcome = partition.log.read(part.fetch_offset, 0 if held_back else part.partition_max_bytes,
+                                             min_one_batch=not held_back)
                 latency_ms = max(latency_ms, getattr(outcome, "read_latency_ms", 0))
             except KafkaException as exc:
                 outcome = exc
@@ -129,6 +137,9 @@ class FetchServer:
             result = partition.complete_follower_fetch(read, outcome, now_ms)
             results.append((partition, result))
             datas.append(result.data)
+        if self._throttles is not None and self._throttles.is_set(leader=True):
+            for data in datas:
+                self._throttles.record(data.topic_partition, len(data.records), now_ms, leader=True)
         quiet = all(data.error is errors.NONE and data.diverging_epoch is None for data in datas)
         size = sum(len(data.records) for data in datas)
         if (may_park and quiet and (size == 0 or size < slow.request.min_bytes) and slow.request.max_wait_ms > 0

@@ -4,7 +4,8 @@
 un-fails it if KIP-461 had failed it); `remove` takes it out when this broker leads it or stops hosting it.
 After every response and at every tick each idle session sends its next request (the leader long-polls it up
 to `replica.fetch.wait.max.ms`), unless its partitions are backing off. Each request carries this broker's
-current broker epoch (`broker_epoch`, from its registration), so leaders tie their view of it to this life. `failed_partitions_count` is Kafka's
+current broker epoch (`broker_epoch`, from its registration), so leaders tie their view of it to this life. A
+partition the follower's replication throttle holds back (`broker.throttles`) waits out of the requests. `failed_partitions_count` is Kafka's
 `FailedPartitionsCount` over all sessions.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from insync.broker.throttles import ReplicationThrottles
 from insync.config import BrokerConfig
 from insync.limits import BROKERS_MAX
 from insync.replication.event_buffer import EventBuffer
@@ -34,9 +36,10 @@ NEVER = 2**62
 
 class ReplicaFetchers:
     def __init__(self, broker_id: BrokerId, config: BrokerConfig, partitions: dict[TopicPartition, Partition],
-                 events: EventBuffer, broker_epoch: Callable[[], BrokerEpoch] = lambda: UNKNOWN_BROKER_EPOCH
-                 ) -> None:
+                 events: EventBuffer, broker_epoch: Callable[[], BrokerEpoch] = lambda: UNKNOWN_BROKER_EPOCH,
+                 throttles: ReplicationThrottles | None = None) -> None:
         self.broker_id = broker_id
+        self._throttles = throttles  # the follower's replication throttle (`broker.throttles`), if any
         self._broker_epoch = broker_epoch
         self._config = FetcherConfig.from_config(config)
         self._partitions = partitions
@@ -64,7 +67,8 @@ class ReplicaFetchers:
         session = self.sessions.get(leader)
         if session is None:
             assert len(self.sessions) < BROKERS_MAX
-            session = FetcherSession(self.broker_id, leader, self._lookup, self._config, events=self._events)
+            session = FetcherSession(self.broker_id, leader, self._lookup, self._config, events=self._events,
+                                     held_back=None if self._throttles is None else self._held_back)
             self.sessions[leader] = session
         session.add_partition(tp, leader_epoch, partition.fetch_position(), now_ms)
         self._leader_of[tp] = leader
@@ -78,8 +82,19 @@ class ReplicaFetchers:
         session = self.sessions.get(leader)
         if session is None:
             return []
+        if self._throttles is not None and self._throttles.is_set(leader=False):
+            for data in response.partitions:
+                self._throttles.record(data.topic_partition, len(data.records), now_ms, leader=False)
         session.handle_fetch_response(response, now_ms)
         return self._send(now_ms, session)
+
+    def _held_back(self, tp: TopicPartition, now_ms: int) -> bool:
+        assert self._throttles is not None
+        if not self._throttles.is_set(leader=False):
+            return False
+        partition = self._partitions.get(tp)
+        in_sync = partition is not None and self.broker_id in partition.isr
+        return self._throttles.holds_back(tp, in_sync, now_ms, leader=False)
 
     def on_error(self, now_ms: int, leader: BrokerId, correlation_id: int) -> list[Outgoing]:
         """The fetch got no answer (connection lost or timed out): its partitions back off, then retry."""

@@ -14,7 +14,7 @@ Records arriving out of order (a gap) are refused: the caller fetches from `appl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -136,6 +136,10 @@ class BrokerMetadata:
     def registration(self, tp: TopicPartition) -> PartitionRegistration | None:
         topic = self.image.topic(tp.topic)
         return None if topic is None else topic.partitions.get(tp.partition)
+
+    def image_configs(self, topic: str) -> Mapping[str, str]:
+        """The topic's config overrides in the current image."""
+        return self.image.configs(topic)
 
     def topic_id(self, topic: str) -> str | None:
         return self.image.topic_ids_by_name.get(topic)

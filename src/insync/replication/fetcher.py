@@ -104,13 +104,15 @@ class _InFlight:
 class FetcherSession:
     def __init__(self, follower_id: BrokerId, leader_id: BrokerId,
                  lookup: Callable[[TopicPartition], FollowerReplica | None], config: FetcherConfig | None = None,
-                 *, events: EventBuffer | None = None) -> None:
+                 *, events: EventBuffer | None = None,
+                 held_back: Callable[[TopicPartition, int], bool] | None = None) -> None:
         assert follower_id != leader_id
         self.follower_id = follower_id
         self.leader_id = leader_id
         self.config = config or FetcherConfig()
         self.events = events if events is not None else EventBuffer()
         self._lookup = lookup
+        self._held_back = held_back  # (partition, now) -> the follower's replication throttle holds it back
         self._partitions: dict[TopicPartition, PartitionFetchState] = {}  # fetch order: served ones move last
         self._failed: dict[TopicPartition, LeaderEpoch] = {}  # the epoch each failed in
         self._in_flight: _InFlight | None = None
@@ -184,11 +186,17 @@ class FetcherSession:
             logger.warning("Fetch request %d to broker %d timed out", self._in_flight.request.correlation_id,
                            self.leader_id)
             self.handle_fetch_error(self._in_flight.request.correlation_id, now_ms)
+        due = [(tp, state) for tp, state in self._partitions.items() if state.delayed_until_ms <= now_ms]
+        if self._held_back is not None:
+            held = {tp for tp, _ in due if self._held_back(tp, now_ms)}
+            for tp in held:  # left out of the request as in Kafka, for a backoff rather than a busy loop
+                self._back_off(tp, now_ms)
+            due = [(tp, state) for tp, state in due if tp not in held]
         partitions = tuple(
             FetchRequestPartition(topic_partition, state.position.fetch_offset, state.leader_epoch,
                                   state.position.last_fetched_epoch, state.position.log_start_offset,
                                   self.config.partition_max_bytes)
-            for topic_partition, state in self._partitions.items() if state.delayed_until_ms <= now_ms)
+            for topic_partition, state in due)
         if not partitions:
             return None
         request = FetchRequest(next(self._correlation_ids), self.follower_id, self.config.max_wait_ms,

@@ -92,11 +92,14 @@ def topic_configs(overrides: Mapping[str, str], config: BrokerConfig) -> list[Co
     """Every topic-level config of a topic with `overrides`, resolved against the broker's settings."""
     entries = []
     for key, definition in sorted(TOPIC_CONFIGS.items()):
-        broker_key = TOPIC_TO_BROKER[key]
+        broker_key = TOPIC_TO_BROKER.get(key)  # None: a topic config with no broker default (throttled replicas)
         chain: list[tuple[str, str | None, ConfigSource]] = []
         if key in overrides:
             chain.append((key, overrides[key], ConfigSource.TOPIC_CONFIG))
-        chain.extend((broker_key, config_text(value), source) for value, source in config.synonyms(broker_key))
+        if broker_key is None:
+            chain.append((key, config_text(definition.default), ConfigSource.DEFAULT_CONFIG))
+        else:
+            chain.extend((broker_key, config_text(value), source) for value, source in config.synonyms(broker_key))
         entries.append(ConfigEntry(key, chain[0][1], chain[0][2], False, _CONFIG_TYPES[definition.type],
                                    definition.doc, tuple(chain)))
     return entries
