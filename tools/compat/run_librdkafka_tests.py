@@ -1,12 +1,16 @@
 """librdkafka's own integration tests against a 3-broker insync cluster on 127.0.0.1 (`make compat`).
 
 Every broker-facing test of librdkafka's test table (tests/test.c: not TEST_F_LOCAL, not TEST_F_MANUAL) that the
-allowlist does not exclude runs on its own, `TESTS=<name> ./test-runner -p1 -Q -E -L`, with a timeout, against
-one cluster started by `insync cluster up` (restarted if a node died). test-runner selects by test number, so the
+allowlist does not exclude runs on its own, `TESTS=<name> ./test-runner -p1 -Q -L`, with a timeout, against a
+cluster started by `insync cluster up` (restarted if a node died). test-runner selects by test number, so the
 tests sharing a number run together each time (0045's five); each test's status is read from its own row of
-test-runner's summary. A test reported SKIPPED (a broker version gate, a known issue, sockem, another test
-scenario) counts as skipped, as do the allowlisted ones. The last line is
-`N passed, N failed, N skipped`; the exit status is 1 when any test failed.
+test-runner's summary. The tests that emulate network trouble in the client (TEST_F_SOCKEM: librdkafka's socket
+emulation delays and cuts its own connections) run too, since they need nothing of the broker but Kafka's
+behaviour. A test names the broker setup it needs (`.scenario`, tests/scenarios/*.json): the "default" ones run
+first, on a cluster creating topics on first use; then the cluster is replaced by one that does not
+("noautocreate") for the tests that need that. A test reported SKIPPED (a broker version gate, a known issue,
+quick mode) counts as skipped, as do the allowlisted ones. The last line is `N passed, N failed, N skipped`; the
+exit status is 1 when any test failed.
 
 Usage: run_librdkafka_tests.py TESTS_DIR [--allowlist FILE] [--only NAME ...] [--timeout-s S] [--kafka-version V]
 """
@@ -33,12 +37,23 @@ TEST_TIMEOUT_S = 150.0  # above the longest test-runner timeout a listed test se
 CLUSTER_UP_TIMEOUT_S = 120.0
 OUTPUT_TAIL_LINES = 15  # of a failed test's output, printed for the reader
 # Settings every node gets, beyond what `insync cluster up` sets (auto-created topics replicated min(3, brokers)
-# times): librdkafka's test scenario "default" (tests/scenarios/default.json: auto_create_topics true,
-# num_partitions 4, replication_factor 3), which tests rely on (0012 produces to partitions 0 and 1 of an
-# auto-created topic); and no initial rebalance delay, or every consumer-group test waits out Kafka's 3 s.
-CLUSTER_CONFIG = ("auto.create.topics.enable=true", "num.partitions=4", "group.initial.rebalance.delay.ms=0")
+# times), per librdkafka test scenario (tests/scenarios/<name>.json: auto_create_topics, num_partitions 4,
+# replication_factor 3), which tests rely on (0012 produces to partitions 0 and 1 of an auto-created topic). The
+# initial rebalance delay is 1 s, not Kafka's 3 s (every consumer-group test waits it out once per group), and not
+# 0: tests that start two consumers at once expect them in the group's first generation (0118_commit_rebalance
+# expects its second consumer's revocation to come from its close, not from the first one joining late).
+COMMON_CONFIG = ("num.partitions=4", "group.initial.rebalance.delay.ms=1000")
+SCENARIO_CONFIG = {
+    "default": ("auto.create.topics.enable=true", *COMMON_CONFIG),
+    "noautocreate": ("auto.create.topics.enable=false", *COMMON_CONFIG),
+}
+# test.timeout.multiplier per test, where a test's own time limit is shorter than what librdkafka itself spends:
+# 0059_bsearch seeks about 10 times with queued.min.messages=1, and each seek waits out the client's 1 s
+# fetch.queue.backoff.ms (the previous fetch filled its queue) against a 10 s limit, whatever the broker.
+TIMEOUT_MULTIPLIERS = {"0059_bsearch": 2.0}
 
-_TEST_ENTRY = re.compile(r"^\s*_TEST\(\s*(\w+)\s*,\s*([^,)]*)", re.MULTILINE)
+_TEST_ENTRY = re.compile(r"^\s*_TEST\(\s*(\w+)\s*,\s*([^,)]*)(.*?)(?=^\s*_TEST\(|\Z)", re.MULTILINE | re.DOTALL)
+_SCENARIO = re.compile(r'\.scenario\s*=\s*"([^"]*)"')
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SUMMARY_ROW = re.compile(r"^\|\s*(\w+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|NOT STARTED)\s*\|", re.MULTILINE)
 
@@ -51,11 +66,19 @@ class Outcome:
     seconds: float
 
 
-def broker_tests(tests_dir: Path) -> list[str]:
-    """The names of test.c's table entries that need a broker, in table order."""
+def broker_tests(tests_dir: Path) -> dict[str, str]:
+    """The names of test.c's table entries that need a broker, in table order, and the scenario each runs in."""
     table = (tests_dir / "test.c").read_text(errors="replace")
-    return [name for name, flags in _TEST_ENTRY.findall(table)
-            if "TEST_F_LOCAL" not in flags and "TEST_F_MANUAL" not in flags]
+    table = table[table.index("struct test tests[]"):]
+    return {name: _scenario(rest) for name, flags, rest in _TEST_ENTRY.findall(table)
+            if "TEST_F_LOCAL" not in flags and "TEST_F_MANUAL" not in flags}
+
+
+def _scenario(entry: str) -> str:
+    """test-runner runs a test when its scenario list contains the one it runs ("default" unless named)."""
+    found = _SCENARIO.search(entry)
+    scenarios = found.group(1).split(",") if found else ["default"]
+    return "default" if "default" in scenarios else scenarios[0]
 
 
 def read_allowlist(path: Path) -> dict[str, str]:
@@ -69,8 +92,8 @@ def read_allowlist(path: Path) -> dict[str, str]:
     return excluded
 
 
-def start_cluster(directory: Path) -> cluster.ClusterSpec:
-    overrides = [arg for setting in CLUSTER_CONFIG for arg in ("--config", setting)]
+def start_cluster(directory: Path, scenario: str) -> cluster.ClusterSpec:
+    overrides = [arg for setting in SCENARIO_CONFIG[scenario] for arg in ("--config", setting)]
     subprocess.run([sys.executable, "-m", "insync.cli.main", "cluster", "up", "--dir", str(directory), "--brokers",
                     "3", "--port", "0", *overrides], check=True, timeout=CLUSTER_UP_TIMEOUT_S,
                    stdout=subprocess.DEVNULL)
@@ -80,6 +103,7 @@ def start_cluster(directory: Path) -> cluster.ClusterSpec:
 def stop_cluster(directory: Path) -> None:
     subprocess.run([sys.executable, "-m", "insync.cli.main", "cluster", "down", "--dir", str(directory)],
                    check=False, timeout=CLUSTER_UP_TIMEOUT_S, stdout=subprocess.DEVNULL)
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def cluster_alive(directory: Path) -> bool:
@@ -87,14 +111,27 @@ def cluster_alive(directory: Path) -> bool:
     return all(node.pid is not None and cluster.pid_alive(node.pid) for node in spec.nodes)
 
 
-def run_test(tests_dir: Path, name: str, conf: Path, kafka_version: str, timeout_s: float) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a test runs: the cluster's bootstrap servers and librdkafka's name for its setup."""
+
+    bootstrap: str
+    scenario: str
+
+
+def run_test(tests_dir: Path, name: str, target: Target, work: Path, kafka_version: str, timeout_s: float
+             ) -> Outcome:
+    conf = work / "test.conf"
+    multiplier = TIMEOUT_MULTIPLIERS.get(name)
+    conf.write_text(f"bootstrap.servers={target.bootstrap}\ntest.topic.random=true\n"
+                    + (f"test.timeout.multiplier={multiplier}\n" if multiplier else ""))
     # The librdkafka just built, not a system one (kcat's): test-runner links it dynamically.
     libraries = f"{tests_dir.parent / 'src'}:{tests_dir.parent / 'src-cpp'}"
     env = {**os.environ, "TESTS": name, "RDKAFKA_TEST_CONF": str(conf), "TEST_KAFKA_VERSION": kafka_version,
-           "LD_LIBRARY_PATH": libraries}
+           "TEST_SCENARIO": target.scenario, "LD_LIBRARY_PATH": libraries}
     started = time.monotonic()
     try:
-        done = subprocess.run(["./test-runner", "-p1", "-Q", "-E", "-L"], cwd=tests_dir, env=env, timeout=timeout_s,
+        done = subprocess.run(["./test-runner", "-p1", "-Q", "-L"], cwd=tests_dir, env=env, timeout=timeout_s,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as expired:
         output = _ANSI.sub("", (expired.stdout or b"").decode(errors="replace"))
@@ -106,6 +143,28 @@ def run_test(tests_dir: Path, name: str, conf: Path, kafka_version: str, timeout
         status = "FAILED"
     detail = _tail(output) if status == "FAILED" else ""
     return Outcome(name, status, detail, time.monotonic() - started)
+
+
+def run_scenario(tests_dir: Path, scenario: str, names: list[str], work: Path, args: argparse.Namespace
+                 ) -> list[Outcome]:
+    """`names` one by one on a cluster set up for `scenario`, started here and stopped after."""
+    directory = work / f"cluster-{scenario}"
+    outcomes: list[Outcome] = []
+    try:
+        target = Target(start_cluster(directory, scenario).bootstrap, scenario)
+        for name in names:
+            if not cluster_alive(directory):
+                print(f"a node died before {name}: restarting the cluster", flush=True)
+                stop_cluster(directory)
+                target = Target(start_cluster(directory, scenario).bootstrap, scenario)
+            outcome = run_test(tests_dir, name, target, work, args.kafka_version, args.timeout_s)
+            outcomes.append(outcome)
+            print(f"{outcome.status:<7} {name} ({outcome.seconds:.1f} s)", flush=True)
+            if outcome.detail:
+                print(outcome.detail, flush=True)
+    finally:
+        stop_cluster(directory)
+    return outcomes
 
 
 def _tail(output: str) -> str:
@@ -122,33 +181,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     excluded = read_allowlist(args.allowlist)
-    names = broker_tests(args.tests_dir)
+    scenarios = broker_tests(args.tests_dir)
+    names = list(scenarios)
     if args.only:
         names = [n for n in names if any(n.startswith(prefix) for prefix in args.only)]
     to_run = [n for n in names if n not in excluded]
+    unknown = sorted({scenarios[n] for n in to_run} - set(SCENARIO_CONFIG))
+    assert not unknown, f"tests in scenarios this runner cannot set up: {unknown}"
     print(f"{len(names)} broker-facing tests, {len(names) - len(to_run)} excluded by {args.allowlist.name}, "
           f"{len(to_run)} to run", flush=True)
     work = Path(tempfile.mkdtemp(prefix="insync-compat-"))
     outcomes: list[Outcome] = []
     try:
-        directory = work / "cluster"
-        spec = start_cluster(directory)
-        conf = work / "test.conf"
-        conf.write_text(f"bootstrap.servers={spec.bootstrap}\ntest.topic.random=true\n")
-        for name in to_run:
-            if not cluster_alive(directory):
-                print(f"a node died before {name}: restarting the cluster", flush=True)
-                stop_cluster(directory)
-                shutil.rmtree(directory, ignore_errors=True)
-                spec = start_cluster(directory)
-                conf.write_text(f"bootstrap.servers={spec.bootstrap}\ntest.topic.random=true\n")
-            outcome = run_test(args.tests_dir, name, conf, args.kafka_version, args.timeout_s)
-            outcomes.append(outcome)
-            print(f"{outcome.status:<7} {name} ({outcome.seconds:.1f} s)", flush=True)
-            if outcome.detail:
-                print(outcome.detail, flush=True)
+        for scenario in SCENARIO_CONFIG:
+            in_scenario = [n for n in to_run if scenarios[n] == scenario]
+            if in_scenario:
+                outcomes.extend(run_scenario(args.tests_dir, scenario, in_scenario, work, args))
     finally:
-        stop_cluster(work / "cluster")
         shutil.rmtree(work, ignore_errors=True)
     passed = sum(o.status == "PASSED" for o in outcomes)
     failed = [o.name for o in outcomes if o.status == "FAILED"]

@@ -34,14 +34,30 @@ struct test tests[] = {
           TEST_F_KNOWN_ISSUE,
           TEST_BRKVER(0, 9, 0, 0)),
     _TEST(0055_producer_latency, TEST_F_KNOWN_ISSUE_WIN32),
+    _TEST(0103_transactions,
+          0,
+          TEST_BRKVER(0, 11, 0, 0),
+          .scenario = "default,ak23"),
+    _TEST(0107_topic_recreate,
+          0,
+          TEST_BRKVER_TOPIC_ADMINAPI,
+          .scenario = "noautocreate"),
     _TEST(8001_fetch_from_follower_mock_manual, TEST_F_MANUAL),
 };
 """
 
 
-def test_broker_facing_tests_are_the_table_entries_neither_local_nor_manual(tmp_path: Path) -> None:
+def test_broker_facing_tests_are_the_table_entries_neither_local_nor_manual_with_their_scenario(
+        tmp_path: Path) -> None:
     (tmp_path / "test.c").write_text(TABLE)
-    assert runner().broker_tests(tmp_path) == ["0001_multiobj", "0028_long_topicnames", "0055_producer_latency"]
+    assert runner().broker_tests(tmp_path) == {
+        "0001_multiobj": "default", "0028_long_topicnames": "default", "0055_producer_latency": "default",
+        "0103_transactions": "default", "0107_topic_recreate": "noautocreate"}
+
+
+def test_every_scenario_of_librdkafkas_table_has_a_cluster_setup() -> None:
+    module = runner()
+    assert set(module.SCENARIO_CONFIG) == {"default", "noautocreate"}
 
 
 def test_the_allowlist_names_each_excluded_test_with_a_reason() -> None:
