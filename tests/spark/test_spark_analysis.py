@@ -33,7 +33,7 @@ def rows(spark: SparkSession, out: Path, table: str, columns: list[str]) -> list
 def test_summary_json_has_exactly_the_headline_counts(out: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary == {
-        "events": 40, "malformed_lines": 6, "isr_shrinks": 11, "isr_expands": 11, "flapping_episodes": 11,
+        "events": 40, "malformed_lines": 6, "ignored_lines": 2, "isr_shrinks": 11, "isr_expands": 11, "flapping_episodes": 11,
         "urp_intervals": 10, "under_min_isr_intervals": 2, "offline_intervals": 1, "open_at_end_of_log_intervals": 2,
         "shutdown_intervals": 0,
         "episodes_by_cause": {"follower": 2, "leader": 1, "burst": 2, "stuck": 0, "slow": 1, "unknown": 1},

@@ -5,6 +5,7 @@ that none is malformed. truth.json also says where each file's lines come from."
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,9 @@ def _relative(path: str) -> tuple[str, str]:
 def parsed(spark: SparkSession) -> dict[str, Any]:
     """Every family parsed in one Spark job (the per-family tests only read the collected rows)."""
     files = tuple(str(p) for family in FAMILIES for p in _logs(family))
-    rows = logparse.load(spark, Inputs((), files)).collect()
-    ignored = logparse.ignored_lines(logparse.read_lines(spark, files)).groupBy("file").count().collect()
-    return {"rows": [r.asDict() for r in rows], "ignored": {_relative(r["file"]): r["count"] for r in ignored}}
+    rows = [r.asDict() for r in logparse.load(spark, Inputs((), files)).collect()]
+    ignored = Counter(_relative(r["file"]) for r in rows if r["reason"] == logparse.IGNORED)
+    return {"rows": [r for r in rows if r["reason"] != logparse.IGNORED], "ignored": ignored}
 
 
 def test_every_family_of_the_issue_has_a_fixture() -> None:

@@ -25,8 +25,8 @@ from insync.spark.analysis.inputs import Inputs
 from insync.spark.analysis.tables import Tables
 
 PARSED_STAGING = "_parsed"
-SUMMARY_KEYS = ("events", "malformed_lines", "isr_shrinks", "isr_expands", "flapping_episodes", "urp_intervals",
-                "under_min_isr_intervals", "offline_intervals", "open_at_end_of_log_intervals",
+SUMMARY_KEYS = ("events", "malformed_lines", "ignored_lines", "isr_shrinks", "isr_expands", "flapping_episodes",
+                "urp_intervals", "under_min_isr_intervals", "offline_intervals", "open_at_end_of_log_intervals",
                 "shutdown_intervals", "episodes_by_cause", "partitions")
 
 
@@ -37,13 +37,17 @@ def _materialise(spark: SparkSession, df: DataFrame, out_dir: str, name: str, *o
     return spark.read.parquet(path)
 
 
-def _write_parsed(spark: SparkSession, parsed: DataFrame, out_dir: str) -> tuple[DataFrame, DataFrame]:
+def _write_parsed(spark: SparkSession, parsed: DataFrame, out_dir: str) -> tuple[DataFrame, DataFrame, int]:
     """Write events and malformed lines in one pass over the text (one parquet write, partitioned by table),
     then move each partition to its table's directory. The event files therefore also carry the always-null
-    `reason` and `text` columns; reading them back selects the table's own columns."""
+    `reason` and `text` columns; reading them back selects the table's own columns. Ignored Kafka lines are
+    only counted (the third value)."""
     staging = os.path.join(out_dir, PARSED_STAGING)
-    table = F.when(F.col("reason").isNull(), F.lit("events")).otherwise(F.lit("malformed"))
+    table = (F.when(F.col("reason").isNull(), F.lit("events"))
+             .when(F.col("reason") == logparse.IGNORED, F.lit("ignored")).otherwise(F.lit("malformed")))
     parsed.withColumn("table", table).write.mode("overwrite").partitionBy("table").parquet(staging)
+    ignored_dir = os.path.join(staging, "table=ignored")
+    ignored = spark.read.parquet(ignored_dir).count() if os.path.isdir(ignored_dir) else 0
     frames = []
     for name, columns in (("events", logparse.EVENT_COLUMNS), ("malformed", logparse.MALFORMED_COLUMNS)):
         target, written = os.path.join(out_dir, name), os.path.join(staging, f"table={name}")
@@ -54,11 +58,11 @@ def _write_parsed(spark: SparkSession, parsed: DataFrame, out_dir: str) -> tuple
             parsed.select(*columns).limit(0).write.parquet(target)
         frames.append(spark.read.parquet(target).select(*columns))
     shutil.rmtree(staging)
-    return frames[0], frames[1]
+    return frames[0], frames[1], ignored
 
 
 def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: health.AnalysisOptions) -> Tables:
-    events, malformed = _write_parsed(spark, logparse.load(spark, inputs, options.log_timezone), out_dir)
+    events, malformed, ignored = _write_parsed(spark, logparse.load(spark, inputs, options.log_timezone), out_dir)
     bounds = events.agg(F.min("ts_ms"), F.max("ts_ms")).first()
     assert bounds is not None
     first_ms, last_ms = bounds[0], bounds[1]
@@ -77,7 +81,7 @@ def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: hea
     brokers = _materialise(spark, health.per_broker(events, outs, episode_table, options.flap_window_ms)
                            .coalesce(1), out_dir, "per_broker", "broker")
     outs.unpersist()
-    return Tables(events, malformed, changes, spans, flaps, episode_table, brokers, counts, first_ms, last_ms)
+    return Tables(events, malformed, ignored, changes, spans, flaps, episode_table, brokers, counts, first_ms, last_ms)
 
 
 def summarise(tables: Tables) -> dict[str, Any]:
@@ -95,6 +99,7 @@ def summarise(tables: Tables) -> dict[str, Any]:
     summary: dict[str, Any] = {
         "events": int(seen["events"]),
         "malformed_lines": tables.malformed.count(),
+        "ignored_lines": tables.ignored_lines,
         "isr_shrinks": int(changes["shrinks"] or 0),
         "isr_expands": int(changes["expands"] or 0),
         "flapping_episodes": tables.flapping_episodes.count(),

@@ -14,8 +14,9 @@ Everything is DataFrame expressions (no Python UDFs), so parsing scales with the
   line after `Error processing append operation`, without a log4j prefix: it takes the timestamp and broker of
   that preceding line. A line without a broker id takes the broker most lines of its file name.
 A line is malformed when it cannot be what it claims: an insync line that is not a valid event, a Kafka line
-with a broken log4j prefix, or a Kafka line with one of the parsed phrases in an unrecognised shape. Kafka lines
-about other things, and stack-trace lines, are not events and not malformed.
+with a broken log4j prefix, or a Kafka line with one of the parsed phrases in an unrecognised shape. Well-formed
+Kafka lines about other things are ignored: kept as rows with the reason IGNORED (and no text), so they are
+counted, not malformed. Stack-trace lines and other programs' output are not log lines at all and are dropped.
 
 Every event row has EVENT_COLUMNS; ISR lists are sorted (Kafka prints them unsorted).
 """
@@ -56,9 +57,10 @@ EVENT_SCHEMA = T.StructType([
     T.StructField("detail", T.StringType())])
 EVENT_COLUMNS = tuple(f.name for f in EVENT_SCHEMA.fields)
 MALFORMED_COLUMNS = ("source", "file", "line", "reason", "text")
-# What parsing yields: every line that is an event or malformed, with `reason` set (and `text` kept) only when
-# malformed. One pass over the text produces both tables.
+# What parsing yields: every line that is an event, ignored or malformed; `reason` is null for an event, IGNORED
+# for an ignored Kafka line, and says why otherwise (with `text` kept). One pass over the text produces all three.
 PARSED_COLUMNS = (*EVENT_COLUMNS, "reason", "text")
+IGNORED = "ignored"
 
 # Types that only Kafka logs produce (insync reports these facts with its own types).
 ISR_UPDATE = "isr_update"  # the commit line `ISR updated to ...` (2.8+ has no expand line, only this)
@@ -85,7 +87,7 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
 
 
 def _malformed_text() -> Column:
-    return F.when(F.col("reason").isNotNull(), F.substring("text", 1, ANALYSIS_MALFORMED_TEXT_CHARS_MAX)).alias("text")
+    return F.when(F.col("reason").isNotNull() & (F.col("reason") != IGNORED), F.substring("text", 1, ANALYSIS_MALFORMED_TEXT_CHARS_MAX)).alias("text")
 
 
 def _sorted_ids(csv: Column) -> Column:
@@ -338,7 +340,8 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     min_isr_kind = [i for i, kind in enumerate(KINDS) if kind.name == "produce_rejected"][0]
     candidate = F.col("kind").isNotNull() & (F.col("prefixed") | (F.col("kind") == min_isr_kind))
     append_error = F.col("prefixed") & F.col("msg").contains(APPEND_ERROR_PHRASE)
-    k = k.where(bad_prefix | candidate | append_error).withColumn(
+    ignored = F.col("prefixed") & F.col("kind").isNull()  # append_error lines are among them
+    k = k.where(bad_prefix | candidate | ignored).withColumn(
         "context", F.concat(*(F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, g) for g in (1, 2))))
     k = k.withColumn("ctx_broker", F.regexp_extract(
         "context", r"(?:(?:broker|Broker id|replicaId|Controller id)=|on broker )(\d+)", 1)
@@ -346,10 +349,11 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     # The timestamp and broker of a continuation line come from the line before it.
     previous = k.where(append_error).select("file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"),
                                             F.col("ctx_broker").alias("prev_broker"))
-    k = (k.where(bad_prefix | candidate).join(previous, ["file", "line"], "left")
+    k = (k.join(F.broadcast(previous), ["file", "line"], "left")
          .withColumn("ts", F.coalesce("ts", "prev_ts")).withColumn("broker", F.coalesce("ctx_broker", "prev_broker"))
          .withColumn("ok", F.coalesce(_by_kind(lambda _, kind: F.col("body").rlike(kind.pattern)), F.lit(False))))
     reason = (F.when(bad_prefix, F.lit("unparseable log4j prefix"))
+              .when(F.col("kind").isNull(), F.lit(IGNORED))
               .when(~F.col("ok"), F.concat(F.lit("unrecognised "), _by_kind(lambda _, kind: F.lit(kind.name)),
                                            F.lit(" line")))
               .when(F.col("ts").isNull(), F.lit("no timestamp (continuation line without its log line)")))
@@ -362,14 +366,6 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     k = k.withColumn("isr_after", F.when(_slot("isr_after").isNotNull() | (F.col("type") == ISR_UPDATE),
                                          _sorted_ids(F.coalesce(_slot("isr_after"), F.lit("")))))
     return k.select(*_kafka_fields(), "reason", _malformed_text())
-
-
-def ignored_lines(lines: DataFrame) -> DataFrame:
-    """(file, line, text) of the well-formed log4j lines that announce none of KINDS: a fetcher stopping, a segment
-    rolled, a refused AlterPartition. They are neither events nor malformed; counting them shows how much of a log
-    said nothing about replication. Continuation lines (stack traces, other containers' output) are not log4j
-    lines and are not counted."""
-    return _kafka_lines(lines, "UTC").where(F.col("prefixed") & F.col("kind").isNull()).select("file", "line", "text")
 
 
 def _fill_file_broker(parsed: DataFrame) -> DataFrame:
@@ -397,4 +393,10 @@ def events_of(parsed: DataFrame) -> DataFrame:
 
 
 def malformed_of(parsed: DataFrame) -> DataFrame:
-    return parsed.where(F.col("reason").isNotNull()).select(*MALFORMED_COLUMNS)
+    return parsed.where(F.col("reason").isNotNull() & (F.col("reason") != IGNORED)).select(*MALFORMED_COLUMNS)
+
+
+def ignored_of(parsed: DataFrame) -> DataFrame:
+    """The well-formed Kafka lines that announce none of KINDS (a fetcher stopping, a segment rolled, a refused
+    AlterPartition): neither events nor malformed."""
+    return parsed.where(F.col("reason") == IGNORED).select("source", "file", "line")

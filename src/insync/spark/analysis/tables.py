@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 class Tables:
     events: DataFrame
     malformed: DataFrame
+    ignored_lines: int  # well-formed Kafka lines that are no event (logparse.IGNORED)
     isr_changes: DataFrame
     intervals: DataFrame
     flapping_episodes: DataFrame
