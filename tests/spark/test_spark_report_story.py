@@ -8,6 +8,8 @@ History (insync events; the controller is node 0, brokers 1-3, replicas 1,2,3 ev
   +16 s. The one real outage.
 - orders-2: broker 2 removes broker 1 (stuck) at +30 s; broker 2's log ends at +40 s with the partition still
   under-replicated: open at the end of broker 2's log, ending there (not at the controller's last event).
+- orders-3: broker 1's controlled shutdown moves leadership to 3 at +50 s; broker 2 leaving too takes it under
+  min ISR from +50.5 s to +52 s, with no leader change of its own: still the shutdown, not an outage.
 - `cluster down` at +60 s: orders-0 and orders-1 lose their last leader (reason `shutdown`), the controller's log
   ends at +60.1 s: offline and under-replicated, open at end of log.
 - __consumer_offsets-0..3: broker 1 out of their ISRs (led by broker 3) from +2 s to +8 s, as for any partition
@@ -49,6 +51,7 @@ CONTROLLER = [
     _leader(T - 10_000, "orders", 0, -1, 1, RF3, "created"),
     _leader(T - 10_000, "orders", 1, -1, 3, RF3, "created"),
     _leader(T - 10_000, "orders", 2, -1, 2, RF3, "created"),
+    _leader(T - 10_000, "orders", 3, -1, 1, RF3, "created"),
     _leader(T, "orders", 0, 1, 2, [2, 3], "shutdown"),
     *_offline(T + 5_000, "orders", 1, 3, "fenced"),
     _leader(T + 15_000, "orders", 1, -1, 3, [3], "unfenced"),
@@ -57,6 +60,7 @@ CONTROLLER = [
     *_offline(T + 41_000, "__insync_events", 0, 2, "fenced"),
     _leader(T + 43_000, "__insync_events", 0, -1, 2, [2], "unfenced"),
     plain(T + 43_000, 0, EventType.PARTITION_ONLINE, "__insync_events", 0),
+    _leader(T + 50_000, "orders", 3, 1, 3, [2, 3], "shutdown"),
     *_offline(T + 60_000, "orders", 0, 2, "shutdown"),
     *_offline(T + 60_000, "orders", 1, 3, "shutdown"),
     Event(T + 60_100, 0, EventType.BROKER_FENCED, fields={"broker_id": 3}).to_json(),
@@ -71,6 +75,9 @@ BROKER3 = [
     *(shrink(T + 2_000, 3, "__consumer_offsets", p, RF3, [1], "stuck") for p in OFFSETS),
     *(expand(T + 8_000, 3, "__consumer_offsets", p, [2, 3], [1]) for p in OFFSETS),
     expand(T + 16_000, 3, "orders", 1, [3], [1, 2]),
+    plain(T + 50_500, 3, EventType.UNDER_MIN_ISR_START, "orders", 3),
+    plain(T + 52_000, 3, EventType.UNDER_MIN_ISR_END, "orders", 3),
+    expand(T + 52_000, 3, "orders", 3, [2, 3], [1]),
 ]
 
 
@@ -95,7 +102,7 @@ def test_only_the_outage_is_counted_in_the_summary(out: Path) -> None:
     assert {k: summary[k] for k in ("urp_intervals", "under_min_isr_intervals", "offline_intervals",
                                     "open_at_end_of_log_intervals", "shutdown_intervals")} == {
         "urp_intervals": 6, "under_min_isr_intervals": 0, "offline_intervals": 2,
-        "open_at_end_of_log_intervals": 5, "shutdown_intervals": 1}
+        "open_at_end_of_log_intervals": 5, "shutdown_intervals": 3}
 
 
 def test_intervals_end_where_the_log_that_stated_them_ends(spark: SparkSession, out: Path) -> None:
@@ -110,13 +117,16 @@ def test_intervals_end_where_the_log_that_stated_them_ends(spark: SparkSession, 
         (1, "under_replicated", T + 5_000, T + 16_000, False, False),
         (1, "under_replicated", T + 60_000, T + 60_100, True, True),
         (2, "under_replicated", T + 30_000, T + 40_000, True, False),
+        (3, "under_min_isr", T + 50_500, T + 52_000, False, True),
+        (3, "under_replicated", T + 50_000, T + 52_000, False, True),
     ]
 
 
 def test_report_counts_and_recommends_only_the_outage(out: Path) -> None:
     text = _text(out)
     assert "offline 2 2 12000 10000 2 0" in text  # kind, outages, partitions, total, longest, open at end, shutdown
-    assert "under_replicated 6 6 37000 11000 3 1" in text
+    assert "under_replicated 6 6 37000 11000 3 2" in text
+    assert "under_min_isr 0 0 - - 0 1" in text and "NOT_ENOUGH_REPLICAS" not in text
     assert "Partitions went offline" in text and "Evidence: 2 interval(s), 12.0 s in total" in text
     assert text.count("open at end of log") >= 5 and "controlled shutdown" in text
 

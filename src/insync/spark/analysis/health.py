@@ -15,9 +15,11 @@ storm. Every step is a DataFrame transformation; only small aggregates ever reac
   `partition_offline`/`partition_online`, and leader changes (to no leader, or to a leader). Shutdown is not an
   outage: an interval still open when the logs end is cut by the end of a broker's log (a clean stop, a
   controlled shutdown, `cluster down`), not closed by evidence, so it ends at the last event of the log that last
-  stated it and is marked `open_ended` ("open at end of log"); an interval that began with a controlled-shutdown
-  leadership move (a `leader_change` with reason `shutdown`) is marked `shutdown`. The summary and the report
-  count neither as under-replicated, under-min-ISR or offline time.
+  stated it and is marked `open_ended` ("open at end of log"); an interval that began while its partition was
+  going through a controlled shutdown is marked `shutdown`: from a leadership move with reason `shutdown` until
+  the partition's next other leader change or its next full ISR (the second broker of a cluster going down takes
+  the partition under min ISR with no leader change of its own). The summary and the report count neither as
+  under-replicated, under-min-ISR or offline time.
 - `removals`: one row per replica removed from an ISR, with how long it stayed out (until the next ISR change
   that adds it back to that partition). A flapping episode is a removal re-added within the flap window.
 - `episodes`: removals grouped in time (a gap of more than EPISODE_GAP_S seconds starts a new episode; time is
@@ -115,10 +117,11 @@ def replica_counts(events: DataFrame) -> DataFrame:
 
 
 def _state(df: DataFrame, kind: str, state: Column) -> DataFrame:
+    """A state row; `shutdown_move` says, on a leader change only, whether it was a controlled shutdown's."""
     # insync keeps a leader change's reason in `detail`; Kafka's lines do not say why a leader changed.
-    shutdown = (F.col("type") == "leader_change") & (F.col("detail") == str(LeaderChangeReason.SHUTDOWN))
+    shutdown = F.coalesce(F.col("detail") == str(LeaderChangeReason.SHUTDOWN), F.lit(False))
     return df.select("topic", "partition", F.lit(kind).alias("kind"), *_ORDER, state.alias("state"),
-                     F.coalesce(shutdown, F.lit(False)).alias("shutdown"))
+                     F.when(F.col("type") == "leader_change", shutdown).alias("shutdown_move"))
 
 
 def state_rows(events: DataFrame, steps: DataFrame, counts: DataFrame) -> DataFrame:
@@ -160,11 +163,19 @@ def log_ends(events: DataFrame) -> DataFrame:
 def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
     """Maximal runs of `true` per (partition, kind). A run no evidence closes is open at the end of the log: it
     ends at the last event (`ends`, from `log_ends`) of the file holding its partition's last state row."""
-    assert {"state", "shutdown"} <= set(states.columns), states.columns
+    assert {"state", "shutdown_move"} <= set(states.columns), states.columns
     assert set(ends.columns) == {"file", "log_end_ms"}, ends.columns
+    # In a controlled shutdown: since the partition's last shutdown move, with no other move or full ISR since.
+    # Partitioned by partition only, so the per-kind window below needs a sort but no new shuffle.
+    by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    full_isr = (F.col("kind") == "under_replicated") & ~F.col("state")
+    marker = F.coalesce("shutdown_move", F.when(full_isr, F.lit(False)))
     by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
     to_last = by_kind.rowsBetween(Window.currentRow, Window.unboundedFollowing)
-    flips = (states.withColumn("previous", F.lag("state").over(by_kind))
+    flips = (states.withColumn("shutdown", F.coalesce(F.last(marker, ignorenulls=True).over(by_partition),
+                                                      F.lit(False)))
+             .withColumn("previous", F.lag("state").over(by_kind))
              .withColumn("last_file", F.last("file").over(to_last))
              .where(F.col("state") != F.coalesce("previous", F.lit(False))))
     runs = (flips.withColumn("next_ms", F.lead("ts_ms").over(by_kind)).where("state")
