@@ -219,6 +219,12 @@ KINDS: tuple[LineKind, ...] = (
     LineKind(ISR_UPDATE, lambda b: b.startswith("ISR updated to "),
              r"^ISR updated to \[?([0-9,]*)\]?( \(under-min-isr\) |  | )and (?:zkVersion|version) updated to "
              r"\[?\d+\]?\.?$", {"isr_after": 1, "commit_flag": 2}),
+    # 3.3+: an AlterPartition the controller refused; the line restates the ISR that stays committed.
+    LineKind(ISR_UPDATE, lambda b: b.startswith("Failed to alter partition to ")
+             & b.contains(" reset to the latest committed state "),
+             r"^Failed to alter partition to .* since the controller rejected the request with \w+\. Partition state "
+             r"has been reset to the latest committed state CommittedPartitionState\(isr=Set\(([0-9, ]*)\),.*$",
+             {"isr_after": 1}),
     LineKind("leader_change", lambda b: b.startswith("Leader ") & b.contains(" starts at leader epoch "),
              r"^Leader (.+?)-(\d+)(?: with topic id \S+)? starts at leader epoch (\d+) from offset (-?\d+) with "
              r"(?:partition epoch \d+, )?high watermark (-?\d+),? ISR \[([0-9,]*)\].*$",
