@@ -76,6 +76,15 @@ def brokers_in_metadata(spec: ClusterSpec) -> set[int]:
     return set(AdminClient({"bootstrap.servers": spec.bootstrap}).list_topics(timeout=10).brokers)
 
 
+def throttle_configs(spec: ClusterSpec, topic: str) -> dict[str, str]:
+    from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
+
+    resource = ConfigResource("topic", topic)
+    admin = AdminClient({"bootstrap.servers": spec.bootstrap})  # referenced until its future is done
+    entries = admin.describe_configs([resource])[resource].result(15)
+    return {k: v.value or "" for k, v in entries.items() if k.endswith("replication.throttled.replicas")}
+
+
 def settled(spec: ClusterSpec, topic: str, replicas: tuple[int, ...]) -> bool:
     row = describe_rows(spec.bootstrap, [topic])[0]
     return (row.replicas == replicas and set(row.isr) == set(replicas) and row.leader in replicas
@@ -208,7 +217,7 @@ def test_a_reassignment_waiting_for_a_stopped_broker_is_listed_described_and_can
         _, _, refused = admin_requests.alter_partition_reassignments(live.split(",")[0], {("waiting", 0): None}, 15)
         assert refused == {("waiting", 0): (errors.BY_NAME["NO_REASSIGNMENT_IN_PROGRESS"],
                                             "No partition reassignment is in progress.")}
-        assert main([*tool, "--cancel"]) == 0
+        assert main([*tool, "--cancel", "--preserve-throttles"]) == 0
         assert capsys.readouterr().out == "None of the specified partition reassignments are active.\n"
     finally:
         spec = cluster.start_node(spec, 4)
@@ -239,16 +248,21 @@ def test_the_reassign_tool_generates_executes_and_verifies_a_plan(four_brokers: 
     assert {tuple(sorted(p["replicas"])) for p in proposed["partitions"]} == {(3, 4)}
     plan = tmp_path / "plan.json"
     plan.write_text(lines[4])
-    assert main([*tool, "--execute", "--reassignment-json-file", str(plan)]) == 0
+    assert main([*tool, "--execute", "--reassignment-json-file", str(plan), "--throttle", "50000000"]) == 0
     out = capsys.readouterr().out
     assert "Save this to use as the --reassignment-json-file option during rollback" in out
+    assert "Warning: You must run --verify periodically" in out
+    assert "The inter-broker throttle limit was set to 50000000 B/s" in out
     assert out.endswith("Successfully started partition reassignments for tool-0,tool-1\n")
+    assert throttle_configs(spec, "tool")["leader.replication.throttled.replicas"] == "0:1,0:2,1:1,1:2"
 
     def verified() -> bool:
         assert main([*tool, "--verify", "--reassignment-json-file", str(plan)]) == 0
         return capsys.readouterr().out.count("is completed.") == 2
 
     wait_until(verified, 60, "both reassignments completed")
+    assert throttle_configs(spec, "tool") == {"leader.replication.throttled.replicas": "",
+                                              "follower.replication.throttled.replicas": ""}  # cleared by --verify
     assert {r.replicas for r in describe_rows(spec.bootstrap, ["tool"])} == {
         tuple(p["replicas"]) for p in proposed["partitions"]}
     assert main([*tool, "--list"]) == 0

@@ -5,15 +5,19 @@
   rack-unaware placement, `controller.replication_control.place_replicas`); changes nothing.
 - `--execute --reassignment-json-file F`: prints the current assignment of the partitions in F (to save for a
   rollback) and starts their reassignments (AlterPartitionReassignments); refused while other reassignments run
-  unless `--additional`, as Kafka's tool does.
-- `--verify --reassignment-json-file F`: whether each partition's reassignment is completed or still in progress.
-- `--cancel --reassignment-json-file F`: cancels those still running, which reverts them.
+  unless `--additional`, as Kafka's tool does. `--throttle R` first throttles the copying as Kafka's tool does: the
+  topics' `leader.replication.throttled.replicas` list each moving partition's current replicas (the sources),
+  `follower.replication.throttled.replicas` its new ones, and every broker involved gets both rates at R bytes/s.
+- `--verify --reassignment-json-file F`: whether each partition's reassignment is completed or still in progress;
+  once none is in progress in the cluster, the throttles are cleared (unless `--preserve-throttles`).
+- `--cancel --reassignment-json-file F`: cancels those still running, which reverts them, and clears the throttles
+  (unless `--preserve-throttles`).
 - `--list`: every reassignment in progress, with its adding and removing replicas.
 The files are Kafka's: `{"version":1,"topics":[{"topic":"t"}]}` and
 `{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}`
 (`log_dirs` optional; insync has one log dir per broker, so a value other than "any" is refused).
-confluent-kafka's AdminClient has no reassignment calls: the tool sends both requests itself (`admin_requests`).
-The replication throttles (`--throttle`) are not offered.
+confluent-kafka's AdminClient has no reassignment calls: the tool sends both requests itself (`admin_requests`);
+the throttles are configs, set with the AdminClient's IncrementalAlterConfigs.
 """
 
 from __future__ import annotations
@@ -26,13 +30,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from insync import admin_requests, errors
-from insync.admin import ADMIN_TIMEOUT_S, admin_client, describe_rows, first_answer
-from insync.config import ConfigError
+from insync.admin import ADMIN_TIMEOUT_S, admin_client, describe_rows, first_answer, kafka_error_text
+from insync.config import THROTTLED_REPLICAS_KEYS, ConfigError
 from insync.controller.replication_control import place_replicas
 from insync.types import BrokerId
 
 ANY_LOG_DIR = "any"
 PARTITIONS_MAX = 10_000  # as many as one request may name (the controller's batch)
+RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+LEADER_REPLICAS_KEY, FOLLOWER_REPLICAS_KEY = THROTTLED_REPLICAS_KEYS
+MUST_VERIFY = ("Warning: You must run --verify periodically, until the reassignment completes, to ensure the "
+               "throttle is removed.")
 CANNOT_EXECUTE = ("Cannot execute because there is an existing partition assignment.  Use --additional to "
                   "override this and create a new partition assignment in addition to the existing one. The "
                   "--additional flag can also be used to change the throttle by resubmitting the current "
@@ -184,6 +192,10 @@ def register(commands: Any, bootstrap_default: str) -> None:
     reassign.add_argument("--broker-list", metavar="L", help="with --generate: the brokers to place them on")
     reassign.add_argument("--additional", action="store_true",
                           help="with --execute: even while other reassignments are in progress")
+    reassign.add_argument("--throttle", type=int, default=-1, metavar="BYTES_PER_S",
+                          help="with --execute: throttle the copying to this rate (cleared by --verify)")
+    reassign.add_argument("--preserve-throttles", action="store_true",
+                          help="with --verify or --cancel: leave the throttles in place")
     reassign.add_argument("--bootstrap-server", default=bootstrap_default, help="host:port of any broker")
     reassign.set_defaults(func=run)
 
@@ -202,11 +214,18 @@ def run(args: argparse.Namespace) -> int:
     with open(args.reassignment_json_file, encoding="utf-8") as f:
         targets = parse_reassignment(f.read())
     if action == "execute":
-        return _execute(args.bootstrap_server, targets, args.additional)
+        return _execute(args.bootstrap_server, targets, args.additional, args.throttle)
     if action == "verify":
         ongoing = {(r.topic, r.partition) for r in _ongoing(args.bootstrap_server)}
-        return _print(verify_lines(targets, ongoing, _current(args.bootstrap_server, {t for t, _ in targets})))
-    return _cancel(args.bootstrap_server, targets)
+        _print(verify_lines(targets, ongoing, _current(args.bootstrap_server, {t for t, _ in targets})))
+    else:
+        code = _cancel(args.bootstrap_server, targets)
+        if code:
+            return code
+        ongoing = set()
+    if not ongoing and not args.preserve_throttles:
+        _clear_throttles(args.bootstrap_server, targets)
+    return 0
 
 
 def _print(lines: list[str]) -> int:
@@ -242,8 +261,9 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _execute(bootstrap: str, targets: Assignment, additional: bool) -> int:
-    if not additional and _ongoing(bootstrap):
+def _execute(bootstrap: str, targets: Assignment, additional: bool, throttle: int) -> int:
+    running = _ongoing(bootstrap)
+    if not additional and running:
         print(CANNOT_EXECUTE)
         return 1
     live = set(admin_client(bootstrap).list_topics(timeout=ADMIN_TIMEOUT_S).brokers)
@@ -256,6 +276,9 @@ def _execute(bootstrap: str, targets: Assignment, additional: bool) -> int:
         raise ConfigError(f"Unable to find partition: {', '.join(missing)}")
     print(f"Current partition replica assignment\n\n{reassignment_json({tp: current[tp] for tp in targets})}"
           "\n\nSave this to use as the --reassignment-json-file option during rollback")
+    if throttle >= 0:
+        print(MUST_VERIFY)
+        _throttle(bootstrap, moves(running, targets, current), throttle)
     asked: dict[tuple[str, int], list[int] | None] = {tp: replicas for tp, replicas in targets.items()}
     refused = _alter(bootstrap, asked)
     if refused:
@@ -292,3 +315,73 @@ def _alter(bootstrap: str, targets: dict[tuple[str, int], list[int] | None]) -> 
         raise ConfigError(f"AlterPartitionReassignments failed: {error.name}: {message or error.message}")
     return [f"{_name(tp)}: {detail or refusal.message}" for tp, (refusal, detail) in sorted(outcomes.items())
             if refusal is not errors.NONE]
+
+
+Moves = dict[tuple[str, int], tuple[set[int], set[int]]]
+
+
+def moves(running: Sequence[admin_requests.Reassignment], targets: Assignment, current: Assignment) -> Moves:
+    """(sources, destinations) of each moving partition, the running reassignments' first (Kafka's
+    `calculateProposedMoveMap`): sources are the replicas it copies from, destinations the new ones."""
+    out: Moves = {(r.topic, r.partition): (set(r.replicas) - set(r.adding), set(r.adding)) for r in running}
+    for tp, replicas in targets.items():
+        sources = out[tp][0] if tp in out else set(current[tp])
+        out[tp] = (sources, set(replicas) - sources)
+    return out
+
+
+def throttled_replicas(planned: Moves) -> dict[str, dict[str, str]]:
+    """Each topic's leader and follower throttled-replica lists (Kafka's `calculateLeaderThrottles` and
+    `calculateFollowerThrottles`): partition:source and partition:destination pairs, sorted."""
+    out: dict[str, dict[str, str]] = {}
+    for topic in sorted({t for t, _ in planned}):
+        mine = {p: move for (t, p), move in planned.items() if t == topic}
+        out[topic] = {
+            LEADER_REPLICAS_KEY: ",".join(sorted(f"{p}:{b}" for p, (sources, _) in mine.items() for b in sources)),
+            FOLLOWER_REPLICAS_KEY: ",".join(sorted(f"{p}:{b}" for p, (_, dests) in mine.items() for b in dests))}
+    return out
+
+
+def _throttle(bootstrap: str, planned: Moves, rate: int) -> None:
+    """Kafka's `modifyReassignmentThrottle`: the topics' lists, then both rates on every broker involved."""
+    brokers = sorted({b for sources, dests in planned.values() for b in sources | dests})
+    _alter_configs(bootstrap, [("topic", t, dict(lists)) for t, lists in throttled_replicas(planned).items()])
+    _alter_configs(bootstrap, [("broker", str(b), dict.fromkeys(RATE_KEYS, str(rate))) for b in brokers])
+    print(f"The inter-broker throttle limit was set to {rate} B/s")
+
+
+def _clear_throttles(bootstrap: str, targets: Assignment) -> None:
+    """Kafka's `clearAllThrottles`: both rates off every broker of the cluster, the replica lists off the plan's
+    topics."""
+    brokers = sorted(admin_client(bootstrap).list_topics(timeout=ADMIN_TIMEOUT_S).brokers)
+    print(f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} "
+          + ",".join(map(str, brokers)))
+    _alter_configs(bootstrap, [("broker", str(b), dict.fromkeys(RATE_KEYS)) for b in brokers])
+    topics = sorted({t for t, _ in targets})
+    print(f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {','.join(topics)}")
+    _alter_configs(bootstrap, [("topic", t, dict.fromkeys(THROTTLED_REPLICAS_KEYS)) for t in topics])
+
+
+def _alter_configs(bootstrap: str, resources: list[tuple[str, str, dict[str, str | None]]]) -> None:
+    """IncrementalAlterConfigs of (type, name, {key: value, or None to delete}); raises ConfigError naming the
+    first resource refused."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+
+    admin = admin_client(bootstrap)
+    asked = [ConfigResource(kind, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=AlterConfigOpType.DELETE if value is None
+                    else AlterConfigOpType.SET) for key, value in values.items()])
+        for kind, name, values in resources]
+    topics = [r for r in asked if r.restype == ConfigResource.Type.TOPIC]
+    calls = [topics] if topics else []
+    calls += [[r] for r in asked if r.restype != ConfigResource.Type.TOPIC]  # librdkafka: one broker per call
+    for call in calls:
+        for resource, future in admin.incremental_alter_configs(call, request_timeout=ADMIN_TIMEOUT_S).items():
+            try:
+                future.result(timeout=ADMIN_TIMEOUT_S)
+            except Exception as exc:  # KafkaException carries the broker's error name
+                raise ConfigError(f"could not alter the configs of {resource}: {kafka_error_text(exc)}") from None

@@ -11,11 +11,13 @@ from insync.admin_requests import Reassignment
 from insync.cli.main import main
 from insync.cli.topics_reassign import (
     list_lines,
+    moves,
     parse_broker_list,
     parse_reassignment,
     parse_topics,
     propose,
     reassignment_json,
+    throttled_replicas,
     verify_lines,
 )
 from insync.config import ConfigError
@@ -95,3 +97,14 @@ def test_an_action_without_its_file_is_refused(capsys: pytest.CaptureFixture[str
     assert "--execute needs --reassignment-json-file" in capsys.readouterr().err
     assert main(["topics", "reassign", "--generate", "--broker-list", "1", "--bootstrap-server", "127.0.0.1:1"]) == 1
     assert "--generate needs --topics-to-move-json-file" in capsys.readouterr().err
+
+
+def test_throttle_lists_name_each_moving_partitions_sources_for_leaders_and_new_replicas_for_followers() -> None:
+    running = [Reassignment("a", 1, (4, 1, 2), (4,), (2,))]  # 1,2 -> 1,4 in progress: sources 1,2
+    planned = moves(running, {("t", 0): [2, 3, 4], ("t", 1): [1, 2]}, {("t", 0): [1, 2, 3], ("t", 1): [1, 2]})
+    assert planned == {("a", 1): ({1, 2}, {4}), ("t", 0): ({1, 2, 3}, {4}), ("t", 1): ({1, 2}, set())}
+    assert throttled_replicas(planned) == {
+        "a": {"leader.replication.throttled.replicas": "1:1,1:2",
+              "follower.replication.throttled.replicas": "1:4"},
+        "t": {"leader.replication.throttled.replicas": "0:1,0:2,0:3,1:1,1:2",
+              "follower.replication.throttled.replicas": "0:4"}}
