@@ -79,7 +79,7 @@ def test_episodes_get_their_causes(spark: SparkSession, out: Path) -> None:
     times = spark.read.parquet(str(out / "episodes")).selectExpr(
         "episode", "unix_millis(start)", "unix_millis(end)").collect()
     assert sorted(tuple(r) for r in times) == [
-        (1, T2, T2 + 3_000), (2, T2 + 120_000, T2 + 180_000), (3, T0, HORIZON), (4, T0 + 200_000, T0 + 231_000),
+        (1, T2, T2 + 3_000), (2, T2 + 120_000, T2 + 180_000), (3, T0, T0 + 520_000), (4, T0 + 200_000, T0 + 231_000),
         (5, T0 + 400_000, T0 + 401_500), (6, T0 + 600_000, T0 + 700_000), (7, T1, T1 + 40_000)]
     evidence = dict(rows(spark, out, "episodes", ["episode", "evidence"]))
     assert evidence[3] == "broker 3 removed from 3 partitions (leaders 1,2) within 2.0 s"

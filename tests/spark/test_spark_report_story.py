@@ -144,3 +144,13 @@ def test_an_internal_partition_in_trouble_is_shown_on_its_own(out: Path) -> None
     html, text = (out / "report.html").read_text(), _text(out)
     assert (f"__insync_events 0 offline {report.utc(T + 41_000)} {report.utc(T + 43_000)} 2000 closed") in text
     assert "__insync_events-0" in html and "__insync_events (internal)" not in html
+
+
+def test_an_episode_with_a_replica_never_back_ends_with_the_log_of_its_removal(spark: SparkSession,
+                                                                              out: Path) -> None:
+    episodes = spark.read.parquet(str(out / "episodes")).selectExpr(
+        "cause", "unix_millis(start)", "unix_millis(end)", "open_ended").collect()
+    assert sorted(tuple(r) for r in episodes) == [
+        ("follower", T + 2_000, T + 8_000, False),
+        ("stuck", T + 30_000, T + 40_000, True),  # orders-2: broker 2's log ends at +40 s, the controller's later
+    ]

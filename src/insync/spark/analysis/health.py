@@ -27,7 +27,8 @@ storm. Every step is a DataFrame transformation; only small aggregates ever reac
   this order: `follower` (one broker removed, from at least FOLLOWER_PARTITIONS_MIN partitions), `burst` (every
   removed replica back within BURST_OUT_MS_MAX and none stuck: seed 001), `leader` (one leader, every follower of
   each affected partition removed, at least two followers: the slow leader of KIP-501), then insync's own
-  reasons (`stuck` or `slow`, the more frequent), else `unknown`.
+  reasons (`stuck` or `slow`, the more frequent), else `unknown`. A removed replica never added back was out
+  until the end of the log that logged its removal, as an interval open at the end of the log.
 """
 
 from __future__ import annotations
@@ -258,11 +259,12 @@ def _evidence() -> Column:
                 "removals", "partitions", removed, leaders, "stuck", "slow", "messages")))
 
 
-def episodes(outs_with_episode: DataFrame, horizon_ms: int) -> DataFrame:
+def episodes(outs_with_episode: DataFrame, ends: DataFrame) -> DataFrame:
+    assert set(ends.columns) == {"file", "log_end_ms"}, ends.columns
     reason = F.col("reason")
-    agg = outs_with_episode.groupBy("episode").agg(
+    agg = outs_with_episode.join(F.broadcast(ends), "file", "left").groupBy("episode").agg(
         F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("last_removal_ms"),
-        F.max(F.coalesce(F.col("ts_ms") + F.col("back_ms"), F.lit(horizon_ms))).alias("end_ms"),
+        F.max(F.coalesce(F.col("ts_ms") + F.col("back_ms"), "log_end_ms")).alias("end_ms"),
         F.count("*").alias("removals"), F.countDistinct("topic", "partition").alias("partitions"),
         F.array_sort(F.collect_set("replica")).alias("removed_brokers"),
         F.array_sort(F.collect_set("leader")).alias("leaders"),

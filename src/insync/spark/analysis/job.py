@@ -66,21 +66,22 @@ def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: hea
     bounds = events.agg(F.min("ts_ms"), F.max("ts_ms")).first()
     assert bounds is not None
     first_ms, last_ms = bounds[0], bounds[1]
-    horizon_ms = int(last_ms) if last_ms is not None else 0  # where episodes with a replica never back end
+    ends = health.log_ends(events).persist(StorageLevel.MEMORY_AND_DISK)  # one row per file, read twice
     steps = health.isr_steps(events)  # used twice, recomputed: caching it costs more than its window
     changes = _materialise(spark, health.isr_changes(steps), out_dir, "isr_changes", "topic", "partition", "ts_ms")
     counts = health.replica_counts(events).persist(StorageLevel.MEMORY_AND_DISK)
     states = health.state_rows(events, steps, counts)
-    spans = _materialise(spark, health.intervals(states, health.log_ends(events)), out_dir, "intervals",
+    spans = _materialise(spark, health.intervals(states, ends), out_dir, "intervals",
                          "topic", "partition", "kind", "start")
     outs = health.assign_episodes(health.removals(changes)).persist(StorageLevel.MEMORY_AND_DISK)
     flaps = _materialise(spark, health.flapping(outs, options.flap_window_ms), out_dir, "flapping_episodes",
                          "removed_at", "topic", "partition", "replica")
-    episode_table = _materialise(spark, health.episodes(outs, horizon_ms).coalesce(1), out_dir, "episodes",
+    episode_table = _materialise(spark, health.episodes(outs, ends).coalesce(1), out_dir, "episodes",
                                  "episode")
     brokers = _materialise(spark, health.per_broker(events, outs, episode_table, options.flap_window_ms)
                            .coalesce(1), out_dir, "per_broker", "broker")
     outs.unpersist()
+    ends.unpersist()
     return Tables(events, malformed, ignored, changes, spans, flaps, episode_table, brokers, counts, first_ms, last_ms)
 
 
