@@ -19,7 +19,8 @@ def test_directories_are_searched_for_event_and_kafka_logs(tmp_path: Path) -> No
     (tmp_path / "b2" / "events.jsonl").write_text("{}\n")
     found = discover([str(tmp_path)])
     assert found.event_logs == (str(tmp_path / "b2" / "events.jsonl"),)
-    assert [Path(p).name for p in found.kafka_logs] == ["server.log", "server.log.2024-03-01-12", "state-change.log"]
+    assert [Path(p).name for p in found.kafka_logs] == ["controller.log", "server.log", "server.log.2024-03-01-12",
+                                                        "state-change.log"]
 
 
 def test_an_insync_nodes_server_log_is_not_read_twice(tmp_path: Path) -> None:

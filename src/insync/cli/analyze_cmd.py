@@ -1,7 +1,8 @@
 """`insync analyze PATH... --out DIR [--master URL]`: the replication-health analysis on Spark.
 
-PATH is a log file or a directory searched for `events.jsonl`, `server.log*` and `state-change.log*`. The job
-writes parquet tables, `summary.json` and `report.html` into DIR (see `insync.spark.analysis.job`).
+PATH is a log file or a directory searched for `events.jsonl`, `server.log*`, `state-change.log*` and
+`controller.log*`. The job writes parquet tables, `summary.json` and `report.html` into DIR (see
+`insync.spark.analysis.job`).
 
 `insync analyze --bench --out DIR [--bench-events 1000000,10000000]` instead generates synthetic logs of those
 sizes under DIR and measures the analysis on each (events/s and how the time grows), writing DIR/bench.json.

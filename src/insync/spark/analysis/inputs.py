@@ -1,4 +1,5 @@
-"""Finding the logs to analyse: insync `events.jsonl` files and Kafka `server.log*` / `state-change.log*` files.
+"""Finding the logs to analyse: insync `events.jsonl` files and Kafka `server.log*`, `state-change.log*` and
+`controller.log*` files (the ZooKeeper controller logs its elections there, unclean ones included).
 
 A path that is a file is taken as given (`*.jsonl` is an insync event log, anything else a Kafka log); a
 directory is searched recursively. URIs (`hdfs://...`, `s3a://...`) are passed to Spark unchanged, for clusters
@@ -13,14 +14,14 @@ from dataclasses import dataclass
 
 from insync.limits import ANALYSIS_INPUT_FILES_MAX
 
-KAFKA_LOG_PREFIXES = ("server.log", "state-change.log")
+KAFKA_LOG_PREFIXES = ("server.log", "state-change.log", "controller.log")
 EVENT_LOG_NAME = "events.jsonl"
 
 
 @dataclass(frozen=True, slots=True)
 class Inputs:
     event_logs: tuple[str, ...]  # insync events.jsonl
-    kafka_logs: tuple[str, ...]  # Kafka server.log and state-change.log, rotated ones included
+    kafka_logs: tuple[str, ...]  # Kafka server.log, state-change.log and controller.log, rotated ones included
 
 
 def _is_uri(path: str) -> bool:

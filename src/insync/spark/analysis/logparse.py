@@ -30,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSION, EventType
+from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSION, EventType, LeaderChangeReason
 from insync.limits import ANALYSIS_MALFORMED_TEXT_CHARS_MAX
 from insync.spark.analysis.inputs import Inputs
 
@@ -192,7 +192,7 @@ APPEND_ERROR_PHRASE = "Error processing append operation"
 
 # Slots every kind's groups are rearranged into (empty when the line's wording has no such value).
 SLOTS = ("topic", "partition", "isr_before", "isr_after", "leader_epoch", "hw", "leo", "out_of_sync",
-         "commit_flag", "min_isr", "leader")
+         "commit_flag", "min_isr", "leader", "detail")
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +232,16 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("leader_change", lambda b: b.contains(" starts at Leader Epoch "),  # 2.0-2.5
              r"^(.+?)-(\d+) starts at Leader Epoch (\d+) from offset (-?\d+)\. Previous Leader Epoch was: -?\d+$",
              {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4}),
+    # The ZooKeeper controller's unclean election (controller.log; 0.10 `[t,0]` and `3,4`, later `t-0` and `[3,4]`):
+    # the new leader is the ISR, and the records only the old ISR had are lost.
+    LineKind("leader_change", lambda b: b.contains("No broker in ISR is alive for "),
+             r"^(?:\[\w+\]: )?No broker in ISR is alive for \[(.+),(\d+)\]\. Elect leader ((\d+)) from live brokers "
+             r"[0-9,]+\. There's potential data (loss)\.$",
+             {"topic": 1, "partition": 2, "leader": 3, "isr_after": 4, "detail": 5}),
+    LineKind("leader_change", lambda b: b.contains("No broker in ISR is alive for "),
+             r"^(?:\[\w+\]: )?No broker in ISR is alive for (.+)-(\d+)\. Elect leader ((\d+)) from live brokers "
+             r"\[[0-9,]*\]\. There's potential data (loss)\.$",
+             {"topic": 1, "partition": 2, "leader": 3, "isr_after": 4, "detail": 5}),
     LineKind(FOLLOWER_START, lambda b: b.startswith("Follower ") & b.contains(" starts at leader epoch "),
              r"^Follower (.+?)-(\d+) starts at leader epoch (\d+) from offset (-?\d+) with "
              r"(?:partition epoch \d+ and )?high watermark (-?\d+)\.(?: Current leader is (-?\d+)\.)?.*$",
@@ -321,8 +331,8 @@ def _kafka_fields() -> list[Column]:
     under_min_isr = (F.when(F.col("body").contains("(under-min-isr)"), F.lit(True))
                      .when(flag == "  ", F.lit(False))
                      .when((typ == "leader_change") & F.col("body").contains("with partition epoch"), F.lit(False)))
-    leader = (F.when(typ.isin("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change"), F.col("broker"))
-              .when(typ == FOLLOWER_START, _slot("leader").try_cast("int"))
+    leader = (F.when(_slot("leader").isNotNull(), _slot("leader").try_cast("int"))  # a controller naming it
+              .when(typ.isin("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change"), F.col("broker"))
               .when(typ == "partition_failed", F.when(ctx_leader != "", ctx_leader).try_cast("int")))
     return [
         F.col("ts"), F.unix_millis("ts").alias("ts_ms"), F.lit("kafka").alias("source"), F.col("file"),
@@ -334,7 +344,8 @@ def _kafka_fields() -> list[Column]:
         F.when(typ == "isr_expand", F.array_except("isr_after", "isr_before")).alias("added"),
         _slot("hw").try_cast("long").alias("hw"), _slot("leo").try_cast("long").alias("leo"),
         under_min_isr.alias("under_min_isr"), _slot("min_isr").try_cast("int").alias("min_isr"),
-        F.when(typ == "produce_rejected", F.lit("NOT_ENOUGH_REPLICAS")).alias("detail"),
+        F.when(typ == "produce_rejected", F.lit("NOT_ENOUGH_REPLICAS"))
+        .when(_slot("detail") == "loss", F.lit(str(LeaderChangeReason.UNCLEAN))).alias("detail"),
     ]
 
 
