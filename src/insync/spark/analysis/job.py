@@ -17,7 +17,7 @@ import shutil
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from insync.spark.analysis import health, logparse, report
@@ -40,14 +40,15 @@ def _materialise(spark: SparkSession, df: DataFrame, out_dir: str, name: str, *o
 def _write_parsed(spark: SparkSession, parsed: DataFrame, out_dir: str) -> tuple[DataFrame, DataFrame, int]:
     """Write events and malformed lines in one pass over the text (one parquet write, partitioned by table),
     then move each partition to its table's directory. The event files therefore also carry the always-null
-    `reason` and `text` columns; reading them back selects the table's own columns. Ignored Kafka lines are
-    only counted (the third value)."""
+    `reason` and `text` columns; reading them back selects the table's own columns. Ignored Kafka lines (most
+    of a real server.log) are not written: an observation counts them during the same write (the third value)."""
     staging = os.path.join(out_dir, PARSED_STAGING)
-    table = (F.when(F.col("reason").isNull(), F.lit("events"))
-             .when(F.col("reason") == logparse.IGNORED, F.lit("ignored")).otherwise(F.lit("malformed")))
-    parsed.withColumn("table", table).write.mode("overwrite").partitionBy("table").parquet(staging)
-    ignored_dir = os.path.join(staging, "table=ignored")
-    ignored = spark.read.parquet(ignored_dir).count() if os.path.isdir(ignored_dir) else 0
+    is_ignored = F.coalesce(F.col("reason") == logparse.IGNORED, F.lit(False))
+    counted = Observation("ignored")
+    table = F.when(F.col("reason").isNull(), F.lit("events")).otherwise(F.lit("malformed"))
+    (parsed.observe(counted, F.sum(is_ignored.cast("long")).alias("ignored")).where(~is_ignored)
+     .withColumn("table", table).write.mode("overwrite").partitionBy("table").parquet(staging))
+    ignored = int(counted.get["ignored"] or 0)
     frames = []
     for name, columns in (("events", logparse.EVENT_COLUMNS), ("malformed", logparse.MALFORMED_COLUMNS)):
         target, written = os.path.join(out_dir, name), os.path.join(staging, f"table={name}")
