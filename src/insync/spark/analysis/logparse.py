@@ -65,6 +65,10 @@ IGNORED = "ignored"
 # Types that only Kafka logs produce (insync reports these facts with its own types).
 ISR_UPDATE = "isr_update"  # the commit line `ISR updated to ...` (2.8+ has no expand line, only this)
 FOLLOWER_START = "follower_start"
+# Before 2.7 a leader wrote its ISR change to ZooKeeper itself; `Cached zkVersion [v] not equal to that in zookeeper,
+# skip updating ISR` says the write lost (the controller had changed the partition) and the ISR stayed as it was:
+# the shrink or expand line just before it, for that partition, did not happen (KAFKA-2729 loops on it).
+ISR_CHANGE_REFUSED = "isr_change_refused"
 
 # ---------------------------------------------------------------------------------------------------------------
 # Lines
@@ -219,6 +223,8 @@ KINDS: tuple[LineKind, ...] = (
     LineKind(ISR_UPDATE, lambda b: b.startswith("ISR updated to "),
              r"^ISR updated to \[?([0-9,]*)\]?( \(under-min-isr\) |  | )and (?:zkVersion|version) updated to "
              r"\[?\d+\]?\.?$", {"isr_after": 1, "commit_flag": 2}),
+    LineKind(ISR_CHANGE_REFUSED, lambda b: b.startswith("Cached zkVersion "),
+             r"^Cached zkVersion \[?-?\d+\]? not equal to that in zookeeper, skip updating ISR\.?$", {}),
     # 3.3+: an AlterPartition the controller refused; the line restates the ISR that stays committed.
     LineKind(ISR_UPDATE, lambda b: b.startswith("Failed to alter partition to ")
              & b.contains(" reset to the latest committed state "),
@@ -332,7 +338,8 @@ def _kafka_fields() -> list[Column]:
                      .when(flag == "  ", F.lit(False))
                      .when((typ == "leader_change") & F.col("body").contains("with partition epoch"), F.lit(False)))
     leader = (F.when(_slot("leader").isNotNull(), _slot("leader").try_cast("int"))  # a controller naming it
-              .when(typ.isin("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change"), F.col("broker"))
+              .when(typ.isin("isr_shrink", "isr_expand", ISR_UPDATE, ISR_CHANGE_REFUSED, "leader_change"),
+                    F.col("broker"))
               .when(typ == "partition_failed", F.when(ctx_leader != "", ctx_leader).try_cast("int")))
     return [
         F.col("ts"), F.unix_millis("ts").alias("ts_ms"), F.lit("kafka").alias("source"), F.col("file"),
