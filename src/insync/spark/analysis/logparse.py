@@ -1,4 +1,5 @@
-"""Reading insync `events.jsonl` and Kafka `server.log` files into one event table, with the malformed lines aside.
+"""Reading insync `events.jsonl` and Kafka `server.log` / `state-change.log` / `controller.log` files into one
+event table, with the malformed lines aside.
 
 Everything is DataFrame expressions (no Python UDFs), so parsing scales with the cluster:
 - `read_lines` reads text files and numbers their lines. Spark gives no line numbers, so each row takes
@@ -6,7 +7,8 @@ Everything is DataFrame expressions (no Python UDFs), so parsing scales with the
   number of lines in the earlier splits of the same file.
 - insync lines are parsed with `from_json` against a schema derived from `events.EVENT_FIELDS`, and validated
   the way `events.Event` validates (version, required fields per type).
-- Kafka lines are matched against the wordings of REFERENCE 10 (2.x and 3.x), listed in KINDS. A cheap test
+- Kafka lines are matched against the wordings of REFERENCE 10 and of every version from 0.10 to 4.x, listed in
+  KINDS (tests/spark/fixtures/kafka-logs holds real lines of each version family with their truth). A cheap test
   (prefix or substring) says what a line announces; its full pattern then validates it, and one
   `regexp_replace` with a template rearranges the captured groups into fixed SLOTS, split once, so each line
   costs a few regular expressions rather than one per field. The log4j timestamp has no zone: it is read in
