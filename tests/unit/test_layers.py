@@ -30,6 +30,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("groups",),
     ("replication",),
     ("metadata",),
+    # security (issue 22): principals, SASL state, the authorizer; pure types and algorithms that the metadata
+    # image can hold (ACLs, SCRAM credentials) and every layer above can call; it imports nothing above storage
+    ("security",),
     ("storage",),
     ("protocol",),
     # core, with Kafka's log wording (kafkalog) and the allocator tuning (malloc), which import nothing of insync
