@@ -1,0 +1,257 @@
+"""The verdict on a history (chaos/ops.py), with the anomaly names of Jepsen's Kafka workload.
+
+What every read and every acknowledgement says is gathered first: the values seen at each (partition, offset)
+and the offsets each value was seen at. Then:
+- `lost-write`: an acknowledged value absent from a complete read of its partition (a `complete-read` op: the
+  reader went from the log start to the high watermark), or, where no complete read was made, never read
+  although some read reached a higher offset of its partition (Jepsen's rule);
+- `unseen`: acknowledged and never read by the end, without the evidence that makes it lost;
+- `duplicate`: one value at two or more offsets;
+- `inconsistent-offsets`: one offset holding two or more values, across reads, or a read against the offset an
+  acknowledgement gave;
+- `nonmonotonic-poll`: a process polls an offset of a partition at or below one it polled before;
+- `poll-skip`: a process polls offset b after a, with an offset between them known to hold a value (gaps that
+  nothing ever filled, e.g. a control batch's offset, are not skips);
+  an `assign` op (a rebalance) resets all of the process's positions and a `seek` that partition's, so reading
+  again from a committed offset after a rebalance is neither;
+- `unacknowledged-but-present`, for information: a send that failed or whose outcome is unknown, read anyway.
+
+Each anomaly carries its records, the labels of the producers involved (`acks=all,idempotent`, `acks=1`, ...)
+and the faults active in its window (`WINDOWS`). `forbidden` says which anomalies the producer's guarantees rule
+out: lost writes under acks=all, duplicates from an idempotent producer, inconsistent offsets unless an acks=1
+write is involved (a leader's acks=1 offset can be truncated away), and any poll anomaly.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from insync.chaos.ops import Op
+
+KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-poll", "poll-skip",
+         "unacknowledged-but-present")
+INFORMATION = ("unseen", "unacknowledged-but-present")
+# A write acknowledged and then lost was lost by a fault around its acknowledgement: its window reaches this far
+# past the acknowledgement (a leader killed a few seconds after acking, before its followers fetched).
+LOSS_WINDOW_MS = 10_000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    kind: str
+    partition: int | None
+    offsets: tuple[int, ...]
+    values: tuple[str, ...]
+    processes: tuple[str, ...]
+    labels: tuple[str, ...]
+    window_ms: tuple[float, float]
+    faults: tuple[str, ...] = ()
+    detail: str = ""
+
+    @property
+    def forbidden(self) -> bool:
+        if self.kind in INFORMATION:
+            return False
+        if self.kind == "lost-write":
+            return any("acks=all" in label for label in self.labels)
+        if self.kind == "duplicate":
+            return any("idempotent" in label for label in self.labels)
+        if self.kind == "inconsistent-offsets":
+            return not any("acks=1" in label for label in self.labels)
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    value: str
+    process: str
+    label: str
+    invoke_ms: float
+    outcome: str = "none"  # ok | fail | info | none (no completion in the history)
+    done_ms: float | None = None
+    partition: int | None = None
+    offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    anomalies: tuple[Anomaly, ...]
+    sends: dict[str, int]  # outcome -> count
+    reads: int  # records polled, all processes
+    complete_partitions: tuple[int, ...]
+    faults: tuple[tuple[str, float, float], ...]
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def forbidden(self) -> tuple[Anomaly, ...]:
+        return tuple(a for a in self.anomalies if a.forbidden)
+
+    @property
+    def ok(self) -> bool:
+        return not self.forbidden
+
+    def counts_by_label(self) -> dict[str, dict[str, int]]:
+        table: dict[str, Counter[str]] = defaultdict(Counter)
+        for anomaly in self.anomalies:
+            for label in anomaly.labels or ("-",):
+                table[label][anomaly.kind] += 1
+        return {label: dict(kinds) for label, kinds in sorted(table.items())}
+
+
+@dataclass
+class _Seen:
+    """Everything the history says about where values are."""
+    values_at: dict[tuple[int, int], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    offsets_of: dict[str, set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
+    read_by: dict[str, float] = field(default_factory=dict)  # value -> first time read
+    known: dict[int, list[int]] = field(default_factory=dict)  # partition -> sorted offsets holding a value
+    max_read: dict[int, int] = field(default_factory=dict)
+    complete: dict[int, set[str]] = field(default_factory=dict)  # partition -> values of its complete read
+    reads: int = 0
+
+    def observe(self, partition: int, offset: int, value: str, time_ms: float) -> None:
+        self.values_at[(partition, offset)].setdefault(value, time_ms)
+        self.offsets_of[value].add((partition, offset))
+
+
+def check(ops: Sequence[Op]) -> Check:
+    end_ms = max((op.time_ms for op in ops), default=0.0)
+    faults = fault_intervals(ops, end_ms)
+    sends = collect_sends(ops)
+    seen = _collect_reads(ops, sends)
+    found = [*_value_anomalies(sends, seen, end_ms), *_offset_anomalies(seen, sends), *_poll_anomalies(ops, seen, sends)]
+    anomalies = tuple(_with_faults(a, faults) for a in found)
+    return Check(anomalies, dict(Counter(s.outcome for s in sends.values())), seen.reads,
+                 tuple(sorted(seen.complete)), tuple(faults),
+                 {kind: sum(1 for a in anomalies if a.kind == kind) for kind in KINDS})
+
+
+def fault_intervals(ops: Iterable[Op], end_ms: float) -> list[tuple[str, float, float]]:
+    """(fault, start, stop) from the nemesis's start/stop ops; a fault never stopped lasts to the end."""
+    open_at: dict[str, float] = {}
+    intervals = []
+    for op in ops:
+        if op.f == "start" and op.fault is not None:
+            open_at.setdefault(op.fault, op.time_ms)
+        elif op.f == "stop" and op.fault is not None and op.fault in open_at:
+            intervals.append((op.fault, open_at.pop(op.fault), op.time_ms))
+    intervals.extend((fault, start, end_ms) for fault, start in open_at.items())
+    return sorted(intervals, key=lambda i: i[1])
+
+
+def collect_sends(ops: Iterable[Op]) -> dict[str, Send]:
+    sends: dict[str, Send] = {}
+    for op in ops:
+        if op.f != "send" or op.value is None:
+            continue
+        if op.type == "invoke":
+            sends[op.value] = Send(op.value, op.process, op.label or "-", op.time_ms)
+        elif op.value in sends:
+            send = sends[op.value]
+            sends[op.value] = Send(send.value, send.process, send.label, send.invoke_ms, op.type, op.time_ms,
+                                   op.partition, op.offset)
+    return sends
+
+
+def _collect_reads(ops: Sequence[Op], sends: dict[str, Send]) -> _Seen:
+    seen = _Seen()
+    by_process: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for op in ops:
+        if op.f == "poll" and op.type == "ok":
+            for partition, offset, value in op.records:
+                seen.observe(partition, offset, value, op.time_ms)
+                seen.read_by.setdefault(value, op.time_ms)
+                seen.max_read[partition] = max(seen.max_read.get(partition, -1), offset)
+                by_process[(op.process, partition)].add(value)
+                seen.reads += 1
+        elif op.f == "complete-read" and op.type == "ok" and op.partition is not None:
+            seen.complete[op.partition] = by_process[(op.process, op.partition)]
+    for send in sends.values():
+        if send.outcome == "ok" and send.partition is not None and send.offset is not None:
+            seen.observe(send.partition, send.offset, send.value, send.done_ms or send.invoke_ms)
+    offsets: dict[int, set[int]] = defaultdict(set)
+    for partition, offset in seen.values_at:
+        offsets[partition].add(offset)
+    seen.known = {p: sorted(o) for p, o in offsets.items()}
+    return seen
+
+
+def _value_anomalies(sends: dict[str, Send], seen: _Seen, end_ms: float) -> Iterable[Anomaly]:
+    for send in sends.values():
+        window = (send.invoke_ms, send.done_ms if send.done_ms is not None else end_ms)
+        where = sorted(seen.offsets_of.get(send.value, ()))
+        if len(where) > 1:
+            yield Anomaly("duplicate", where[0][0], tuple(o for _, o in where), (send.value,), (send.process,),
+                          (send.label,), window, detail=f"at {', '.join(f'{p}:{o}' for p, o in where)}")
+        if send.outcome != "ok":
+            if send.value in seen.read_by:
+                yield Anomaly("unacknowledged-but-present", where[0][0] if where else None,
+                              tuple(o for _, o in where), (send.value,), (send.process,), (send.label,), window,
+                              detail=f"send {send.outcome}, read anyway")
+            continue
+        assert send.partition is not None and send.offset is not None, send
+        kind = _missing_kind(send, seen)
+        if kind is not None:
+            yield Anomaly(kind, send.partition, (send.offset,), (send.value,), (send.process,), (send.label,),
+                          (send.invoke_ms, window[1] + LOSS_WINDOW_MS),
+                          detail=f"acknowledged at {send.partition}:{send.offset}")
+
+
+def _missing_kind(send: Send, seen: _Seen) -> str | None:
+    assert send.partition is not None and send.offset is not None
+    complete = seen.complete.get(send.partition)
+    if complete is not None:
+        return None if send.value in complete else "lost-write"
+    if send.value in seen.read_by:
+        return None
+    return "lost-write" if seen.max_read.get(send.partition, -1) > send.offset else "unseen"
+
+
+def _offset_anomalies(seen: _Seen, sends: dict[str, Send]) -> Iterable[Anomaly]:
+    for (partition, offset), values in sorted(seen.values_at.items()):
+        if len(values) < 2:
+            continue
+        times = sorted(values.values())
+        names = tuple(sorted(values))
+        labels = tuple(sorted({sends[v].label for v in names if v in sends}))
+        processes = tuple(sorted({sends[v].process for v in names if v in sends}))
+        yield Anomaly("inconsistent-offsets", partition, (offset,), names, processes, labels, (times[0], times[1]),
+                      detail=f"{len(names)} values at {partition}:{offset}")
+
+
+def _poll_anomalies(ops: Sequence[Op], seen: _Seen, sends: dict[str, Send]) -> Iterable[Anomaly]:
+    last: dict[tuple[str, int], tuple[int, str, float]] = {}  # (process, partition) -> (offset, value, time)
+    for op in ops:
+        if op.f == "assign":
+            for key in [k for k in last if k[0] == op.process]:
+                del last[key]
+        elif op.f == "seek" and op.partition is not None:
+            last.pop((op.process, op.partition), None)
+        elif op.f == "poll" and op.type == "ok":
+            for partition, offset, value in op.records:
+                before = last.get((op.process, partition))
+                last[(op.process, partition)] = (offset, value, op.time_ms)
+                if before is None:
+                    continue
+                kind = _step_kind(before[0], offset, seen.known.get(partition, []))
+                if kind is not None:
+                    labels = tuple(sorted({sends[v].label for v in (before[1], value) if v in sends}))
+                    yield Anomaly(kind, partition, (before[0], offset), (before[1], value), (op.process,), labels,
+                                  (before[2], op.time_ms), detail=f"{op.process} polled {partition}:{before[0]} "
+                                  f"then {partition}:{offset}")
+
+
+def _step_kind(previous: int, offset: int, known: list[int]) -> str | None:
+    if offset <= previous:
+        return "nonmonotonic-poll"
+    between = bisect.bisect_left(known, offset) - bisect.bisect_right(known, previous)
+    return "poll-skip" if between > 0 else None
+
+
+def _with_faults(anomaly: Anomaly, faults: Sequence[tuple[str, float, float]]) -> Anomaly:
+    low, high = anomaly.window_ms
+    active = tuple(dict.fromkeys(name for name, start, stop in faults if start <= high and stop >= low))
+    return replace(anomaly, faults=active)

@@ -1,0 +1,124 @@
+"""A run's history, as Jepsen keeps one: every client and fault operation, one JSON object a line.
+
+Each operation is an `Op`: `time_ms` since the run began, the `process` that did it (`p0`, `c1`, `r0`,
+`nemesis`, `final`), its `type` and its function `f`:
+- `type` is Jepsen's: `invoke` when an operation begins, then `ok` (it happened), `fail` (it certainly did not)
+  or `info` (unknown: a produce whose delivery report never came is `info`, it may or may not be in the log).
+- `f` is one of `F`: `send` (a produce: `value`, `label` on invoke; `partition`, `offset` on ok; `error` on
+  fail/info), `poll` (ok with `records`, each `(partition, offset, value)` in the order the client returned
+  them), `commit` (`offsets` as `records` with an empty value), `assign` (info: the consumer's partitions after
+  a rebalance, or an assign-mode reader's), `seek` (info: `partition`, `offset`), `start`/`stop` (the nemesis:
+  `fault` names the fault, e.g. `pause broker 2`), and `complete-read` (ok: the process read `partition` from
+  its log start to `offset`, its high watermark, with nothing missing in between).
+
+Values are unique within a run (`<process>-<sequence>`), so a completion names its invoke by value, not by
+position: a producer has many sends in flight, where Jepsen's processes have one.
+`HistoryWriter` appends from several client threads under one lock; `read_history` reads a file back and
+names the line of anything malformed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from insync.config import ConfigError
+
+TYPES = ("invoke", "ok", "fail", "info")
+F = ("send", "poll", "commit", "assign", "seek", "start", "stop", "complete-read")
+Record = tuple[int, int, str]  # (partition, offset, value)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    time_ms: float
+    process: str
+    type: str
+    f: str
+    value: str | None = None
+    label: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    records: tuple[Record, ...] = ()
+    partitions: tuple[int, ...] = ()
+    error: str | None = None
+    fault: str | None = None
+
+    def __post_init__(self) -> None:
+        assert self.type in TYPES, self.type
+        assert self.f in F, self.f
+
+    def to_json(self) -> str:
+        data: dict[str, Any] = {"time_ms": round(self.time_ms, 3), "process": self.process, "type": self.type,
+                                "f": self.f}
+        for name in ("value", "label", "partition", "offset", "error", "fault"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        if self.records:
+            data["records"] = [list(r) for r in self.records]
+        if self.partitions:
+            data["partitions"] = list(self.partitions)
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Op:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("type") not in TYPES:
+            raise ValueError(f"type must be one of {', '.join(TYPES)}, got {data.get('type')!r}")
+        if data.get("f") not in F:
+            raise ValueError(f"f must be one of {', '.join(F)}, got {data.get('f')!r}")
+        records = tuple((int(p), int(o), str(v)) for p, o, v in data.pop("records", []))
+        partitions = tuple(int(p) for p in data.pop("partitions", []))
+        unknown = set(data) - {"time_ms", "process", "type", "f", "value", "label", "partition", "offset", "error",
+                               "fault"}
+        if unknown:
+            raise ValueError(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
+        return cls(**{**data, "time_ms": float(data["time_ms"]), "process": str(data["process"])},
+                   records=records, partitions=partitions)
+
+
+def read_history(path: str | Path) -> list[Op]:
+    ops = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                ops.append(Op.from_json(line))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"{path}:{number}: not a history operation: {exc}") from None
+    return ops
+
+
+class HistoryWriter:
+    """Appends ops to `path` as they happen, stamped with milliseconds since the writer was made."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._start = time.monotonic()
+        self._lock = threading.Lock()
+        self._handle: IO[str] | None = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.count = 0
+
+    def now_ms(self) -> float:
+        return (time.monotonic() - self._start) * 1000.0
+
+    def append(self, process: str, type_: str, f: str, **fields: Any) -> Op:
+        with self._lock:  # stamped under the lock, so the file is in time order
+            op = Op(self.now_ms(), process, type_, f, **fields)
+            assert self._handle is not None, "history already closed"
+            self._handle.write(op.to_json() + "\n")
+            self.count += 1
+        return op
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None

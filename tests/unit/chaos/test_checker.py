@@ -1,0 +1,180 @@
+"""The checker on hand-made histories: each anomaly once, and the histories it must not flag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from insync.chaos import checker
+from insync.chaos.ops import HistoryWriter, Op, read_history
+from insync.config import ConfigError
+
+ALL = "acks=all,idempotent"
+
+
+class H:
+    """A history written by hand, one op a call, 10 ms apart."""
+
+    def __init__(self) -> None:
+        self.ops: list[Op] = []
+
+    def op(self, process: str, type_: str, f: str, **fields: object) -> H:
+        self.ops.append(Op(len(self.ops) * 10.0, process, type_, f, **fields))  # type: ignore[arg-type]
+        return self
+
+    def send(self, value: str, partition: int, offset: int | None, label: str = ALL, outcome: str = "ok") -> H:
+        self.op(value.split("-")[0], "invoke", "send", value=value, label=label)
+        if outcome == "ok":
+            return self.op(value.split("-")[0], "ok", "send", value=value, partition=partition, offset=offset)
+        return self.op(value.split("-")[0], outcome, "send", value=value, error="REQUEST_TIMED_OUT")
+
+    def poll(self, process: str, *records: tuple[int, int, str]) -> H:
+        return self.op(process, "ok", "poll", records=records)
+
+    def complete(self, process: str, partition: int, end: int) -> H:
+        return self.op(process, "ok", "complete-read", partition=partition, offset=end)
+
+    def check(self) -> checker.Check:
+        return checker.check(self.ops)
+
+
+def kinds(result: checker.Check) -> list[str]:
+    return sorted(a.kind for a in result.anomalies)
+
+
+def clean() -> H:
+    """Three writes to partition 0, read by a consumer and completely by the final reader."""
+    h = H().send("p0-0", 0, 0).send("p0-1", 0, 1).send("p0-2", 0, 2)
+    h.poll("c0", (0, 0, "p0-0"), (0, 1, "p0-1")).poll("c0", (0, 2, "p0-2"))
+    return h.poll("final", (0, 0, "p0-0"), (0, 1, "p0-1"), (0, 2, "p0-2")).complete("final", 0, 3)
+
+
+def test_a_clean_history_has_no_anomaly() -> None:
+    result = clean().check()
+    assert result.anomalies == () and result.ok
+    assert result.sends == {"ok": 3} and result.reads == 6 and result.complete_partitions == (0,)
+    assert set(result.counts) == set(checker.KINDS) and not any(result.counts.values())
+
+
+def test_lost_write_absent_from_a_complete_read_even_if_a_consumer_saw_it() -> None:
+    h = H().send("p0-0", 0, 0).send("p0-1", 0, 1).poll("c0", (0, 0, "p0-0"), (0, 1, "p0-1"))
+    result = h.poll("final", (0, 0, "p0-0")).complete("final", 0, 1).check()
+    [lost] = result.anomalies
+    assert (lost.kind, lost.partition, lost.offsets, lost.values, lost.labels) == \
+        ("lost-write", 0, (1,), ("p0-1",), (ALL,))
+    assert lost.forbidden and not result.ok
+
+
+def test_lost_write_without_a_complete_read_when_a_later_offset_was_read() -> None:
+    result = H().send("p0-0", 0, 0).send("p0-1", 0, 1).poll("c0", (0, 1, "p0-1")).check()
+    assert kinds(result) == ["lost-write"] and result.anomalies[0].values == ("p0-0",)
+
+
+def test_unseen_when_nothing_read_that_far_and_no_complete_read() -> None:
+    result = H().send("p0-0", 0, 0).send("p0-1", 0, 1).poll("c0", (0, 0, "p0-0")).check()
+    [unseen] = result.anomalies
+    assert unseen.kind == "unseen" and unseen.values == ("p0-1",) and not unseen.forbidden and result.ok
+
+
+def test_acks_1_loss_is_reported_but_not_forbidden() -> None:
+    h = H().send("p1-0", 0, 0, label="acks=1").send("p1-1", 0, 1, label="acks=1")
+    result = h.poll("final", (0, 0, "p1-0")).complete("final", 0, 1).check()
+    assert kinds(result) == ["lost-write"] and result.ok
+    assert result.counts_by_label() == {"acks=1": {"lost-write": 1}}
+
+
+def test_duplicate_one_value_at_two_offsets() -> None:
+    h = H().send("p0-0", 0, 0).poll("final", (0, 0, "p0-0"), (0, 1, "p0-0")).complete("final", 0, 2)
+    [dup] = h.check().anomalies
+    assert (dup.kind, dup.offsets, dup.values, dup.forbidden) == ("duplicate", (0, 1), ("p0-0",), True)
+
+
+def test_duplicate_from_a_producer_without_idempotence_is_not_forbidden() -> None:
+    h = H().send("p2-0", 0, 0, label="acks=all").poll("final", (0, 0, "p2-0"), (0, 1, "p2-0"))
+    assert kinds(h.check()) == ["duplicate"] and h.check().ok
+
+
+def test_inconsistent_offsets_across_readers_and_against_the_acknowledgement() -> None:
+    h = H().send("p0-0", 0, 0).send("p0-1", 0, 1).poll("c0", (0, 0, "p0-0"), (0, 1, "p0-1"))
+    h.poll("r0", (0, 0, "p0-0"), (0, 1, "p0-9"))
+    inconsistent = [a for a in h.check().anomalies if a.kind == "inconsistent-offsets"]
+    assert [(a.partition, a.offsets, a.values) for a in inconsistent] == [(0, (1,), ("p0-1", "p0-9"))]
+    assert inconsistent[0].forbidden
+
+
+def test_an_acks_1_offset_truncated_and_reused_is_not_forbidden() -> None:
+    h = H().send("p1-0", 0, 0, label="acks=1").send("p0-0", 0, 0)
+    result = h.poll("final", (0, 0, "p0-0")).complete("final", 0, 1).check()
+    assert kinds(result) == ["inconsistent-offsets", "lost-write"] and result.ok
+
+
+def test_nonmonotonic_poll_and_poll_skip_within_a_consumer() -> None:
+    h = clean()
+    h.poll("c1", (0, 1, "p0-1")).poll("c1", (0, 1, "p0-1"))
+    h.poll("c2", (0, 0, "p0-0"), (0, 2, "p0-2"))
+    result = h.check()
+    assert kinds(result) == ["nonmonotonic-poll", "poll-skip"]
+    skip = next(a for a in result.anomalies if a.kind == "poll-skip")
+    assert (skip.processes, skip.offsets, skip.labels, skip.forbidden) == (("c2",), (0, 2), (ALL,), True)
+
+
+def test_no_poll_anomaly_across_a_rebalance_or_a_seek() -> None:
+    h = clean()
+    h.poll("c1", (0, 2, "p0-2")).op("c1", "info", "assign", partitions=(0, 1)).poll("c1", (0, 0, "p0-0"))
+    h.poll("r0", (0, 0, "p0-0")).op("r0", "info", "seek", partition=0, offset=2).poll("r0", (0, 2, "p0-2"))
+    h.op("r0", "info", "seek", partition=0, offset=0).poll("r0", (0, 0, "p0-0"))
+    assert clean().check().anomalies == h.check().anomalies == ()
+
+
+def test_a_gap_nothing_fills_is_not_a_skip() -> None:
+    h = H().send("p0-0", 0, 0).send("p0-1", 0, 2).poll("c0", (0, 0, "p0-0")).poll("c0", (0, 2, "p0-1"))
+    assert h.check().anomalies == ()
+
+
+def test_unacknowledged_but_present_is_information() -> None:
+    h = H().send("p0-0", 0, None, outcome="info").send("p0-1", 0, None, outcome="fail")
+    result = h.poll("final", (0, 0, "p0-0")).complete("final", 0, 1).check()
+    assert kinds(result) == ["unacknowledged-but-present"] and result.ok
+    assert result.sends == {"info": 1, "fail": 1}
+
+
+def test_anomalies_name_the_faults_active_in_their_window() -> None:
+    h = H().op("nemesis", "info", "start", fault="pause broker 2").send("p0-0", 0, 0)
+    h.op("nemesis", "info", "stop", fault="pause broker 2")
+    for _ in range(1200):  # two minutes later: past the loss window of p0-0
+        h.op("c9", "ok", "poll")
+    h.op("nemesis", "info", "start", fault="kill broker 1").send("p0-1", 0, 1)
+    result = h.poll("final").complete("final", 0, 2).check()
+    assert [(a.values, a.faults) for a in result.anomalies] == [(("p0-0",), ("pause broker 2",)),
+                                                                 (("p0-1",), ("kill broker 1",))]
+    assert [f[0] for f in result.faults] == ["pause broker 2", "kill broker 1"]
+
+
+def test_history_round_trips_through_the_file(tmp_path: Path) -> None:
+    writer = HistoryWriter(tmp_path / "history.jsonl")
+    writer.append("p0", "invoke", "send", value="p0-0", label=ALL)
+    writer.append("p0", "ok", "send", value="p0-0", partition=1, offset=7)
+    writer.append("final", "ok", "poll", records=((1, 7, "p0-0"),))
+    writer.append("c0", "info", "assign", partitions=(0, 1))
+    writer.close()
+    ops = read_history(tmp_path / "history.jsonl")
+    assert [(o.process, o.type, o.f) for o in ops] == [("p0", "invoke", "send"), ("p0", "ok", "send"),
+                                                      ("final", "ok", "poll"), ("c0", "info", "assign")]
+    assert ops[1].offset == 7 and ops[2].records == ((1, 7, "p0-0"),) and ops[3].partitions == (0, 1)
+    assert [o.time_ms for o in ops] == sorted(o.time_ms for o in ops)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"time_ms": 1, "process": "p0", "type": "maybe", "f": "send"}', "type must be one of"),
+    ('{"time_ms": 1, "process": "p0", "type": "ok", "f": "fly"}', "f must be one of"),
+    ('{"time_ms": 1, "process": "p0", "type": "ok", "f": "send", "colour": 1}', "unknown field colour"),
+    ('{"process": "p0", "type": "ok", "f": "send"}', "time_ms"),
+    ('[1, 2]', "not a JSON object"),
+    ('{"time_ms": 1', "h.jsonl:2"),
+])
+def test_a_malformed_history_line_is_named(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"time_ms": 0, "process": "p0", "type": "invoke", "f": "send", "value": "p0-0"}\n' + line + "\n")
+    with pytest.raises(ConfigError, match=message):
+        read_history(path)
