@@ -1,0 +1,127 @@
+"""insync's standard authorizer: Kafka's `StandardAuthorizer` decision, as a pure function of the ACLs.
+
+`authorize(principal, host, operation, resource_type, name)` decides one action on one literal resource:
+1. a principal listed in `super.users` may do anything;
+2. otherwise every ACL whose pattern applies to the resource is considered (a LITERAL pattern of the same
+   name, the LITERAL `*` wildcard, every PREFIXED pattern the name starts with); one that names the principal
+   (or `User:*`) and the host (or `*`) and the operation decides: any matching DENY denies, whatever ALLOWs
+   match; an ALLOW of READ, WRITE, DELETE or ALTER implies DESCRIBE and an ALLOW of ALTER_CONFIGS implies
+   DESCRIBE_CONFIGS (a DENY implies nothing); ALL matches every operation;
+3. when nothing matched: if the resource has no ACL at all, `allow.everyone.if.no.acl.found` decides (false by
+   default, as in Kafka); if it has ACLs, just none for this principal, the answer is no.
+
+The `Decision` keeps the rule that decided, so the authorization log quotes it in Kafka's wording
+(`kafka.authorizer.logger`: "Principal = User:bob is Denied operation = WRITE from host = 127.0.0.1 on
+resource = Topic:LITERAL:t for request = Produce with resourceRefCount = 1 based on rule DefaultDeny").
+`authorized_operations` is the bit field Metadata, DescribeGroups and DescribeCluster report.
+
+Unlike Kafka, the ACLs are scanned linearly instead of through a map sorted by reversed name: a cluster holds
+tens of ACLs, not the hundreds of thousands that index is for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from insync.security.acl import (
+    SUPPORTED_OPERATIONS,
+    WILDCARD,
+    WILDCARD_PRINCIPAL,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    ResourceType,
+)
+from insync.security.principal import KafkaPrincipal
+
+IMPLIES_DESCRIBE = frozenset((AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE,
+                              AclOperation.ALTER))
+IMPLIES_DESCRIBE_CONFIGS = frozenset((AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS))
+# Kafka's SecurityUtils.resourceTypeName: how the log names resource types.
+RESOURCE_TYPE_NAMES = {ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group", ResourceType.CLUSTER: "Cluster",
+                       ResourceType.TRANSACTIONAL_ID: "TransactionalId",
+                       ResourceType.DELEGATION_TOKEN: "DelegationToken", ResourceType.USER: "User"}
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    rule: str  # Kafka's MatchingRule.toString: SuperUser, DefaultAllow, DefaultDeny, MatchingAcl(acl=...)
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+SUPER_USER = Decision(True, "SuperUser")
+DEFAULT_ALLOW = Decision(True, "DefaultAllow")
+DEFAULT_DENY = Decision(False, "DefaultDeny")
+
+
+def entry_result(binding: AclBinding, principal: str, host: str, operation: AclOperation) -> bool | None:
+    """Kafka's StandardAuthorizerData.findResult: None when the entry does not apply, else allow or deny."""
+    entry = binding.entry
+    if entry.principal not in (principal, WILDCARD_PRINCIPAL) or entry.host not in (host, WILDCARD):
+        return None
+    allow = entry.permission_type == AclPermissionType.ALLOW
+    if entry.operation != AclOperation.ALL:
+        if allow and operation == AclOperation.DESCRIBE:
+            implied = entry.operation in IMPLIES_DESCRIBE
+        elif allow and operation == AclOperation.DESCRIBE_CONFIGS:
+            implied = entry.operation in IMPLIES_DESCRIBE_CONFIGS
+        else:
+            implied = entry.operation == operation
+        if not implied:
+            return None
+    return allow
+
+
+@dataclass(frozen=True, slots=True)
+class Authorizer:
+    acls: tuple[AclBinding, ...] = ()
+    super_users: frozenset[str] = frozenset()
+    allow_everyone_if_no_acl_found: bool = False
+
+    @staticmethod
+    def create(acls: Iterable[AclBinding], super_users: Iterable[str], allow_if_no_acl: bool) -> Authorizer:
+        return Authorizer(tuple(acls), frozenset(super_users), allow_if_no_acl)
+
+    def authorize(self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType,
+                  name: str) -> Decision:
+        assert operation not in (AclOperation.ANY, AclOperation.ALL, AclOperation.UNKNOWN), operation
+        assert resource_type not in (ResourceType.ANY, ResourceType.UNKNOWN), resource_type
+        if str(principal) in self.super_users:
+            return SUPER_USER
+        allow: AclBinding | None = None
+        has_resource_acls = False
+        for binding in self.acls:  # bounded by the cluster's ACLs
+            if not binding.pattern.applies_to(resource_type, name):
+                continue
+            has_resource_acls = True
+            result = entry_result(binding, str(principal), host, operation)
+            if result is False:
+                return Decision(False, f"MatchingAcl(acl={binding})")
+            if result is True:
+                allow = binding
+        if allow is not None:
+            return Decision(True, f"MatchingAcl(acl={allow})")
+        if has_resource_acls:
+            return DEFAULT_DENY
+        return DEFAULT_ALLOW if self.allow_everyone_if_no_acl_found else DEFAULT_DENY
+
+    def authorized_operations(self, principal: KafkaPrincipal, host: str, resource_type: ResourceType, name: str) -> int:
+        """Kafka's bit field: bit `op` set for each of the resource type's operations the principal may do."""
+        field = 0
+        for operation in SUPPORTED_OPERATIONS[resource_type]:
+            if self.authorize(principal, host, operation, resource_type, name):
+                field |= 1 << operation
+        return field
+
+
+def audit_message(principal: KafkaPrincipal, decision: Decision, operation: AclOperation, host: str,
+                  resource_type: ResourceType, name: str, api_name: str) -> str:
+    """The line Kafka's authorizer writes to `kafka.authorizer.logger` (always a literal resource, one reference)."""
+    verdict = "Allowed" if decision.allowed else "Denied"
+    return (f"Principal = {principal} is {verdict} operation = {operation.name} from host = {host} on resource = "
+            f"{RESOURCE_TYPE_NAMES[resource_type]}:LITERAL:{name} for request = {api_name} with "
+            f"resourceRefCount = 1 based on rule {decision.rule}")
