@@ -77,6 +77,9 @@ FAST = [
     "replica.fetch.backoff.ms=200",
     "isr.change.propagation.check.interval.ms=250",
     "isr.change.propagation.blackout.ms=500",
+    # __insync_events off unless a test asks for it (test_event_topic, the monitor's): its partitions would add
+    # their own ISR events to the ones other tests count, and a producer per node to every cluster of the suite.
+    "insync.events.topic.enable=false",
 ]
 
 

@@ -246,6 +246,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("offsets.topic.replication.factor", "int", 3, "Replication factor of __consumer_offsets; it is not "
            "created until this many brokers are registered.", min=1),
         _d("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", min=14),
+        # `__insync_events` (server/event_topic.py): each node's events.jsonl lines, for `insync monitor`
+        _d("insync.events.topic.enable", "bool", True, "Also append this node's events to __insync_events (acks=1, "
+           "off the request path, bounded in memory; events past the bound are dropped and counted)."),
+        _d("insync.events.topic.replication.factor", "int", 3, "Replication factor of __insync_events (at most "
+           "the brokers registered when it is created).", min=1),
+        _d("insync.events.topic.retention.ms", "long", 86400000, "How long __insync_events keeps events.", min=1),
         _d("offsets.retention.minutes", "int", 10080, "How long __consumer_offsets keeps a commit.", min=1),
         _d("offsets.commit.timeout.ms", "int", 5000, "How long a commit waits for its replicas.", min=1),
         _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.", min=0),

@@ -50,6 +50,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
+from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
@@ -132,6 +133,8 @@ class BrokerNode(MeteredDispatcher):
         self._controller_timeout_s = min(PEER_TIMEOUT_S, config.get_int("broker.session.timeout.ms") / 1000)
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
+        self.event_topic = EventTopic(config, self.broker_id, lambda: self.core.metadata.image,
+                                      lambda: f"{self.host}:{self.listener.port}", self.controller)
         self.metrics = NodeMetrics(self._snapshot)
         # A client request's answer from the core, and when to give up on it (`_expire_waiters`).
         self._waiters: dict[tuple[object, int], tuple[asyncio.Future[object], int]] = {}
@@ -162,7 +165,10 @@ class BrokerNode(MeteredDispatcher):
                 self._spawn(self._to_controller(command.message))
             elif isinstance(command.destination, int):
                 self._spawn(self._to_broker(command.destination, command.message))
-        self.event_log.write(self.core.drain_events())
+        events = self.core.drain_events()
+        if events:
+            self.event_log.write(events)
+            self.event_topic.offer(events)
         if self.core.next_deadline_ms() < self._timer_due_ms:
             self._wake.set()  # the timer sleeps past the core's new deadline: let it sleep less
 
@@ -435,11 +441,13 @@ class BrokerNode(MeteredDispatcher):
                 group.create_task(self._run_timers(halt))
                 group.create_task(self._run_metadata(halt))
                 group.create_task(self.groups.run(halt))
+                group.create_task(self.event_topic.run(halt))
                 if self.config.get_bool("fault.injection.enable"):
                     group.create_task(self._run_faults(halt))
                 await stop.wait()
                 if self.config.get_bool("controlled.shutdown.enable"):
                     await self._controlled_shutdown()
+                await self.event_topic.close()  # while the listener still serves its own partition
                 # Stop accepting and answer what is in flight while the timers still complete parked requests.
                 await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)
                 halt.set()

@@ -40,6 +40,7 @@ from insync.controller.store import ControllerFencedError, LocalFileStore, Metad
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.server.event_log import EventLog
+from insync.server.event_topic import EventTopic
 from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
@@ -82,6 +83,7 @@ class ControllerNode(MeteredDispatcher):
         self.exit_code = 0  # FENCED_EXIT_CODE once it lost its epoch, STORE_UNAVAILABLE_EXIT_CODE without a store
         self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
+        self.event_topic = EventTopic(config, self.node_id, lambda: self.controller.image, self._brokers, None)
         host, port = listener_address(config.get_str("controller.listener") or "")
         self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"),
                                  config.get_int("socket.send.buffer.bytes"))
@@ -235,9 +237,16 @@ class ControllerNode(MeteredDispatcher):
     def _drain(self) -> None:
         """After every controller call: events to the log, re-arm the timer. An admin call's publication answers
         parked metadata fetches through `wake`."""
-        self.event_log.write(self.controller.drain_events())
+        events = self.controller.drain_events()
+        if events:
+            self.event_log.write(events)
+            self.event_topic.offer(events)
         self._wake_timer.set()
         self._resolve(self.core.wake(self._now()))
+
+    def _brokers(self) -> str:
+        """Where the controller's `__insync_events` producer connects: the registered brokers' listeners."""
+        return ",".join(f"{b.host}:{b.port}" for b in self.controller.image.brokers.values() if not b.fenced)
 
     async def run_timers(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -319,8 +328,10 @@ class ControllerNode(MeteredDispatcher):
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.run_timers(stop))
+                group.create_task(self.event_topic.run(stop))
                 await stop.wait()
                 self._wake_timer.set()
+                await self.event_topic.close()
         finally:
             await self.listener.stop(deadline_s=2.0)
             self.metrics.close()

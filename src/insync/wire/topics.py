@@ -68,12 +68,18 @@ BROKER_CREATE_TOPICS_VERSION = 7  # what a broker sends the controller for topic
 
 def create_topics_request(topics: tuple[NewTopic, ...], timeout_ms: int) -> Any:
     """The CreateTopics body a broker sends the controller for topics it creates by itself (`__consumer_offsets`,
-    auto-created topics), partitions and replication factor explicit: the broker's defaults, not the controller's."""
+    auto-created topics, `__insync_events` with its assignment), partitions and replication factor explicit: the
+    broker's defaults, not the controller's."""
     cls = request_class(CREATE_TOPICS, BROKER_CREATE_TOPICS_VERSION)
     topic_cls, config_cls = nested(cls, "CreatableTopic"), nested(cls, "CreatableTopicConfig")
+    assignment_cls = nested(cls, "CreatableReplicaAssignment")
+    # With a manual assignment the counts must be -1 on the wire (the assignment gives them), as in Kafka.
     return build(cls, timeout=duration(timeout_ms), validate_only=False, topics=tuple(
-        build(topic_cls, name=t.name, num_partitions=t.num_partitions, replication_factor=t.replication_factor,
-              assignments=(), configs=tuple(build(config_cls, name=k, value=v) for k, v in t.configs))
+        build(topic_cls, name=t.name, num_partitions=-1 if t.assignments else t.num_partitions,
+              replication_factor=-1 if t.assignments else t.replication_factor,
+              assignments=tuple(build(assignment_cls, partition_index=p, broker_ids=replicas)
+                                for p, replicas in t.assignments),
+              configs=tuple(build(config_cls, name=k, value=v) for k, v in t.configs))
         for t in topics))
 
 
