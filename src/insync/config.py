@@ -262,6 +262,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         # Operations
         _d("metrics.port", "int", 0, "Prometheus endpoint port; 0 turns it off.", min=0, max=65535),
         _d("fault.injection.enable", "bool", False, "Accept chaos commands (slow reads, failing partitions)."),
+        _d("fault.injection.power.loss.enable", "bool", False,
+           "Journal what each file has fsynced, so `insync chaos crash` can drop the rest (power loss)."),
         _d("events.enable", "bool", True, "Write events.jsonl in the first log dir."),
     )
 }

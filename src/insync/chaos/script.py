@@ -10,7 +10,7 @@ A script is TOML:
     duration_s = 40
     [[step]]
     at_s = 5
-    action = "pause"           # pause | resume | kill | restart | slow-reads | clear | fail-partition | delay
+    action = "pause"           # pause | resume | kill | restart | crash | slow-reads | clear | fail-partition | delay
     broker = 2
     # slow-reads / fail-partition: topic, partition (and ms for slow-reads); delay: ms
 
@@ -31,10 +31,10 @@ from typing import Any
 
 from insync import faults
 from insync.admin import ensure_topic
-from insync.chaos import cluster, history
+from insync.chaos import cluster, history, power
 from insync.config import ConfigError
 
-ACTIONS = ("pause", "resume", "kill", "restart", "slow-reads", "clear", "fail-partition", "delay")
+ACTIONS = ("pause", "resume", "kill", "restart", "crash", "slow-reads", "clear", "fail-partition", "delay")
 _NEEDS = {"slow-reads": ("topic", "partition", "ms"), "fail-partition": ("topic", "partition"), "delay": ("ms",)}
 
 
@@ -103,6 +103,8 @@ def apply(spec: cluster.ClusterSpec, step: Step) -> cluster.ClusterSpec:
     elif step.action == "restart":
         spec = cluster.start_node(spec, step.broker)
         cluster.wait_listening(spec.node(step.broker))
+    elif step.action == "crash":
+        spec, _cut = power.crash(spec, step.broker)
     else:
         _apply_fault(node.directory, step)
     return spec

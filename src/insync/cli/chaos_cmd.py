@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from insync.chaos import cluster, script
+from insync.chaos import cluster, power, script
 
 
 def register(subparsers: Any) -> None:
@@ -18,6 +18,8 @@ def register(subparsers: Any) -> None:
         "resume": "SIGCONT the broker",
         "kill": "SIGKILL the broker",
         "restart": "start a killed or stopped broker again",
+        "crash": "power loss: SIGKILL the node, drop what it wrote since each file's last fsync, restart it "
+                 "(needs fault.injection.power.loss.enable=true)",
         "slow-reads": "every read of one partition's log takes --ms (KIP-501's slow leader)",
         "clear": "remove every injected fault from the broker",
         "fail-partition": "the broker's follower appends to one partition raise (KIP-461)",
@@ -37,6 +39,10 @@ def register(subparsers: Any) -> None:
             sub.add_argument("--ms", type=int, required=True)
         sub.add_argument("--dir", required=True, help="cluster directory")
         sub.set_defaults(func=_one, action=action)
+        if action == "crash":
+            sub.add_argument("--torn-tail", action="store_true",
+                             help="each cut file keeps a random prefix of what it lost (a half-made write)")
+            sub.set_defaults(func=_crash)
     run = commands.add_parser("run", help="play a timed TOML script of faults under a workload")
     run.add_argument("file")
     run.add_argument("--dir", required=True)
@@ -50,6 +56,13 @@ def _one(args: argparse.Namespace) -> int:
                                  if getattr(args, k, None) is not None}}, 0)
     script.apply(cluster.ClusterSpec.load(args.dir), step)
     print(f"{args.action} broker {args.broker}: done")
+    return 0
+
+
+def _crash(args: argparse.Namespace) -> int:
+    _spec, cut = power.crash(cluster.ClusterSpec.load(args.dir), args.broker, torn_tail=args.torn_tail)
+    print(f"crash broker {args.broker}: killed, cut {cut.files_cut} files ({cut.bytes_lost} bytes not fsynced), "
+          "restarted")
     return 0
 
 

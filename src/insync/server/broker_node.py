@@ -56,8 +56,8 @@ from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
 from insync.server.topic_creation import TopicCreator
-from insync.storage.disk import RealDisk
 from insync.storage.log_manager import LogManager
+from insync.storage.power_loss import open_disk
 from insync.types import BrokerId, Outgoing
 from insync.wire import (
     configs,
@@ -121,7 +121,7 @@ class BrokerNode(MeteredDispatcher):
         self._now = monotonic_now(self.clock)
         self.broker_id = BrokerId(config.get_int("node.id"))
         self.log_dir = str(Path(config.log_dirs()[0]).absolute())  # DescribeLogDirs names it so, as Kafka
-        self.disk = RealDisk()
+        self.disk = open_disk(self.log_dir, config.get_bool("fault.injection.power.loss.enable"))
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
         self.host, self.port = listener_address(config.get_list("listeners")[0])
