@@ -43,7 +43,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _register_latency(commands)
     _register_requests(commands)
     compare = commands.add_parser("compare", help="every client benchmark on a local insync cluster and on Tansu")
-    compare.add_argument("--rate", type=float, default=2000.0, help="e2e records per second (default 2000)")
     compare.add_argument("--seconds", type=float, default=latency.SECONDS_MIN,
                          help=f"measured per throughput and latency run (at least {latency.SECONDS_MIN:g})")
     compare.add_argument("--steps", type=int, default=6, help="runs of the highest-rate search at most (default 6)")
@@ -169,12 +168,10 @@ def run_client(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    if args.rate <= 0:
-        raise ConfigError("--rate must be positive")
     if args.seconds < latency.SECONDS_MIN or not 1 <= args.steps <= latency.SEARCH_STEPS_MAX:
         raise ConfigError(f"--seconds must be at least {latency.SECONDS_MIN:g} and --steps 1 to "
                           f"{latency.SEARCH_STEPS_MAX}")
-    result = compare_bench.compare(args.rate, args.seconds, args.steps)
+    result = compare_bench.compare(args.seconds, args.steps)
     print(json.dumps(result) if args.json else compare_bench.table(result))
     return 0
 

@@ -127,7 +127,8 @@ def test_server_cpu_is_read_from_proc() -> None:
 
 def test_compare_table_has_every_mode_and_the_ratio() -> None:
     figures = {"mb_per_s": 100.0, "server_cpu_ms_per_mb": 10.0, "p50_ms": 2.0, "p99_ms": 4.0}
-    side: dict[str, Any] = {"produce": figures, "consume": figures, "consume-eager": figures, "e2e": figures,
+    side: dict[str, Any] = {"produce": figures, "consume": figures, "consume-eager": figures,
+                            "produce-one-node": figures,
                             "max-rate": {"max_rate": 4000.0}}
     side.update({name: asdict(RESULT) for name, _, _ in compare.LATENCY_RUNS})
     text = compare.table({"insync": {**side, "target": "insync RF3"},
