@@ -23,6 +23,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Literal
 
+from insync.security_config import SECURITY_CONFIGS, listener_config_base
+
 ConfigType = Literal["int", "long", "bool", "string", "list", "double"]
 
 LONG_MAX = 2**63 - 1
@@ -268,6 +270,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
     )
 }
 
+BROKER_CONFIGS.update({key.name: _d(key.name, key.type, key.default, key.doc,  # type: ignore[arg-type]
+                                    allowed=key.allowed, min=key.min) for key in SECURITY_CONFIGS})
+
 # Broker configs IncrementalAlterConfigs may change while brokers run: Kafka's list (DynamicBrokerConfig) as far
 # as insync has the key, i.e. every log default a topic inherits (DynamicLogConfig), plus replica.lag.time.max.ms,
 # which Kafka reads only at startup; insync applies it at once, since its leaders read it on every ISR check.
@@ -292,10 +297,19 @@ _THROTTLED_REPLICA = re.compile(r"^[0-9]+:[0-9]+$")
 
 
 def _validate(raw: Mapping[str, object], defs: Mapping[str, ConfigDef], what: str) -> dict[str, object]:
-    unknown = sorted(key for key in raw if key not in defs)
+    found = {key: definition_of(key, defs) for key in raw}
+    unknown = sorted(key for key, definition in found.items() if definition is None)
     if unknown:
         raise ConfigError(f"unknown {what} config key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
-    return {key: defs[key].parse(value) for key, value in raw.items()}
+    return {key: found[key].parse(value) for key, value in raw.items()}  # type: ignore[union-attr]
+
+
+def definition_of(key: str, defs: Mapping[str, ConfigDef] = BROKER_CONFIGS) -> ConfigDef | None:
+    """A key's definition; a broker key set for one listener (`listener.name.<l>.<key>`) is its base key's."""
+    if key in defs:
+        return defs[key]
+    prefixed = listener_config_base(key) if defs is BROKER_CONFIGS else None
+    return defs.get(prefixed[1]) if prefixed else None
 
 
 class BrokerConfig:
@@ -338,7 +352,8 @@ class BrokerConfig:
 
     def synonyms(self, name: str) -> tuple[tuple[object, ConfigSource], ...]:
         """Each value `name` has, with its source, most specific first; the last is the default."""
-        definition = BROKER_CONFIGS[name]
+        definition = definition_of(name)
+        assert definition is not None, name
         chain = [(layer[name], source) for source, layer in self._layers if name in layer]
         return (*chain, (definition.default, ConfigSource.DEFAULT_CONFIG))
 

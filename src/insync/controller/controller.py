@@ -226,7 +226,8 @@ class Controller:
     # ---- brokers
 
     def register_broker(self, broker_id: BrokerId, incarnation_id: str, host: str, port: int, now_ms: int,
-                        rack: str | None = None, previous_broker_epoch: int = -1) -> ControllerResult[int]:
+                        rack: str | None = None, previous_broker_epoch: int = -1,
+                        listeners: tuple[str, ...] = ()) -> ControllerResult[int]:
         """BrokerRegistration: a new broker epoch (the record's offset); the broker starts fenced.
 
         `previous_broker_epoch` is KIP-966's: the epoch of the broker's last life if that life ended with a
@@ -253,7 +254,7 @@ class Controller:
                 and previous_broker_epoch != existing.broker_epoch):
             batch.add_changes(unclean_shutdown_changes(batch.image, broker_id, self._policy))
         epoch = self._log.end_offset + len(batch.records)
-        batch.add(RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack))
+        batch.add(RegisterBrokerRecord(broker_id, epoch, incarnation_id, host, port, rack, listeners))
         batch.event(EventType.BROKER_REGISTERED, broker_id=broker_id, broker_epoch=epoch)
         records = self._commit(batch, now_ms)
         self._sessions.touch(broker_id, now_ms)  # after the commit: a failed write leaves no session behind
@@ -592,8 +593,7 @@ class Controller:
         batch.event(EventType.BROKER_UNFENCED, broker_id=broker.broker_id)
 
     @staticmethod
-    def _partition_state(image: MetadataImage, item: AlterPartitionData,
-                         error: KafkaError) -> AlterPartitionDataResult:
+    def _partition_state(image: MetadataImage, item: AlterPartitionData, error: KafkaError) -> AlterPartitionDataResult:
         reg = image.partition(item.topic_id, item.partition)
         return (AlterPartitionDataResult(item.topic_id, item.partition, error) if reg is None else
                 AlterPartitionDataResult(item.topic_id, item.partition, error, reg.leader, reg.isr,

@@ -55,6 +55,7 @@ class Registration:
     port: int
     rack: str | None
     error: KafkaError  # NONE, or why the controller listener refuses it without asking the controller
+    listeners: tuple[str, ...] = ()  # every advertised listener, NAME://host:port; the first is host and port
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,7 +122,8 @@ class ControllerCore:
         try:
             result = self.controller.register_broker(request.broker_id, registration.incarnation_id,
                                                      registration.host, registration.port, now_ms,
-                                                     registration.rack, request.previous_broker_epoch)
+                                                     registration.rack, request.previous_broker_epoch,
+                                                     registration.listeners)
         except KafkaException as exc:
             return BrokerRegistrationResponse(request.correlation_id, exc.error, BrokerEpoch(-1))
         return BrokerRegistrationResponse(request.correlation_id, errors.NONE, BrokerEpoch(result.response))

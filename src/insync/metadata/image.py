@@ -89,6 +89,19 @@ class BrokerRegistration:
     rack: str | None
     fenced: bool
     in_controlled_shutdown: bool
+    listeners: tuple[str, ...] = ()  # NAME://host:port, every advertised listener (RegisterBrokerRecord's)
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        """This broker's host and port on the listener named so; its only address when it registered none by
+        name (older records); None when it has no such listener."""
+        if not self.listeners:
+            return self.host, self.port
+        for entry in self.listeners:
+            name, _, address = entry.partition("://")
+            if name == listener:
+                host, _, port = address.rpartition(":")
+                return host, int(port)
+        return None
 
     @property
     def is_eligible(self) -> bool:
@@ -134,6 +147,18 @@ class MetadataImage:
     def partition(self, topic_id: str, partition: int) -> PartitionRegistration | None:
         topic = self.topics_by_id.get(topic_id)
         return None if topic is None else topic.partitions.get(partition)
+
+    def as_seen_on(self, listener: str) -> MetadataImage:
+        """This image with every broker's address on `listener` (Kafka answers a client with the endpoints of
+        the listener it came in on); a broker without that listener is left out, as Kafka leaves it out."""
+        if all(len(b.listeners) <= 1 for b in self.brokers.values()):
+            return self  # one address per broker: nothing to choose (and no copy on the hot path)
+        brokers = {}
+        for broker_id, broker in self.brokers.items():
+            endpoint = broker.endpoint(listener)
+            if endpoint is not None:
+                brokers[broker_id] = replace(broker, host=endpoint[0], port=endpoint[1])
+        return replace(self, brokers=MappingProxyType(brokers))
 
     def configs(self, topic: str) -> Mapping[str, str]:
         return self.topic_configs.get(topic, MappingProxyType({}))
@@ -196,7 +221,7 @@ class MetadataImage:
                 assert old is None or old.broker_epoch < record.broker_epoch, (old, record)
                 broker = BrokerRegistration(record.broker_id, record.broker_epoch, record.incarnation_id,
                                             record.host, record.port, record.rack, fenced=True,
-                                            in_controlled_shutdown=False)
+                                            in_controlled_shutdown=False, listeners=record.listeners)
                 return self._with_broker(broker)
             case FenceBrokerRecord():
                 broker = self._broker_at_epoch(record.broker_id, record.broker_epoch)

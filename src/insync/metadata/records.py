@@ -177,7 +177,9 @@ class RemoveTopicRecord(_Record):
 
 @dataclass(frozen=True, slots=True)
 class RegisterBrokerRecord(_Record):
-    """A broker (re-)registers; it starts fenced. Its epoch is the record's metadata offset, as in KRaft."""
+    """A broker (re-)registers; it starts fenced. Its epoch is the record's metadata offset, as in KRaft.
+    `listeners` are its advertised listeners, `NAME://host:port` (Kafka's BrokerEndpoint entries), the first of
+    which is `host` and `port`; empty in records written before brokers had several."""
 
     TYPE: ClassVar[str] = "register_broker"
     broker_id: BrokerId
@@ -186,11 +188,14 @@ class RegisterBrokerRecord(_Record):
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _require(self.broker_id >= 0, self, f"negative broker_id {self.broker_id}")
         _require(self.broker_epoch >= 0, self, f"negative broker_epoch {self.broker_epoch}")
         _require(0 <= self.port <= 65535, self, f"port {self.port} out of range")
+        _require(all("://" in listener for listener in self.listeners), self,
+                 f"listeners {list(self.listeners)} are not all NAME://host:port")
 
 
 @dataclass(frozen=True, slots=True)

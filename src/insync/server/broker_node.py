@@ -46,15 +46,17 @@ from insync.controller.messages import (
 )
 from insync.errors import KafkaException
 from insync.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
+from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
+from insync.security.listeners import Endpoint, broker_listeners, controller_names
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
-from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.server.role import CLUSTER_ID, MeteredDispatcher, client_tls_for, make_listener, monotonic_now
+from insync.server.session import Session
 from insync.server.topic_creation import TopicCreator
 from insync.storage.log_manager import LogManager
 from insync.storage.power_loss import open_disk
@@ -124,10 +126,14 @@ class BrokerNode(MeteredDispatcher):
         self.disk = open_disk(self.log_dir, config.get_bool("fault.injection.power.loss.enable"))
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
-        self.host, self.port = listener_address(config.get_list("listeners")[0])
-        self.listener = Listener(self, self.host, self.port, config.get_int("socket.request.max.bytes"),
-                                 config.get_int("socket.send.buffer.bytes"))
-        self.controller = FailoverConnection(_controller_addresses(config), client_id=f"broker-{self.broker_id}")
+        self.endpoints = broker_listeners(config)
+        self.listeners = [make_listener(self, endpoint, config) for endpoint in self.endpoints.bound]
+        controller_listener = controller_names(config)[0]
+        self.controller = FailoverConnection(
+            _controller_addresses(config), client_id=f"broker-{self.broker_id}",
+            tls=client_tls_for(config, controller_listener, self.endpoints.controller_protocol))
+        self._peer_tls = client_tls_for(config, self.endpoints.inter_broker.name,
+                                        self.endpoints.inter_broker.security_protocol)
         # A controller that does not answer within a broker session is not the active one any more (it may be a
         # paused process whose socket still accepts): give up on it then, and try the next voter.
         self._controller_timeout_s = min(PEER_TIMEOUT_S, config.get_int("broker.session.timeout.ms") / 1000)
@@ -215,8 +221,8 @@ class BrokerNode(MeteredDispatcher):
     async def _to_controller(self, message: Any) -> None:
         try:
             if isinstance(message, BrokerRegistrationRequest):
-                body = controller_apis.registration_request(message, VERSION_REGISTRATION, CLUSTER_ID, "PLAINTEXT",
-                                                            self.host, self.listener.port)
+                body = controller_apis.registration_request(message, VERSION_REGISTRATION, CLUSTER_ID,
+                                                            self._advertised())
                 reply: Any = controller_apis.registration_response_from_wire(
                     await self.controller.request(body, self._controller_timeout_s), message.correlation_id)
             elif isinstance(message, BrokerHeartbeatRequest):
@@ -263,45 +269,56 @@ class BrokerNode(MeteredDispatcher):
             return
         self._feed(self.core.handle(self._now(), broker_id, response))
 
+    def _advertised(self) -> list[Endpoint]:
+        """The advertised listeners, a port of 0 (bind any) replaced by the one the listener got."""
+        return [advertised if advertised.port else dataclasses.replace(advertised, port=listener.port)
+                for advertised, listener in zip(self.endpoints.advertised, self.listeners, strict=True)]
+
     def _peer(self, broker_id: int) -> KafkaConnection:
+        """The connection to `broker_id` on the inter-broker listener."""
         registration = self.core.metadata.image.brokers.get(broker_id)
-        if registration is None:
-            raise ConfigError(f"broker {broker_id} is not registered")
+        address = None if registration is None else registration.endpoint(self.endpoints.inter_broker.name)
+        if address is None:
+            raise ConfigError(f"broker {broker_id} is not registered with listener "
+                              f"{self.endpoints.inter_broker.name}")
         connection = self.peers.get(broker_id)
-        if connection is None or (connection.host, connection.port) != (registration.host, registration.port):
-            connection = KafkaConnection(registration.host, registration.port,
-                                         client_id=f"replica-fetcher-{self.broker_id}")
+        if connection is None or (connection.host, connection.port) != address:
+            connection = KafkaConnection(*address, client_id=f"replica-fetcher-{self.broker_id}", tls=self._peer_tls)
             self.peers[broker_id] = connection
         return connection
 
     # Dispatcher (what the listener calls) --------------------------------------------------------------------
 
-    async def _handle(self, request: DecodedRequest, peer: str) -> Any:
+    async def _handle(self, request: DecodedRequest, session: Session) -> Any:
         route = ROUTES.get(request.api_key)
         assert route is not None, f"API {request.api_key} is advertised but has no route"
-        return await route(self, request, peer)
+        return await route(self, request, session)
 
-    async def _api_versions(self, request: DecodedRequest, peer: str) -> Any:
+    async def _api_versions(self, request: DecodedRequest, session: Session) -> Any:
         return versions.respond(request, versions.BROKER_API_VERSIONS)
 
-    async def _metadata(self, request: DecodedRequest, peer: str) -> Any:
-        query, image = metadata.decode_request(request), self.core.metadata.image
+    def _image(self, session: Session) -> MetadataImage:
+        """The metadata image with every broker's address on the client's listener."""
+        return self.core.metadata.image.as_seen_on(session.listener.name)
+
+    async def _metadata(self, request: DecodedRequest, session: Session) -> Any:
+        query, image = metadata.decode_request(request), self._image(session)
         self.topic_creator.create(metadata.topics_to_create(query, image, self.topic_creator.enabled))
         return metadata.encode_response(query, image, CLUSTER_ID, self.broker_id, self.topic_creator.enabled)
 
-    async def _describe_cluster(self, request: DecodedRequest, peer: str) -> Any:
-        return metadata.describe_cluster(request, self.core.metadata.image, CLUSTER_ID, self.broker_id)
+    async def _describe_cluster(self, request: DecodedRequest, session: Session) -> Any:
+        return metadata.describe_cluster(request, self._image(session), CLUSTER_ID, self.broker_id)
 
-    async def _describe_topic_partitions(self, request: DecodedRequest, peer: str) -> Any:
+    async def _describe_topic_partitions(self, request: DecodedRequest, session: Session) -> Any:
         return describe_topic_partitions.respond(request, self.core.metadata.image)
 
-    async def _describe_configs(self, request: DecodedRequest, peer: str) -> Any:
+    async def _describe_configs(self, request: DecodedRequest, session: Session) -> Any:
         return configs.describe_configs(request, self.core.metadata.image, self.core.config, self.broker_id)
 
-    async def _group_request(self, request: DecodedRequest, peer: str) -> Any:
+    async def _group_request(self, request: DecodedRequest, session: Session) -> Any:
         key, groups = request.api_key, self.groups
         if key == versions.JOIN_GROUP:
-            return await groups.join(request, "/" + peer.rpartition(":")[0])  # Kafka shows client hosts as /ip
+            return await groups.join(request, session.client_host)
         if key == versions.SYNC_GROUP:
             return await groups.sync(request)
         if key == versions.OFFSET_COMMIT:
@@ -310,20 +327,22 @@ class BrokerNode(MeteredDispatcher):
             return await groups.delete_groups(request)
         if key == versions.OFFSET_DELETE:
             return await groups.offset_delete(request)
-        answer = {versions.FIND_COORDINATOR: groups.find_coordinator, versions.HEARTBEAT: groups.heartbeat,
+        if key == versions.FIND_COORDINATOR:
+            return groups.find_coordinator(request, self._image(session))
+        answer = {versions.HEARTBEAT: groups.heartbeat,
                   versions.LEAVE_GROUP: groups.leave, versions.OFFSET_FETCH: groups.offset_fetch,
                   versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
         return answer(request)
 
-    async def _alter_configs(self, request: DecodedRequest, peer: str) -> Any:
+    async def _alter_configs(self, request: DecodedRequest, session: Session) -> Any:
         """(Incremental)AlterConfigs: a BROKER resource naming another broker is refused here, as Kafka's broker
         refuses it (`configs.preprocess`); the rest goes to the controller."""
         checked = configs.preprocess(request, self.broker_id)
         if checked.forward is None:
             return checked.answer(None)
-        return checked.answer(await self._forward(dataclasses.replace(request, body=checked.forward), peer))
+        return checked.answer(await self._forward(dataclasses.replace(request, body=checked.forward), session))
 
-    async def _forward(self, request: DecodedRequest, peer: str) -> Any:
+    async def _forward(self, request: DecodedRequest, session: Session) -> Any:
         """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, config alterations and partition reassignments
         go to the controller, as KRaft brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
         admin clients retry (the next try goes to the next voter)."""
@@ -338,7 +357,7 @@ class BrokerNode(MeteredDispatcher):
                 return reassignments.refuse(request, errors.NOT_CONTROLLER, message)
             return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER, message)
 
-    async def _query(self, request: DecodedRequest, peer: str) -> Any:
+    async def _query(self, request: DecodedRequest, session: Session) -> Any:
         """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId, DescribeLogDirs, AlterReplicaLogDirs,
         DescribeProducers: the core answers them at once; the translator alone answers what it refuses (a
         transactional InitProducerId)."""
@@ -348,8 +367,8 @@ class BrokerNode(MeteredDispatcher):
             return encode(None, decoded)
         return encode(await self._call(decoded.request), decoded)
 
-    async def _produce(self, request: DecodedRequest, peer: str) -> Any:
-        image = self.core.metadata.image
+    async def _produce(self, request: DecodedRequest, session: Session) -> Any:
+        image = self._image(session)
         decoded = produce.decode_request(request, image)
         internal = decoded.request
         if decoded.error is not errors.NONE or not internal.partitions:
@@ -357,10 +376,10 @@ class BrokerNode(MeteredDispatcher):
         if internal.acks == 0:
             self._feed(self.core.handle(self._now(), f"c{next(self._sources)}", internal))
             return None
-        return produce.encode_response(await self._call(internal), decoded, self.core.metadata.image)
+        return produce.encode_response(await self._call(internal), decoded, self._image(session))
 
-    async def _fetch(self, request: DecodedRequest, peer: str) -> Any:
-        image = self.core.metadata.image
+    async def _fetch(self, request: DecodedRequest, session: Session) -> Any:
+        image = self._image(session)
         decoded = fetch.decode_request(request, image)
         if decoded.error is not errors.NONE:
             return fetch.encode_response(None, decoded, image)
@@ -368,7 +387,7 @@ class BrokerNode(MeteredDispatcher):
             fetch.consumer_request(decoded.request)
         if not internal.partitions:  # nothing for the core: none asked, or every topic id unknown (UNKNOWN_TOPIC_ID)
             return fetch.encode_response(ConsumerFetchResponse(internal.correlation_id, ()), decoded, image)
-        return fetch.encode_response(await self._call(internal), decoded, self.core.metadata.image)
+        return fetch.encode_response(await self._call(internal), decoded, self._image(session))
 
     # Background tasks -----------------------------------------------------------------------------------------
 
@@ -430,11 +449,12 @@ class BrokerNode(MeteredDispatcher):
         return metrics_snapshot(self.core, self.event_log.counts)
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.listener.start()
+        for listener in self.listeners:
+            await listener.start()
         if self.config.get_int("metrics.port"):
             self.metrics.serve(self.config.get_int("metrics.port"))
         self._feed(self.core.start(self._now()))
-        log.info("Broker %d serving on %s:%d", self.broker_id, self.host, self.listener.port)
+        log.info("Broker %d serving on %s", self.broker_id, ",".join(str(e) for e in self._advertised()))
         halt = asyncio.Event()  # the background loops outlive `stop` until requests in flight are answered
         try:
             async with asyncio.TaskGroup() as group:
@@ -449,11 +469,14 @@ class BrokerNode(MeteredDispatcher):
                     await self._controlled_shutdown()
                 await self.event_topic.close()  # while the listener still serves its own partition
                 # Stop accepting and answer what is in flight while the timers still complete parked requests.
-                await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)
+                await self._stop_listeners()
                 halt.set()
                 self._wake.set()
         finally:
             await self._shutdown()
+
+    async def _stop_listeners(self) -> None:
+        await asyncio.gather(*(listener.stop(deadline_s=SHUTDOWN_DEADLINE_S) for listener in self.listeners))
 
     async def _controlled_shutdown(self) -> None:
         """Hand this broker's leaderships to other in-sync replicas before going (Kafka's controlled shutdown):
@@ -470,7 +493,7 @@ class BrokerNode(MeteredDispatcher):
                         self.broker_id)
 
     async def _shutdown(self) -> None:
-        await self.listener.stop(deadline_s=SHUTDOWN_DEADLINE_S)  # no-op after a clean stop
+        await self._stop_listeners()  # no-op after a clean stop
         for task in list(self._tasks):
             task.cancel()
         self.groups.close()
@@ -516,7 +539,7 @@ def _controller_addresses(config: BrokerConfig) -> list[tuple[str, int]]:
 
 
 # Which method answers which API: every API in `versions.BROKER_API_VERSIONS` has a route.
-Route = Callable[[BrokerNode, DecodedRequest, str], Awaitable[Any]]
+Route = Callable[[BrokerNode, DecodedRequest, Session], Awaitable[Any]]
 ROUTES: Mapping[int, Route] = {
     versions.PRODUCE: BrokerNode._produce,
     versions.FETCH: BrokerNode._fetch,

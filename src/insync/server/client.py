@@ -4,7 +4,8 @@ One `KafkaConnection` is one TCP connection to one node. Requests are pipelined:
 and awaits the response matched by correlation id, which a single reader task delivers. In-flight requests are
 bounded (`limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX`); each request has a timeout; when the connection drops,
 every waiting request fails with `ConnectionError` and the next `request()` reconnects. The reader task is
-owned by the connection and cancelled in `close()`.
+owned by the connection and cancelled in `close()`. With an `ssl.SSLContext` the connection speaks TLS (to an SSL or
+SASL_SSL listener), checking the server's host name when the context says so (endpoint identification).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import ssl
 import struct
 from typing import Any
 
@@ -26,9 +28,11 @@ RESPONSE_BYTES_MAX = 256 * 1024 * 1024
 
 
 class KafkaConnection:
-    def __init__(self, host: str, port: int, *, client_id: str = "insync", connect_timeout_s: float = 5.0) -> None:
+    def __init__(self, host: str, port: int, *, client_id: str = "insync", connect_timeout_s: float = 5.0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host = host
         self.port = port
+        self.tls = tls
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
         self._correlation = itertools.count(1)
@@ -75,7 +79,9 @@ class KafkaConnection:
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout=self.connect_timeout_s)
+                asyncio.open_connection(self.host, self.port, ssl=self.tls,
+                                        server_hostname=self.host if self.tls is not None else None),
+                timeout=self.connect_timeout_s)
             self._writer = writer
             self._reader_task = asyncio.create_task(self._read_loop(reader), name=f"kafka-read-{self.address}")
             return writer
@@ -121,9 +127,10 @@ class FailoverConnection:
     request was never sent, so it goes to the next voter at once, each voter tried once a call: a forward right
     after a failover reaches the new controller instead of failing. With one voter this is a `KafkaConnection`."""
 
-    def __init__(self, addresses: list[tuple[str, int]], *, client_id: str = "insync") -> None:
+    def __init__(self, addresses: list[tuple[str, int]], *, client_id: str = "insync",
+                 tls: ssl.SSLContext | None = None) -> None:
         assert addresses, "at least one address"
-        self._connections = [KafkaConnection(host, port, client_id=client_id) for host, port in addresses]
+        self._connections = [KafkaConnection(host, port, client_id=client_id, tls=tls) for host, port in addresses]
         self._current = 0
 
     @property

@@ -39,11 +39,12 @@ from insync.controller.reassignment import ReassignmentTarget
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
+from insync.security.listeners import controller_endpoint
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
-from insync.server.listener import Listener
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.role import CLUSTER_ID, MeteredDispatcher, listener_address, monotonic_now
+from insync.server.role import CLUSTER_ID, MeteredDispatcher, make_listener, monotonic_now
+from insync.server.session import Session
 from insync.types import Outgoing
 from insync.wire import (
     configs,
@@ -84,9 +85,7 @@ class ControllerNode(MeteredDispatcher):
         self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
         self.event_topic = EventTopic(config, self.node_id, lambda: self.controller.image, self._brokers, None)
-        host, port = listener_address(config.get_str("controller.listener") or "")
-        self.listener = Listener(self, host, port, config.get_int("socket.request.max.bytes"),
-                                 config.get_int("socket.send.buffer.bytes"))
+        self.listener = make_listener(self, controller_endpoint(config), config)
         self.metrics = NodeMetrics(self._snapshot)
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core
         self._sources = itertools.count(1)
@@ -98,7 +97,7 @@ class ControllerNode(MeteredDispatcher):
 
     # Dispatcher ----------------------------------------------------------------------------------------
 
-    async def _handle(self, request: DecodedRequest, peer: str) -> Any:
+    async def _handle(self, request: DecodedRequest, session: Session) -> Any:
         try:
             return await self._answer(request)
         except ControllerFencedError as exc:  # nothing of this request reached the store: the broker retries
@@ -324,7 +323,7 @@ class ControllerNode(MeteredDispatcher):
         metrics_port = self.config.get_int("metrics.port")
         if metrics_port:
             self.metrics.serve(metrics_port)
-        log.info("Controller %d serving on %s:%d", self.node_id, self.listener.host, self.listener.port)
+        log.info("Controller %d serving on %s", self.node_id, self.listener.endpoint)
         try:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self.run_timers(stop))

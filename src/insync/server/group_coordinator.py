@@ -43,6 +43,7 @@ from insync.groups.offsets import (
     encode_value,
     partition_for,
 )
+from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.records import RecordSpec, build_batch, iter_records
 from insync.server.client import FailoverConnection
@@ -203,16 +204,16 @@ class GroupCoordinator:
 
     # The APIs -------------------------------------------------------------------------------------------------
 
-    def find_coordinator(self, request: DecodedRequest) -> Any:
+    def find_coordinator(self, request: DecodedRequest, image: MetadataImage) -> Any:
+        """FindCoordinator, with the coordinators' addresses from `image` (the client's listener's)."""
         key_type, keys = api.find_coordinator_keys(request)
         if key_type != api.GROUP_KEY_TYPE:
             message = f"key type {key_type} is not served: insync has group coordinators only (no transactions)"
             return api.encode_find_coordinator(request, [api.CoordinatorAnswer(k, E["INVALID_REQUEST"], message=message)
                                                          for k in keys])
-        return api.encode_find_coordinator(request, [self._coordinator(k) for k in keys])
+        return api.encode_find_coordinator(request, [self._coordinator(k, image) for k in keys])
 
-    def _coordinator(self, group_id: str) -> api.CoordinatorAnswer:
-        image = self.core.metadata.image
+    def _coordinator(self, group_id: str, image: MetadataImage) -> api.CoordinatorAnswer:
         count = self._offsets_partitions()
         if count is None:
             self.create_offsets_topic()

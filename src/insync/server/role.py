@@ -1,5 +1,5 @@
 """What the broker and controller roles of a node share: the cluster id, the dispatcher the listener calls (API
-versions, per-API request metrics), listener address parsing, and the node's notion of now.
+versions, per-API request metrics), building listeners and TLS contexts, and the node's notion of now.
 
 Its own module so that `node.py`, the entry point that starts the roles, imports the roles and nothing imports
 it back.
@@ -7,13 +7,18 @@ it back.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from insync.clock import Clock
-from insync.config import ConfigError
+from insync.config import BrokerConfig
 from insync.protocol.codec import DecodedRequest
+from insync.security.listeners import Endpoint
+from insync.server.listener import Listener
 from insync.server.metrics import NodeMetrics
+from insync.server.session import Session
+from insync.server.tls import client_tls, server_tls
 from insync.wire import versions
 
 CLUSTER_ID = "insync-cluster-0001"
@@ -41,26 +46,30 @@ class MeteredDispatcher:
     def unsupported_api_versions_response(self) -> Any:
         return versions.unsupported_version_response(self.api_versions)
 
-    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+    async def handle(self, request: DecodedRequest, session: Session) -> Any:
         start = self.clock.monotonic_ms()
         try:
-            return await self._handle(request, peer)
+            return await self._handle(request, session)
         finally:
             self.metrics.observe_request(API_NAMES.get(request.api_key, str(request.api_key)),
                                          self.clock.monotonic_ms() - start)
 
-    async def _handle(self, request: DecodedRequest, peer: str) -> Any:
-        """The response body to `request` from the client at `peer` (host:port), or None for none."""
+    async def _handle(self, request: DecodedRequest, session: Session) -> Any:
+        """The response body to `request` from the client of `session`, or None for none."""
         raise NotImplementedError
 
 
-def listener_address(url: str) -> tuple[str, int]:
-    """`PLAINTEXT://127.0.0.1:9092` -> ("127.0.0.1", 9092); a malformed listener names itself."""
-    _, _, address = url.rpartition("://")
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"listener {url!r} is not NAME://host:port")
-    return host, int(port)
+def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: BrokerConfig) -> Listener:
+    """A listener for `endpoint`, with TLS (its `ssl.*` settings) when its security protocol has it."""
+    return Listener(dispatcher, endpoint.host, endpoint.port, config.get_int("socket.request.max.bytes"),
+                    config.get_int("socket.send.buffer.bytes"), name=endpoint.name,
+                    security_protocol=endpoint.security_protocol,
+                    tls=server_tls(config, endpoint.name) if endpoint.uses_tls else None)
+
+
+def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) -> ssl.SSLContext | None:
+    """The TLS context for this node's connections to `listener`, None when its protocol has no TLS."""
+    return client_tls(config, listener) if security_protocol.endswith("SSL") else None
 
 
 def monotonic_now(clock: Clock) -> Callable[[], int]:

@@ -34,7 +34,6 @@ from typing import Any
 
 from insync import errors
 from insync.config import (
-    BROKER_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
     TOPIC_CONFIGS,
     TOPIC_TO_BROKER,
@@ -42,6 +41,7 @@ from insync.config import (
     ConfigChange,
     ConfigOp,
     ConfigSource,
+    definition_of,
 )
 from insync.errors import KafkaError, KafkaException
 from insync.metadata.image import MetadataImage
@@ -56,6 +56,7 @@ from insync.protocol.kio import (
     nested,
     response_class,
 )
+from insync.security_config import is_sensitive
 from insync.wire.versions import ALTER_CONFIGS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 
 # Kafka's ConfigResource.Type
@@ -113,7 +114,8 @@ def broker_configs(config: BrokerConfig, per_broker: bool) -> list[ConfigEntry]:
                  if per_broker or source is not ConfigSource.DYNAMIC_BROKER_CONFIG]
         if not per_broker and chain[0][2] is not ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
             continue
-        definition = BROKER_CONFIGS[name]
+        definition = definition_of(name)
+        assert definition is not None, name
         entries.append(ConfigEntry(name, chain[0][1], chain[0][2], name not in DYNAMIC_BROKER_CONFIGS,
                                    _CONFIG_TYPES[definition.type], definition.doc, tuple(chain)))
     return entries
@@ -156,8 +158,13 @@ def _entry(cls: type, entry: ConfigEntry, synonyms: bool, documentation: bool) -
     synonym_cls = nested(cls, "DescribeConfigsSynonym")
     listed = (tuple(build(synonym_cls, name=n, value=v, source=int(s)) for n, v, s in entry.synonyms) if synonyms
               else ())
-    return build(nested(cls, "DescribeConfigsResourceResult"), name=entry.name, value=entry.value,
-                 read_only=entry.read_only, config_source=int(entry.source), is_sensitive=False, synonyms=listed,
+    sensitive = is_sensitive(entry.name)
+    if sensitive:  # as Kafka: a password's value is never sent, neither in the entry nor in its synonyms
+        listed = tuple(build(synonym_cls, name=n, value=None, source=int(s)) for n, _, s in entry.synonyms) \
+            if synonyms else ()
+    return build(nested(cls, "DescribeConfigsResourceResult"), name=entry.name,
+                 value=None if sensitive else entry.value, read_only=entry.read_only,
+                 config_source=int(entry.source), is_sensitive=sensitive, synonyms=listed,
                  config_type=entry.config_type, documentation=entry.documentation if documentation else None)
 
 

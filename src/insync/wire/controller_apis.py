@@ -6,9 +6,10 @@ messages `controller.node.ControllerCore` handles (a `Registration` and a `Heart
 wire knows) and encodes its answers.
 
 - Registration: the wire carries a UUID incarnation id (the broker's int one is its 128-bit value), the
-  cluster id (checked: INCONSISTENT_CLUSTER_ID), and the broker's listeners. A broker registers the one
-  listener clients use (its advertised address); the controller records its host and port, which Metadata
-  then gives to clients. A registration without listeners is INVALID_REGISTRATION.
+  cluster id (checked: INCONSISTENT_CLUSTER_ID), and the broker's listeners: every advertised listener with its
+  name and security protocol. The controller records them all (the first is the registration's host and
+  port); Metadata gives each client the address of the listener it came in on. A registration without
+  listeners is INVALID_REGISTRATION.
 - Heartbeat: the wire has no published metadata offset; over the network a broker learns it from the high
   watermark of its metadata fetch (`metadata_log.py`), so `heartbeat_response_from_wire` takes the last one
   it saw. `want_fence`/`want_shut_down` travel as Kafka's flags.
@@ -22,6 +23,7 @@ wire knows) and encodes its answers.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from insync import errors
@@ -51,11 +53,13 @@ from insync.protocol.kio import (
     response_class,
     wire_uuid,
 )
+from insync.security.listeners import Endpoint
 from insync.types import BrokerEpoch, BrokerId
 from insync.wire.entities import group
 from insync.wire.versions import ALTER_PARTITION, BROKER_HEARTBEAT, BROKER_REGISTRATION
 
-PLAINTEXT = 0  # Kafka's SecurityProtocol.PLAINTEXT id
+# Kafka's SecurityProtocol ids
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 _UUID_MASK = (1 << 128) - 1
 
 
@@ -76,7 +80,8 @@ def decode_registration(request: DecodedRequest, cluster_id: str) -> Registratio
         error = errors.BY_NAME["INVALID_REGISTRATION"]
     listener = body.listeners[0] if body.listeners else None
     return Registration(internal, str(incarnation), listener.host if listener else "",
-                        int(listener.port) if listener else 0, body.rack, error)
+                        int(listener.port) if listener else 0, body.rack, error,
+                        tuple(f"{entry.name}://{entry.host}:{entry.port}" for entry in body.listeners))
 
 
 def encode_registration_response(response: BrokerRegistrationResponse, version: int) -> Any:
@@ -84,14 +89,15 @@ def encode_registration_response(response: BrokerRegistrationResponse, version: 
                  error_code=code(response.error), broker_epoch=response.broker_epoch)
 
 
-def registration_request(request: BrokerRegistrationRequest, version: int, cluster_id: str, listener_name: str,
-                         host: str, port: int, rack: str | None = None) -> Any:
-    """The broker's side: the Kafka request for its registration message, announcing one listener."""
+def registration_request(request: BrokerRegistrationRequest, version: int, cluster_id: str,
+                         listeners: Sequence[Endpoint], rack: str | None = None) -> Any:
+    """The broker's side: the Kafka request for its registration message, announcing its advertised listeners."""
+    assert listeners, "a broker registers at least one listener"
     cls = request_class(BROKER_REGISTRATION, version)
-    listener = build(nested(cls, "Listener"), name=listener_name, host=host, port=port,
-                     security_protocol=PLAINTEXT)
+    entries = tuple(build(nested(cls, "Listener"), name=e.name, host=e.host, port=e.port,
+                          security_protocol=SECURITY_PROTOCOL_IDS[e.security_protocol]) for e in listeners)
     return build(cls, broker_id=request.broker_id, cluster_id=cluster_id,
-                 incarnation_id=uuid.UUID(int=request.incarnation_id & _UUID_MASK), listeners=(listener,),
+                 incarnation_id=uuid.UUID(int=request.incarnation_id & _UUID_MASK), listeners=entries,
                  features=(), rack=rack, is_migrating_zk_broker=False, log_dirs=(),
                  previous_broker_epoch=request.previous_broker_epoch)
 

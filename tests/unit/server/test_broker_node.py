@@ -17,6 +17,7 @@ from insync.protocol.codec import decode_request, encode_request
 from insync.protocol.kio import build, nested, request_class
 from insync.server import broker_node
 from insync.server.broker_node import BrokerNode
+from insync.server.session import Session
 from insync.wire import versions
 
 
@@ -62,7 +63,7 @@ def test_a_fetch_of_unknown_topic_ids_alone_is_answered_unknown_topic_id(tmp_pat
     async def scenario() -> Any:
         node = BrokerNode(config)
         try:
-            return await node._fetch(request, "client")
+            return await node._fetch(request, Session("127.0.0.1:50000", node.endpoints.bound[0]))
         finally:
             node.log_manager.close()
 

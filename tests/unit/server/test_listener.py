@@ -15,6 +15,7 @@ from kio.static.primitive import i16
 
 from insync.protocol.codec import DecodedRequest, decode_response, encode_request
 from insync.server.listener import Listener
+from insync.server.session import Session
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -26,7 +27,7 @@ class ApiVersionsOnly:
     def supported_versions(self) -> dict[int, tuple[int, int]]:
         return {18: (0, 3)}
 
-    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+    async def handle(self, request: DecodedRequest, session: Session) -> Any:
         self.seen.append(request.correlation_id)
         # Later requests finish first unless the listener serialises them.
         await asyncio.sleep(0.05 if request.correlation_id % 2 == 0 else 0)
@@ -85,7 +86,7 @@ class Gated(ApiVersionsOnly):
         super().__init__()
         self.gate = asyncio.Event()
 
-    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+    async def handle(self, request: DecodedRequest, session: Session) -> Any:
         self.seen.append(request.correlation_id)
         if request.correlation_id % 2 == 0:
             await self.gate.wait()
@@ -153,10 +154,10 @@ def test_a_bad_frame_closes_the_connection_after_what_came_before_is_answered() 
 
 
 class Buggy(ApiVersionsOnly):
-    async def handle(self, request: DecodedRequest, peer: str) -> Any:
+    async def handle(self, request: DecodedRequest, session: Session) -> Any:
         if request.correlation_id == 1:
             raise RuntimeError("a bug in a handler")
-        return await super().handle(request, peer)
+        return await super().handle(request, session)
 
 
 def test_a_handlers_bug_closes_its_connection_at_once() -> None:

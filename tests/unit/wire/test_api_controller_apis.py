@@ -17,6 +17,7 @@ from insync.controller.messages import (
 )
 from insync.controller.replication_control import AlterPartitionData
 from insync.protocol.codec import DecodedRequest
+from insync.security.listeners import Endpoint
 from insync.types import BrokerEpoch, BrokerId
 from insync.wire import controller_apis
 
@@ -27,14 +28,20 @@ def arrive(body: object, correlation_id: int = 9) -> DecodedRequest:
                           wire(body))
 
 
+PLAIN = (Endpoint("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),)
+
+
 @pytest.mark.parametrize("version", [0, 4])
 def test_registration_both_ways(version: int) -> None:
     sent = BrokerRegistrationRequest(9, BrokerId(2), 0x1234)
-    body = controller_apis.registration_request(sent, version, "cluster-x", "PLAINTEXT", "127.0.0.1", 9092, "r1")
+    listeners = (Endpoint("INTERNAL", "127.0.0.1", 9092, "PLAINTEXT"), Endpoint("EXTERNAL", "h", 9094, "SASL_SSL"))
+    body = controller_apis.registration_request(sent, version, "cluster-x", listeners, "r1")
+    assert [int(e.security_protocol) for e in body.listeners] == [0, 3]
     registration = controller_apis.decode_registration(arrive(body), "cluster-x")
     assert registration.error is errors.NONE
     assert registration.request == sent
     assert (registration.host, registration.port, registration.rack) == ("127.0.0.1", 9092, "r1")
+    assert registration.listeners == ("INTERNAL://127.0.0.1:9092", "EXTERNAL://h:9094")
     assert registration.incarnation_id == str(uuid.UUID(int=0x1234))
     answer = wire(controller_apis.encode_registration_response(
         BrokerRegistrationResponse(9, errors.NONE, BrokerEpoch(17)), version))
@@ -43,8 +50,7 @@ def test_registration_both_ways(version: int) -> None:
 
 
 def test_registration_for_another_cluster_is_refused() -> None:
-    body = controller_apis.registration_request(BrokerRegistrationRequest(1, BrokerId(2), 5), 4, "other", "PLAINTEXT",
-                                                "h", 1)
+    body = controller_apis.registration_request(BrokerRegistrationRequest(1, BrokerId(2), 5), 4, "other", PLAIN)
     assert controller_apis.decode_registration(arrive(body), "cluster-x").error.name == "INCONSISTENT_CLUSTER_ID"
 
 
@@ -101,5 +107,5 @@ def test_alter_partition_both_ways(version: int) -> None:
 @pytest.mark.parametrize(("version", "arrives"), [(3, 41), (2, -1)])
 def test_registration_carries_the_previous_broker_epoch_from_v3(version: int, arrives: int) -> None:
     sent = BrokerRegistrationRequest(9, BrokerId(2), 0x1234, previous_broker_epoch=41)
-    body = controller_apis.registration_request(sent, version, "cluster-x", "PLAINTEXT", "127.0.0.1", 9092)
+    body = controller_apis.registration_request(sent, version, "cluster-x", PLAIN)
     assert controller_apis.decode_registration(arrive(body), "cluster-x").request.previous_broker_epoch == arrives

@@ -1,0 +1,92 @@
+"""The broker configuration keys of listeners, TLS and SASL, with Kafka's names and defaults.
+
+`config.py` merges `SECURITY_CONFIGS` into `BROKER_CONFIGS`; they live here so that the security keys have one
+place to grow (config.py is near its size limit). A key here may also be set for one listener only, as Kafka's
+`listener.name.<listener>.<key>` (lower-case listener name): `listener_config_base` gives the key such a name
+overrides, which config.py validates as that key. A SASL JAAS config is set per mechanism as well
+(`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config`), so its base drops the mechanism.
+
+Departures from Kafka: keystores and truststores are PEM only (`ssl.keystore.type=PEM`, Kafka's PEM support,
+KIP-651): Python's `ssl` reads no JKS or PKCS12 store. `ssl.handshake.timeout.ms` is insync's own: Kafka closes
+a connection stalled in its TLS handshake only once `connections.max.idle.ms` (10 minutes) passes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+class SecurityKey(NamedTuple):
+    """A ConfigDef's fields (config.py builds the ConfigDef; this module cannot import it)."""
+
+    name: str
+    type: str
+    default: object
+    doc: str
+    allowed: tuple[str, ...] | None = None
+    min: float | None = None
+
+
+SECURITY_CONFIGS: tuple[SecurityKey, ...] = (
+    SecurityKey("listener.security.protocol.map", "list",
+                ("PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"),
+                "Listener name to security protocol, NAME:PROTOCOL,...; a controller listener not listed is "
+                "PLAINTEXT."),
+    SecurityKey("inter.broker.listener.name", "string", None,
+                "The listener brokers use to reach each other (follower fetches); unset: the listener named as "
+                "security.inter.broker.protocol."),
+    SecurityKey("security.inter.broker.protocol", "string", "PLAINTEXT",
+                "Names the inter-broker listener when inter.broker.listener.name is unset.", SECURITY_PROTOCOLS),
+    SecurityKey("controller.listener.names", "list", None,
+                "Listener names of the controller; a broker reaches the controller with the first one's protocol. "
+                "Unset: CONTROLLER."),
+    SecurityKey("ssl.keystore.type", "string", "PEM", "Only PEM (Python's ssl reads no JKS or PKCS12).", ("PEM",)),
+    SecurityKey("ssl.keystore.location", "string", None,
+                "A PEM file with this node's private key and certificate chain."),
+    SecurityKey("ssl.keystore.certificate.chain", "string", None,
+                "This node's certificate chain in PEM, in the config itself (instead of a keystore file)."),
+    SecurityKey("ssl.keystore.key", "string", None, "This node's private key in PEM, with the certificate chain."),
+    SecurityKey("ssl.key.password", "string", None, "Password of an encrypted private key."),
+    SecurityKey("ssl.truststore.type", "string", "PEM", "Only PEM.", ("PEM",)),
+    SecurityKey("ssl.truststore.location", "string", None, "A PEM file of the CA certificates to trust."),
+    SecurityKey("ssl.truststore.certificates", "string", None, "The CA certificates to trust, in PEM, inline."),
+    SecurityKey("ssl.client.auth", "string", "none",
+                "Whether a TLS listener asks clients for a certificate: none, requested or required.",
+                ("none", "requested", "required")),
+    SecurityKey("ssl.principal.mapping.rules", "string", "DEFAULT",
+                "Rules turning a client certificate's subject into a principal name (RULE:pattern/replacement/"
+                "[LU],...,DEFAULT), as Kafka's."),
+    SecurityKey("ssl.enabled.protocols", "list", ("TLSv1.2", "TLSv1.3"), "TLS versions accepted.",
+                ("TLSv1.2", "TLSv1.3")),
+    SecurityKey("ssl.endpoint.identification.algorithm", "string", "https",
+                "https: a node checks the host name of the node it connects to against its certificate; empty "
+                "turns the check off.", ("https", "")),
+    SecurityKey("ssl.handshake.timeout.ms", "int", 10000,
+                "insync's own: a connection whose TLS handshake takes longer is closed.", None, 1),
+)
+
+# Values DescribeConfigs never shows (Kafka's PASSWORD type).
+SENSITIVE_CONFIGS = frozenset({"ssl.key.password", "ssl.keystore.key", "sasl.jaas.config"})
+
+_LISTENER_PREFIX = re.compile(r"^listener\.name\.([a-z0-9_]+)\.(.+)$")
+
+
+def listener_config_base(key: str) -> tuple[str, str] | None:
+    """`listener.name.ssl.ssl.client.auth` -> ("ssl", "ssl.client.auth"): the listener (lower case) and the key it
+    overrides; a mechanism's JAAS config drops the mechanism. None when `key` is not per listener."""
+    match = _LISTENER_PREFIX.match(key)
+    if match is None:
+        return None
+    listener, base = match.groups()
+    if base.endswith(".sasl.jaas.config"):
+        base = "sasl.jaas.config"
+    return listener, base
+
+
+def is_sensitive(key: str) -> bool:
+    """A password or private key (Kafka's PASSWORD type), for one listener or all: never shown."""
+    prefixed = listener_config_base(key)
+    return (prefixed[1] if prefixed else key) in SENSITIVE_CONFIGS
