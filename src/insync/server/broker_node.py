@@ -140,7 +140,7 @@ class BrokerNode(MeteredDispatcher):
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
         self.event_topic = EventTopic(config, self.broker_id, lambda: self.core.metadata.image,
-                                      lambda: f"{self.host}:{self.listener.port}", self.controller)
+                                      self._inter_broker_address, self.controller)
         self.metrics = NodeMetrics(self._snapshot)
         # A client request's answer from the core, and when to give up on it (`_expire_waiters`).
         self._waiters: dict[tuple[object, int], tuple[asyncio.Future[object], int]] = {}
@@ -273,6 +273,11 @@ class BrokerNode(MeteredDispatcher):
         """The advertised listeners, a port of 0 (bind any) replaced by the one the listener got."""
         return [advertised if advertised.port else dataclasses.replace(advertised, port=listener.port)
                 for advertised, listener in zip(self.endpoints.advertised, self.listeners, strict=True)]
+
+    def _inter_broker_address(self) -> str:
+        name = self.endpoints.inter_broker.name
+        endpoint = next(e for e in self._advertised() if e.name == name)
+        return f"{endpoint.host}:{endpoint.port}"
 
     def _peer(self, broker_id: int) -> KafkaConnection:
         """The connection to `broker_id` on the inter-broker listener."""
