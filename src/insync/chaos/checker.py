@@ -130,11 +130,12 @@ def check(ops: Sequence[Op]) -> Check:
 
 
 def fault_intervals(ops: Iterable[Op], end_ms: float) -> list[tuple[str, float, float]]:
-    """(fault, start, stop) from the nemesis's start/stop ops; a fault never stopped lasts to the end."""
+    """(fault, start, stop) from the nemesis's start/stop ops; a fault never stopped lasts to the end, one that
+    failed to start never began."""
     open_at: dict[str, float] = {}
     intervals = []
     for op in ops:
-        if op.f == "start" and op.fault is not None:
+        if op.f == "start" and op.type != "fail" and op.fault is not None:
             open_at.setdefault(op.fault, op.time_ms)
         elif op.f == "stop" and op.fault is not None and op.fault in open_at:
             intervals.append((op.fault, open_at.pop(op.fault), op.time_ms))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
-from insync.chaos import cluster, power, script
+from insync.chaos import campaign, cluster, nemesis, power, report, script
+from insync.config import ConfigError
 
 
 def register(subparsers: Any) -> None:
@@ -48,6 +50,15 @@ def register(subparsers: Any) -> None:
     run.add_argument("--dir", required=True)
     run.add_argument("--json", action="store_true")
     run.set_defaults(func=_run)
+    camp = commands.add_parser("campaign", help="runs of a Jepsen-style workload under faults drawn from a seed, "
+                               "each on its own new cluster, checked for lost, duplicated and misread records")
+    camp.add_argument("--runs", type=int, default=1)
+    camp.add_argument("--seed", type=int, default=0, help="run r uses seed+r; --runs 1 --seed X replays seed X")
+    camp.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run")
+    camp.add_argument("--faults", default="all", help=f"comma-separated kinds or all ({', '.join(nemesis.KINDS)})")
+    camp.add_argument("--rate", type=float, default=300.0, help="records per second over all producers")
+    camp.add_argument("--out", default="chaos-campaign", help="directory for each run's history and report")
+    camp.set_defaults(func=_campaign)
 
 
 def _one(args: argparse.Namespace) -> int:
@@ -78,3 +89,25 @@ def _run(args: argparse.Namespace) -> int:
         print(f"lost {verdict.lost}, duplicated {verdict.duplicated}, reordered {verdict.reordered}: "
               f"{'OK' if verdict.ok else 'VIOLATION'}")
     return 0 if verdict.ok else 1
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    kinds = nemesis.parse_kinds(args.faults)
+    if args.runs < 1 or args.duration <= campaign.WARMUP_S + campaign.COOLDOWN_S or args.rate <= 0:
+        raise ConfigError(f"--runs must be at least 1 (got {args.runs}), --duration over "
+                          f"{campaign.WARMUP_S + campaign.COOLDOWN_S:g} s (got {args.duration:g}) and --rate "
+                          f"positive (got {args.rate:g})")
+    plans = campaign.plan_campaign(args.runs, args.seed, args.duration, kinds)
+    done: list[campaign.RunResult] = []
+
+    def each(result: campaign.RunResult) -> None:
+        done.append(result)
+        print(f"run {result.plan.run} (seed {result.plan.seed}, {result.elapsed_s:.0f} s): "
+              f"{'; '.join(f for f, _, _ in result.check.faults) or 'no fault'} -> {result.directory}/report.html",
+              flush=True)
+        for error in result.client_errors:
+            print(f"  client error: {error}")
+
+    campaign.run_campaign(plans, Path(args.out), args.rate, each)
+    print("\n".join(report.table([(r.plan.run, r.plan.seed, r.check) for r in done])))
+    return 0 if all(r.check.ok for r in done) else 1

@@ -1,0 +1,188 @@
+"""`insync chaos campaign`: runs of the Jepsen-style workload under a fault schedule drawn from a seed.
+
+Run r of a campaign with seed S has seed S + r, and everything random in it comes from that seed: `plan_run`
+draws the schedule (which kinds, when, for how long, which victim), so `--runs 1 --seed S+r` replays run r's
+schedule (the victims are chosen by number, e.g. "the leader of partition pick % partitions", so a replay hits
+the same role even where the leader moved). The first fault of a run is kind `seed % len(kinds)`, so N
+consecutive runs cover N kinds before any repeats. Faults come one at a time with gaps between them; the last
+one ends `COOLDOWN_S` before the run does. Within a run every kind asked for comes once (in an order drawn
+from the seed) before any comes again, so the cluster heals while the workload still runs.
+
+Each run starts its own cluster (3 brokers, short timeouts, fault injection when a kind needs it) under
+`<out>/run-<r>/cluster`, creates a topic (RF 3, min ISR 2, unclean election off), runs the workload
+(chaos/workload.py) and the faults with every operation in `<out>/run-<r>/history.jsonl`, ends every fault
+still active, reads every partition completely, checks the history (chaos/checker.py) and writes the report
+(chaos/report.py). A run is ok when no anomaly the producers' guarantees forbid was found.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from insync.admin import ensure_topic
+from insync.chaos import checker, cluster, nemesis, report, workload
+from insync.chaos.history import CLIENT_LOGGER
+from insync.chaos.ops import HistoryWriter, Op, read_history
+
+WARMUP_S = 3.0
+COOLDOWN_S = 6.0
+HOLD_S = (2.0, 6.0)
+GAP_S = (1.0, 3.0)
+FAULTS_PER_RUN_MAX = 100
+PARTITIONS = 3
+OVERRIDES = (
+    "replica.lag.time.max.ms=4000",
+    "broker.session.timeout.ms=3000",
+    "broker.heartbeat.interval.ms=500",
+    "replica.fetch.backoff.ms=200",
+    "unclean.leader.election.enable=false",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    at_s: float
+    kind: str
+    hold_s: float
+    pick: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    run: int
+    seed: int
+    duration_s: float
+    faults: tuple[Planned, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    plan: RunPlan
+    check: checker.Check
+    directory: str
+    elapsed_s: float
+    client_errors: tuple[str, ...] = ()
+
+    def to_json(self, ops: Sequence[Op]) -> dict[str, Any]:
+        """results.json: the plan, the verdict, the counts, the first anomalies and the per-second series."""
+        check = self.check
+        return {
+            "run": self.plan.run, "seed": self.plan.seed, "duration_s": self.plan.duration_s,
+            "elapsed_s": round(self.elapsed_s, 1), "ok": check.ok, "forbidden": len(check.forbidden),
+            "schedule": [asdict(p) for p in self.plan.faults],
+            "faults": [{"fault": f, "start_ms": round(a, 1), "stop_ms": round(b, 1)} for f, a, b in check.faults],
+            "sends": check.sends, "reads": check.reads, "complete_partitions": list(check.complete_partitions),
+            "anomalies": check.counts, "anomalies_by_label": check.counts_by_label(),
+            "client_errors": list(self.client_errors),
+            "examples": [asdict(a) for a in check.anomalies[:report.ANOMALIES_SHOWN]],
+            "series": report.series(ops),
+        }
+
+
+def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str]) -> RunPlan:
+    assert kinds and duration_s > 0, (kinds, duration_s)
+    rng = random.Random(seed)
+    first = kinds[seed % len(kinds)]
+    rest = [k for k in kinds if k != first]
+    rng.shuffle(rest)
+    order = [first, *rest]  # every kind once before any repeats
+    faults: list[Planned] = []
+    at_s = WARMUP_S
+    while len(faults) < FAULTS_PER_RUN_MAX:
+        hold_s = round(rng.uniform(*HOLD_S), 1)
+        if at_s + hold_s > duration_s - COOLDOWN_S:
+            break
+        faults.append(Planned(round(at_s, 1), order[len(faults) % len(order)], hold_s, rng.randrange(1 << 16)))
+        at_s += hold_s + rng.uniform(*GAP_S)
+    return RunPlan(run, seed, duration_s, tuple(faults))
+
+
+def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str]) -> tuple[RunPlan, ...]:
+    return tuple(plan_run(r, seed + r, duration_s, kinds) for r in range(runs))
+
+
+def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
+    directory = out / f"run-{plan.run}"
+    directory.mkdir(parents=True, exist_ok=True)
+    injection = any(nemesis.KINDS[p.kind].needs_injection for p in plan.faults)
+    overrides = [*OVERRIDES, *(["fault.injection.enable=true"] if injection else [])]
+    started = time.monotonic()
+    spec = cluster.up(str(directory / "cluster"), 3, 0, overrides)
+    history = HistoryWriter(directory / "history.jsonl")
+    errors: tuple[str, ...] = ()
+    clients_log = _clients_log(directory / "clients.log")
+    try:
+        topic = f"chaos-{plan.seed}"
+        ensure_topic(spec.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
+        target = nemesis.Target(spec, topic)
+        clients = workload.Workload(spec.bootstrap, workload.WorkloadSpec(topic, rate), history)
+        clients.start()
+        try:
+            _play(plan, target, history)
+        finally:
+            clients.stop()
+        errors = tuple(clients.errors)
+        workload.final_read(target.spec.bootstrap, topic, history)
+    finally:
+        logging.getLogger(CLIENT_LOGGER).removeHandler(clients_log)
+        clients_log.close()
+        history.close()
+        cluster.down(cluster.ClusterSpec.load(directory / "cluster"), cluster.STOP_DEADLINE_S)
+    ops = read_history(directory / "history.jsonl")
+    result = RunResult(plan, checker.check(ops), str(directory), time.monotonic() - started, errors)
+    report.write(directory, result.to_json(ops))
+    return result
+
+
+def _clients_log(path: Path) -> logging.Handler:
+    """librdkafka's lines during the run (connection refused while a broker is down...) go to clients.log,
+    not to the terminal: they are expected under faults, and kept for when a run goes wrong."""
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger = logging.getLogger(CLIENT_LOGGER)
+    logger.addHandler(handler)
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return handler
+
+
+def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None:
+    """The schedule, in time: each fault started, held, undone; whatever is active is undone on the way out."""
+    start = time.monotonic()
+    active: nemesis.Active | None = None
+    try:
+        for planned in plan.faults:
+            time.sleep(max(0.0, start + planned.at_s - time.monotonic()))
+            try:
+                active = nemesis.KINDS[planned.kind].start(target, planned.pick)
+            except Exception as exc:  # e.g. no leader to kill right now: the run goes on, the history says so
+                history.append("nemesis", "fail", "start", fault=planned.kind, error=repr(exc))
+                continue
+            history.append("nemesis", "info", "start", fault=active.description)
+            time.sleep(max(0.0, start + planned.at_s + planned.hold_s - time.monotonic()))
+            _undo(active, target, history)
+            active = None
+        time.sleep(max(0.0, start + plan.duration_s - time.monotonic()))
+    finally:
+        if active is not None:
+            _undo(active, target, history)
+
+
+def _undo(active: nemesis.Active, target: nemesis.Target, history: HistoryWriter) -> None:
+    active.undo(target)
+    history.append("nemesis", "info", "stop", fault=active.description)
+
+
+def run_campaign(plans: Sequence[RunPlan], out: Path, rate: float = 300.0,
+                 each: Callable[[RunResult], None] = lambda _r: None) -> list[RunResult]:
+    results = []
+    for plan in plans:
+        results.append(run_one(plan, out, rate))
+        each(results[-1])
+    return results

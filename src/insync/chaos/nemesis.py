@@ -1,0 +1,134 @@
+"""The campaign's fault kinds: a registry from a name to how the fault starts and how it is undone.
+
+A `FaultKind` starts against a `Target` (the running cluster and the workload's topic) given `pick`, a number
+drawn from the run's seed that chooses the victim (a broker, or a partition whose leader or follower is the
+victim), and returns an `Active` fault: its description (what the history's nemesis ops and the report name)
+and the `undo` that ends it. Kinds that need the brokers' fault injection say so (`needs_injection`), so a
+campaign turns it on only when asked for them. A new kind is one more entry in `KINDS`.
+
+- `pause`: SIGSTOP one broker (a long GC pause), SIGCONT to undo;
+- `kill`: SIGKILL the leader of one partition, restart it to undo;
+- `slow-reads`: every read of one partition's log at its leader takes `SLOW_READ_MS` (KIP-501's slow leader);
+- `fail-partition`: one follower's appends to one partition raise (KIP-461); undone by clearing it and
+  restarting that broker, as a failed partition stays failed until then, as in Kafka;
+- `delay`: `DELAY_MS` of latency on one broker's replication requests;
+- `controller-kill` / `controller-pause`: the active controller SIGKILLed (then restarted) or SIGSTOPped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from insync.admin import admin_client
+from insync.chaos import cluster, script
+from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
+from insync.config import ConfigError
+
+SLOW_READ_MS = 3000
+DELAY_MS = 1500
+
+
+@dataclass
+class Target:
+    """The cluster as it is now (kill and restart change its pids) and the topic under the workload."""
+    spec: ClusterSpec
+    topic: str
+
+    def apply(self, step: script.Step) -> None:
+        self.spec = script.apply(self.spec, step)
+
+    def replicas(self, pick: int) -> tuple[int, int, tuple[int, ...]]:
+        """(partition, leader, replicas) of the partition `pick` chooses, from the live brokers' metadata."""
+        live = ",".join(b.address for b in self.spec.brokers if b.pid is not None)
+        partitions = admin_client(live).list_topics(self.topic, timeout=10).topics[self.topic].partitions
+        partition = sorted(partitions)[pick % len(partitions)]
+        metadata = partitions[partition]
+        return partition, int(metadata.leader), tuple(int(r) for r in metadata.replicas)
+
+    def broker(self, pick: int) -> int:
+        return self.spec.brokers[pick % len(self.spec.brokers)].node_id
+
+
+@dataclass(frozen=True, slots=True)
+class Active:
+    description: str
+    undo: Callable[[Target], None]
+
+
+@dataclass(frozen=True, slots=True)
+class FaultKind:
+    name: str
+    start: Callable[[Target, int], Active]
+    needs_injection: bool = False
+
+
+def _pause(target: Target, pick: int) -> Active:
+    broker = target.broker(pick)
+    target.apply(script.Step(0, "pause", broker))
+    return Active(f"pause broker {broker}", lambda t: t.apply(script.Step(0, "resume", broker)))
+
+
+def _kill(target: Target, pick: int) -> Active:
+    partition, leader, _ = target.replicas(pick)
+    if leader < 0:
+        raise ConfigError(f"partition {partition} of {target.topic} has no leader to kill")
+    target.apply(script.Step(0, "kill", leader))
+    return Active(f"kill broker {leader} (leader of {partition})",
+                  lambda t: t.apply(script.Step(0, "restart", leader)))
+
+
+def _slow_reads(target: Target, pick: int) -> Active:
+    partition, leader, _ = target.replicas(pick)
+    target.apply(script.Step(0, "slow-reads", leader, target.topic, partition, SLOW_READ_MS))
+    return Active(f"slow reads of {partition} at broker {leader} ({SLOW_READ_MS} ms)",
+                  lambda t: t.apply(script.Step(0, "clear", leader)))
+
+
+def _fail_partition(target: Target, pick: int) -> Active:
+    partition, leader, replicas = target.replicas(pick)
+    follower = next(r for r in (*replicas[pick % len(replicas):], *replicas) if r != leader)
+    target.apply(script.Step(0, "fail-partition", follower, target.topic, partition))
+
+    def undo(t: Target) -> None:
+        t.apply(script.Step(0, "clear", follower))
+        t.spec = cluster.stop_node(t.spec, follower)
+        t.apply(script.Step(0, "restart", follower))
+
+    return Active(f"fail partition {partition} at follower {follower}", undo)
+
+
+def _delay(target: Target, pick: int) -> Active:
+    broker = target.broker(pick)
+    target.apply(script.Step(0, "delay", broker, ms=DELAY_MS))
+    return Active(f"delay broker {broker}'s replication {DELAY_MS} ms",
+                  lambda t: t.apply(script.Step(0, "clear", broker)))
+
+
+def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
+    def start(target: Target, _pick: int) -> Active:
+        target.apply(script.Step(0, action, CONTROLLER_ID))
+        return Active(f"{action} controller {CONTROLLER_ID}",
+                      lambda t: t.apply(script.Step(0, undo, CONTROLLER_ID)))
+    return start
+
+
+KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
+    FaultKind("pause", _pause),
+    FaultKind("kill", _kill),
+    FaultKind("slow-reads", _slow_reads, needs_injection=True),
+    FaultKind("fail-partition", _fail_partition, needs_injection=True),
+    FaultKind("delay", _delay, needs_injection=True),
+    FaultKind("controller-kill", _controller("kill", "restart")),
+    FaultKind("controller-pause", _controller("pause", "resume")),
+)}
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """`--faults kill,pause,...` checked against the registry; `all` is every kind."""
+    names = tuple(KINDS) if text.strip() == "all" else tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in KINDS]
+    if unknown or not names:
+        raise ConfigError(f"--faults: unknown fault kind{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+                          f"known: {', '.join(KINDS)}" if unknown else "--faults names no fault kind")
+    return tuple(dict.fromkeys(names))

@@ -1,0 +1,118 @@
+"""A campaign run's report: `results.json` and `report.html` beside its `history.jsonl`, and the campaign's table.
+
+The HTML page is self-contained (inline SVG, no script): the verdict by producer label, a timeline with one
+lane per fault above acknowledged sends per second and the slowest acknowledgement of each second, anomalies
+marked on it in red, then the anomalies themselves (the first `ANOMALIES_SHOWN`) with the faults active then.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from insync.chaos import checker
+from insync.chaos.ops import Op
+
+ANOMALIES_SHOWN = 200
+BUCKET_MS = 1000.0
+WIDTH, LEFT, LANE = 900, 190, 18
+TABLE_KINDS = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-poll", "poll-skip", "unseen",
+               "unacknowledged-but-present")
+
+
+def series(ops: Sequence[Op]) -> list[dict[str, float]]:
+    """Per second of the run: sends acknowledged and the slowest acknowledgement (ms)."""
+    buckets: dict[int, list[float]] = defaultdict(list)
+    for send in checker.collect_sends(ops).values():
+        if send.outcome == "ok" and send.done_ms is not None:
+            buckets[int(send.done_ms // BUCKET_MS)].append(send.done_ms - send.invoke_ms)
+    last = max(buckets, default=-1)
+    return [{"second": s, "acked": len(buckets.get(s, [])), "latency_max_ms": round(max(buckets.get(s, [0.0])), 1)}
+            for s in range(last + 1)]
+
+
+def write(directory: str | Path, data: dict[str, Any]) -> None:
+    (Path(directory) / "results.json").write_text(json.dumps(data, indent=1))
+    (Path(directory) / "report.html").write_text(html(data))
+
+
+def html(data: dict[str, Any]) -> str:
+    verdict = "OK" if data["ok"] else f"{data['forbidden']} forbidden anomalies"
+    rows = "".join(f"<tr><td>{escape(label)}</td>" + "".join(f"<td>{kinds.get(k, 0)}</td>" for k in TABLE_KINDS)
+                   + "</tr>" for label, kinds in data["anomalies_by_label"].items())
+    examples = "".join(
+        f"<tr><td>{escape(a['kind'])}</td><td>{a['partition']}</td><td>{escape(str(list(a['offsets'])))}</td>"
+        f"<td>{escape(', '.join(a['values'][:4]))}</td><td>{escape(', '.join(a['labels']))}</td>"
+        f"<td>{escape(a['detail'])}</td><td>{escape('; '.join(a['faults']) or '-')}</td></tr>"
+        for a in data["examples"])
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>chaos run {data['run']}</title>"
+            "<style>body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:2px 6px}"
+            "table{border-collapse:collapse}</style></head><body>"
+            f"<h1>Run {data['run']} (seed {data['seed']}): {escape(verdict)}</h1>"
+            f"<p>sends {escape(json.dumps(data['sends']))}, records read {data['reads']}, complete reads of "
+            f"partitions {data['complete_partitions']}, {data['elapsed_s']} s</p>"
+            "<h2>Anomalies by producer</h2><table><tr><th>label</th>"
+            + "".join(f"<th>{k}</th>" for k in TABLE_KINDS) + f"</tr>{rows}</table>"
+            f"<h2>Timeline</h2>{timeline(data)}"
+            "<h2>Anomalies</h2><table><tr><th>kind</th><th>partition</th><th>offsets</th><th>values</th>"
+            f"<th>producers</th><th>detail</th><th>faults active</th></tr>{examples}</table></body></html>")
+
+
+def timeline(data: dict[str, Any]) -> str:
+    """Fault lanes above acks per second (blue) and the slowest acknowledgement per second (orange)."""
+    points = data["series"]
+    end_ms = float(max([len(points) * BUCKET_MS, data["duration_s"] * 1000.0, *(f["stop_ms"] for f in data["faults"])]))
+    lanes = list(dict.fromkeys(f["fault"] for f in data["faults"]))
+    chart_top = 20 + LANE * len(lanes)
+    height = chart_top + 2 * 110 + 30
+
+    def x(ms: float) -> float:
+        return LEFT + (WIDTH - LEFT - 10) * ms / max(end_ms, 1.0)
+
+    body = [_text(LEFT, 12, f"0 s ... {end_ms / 1000:.0f} s")]
+    for i, fault in enumerate(data["faults"]):
+        y = 20 + LANE * lanes.index(fault["fault"])
+        body.append(f'<rect x="{x(fault["start_ms"]):.1f}" y="{y}" width="{max(x(fault["stop_ms"]) - x(fault["start_ms"]), 1):.1f}"'
+                    f' height="{LANE - 4}" fill="#f0ad4e"><title>{escape(fault["fault"])}</title></rect>')
+        if fault["fault"] not in [f["fault"] for f in data["faults"][:i]]:
+            body.append(_text(4, y + 11, fault["fault"][:30]))
+    for row, (key, colour, name) in enumerate((("acked", "#337ab7", "acked/s"),
+                                               ("latency_max_ms", "#e67e22", "slowest ack ms"))):
+        top = chart_top + row * 110
+        peak = max((p[key] for p in points), default=0) or 1
+        line = " ".join(f"{x(p['second'] * BUCKET_MS):.1f},{top + 100 - 95 * p[key] / peak:.1f}" for p in points)
+        body += [_text(4, top + 12, f"{name} (max {peak:g})"), f'<polyline points="{line}" fill="none" '
+                 f'stroke="{colour}"/>', f'<line x1="{LEFT}" y1="{top + 100}" x2="{WIDTH - 10}" y2="{top + 100}" '
+                 'stroke="#999"/>']
+    for anomaly in data["examples"]:
+        if anomaly["kind"] not in checker.INFORMATION:
+            body.append(f'<line x1="{x(anomaly["window_ms"][0]):.1f}" y1="20" x2="{x(anomaly["window_ms"][0]):.1f}" '
+                        f'y2="{height - 20}" stroke="#d9534f"><title>{escape(anomaly["kind"])}</title></line>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" role="img" '
+            f'aria-label="faults, throughput and latency">{"".join(body)}</svg>')
+
+
+def _text(x: float, y: float, text: str) -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" font-size="11">{escape(text)}</text>'
+
+
+def table(runs: Sequence[tuple[int, int, checker.Check]]) -> list[str]:
+    """One line per (run, seed, check) and the totals: the counts the checker found."""
+    header = f"{'run':>4} {'seed':>8} {'faults':>6} {'acked':>7} " + " ".join(f"{k[:12]:>12}" for k in TABLE_KINDS)
+    lines = [header + "  verdict"]
+    totals: dict[str, int] = defaultdict(int)
+    for run, seed, check in runs:
+        for kind, count in check.counts.items():
+            totals[kind] += count
+        lines.append(f"{run:>4} {seed:>8} {len(check.faults):>6} {check.sends.get('ok', 0):>7} "
+                     + " ".join(f"{check.counts[k]:>12}" for k in TABLE_KINDS)
+                     + f"  {'ok' if check.ok else f'{len(check.forbidden)} FORBIDDEN'}")
+    failed = sum(1 for _, _, check in runs if not check.ok)
+    lines.append(f"{'all':>4} {'':>8} {sum(len(c.faults) for _, _, c in runs):>6} "
+                 f"{sum(c.sends.get('ok', 0) for _, _, c in runs):>7} "
+                 + " ".join(f"{totals[k]:>12}" for k in TABLE_KINDS) + f"  {len(runs) - failed} ok, {failed} not")
+    return lines

@@ -1,0 +1,233 @@
+"""Jepsen's Kafka workload on real clients: producers, a consumer group and assign-mode readers, every operation
+in a history (chaos/ops.py).
+
+- Producers (`PRODUCERS`): one thread each, at a share of the rate, each labelled by what it promises:
+  `acks=all,idempotent`, `acks=all` (retries may duplicate), `acks=1` (a leader's acknowledgement alone). A send
+  is `invoke`d before `produce()` and completed from its delivery report: `ok` with partition and offset, `info`
+  for a timeout or a retriable error (it may be in the log), `fail` otherwise; sends with no report when the
+  producer is closed are purged and become `info`.
+- Group consumers (`c0`, `c1`, ...): subscribed in one group, committing synchronously every `COMMIT_EVERY_S`;
+  each rebalance is an `assign` op (the checker resets their positions there), each poll an `ok` poll.
+- Assign-mode readers (`r0`, ...): all partitions from the beginning, no group; every `REREAD_EVERY_S` they seek
+  back to the beginning (a `seek` op per partition), so the same offsets are read again, by another path.
+- `final_read`: after the faults, one reader reads every partition from the beginning to its high watermark and
+  records a `complete-read` for each partition it finished: the reference the checker calls complete.
+The clients' log lines go to the `insync.clients` logger (chaos/history.py's `client_conf`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from insync.chaos.history import client_conf
+from insync.chaos.ops import HistoryWriter
+
+DELIVERY_TIMEOUT_S = 30.0
+POLL_TIMEOUT_S = 0.2
+POLL_BATCH = 500
+COMMIT_EVERY_S = 1.0
+REREAD_EVERY_S = 8.0
+FINAL_READ_IDLE_S = 10.0
+JOIN_TIMEOUT_S = DELIVERY_TIMEOUT_S + 15.0
+INFO_ERRORS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_QUEUE", "_PURGE_INFLIGHT"})
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSpec:
+    label: str
+    conf: dict[str, Any]
+
+
+PRODUCERS = (
+    ProducerSpec("acks=all,idempotent", {"acks": "all", "enable.idempotence": True}),
+    ProducerSpec("acks=all", {"acks": "all", "enable.idempotence": False, "retries": 5}),
+    ProducerSpec("acks=1", {"acks": "1", "enable.idempotence": False, "retries": 5}),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    topic: str
+    rate: float = 300.0  # records per second, over all producers
+    consumers: int = 2
+    readers: int = 1
+    size: int = 64
+
+
+class Workload:
+    """The clients of one run, each a thread writing to `history` until `stop`."""
+
+    def __init__(self, bootstrap: str, spec: WorkloadSpec, history: HistoryWriter) -> None:
+        assert spec.rate > 0 and spec.consumers >= 0 and spec.readers >= 0, spec
+        self.bootstrap, self.spec, self.history = bootstrap, spec, history
+        self._stop = threading.Event()
+        self.errors: list[str] = []
+        targets: list[tuple[str, Callable[..., None], tuple[Any, ...]]] = [
+            (f"p{i}", self._produce, (p,)) for i, p in enumerate(PRODUCERS)]
+        targets += [(f"c{i}", self._consume, ()) for i in range(spec.consumers)]
+        targets += [(f"r{i}", self._read, ()) for i in range(spec.readers)]
+        self._threads = [threading.Thread(target=self._guarded, args=(name, run, args), name=f"chaos-{name}",
+                                          daemon=True) for name, run, args in targets]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(JOIN_TIMEOUT_S)
+        stuck = [t.name for t in self._threads if t.is_alive()]
+        assert not stuck, f"workload threads still running after {JOIN_TIMEOUT_S} s: {stuck}"
+
+    def _guarded(self, name: str, run: Callable[..., None], args: tuple[Any, ...]) -> None:
+        try:
+            run(name, *args)
+        except Exception as exc:  # a client that dies ends its own history, the run goes on and says so
+            self.errors.append(f"{name}: {exc!r}")
+
+    def _produce(self, name: str, producer_spec: ProducerSpec) -> None:
+        from confluent_kafka import Producer
+
+        conf = {"bootstrap.servers": self.bootstrap, "linger.ms": 5,
+                "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000), **producer_spec.conf}
+        producer = Producer(client_conf(conf))
+        rate = self.spec.rate / len(PRODUCERS)
+        start, sent = time.monotonic(), 0
+        while not self._stop.is_set():
+            due = int((time.monotonic() - start) * rate)
+            while sent < due and not self._stop.is_set():
+                value = f"{name}-{sent}"
+                self.history.append(name, "invoke", "send", value=value, label=producer_spec.label)
+                try:
+                    producer.produce(self.spec.topic, key=str(sent).encode(), value=_pad(value, self.spec.size),
+                                     on_delivery=self._on_delivery(name, value))
+                except BufferError:
+                    self.history.append(name, "fail", "send", value=value, error="BufferError")
+                sent += 1
+            producer.poll(0.01)
+        producer.flush(DELIVERY_TIMEOUT_S)
+        producer.purge()
+        producer.flush(1.0)
+
+    def _on_delivery(self, name: str, value: str) -> Callable[[Any, Any], None]:
+        def delivered(err: Any, msg: Any) -> None:
+            if err is None:
+                self.history.append(name, "ok", "send", value=value, partition=msg.partition(), offset=msg.offset())
+            else:
+                outcome = "info" if err.name() in INFO_ERRORS or err.retriable() else "fail"
+                self.history.append(name, outcome, "send", value=value, error=err.name())
+        return delivered
+
+    def _consume(self, name: str) -> None:
+        from confluent_kafka import Consumer
+
+        consumer = Consumer(client_conf({"bootstrap.servers": self.bootstrap, "group.id": f"{self.spec.topic}-group",
+                                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                         "session.timeout.ms": 10000}))
+
+        def assigned(_consumer: Any, partitions: list[Any]) -> None:
+            self.history.append(name, "info", "assign", partitions=tuple(sorted(p.partition for p in partitions)))
+
+        def revoked(_consumer: Any, _partitions: list[Any]) -> None:
+            self.history.append(name, "info", "assign")  # nothing assigned until the next on_assign
+
+        consumer.subscribe([self.spec.topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
+        committed = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                self._poll(name, consumer)
+                if time.monotonic() - committed >= COMMIT_EVERY_S:
+                    committed = time.monotonic()
+                    self._commit(name, consumer)
+        finally:
+            consumer.close()
+
+    def _commit(self, name: str, consumer: Any) -> None:
+        from confluent_kafka import KafkaException
+
+        positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
+        if not positions:
+            return
+        records = tuple((tp.partition, tp.offset, "") for tp in positions)
+        self.history.append(name, "invoke", "commit", records=records)
+        try:
+            consumer.commit(offsets=positions, asynchronous=False)
+            self.history.append(name, "ok", "commit", records=records)
+        except KafkaException as exc:
+            self.history.append(name, "fail", "commit", records=records, error=exc.args[0].name())
+
+    def _read(self, name: str) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        consumer = Consumer(client_conf({"bootstrap.servers": self.bootstrap, "group.id": f"{name}-unused",
+                                         "enable.auto.commit": False}))
+        try:
+            partitions = sorted(consumer.list_topics(self.spec.topic, timeout=15).topics[self.spec.topic].partitions)
+            consumer.assign([TopicPartition(self.spec.topic, p, OFFSET_BEGINNING) for p in partitions])
+            self.history.append(name, "info", "assign", partitions=tuple(partitions))
+            reread = time.monotonic()
+            while not self._stop.is_set():
+                self._poll(name, consumer)
+                if time.monotonic() - reread >= REREAD_EVERY_S:
+                    reread = time.monotonic()
+                    for partition in partitions:
+                        self.history.append(name, "info", "seek", partition=partition, offset=0)
+                        consumer.seek(TopicPartition(self.spec.topic, partition, OFFSET_BEGINNING))
+        finally:
+            consumer.close()
+
+    def _poll(self, name: str, consumer: Any) -> int:
+        records = _records(consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S))
+        if records:
+            self.history.append(name, "ok", "poll", records=records)
+        return len(records)
+
+
+def final_read(bootstrap: str, topic: str, history: HistoryWriter, name: str = "final") -> tuple[int, ...]:
+    """Read every partition from the beginning to its high watermark; returns the partitions read completely."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(client_conf({"bootstrap.servers": bootstrap, "group.id": f"{name}-unused",
+                                     "enable.auto.commit": False, "enable.partition.eof": True}))
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        history.append(name, "info", "assign", partitions=tuple(partitions))
+        remaining = {p for p in partitions if ends[p] > 0}
+        done = [p for p in partitions if ends[p] == 0]
+        idle_deadline = time.monotonic() + FINAL_READ_IDLE_S
+        while remaining and time.monotonic() < idle_deadline:
+            records = _records(consumer.consume(num_messages=POLL_BATCH, timeout=0.5))
+            if not records:
+                continue
+            idle_deadline = time.monotonic() + FINAL_READ_IDLE_S
+            history.append(name, "ok", "poll", records=records)
+            for partition, offset, _ in records:
+                if offset + 1 >= ends[partition] and partition in remaining:
+                    remaining.discard(partition)
+                    done.append(partition)
+        for partition in sorted(done):
+            history.append(name, "ok", "complete-read", partition=partition, offset=ends[partition])
+        return tuple(sorted(done))
+    finally:
+        consumer.close()
+
+
+def _records(messages: list[Any]) -> tuple[tuple[int, int, str], ...]:
+    return tuple((int(m.partition() or 0), int(m.offset() or 0), _unpad(m.value())) for m in messages
+                 if m.error() is None)
+
+
+def _pad(value: str, size: int) -> bytes:
+    head = value.encode() + b":"
+    return head + b"x" * max(0, size - len(head))
+
+
+def _unpad(payload: bytes | None) -> str:
+    return (payload or b"").split(b":", 1)[0].decode(errors="replace")

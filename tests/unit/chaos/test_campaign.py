@@ -1,0 +1,95 @@
+"""The campaign's pure parts: schedules from seeds, the fault-kind registry, the report and the table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from insync.chaos import campaign, checker, nemesis, report
+from insync.chaos.ops import Op
+from insync.config import ConfigError
+
+
+def test_a_seed_replays_its_schedule_and_run_r_is_seed_plus_r() -> None:
+    plans = campaign.plan_campaign(3, 40, 60.0, tuple(nemesis.KINDS))
+    assert [p.seed for p in plans] == [40, 41, 42]
+    assert campaign.plan_run(0, 41, 60.0, tuple(nemesis.KINDS)).faults == plans[1].faults
+    assert plans[0].faults != plans[1].faults
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5, 99])
+def test_a_schedule_is_one_fault_at_a_time_inside_the_run(seed: int) -> None:
+    kinds = tuple(nemesis.KINDS)
+    plan = campaign.plan_run(0, seed, 60.0, kinds)
+    assert plan.faults[0].kind == kinds[seed % len(kinds)]
+    assert plan.faults[0].at_s == campaign.WARMUP_S
+    for before, after in zip(plan.faults, plan.faults[1:], strict=False):
+        assert after.at_s >= before.at_s + before.hold_s + campaign.GAP_S[0] - 0.1
+    last = plan.faults[-1]
+    assert last.at_s + last.hold_s <= 60.0 - campaign.COOLDOWN_S
+    first_round = [f.kind for f in plan.faults[:len(kinds)]]
+    assert len(plan.faults) >= len(kinds) and sorted(first_round) == sorted(kinds)  # each kind once, then repeats
+
+
+def test_consecutive_seeds_start_with_every_kind_in_turn() -> None:
+    kinds = ("kill", "pause")
+    assert [p.faults[0].kind for p in campaign.plan_campaign(4, 0, 30.0, kinds)] == ["kill", "pause"] * 2
+    assert campaign.plan_run(0, 0, campaign.WARMUP_S + campaign.COOLDOWN_S, kinds).faults == ()
+
+
+def test_fault_kinds_are_checked_against_the_registry() -> None:
+    assert nemesis.parse_kinds("kill, pause,kill") == ("kill", "pause")
+    assert nemesis.parse_kinds("all") == tuple(nemesis.KINDS)
+    with pytest.raises(ConfigError, match="unknown fault kind flood; known: pause, kill"):
+        nemesis.parse_kinds("kill,flood")
+    with pytest.raises(ConfigError, match="names no fault kind"):
+        nemesis.parse_kinds(" , ")
+    assert {k for k, v in nemesis.KINDS.items() if v.needs_injection} == {"slow-reads", "fail-partition", "delay"}
+
+
+def history() -> list[Op]:
+    return [Op(0, "nemesis", "info", "start", fault="kill broker 2"),
+            Op(100, "p0", "invoke", "send", value="p0-0", label="acks=all,idempotent"),
+            Op(350, "p0", "ok", "send", value="p0-0", partition=0, offset=0),
+            Op(1200, "p2", "invoke", "send", value="p2-0", label="acks=1"),
+            Op(1300, "p2", "ok", "send", value="p2-0", partition=0, offset=1),
+            Op(2000, "nemesis", "info", "stop", fault="kill broker 2"),
+            Op(2500, "final", "ok", "poll", records=((0, 0, "p0-0"),)),
+            Op(2600, "final", "ok", "complete-read", partition=0, offset=1)]
+
+
+def test_the_report_shows_the_series_the_verdict_and_the_anomalies(tmp_path: Path) -> None:
+    ops = history()
+    assert report.series(ops) == [{"second": 0, "acked": 1, "latency_max_ms": 250.0},
+                                  {"second": 1, "acked": 1, "latency_max_ms": 100.0}]
+    plan = campaign.RunPlan(0, 7, 30.0, (campaign.Planned(3.0, "kill", 2.0, 5),))
+    result = campaign.RunResult(plan, checker.check(ops), str(tmp_path), 12.0)
+    report.write(tmp_path, result.to_json(ops))
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["ok"] and data["anomalies"]["lost-write"] == 1 and data["anomalies_by_label"] == \
+        {"acks=1": {"lost-write": 1}}
+    assert data["examples"][0]["faults"] == ["kill broker 2"] and data["schedule"][0]["kind"] == "kill"
+    page = (tmp_path / "report.html").read_text()
+    assert "Run 0 (seed 7): OK" in page and "kill broker 2" in page and "<svg" in page and "lost-write" in page
+
+
+def test_the_table_has_a_line_per_run_and_totals() -> None:
+    check = checker.check(history())
+    lines = report.table([(0, 7, check), (1, 8, check)])
+    assert len(lines) == 4 and lines[1].split()[:4] == ["0", "7", "1", "2"]
+    assert lines[-1].split()[:3] == ["all", "2", "4"] and lines[-1].endswith("2 ok, 0 not")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--faults", "flood"], "unknown fault kind flood"),
+    (["--runs", "0"], "--runs must be at least 1"),
+    (["--duration", "5"], "--duration over 9 s"),
+])
+def test_campaign_arguments_are_checked_before_anything_starts(tmp_path: Path, args: list[str], message: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "insync.cli.main", "chaos", "campaign", "--out", str(tmp_path / "o"),
+                          *args], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and message in out.stderr and not (tmp_path / "o").exists()
