@@ -12,6 +12,7 @@ controller built it from this very image), hence an assertion.
 
 from __future__ import annotations
 
+from base64 import b64decode
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -29,9 +30,12 @@ from insync.metadata.records import (
     Record,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
+    UserScramCredentialRecord,
 )
+from insync.security.scram import ScramCredential, ScramMechanism
 from insync.types import NO_LEADER, BrokerId
 
 
@@ -130,6 +134,9 @@ class MetadataImage:
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
     # dynamic broker configs by resource name: a broker id, or "" for the cluster-wide defaults
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+    # SCRAM credentials by user, then by mechanism type (1 SCRAM-SHA-256, 2 SCRAM-SHA-512)
+    scram_credentials: Mapping[str, Mapping[int, ScramCredential]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @staticmethod
     def from_records(records: Iterable[Record]) -> MetadataImage:
@@ -166,6 +173,9 @@ class MetadataImage:
     def dynamic_configs(self, broker: str) -> Mapping[str, str]:
         """The dynamic configs of broker `broker` (its id as text), or the cluster-wide ones for ""."""
         return self.broker_configs.get(broker, MappingProxyType({}))
+
+    def scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        return self.scram_credentials.get(user, {}).get(mechanism.type)
 
     def all_partitions(self) -> list[PartitionView]:
         return [PartitionView(t.name, t.topic_id, p, reg)
@@ -238,6 +248,8 @@ class MetadataImage:
             case BrokerConfigRecord():
                 return replace(self, broker_configs=_with_config(self.broker_configs, record.broker, record.key,
                                                                  record.value))
+            case UserScramCredentialRecord() | RemoveUserScramCredentialRecord():
+                return replace(self, scram_credentials=_with_scram_credential(self.scram_credentials, record))
             case ControllerChangeRecord():
                 assert record.controller_epoch > self.controller_epoch, (self.controller_epoch, record)
                 return replace(self, controller_id=record.controller_id, controller_epoch=record.controller_epoch)
@@ -318,3 +330,20 @@ def _with_config(configs: Mapping[str, Mapping[str, str]], resource: str, key: s
     else:
         changed[key] = value
     return MappingProxyType({**configs, resource: MappingProxyType(changed)})
+
+
+def _with_scram_credential(credentials: Mapping[str, Mapping[int, ScramCredential]],
+                           record: UserScramCredentialRecord | RemoveUserScramCredentialRecord
+                           ) -> Mapping[str, Mapping[int, ScramCredential]]:
+    """`credentials` with the record's user and mechanism set or removed; a user without any is gone."""
+    changed = dict(credentials.get(record.name, {}))
+    if isinstance(record, UserScramCredentialRecord):
+        changed[record.mechanism] = ScramCredential(b64decode(record.salt), b64decode(record.stored_key),
+                                                    b64decode(record.server_key), record.iterations)
+    else:
+        assert record.mechanism in changed, record  # the controller removes only what exists
+        del changed[record.mechanism]
+    out = {**credentials, record.name: MappingProxyType(changed)}
+    if not changed:
+        del out[record.name]
+    return MappingProxyType(out)

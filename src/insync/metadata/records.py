@@ -260,10 +260,40 @@ class ControllerChangeRecord(_Record):
         _require(self.controller_epoch > 0, self, f"controller_epoch {self.controller_epoch} must be > 0")
 
 
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord(_Record):
+    """KRaft's UserScramCredentialRecord: a user's credential for one SCRAM mechanism (Kafka's type byte, 1 for
+    SCRAM-SHA-256, 2 for SCRAM-SHA-512), the salt and keys in base64; never the password. It replaces the user's
+    previous credential for that mechanism."""
+
+    TYPE: ClassVar[str] = "user_scram_credential"
+    name: str
+    mechanism: int
+    salt: str
+    stored_key: str
+    server_key: str
+    iterations: int
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), self, "empty user name")
+        _require(self.mechanism in (1, 2), self, f"mechanism {self.mechanism} is not 1 or 2")
+        _require(bool(self.salt and self.stored_key and self.server_key), self, "empty salt or key")
+        _require(self.iterations > 0, self, f"iterations {self.iterations} must be > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord(_Record):
+    """KRaft's RemoveUserScramCredentialRecord: the user's credential for one mechanism is gone."""
+
+    TYPE: ClassVar[str] = "remove_user_scram_credential"
+    name: str
+    mechanism: int
+
+
 Record = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | RegisterBrokerRecord
     | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | ConfigRecord
-    | BrokerConfigRecord | ControllerChangeRecord
+    | BrokerConfigRecord | ControllerChangeRecord | UserScramCredentialRecord | RemoveUserScramCredentialRecord
 )
 
 RECORD_TYPES: dict[str, type[_Record]] = {

@@ -88,6 +88,7 @@ class PlainServer:
             raise SaslAuthenticationError(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}",
                                           to_client=False)
         authzid, name, password = tokens
+        self.username = name  # who tried, for the log; `complete` says whether it worked
         if not name:
             raise SaslAuthenticationError("Authentication failed: username not specified")
         if not password:
@@ -99,6 +100,5 @@ class PlainServer:
         if authzid and authzid != name:
             raise SaslAuthenticationError(
                 "Authentication failed: Client requested an authorization id that is different from username")
-        self.username = name
         self.complete = True
         return b""

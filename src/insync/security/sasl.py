@@ -45,7 +45,7 @@ SASL_RECEIVE_BYTES_MAX = 524288
 
 
 class MechanismServer(Protocol):
-    username: str
+    username: str  # who the client says it is, once its message is read; authenticated only when `complete`
 
     @property
     def complete(self) -> bool: ...
@@ -90,6 +90,7 @@ class AuthenticateResult:
     session_lifetime_ms: int
     close_reason: str | None  # the connection closes after this answer, and why (for the log)
     principal: KafkaPrincipal | None  # set when this answer completes an authentication
+    username: str = ""  # who the client said it was (for the log), if it got that far
 
 
 class SaslAuthenticator:
@@ -162,9 +163,10 @@ class SaslAuthenticator:
         except SaslAuthenticationError as failure:
             self.state = State.FAILED
             message = failure.client_message(self.mechanism, self.reauthenticating)
-            return AuthenticateResult(errors.SASL_AUTHENTICATION_FAILED, message, b"", 0, failure.reason, None)
+            return AuthenticateResult(errors.SASL_AUTHENTICATION_FAILED, message, b"", 0, failure.reason, None,
+                                      self._server.username)
         self.principal, self.state, self._server = principal, State.COMPLETE, None
         lifetime_ms = self.settings.reauth_ms
         self._session_expiry_ms = now_ms + lifetime_ms if lifetime_ms > 0 else None
         told_ms = lifetime_ms if self._supports_reauth else 0
-        return AuthenticateResult(errors.NONE, None, answer, told_ms, None, principal)
+        return AuthenticateResult(errors.NONE, None, answer, told_ms, None, principal, principal.name)

@@ -155,7 +155,7 @@ class ScramServer:
         match = _CLIENT_FIRST.fullmatch(_text(token, "client first"))
         if match is None:
             raise SaslAuthenticationError("Invalid SCRAM client first message format", to_client=False)
-        name = username(match["saslname"])
+        name = self.username = username(match["saslname"])  # who tried, for the log
         found = self._lookup(self.mechanism, name)
         if found is None:
             raise SaslAuthenticationError(f"Authentication failed: Invalid user credentials (user {name!r})",
@@ -167,7 +167,7 @@ class ScramServer:
         if found.iterations < ITERATIONS_MIN:
             raise SaslAuthenticationError(f"Iterations {found.iterations} is less than the minimum {ITERATIONS_MIN} "
                                           f"for {self.mechanism.mechanism_name}", to_client=False)
-        self.username, self._credential = name, found
+        self._credential = found
         self._nonce = match["nonce"] + self._server_nonce
         self._gs2_header = token.decode()[: match.start("bare")]
         server_first = f"r={self._nonce},s={base64.b64encode(found.salt).decode()},i={found.iterations}".encode()

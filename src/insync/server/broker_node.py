@@ -75,6 +75,8 @@ from insync.wire import (
     producers,
     reassignments,
     replica_log_report,
+    sasl,
+    scram_credentials,
     topics,
     versions,
 )
@@ -320,6 +322,14 @@ class BrokerNode(MeteredDispatcher):
     async def _describe_configs(self, request: DecodedRequest, session: Session) -> Any:
         return configs.describe_configs(request, self.core.metadata.image, self.core.config, self.broker_id)
 
+    async def _describe_scram_credentials(self, request: DecodedRequest, session: Session) -> Any:
+        return scram_credentials.describe_user_scram_credentials(request, self.core.metadata.image)
+
+    async def _sasl_out_of_turn(self, request: DecodedRequest, session: Session) -> Any:
+        """SaslHandshake or SaslAuthenticate that no SASL exchange expects (a SASL listener's gate answers the
+        others)."""
+        return sasl.illegal_state_response(request)
+
     async def _group_request(self, request: DecodedRequest, session: Session) -> Any:
         key, groups = request.api_key, self.groups
         if key == versions.JOIN_GROUP:
@@ -553,6 +563,9 @@ ROUTES: Mapping[int, Route] = {
     versions.DESCRIBE_CLUSTER: BrokerNode._describe_cluster,
     versions.DESCRIBE_TOPIC_PARTITIONS: BrokerNode._describe_topic_partitions,
     versions.DESCRIBE_CONFIGS: BrokerNode._describe_configs,
+    versions.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode._describe_scram_credentials,
+    versions.SASL_HANDSHAKE: BrokerNode._sasl_out_of_turn,
+    versions.SASL_AUTHENTICATE: BrokerNode._sasl_out_of_turn,
     **dict.fromkeys(GROUP_APIS, BrokerNode._group_request),
     **dict.fromkeys(FORWARDED_APIS, BrokerNode._forward),
     versions.INCREMENTAL_ALTER_CONFIGS: BrokerNode._alter_configs,

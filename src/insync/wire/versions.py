@@ -62,6 +62,10 @@ DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+ALTER_USER_SCRAM_CREDENTIALS = 51
 
 BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     PRODUCE: (3, 13),
@@ -98,6 +102,10 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     LIST_GROUPS: (0, 5),
     DELETE_GROUPS: (0, 2),
     OFFSET_DELETE: (0, 0),
+    # SASL (answered by a SASL listener's gate, ILLEGAL_SASL_STATE elsewhere) and SCRAM credentials
+    SASL_HANDSHAKE: (0, 1),
+    SASL_AUTHENTICATE: (0, 2),
+    DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
@@ -114,6 +122,8 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4),
     BROKER_HEARTBEAT: (0, 2),
+    SASL_HANDSHAKE: (0, 1),
+    SASL_AUTHENTICATE: (0, 2),
 }
 
 # Kafka's ApiVersionsRequest.isValid(): client software names and versions (v3+) must look like this.

@@ -59,7 +59,7 @@ def test_bad_password_gets_kafkas_message_and_closes() -> None:
     result = auth.authenticate(b"\0alice\0nope", 2, 0)
     assert result.error is errors.SASL_AUTHENTICATION_FAILED
     assert result.error_message == "Authentication failed: Invalid username or password"
-    assert result.close_reason == result.error_message and result.principal is None
+    assert result.close_reason == result.error_message and result.principal is None and result.username == "alice"
     assert auth.state is State.FAILED
 
 

@@ -58,6 +58,8 @@ from insync.wire import (
     producers,
     reassignments,
     replica_log_report,
+    sasl,
+    scram_credentials,
     topics,
     versions,
 )
@@ -189,6 +191,14 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
                                          controller_apis.encode_alter_partition_response(
                                              AlterPartitionResponse(CID, errors.NONE, ()), r.api_version))[1],
 }
+
+ANSWER.update({
+    versions.SASL_HANDSHAKE: sasl.illegal_state_response,
+    versions.SASL_AUTHENTICATE: sasl.illegal_state_response,
+    versions.DESCRIBE_USER_SCRAM_CREDENTIALS: lambda r: scram_credentials.describe_user_scram_credentials(r, IMAGE),
+    versions.ALTER_USER_SCRAM_CREDENTIALS: lambda r: scram_credentials.alter_user_scram_credentials(
+        r, lambda deletions, upsertions: []),
+})
 
 CASES = [(key, version) for key, (low, high) in {**versions.BROKER_API_VERSIONS,
                                                  **versions.CONTROLLER_API_VERSIONS}.items()
