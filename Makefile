@@ -16,7 +16,9 @@ $(STAMP): pyproject.toml Makefile
 	@missing=""; command -v java >/dev/null 2>&1 || missing="$$missing default-jre-headless"; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	test -f /usr/share/java/zookeeper.jar || missing="$$missing zookeeper"; \
-	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests, ZooKeeper for metadata.store=zookeeper)"; \
+	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
+	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests, ZooKeeper for metadata.store=zookeeper, iproute2 and nftables for network partitions)"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -9,6 +9,11 @@ that file, so a cluster is found by its directory alone.
 With `--controllers K` (K > 1 needs `metadata.store=zookeeper`), controllers 1001.. are standbys beside node 0,
 and every node's `controller.quorum.voters` lists them all.
 
+With `--netns` (root, iproute2 and nftables) every node runs in its own network namespace on a bridge, at an
+address the harness assigns (`chaos/netns.py`), so `insync chaos partition ...` can cut links between nodes;
+clients stay in the root namespace and reach every node. `down` deletes the namespaces and the bridge, and `up`
+does too when it fails.
+
 Ports: brokers listen on `port + id - 1`, controllers on `port + N`, `port + N + 1`, ..., and each node's Prometheus
 endpoint on `port + 100 + id`. `port=0` picks free ports (tests). Processes are started in their own session so a test's
 Ctrl-C does not reach them, and stopped with SIGTERM, then SIGKILL after a deadline.
@@ -17,6 +22,7 @@ Ctrl-C does not reach them, and stopped with SIGTERM, then SIGKILL after a deadl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -28,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from insync.chaos import netns
 from insync.config import BrokerConfig, ConfigError, parse_overrides
 
 CLUSTER_FILE = "cluster.json"
@@ -47,6 +54,7 @@ class NodeSpec:
     metrics_port: int
     directory: str
     pid: int | None = None
+    host: str = "127.0.0.1"  # its namespace's address with --netns
 
     @property
     def config_path(self) -> Path:
@@ -58,7 +66,7 @@ class NodeSpec:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +74,7 @@ class ClusterSpec:
     directory: str
     nodes: tuple[NodeSpec, ...]
     overrides: Mapping[str, str] = field(default_factory=dict)
+    network: netns.Network | None = None  # with --netns
 
     @property
     def controller(self) -> NodeSpec:
@@ -91,14 +100,15 @@ class ClusterSpec:
         raise ConfigError(f"no node {node_id} in the cluster at {self.directory}")
 
     def with_pid(self, node_id: int, pid: int | None) -> ClusterSpec:
-        nodes = tuple(_replace_pid(n, pid) if n.node_id == node_id else n for n in self.nodes)
-        return ClusterSpec(self.directory, nodes, self.overrides)
+        nodes = tuple(dataclasses.replace(n, pid=pid) if n.node_id == node_id else n for n in self.nodes)
+        return dataclasses.replace(self, nodes=nodes)
 
     def save(self) -> None:
         path = Path(self.directory) / CLUSTER_FILE
         tmp = path.with_suffix(".tmp")
+        network = None if self.network is None else self.network.to_json()
         tmp.write_text(json.dumps({"directory": self.directory, "overrides": dict(self.overrides),
-                                   "nodes": [asdict(n) for n in self.nodes]}, indent=2))
+                                   "nodes": [asdict(n) for n in self.nodes], "network": network}, indent=2))
         tmp.replace(path)
 
     @classmethod
@@ -109,13 +119,10 @@ class ClusterSpec:
         try:
             data = json.loads(path.read_text())
             nodes = tuple(NodeSpec(**n) for n in data["nodes"])
-            return cls(str(data["directory"]), nodes, dict(data.get("overrides", {})))
+            network = None if data.get("network") is None else netns.Network.from_json(data["network"])
+            return cls(str(data["directory"]), nodes, dict(data.get("overrides", {})), network)
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path} is not a cluster description: {exc}") from None
-
-
-def _replace_pid(node: NodeSpec, pid: int | None) -> NodeSpec:
-    return NodeSpec(node.node_id, node.roles, node.port, node.metrics_port, node.directory, pid)
 
 
 def free_ports(count: int) -> list[int]:
@@ -129,9 +136,10 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[str] = (), controllers: int = 1
-           ) -> ClusterSpec:
-    """Plan a cluster and write each node's server.properties; validates the overrides first."""
+def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[str] = (), controllers: int = 1,
+           network: netns.Network | None = None) -> ClusterSpec:
+    """Plan a cluster and write each node's server.properties; validates the overrides first. With `network`,
+    each node listens on its namespace's address."""
     if brokers < 1:
         raise ConfigError(f"--brokers must be at least 1, got {brokers}")
     extra = parse_overrides(overrides)
@@ -141,7 +149,7 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
         raise ConfigError(f"--controllers {controllers} needs metadata.store=zookeeper (and zookeeper.connect): "
                           "the local metadata store serves one controller")
     root = Path(directory).resolve()
-    controller_ids = [CONTROLLER_ID, *range(STANDBY_CONTROLLER_IDS_FROM + 1, STANDBY_CONTROLLER_IDS_FROM + controllers)]
+    controller_ids = _controller_ids(controllers)
     ids = [*controller_ids, *range(1, brokers + 1)]
     if port == 0:
         ports = free_ports(2 * len(ids))
@@ -151,9 +159,11 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
         node_ports = {i: port + i - 1 for i in range(1, brokers + 1)}
         node_ports.update({node_id: port + brokers + i for i, node_id in enumerate(controller_ids)})
         metric_ports = {node_id: port + 100 + node_id for node_id in ids}
+    hosts = dict(network.addresses) if network is not None else {}
     nodes = [NodeSpec(node_id, "controller" if node_id in controller_ids else "broker", node_ports[node_id],
-                      metric_ports[node_id], str(root / f"node-{node_id}")) for node_id in sorted(ids)]
-    spec = ClusterSpec(str(root), tuple(nodes), extra)
+                      metric_ports[node_id], str(root / f"node-{node_id}"), None, hosts.get(node_id, "127.0.0.1"))
+             for node_id in sorted(ids)]
+    spec = ClusterSpec(str(root), tuple(nodes), extra, network)
     for node in spec.nodes:
         properties = _properties(spec, node)
         BrokerConfig(properties)  # an unknown key or bad value fails here, before anything starts
@@ -163,6 +173,10 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
     return spec
 
 
+def _controller_ids(controllers: int) -> list[int]:
+    return [CONTROLLER_ID, *range(STANDBY_CONTROLLER_IDS_FROM + 1, STANDBY_CONTROLLER_IDS_FROM + controllers)]
+
+
 def _properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
     is_controller = node.roles == "controller"
     listener_key = "controller.listener" if is_controller else "listeners"
@@ -170,8 +184,8 @@ def _properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
     properties = {
         "node.id": str(node.node_id),
         "process.roles": node.roles,
-        listener_key: f"{listener_name}://127.0.0.1:{node.port}",
-        "controller.quorum.voters": ",".join(f"{c.node_id}@127.0.0.1:{c.port}" for c in spec.controllers),
+        listener_key: f"{listener_name}://{node.address}",
+        "controller.quorum.voters": ",".join(f"{c.node_id}@{c.address}" for c in spec.controllers),
         "log.dirs": str(node.log_dir),
         "metrics.port": str(node.metrics_port),
         # Kafka's default of 3 leaves a smaller cluster without a group coordinator (its quickstart sets 1).
@@ -189,8 +203,10 @@ def start_node(spec: ClusterSpec, node_id: int) -> ClusterSpec:
         raise ConfigError(f"node {node_id} is already running (pid {node.pid})")
     stdout = open(Path(node.directory) / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "insync.cli.main", "broker", "start", "--config", str(node.config_path)],
+        in_namespace = netns.exec_prefix(spec.network, node_id) if spec.network is not None else []
+        process = subprocess.Popen(  # `ip netns exec` execs the command: the pid is the node's
+            [*in_namespace, sys.executable, "-m", "insync.cli.main", "broker", "start", "--config",
+             str(node.config_path)],
             stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             cwd=node.directory)
     finally:
@@ -201,21 +217,23 @@ def start_node(spec: ClusterSpec, node_id: int) -> ClusterSpec:
 
 
 def wait_listening(node: NodeSpec, deadline_s: float = START_DEADLINE_S) -> None:
-    wait_port(node.port, deadline_s, node.pid, f"node {node.node_id} (see {Path(node.directory) / 'stdout.log'})")
+    wait_port(node.port, deadline_s, node.pid, f"node {node.node_id} (see {Path(node.directory) / 'stdout.log'})",
+              node.host)
 
 
-def wait_port(port: int, deadline_s: float, pid: int | None = None, what: str = "the process") -> None:
-    """Until something accepts connections on 127.0.0.1:`port`; fails early if `pid` exits."""
+def wait_port(port: int, deadline_s: float, pid: int | None = None, what: str = "the process",
+              host: str = "127.0.0.1") -> None:
+    """Until something accepts connections on `host`:`port`; fails early if `pid` exits."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         if pid is not None and not pid_alive(pid):
             raise RuntimeError(f"{what} exited before listening on port {port}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    raise TimeoutError(f"{what} not listening on 127.0.0.1:{port} after {deadline_s} s")
+    raise TimeoutError(f"{what} not listening on {host}:{port} after {deadline_s} s")
 
 
 def stop_node(spec: ClusterSpec, node_id: int, deadline_s: float = STOP_DEADLINE_S,
@@ -277,24 +295,42 @@ def _is_zombie(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
-def up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int = 1) -> ClusterSpec:
+def up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int = 1,
+       namespaces: bool = False) -> ClusterSpec:
     """Start a cluster and wait until every broker is registered and visible in metadata. Controller 0 starts
-    first and is the active one; any others start after it listens, as standbys."""
-    spec = layout(directory, brokers, port, overrides, controllers)
-    spec = start_node(spec, CONTROLLER_ID)
-    wait_listening(spec.controller)
-    for standby in spec.controllers[1:]:
-        spec = start_node(spec, standby.node_id)
-    for broker in spec.brokers:
-        spec = start_node(spec, broker.node_id)
+    first and is the active one; any others start after it listens, as standbys. With `namespaces`, each node
+    in its own network namespace. Whatever fails, nothing started is left behind."""
+    network = _make_network(overrides, [*_controller_ids(controllers), *range(1, brokers + 1)]) if namespaces else None
     try:
+        spec = layout(directory, brokers, port, overrides, controllers, network)
+    except BaseException:
+        if network is not None:
+            netns.destroy(network)
+        raise
+    try:
+        spec = start_node(spec, CONTROLLER_ID)
+        wait_listening(spec.controller)
+        for standby in spec.controllers[1:]:
+            spec = start_node(spec, standby.node_id)
+        for broker in spec.brokers:
+            spec = start_node(spec, broker.node_id)
         for broker in spec.brokers:
             wait_listening(broker)
         wait_registered(spec, REGISTRATION_DEADLINE_S)
-    except Exception:
-        down(spec, STOP_DEADLINE_S)
+    except BaseException:
+        down(ClusterSpec.load(spec.directory), STOP_DEADLINE_S)
         raise
     return spec
+
+
+def _make_network(overrides: Sequence[str], node_ids: list[int]) -> netns.Network:
+    reason = netns.unavailable()
+    if reason is not None:
+        raise ConfigError(f"--netns: {reason}")
+    if parse_overrides(overrides).get("metadata.store") == "zookeeper":
+        raise ConfigError("--netns does not work with metadata.store=zookeeper: the ZooKeeper server listens on "
+                          "the root namespace's 127.0.0.1, which no node's namespace reaches")
+    return netns.create(node_ids)
 
 
 def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
@@ -316,12 +352,18 @@ def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
 
 
 def down(spec: ClusterSpec, deadline_s: float) -> ClusterSpec:
-    """Brokers first (all at once: each checkpoints and closes its logs), then the controller."""
-    for broker in spec.brokers:
-        if broker.pid is not None and pid_alive(broker.pid):
-            signal_node(spec, broker.node_id, signal.SIGTERM)
-    for broker in spec.brokers:
-        spec = stop_node(spec, broker.node_id, deadline_s)
-    for controller in spec.controllers[1:]:  # standbys first: stopping the active one first would promote one
-        spec = stop_node(spec, controller.node_id, deadline_s)
-    return stop_node(spec, CONTROLLER_ID, deadline_s)
+    """Brokers first (all at once: each checkpoints and closes its logs), then the controller; then the
+    namespaces, if any, whatever happened before."""
+    try:
+        for broker in spec.brokers:
+            if broker.pid is not None and pid_alive(broker.pid):
+                signal_node(spec, broker.node_id, signal.SIGTERM)
+        for broker in spec.brokers:
+            spec = stop_node(spec, broker.node_id, deadline_s)
+        for controller in spec.controllers[1:]:  # standbys first: stopping the active one would promote one
+            spec = stop_node(spec, controller.node_id, deadline_s)
+        return stop_node(spec, CONTROLLER_ID, deadline_s)
+    finally:
+        if spec.network is not None:
+            netns.destroy(spec.network)
+            (Path(spec.directory) / netns.FAULTS_FILE).unlink(missing_ok=True)

@@ -13,9 +13,12 @@ A script is TOML:
     action = "pause"           # pause | resume | kill | restart | crash | slow-reads | clear | fail-partition | delay
     broker = 2
     # slow-reads / fail-partition: topic, partition (and ms for slow-reads); delay: ms
+    # With `insync cluster up --netns`, network steps (chaos/network.py): isolate (broker: any node id),
+    # leader-cut (topic, partition; no broker), bridge, ring (no broker), one-way (broker -> peer, percent lost,
+    # 100 by default), latency (broker, ms, jitter_ms, percent lost), bandwidth (broker, kbit), heal (no broker).
 
 Steps run in time order while the workload produces; at the end every paused broker is resumed and every
-killed one restarted, the workload stops, the topic is read back and the verdict (acknowledged vs read: lost,
+killed one restarted, every network fault healed, the workload stops, the topic is read back and the verdict (acknowledged vs read: lost,
 duplicated, reordered) is returned. An unknown action or a missing field is an error naming the step.
 """
 
@@ -31,21 +34,30 @@ from typing import Any
 
 from insync import faults
 from insync.admin import ensure_topic
-from insync.chaos import cluster, history, power
+from insync.chaos import cluster, history, network, power
 from insync.config import ConfigError
 
-ACTIONS = ("pause", "resume", "kill", "restart", "crash", "slow-reads", "clear", "fail-partition", "delay")
-_NEEDS = {"slow-reads": ("topic", "partition", "ms"), "fail-partition": ("topic", "partition"), "delay": ("ms",)}
+PROCESS_ACTIONS = ("pause", "resume", "kill", "restart", "crash", "slow-reads", "clear", "fail-partition", "delay")
+NETWORK_ACTIONS = ("isolate", "leader-cut", "bridge", "ring", "one-way", "latency", "bandwidth", "heal")
+ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
+_NEEDS = {"slow-reads": ("topic", "partition", "ms"), "fail-partition": ("topic", "partition"), "delay": ("ms",),
+          "leader-cut": ("topic", "partition"), "one-way": ("peer",), "latency": ("ms",), "bandwidth": ("kbit",)}
+_NO_NODE = ("leader-cut", "bridge", "ring", "heal")  # steps about the whole cluster or a partition
+_INTS = ("broker", "partition", "ms", "peer", "kbit", "jitter_ms")
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     at_s: float
     action: str
-    broker: int
+    broker: int | None  # the node; None for the steps about the whole cluster or a partition (_NO_NODE)
     topic: str | None = None
     partition: int | None = None
     ms: int | None = None
+    peer: int | None = None
+    percent: float | None = None
+    kbit: int | None = None
+    jitter_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,16 +76,16 @@ def parse_step(raw: dict[str, Any], index: int) -> Step:
     action = raw.get("action")
     if action not in ACTIONS:
         raise ConfigError(f"{where}: action must be one of {', '.join(ACTIONS)}, got {action!r}")
-    for key in ("at_s", "broker", *_NEEDS.get(action, ())):
+    for key in ("at_s", *(() if action in _NO_NODE else ("broker",)), *_NEEDS.get(action, ())):
         if key not in raw:
             raise ConfigError(f"{where} ({action}) needs {key}")
-    unknown = set(raw) - {"at_s", "action", "broker", "topic", "partition", "ms"}
+    unknown = set(raw) - {"at_s", "action", "topic", "percent", *_INTS}
     if unknown:
         raise ConfigError(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
     try:
-        return Step(float(raw["at_s"]), action, int(raw["broker"]), raw.get("topic"),
-                    None if raw.get("partition") is None else int(raw["partition"]),
-                    None if raw.get("ms") is None else int(raw["ms"]))
+        ints = {key: None if raw.get(key) is None else int(raw[key]) for key in _INTS}
+        return Step(float(raw["at_s"]), action, topic=raw.get("topic"),
+                    percent=None if raw.get("percent") is None else float(raw["percent"]), **ints)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
@@ -93,6 +105,10 @@ def load_script(path: str | Path) -> Script:
 
 def apply(spec: cluster.ClusterSpec, step: Step) -> cluster.ClusterSpec:
     """Carry out one step against the cluster; returns the (possibly updated) cluster description."""
+    if step.action in NETWORK_ACTIONS:
+        _apply_network(spec, step)
+        return spec
+    assert step.broker is not None
     node = spec.node(step.broker)
     if step.action == "pause":
         cluster.signal_node(spec, step.broker, signal.SIGSTOP)
@@ -108,6 +124,21 @@ def apply(spec: cluster.ClusterSpec, step: Step) -> cluster.ClusterSpec:
     else:
         _apply_fault(node.directory, step)
     return spec
+
+
+def _apply_network(spec: cluster.ClusterSpec, step: Step) -> None:
+    if step.action == "heal":
+        network.heal(spec)
+    elif step.action == "latency":
+        assert step.broker is not None and step.ms is not None
+        network.shape(spec, step.broker, delay_ms=step.ms, jitter_ms=step.jitter_ms or 0,
+                      loss_percent=step.percent or 0.0)
+    elif step.action == "bandwidth":
+        assert step.broker is not None and step.kbit is not None
+        network.shape(spec, step.broker, rate_kbit=step.kbit)
+    else:
+        network.partition(spec, step.action, step.broker, step.peer,
+                          100.0 if step.percent is None else step.percent, step.topic, step.partition)
 
 
 def _apply_fault(directory: str, step: Step) -> None:
@@ -141,11 +172,14 @@ def run_script(spec: cluster.ClusterSpec, script: Script, log: Any = print) -> h
     try:
         for step in script.steps:
             time.sleep(max(0.0, start + step.at_s - time.monotonic()))
-            log(f"[{time.monotonic() - start:6.1f}s] {step.action} broker {step.broker}")
+            log(f"[{time.monotonic() - start:6.1f}s] {step.action}"
+                + ("" if step.broker is None else f" broker {step.broker}"))
             spec = apply(spec, step)
             _track(step, paused, killed)
         time.sleep(max(0.0, start + script.duration_s - time.monotonic()))
     finally:
+        if any(step.action in NETWORK_ACTIONS for step in script.steps):
+            network.heal(spec)
         for broker in sorted(paused):
             spec = apply(spec, Step(0, "resume", broker))
         for broker in sorted(killed):
@@ -155,6 +189,8 @@ def run_script(spec: cluster.ClusterSpec, script: Script, log: Any = print) -> h
 
 
 def _track(step: Step, paused: set[int], killed: set[int]) -> None:
+    if step.broker is None:
+        return
     if step.action == "pause":
         paused.add(step.broker)
     elif step.action == "resume":

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.chaos import campaign, cluster, nemesis, power, report, script
+from insync.cli import chaos_net_cmd
 from insync.config import ConfigError
 
 
@@ -27,7 +28,7 @@ def register(subparsers: Any) -> None:
         "fail-partition": "the broker's follower appends to one partition raise (KIP-461)",
         "delay": "add --ms of latency to the broker's replication requests",
     }
-    for action in script.ACTIONS:
+    for action in script.PROCESS_ACTIONS:
         sub = commands.add_parser(action, help=helps[action])
         sub.add_argument("broker", type=int)
         if action in ("slow-reads", "fail-partition"):
@@ -45,6 +46,7 @@ def register(subparsers: Any) -> None:
             sub.add_argument("--torn-tail", action="store_true",
                              help="each cut file keeps a random prefix of what it lost (a half-made write)")
             sub.set_defaults(func=_crash)
+    chaos_net_cmd.register(commands)
     run = commands.add_parser("run", help="play a timed TOML script of faults under a workload")
     run.add_argument("file")
     run.add_argument("--dir", required=True)

@@ -1,4 +1,5 @@
-"""`insync cluster up|status|down`: a local cluster of real processes on 127.0.0.1 (see chaos/cluster.py)."""
+"""`insync cluster up|status|down`: a local cluster of real processes on 127.0.0.1, or each in a network
+namespace with --netns (see chaos/cluster.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def register(subparsers: Any) -> None:
     up.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="for every node")
     up.add_argument("--controllers", type=int, default=1,
                     help="controllers; more than one needs metadata.store=zookeeper (one active, the others standby)")
+    up.add_argument("--netns", action="store_true",
+                    help="each node in its own network namespace on a bridge, for network partitions (needs root, "
+                         "iproute2 and nftables)")
     up.set_defaults(func=_up)
 
     status = commands.add_parser("status", help="processes, brokers and partition health")
@@ -34,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    spec = cluster.up(args.dir, args.brokers, args.port, args.config, args.controllers)
+    spec = cluster.up(args.dir, args.brokers, args.port, args.config, args.controllers, args.netns)
     print(f"cluster up: controller {spec.controller.address}, {len(spec.brokers)} brokers")
     print(f"bootstrap servers: {spec.bootstrap}")
     return 0

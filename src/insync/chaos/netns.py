@@ -1,0 +1,184 @@
+"""Network namespaces for a local cluster: one per node on a bridge, and the faults `partitions.py` describes.
+
+`create(run, node_ids)` makes a bridge `isy<run>br` in the root namespace with `198.18.<k>.1/24` (RFC 2544's
+benchmarking range: never routed, so nothing else on the machine uses it; `k` is the first /24 no interface of
+this machine has), and per node a namespace `isy<run>n<id>` holding `eth0` (a veth pair whose other end is on the
+bridge) with its own address. Clients stay in the root namespace and reach every node through the bridge. Every
+name starts with `isy<run>` so `destroy(run)` removes exactly what `create` made, and nothing else.
+
+`install(network, faults)` puts a `NetFaults` in place: in each node's namespace an nft table dropping what
+arrives from the nodes it is cut from, and tc qdiscs on its `eth0` for latency/jitter/loss (netem) and
+bandwidth (tbf). It replaces whatever was there, so `install(network, NetFaults())` heals everything. A kernel
+without netem (CONFIG_NET_SCH_NETEM) is refused by name; loss between nodes then still works through `one_way`
+drops, which nft makes.
+
+Needs root, iproute2 (`ip`, `tc`) and nftables (`nft`); `unavailable()` says what is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from insync.chaos.partitions import NetFaults, Shape, nft_script, tc_commands
+from insync.config import ConfigError
+
+PREFIX = "isy"
+FAULTS_FILE = "network-faults.json"  # in the cluster directory: the NetFaults in place (chaos/network.py)
+SUPERNET = ipaddress.IPv4Network("198.18.0.0/16")
+FIRST_HOST = 10  # node addresses are .10, .11, ... in id order; .1 is the bridge (the root namespace's side)
+COMMAND_TIMEOUT_S = 10.0
+NODES_MAX = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Network:
+    run: str
+    subnet: str  # "198.18.k.0/24"
+    addresses: Mapping[int, str]  # node id -> its address
+
+    @property
+    def bridge(self) -> str:
+        return f"{PREFIX}{self.run}br"
+
+    def namespace(self, node_id: int) -> str:
+        return f"{PREFIX}{self.run}n{node_id}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"run": self.run, "subnet": self.subnet, "addresses": {str(k): v for k, v in self.addresses.items()}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Network:
+        addresses = data["addresses"]
+        assert isinstance(addresses, dict)
+        return cls(str(data["run"]), str(data["subnet"]), {int(k): str(v) for k, v in addresses.items()})
+
+
+def _run(*argv: str, stdin: str | None = None) -> str:
+    try:
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except FileNotFoundError:
+        raise ConfigError(f"{argv[0]} is not installed (network namespaces need iproute2 and nftables)") from None
+    if done.returncode != 0:
+        raise ConfigError(f"`{' '.join(argv)}` failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done.stdout
+
+
+def unavailable() -> str | None:
+    """Why this machine cannot make the namespaced network, or None when it can."""
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    missing = [tool for tool in ("ip", "tc", "nft") if shutil.which(tool) is None]
+    if missing:
+        return f"network namespaces need iproute2 and nftables: {', '.join(missing)} not found"
+    probe = f"{PREFIX}probe{uuid.uuid4().hex[:6]}"
+    try:
+        _run("ip", "netns", "add", probe)
+    except ConfigError as exc:
+        return f"cannot create a network namespace: {exc}"
+    with contextlib.suppress(ConfigError):
+        _run("ip", "netns", "delete", probe)
+    return None
+
+
+def _free_subnet() -> ipaddress.IPv4Network:
+    used = set()
+    for line in _run("ip", "-o", "-4", "addr", "show").splitlines():
+        for token in line.split():
+            with contextlib.suppress(ValueError):
+                used.add(ipaddress.ip_interface(token).network)
+    for subnet in SUPERNET.subnets(new_prefix=24):
+        if not any(subnet.overlaps(u) for u in used):
+            return subnet
+    raise ConfigError(f"no free /24 left in {SUPERNET} for another namespaced cluster")
+
+
+def create(node_ids: Iterable[int]) -> Network:
+    """The bridge and one namespace per node (see the module docstring); undone in full if any step fails."""
+    ids = sorted(node_ids)
+    assert 0 < len(ids) <= NODES_MAX
+    subnet = _free_subnet()
+    hosts = list(subnet.hosts())
+    network = Network(uuid.uuid4().hex[:6], str(subnet),
+                      {node_id: str(hosts[FIRST_HOST - 1 + i]) for i, node_id in enumerate(ids)})
+    try:
+        _run("ip", "link", "add", network.bridge, "type", "bridge")
+        _run("ip", "addr", "add", f"{hosts[0]}/{subnet.prefixlen}", "dev", network.bridge)
+        _run("ip", "link", "set", network.bridge, "up")
+        for node_id in ids:
+            _add_node(network, node_id, subnet.prefixlen)
+    except BaseException:
+        destroy(network)
+        raise
+    return network
+
+
+def _add_node(network: Network, node_id: int, prefixlen: int) -> None:
+    namespace, host_end, node_end = (network.namespace(node_id), f"{PREFIX}{network.run}h{node_id}",
+                                     f"{PREFIX}{network.run}c{node_id}")
+    _run("ip", "netns", "add", namespace)
+    _run("ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end)
+    _run("ip", "link", "set", node_end, "netns", namespace)
+    _run("ip", "-n", namespace, "link", "set", node_end, "name", "eth0")
+    _run("ip", "-n", namespace, "addr", "add", f"{network.addresses[node_id]}/{prefixlen}", "dev", "eth0")
+    _run("ip", "-n", namespace, "link", "set", "eth0", "up")
+    _run("ip", "-n", namespace, "link", "set", "lo", "up")
+    _run("ip", "link", "set", host_end, "master", network.bridge)
+    _run("ip", "link", "set", host_end, "up")
+
+
+def destroy(network: Network) -> None:
+    """Delete the run's namespaces (their veth pairs go with them), its veth ends and its bridge; what is already
+    gone is skipped, so it is safe to call twice or after a half-made `create`."""
+    mine = f"{PREFIX}{network.run}"
+    for line in _run("ip", "netns", "list").splitlines():
+        name = line.split()[0] if line.split() else ""
+        if name.startswith(mine):
+            with contextlib.suppress(ConfigError):
+                _run("ip", "netns", "delete", name)
+    for link in json.loads(_run("ip", "-j", "link", "show") or "[]"):
+        name = str(link.get("ifname", ""))
+        if name.startswith(mine):
+            with contextlib.suppress(ConfigError):
+                _run("ip", "link", "delete", name)
+
+
+def exec_prefix(network: Network, node_id: int) -> list[str]:
+    """What runs a command in node `node_id`'s namespace."""
+    return ["ip", "netns", "exec", network.namespace(node_id)]
+
+
+def install(network: Network, faults: NetFaults) -> None:
+    """Make the namespaces drop and shape traffic as `faults` says, replacing what they did before."""
+    check_supported(network, faults)
+    for node_id in network.addresses:
+        namespace = network.namespace(node_id)
+        _run("ip", "netns", "exec", namespace, "nft", "-f", "-",
+             stdin=nft_script(node_id, faults.drops, network.addresses))
+        commands = tc_commands(faults.shapes.get(node_id, Shape()))
+        with contextlib.suppress(ConfigError):  # no root qdisc of ours to remove
+            _run("ip", "netns", "exec", namespace, *commands[0])
+        for command in commands[1:]:
+            _run("ip", "netns", "exec", namespace, *command)
+
+
+def check_supported(network: Network, faults: NetFaults) -> None:
+    """Refuse, before anything changes, faults this kernel cannot make: netem is often left out of small
+    kernels (CONFIG_NET_SCH_NETEM), so it is tried first on a namespace's loopback."""
+    if not any(shape.needs_netem for shape in faults.shapes.values()):
+        return
+    namespace = network.namespace(next(iter(network.addresses)))
+    try:
+        _run("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "0ms")
+    except ConfigError as exc:
+        raise ConfigError("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so latency, jitter and random "
+                          "loss on a node's link cannot be made here; loss between nodes can (one-way with a "
+                          f"percentage): {exc}") from None
+    _run("ip", "netns", "exec", namespace, "tc", "qdisc", "del", "dev", "lo", "root")
