@@ -110,8 +110,7 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str])
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
     directory = out / f"run-{plan.run}"
     directory.mkdir(parents=True, exist_ok=True)
-    injection = any(nemesis.KINDS[p.kind].needs_injection for p in plan.faults)
-    overrides = [*OVERRIDES, *(["fault.injection.enable=true"] if injection else [])]
+    overrides = [*OVERRIDES, *dict.fromkeys(o for p in plan.faults for o in nemesis.KINDS[p.kind].overrides)]
     started = time.monotonic()
     spec = cluster.up(str(directory / "cluster"), 3, 0, overrides)
     history = HistoryWriter(directory / "history.jsonl")

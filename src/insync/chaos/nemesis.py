@@ -3,7 +3,7 @@
 A `FaultKind` starts against a `Target` (the running cluster and the workload's topic) given `pick`, a number
 drawn from the run's seed that chooses the victim (a broker, or a partition whose leader or follower is the
 victim), and returns an `Active` fault: its description (what the history's nemesis ops and the report name)
-and the `undo` that ends it. Kinds that need the brokers' fault injection say so (`needs_injection`), so a
+and the `undo` that ends it. Kinds that need the brokers' fault injection name its configs (`overrides`), so a
 campaign turns it on only when asked for them. A new kind is one more entry in `KINDS`.
 
 - `pause`: SIGSTOP one broker (a long GC pause), SIGCONT to undo;
@@ -12,6 +12,8 @@ campaign turns it on only when asked for them. A new kind is one more entry in `
 - `fail-partition`: one follower's appends to one partition raise (KIP-461); undone by clearing it and
   restarting that broker, as a failed partition stays failed until then, as in Kafka;
 - `delay`: `DELAY_MS` of latency on one broker's replication requests;
+- `power-loss`: the leader of one partition SIGKILLed and cut back to what it fsynced (chaos/power.py), then
+  restarted to undo;
 - `controller-kill` / `controller-pause`: the active controller SIGKILLed (then restarted) or SIGSTOPped.
 """
 
@@ -21,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from insync.admin import admin_client
-from insync.chaos import cluster, script
+from insync.chaos import cluster, power, script
 from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
 from insync.config import ConfigError
 
+INJECTION = ("fault.injection.enable=true",)
 SLOW_READ_MS = 3000
 DELAY_MS = 1500
 
@@ -60,7 +63,7 @@ class Active:
 class FaultKind:
     name: str
     start: Callable[[Target, int], Active]
-    needs_injection: bool = False
+    overrides: tuple[str, ...] = ()  # broker configs the kind needs (its fault injection turned on)
 
 
 def _pause(target: Target, pick: int) -> Active:
@@ -105,6 +108,15 @@ def _delay(target: Target, pick: int) -> Active:
                   lambda t: t.apply(script.Step(0, "clear", broker)))
 
 
+def _power_loss(target: Target, pick: int) -> Active:
+    partition, leader, _ = target.replicas(pick)
+    if leader < 0:
+        raise ConfigError(f"partition {partition} of {target.topic} has no leader to crash")
+    target.spec, cut = power.crash(target.spec, leader, restart=False)
+    return Active(f"power loss at broker {leader} (leader of {partition}, {cut.bytes_lost} bytes not fsynced)",
+                  lambda t: t.apply(script.Step(0, "restart", leader)))
+
+
 def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
     def start(target: Target, _pick: int) -> Active:
         target.apply(script.Step(0, action, CONTROLLER_ID))
@@ -116,9 +128,10 @@ def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
 KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("pause", _pause),
     FaultKind("kill", _kill),
-    FaultKind("slow-reads", _slow_reads, needs_injection=True),
-    FaultKind("fail-partition", _fail_partition, needs_injection=True),
-    FaultKind("delay", _delay, needs_injection=True),
+    FaultKind("slow-reads", _slow_reads, INJECTION),
+    FaultKind("fail-partition", _fail_partition, INJECTION),
+    FaultKind("delay", _delay, INJECTION),
+    FaultKind("power-loss", _power_loss, (f"{power.POWER_LOSS_CONFIG}=true",)),
     FaultKind("controller-kill", _controller("kill", "restart")),
     FaultKind("controller-pause", _controller("pause", "resume")),
 )}

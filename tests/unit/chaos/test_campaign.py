@@ -48,7 +48,9 @@ def test_fault_kinds_are_checked_against_the_registry() -> None:
         nemesis.parse_kinds("kill,flood")
     with pytest.raises(ConfigError, match="names no fault kind"):
         nemesis.parse_kinds(" , ")
-    assert {k for k, v in nemesis.KINDS.items() if v.needs_injection} == {"slow-reads", "fail-partition", "delay"}
+    assert {k: v.overrides for k, v in nemesis.KINDS.items() if v.overrides} == {
+        "slow-reads": nemesis.INJECTION, "fail-partition": nemesis.INJECTION, "delay": nemesis.INJECTION,
+        "power-loss": ("fault.injection.power.loss.enable=true",)}
 
 
 def history() -> list[Op]:
