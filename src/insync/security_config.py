@@ -6,7 +6,9 @@ place to grow (config.py is near its size limit). A key here may also be set for
 overrides, which config.py validates as that key. A SASL JAAS config is set per mechanism as well
 (`listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config`), so its base drops the mechanism.
 
-Departures from Kafka: keystores and truststores are PEM only (`ssl.keystore.type=PEM`, Kafka's PEM support,
+Departures from Kafka: the SASL mechanisms are PLAIN and SCRAM only (no GSSAPI or OAUTHBEARER), so
+`sasl.enabled.mechanisms` defaults to the three and the inter-broker and controller mechanisms to PLAIN where
+Kafka's default is GSSAPI. Keystores and truststores are PEM only (`ssl.keystore.type=PEM`, Kafka's PEM support,
 KIP-651): Python's `ssl` reads no JKS or PKCS12 store. `ssl.handshake.timeout.ms` is insync's own: Kafka closes
 a connection stalled in its TLS handshake only once `connections.max.idle.ms` (10 minutes) passes.
 """
@@ -17,6 +19,7 @@ import re
 from typing import NamedTuple
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 class SecurityKey(NamedTuple):
@@ -64,6 +67,19 @@ SECURITY_CONFIGS: tuple[SecurityKey, ...] = (
     SecurityKey("ssl.endpoint.identification.algorithm", "string", "https",
                 "https: a node checks the host name of the node it connects to against its certificate; empty "
                 "turns the check off.", ("https", "")),
+    SecurityKey("sasl.enabled.mechanisms", "list", SASL_MECHANISMS,
+                "Mechanisms a SASL listener accepts (set per listener as listener.name.<l>.sasl.enabled.mechanisms).",
+                SASL_MECHANISMS),
+    SecurityKey("sasl.mechanism.inter.broker.protocol", "string", "PLAIN",
+                "How a broker authenticates to other brokers on a SASL inter-broker listener.", SASL_MECHANISMS),
+    SecurityKey("sasl.mechanism.controller.protocol", "string", "PLAIN",
+                "How a broker authenticates to the controller on a SASL controller listener.", SASL_MECHANISMS),
+    SecurityKey("sasl.jaas.config", "string", None,
+                "Set per listener and mechanism, listener.name.<l>.<mechanism>.sasl.jaas.config: a login module with "
+                "the node's own username and password, and for PLAIN its users as user_<name>=\"<password>\"."),
+    SecurityKey("connections.max.reauth.ms", "long", 0,
+                "KIP-368: a SASL session lasts this long, then the client must re-authenticate (0: forever).",
+                None, 0),
     SecurityKey("ssl.handshake.timeout.ms", "int", 10000,
                 "insync's own: a connection whose TLS handshake takes longer is closed.", None, 1),
 )

@@ -50,6 +50,7 @@ from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
 from insync.security.listeners import Endpoint, broker_listeners, controller_names
+from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
@@ -321,6 +322,9 @@ class BrokerNode(MeteredDispatcher):
 
     async def _describe_configs(self, request: DecodedRequest, session: Session) -> Any:
         return configs.describe_configs(request, self.core.metadata.image, self.core.config, self.broker_id)
+
+    def scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        return self.core.metadata.image.scram_credential(mechanism, user)
 
     async def _describe_scram_credentials(self, request: DecodedRequest, session: Session) -> Any:
         return scram_credentials.describe_user_scram_credentials(request, self.core.metadata.image)

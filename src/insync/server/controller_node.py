@@ -40,6 +40,7 @@ from insync.controller.store import ControllerFencedError, LocalFileStore, Metad
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import controller_endpoint
+from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
@@ -96,6 +97,9 @@ class ControllerNode(MeteredDispatcher):
         return self.core.controller
 
     # Dispatcher ----------------------------------------------------------------------------------------
+
+    def scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        return self.controller.image.scram_credential(mechanism, user)
 
     async def _handle(self, request: DecodedRequest, session: Session) -> Any:
         try:

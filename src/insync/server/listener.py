@@ -38,7 +38,7 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from insync import limits
@@ -77,10 +77,30 @@ class Dispatcher(Protocol):
         ...
 
 
+class CloseAfter(FrameError):
+    """Ends the connection once `parts`, the answer that says why, are written (a failed SASL exchange)."""
+
+    def __init__(self, reason: str, parts: list[Buffer]) -> None:
+        super().__init__(reason)
+        self.parts = parts
+
+
+class ConnectionGate(Protocol):
+    """A connection's SASL authentication (`server.sasl_gate`): it answers a frame itself (the parts of a
+    response, or a FrameError that closes the connection, a `CloseAfter` once its answer is written), or None to
+    let the dispatcher have it."""
+
+    def screen(self, payload: bytes) -> list[Buffer] | FrameError | None: ...
+
+
+# A SASL listener's gate for each connection: (its session, whose principal the gate sets, its frame decoder)
+GateFactory = Callable[[Session, FrameDecoder], ConnectionGate]
+
+
 class Listener:
     def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_request_bytes: int,
                  send_buffer_bytes: int = -1, *, name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
-                 tls: TlsServer | None = None) -> None:
+                 tls: TlsServer | None = None, gate: GateFactory | None = None) -> None:
         assert max_request_bytes > 0 and send_buffer_bytes >= -1
         assert (tls is not None) == security_protocol.endswith("SSL"), (security_protocol, tls)
         self.dispatcher = dispatcher
@@ -89,6 +109,7 @@ class Listener:
         self.name = name
         self.security_protocol = security_protocol
         self.tls = tls
+        self.gate = gate
         self.max_request_bytes = max_request_bytes
         self.send_buffer_bytes = send_buffer_bytes
         self._server: asyncio.Server | None = None
@@ -177,6 +198,7 @@ class Listener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, session: Session) -> None:
         """Read frames and start handling each as it arrives; `_write_in_order` answers them in request order."""
         decoder = FrameDecoder(self.max_request_bytes)
+        gate = self.gate(session, decoder) if self.gate is not None else None
         in_order: asyncio.Queue[_Answer | None] = asyncio.Queue()  # bounded by `slots`
         slots = asyncio.Semaphore(limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX)
         connection = asyncio.current_task()
@@ -189,7 +211,8 @@ class Listener:
                 reading = bool(data)
                 for payload in decoder.feed(data):
                     await slots.acquire()  # none free: the reading stops, back-pressure on the client
-                    answer = self._start(payload, session)
+                    screened = gate.screen(payload) if gate is not None else None
+                    answer = self._start(payload, session) if screened is None else screened
                     self._busy.add(connection)
                     in_order.put_nowait(answer)
                     if isinstance(answer, FrameError) or self._stopping:
@@ -234,6 +257,8 @@ class Listener:
                 if answer is None:
                     return
                 if isinstance(answer, FrameError):
+                    if isinstance(answer, CloseAfter):
+                        await _write_parts(writer, answer.parts)
                     raise answer
                 response = await answer if isinstance(answer, asyncio.Task) else answer
                 if response is not None:

@@ -11,7 +11,8 @@ FailedPartitionsCount, MaxLag and DeadThreadCount. The purgatories' sizes are
 `kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize,delayedOperation=...`): acks=all produces waiting
 for the ISR, and fetches waiting for data; one that only grows is a queue building up. Requests are counted and
 timed per API (`RequestsPerSec{request="Produce"}`, `TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics
-are. Each node owns its own registry.
+are. SASL listeners count `successful_authentication_total{listener=...}` and `failed_authentication_total`
+(Kafka's socket-server-metrics of those names). Each node owns its own registry.
 """
 
 from __future__ import annotations
@@ -88,6 +89,11 @@ class NodeMetrics:
                                 registry=self.registry)
         self.latency = Histogram("TotalTimeMs", "Request time from receipt to response, by API", ["request"],
                                  buckets=LATENCY_BUCKETS_MS, registry=self.registry)
+        # Kafka's socket-server-metrics successful-authentication-total and failed-authentication-total
+        self.authentications = Counter("successful_authentication", "SASL authentications that succeeded, by "
+                                       "listener", ["listener"], registry=self.registry)
+        self.failed_authentications = Counter("failed_authentication", "SASL authentications that failed, by "
+                                              "listener", ["listener"], registry=self.registry)
         # Each API's two children, looked up once: `labels()` costs a lock and a dict walk per call, twice a
         # request. Bounded by the APIs a node answers (the listener refuses the others before dispatch).
         self._per_api: dict[str, tuple[Any, Any]] = {}
@@ -99,6 +105,9 @@ class NodeMetrics:
             children = self._per_api[api_name] = (self.requests.labels(api_name), self.latency.labels(api_name))
         children[0].inc()
         children[1].observe(elapsed_ms)
+
+    def observe_authentication(self, listener: str, succeeded: bool) -> None:
+        (self.authentications if succeeded else self.failed_authentications).labels(listener).inc()
 
     def serve(self, port: int, host: str = "127.0.0.1") -> None:
         """Start the HTTP endpoint in a daemon thread (prometheus-client's own server)."""

@@ -15,8 +15,10 @@ from insync.clock import Clock
 from insync.config import BrokerConfig
 from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import Endpoint
+from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.listener import Listener
 from insync.server.metrics import NodeMetrics
+from insync.server.sasl_gate import gate_factory
 from insync.server.session import Session
 from insync.server.tls import client_tls, server_tls
 from insync.wire import versions
@@ -46,6 +48,13 @@ class MeteredDispatcher:
     def unsupported_api_versions_response(self) -> Any:
         return versions.unsupported_version_response(self.api_versions)
 
+    def scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        """A user's SCRAM credential in this node's metadata image, for its SASL listeners."""
+        raise NotImplementedError
+
+    def observe_authentication(self, listener: str, succeeded: bool) -> None:
+        self.metrics.observe_authentication(listener, succeeded)
+
     async def handle(self, request: DecodedRequest, session: Session) -> Any:
         start = self.clock.monotonic_ms()
         try:
@@ -60,11 +69,14 @@ class MeteredDispatcher:
 
 
 def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: BrokerConfig) -> Listener:
-    """A listener for `endpoint`, with TLS (its `ssl.*` settings) when its security protocol has it."""
+    """A listener for `endpoint`, with TLS (its `ssl.*` settings) when its security protocol has it, and a SASL
+    gate on each connection when it is SASL_PLAINTEXT or SASL_SSL."""
+    gate = gate_factory(config, endpoint.name, dispatcher.supported_versions(), dispatcher.scram_credential,
+                        dispatcher.observe_authentication) if endpoint.security_protocol.startswith("SASL_") else None
     return Listener(dispatcher, endpoint.host, endpoint.port, config.get_int("socket.request.max.bytes"),
                     config.get_int("socket.send.buffer.bytes"), name=endpoint.name,
                     security_protocol=endpoint.security_protocol,
-                    tls=server_tls(config, endpoint.name) if endpoint.uses_tls else None)
+                    tls=server_tls(config, endpoint.name) if endpoint.uses_tls else None, gate=gate)
 
 
 def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) -> ssl.SSLContext | None:

@@ -1,0 +1,186 @@
+"""The SASL gate of one connection on a SASL listener: the listener's hook into `security.sasl`.
+
+The listener hands every frame to `SaslGate.screen` before decoding it. The gate answers SaslHandshake and
+SaslAuthenticate itself (from the connection's `SaslAuthenticator`), closes the connection on anything the
+authenticator does not admit, and lets everything else through to the broker (None). Until the connection has
+authenticated, its frames are bounded by Kafka's `sasl.server.max.receive.size` (512 KiB) rather than
+`socket.request.max.bytes`, so a stranger cannot make the broker buffer 100 MB; after a SaslHandshake v0 the
+client's tokens come without Kafka headers, so the gate reads them raw. When an exchange completes, the
+connection's `Session` gets the principal, which every later request carries.
+
+Every failure (bad credentials, an unknown mechanism, a malformed exchange, a request out of turn, an expired
+session) costs that connection only: a SaslAuthenticate failure is answered with SASL_AUTHENTICATION_FAILED and
+Kafka's message first, then the connection closes with one log line naming the client's address and the
+principal it claimed, and the `failed_authentication_total` metric counts it.
+
+Settings, as Kafka names them: `sasl.enabled.mechanisms` and `connections.max.reauth.ms` (each also per listener,
+`listener.name.<listener>.<key>`), PLAIN's users from `listener.name.<listener>.plain.sasl.jaas.config`, SCRAM
+credentials from the metadata image. A node's own credentials, for the connections it makes to other brokers
+(`sasl.mechanism.inter.broker.protocol`) and to the controller (`sasl.mechanism.controller.protocol`), are the
+username and password of that listener's JAAS config for that mechanism (`client_credentials`).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import struct
+import time
+from collections.abc import Callable
+
+from insync.config import BrokerConfig, ConfigError
+from insync.protocol.codec import (
+    Buffer,
+    MalformedRequest,
+    SupportedVersions,
+    UnsupportedRequest,
+    decode_request,
+    encode_response_parts,
+    peek,
+)
+from insync.protocol.framing import MIN_REQUEST_BYTES, FrameDecoder, FrameError
+from insync.security.plain import PLAIN, JaasConfig, JaasConfigError, parse_jaas_config
+from insync.security.sasl import (
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SASL_RECEIVE_BYTES_MAX,
+    AuthenticateResult,
+    SaslAuthenticator,
+    SaslSettings,
+    State,
+)
+from insync.security.sasl_client import SaslCredentials
+from insync.security.scram import CredentialLookup
+from insync.server.listener import CloseAfter, GateFactory
+from insync.server.session import Session
+from insync.server.tls import setting
+from insync.wire import sasl
+
+log = logging.getLogger("insync.server")
+
+_SIZE = struct.Struct(">i")
+NONCE_BYTES = 24
+
+# Outcomes the listener acts on: a response to write, a connection to close, or (None) a request to dispatch.
+Screened = list[Buffer] | FrameError | None
+# Counts an authentication: (listener name, whether it succeeded).
+AuthenticationMeter = Callable[[str, bool], None]
+
+
+class SaslGate:
+    def __init__(self, settings: SaslSettings, supported: SupportedVersions, session: Session, decoder: FrameDecoder,
+                 meter: AuthenticationMeter) -> None:
+        self.authenticator = SaslAuthenticator(settings, lambda: secrets.token_urlsafe(NONCE_BYTES))
+        self._supported = supported
+        self._session = session
+        self._decoder = decoder
+        self._request_bytes_max = decoder.max_frame_bytes
+        self._meter = meter
+        decoder.max_frame_bytes = min(decoder.max_frame_bytes, SASL_RECEIVE_BYTES_MAX)
+
+    def screen(self, payload: bytes) -> Screened:
+        auth = self.authenticator
+        now_ms = int(time.monotonic() * 1000)
+        if auth.raw_tokens and auth.state is State.AUTHENTICATE:
+            result = auth.authenticate(payload, 0, now_ms)
+            return self._after(result, [_SIZE.pack(len(result.token)) + result.token])
+        try:
+            api_key, _, correlation_id = peek(payload)
+        except MalformedRequest as exc:
+            return self._closing(f"malformed request: {exc}")
+        refusal = auth.admit(api_key, now_ms)
+        if refusal is not None:
+            return self._closing(f"{refusal} (correlation id {correlation_id})")
+        if api_key not in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            return None
+        try:
+            request = decode_request(payload, self._supported)
+        except (UnsupportedRequest, MalformedRequest) as exc:
+            return self._closing(f"malformed SASL request: {exc}")
+        if api_key == SASL_HANDSHAKE:
+            return self._handshake(request.body.mechanism, request.api_version, request.correlation_id)
+        result = auth.authenticate(request.body.auth_bytes, request.api_version, now_ms)
+        body = sasl.authenticate_response(request.api_version, result.error, result.error_message, result.token,
+                                          result.session_lifetime_ms)
+        return self._after(result, encode_response_parts(SASL_AUTHENTICATE, request.api_version,
+                                                         request.correlation_id, body))
+
+    def _handshake(self, mechanism: str, version: int, correlation_id: int) -> Screened:
+        result = self.authenticator.handshake(mechanism, version)
+        body = sasl.handshake_response(version, result.error, result.mechanisms)
+        parts = encode_response_parts(SASL_HANDSHAKE, version, correlation_id, body)
+        if result.close_reason is not None:
+            self._fail(result.close_reason, "")
+            return CloseAfter(f"SASL handshake from {self._session.peer} refused: {result.close_reason}", parts)
+        if self.authenticator.raw_tokens:
+            self._decoder.min_frame_bytes = 0  # a raw token may be shorter than a request header
+        return parts
+
+    def _after(self, result: AuthenticateResult, parts: list[Buffer]) -> Screened:
+        if result.close_reason is not None:
+            self._fail(result.close_reason, result.username)
+            return CloseAfter(f"Failed authentication with {self._session.peer}", parts)
+        if result.principal is not None:
+            self._decoder.max_frame_bytes = self._request_bytes_max
+            self._decoder.min_frame_bytes = MIN_REQUEST_BYTES
+            self._session.principal = result.principal
+            self._meter(self._session.listener.name, True)
+            log.info("Authenticated /%s as %s with %s on listener %s", self._session.peer, result.principal,
+                     self.authenticator.mechanism, self._session.listener.name)
+        return parts
+
+    def _closing(self, reason: str) -> FrameError:
+        """Close without an answer, as Kafka does for a request out of turn (the listener logs the reason);
+        before authentication it counts as a failed one."""
+        if self.authenticator.principal is None:
+            self._meter(self._session.listener.name, False)
+        return FrameError(f"{reason} from {self._session.peer} on SASL listener {self._session.listener.name}")
+
+    def _fail(self, reason: str, username: str) -> None:
+        self._meter(self._session.listener.name, False)
+        claimed = f"User:{username}" if username else "no principal yet"
+        log.warning("Failed authentication with /%s (%s, mechanism %s, listener %s): %s", self._session.peer,
+                    claimed, self.authenticator.mechanism or "none", self._session.listener.name, reason)
+
+
+def jaas_config(config: BrokerConfig, listener: str, mechanism: str) -> JaasConfig | None:
+    """`listener.name.<listener>.<mechanism>.sasl.jaas.config`, parsed; None when it is not set."""
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    text = config.get_str(key) if config.is_explicit(key) else None
+    if text is None:
+        return None
+    try:
+        return parse_jaas_config(text)
+    except JaasConfigError as exc:
+        raise ConfigError(f"{key}: {exc}") from None
+
+
+def client_credentials(config: BrokerConfig, listener: str, mechanism_key: str) -> SaslCredentials:
+    """What this node sends to authenticate on `listener` with the mechanism `mechanism_key` names: the username
+    and password of that listener's JAAS config for it. ConfigError naming the key when they are missing."""
+    mechanism = config.get_str(mechanism_key) or PLAIN
+    jaas = jaas_config(config, listener, mechanism)
+    if jaas is None or not jaas.username or jaas.password is None:
+        raise ConfigError(f"{mechanism_key}={mechanism} on SASL listener {listener} needs username and password in "
+                          f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
+    return SaslCredentials(mechanism, jaas.username, jaas.password)
+
+
+def gate_factory(config: BrokerConfig, listener: str, supported: SupportedVersions, credentials: CredentialLookup,
+                 meter: AuthenticationMeter) -> GateFactory:
+    """A `SaslGate` for each connection of SASL listener `listener`."""
+    enabled = setting(config, listener, "sasl.enabled.mechanisms")
+    assert isinstance(enabled, tuple), enabled
+    mechanisms = tuple(str(mechanism) for mechanism in enabled)
+    plain = jaas_config(config, listener, PLAIN) if PLAIN in mechanisms else None
+    if PLAIN in mechanisms and (plain is None or not plain.users):
+        log.warning("SASL listener %s enables PLAIN without users (listener.name.%s.plain.sasl.jaas.config "
+                    "user_<name>=\"<password>\"): no PLAIN client can authenticate", listener, listener.lower())
+    reauth_ms = setting(config, listener, "connections.max.reauth.ms")
+    assert isinstance(reauth_ms, int), reauth_ms
+    settings = SaslSettings(mechanisms, plain.users if plain is not None else {}, credentials, reauth_ms)
+
+    def gate(session: Session, decoder: FrameDecoder) -> SaslGate:
+        return SaslGate(settings, supported, session, decoder, meter)
+
+    return gate
