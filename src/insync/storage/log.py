@@ -295,12 +295,12 @@ class Log:
             if header.size > self.config.max_message_bytes:
                 raise KafkaException(errors.MESSAGE_TOO_LARGE, f"{self.directory}: batch at offset "
                                      f"{header.base_offset} is {header.size} bytes, over max.message.bytes")
-        info = self._append(records if isinstance(records, bytes | bytearray) else bytes(records), headers)
+        info = self._append(records, headers)  # written as it came: no copy of the fetched bytes
         self._assign_epochs([(h.partition_leader_epoch, h.base_offset) for h in headers
                              if h.partition_leader_epoch >= 0])
         return info
 
-    def _append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> AppendInfo:
+    def _append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
         self.maybe_roll(len(data), headers[-1].last_offset)
         self.active_segment.append(data, headers)
         record_count = sum(header.record_count for header in headers)

@@ -218,7 +218,7 @@ class LogSegment:
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += header.size
 
-    def append(self, data: bytes | bytearray, headers: list[BatchHeader]) -> None:
+    def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
         """Append `data`, which holds exactly the batches `headers`, back to back."""
         assert headers and headers[0].base_offset == self.next_offset, (headers[0].base_offset, self.next_offset)
         position = self.disk.append(self.log_path, data)
