@@ -110,9 +110,10 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str])
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
     directory = out / f"run-{plan.run}"
     directory.mkdir(parents=True, exist_ok=True)
-    overrides = [*OVERRIDES, *dict.fromkeys(o for p in plan.faults for o in nemesis.KINDS[p.kind].overrides)]
+    kinds = [nemesis.REGISTRY[p.kind] for p in plan.faults]
+    overrides = [*OVERRIDES, *dict.fromkeys(o for kind in kinds for o in kind.overrides)]
     started = time.monotonic()
-    spec = cluster.up(str(directory / "cluster"), 3, 0, overrides)
+    spec = cluster.up(str(directory / "cluster"), 3, 0, overrides, namespaces=any(k.needs_netns for k in kinds))
     history = HistoryWriter(directory / "history.jsonl")
     errors: tuple[str, ...] = ()
     clients_log = _clients_log(directory / "clients.log")
@@ -159,7 +160,7 @@ def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None
         for planned in plan.faults:
             time.sleep(max(0.0, start + planned.at_s - time.monotonic()))
             try:
-                active = nemesis.KINDS[planned.kind].start(target, planned.pick)
+                active = nemesis.REGISTRY[planned.kind].start(target, planned.pick)
             except Exception as exc:  # e.g. no leader to kill right now: the run goes on, the history says so
                 history.append("nemesis", "fail", "start", fault=planned.kind, error=repr(exc))
                 continue

@@ -15,6 +15,12 @@ campaign turns it on only when asked for them. A new kind is one more entry in `
 - `power-loss`: the leader of one partition SIGKILLed and cut back to what it fsynced (chaos/power.py), then
   restarted to undo;
 - `controller-kill` / `controller-pause`: the active controller SIGKILLed (then restarted) or SIGSTOPped.
+
+Opt-in network kinds (`OPT_IN_KINDS`: named in `--faults`, not part of `all`, since they need a cluster in
+network namespaces, so root, iproute2 and nftables; `needs_netns`): `isolate` (one broker from every other
+node), `leader-cut` (one partition's leader from its followers, not from the controller), `bridge`, `ring`
+(majorities ring), `one-way` (every packet from one partition's leader to one follower lost) and `bandwidth`
+(one broker's traffic through tbf at `BANDWIDTH_KBIT`). They are undone by healing the network.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from insync.config import ConfigError
 INJECTION = ("fault.injection.enable=true",)
 SLOW_READ_MS = 3000
 DELAY_MS = 1500
+BANDWIDTH_KBIT = 800  # 100 kB/s: below what the workload's replication needs, so followers fall behind
 
 
 @dataclass
@@ -64,6 +71,7 @@ class FaultKind:
     name: str
     start: Callable[[Target, int], Active]
     overrides: tuple[str, ...] = ()  # broker configs the kind needs (its fault injection turned on)
+    needs_netns: bool = False  # each node in its own network namespace (cluster.up's namespaces)
 
 
 def _pause(target: Target, pick: int) -> Active:
@@ -137,11 +145,42 @@ KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
 )}
 
 
+def _network(action: str, on: str) -> Callable[[Target, int], Active]:
+    """A network fault on a broker (`on="broker"`), on one partition (`"partition"`) or on the whole cluster."""
+    def start(target: Target, pick: int) -> Active:
+        if on == "broker":
+            step = script.Step(0, action, target.broker(pick), kbit=BANDWIDTH_KBIT)
+        elif on == "partition":
+            partition, leader, replicas = target.replicas(pick)
+            followers = [r for r in replicas if r != leader]
+            if leader < 0 or not followers:
+                raise ConfigError(f"partition {partition} of {target.topic} has no leader and follower to cut")
+            step = script.Step(0, action, leader, target.topic, partition, peer=followers[pick % len(followers)])
+        else:
+            step = script.Step(0, action, None)
+        target.apply(step)
+        where = {"broker": f" broker {step.broker}", "partition": f" partition {step.partition} (leader "
+                 f"{step.broker}, follower {step.peer})"}.get(on, "")
+        return Active(f"{action}{where}", lambda t: t.apply(script.Step(0, "heal", None)))
+    return start
+
+
+OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
+    FaultKind("isolate", _network("isolate", "broker"), needs_netns=True),
+    FaultKind("leader-cut", _network("leader-cut", "partition"), needs_netns=True),
+    FaultKind("bridge", _network("bridge", "cluster"), needs_netns=True),
+    FaultKind("ring", _network("ring", "cluster"), needs_netns=True),
+    FaultKind("one-way", _network("one-way", "partition"), needs_netns=True),
+    FaultKind("bandwidth", _network("bandwidth", "broker"), needs_netns=True),
+)}
+REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
+
+
 def parse_kinds(text: str) -> tuple[str, ...]:
-    """`--faults kill,pause,...` checked against the registry; `all` is every kind."""
+    """`--faults kill,pause,...` checked against the registry; `all` is every kind but the opt-in ones."""
     names = tuple(KINDS) if text.strip() == "all" else tuple(n.strip() for n in text.split(",") if n.strip())
-    unknown = [n for n in names if n not in KINDS]
+    unknown = [n for n in names if n not in REGISTRY]
     if unknown or not names:
         raise ConfigError(f"--faults: unknown fault kind{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-                          f"known: {', '.join(KINDS)}" if unknown else "--faults names no fault kind")
+                          f"known: {', '.join(REGISTRY)}" if unknown else "--faults names no fault kind")
     return tuple(dict.fromkeys(names))

@@ -57,7 +57,8 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--runs", type=int, default=1)
     camp.add_argument("--seed", type=int, default=0, help="run r uses seed+r; --runs 1 --seed X replays seed X")
     camp.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run")
-    camp.add_argument("--faults", default="all", help=f"comma-separated kinds or all ({', '.join(nemesis.KINDS)})")
+    camp.add_argument("--faults", default="all", help=f"comma-separated kinds or all ({', '.join(nemesis.KINDS)}); "
+                      f"opt-in: {', '.join(nemesis.OPT_IN_KINDS)}")
     camp.add_argument("--rate", type=float, default=300.0, help="records per second over all producers")
     camp.add_argument("--out", default="chaos-campaign", help="directory for each run's history and report")
     camp.set_defaults(func=_campaign)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.chaos import cluster, network, partitions, script
+from insync.chaos import cluster, nemesis, network, partitions, script
 from insync.chaos.partitions import NetFaults, Shape
 from insync.config import ConfigError
 
@@ -100,3 +100,9 @@ def test_network_faults_need_a_namespaced_cluster(tmp_path: Path) -> None:
         script.apply(spec, script.Step(0, "isolate", 1))
     with pytest.raises(ConfigError, match="partition must be one of"):
         network.cut_links(spec, "halves")
+
+
+def test_network_kinds_are_opt_in() -> None:
+    assert not set(nemesis.parse_kinds("all")) & set(nemesis.OPT_IN_KINDS)
+    assert nemesis.parse_kinds("leader-cut,kill") == ("leader-cut", "kill")
+    assert {k for k, v in nemesis.REGISTRY.items() if v.needs_netns} == set(nemesis.OPT_IN_KINDS)
