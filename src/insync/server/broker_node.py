@@ -56,7 +56,14 @@ from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.role import CLUSTER_ID, MeteredDispatcher, client_tls_for, make_listener, monotonic_now
+from insync.server.role import (
+    CLUSTER_ID,
+    MeteredDispatcher,
+    client_sasl_for,
+    client_tls_for,
+    make_listener,
+    monotonic_now,
+)
 from insync.server.session import Session
 from insync.server.topic_creation import TopicCreator
 from insync.storage.log_manager import LogManager
@@ -134,9 +141,13 @@ class BrokerNode(MeteredDispatcher):
         controller_listener = controller_names(config)[0]
         self.controller = FailoverConnection(
             _controller_addresses(config), client_id=f"broker-{self.broker_id}",
-            tls=client_tls_for(config, controller_listener, self.endpoints.controller_protocol))
-        self._peer_tls = client_tls_for(config, self.endpoints.inter_broker.name,
-                                        self.endpoints.inter_broker.security_protocol)
+            tls=client_tls_for(config, controller_listener, self.endpoints.controller_protocol),
+            sasl=client_sasl_for(config, controller_listener, self.endpoints.controller_protocol,
+                                 "sasl.mechanism.controller.protocol"))
+        inter_broker = self.endpoints.inter_broker
+        self._peer_tls = client_tls_for(config, inter_broker.name, inter_broker.security_protocol)
+        self._peer_sasl = client_sasl_for(config, inter_broker.name, inter_broker.security_protocol,
+                                          "sasl.mechanism.inter.broker.protocol")
         # A controller that does not answer within a broker session is not the active one any more (it may be a
         # paused process whose socket still accepts): give up on it then, and try the next voter.
         self._controller_timeout_s = min(PEER_TIMEOUT_S, config.get_int("broker.session.timeout.ms") / 1000)
@@ -291,7 +302,8 @@ class BrokerNode(MeteredDispatcher):
                               f"{self.endpoints.inter_broker.name}")
         connection = self.peers.get(broker_id)
         if connection is None or (connection.host, connection.port) != address:
-            connection = KafkaConnection(*address, client_id=f"replica-fetcher-{self.broker_id}", tls=self._peer_tls)
+            connection = KafkaConnection(*address, client_id=f"replica-fetcher-{self.broker_id}", tls=self._peer_tls,
+                                         sasl=self._peer_sasl)
             self.peers[broker_id] = connection
         return connection
 

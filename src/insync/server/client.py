@@ -6,6 +6,13 @@ bounded (`limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX`); each request has a time
 every waiting request fails with `ConnectionError` and the next `request()` reconnects. The reader task is
 owned by the connection and cancelled in `close()`. With an `ssl.SSLContext` the connection speaks TLS (to an SSL or
 SASL_SSL listener), checking the server's host name when the context says so (endpoint identification).
+
+With `SaslCredentials` (a SASL_PLAINTEXT or SASL_SSL listener) each new connection authenticates before its first
+request: SaslHandshake v1, then SaslAuthenticate v2 with each token of `security.sasl_client`; a refusal is a
+`ConnectionError` naming the broker's message, and the caller backs off as after any lost connection. When the
+broker gives the session a lifetime (`connections.max.reauth.ms`), the connection is replaced by a new one once
+the session is over and nothing is in flight, where Kafka's clients re-authenticate on the same connection
+(KIP-368); the broker closes a connection whose session expired, so either way no request is refused for it.
 """
 
 from __future__ import annotations
@@ -14,25 +21,33 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import secrets
 import ssl
 import struct
+import time
 from typing import Any
 
 from insync import limits
 from insync.protocol.codec import decode_response, encode_request, request_key
+from insync.protocol.kio import build, error_of, request_class
+from insync.security.sasl_client import SaslClientError, SaslCredentials, tokens
 
 log = logging.getLogger("insync.client")
 
 _SIZE = struct.Struct(">i")
 RESPONSE_BYTES_MAX = 256 * 1024 * 1024
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SASL_ROUNDS_MAX = 4  # PLAIN takes one SaslAuthenticate, SCRAM two
 
 
 class KafkaConnection:
     def __init__(self, host: str, port: int, *, client_id: str = "insync", connect_timeout_s: float = 5.0,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None) -> None:
         self.host = host
         self.port = port
         self.tls = tls
+        self.sasl = sasl
+        self._session_end_s: float | None = None  # when the broker's SASL session of this connection ends
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
         self._correlation = itertools.count(1)
@@ -76,15 +91,66 @@ class KafkaConnection:
 
     async def _connect(self) -> asyncio.StreamWriter:
         async with self._connect_lock:
+            if self._session_end_s is not None and time.monotonic() >= self._session_end_s and not self._pending:
+                self._drop(ConnectionError(f"SASL session with {self.address} over"))
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port, ssl=self.tls,
                                         server_hostname=self.host if self.tls is not None else None),
                 timeout=self.connect_timeout_s)
+            if self.sasl is not None:
+                try:
+                    await asyncio.wait_for(self._authenticate(reader, writer, self.sasl), self.connect_timeout_s)
+                except asyncio.IncompleteReadError:
+                    writer.close()
+                    raise ConnectionError(f"{self.address} closed the connection during SASL authentication") from None
+                except BaseException:
+                    writer.close()
+                    raise
             self._writer = writer
             self._reader_task = asyncio.create_task(self._read_loop(reader), name=f"kafka-read-{self.address}")
             return writer
+
+    async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            credentials: SaslCredentials) -> None:
+        """The SASL exchange on a new connection, before anything else is sent on it."""
+        handshake = await self._exchange(reader, writer, build(request_class(SASL_HANDSHAKE, 1),
+                                                               mechanism=credentials.mechanism))
+        if error_of(handshake.error_code).code != 0:
+            raise ConnectionError(f"{self.address} refused SASL mechanism {credentials.mechanism}: "
+                                  f"{error_of(handshake.error_code).name} (enabled: {list(handshake.mechanisms)})")
+        exchange = tokens(credentials, secrets.token_urlsafe(24))
+        try:
+            token = next(exchange)
+            for _ in range(SASL_ROUNDS_MAX):
+                answer = await self._exchange(reader, writer, build(request_class(SASL_AUTHENTICATE, 2),
+                                                                    auth_bytes=token))
+                if error_of(answer.error_code).code != 0:
+                    log.warning("%s refused authentication as %s with %s: %s", self.address, credentials.username,
+                                credentials.mechanism, answer.error_message)
+                    raise ConnectionError(f"{self.address} refused authentication as {credentials.username}: "
+                                          f"{answer.error_message}")
+                lifetime_s = answer.session_lifetime.total_seconds()
+                self._session_end_s = time.monotonic() + lifetime_s * 0.9 if lifetime_s > 0 else None
+                token = exchange.send(answer.auth_bytes)
+        except StopIteration:
+            return
+        except SaslClientError as exc:
+            raise ConnectionError(f"SASL with {self.address}: {exc}") from None
+        raise ConnectionError(f"SASL with {self.address} did not complete in {SASL_ROUNDS_MAX} rounds")
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: Any) -> Any:
+        correlation_id = next(self._correlation) & 0x7FFFFFFF
+        writer.write(encode_request(body, correlation_id, self.client_id))
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+        if not 4 <= size <= RESPONSE_BYTES_MAX:
+            raise ConnectionError(f"response of {size} bytes from {self.address}")
+        answered, response = decode_response(*request_key(body), await reader.readexactly(size))
+        if answered != correlation_id:
+            raise ConnectionError(f"{self.address} answered correlation id {answered}, not {correlation_id}")
+        return response
 
     async def _read_loop(self, reader: asyncio.StreamReader) -> None:
         error: BaseException = ConnectionError(f"connection to {self.address} lost")
@@ -128,9 +194,10 @@ class FailoverConnection:
     after a failover reaches the new controller instead of failing. With one voter this is a `KafkaConnection`."""
 
     def __init__(self, addresses: list[tuple[str, int]], *, client_id: str = "insync",
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None) -> None:
         assert addresses, "at least one address"
-        self._connections = [KafkaConnection(host, port, client_id=client_id, tls=tls) for host, port in addresses]
+        self._connections = [KafkaConnection(host, port, client_id=client_id, tls=tls, sasl=sasl)
+                             for host, port in addresses]
         self._current = 0
 
     @property

@@ -15,10 +15,11 @@ from insync.clock import Clock
 from insync.config import BrokerConfig
 from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import Endpoint
+from insync.security.sasl_client import SaslCredentials
 from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.listener import Listener
 from insync.server.metrics import NodeMetrics
-from insync.server.sasl_gate import gate_factory
+from insync.server.sasl_gate import client_credentials, gate_factory
 from insync.server.session import Session
 from insync.server.tls import client_tls, server_tls
 from insync.wire import versions
@@ -82,6 +83,12 @@ def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: Bro
 def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) -> ssl.SSLContext | None:
     """The TLS context for this node's connections to `listener`, None when its protocol has no TLS."""
     return client_tls(config, listener) if security_protocol.endswith("SSL") else None
+
+
+def client_sasl_for(config: BrokerConfig, listener: str, security_protocol: str,
+                    mechanism_key: str) -> SaslCredentials | None:
+    """This node's SASL credentials for its connections to `listener`, None when its protocol has no SASL."""
+    return client_credentials(config, listener, mechanism_key) if security_protocol.startswith("SASL_") else None
 
 
 def monotonic_now(clock: Clock) -> Callable[[], int]:
