@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from insync import admin_requests, errors
+from insync import admin_requests, command_config, errors
 from insync.config import ConfigError
 
 ADMIN_TIMEOUT_S = 15.0
@@ -24,7 +24,8 @@ def admin_client(bootstrap: str) -> Any:
     """The tools' AdminClient. Keep it referenced while its futures are pending."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000)})
+    return AdminClient(command_config.confluent({"bootstrap.servers": bootstrap,
+                                                 "socket.timeout.ms": int(ADMIN_TIMEOUT_S * 1000)}))
 
 
 def kafka_error_text(exc: Exception) -> str:

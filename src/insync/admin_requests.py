@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from insync import errors
+from insync import command_config, errors
 from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, Choice, ReplicaLog, plan
 from insync.errors import KafkaError
 from insync.protocol.codec import MalformedRequest, decode_response, encode_request
@@ -72,7 +72,9 @@ class PartitionDescription:
 def request(address: str, body: Any, timeout_s: float) -> Any:
     """Send one request to `address` (host:port) and return the response body."""
     host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+    tls = command_config.ssl_context()
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as raw, \
+            (tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw) as sock:
         sock.sendall(encode_request(body, 1, "insync-tools"))
         (size,) = _SIZE.unpack(_read(sock, _SIZE.size))
         if not 4 <= size <= RESPONSE_BYTES_MAX:

@@ -9,6 +9,9 @@ that file, so a cluster is found by its directory alone.
 With `--controllers K` (K > 1 needs `metadata.store=zookeeper`), controllers 1001.. are standbys beside node 0,
 and every node's `controller.quorum.voters` lists them all.
 
+With `--security ssl` every listener speaks TLS with client certificates (chaos/secure.py), and the operator's
+client settings are in `DIR/client.properties`, which the commands that find a cluster by its directory use.
+
 With `--netns` (root, iproute2 and nftables) every node runs in its own network namespace on a bridge, at an
 address the harness assigns (`chaos/netns.py`), so `insync chaos partition ...` can cut links between nodes;
 clients stay in the root namespace and reach every node. `down` deletes the namespaces and the bridge, and `up`
@@ -34,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from insync.chaos import netns
+from insync import command_config
+from insync.chaos import netns, secure
 from insync.config import BrokerConfig, ConfigError, parse_overrides
 
 CLUSTER_FILE = "cluster.json"
@@ -75,6 +79,7 @@ class ClusterSpec:
     nodes: tuple[NodeSpec, ...]
     overrides: Mapping[str, str] = field(default_factory=dict)
     network: netns.Network | None = None  # with --netns
+    security: str = "plaintext"  # `--security` (chaos/secure.py)
 
     @property
     def controller(self) -> NodeSpec:
@@ -93,6 +98,12 @@ class ClusterSpec:
     def bootstrap(self) -> str:
         return ",".join(b.address for b in self.brokers)
 
+    def client_settings(self) -> dict[str, str]:
+        """The operator's client settings (`DIR/client.properties`); none for a plaintext cluster."""
+        if self.security == "plaintext":
+            return {}
+        return command_config.load(Path(self.directory) / secure.CLIENT_PROPERTIES)
+
     def node(self, node_id: int) -> NodeSpec:
         for node in self.nodes:
             if node.node_id == node_id:
@@ -108,7 +119,8 @@ class ClusterSpec:
         tmp = path.with_suffix(".tmp")
         network = None if self.network is None else self.network.to_json()
         tmp.write_text(json.dumps({"directory": self.directory, "overrides": dict(self.overrides),
-                                   "nodes": [asdict(n) for n in self.nodes], "network": network}, indent=2))
+                                   "nodes": [asdict(n) for n in self.nodes], "network": network,
+                                   "security": self.security}, indent=2))
         tmp.replace(path)
 
     @classmethod
@@ -120,7 +132,8 @@ class ClusterSpec:
             data = json.loads(path.read_text())
             nodes = tuple(NodeSpec(**n) for n in data["nodes"])
             network = None if data.get("network") is None else netns.Network.from_json(data["network"])
-            return cls(str(data["directory"]), nodes, dict(data.get("overrides", {})), network)
+            return cls(str(data["directory"]), nodes, dict(data.get("overrides", {})), network,
+                       str(data.get("security", "plaintext")))
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path} is not a cluster description: {exc}") from None
 
@@ -137,7 +150,7 @@ def free_ports(count: int) -> list[int]:
 
 
 def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[str] = (), controllers: int = 1,
-           network: netns.Network | None = None) -> ClusterSpec:
+           network: netns.Network | None = None, security: str = "plaintext") -> ClusterSpec:
     """Plan a cluster and write each node's server.properties; validates the overrides first. With `network`,
     each node listens on its namespace's address."""
     if brokers < 1:
@@ -163,7 +176,8 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
     nodes = [NodeSpec(node_id, "controller" if node_id in controller_ids else "broker", node_ports[node_id],
                       metric_ports[node_id], str(root / f"node-{node_id}"), None, hosts.get(node_id, "127.0.0.1"))
              for node_id in sorted(ids)]
-    spec = ClusterSpec(str(root), tuple(nodes), extra, network)
+    secured = secure.node_properties(security, root, sorted({"localhost", *(node.host for node in nodes)}))
+    spec = ClusterSpec(str(root), tuple(nodes), {**secured, **extra}, network, security)
     for node in spec.nodes:
         properties = _properties(spec, node)
         BrokerConfig(properties)  # an unknown key or bad value fails here, before anything starts
@@ -180,7 +194,7 @@ def _controller_ids(controllers: int) -> list[int]:
 def _properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
     is_controller = node.roles == "controller"
     listener_key = "controller.listener" if is_controller else "listeners"
-    listener_name = "CONTROLLER" if is_controller else "PLAINTEXT"
+    listener_name = secure.listener_name(spec.security, is_controller)
     properties = {
         "node.id": str(node.node_id),
         "process.roles": node.roles,
@@ -296,13 +310,14 @@ def _is_zombie(pid: int) -> bool:
 
 
 def up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int = 1,
-       namespaces: bool = False) -> ClusterSpec:
+       namespaces: bool = False, security: str = "plaintext") -> ClusterSpec:
     """Start a cluster and wait until every broker is registered and visible in metadata. Controller 0 starts
     first and is the active one; any others start after it listens, as standbys. With `namespaces`, each node
     in its own network namespace. Whatever fails, nothing started is left behind."""
     network = _make_network(overrides, [*_controller_ids(controllers), *range(1, brokers + 1)]) if namespaces else None
     try:
-        spec = layout(directory, brokers, port, overrides, controllers, network)
+        spec = layout(directory, brokers, port, overrides, controllers, network, security)
+        secure.write_client_properties(security, spec.directory)
     except BaseException:
         if network is not None:
             netns.destroy(network)
@@ -336,7 +351,7 @@ def _make_network(overrides: Sequence[str], node_ids: list[int]) -> netns.Networ
 def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+    admin = AdminClient({**spec.client_settings(), "bootstrap.servers": spec.bootstrap})
     wanted = {b.node_id for b in spec.brokers}
     deadline = time.monotonic() + deadline_s
     seen: set[int] = set()

@@ -23,14 +23,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from insync import command_config
+
 DELIVERY_TIMEOUT_S = 60.0
 READ_IDLE_S = 10.0
 CLIENT_LOGGER = "insync.clients"
 
 
 def client_conf(conf: dict[str, Any]) -> dict[str, Any]:
-    """`conf` for a confluent-kafka client whose log lines go to the `insync.clients` logger, not stderr."""
-    return {**conf, "logger": logging.getLogger(CLIENT_LOGGER)}
+    """`conf` for a confluent-kafka client whose log lines go to the `insync.clients` logger, not stderr, with the
+    command's client settings (`--command-config`)."""
+    return command_config.confluent({**conf, "logger": logging.getLogger(CLIENT_LOGGER)})
 
 
 @dataclass

@@ -4,10 +4,12 @@ namespace with --netns (see chaos/cluster.py)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from insync import command_config
 from insync.admin import describe_rows
-from insync.chaos import cluster
+from insync.chaos import cluster, secure
 
 
 def register(subparsers: Any) -> None:
@@ -25,6 +27,9 @@ def register(subparsers: Any) -> None:
     up.add_argument("--netns", action="store_true",
                     help="each node in its own network namespace on a bridge, for network partitions (needs root, "
                          "iproute2 and nftables)")
+    up.add_argument("--security", choices=secure.SECURITY_CHOICES, default="plaintext",
+                    help="ssl: TLS with client certificates on every listener, certificates in DIR/certs, the "
+                         "operator's client settings in DIR/client.properties")
     up.set_defaults(func=_up)
 
     status = commands.add_parser("status", help="processes, brokers and partition health")
@@ -38,9 +43,12 @@ def register(subparsers: Any) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    spec = cluster.up(args.dir, args.brokers, args.port, args.config, args.controllers, args.netns)
+    spec = cluster.up(args.dir, args.brokers, args.port, args.config, args.controllers, args.netns, args.security)
     print(f"cluster up: controller {spec.controller.address}, {len(spec.brokers)} brokers")
     print(f"bootstrap servers: {spec.bootstrap}")
+    if spec.security != "plaintext":
+        print(f"client settings ({spec.security}): {Path(spec.directory) / secure.CLIENT_PROPERTIES} "
+              "(confluent-kafka, kcat -F, insync --command-config)")
     return 0
 
 
@@ -62,6 +70,8 @@ def _listening(port: int) -> bool:
 
 def _status(args: argparse.Namespace) -> int:
     spec = cluster.ClusterSpec.load(args.dir)
+    if not command_config.current():  # a secured cluster's own client settings unless --command-config says
+        command_config.use(spec.client_settings())
     print(f"{'node':>4}  {'role':<10}  {'address':<21}  {'pid':>7}  state")
     for node in spec.nodes:
         running = node.pid is not None and cluster.pid_alive(node.pid)

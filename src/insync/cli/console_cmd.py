@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from insync import command_config
 from insync.config import ConfigError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -49,8 +50,9 @@ def register(subparsers: Any) -> None:
 def _produce(args: argparse.Namespace, stdin: TextIO | None = None) -> int:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": args.bootstrap_server, "acks": args.acks,
-                         "enable.idempotence": args.acks in ("all", "-1"), "linger.ms": 5})
+    producer = Producer(command_config.confluent({
+        "bootstrap.servers": args.bootstrap_server, "acks": args.acks,
+        "enable.idempotence": args.acks in ("all", "-1"), "linger.ms": 5}))
     failures: list[str] = []
 
     def delivered(err: Any, _msg: Any) -> None:
@@ -99,8 +101,9 @@ def _consume(args: argparse.Namespace) -> int:
     if args.group is not None:
         return _consume_in_group(args)
     start = _start_offset(args.offset)
-    consumer = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": "insync-console",
-                         "enable.auto.commit": False, "enable.partition.eof": False})
+    consumer = Consumer(command_config.confluent({
+        "bootstrap.servers": args.bootstrap_server, "group.id": "insync-console",
+        "enable.auto.commit": False, "enable.partition.eof": False}))
     try:
         metadata = consumer.list_topics(args.topic, timeout=METADATA_TIMEOUT_S).topics.get(args.topic)
         if metadata is None or metadata.error is not None or not metadata.partitions:
@@ -123,9 +126,9 @@ def _consume_in_group(args: argparse.Namespace) -> int:
     if args.offset not in ("earliest", "latest"):
         raise ConfigError(f"--offset {args.offset} cannot be used with --group: the group starts where it committed "
                           "(earliest or latest where it has not)")
-    consumer = Consumer({"bootstrap.servers": args.bootstrap_server, "group.id": args.group,
-                         "auto.offset.reset": args.offset, "enable.auto.commit": False,
-                         "enable.partition.eof": False})
+    consumer = Consumer(command_config.confluent({
+        "bootstrap.servers": args.bootstrap_server, "group.id": args.group,
+        "auto.offset.reset": args.offset, "enable.auto.commit": False, "enable.partition.eof": False}))
     try:
         consumer.subscribe([args.topic])
         code = _print_records(consumer, args)

@@ -1,7 +1,9 @@
 """`insync` entry point: parse arguments, dispatch to a command module, turn operating errors into exit codes.
 
 Each command module exposes `register(subparsers)`, which adds its parser and sets `func` (a callable taking the
-parsed namespace and returning an exit code). Wrong arguments exit 2 with argparse's message; an operating error
+parsed namespace and returning an exit code). Every command that talks to a cluster (it takes
+`--bootstrap-server` or a cluster `--dir`) also takes `--command-config FILE`, as Kafka's tools do: client settings in
+librdkafka's names (`command_config.py`), loaded before the command runs. Wrong arguments exit 2 with argparse's message; an operating error
 (bad config, unreadable file) exits 1 with one line naming what was wrong, never a traceback.
 """
 
@@ -12,6 +14,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from insync import command_config
 from insync.config import ConfigError
 
 COMMAND_MODULES = (
@@ -22,6 +25,7 @@ COMMAND_MODULES = (
     "insync.cli.groups_cmd",
     "insync.cli.console_cmd",
     "insync.cli.cluster_cmd",
+    "insync.cli.certs_cmd",
     "insync.cli.chaos_cmd",
     "insync.cli.broker_cmd",
     "insync.cli.demo_cmd",
@@ -36,7 +40,22 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for command in _leaves(parser):
+        options = {option for action in command._actions for option in action.option_strings}
+        if options & {"--bootstrap-server", "--dir"} and "--command-config" not in options:
+            command.add_argument("--command-config", metavar="FILE",
+                                 help="client settings (security.protocol, ssl.*, sasl.*) in librdkafka's names")
     return parser
+
+
+def _leaves(parser: argparse.ArgumentParser, depth: int = 0) -> list[argparse.ArgumentParser]:
+    """The parsers of every command and subcommand that has no subcommands of its own (depth bounded)."""
+    assert depth < 8, "commands nest a few levels at most"
+    children = [choice for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+                for choice in action.choices.values()]
+    if not children:
+        return [parser]
+    return [leaf for child in dict.fromkeys(children) for leaf in _leaves(child, depth + 1)]
 
 
 def _without_kio_test_hooks() -> None:
@@ -53,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "command_config", None):
+            command_config.use(command_config.load(args.command_config))
         code = args.func(args)
     except (ConfigError, OSError) as exc:
         print(f"insync: error: {exc}", file=sys.stderr)

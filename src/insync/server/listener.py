@@ -119,7 +119,7 @@ class Listener:
         self.ready = asyncio.Event()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=READ_CHUNK_BYTES)
+        self._server = await asyncio.start_server(self._connected, self.host, self.port, limit=READ_CHUNK_BYTES)
         sockets = self._server.sockets
         assert sockets, "listener has no socket"
         self.port = sockets[0].getsockname()[1]
@@ -149,14 +149,26 @@ class Listener:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=1.0)
 
+    def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Called as the connection is made, before anything is read from it: a TLS listener stops the reading
+        there, so the client's first bytes (its ClientHello) reach the TLS handshake (`start_tls`), not the
+        plaintext stream. (asyncio's own `start_server(ssl=...)` would handshake before the listener sees the
+        connection, and fail it without a word.)"""
+        if self.tls is not None:
+            transport = writer.transport
+            assert isinstance(transport, asyncio.ReadTransport)  # a socket transport reads and writes
+            transport.pause_reading()
+        task = asyncio.get_running_loop().create_task(self._accept(reader, writer))
+        self._connections.add(task)
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._connections) >= limits.CONNECTIONS_MAX:
-            log.warning("Refusing connection: %d connections open", len(self._connections))
+        task = asyncio.current_task()
+        assert task is not None and task in self._connections
+        if len(self._connections) > limits.CONNECTIONS_MAX:
+            log.warning("Refusing connection: %d connections open", len(self._connections) - 1)
+            self._connections.discard(task)
             writer.close()
             return
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
         peer = _peer_name(writer)
         try:
             set_send_buffer(writer.get_extra_info("socket"), self.send_buffer_bytes)

@@ -1,0 +1,78 @@
+"""`insync certs create`, `--command-config` and `cluster up --security`'s layout, without a cluster."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from insync import command_config
+from insync.chaos import cluster, secure
+from insync.cli.main import build_parser, main
+from insync.config import BrokerConfig
+
+
+def test_certs_create_makes_a_ca_node_and_client_certificates_openssl_verifies(tmp_path: Path) -> None:
+    assert main(["certs", "create", "--dir", str(tmp_path), "--client", "alice", "--client", "bob"]) == 0
+    for name in ("node", "alice", "bob"):
+        verified = subprocess.run(["openssl", "verify", "-CAfile", str(tmp_path / "ca.pem"),
+                                   str(tmp_path / f"{name}.pem")], capture_output=True, text=True, timeout=30)
+        assert verified.returncode == 0, verified.stderr
+    assert (tmp_path / "alice-key.pem").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--client", "node"], "client name 'node'"),
+    (["--client", "a/b"], "client name 'a/b'"),
+    (["--days", "0"], "--days must be between 1 and 36500"),
+])
+def test_certs_create_refuses_bad_input(tmp_path: Path, argv: list[str], message: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["certs", "create", "--dir", str(tmp_path), *argv]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_every_command_that_talks_to_a_cluster_takes_command_config() -> None:
+    parser = build_parser()
+    for argv in (["topics", "list"], ["groups", "list"], ["produce", "--topic", "t"], ["cluster", "status",
+                 "--dir", "d"], ["configs", "--describe", "--entity-type", "brokers", "--entity-default"]):
+        assert parser.parse_known_args([*argv, "--command-config", "f"])[0].command_config == "f", argv
+
+
+def test_command_config_is_read_and_refused_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "client.properties"
+    path.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n")
+    assert command_config.load(path)["sasl.mechanism"] == "PLAIN"
+    path.write_text("security.protocol=TLS\n")
+    with pytest.raises(ValueError, match=f"--command-config {path}: security.protocol=TLS is not one of"):
+        command_config.load(path)
+    with pytest.raises(ValueError, match="cannot read --command-config"):
+        command_config.load(tmp_path / "missing")
+    assert main(["topics", "list", "--command-config", str(tmp_path / "missing")]) == 1
+
+
+def test_command_config_settings_reach_clients_and_give_a_tls_context(tmp_path: Path) -> None:
+    files = secure.certs.create(tmp_path)
+    try:
+        command_config.use({"security.protocol": "SSL", "ssl.ca.location": str(files.ca)})
+        assert command_config.confluent({"bootstrap.servers": "b"})["security.protocol"] == "SSL"
+        context = command_config.ssl_context()
+        assert isinstance(context, ssl.SSLContext) and context.check_hostname
+    finally:
+        command_config.use({})
+    assert command_config.ssl_context() is None and command_config.confluent({}) == {}
+
+
+def test_a_ssl_cluster_layout_secures_every_listener_and_writes_client_properties(tmp_path: Path) -> None:
+    spec = cluster.layout(tmp_path, 2, 0, [], security="ssl")
+    controller = BrokerConfig.from_sources(spec.controller.config_path)
+    broker = BrokerConfig.from_sources(spec.brokers[0].config_path)
+    assert controller.get_str("controller.listener").startswith("CONTROLLER://")  # type: ignore[union-attr]
+    assert broker.get_list("listeners")[0].startswith("SSL://")
+    assert broker.get_str("ssl.client.auth") == "required"
+    assert "CONTROLLER:SSL" in broker.get_list("listener.security.protocol.map")
+    path = secure.write_client_properties("ssl", spec.directory)
+    assert path is not None and command_config.load(path)["security.protocol"] == "SSL"
+    assert cluster.ClusterSpec.load(spec.directory).client_settings()["ssl.key.location"].endswith("admin-key.pem")

@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from insync.chaos import certs
+from insync.config import BrokerConfig, ConfigError
+from insync.security.principal import ANONYMOUS, user
+from insync.server.tls import client_tls, server_tls, setting
+
+
+class PeerCertificate:
+    """What the listener reads from a handshake's ssl object: the client certificate in DER, or none."""
+
+    def __init__(self, der: bytes | None) -> None:
+        self.der = der
+
+    def getpeercert(self, binary_form: bool) -> bytes | None:
+        assert binary_form
+        return self.der
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> certs.CertFiles:
+    return certs.create(tmp_path_factory.mktemp("certs"), clients=("alice",))
+
+
+def der_of(path: Path) -> bytes:
+    return x509.load_pem_x509_certificate(path.read_bytes()).public_bytes(Encoding.DER)
+
+
+def test_a_client_certificate_subject_is_the_principal_through_the_mapping_rules(files: certs.CertFiles) -> None:
+    base = {"ssl.keystore.location": str(files.node), "ssl.truststore.location": str(files.ca),
+            "ssl.client.auth": "required"}
+    alice = PeerCertificate(der_of(files.client("alice")[0]))
+    assert server_tls(BrokerConfig(base), "SSL").principal(alice) == user("CN=alice,O=insync")
+    mapped = server_tls(BrokerConfig({**base, "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/U"}), "SSL")
+    assert mapped.principal(alice) == user("ALICE")
+    assert mapped.principal(PeerCertificate(None)) == ANONYMOUS
+    assert mapped.context.verify_mode == ssl.CERT_REQUIRED and mapped.context.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_a_listener_setting_overrides_the_general_one_for_that_listener_only(files: certs.CertFiles) -> None:
+    config = BrokerConfig({"ssl.keystore.location": str(files.node), "ssl.truststore.location": str(files.ca),
+                           "listener.name.external.ssl.client.auth": "requested",
+                           "listener.name.external.ssl.enabled.protocols": "TLSv1.3"})
+    assert setting(config, "EXTERNAL", "ssl.client.auth") == "requested"
+    assert setting(config, "INTERNAL", "ssl.client.auth") == "none"
+    assert server_tls(config, "EXTERNAL").context.verify_mode == ssl.CERT_OPTIONAL
+    assert server_tls(config, "EXTERNAL").context.minimum_version == ssl.TLSVersion.TLSv1_3
+    assert client_tls(config, "INTERNAL").check_hostname  # ssl.endpoint.identification.algorithm=https
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({}, "uses TLS but has no ssl.keystore.location"),
+    ({"ssl.keystore.location": "/nonexistent.pem"}, "cannot load the keystore"),
+    ({"ssl.client.auth": "required", "keystore": True}, "needs ssl.truststore.location"),
+    ({"ssl.truststore.location": "/nonexistent.pem", "keystore": True}, "cannot load the truststore"),
+    ({"ssl.keystore.key": "x", "keystore": True}, "either ssl.keystore.location or"),
+    ({"ssl.keystore.key": "not a key", "ssl.keystore.certificate.chain": "nor a chain"}, "cannot load the keystore"),
+])
+def test_bad_tls_settings_fail_at_startup_naming_the_key(files: certs.CertFiles, values: dict[str, object],
+                                                          message: str) -> None:
+    raw = {k: v for k, v in values.items() if k != "keystore"}
+    if values.get("keystore"):
+        raw["ssl.keystore.location"] = str(files.node)
+    with pytest.raises(ConfigError, match=message):
+        server_tls(BrokerConfig(raw), "SSL")
+
+
+def test_inline_pem_keystore_and_truststore_load(files: certs.CertFiles) -> None:
+    pem = files.node.read_text()
+    key_end = pem.index("-----END PRIVATE KEY-----") + len("-----END PRIVATE KEY-----")
+    config = BrokerConfig({"ssl.keystore.key": pem[:key_end], "ssl.keystore.certificate.chain": pem[key_end:],
+                           "ssl.truststore.certificates": files.ca.read_text(), "ssl.client.auth": "required"})
+    assert server_tls(config, "SSL").context.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_per_listener_keys_are_validated_as_their_base_key() -> None:
+    with pytest.raises(ConfigError, match="ssl.client.auth"):
+        BrokerConfig({"listener.name.ssl.ssl.client.auth": "always"})
+    with pytest.raises(ConfigError, match="unknown broker config key: listener.name.ssl.no.such.key"):
+        BrokerConfig({"listener.name.ssl.no.such.key": "1"})
