@@ -31,7 +31,9 @@ def test_a_short_campaign_covers_every_fault_kind_and_finds_nothing_forbidden(tm
                           "--seed", str(SEED), "--duration", str(DURATION_S), "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=400)
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
-    assert out.stdout.splitlines()[-1].split()[0] == "all" and out.stdout.rstrip().endswith(f"{RUNS} ok, 0 not")
+    *_, totals_line, last_line = out.stdout.splitlines()
+    assert totals_line.split()[0] == "all" and totals_line.endswith(f"{RUNS} ok, 0 not")
+    assert last_line.startswith(f"{RUNS} runs in "), last_line
 
     started = []
     for plan in plans:
@@ -43,3 +45,5 @@ def test_a_short_campaign_covers_every_fault_kind_and_finds_nothing_forbidden(tm
         started += [f["fault"] for f in data["faults"]]
         assert (directory / "history.jsonl").stat().st_size > 0 and "<svg" in (directory / "report.html").read_text()
     assert len(started) == sum(len(p.faults) for p in plans)
+    totals = json.loads((tmp_path / "campaign.json").read_text())
+    assert (totals["runs"], totals["ok_runs"], totals["forbidden"], totals["faults"]) == (RUNS, RUNS, 0, len(started))

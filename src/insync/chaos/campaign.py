@@ -12,14 +12,17 @@ Each run starts its own cluster (3 brokers, short timeouts, fault injection when
 `<out>/run-<r>/cluster`, creates a topic (RF 3, min ISR 2, unclean election off), runs the workload
 (chaos/workload.py) and the faults with every operation in `<out>/run-<r>/history.jsonl`, ends every fault
 still active, reads every partition completely, checks the history (chaos/checker.py) and writes the report
-(chaos/report.py). A run is ok when no anomaly the producers' guarantees forbid was found.
+(chaos/report.py). A run is ok when no anomaly the producers' guarantees forbid was found. `<out>/campaign.json`
+holds the totals (by anomaly and by producer label) and each run's verdict.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -181,8 +184,30 @@ def _undo(active: nemesis.Active, target: nemesis.Target, history: HistoryWriter
 
 def run_campaign(plans: Sequence[RunPlan], out: Path, rate: float = 300.0,
                  each: Callable[[RunResult], None] = lambda _r: None) -> list[RunResult]:
-    results = []
+    """The runs one after another; `<out>/campaign.json` (the totals so far) is rewritten after each."""
+    results: list[RunResult] = []
+    started = time.monotonic()
     for plan in plans:
         results.append(run_one(plan, out, rate))
+        (out / "campaign.json").write_text(json.dumps(summary(results, time.monotonic() - started), indent=1))
         each(results[-1])
     return results
+
+
+def summary(results: Sequence[RunResult], elapsed_s: float) -> dict[str, Any]:
+    totals: Counter[str] = Counter()
+    by_label: dict[str, Counter[str]] = defaultdict(Counter)
+    for result in results:
+        totals.update(result.check.counts)
+        for label, kinds in result.check.counts_by_label().items():
+            by_label[label].update(kinds)
+    return {
+        "runs": len(results), "elapsed_s": round(elapsed_s, 1), "ok_runs": sum(1 for r in results if r.check.ok),
+        "forbidden": sum(len(r.check.forbidden) for r in results),
+        "faults": sum(len(r.check.faults) for r in results),
+        "acked": sum(r.check.sends.get("ok", 0) for r in results),
+        "anomalies": {kind: totals[kind] for kind in checker.KINDS},
+        "anomalies_by_label": {label: dict(kinds) for label, kinds in sorted(by_label.items())},
+        "per_run": [{"run": r.plan.run, "seed": r.plan.seed, "ok": r.check.ok, "elapsed_s": round(r.elapsed_s, 1),
+                     "faults": [f for f, _, _ in r.check.faults], "anomalies": r.check.counts} for r in results],
+    }

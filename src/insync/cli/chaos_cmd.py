@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from insync.chaos import campaign, cluster, nemesis, power, report, script
+from insync.chaos import campaign, checker, cluster, nemesis, power, report, script
+from insync.chaos.ops import read_history
 from insync.cli import chaos_net_cmd
 from insync.config import ConfigError
 
@@ -62,6 +65,11 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--rate", type=float, default=300.0, help="records per second over all producers")
     camp.add_argument("--out", default="chaos-campaign", help="directory for each run's history and report")
     camp.set_defaults(func=_campaign)
+    check = commands.add_parser("check", help="check a campaign run's history.jsonl again (Jepsen's anomalies)")
+    check.add_argument("history")
+    check.add_argument("--show", type=int, default=20, help="anomalies to print")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(func=_check)
 
 
 def _one(args: argparse.Namespace) -> int:
@@ -111,6 +119,27 @@ def _campaign(args: argparse.Namespace) -> int:
         for error in result.client_errors:
             print(f"  client error: {error}")
 
+    started = time.monotonic()
     campaign.run_campaign(plans, Path(args.out), args.rate, each)
     print("\n".join(report.table([(r.plan.run, r.plan.seed, r.check) for r in done])))
+    print(f"{len(done)} runs in {time.monotonic() - started:.0f} s; totals in {Path(args.out) / 'campaign.json'}")
     return 0 if all(r.check.ok for r in done) else 1
+
+
+def _check(args: argparse.Namespace) -> int:
+    result = checker.check(read_history(args.history))
+    if args.json:
+        print(json.dumps({"ok": result.ok, "forbidden": len(result.forbidden), "sends": result.sends,
+                          "reads": result.reads, "anomalies": result.counts,
+                          "anomalies_by_label": result.counts_by_label(),
+                          "examples": [asdict(a) for a in result.anomalies[:report.ANOMALIES_SHOWN]]}))
+        return 0 if result.ok else 1
+    print(f"sends {result.sends}, records read {result.reads}, complete reads of {list(result.complete_partitions)}")
+    for label, kinds in result.counts_by_label().items():
+        print(f"  {label}: {', '.join(f'{k} {n}' for k, n in kinds.items())}")
+    for anomaly in result.anomalies[:args.show]:
+        mark = "FORBIDDEN" if anomaly.forbidden else "allowed"
+        print(f"  {mark} {anomaly.kind} {anomaly.detail} {list(anomaly.values)[:4]} "
+              f"faults: {'; '.join(anomaly.faults) or '-'}")
+    print("OK" if result.ok else f"{len(result.forbidden)} forbidden anomalies")
+    return 0 if result.ok else 1

@@ -95,3 +95,29 @@ def test_campaign_arguments_are_checked_before_anything_starts(tmp_path: Path, a
     out = subprocess.run([sys.executable, "-m", "insync.cli.main", "chaos", "campaign", "--out", str(tmp_path / "o"),
                           *args], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and message in out.stderr and not (tmp_path / "o").exists()
+
+
+def test_the_campaign_summary_totals_the_runs() -> None:
+    plan = campaign.RunPlan(0, 7, 30.0, ())
+    result = campaign.RunResult(plan, checker.check(history()), "/tmp/run-0", 12.0)
+    data = campaign.summary([result, result], 30.0)
+    assert (data["runs"], data["ok_runs"], data["forbidden"], data["faults"], data["acked"]) == (2, 2, 0, 2, 4)
+    assert data["anomalies"]["lost-write"] == 2 and data["anomalies_by_label"] == {"acks=1": {"lost-write": 2}}
+    assert data["per_run"][1] == {"run": 0, "seed": 7, "ok": True, "elapsed_s": 12.0, "faults": ["kill broker 2"],
+                                  "anomalies": result.check.counts}
+
+
+def test_chaos_check_reads_a_history_again(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    ops = [*history()[:3], Op(400, "c0", "ok", "poll", records=((0, 0, "p0-0"),)),
+           Op(500, "c0", "ok", "poll", records=((0, 0, "p0-0"),))]
+    path.write_text("".join(op.to_json() + "\n" for op in ops))
+    command = [sys.executable, "-m", "insync.cli.main", "chaos", "check", str(path)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "FORBIDDEN nonmonotonic-poll c0 polled 0:0 then 0:0" in out.stdout
+    assert "kill broker 2" in out.stdout and out.stdout.rstrip().endswith("1 forbidden anomalies")
+    data = json.loads(subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=60).stdout)
+    assert data["forbidden"] == 1 and data["anomalies"]["nonmonotonic-poll"] == 1
+    path.write_text('{"time_ms": 0}\n')
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "history.jsonl:1: not a history operation" in out.stderr
