@@ -24,6 +24,7 @@ returned, not raised.
 
 from __future__ import annotations
 
+import secrets
 import socket
 import struct
 import time
@@ -32,11 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from insync import command_config, errors
+from insync.config import ConfigError
 from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, Choice, ReplicaLog, plan
 from insync.errors import KafkaError
 from insync.protocol.codec import MalformedRequest, decode_response, encode_request
 from insync.protocol.kio import build, error_of, nested, request_class
+from insync.security.sasl_client import SaslClientError, SaslCredentials, tokens
 from insync.types import BrokerId, TopicPartition
+from insync.wire.versions import SASL_AUTHENTICATE, SASL_HANDSHAKE
 
 DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
 FIND_COORDINATOR, OFFSET_DELETE = 10, 47
@@ -52,6 +56,7 @@ DEBUGGING_REPLICA_ID = -2
 EARLIEST_TIMESTAMP = -2
 PAGES_MAX = 10_000  # 2000 partitions a page: far more than a cluster holds
 RESPONSE_BYTES_MAX = 64 * 1024 * 1024
+SASL_ROUNDS_MAX = 4
 _SIZE = struct.Struct(">i")
 
 
@@ -70,20 +75,61 @@ class PartitionDescription:
 
 
 def request(address: str, body: Any, timeout_s: float) -> Any:
-    """Send one request to `address` (host:port) and return the response body."""
+    """Send one request to `address` (host:port) and return the response body; over TLS and after SASL as the
+    command's client settings say (`--command-config`)."""
     host, _, port = address.rpartition(":")
     tls = command_config.ssl_context()
     with socket.create_connection((host, int(port)), timeout=timeout_s) as raw, \
             (tls.wrap_socket(raw, server_hostname=host) if tls is not None else raw) as sock:
-        sock.sendall(encode_request(body, 1, "insync-tools"))
-        (size,) = _SIZE.unpack(_read(sock, _SIZE.size))
-        if not 4 <= size <= RESPONSE_BYTES_MAX:
-            raise ConnectionError(f"response of {size} bytes from {address}")
-        try:
-            _, response = decode_response(int(body.__api_key__), int(body.__version__), _read(sock, size))
-        except MalformedRequest as exc:
-            raise ConnectionError(f"{address}: {exc}") from None
+        credentials = _sasl_credentials(command_config.current())
+        if credentials is not None:
+            _authenticate(sock, address, credentials)
+        return _exchange(sock, address, body)
+
+
+def _exchange(sock: socket.socket, address: str, body: Any) -> Any:
+    sock.sendall(encode_request(body, 1, "insync-tools"))
+    (size,) = _SIZE.unpack(_read(sock, _SIZE.size))
+    if not 4 <= size <= RESPONSE_BYTES_MAX:
+        raise ConnectionError(f"response of {size} bytes from {address}")
+    try:
+        _, response = decode_response(int(body.__api_key__), int(body.__version__), _read(sock, size))
+    except MalformedRequest as exc:
+        raise ConnectionError(f"{address}: {exc}") from None
     return response
+
+
+def _sasl_credentials(settings: dict[str, str]) -> SaslCredentials | None:
+    if not settings.get("security.protocol", "PLAINTEXT").upper().startswith("SASL_"):
+        return None
+    try:
+        return SaslCredentials(settings.get("sasl.mechanism", "GSSAPI").upper(), settings["sasl.username"],
+                               settings["sasl.password"])
+    except (KeyError, AssertionError):
+        raise ConfigError("--command-config: SASL needs sasl.mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), "
+                          "sasl.username and sasl.password") from None
+
+
+def _authenticate(sock: socket.socket, address: str, credentials: SaslCredentials) -> None:
+    """SaslHandshake v1 and SaslAuthenticate v2 with each of the mechanism's tokens (security.sasl_client)."""
+    handshake = _exchange(sock, address, build(request_class(SASL_HANDSHAKE, 1), mechanism=credentials.mechanism))
+    if error_of(handshake.error_code) is not errors.NONE:
+        raise ConfigError(f"{address} does not accept SASL mechanism {credentials.mechanism} (enabled: "
+                          f"{', '.join(handshake.mechanisms)})")
+    exchange = tokens(credentials, secrets.token_urlsafe(24))
+    try:
+        token = next(exchange)
+        for _ in range(SASL_ROUNDS_MAX):  # bounded: SCRAM takes two rounds
+            answer = _exchange(sock, address, build(request_class(SASL_AUTHENTICATE, 2), auth_bytes=token))
+            if error_of(answer.error_code) is not errors.NONE:
+                raise ConfigError(f"{address} refused authentication as {credentials.username}: "
+                                  f"{answer.error_message}")
+            token = exchange.send(answer.auth_bytes)
+    except StopIteration:
+        return
+    except SaslClientError as exc:
+        raise ConnectionError(f"SASL with {address}: {exc}") from None
+    raise ConnectionError(f"SASL with {address} did not complete in {SASL_ROUNDS_MAX} rounds")
 
 
 def _read(sock: socket.socket, size: int) -> bytes:

@@ -176,7 +176,8 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
     nodes = [NodeSpec(node_id, "controller" if node_id in controller_ids else "broker", node_ports[node_id],
                       metric_ports[node_id], str(root / f"node-{node_id}"), None, hosts.get(node_id, "127.0.0.1"))
              for node_id in sorted(ids)]
-    secured = secure.node_properties(security, root, sorted({"localhost", *(node.host for node in nodes)}))
+    root.mkdir(parents=True, exist_ok=True)
+    secured = secure.prepare(security, root, sorted({"localhost", *(node.host for node in nodes)}))
     spec = ClusterSpec(str(root), tuple(nodes), {**secured, **extra}, network, security)
     for node in spec.nodes:
         properties = _properties(spec, node)
@@ -317,7 +318,6 @@ def up(directory: str, brokers: int, port: int, overrides: list[str], controller
     network = _make_network(overrides, [*_controller_ids(controllers), *range(1, brokers + 1)]) if namespaces else None
     try:
         spec = layout(directory, brokers, port, overrides, controllers, network, security)
-        secure.write_client_properties(security, spec.directory)
     except BaseException:
         if network is not None:
             netns.destroy(network)

@@ -1,65 +1,74 @@
 """`insync cluster up --security ...`: the configs a secured local cluster runs with, and the client settings to
 reach it.
 
-`ssl`: every listener speaks TLS (brokers `SSL://`, the controller `CONTROLLER://` mapped to SSL), so inter-broker
-and broker-to-controller traffic is encrypted and authenticated too: every node presents the node certificate
-(`CN=node`) and requires a client certificate signed by the cluster's CA (`ssl.client.auth=required`); the
-principal of a certificate is its common name (`ssl.principal.mapping.rules`, so `User:node`, `User:admin`).
+- `ssl`: every listener speaks TLS (brokers `SSL://`, the controller `CONTROLLER://` mapped to SSL), so inter-broker
+  and broker-to-controller traffic is encrypted and authenticated too: every node presents the node certificate
+  (`CN=node`) and requires a client certificate signed by the cluster's CA (`ssl.client.auth=required`); the
+  principal of a certificate is its common name (`ssl.principal.mapping.rules`: `User:node`, `User:admin`).
+- `sasl_ssl`: every listener SASL over TLS (server certificates only); `sasl_plaintext`: SASL without TLS. The
+  users are in each listener's PLAIN JAAS config (`listener.name.<l>.plain.sasl.jaas.config`): `node`, which
+  brokers authenticate as to each other and to the controller (PLAIN, `sasl.mechanism.inter.broker.protocol`),
+  and the operator `admin`, each with a random password made for this cluster. SCRAM users are added on the
+  running cluster (`insync users`).
 Certificates are made in `DIR/certs` (chaos/certs.py) unless already there. The operator's settings go to
-`DIR/client.properties` in librdkafka's names (the `admin` client certificate), which confluent-kafka,
-`kcat -F` and every insync command (`--command-config`) read.
+`DIR/client.properties` in librdkafka's names (`security.protocol`, `ssl.*`, `sasl.mechanism`, `sasl.username`,
+`sasl.password`), which confluent-kafka, `kcat -F` and every insync command (`--command-config`) read; like the
+servers' configs, it holds passwords, and is written readable by its owner only.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
 from insync.chaos import certs
 from insync.config import ConfigError
 
-SECURITY_CHOICES = ("plaintext", "ssl")
+SECURITY_CHOICES = ("plaintext", "ssl", "sasl_ssl", "sasl_plaintext")
 OPERATOR = "admin"
+NODE_USER = "node"
 CLIENT_PROPERTIES = "client.properties"
 PRINCIPAL_RULES = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"  # the common name alone: User:node, User:admin
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule required"
 
 
 def listener_name(security: str, is_controller: bool) -> str:
-    if is_controller:
-        return "CONTROLLER"
-    return "PLAINTEXT" if security == "plaintext" else "SSL"
+    _check(security)
+    return "CONTROLLER" if is_controller else security.upper()
 
 
-def node_properties(security: str, directory: str | Path, hosts: Sequence[str] = certs.DEFAULT_HOSTS
-                    ) -> dict[str, str]:
-    """What every node of a cluster secured so adds to its server.properties (nothing for plaintext); the node
-    certificate is valid for `hosts` (the nodes' addresses)."""
+def prepare(security: str, directory: str | Path, hosts: Sequence[str] = certs.DEFAULT_HOSTS) -> dict[str, str]:
+    """Make what a cluster secured so needs in `directory` (certificates for `hosts`, the nodes' addresses;
+    passwords; `client.properties`) and return what every node adds to its server.properties (nothing for
+    plaintext)."""
     _check(security)
     if security == "plaintext":
         return {}
-    files = certs.CertFiles(Path(directory) / "certs")
-    if not all(path.exists() for path in (files.ca, files.node, *files.client(OPERATOR))):
-        certs.create(files.directory, clients=(OPERATOR,), hosts=hosts)
-    return {
-        "listener.security.protocol.map": "SSL:SSL,CONTROLLER:SSL",
-        "ssl.keystore.location": str(files.node),
-        "ssl.truststore.location": str(files.ca),
-        "ssl.client.auth": "required",
-        "ssl.principal.mapping.rules": PRINCIPAL_RULES,
-    }
-
-
-def write_client_properties(security: str, directory: str | Path) -> Path | None:
-    """`DIR/client.properties` for the operator, in librdkafka's names; None (and no file) for plaintext."""
-    _check(security)
-    if security == "plaintext":
-        return None
-    files = certs.CertFiles(Path(directory) / "certs")
-    certificate, key = files.client(OPERATOR)
+    protocol = security.upper()
+    properties = {"listener.security.protocol.map": f"{protocol}:{protocol},CONTROLLER:{protocol}"}
+    client = {"security.protocol": protocol}
+    if protocol.endswith("SSL"):
+        files = certs.CertFiles(Path(directory) / "certs")
+        if not all(path.exists() for path in (files.ca, files.node, *files.client(OPERATOR))):
+            certs.create(files.directory, clients=(OPERATOR,), hosts=hosts)
+        properties.update({"ssl.keystore.location": str(files.node), "ssl.truststore.location": str(files.ca)})
+        client["ssl.ca.location"] = str(files.ca)
+    if protocol == "SSL":
+        properties.update({"ssl.client.auth": "required", "ssl.principal.mapping.rules": PRINCIPAL_RULES})
+        certificate, key = files.client(OPERATOR)
+        client.update({"ssl.certificate.location": str(certificate), "ssl.key.location": str(key)})
+    else:
+        node_password, operator_password = secrets.token_urlsafe(18), secrets.token_urlsafe(18)
+        jaas = (f'{PLAIN_MODULE} username="{NODE_USER}" password="{node_password}" '
+                f'user_{NODE_USER}="{node_password}" user_{OPERATOR}="{operator_password}";')
+        for listener in (protocol, "CONTROLLER"):
+            properties[f"listener.name.{listener.lower()}.plain.sasl.jaas.config"] = jaas
+        client.update({"sasl.mechanism": "PLAIN", "sasl.username": OPERATOR, "sasl.password": operator_password})
     path = Path(directory) / CLIENT_PROPERTIES
-    path.write_text(f"security.protocol=SSL\nssl.ca.location={files.ca}\n"
-                    f"ssl.certificate.location={certificate}\nssl.key.location={key}\n")
-    return path
+    path.touch(mode=0o600)
+    path.write_text("".join(f"{key}={value}\n" for key, value in client.items()))
+    return properties
 
 
 def _check(security: str) -> None:

@@ -28,8 +28,9 @@ def register(subparsers: Any) -> None:
                     help="each node in its own network namespace on a bridge, for network partitions (needs root, "
                          "iproute2 and nftables)")
     up.add_argument("--security", choices=secure.SECURITY_CHOICES, default="plaintext",
-                    help="ssl: TLS with client certificates on every listener, certificates in DIR/certs, the "
-                         "operator's client settings in DIR/client.properties")
+                    help="ssl: TLS with client certificates on every listener; sasl_ssl, sasl_plaintext: SASL "
+                         "(PLAIN users node and admin) over TLS or not; certificates in DIR/certs, the operator's "
+                         "client settings in DIR/client.properties")
     up.set_defaults(func=_up)
 
     status = commands.add_parser("status", help="processes, brokers and partition health")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from insync import command_config
-from insync.chaos import cluster, secure
+from insync.chaos import certs, cluster
 from insync.cli.main import build_parser, main
 from insync.config import BrokerConfig
 
@@ -54,7 +54,7 @@ def test_command_config_is_read_and_refused_naming_the_file(tmp_path: Path) -> N
 
 
 def test_command_config_settings_reach_clients_and_give_a_tls_context(tmp_path: Path) -> None:
-    files = secure.certs.create(tmp_path)
+    files = certs.create(tmp_path)
     try:
         command_config.use({"security.protocol": "SSL", "ssl.ca.location": str(files.ca)})
         assert command_config.confluent({"bootstrap.servers": "b"})["security.protocol"] == "SSL"
@@ -73,6 +73,18 @@ def test_a_ssl_cluster_layout_secures_every_listener_and_writes_client_propertie
     assert broker.get_list("listeners")[0].startswith("SSL://")
     assert broker.get_str("ssl.client.auth") == "required"
     assert "CONTROLLER:SSL" in broker.get_list("listener.security.protocol.map")
-    path = secure.write_client_properties("ssl", spec.directory)
-    assert path is not None and command_config.load(path)["security.protocol"] == "SSL"
+    assert command_config.load(Path(spec.directory) / "client.properties")["security.protocol"] == "SSL"
     assert cluster.ClusterSpec.load(spec.directory).client_settings()["ssl.key.location"].endswith("admin-key.pem")
+
+
+def test_a_sasl_plaintext_cluster_layout_has_plain_users_and_no_tls(tmp_path: Path) -> None:
+    spec = cluster.layout(tmp_path, 1, 0, [], security="sasl_plaintext")
+    broker = BrokerConfig.from_sources(spec.brokers[0].config_path)
+    assert broker.get_list("listeners")[0].startswith("SASL_PLAINTEXT://")
+    jaas = broker.get_str("listener.name.controller.plain.sasl.jaas.config") or ""
+    settings = spec.client_settings()
+    assert f'user_admin="{settings["sasl.password"]}"' in jaas and 'username="node"' in jaas
+    assert settings["security.protocol"] == "SASL_PLAINTEXT" and "ssl.ca.location" not in settings
+    assert not (tmp_path / "certs").exists()
+    with pytest.raises(ValueError, match="--security must be one of"):
+        cluster.layout(tmp_path / "x", 1, 0, [], security="tls")
