@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_until
+from conftest import FAST, wait_until
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster, history, netns, network, script
 from insync.config import ConfigError
@@ -45,9 +45,7 @@ print(json.dumps(result))
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
     directory = tmp_path_factory.mktemp("netns")
-    started = cluster.up(str(directory), 3, 0, ["replica.lag.time.max.ms=4000", "broker.session.timeout.ms=3000",
-                                                  "broker.heartbeat.interval.ms=500", "replica.fetch.backoff.ms=200",
-                                                  "insync.events.topic.enable=false"], namespaces=True)
+    started = cluster.up(str(directory), 3, 0, FAST, namespaces=True)
     try:
         yield started
     finally:
@@ -112,6 +110,25 @@ def test_each_partition_cuts_exactly_its_links(spec: cluster.ClusterSpec, step: 
     assert all(drop_rules(spec, n.node_id) == 0 for n in spec.nodes)
 
 
+def test_loss_drops_a_share_on_every_link_of_a_node(spec: cluster.ClusterSpec) -> None:
+    try:
+        out = subprocess.run([sys.executable, "-m", "insync.cli.main", "chaos", "loss", "3", "--percent", "30",
+                              "--dir", spec.directory], capture_output=True, text=True, timeout=60, check=True).stdout
+        assert "loss: done; 6 links dropping packets" in out, out
+        assert [drop_rules(spec, n) for n in (0, 1, 2, 3)] == [1, 1, 1, 3]
+    finally:
+        network.heal(spec)
+
+
+def test_a_script_with_network_steps_heals_at_its_end(spec: cluster.ClusterSpec) -> None:
+    plan = script.Script(topic="scripted", partitions=1, rate=100, duration_s=4,
+                         steps=(script.Step(1, "isolate", 2), script.Step(2, "bandwidth", 3, kbit=8000)))
+    verdict = script.run_script(spec, plan, log=lambda _line: None)
+    assert verdict.acked > 0 and verdict.ok, verdict
+    assert network.current(spec).drops == {} and all(drop_rules(spec, n.node_id) == 0 for n in spec.nodes)
+    assert "tbf" not in qdiscs(spec, 3)
+
+
 def test_leader_cut_from_its_followers_shrinks_the_isr_and_loses_nothing(spec: cluster.ClusterSpec) -> None:
     topic = "cut"
     ensure_topic(spec.bootstrap, topic, 1, 3, {"min.insync.replicas": "2"})
@@ -160,7 +177,7 @@ def test_bandwidth_and_latency_shape_one_node_and_heal_removes_them(spec: cluste
 
 
 def test_down_leaves_no_namespace_veth_or_bridge(tmp_path: Path) -> None:
-    small = cluster.up(str(tmp_path), 1, 0, ["insync.events.topic.enable=false"], namespaces=True)
+    small = cluster.up(str(tmp_path), 1, 0, FAST, namespaces=True)
     assert small.network is not None
     mine = f"{netns.PREFIX}{small.network.run}"
     cluster.down(small, 10.0)

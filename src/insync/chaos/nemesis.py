@@ -20,7 +20,8 @@ Opt-in network kinds (`OPT_IN_KINDS`: named in `--faults`, not part of `all`, si
 network namespaces, so root, iproute2 and nftables; `needs_netns`): `isolate` (one broker from every other
 node), `leader-cut` (one partition's leader from its followers, not from the controller), `bridge`, `ring`
 (majorities ring), `one-way` (every packet from one partition's leader to one follower lost) and `bandwidth`
-(one broker's traffic through tbf at `BANDWIDTH_KBIT`). They are undone by healing the network.
+(one broker's traffic through tbf at `BANDWIDTH_KBIT`) and `loss` (`LOSS_PERCENT` of the packets on every link
+of one broker). They are undone by healing the network.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ INJECTION = ("fault.injection.enable=true",)
 SLOW_READ_MS = 3000
 DELAY_MS = 1500
 BANDWIDTH_KBIT = 800  # 100 kB/s: below what the workload's replication needs, so followers fall behind
+LOSS_PERCENT = 20.0  # on every link of one broker: TCP retransmits, requests slow down, nothing is cut
 
 
 @dataclass
@@ -149,7 +151,7 @@ def _network(action: str, on: str) -> Callable[[Target, int], Active]:
     """A network fault on a broker (`on="broker"`), on one partition (`"partition"`) or on the whole cluster."""
     def start(target: Target, pick: int) -> Active:
         if on == "broker":
-            step = script.Step(0, action, target.broker(pick), kbit=BANDWIDTH_KBIT)
+            step = script.Step(0, action, target.broker(pick), kbit=BANDWIDTH_KBIT, percent=LOSS_PERCENT)
         elif on == "partition":
             partition, leader, replicas = target.replicas(pick)
             followers = [r for r in replicas if r != leader]
@@ -172,6 +174,7 @@ OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("ring", _network("ring", "cluster"), needs_netns=True),
     FaultKind("one-way", _network("one-way", "partition"), needs_netns=True),
     FaultKind("bandwidth", _network("bandwidth", "broker"), needs_netns=True),
+    FaultKind("loss", _network("loss", "broker"), needs_netns=True),
 )}
 REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
 

@@ -179,6 +179,6 @@ def check_supported(network: Network, faults: NetFaults) -> None:
         _run("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "0ms")
     except ConfigError as exc:
         raise ConfigError("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so latency, jitter and random "
-                          "loss on a node's link cannot be made here; loss between nodes can (one-way with a "
-                          f"percentage): {exc}") from None
+                          "loss through netem cannot be made here; random loss can, through nft (`loss`, "
+                          f"`one-way --percent`): {exc}") from None
     _run("ip", "netns", "exec", namespace, "tc", "qdisc", "del", "dev", "lo", "root")

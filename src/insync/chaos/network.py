@@ -16,7 +16,7 @@ from insync.chaos import cluster, netns, partitions
 from insync.chaos.partitions import Link, NetFaults, Shape
 from insync.config import ConfigError
 
-PARTITIONS = ("isolate", "leader-cut", "bridge", "ring", "one-way")
+PARTITIONS = ("isolate", "leader-cut", "bridge", "ring", "one-way", "loss")
 
 
 def network_of(spec: cluster.ClusterSpec) -> netns.Network:
@@ -65,6 +65,8 @@ def cut_links(spec: cluster.ClusterSpec, kind: str, node: int | None = None, pee
     if kind == "one-way":
         return partitions.one_way(nodes, _needs(node, kind, "a source node"), _needs(peer, kind, "a peer"),
                                   percent)
+    if kind == "loss":
+        return partitions.lossy(nodes, _needs(node, kind, "a node"), percent)
     raise ConfigError(f"partition must be one of {', '.join(PARTITIONS)}, got {kind!r}")
 
 

@@ -8,7 +8,9 @@ traffic goes through (`Shape`: tc netem latency/jitter/loss, tbf bandwidth). Fau
 The partitions are Jepsen's (jepsen.nemesis): `isolate` one node from every other node, `leader_cut` (a leader
 from its followers, both still reaching the controller: the classic ISR data-loss case), `bridge` (two halves
 joined by one node that sees both), `majorities_ring` (each node sees a majority, no two the same one) and
-`one_way` (only packets from one node to another are lost). Clients in the root namespace are never cut.
+`one_way` (only packets from one node to another are lost), and `lossy` (a share of the packets on every link
+of one node lost, both ways: netem's random loss, made with nft, so kernels without netem have it too). Clients
+in the root namespace are never cut.
 
 Drops are made at the destination (nft's input hook in the receiving namespace), so the sender sees silence
 (a timeout), as with a real partition; dropping at the sender would hand it an immediate EPERM instead.
@@ -126,6 +128,14 @@ def one_way(nodes: Sequence[int], source: int, destination: int, percent: float 
         raise ConfigError(f"one-way loss needs two different nodes and a percentage in (0, 100], got "
                           f"{source} -> {destination} at {percent}%")
     return {(source, destination): percent}
+
+
+def lossy(nodes: Sequence[int], node: int, percent: float) -> dict[Link, float]:
+    _check_members(nodes, [node])
+    if not 0 < percent < 100:
+        raise ConfigError(f"loss needs a percentage in (0, 100) (all of a node's packets lost is isolate), got "
+                          f"{percent}")
+    return {link: percent for other in nodes if other != node for link in ((node, other), (other, node))}
 
 
 def _check_members(nodes: Sequence[int], wanted: Sequence[int]) -> None:

@@ -14,6 +14,7 @@ HELPS = {
     "bridge": "two halves cut from each other, the middle node (in id order) seeing both",
     "ring": "majorities ring: each node sees a majority, no two nodes the same one (4 nodes or more)",
     "one-way": "lose --percent (default all) of the packets from one node to another, none the other way",
+    "loss": "lose --percent of the packets on every link of a node, both ways (nft: no netem needed)",
     "latency": "delay a node's outgoing packets --ms (± --jitter-ms; --percent lost): tc netem",
     "bandwidth": "limit a node's outgoing traffic to --kbit: tc tbf",
     "heal": "remove every network fault",
@@ -23,7 +24,7 @@ HELPS = {
 def register(commands: Any) -> None:
     for action in script.NETWORK_ACTIONS:
         sub = commands.add_parser(action, help=HELPS[action])
-        if action in ("isolate", "latency", "bandwidth"):
+        if action in ("isolate", "loss", "latency", "bandwidth"):
             sub.add_argument("broker", type=int, metavar="NODE")
         if action == "one-way":
             sub.add_argument("broker", type=int, metavar="FROM")
@@ -31,8 +32,8 @@ def register(commands: Any) -> None:
         if action == "leader-cut":
             sub.add_argument("topic")
             sub.add_argument("partition", type=int)
-        if action in ("one-way", "latency"):
-            sub.add_argument("--percent", type=float, help="packets lost, 0..100")
+        if action in ("one-way", "latency", "loss"):
+            sub.add_argument("--percent", type=float, required=action == "loss", help="packets lost, 0..100")
         if action == "latency":
             sub.add_argument("--ms", type=int, required=True)
             sub.add_argument("--jitter-ms", type=int)

@@ -106,3 +106,13 @@ def test_network_kinds_are_opt_in() -> None:
     assert not set(nemesis.parse_kinds("all")) & set(nemesis.OPT_IN_KINDS)
     assert nemesis.parse_kinds("leader-cut,kill") == ("leader-cut", "kill")
     assert {k for k, v in nemesis.REGISTRY.items() if v.needs_netns} == set(nemesis.OPT_IN_KINDS)
+
+
+def test_loss_is_random_drops_on_every_link_of_a_node_both_ways() -> None:
+    assert partitions.lossy([1, 2, 3], 2, 20) == {(2, 1): 20, (1, 2): 20, (2, 3): 20, (3, 2): 20}
+    with pytest.raises(ConfigError, match=r"loss needs a percentage in \(0, 100\)"):
+        partitions.lossy([1, 2, 3], 2, 100)
+    step = script.parse_step({"at_s": 0, "action": "loss", "broker": 2, "percent": 20}, 0)
+    assert (step.broker, step.percent) == (2, 20.0)
+    with pytest.raises(ConfigError, match=r"\(loss\) needs percent"):
+        script.parse_step({"at_s": 0, "action": "loss", "broker": 2}, 0)
