@@ -1,0 +1,345 @@
+"""The simulator's seed scenarios as real-process scripts, and the claims both must satisfy (issue 20).
+
+Each `RealSeed` names a packaged simulator scenario (`insync/scenarios/<sim>.toml`, with the overrides its
+tests/sim assertion uses) and says how to make the same faults on a real cluster with `insync chaos`'s tools:
+SIGSTOP for a GC pause, SIGKILL and SIGTERM, the broker's fault file for slow reads of one partition (KIP-501),
+failing appends of one partition (KIP-461) and delayed replication requests, and DeleteRecords through the
+admin client. Real runs are short: the lag time is 1.5 s, not the simulator's 10 s, so every claim is stated
+against the run's own `replica.lag.time.max.ms` ("removed between lag and 1.5 x lag", "offline for a while",
+"no NOT_ENOUGH_REPLICAS"), and the same check function is applied to the simulator's result and to the real
+cluster's (`SeedRun`).
+
+Departures from the simulator, each because the real harness has one producer: it is idempotent with acks=all
+(the simulator's failing-partition and log-start-race use acks=1); NOT_ENOUGH_REPLICAS is counted at the
+brokers (their `produce_rejected` events), not at the client, which retries it; a run's lost writes are the
+acknowledged records absent from a read of the whole partition, less those DeleteRecords removed on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from insync.config import ConfigError
+
+# What every real seed sets: short timers so a scenario takes seconds, the fault file, and one partition of
+# __consumer_offsets (the read-back's consumer has a group.id: creating 50 would cost each run seconds).
+BASE_CONFIGS = ("replica.fetch.backoff.ms=200", "isr.change.propagation.check.interval.ms=250",
+                "isr.change.propagation.blackout.ms=500", "fault.injection.enable=true", "offsets.topic.num.partitions=1")
+STEP_ACTIONS = ("pause", "kill", "stop", "slow-reads", "fail-partition", "delay", "delete-records")
+STEP_TARGETS = ("leader", "follower")
+# A removal later than 1.5 x the lag by less than this is the machine's scheduling, not the rule: the real
+# brokers share two cores with the test and the clients.
+SCHEDULING_SLACK_LAGS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class SeedStep:
+    """One fault at `at_s` seconds into the workload, on `target` ("leader" / "follower" of `partition` when it
+    fires, or a broker id), undone `for_s` later (resume, restart, or clear the fault file); 0 keeps it. With
+    `in_sync_first`, it waits (bounded) for every ISR to be full before firing, as an operator's rolling restart
+    waits for no under-replicated partitions before the next broker."""
+
+    at_s: float
+    action: str
+    target: str | int
+    for_s: float = 0.0
+    partition: int = 0
+    ms: int = 0
+    in_sync_first: bool = False
+
+    def __post_init__(self) -> None:
+        if self.action not in STEP_ACTIONS:
+            raise ConfigError(f"seed step: action must be one of {', '.join(STEP_ACTIONS)}, got {self.action!r}")
+        if isinstance(self.target, str) and self.target not in STEP_TARGETS:
+            raise ConfigError(f"seed step: target must be a broker id or one of {', '.join(STEP_TARGETS)}, "
+                              f"got {self.target!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRun:
+    """What one run of a seed showed, from the simulator or a real cluster: the topic's events (as
+    events.jsonl has them, in time order) and the workload's outcome."""
+
+    side: str  # "sim" or "real"
+    lag_ms: int
+    events: tuple[dict[str, Any], ...]
+    acked: int
+    lost: int
+    duplicated: int
+    not_enough_replicas: int
+    urp_s: float
+    under_min_isr_s: float
+    offline_s: float
+
+    def of(self, kind: str, partition: int | None = None) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == kind and (partition is None or e.get("partition") == partition)]
+
+    def removals(self) -> list[dict[str, Any]]:
+        """Each replica an ISR shrink removed, with the shrink's time (`ts_ms`) beside its own fields."""
+        return [{**r, "ts_ms": e["ts_ms"], "partition": e.get("partition")}
+                for e in self.of("isr_shrink") for r in e["removed"]]
+
+    def waited_lags(self) -> list[float]:
+        """For each removal, the time since the replica was last caught up, in lag times."""
+        return [round((r["ts_ms"] - r["last_caught_up_ms"]) / self.lag_ms, 2) for r in self.removals()
+                if r.get("last_caught_up_ms")]
+
+    @property
+    def unclean(self) -> int:
+        return sum(1 for e in self.of("leader_change") if e["reason"] == "unclean")
+
+
+Check = Callable[[SeedRun], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class RealSeed:
+    name: str
+    sim: str  # the packaged simulator scenario
+    description: str
+    check: Check
+    steps: tuple[SeedStep, ...]
+    sim_overrides: dict[str, str] = field(default_factory=dict)
+    sim_seed: int | None = None
+    brokers: int = 3
+    partitions: int = 1
+    replication_factor: int = 3
+    min_isr: int = 2
+    lag_ms: int = 1500
+    session_ms: int = 3000
+    configs: tuple[str, ...] = ()
+    rate: float = 200.0
+    duration_s: float = 8.0
+    settle_s: float = 15.0  # at most this long, after the faults are undone, for every ISR to be full again
+
+    def broker_configs(self) -> list[str]:
+        return [*BASE_CONFIGS, f"replica.lag.time.max.ms={self.lag_ms}", f"broker.session.timeout.ms={self.session_ms}",
+                f"broker.heartbeat.interval.ms={max(100, self.session_ms // 6)}", *self.configs]
+
+
+def _expect(failures: list[str], ok: bool, claim: str, seen: object) -> None:
+    if not ok:
+        failures.append(f"{claim} (seen: {seen})")
+
+
+def _no_loss(run: SeedRun, failures: list[str]) -> None:
+    _expect(failures, run.acked > 0, "writes acknowledged", run.acked)
+    _expect(failures, run.lost == 0, "no acknowledged write lost", run.lost)
+
+
+def _rejoined(run: SeedRun, broker: int, after_ms: int) -> bool:
+    return any(a["broker"] == broker for e in run.of("isr_expand") if e["ts_ms"] > after_ms for a in e["added"])
+
+
+def check_stuck_follower(run: SeedRun) -> list[str]:
+    """Removed once as stuck, after the lag and by 1.5 x the lag since it was last caught up; back after it
+    resumes; acks=all kept succeeding with the other two (no NOT_ENOUGH_REPLICAS)."""
+    failures: list[str] = []
+    removals = run.removals()
+    _expect(failures, len(removals) == 1 and removals[0]["reason"] == "stuck", "one removal, reason stuck",
+            removals)
+    waited = run.waited_lags()
+    _expect(failures, len(waited) == 1 and 1 < waited[0] <= 1.5 + _slack(run), "removed between lag and 1.5 x lag",
+            waited)
+    if removals:
+        _expect(failures, _rejoined(run, removals[0]["broker"], removals[0]["ts_ms"]), "rejoined after resuming",
+                run.of("isr_expand"))
+    _expect(failures, run.not_enough_replicas == 0, "no NOT_ENOUGH_REPLICAS", run.not_enough_replicas)
+    _no_loss(run, failures)
+    return failures
+
+
+def check_slow_leader_flag_off(run: SeedRun) -> list[str]:
+    """Seed 000 with KIP-501 off and Kafka 3.x's election: both followers leave though they fetch, the partition
+    is under min ISR (acks=all cannot succeed), and the leader's death takes it offline; nothing acknowledged is
+    lost. Whether a produce is refused NOT_ENOUGH_REPLICAS is a race (tests/sim says so: the producer's first
+    batches after the restart against the ISR expansions), so the count is shown, not claimed."""
+    failures: list[str] = []
+    removed = {r["broker"] for r in run.removals()}
+    _expect(failures, len(removed) == 2, "both followers removed", sorted(removed))
+    _expect(failures, run.under_min_isr_s > 0, "under min ISR for a while", run.under_min_isr_s)
+    _expect(failures, bool(run.of("partition_offline")) and run.offline_s > 0, "offline after the leader died",
+            run.offline_s)
+    _no_loss(run, failures)
+    return failures
+
+
+def check_slow_leader_flag_on(run: SeedRun) -> list[str]:
+    """Seed 000 with KIP-501 on: reads under the lag count as catch-ups, nobody leaves, and when the leader dies
+    a follower takes over without loss or an unclean election."""
+    failures: list[str] = []
+    _expect(failures, not run.of("isr_shrink"), "no ISR shrink", run.removals())
+    moves = [e for e in run.of("leader_change") if e["reason"] != "created"]
+    _expect(failures, bool(moves) and moves[0]["leader_after"] != -1, "a follower took over", moves[:1])
+    _expect(failures, run.unclean == 0, "no unclean election", run.unclean)
+    _no_loss(run, failures)
+    return failures
+
+
+def check_failing_partition(run: SeedRun) -> list[str]:
+    """Seed 002: one partition's appends fail on a follower; it marks that partition failed and keeps
+    replicating the others (they stay in the ISR for at least a lag after it leaves), and after a restart the
+    partition rejoins."""
+    failures: list[str] = []
+    failed = run.of("partition_failed")
+    _expect(failures, len({e["partition"] for e in failed}) == 1, "one partition failed",
+            sorted({e["partition"] for e in failed}))
+    shrinks = run.of("isr_shrink")
+    if not failed or not shrinks:
+        return [*failures, f"the failed partition left the ISR (seen: {len(shrinks)} shrinks)"]
+    partition, first = failed[0]["partition"], shrinks[0]
+    _expect(failures, first["partition"] == partition, "the failed partition left the ISR first", first["partition"])
+    soon = [e["partition"] for e in shrinks[1:] if e["ts_ms"] - first["ts_ms"] < run.lag_ms]
+    _expect(failures, not soon, "the others stayed in the ISR for at least a lag", soon)
+    victim = first["removed"][0]["broker"]
+    _expect(failures, any(a["broker"] == victim for e in run.of("isr_expand", partition)
+                          if e["ts_ms"] > failed[0]["ts_ms"] for a in e["added"]), "rejoined after the restart",
+            run.of("isr_expand", partition))
+    _expect(failures, run.acked > 0, "writes acknowledged", run.acked)
+    return failures
+
+
+def check_leader_failover(run: SeedRun) -> list[str]:
+    """Leaders killed, paused past the session timeout and stopped under acks=all with min ISR 2: each time a
+    replica from the ISR takes over, no election is unclean and nothing acknowledged is lost."""
+    failures: list[str] = []
+    moves = [e for e in run.of("leader_change") if e["reason"] in ("fenced", "shutdown") and e["leader_after"] != -1]
+    _expect(failures, bool(moves), "a replica from the ISR took over", len(moves))
+    _expect(failures, all(e["leader_after"] in e["isr"] for e in moves), "every new leader in its ISR",
+            [(e["leader_after"], e["isr"]) for e in moves])
+    _expect(failures, run.unclean == 0, "no unclean election", run.unclean)
+    _no_loss(run, failures)
+    return failures
+
+
+def check_rolling_restart(run: SeedRun) -> list[str]:
+    """Clean stops of the leader: before the controller lets each broker go, every partition it led moves to
+    another in-sync replica (reason shutdown); it rejoins after its restart; no partition is offline or under
+    min ISR, no produce is refused, nothing is lost."""
+    failures: list[str] = []
+    fenced = run.of("broker_fenced")
+    _expect(failures, bool(fenced), "brokers stopped", len(fenced))
+    moved = [e for e in run.of("leader_change") if e["reason"] == "shutdown"]
+    for fence in fenced:
+        gone = fence["broker_id"]
+        _expect(failures, any(e["leader_before"] == gone and e["ts_ms"] <= fence["ts_ms"] for e in moved),
+                f"broker {gone}'s leaderships moved before it was let go", moved)
+        _expect(failures, _rejoined(run, gone, fence["ts_ms"]), f"broker {gone} rejoined the ISRs", gone)
+    _expect(failures, run.offline_s == 0 and run.under_min_isr_s == 0, "never offline or under min ISR",
+            (run.offline_s, run.under_min_isr_s))
+    _expect(failures, run.not_enough_replicas == 0, "no NOT_ENOUGH_REPLICAS", run.not_enough_replicas)
+    _no_loss(run, failures)
+    return failures
+
+
+def check_log_start_race(run: SeedRun) -> list[str]:
+    """Seed 004: the leader's log start moves past a lagging follower's fetch offset (DeleteRecords); the
+    follower truncates to the new log start and fetches on, without marking the partition failed, and rejoins."""
+    failures: list[str] = []
+    _expect(failures, not run.of("partition_failed"), "no partition failed", run.of("partition_failed"))
+    _expect(failures, bool(run.of("isr_shrink")) and bool(run.of("isr_expand")), "the follower left and rejoined",
+            (len(run.of("isr_shrink")), len(run.of("isr_expand"))))
+    reasons = sorted({e["reason"] for e in run.of("truncate")})
+    _expect(failures, bool({"leader_log_start", "offset_out_of_range"} & set(reasons)),
+            "the follower moved to the leader's log start", reasons)
+    _no_loss(run, failures)
+    return failures
+
+
+def _slack(run: SeedRun) -> float:
+    return 0.0 if run.side == "sim" else SCHEDULING_SLACK_LAGS
+
+
+def _slow_leader_reads(kip501: bool) -> RealSeed:
+    """Seed 000: slow reads on the leader, then it is killed and restarted. With KIP-501 the reads take 0.75 of
+    the lag (a pending read counts only while younger than the lag); without it 5 lags, keeping both followers
+    out until the kill, as the demo's act does (the simulator's 9 s reads under a 10 s lag drop them the same way
+    through KIP-501-off's two-reads-back credit). Without it ELR is off too: Kafka 3.x's election."""
+    flag = str(kip501).lower()
+    read_ms, kill_at_s = (1100, 5.0) if kip501 else (7500, 6.5)
+    sim_override = ("broker.follower.fetch.pending.reads.insync.enable" if kip501
+                    else "broker.eligible.leader.replicas.enable")
+    return RealSeed(
+        f"slow-leader-reads-kip501-{'on' if kip501 else 'off'}", "slow-leader-reads",
+        f"the leader's reads take {read_ms / 1500:.2g} x the lag with KIP-501 {'on' if kip501 else 'off'}, then it "
+        "is killed and restarted",
+        check_slow_leader_flag_on if kip501 else check_slow_leader_flag_off,
+        (SeedStep(1.5, "slow-reads", "leader", for_s=7.0, ms=read_ms), SeedStep(kill_at_s, "kill", "leader", for_s=3.0)),
+        sim_overrides={sim_override: flag}, sim_seed=0 if kip501 else 3,
+        configs=(f"follower.fetch.pending.reads.insync.enable={flag}",
+                 *(() if kip501 else ("eligible.leader.replicas.enable=false",))),
+        duration_s=kill_at_s + 3.5)
+
+
+# The real scripts. Each pause, slow read and kill is stated in lag times of its own run (1.5 s unless said).
+SEEDS: tuple[RealSeed, ...] = (
+    # A 2.5-lag pause of a follower; the session timeout (8 s) outlasts it, so the lag rule acts, not fencing.
+    RealSeed("stuck-follower", "stuck-follower", "a follower paused (SIGSTOP) for 2.5 x the lag, acks=all, min ISR 2",
+             check_stuck_follower, (SeedStep(2.0, "pause", "follower", for_s=3.75),), session_ms=8000,
+             duration_s=7.0),
+    _slow_leader_reads(kip501=False),
+    _slow_leader_reads(kip501=True),
+    # Seed 004: a follower paused past the lag falls behind; as it resumes, the leader's reads are slow (its
+    # fetch pending) and DeleteRecords moves the log start to the high watermark, past the follower's offset.
+    RealSeed("log-start-race", "log-start-race", "a paused follower resumes while the leader's reads are slow and "
+             "DeleteRecords moves the log start past it", check_log_start_race,
+             (SeedStep(1.0, "pause", "follower", for_s=3.5), SeedStep(4.4, "slow-reads", "leader", for_s=2.0, ms=300),
+              SeedStep(4.6, "delete-records", "leader")),
+             session_ms=8000, configs=("replica.fetch.max.bytes=8192", "log.segment.bytes=65536"), rate=300,
+             duration_s=8.0),
+    # Seed 002 on two brokers: the follower's appends to one partition of four fail; later it is killed and
+    # restarted (the fault file cleared), as the simulator's scenario does.
+    RealSeed("failing-partition", "failing-partition", "one partition's appends fail on a follower, which is then "
+             "killed and restarted", check_failing_partition,
+             (SeedStep(1.5, "fail-partition", "follower", for_s=5.0), SeedStep(6.5, "kill", "follower", for_s=0.5)),
+             brokers=2, partitions=4, replication_factor=2, min_isr=1, duration_s=8.0),
+    # The simulator's scenario draws its faults at random from its seed; the real script makes one of each
+    # leader fault it draws that processes can make: a kill, a pause past the session timeout, a clean stop.
+    RealSeed("leader-failover", "leader-failover", "the leader of each partition in turn killed, paused past the "
+             "session timeout, stopped; acks=all, min ISR 2", check_leader_failover,
+             (SeedStep(1.5, "kill", "leader", for_s=2.5, partition=0), SeedStep(5.5, "pause", "leader", for_s=4.5,
+                                                                              partition=1),
+              SeedStep(11.0, "stop", "leader", for_s=1.0, partition=2)),
+             partitions=3, duration_s=14.0),
+    # Two clean stops of partition 0's leader (the simulator makes four, every 20 s), the second once the first
+    # broker is back in every ISR.
+    RealSeed("rolling-restart", "rolling-restart", "clean stops (SIGTERM) of a leader, twice, each restarted a "
+             "second later; acks=all, min ISR 2", check_rolling_restart,
+             (SeedStep(1.5, "stop", "leader", for_s=1.0),
+              SeedStep(4.0, "stop", "leader", for_s=1.0, in_sync_first=True)),
+             partitions=3, duration_s=11.0),
+)
+
+
+def seed_named(name: str) -> RealSeed:
+    for seed in SEEDS:
+        if seed.name == name:
+            return seed
+    raise ConfigError(f"unknown seed scenario {name!r}; known: {', '.join(s.name for s in SEEDS)}")
+
+
+# The sim-vs-real table ---------------------------------------------------------------------------------------
+
+COLUMNS = ("scenario", "side", "lag s", "removed (reason: waited / lag)", "shrinks", "expands", "URP s",
+           "under min ISR s", "offline s", "NOT_ENOUGH_REPLICAS", "lost / acked", "claims")
+
+
+def figures(name: str, run: SeedRun, failures: list[str]) -> dict[str, str]:
+    """One row of the table: `run`'s figures, with the claims' verdict."""
+    removed = ", ".join(f"{r['reason']}: {w:g}" for r, w in zip(run.removals(), run.waited_lags(), strict=False))
+    values = (name, run.side, f"{run.lag_ms / 1000:g}", removed or "-", str(len(run.of("isr_shrink"))),
+              str(len(run.of("isr_expand"))), f"{run.urp_s:.1f}", f"{run.under_min_isr_s:.1f}",
+              f"{run.offline_s:.1f}", str(run.not_enough_replicas), f"{run.lost} / {run.acked}",
+              "ok" if not failures else "FAILED: " + "; ".join(failures))
+    return dict(zip(COLUMNS, values, strict=True))
+
+
+def render(rows: list[dict[str, str]], markdown: bool = False) -> str:
+    if markdown:
+        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        return "\n".join([*lines, *("| " + " | ".join(row[c] for c in COLUMNS) + " |" for row in rows)])
+    widths = {c: max(len(c), *(len(row[c]) for row in rows)) for c in COLUMNS}
+    return "\n".join("  ".join(row[c].ljust(widths[c]) for c in COLUMNS).rstrip()
+                     for row in [dict(zip(COLUMNS, COLUMNS, strict=True)), *rows])

@@ -1,0 +1,222 @@
+"""Run a `RealSeed` on real processes, and its simulator scenario, into two comparable `SeedRun`s.
+
+A real run: `cluster.up` in a fresh directory with the seed's configs, the topic, the chaos harness's idempotent
+acks=all producer at the seed's rate; each step fires on time against the broker its target names then (the
+leader or first follower of its partition, from Metadata) and is undone `for_s` later; at the end every fault
+is undone (paused brokers resumed, killed or stopped ones restarted, fault files cleared), the run waits
+(bounded) for every ISR to be full, stops the producer, reads the topic back, and reads every node's
+events.jsonl. The cluster is always taken down.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from insync.admin import ensure_topic
+from insync.chaos import cluster, history, script
+from insync.chaos.script import Step
+from insync.chaos.seeds import RealSeed, SeedRun, SeedStep
+from insync.sim.result import SimResult
+from insync.sim.run import run_scenario
+from insync.sim.scenario import load_scenario
+
+NOT_ENOUGH_REPLICAS = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
+METADATA_TIMEOUT_S = 5.0
+POLL_S = 0.25
+EVENTS_FILE = "events.jsonl"
+UNDO = {"paused": "resume", "faulted": "clear", "down": "restart"}  # each kind of fault held, and its undoing
+
+
+def run_sim(seed: RealSeed) -> SeedRun:
+    result = run_scenario(load_scenario(seed.sim, seed.sim_overrides, seed=seed.sim_seed), seed.sim_overrides)
+    lag_ms = int(result.config.get("broker", {}).get("replica.lag.time.max.ms", 30_000))
+    return sim_seed_run(result, lag_ms)
+
+
+def sim_seed_run(result: SimResult, lag_ms: int) -> SeedRun:
+    topic = result.config.get("topic", {}).get("name", "t")
+    events = tuple(e for e in result.events if e.get("topic", topic) == topic)
+    return SeedRun("sim", lag_ms, events, result.acked_records, result.lost_acked, result.duplicates,
+                   sum(result.produce_errors.get(name, 0) for name in NOT_ENOUGH_REPLICAS),
+                   result.urp_ms / 1000, result.under_min_isr_ms / 1000, result.offline_ms / 1000)
+
+
+class _RealRun:
+    """The state of one real run: the cluster as it now is, and what must be undone at the end."""
+
+    def __init__(self, seed: RealSeed, directory: Path, log: Callable[[str], None]) -> None:
+        self.seed, self.log = seed, log
+        self.topic = seed.name.replace("_", "-")
+        self.spec = cluster.up(str(directory), seed.brokers, 0, seed.broker_configs())
+        # The faults on now, by how each is undone: resumed, fault file cleared, restarted.
+        self.held: dict[str, set[int]] = {kind: set() for kind in UNDO}
+        self.deleted_before: dict[int, int] = {}  # partition -> the log start DeleteRecords set
+        from confluent_kafka.admin import AdminClient
+
+        self.admin = AdminClient(history.client_conf({"bootstrap.servers": self.spec.bootstrap}))
+
+    def role(self, target: str | int, partition: int) -> int:
+        if isinstance(target, int):
+            return target
+        metadata = self.admin.list_topics(self.topic, timeout=METADATA_TIMEOUT_S)
+        info = metadata.topics[self.topic].partitions[partition]
+        if target == "leader":
+            return int(info.leader)
+        return next(int(b) for b in info.replicas if b != info.leader)
+
+    def fire(self, step: SeedStep) -> tuple[int, str]:
+        """Carry out `step`; returns the broker it hit and the kind of fault to undo there."""
+        broker = self.role(step.target, step.partition)
+        self.log(f"{step.action} broker {broker} ({step.target} of {self.topic}-{step.partition})")
+        if step.action == "stop":
+            self.spec = cluster.stop_node(self.spec, broker, sig=signal.SIGTERM)
+        elif step.action == "delete-records":
+            self._delete_records(step.partition)
+        else:
+            fields: dict[str, Any] = {}
+            if step.action in ("slow-reads", "fail-partition"):
+                fields = {"topic": self.topic, "partition": step.partition}
+            if step.action in ("slow-reads", "delay"):
+                fields["ms"] = step.ms
+            self.spec = script.apply(self.spec, Step(0, step.action, broker, **fields))
+        kind = {"pause": "paused", "kill": "down", "stop": "down"}.get(step.action, "faulted")
+        if step.action != "delete-records":
+            self.held[kind].add(broker)
+        return broker, kind
+
+    def undo(self, broker: int, kind: str) -> None:
+        """Undo one kind of fault on `broker`: "paused" (resume), "faulted" (clear its fault file) or "down"
+        (restart it); nothing when that fault is no longer on."""
+        if broker not in self.held[kind]:
+            return
+        self.held[kind].discard(broker)
+        self.spec = script.apply(self.spec, Step(0, UNDO[kind], broker))
+        self.log(f"{UNDO[kind]} broker {broker}")
+
+    def undo_all(self) -> None:
+        for kind, brokers in self.held.items():
+            for broker in sorted(brokers):
+                self.undo(broker, kind)
+
+    def _delete_records(self, partition: int) -> None:
+        from confluent_kafka import OFFSET_END, TopicPartition
+
+        futures = self.admin.delete_records([TopicPartition(self.topic, partition, OFFSET_END)],
+                                       request_timeout=METADATA_TIMEOUT_S)
+        [result] = [f.result(METADATA_TIMEOUT_S) for f in futures.values()]
+        self.deleted_before[partition] = int(result.low_watermark)
+        self.log(f"DeleteRecords {self.topic}-{partition}: log start now {result.low_watermark}")
+
+    def wait_full_isr(self, deadline_s: float) -> bool:
+        """Until every partition of the topic has a leader and a full ISR, as the events tell it (a broker just
+        restarted can answer Metadata from its old image, full ISR and all, before it has caught up)."""
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            self.admin.poll(0)  # serve its queued log lines to the clients' logger
+            if full_isr(read_events(self.spec, self.topic), self.seed.partitions, self.seed.replication_factor):
+                return True
+            time.sleep(POLL_S)
+        return False
+
+def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambda _: None) -> SeedRun:
+    run = _RealRun(seed, directory, log)
+    try:
+        ensure_topic(run.spec.bootstrap, run.topic, seed.partitions, seed.replication_factor,
+                     {"min.insync.replicas": str(seed.min_isr)})
+        workload = history.ProduceWorkload(run.spec.bootstrap, run.topic, seed.rate, seed.name)
+        workload.start()
+        try:
+            _play(run, seed.steps, seed.duration_s, seed.settle_s)
+        finally:
+            run.undo_all()
+            if not run.wait_full_isr(seed.settle_s):
+                run.log(f"not every ISR of {run.topic} full after {seed.settle_s} s")
+            produced = workload.stop()
+        kept = [a for a in produced.acked if a[1] >= run.deleted_before.get(a[0], 0)]
+        produced.acked = kept
+        verdict = history.verdict(produced, history.read_back(run.spec.bootstrap, run.topic, seed.name))
+        return _seed_run(seed, read_events(run.spec, run.topic), verdict)
+    finally:
+        cluster.down(cluster.ClusterSpec.load(run.spec.directory), cluster.STOP_DEADLINE_S)
+
+
+def _play(run: _RealRun, steps: tuple[SeedStep, ...], duration_s: float, settle_s: float) -> None:
+    """Fire the steps on time and undo each `for_s` after it fired; the plan is finite, so this ends."""
+    start = time.monotonic()
+    queue: list[tuple[float, int, SeedStep | tuple[int, str]]] = [(s.at_s, i, s) for i, s in enumerate(steps)]
+    heapq.heapify(queue)
+    order = len(queue)
+    while queue:
+        at_s, _, item = heapq.heappop(queue)
+        time.sleep(max(0.0, start + at_s - time.monotonic()))
+        if not isinstance(item, SeedStep):
+            run.undo(*item)
+            continue
+        if item.in_sync_first and not run.wait_full_isr(settle_s):
+            run.log(f"not every ISR full after {settle_s} s: {item.action} anyway")
+        undo = run.fire(item)
+        if item.for_s > 0:
+            heapq.heappush(queue, (at_s + item.for_s, order, undo))
+            order += 1
+    time.sleep(max(0.0, start + duration_s - time.monotonic()))
+
+
+def read_events(spec: cluster.ClusterSpec, topic: str) -> list[dict[str, Any]]:
+    """Every node's events of `topic` (and the cluster-wide ones), in time order; a line torn by SIGKILL is
+    skipped."""
+    events = []
+    for node in spec.nodes:
+        path = node.log_dir / EVENTS_FILE
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("topic", topic) == topic:
+                events.append(event)
+    return sorted(events, key=lambda e: e["ts_ms"])
+
+
+def full_isr(events: list[dict[str, Any]], partitions: int, replication_factor: int) -> bool:
+    """Whether, after `events`, every partition has a leader and all its replicas in the ISR."""
+    isr: dict[int, list[int]] = {}
+    leader: dict[int, int] = {}
+    for event in events:
+        partition = int(event.get("partition", -1))
+        if event["type"] == "leader_change":
+            isr[partition], leader[partition] = event["isr"], event["leader_after"]
+        elif event["type"] in ("isr_shrink", "isr_expand"):
+            isr[partition] = event["isr_after"]
+    return all(len(isr.get(p, ())) == replication_factor and leader.get(p, -1) >= 0 for p in range(partitions))
+
+
+def _seed_run(seed: RealSeed, events: list[dict[str, Any]], verdict: history.Verdict) -> SeedRun:
+    rejected = sum(int(e.get("count", 1)) for e in events
+                   if e["type"] == "produce_rejected" and e.get("error") in NOT_ENOUGH_REPLICAS)
+    return SeedRun("real", seed.lag_ms, tuple(events), verdict.acked, verdict.lost, verdict.duplicated, rejected,
+                   interval_s(events, "under_replicated_start", "under_replicated_end"),
+                   interval_s(events, "under_min_isr_start", "under_min_isr_end"),
+                   interval_s(events, "partition_offline", "partition_online"))
+
+
+def interval_s(events: list[dict[str, Any]], start_type: str, end_type: str) -> float:
+    """Partition-seconds between each partition's start and end events (one still open ends at the last event)."""
+    open_since: dict[int, int] = {}
+    total_ms = 0
+    for event in events:
+        partition = int(event.get("partition", -1))
+        if event["type"] == start_type:
+            open_since.setdefault(partition, event["ts_ms"])
+        elif event["type"] == end_type and partition in open_since:
+            total_ms += event["ts_ms"] - open_since.pop(partition)
+    last_ms = events[-1]["ts_ms"] if events else 0
+    total_ms += sum(last_ms - began for began in open_since.values())
+    return round(total_ms / 1000, 1)

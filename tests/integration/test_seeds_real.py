@@ -1,0 +1,22 @@
+"""The seed scenarios on real processes (issue 20): each `insync.chaos.seeds.SEEDS` script on a fresh 3-process
+cluster, its faults in lag times of 1.5 s, satisfying the same claims as the simulator's run of the scenario
+(tests/sim/test_seeds_sim.py). About 15-20 s each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from insync.chaos import seeds
+from insync.chaos.seeds_run import run_real
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.mark.parametrize("name", [s.name for s in seeds.SEEDS])
+def test_seed_scenario_on_real_processes(name: str, tmp_path: Path) -> None:
+    seed = seeds.seed_named(name)
+    run = run_real(seed, tmp_path)
+    assert seed.check(run) == [], seeds.render([seeds.figures(name, run, seed.check(run))])
+    assert run.duplicated == 0  # the idempotent producer's retries through the faults wrote nothing twice
