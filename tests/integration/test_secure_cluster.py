@@ -1,7 +1,7 @@
 """`insync cluster up --security sasl_ssl` (issue 22): every listener SASL over TLS, brokers authenticating to
 each other and to the controller as `node`; the operator's DIR/client.properties works unchanged with
 confluent-kafka, `kcat -F` and insync's own commands (`--command-config`), and a client without credentials is
-refused."""
+refused; the nodes' own __insync_events producers authenticate as `node`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST
+from conftest import FAST, wait_until
 from insync import command_config
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
@@ -24,7 +24,7 @@ def test_a_sasl_ssl_cluster_serves_its_operator_and_refuses_anonymous(tmp_path: 
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
 
-    spec = cluster.up(str(tmp_path / "c"), 2, 0, FAST, security="sasl_ssl")
+    spec = cluster.up(str(tmp_path / "c"), 2, 0, [*FAST, "insync.events.topic.enable=true"], security="sasl_ssl")
     try:
         properties = Path(spec.directory) / "client.properties"
         settings = spec.client_settings()
@@ -44,6 +44,10 @@ def test_a_sasl_ssl_cluster_serves_its_operator_and_refuses_anonymous(tmp_path: 
         assert main(["topics", "describe", "--bootstrap-server", spec.bootstrap, "--command-config",
                      str(properties)]) == 0
         assert "Topic: secure" in capsys.readouterr().out
+        # The nodes' own producers of __insync_events authenticate too (as node, over TLS).
+        wait_until(lambda: subprocess.run(
+            ["kcat", "-F", str(properties), "-b", spec.bootstrap, "-C", "-t", "__insync_events", "-e", "-q", "-c", "1"],
+            timeout=30, capture_output=True).stdout.startswith(b"{"), 40, "events published over SASL_SSL")
         with pytest.raises(Exception):  # noqa: B017 - no credentials: confluent-kafka's KafkaException
             AdminClient({"bootstrap.servers": spec.bootstrap, "security.protocol": "SSL",
                          "ssl.ca.location": settings["ssl.ca.location"]}).list_topics(timeout=3)

@@ -61,6 +61,7 @@ from insync.server.role import (
     MeteredDispatcher,
     client_sasl_for,
     client_tls_for,
+    librdkafka_settings,
     make_listener,
     monotonic_now,
 )
@@ -154,7 +155,8 @@ class BrokerNode(MeteredDispatcher):
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
         self.event_topic = EventTopic(config, self.broker_id, lambda: self.core.metadata.image,
-                                      self._inter_broker_address, self.controller)
+                                      self._inter_broker_address, self.controller,
+                                      librdkafka_settings(config, inter_broker, "sasl.mechanism.inter.broker.protocol"))
         self.metrics = NodeMetrics(self._snapshot)
         # A client request's answer from the core, and when to give up on it (`_expire_waiters`).
         self._waiters: dict[tuple[object, int], tuple[asyncio.Future[object], int]] = {}

@@ -44,7 +44,13 @@ from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
-from insync.server.role import CLUSTER_ID, MeteredDispatcher, make_listener, monotonic_now
+from insync.server.role import (
+    CLUSTER_ID,
+    MeteredDispatcher,
+    librdkafka_settings,
+    make_listener,
+    monotonic_now,
+)
 from insync.server.session import Session
 from insync.types import Outgoing
 from insync.wire import (
@@ -85,7 +91,9 @@ class ControllerNode(MeteredDispatcher):
         self.exit_code = 0  # FENCED_EXIT_CODE once it lost its epoch, STORE_UNAVAILABLE_EXIT_CODE without a store
         self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
-        self.event_topic = EventTopic(config, self.node_id, lambda: self.controller.image, self._brokers, None)
+        self.event_topic = EventTopic(config, self.node_id, lambda: self.controller.image, self._brokers, None,
+                                      librdkafka_settings(config, controller_endpoint(config),
+                                                          "sasl.mechanism.controller.protocol"))
         self.listener = make_listener(self, controller_endpoint(config), config)
         self.metrics = NodeMetrics(self._snapshot)
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import KafkaException, Producer
 
@@ -68,15 +68,18 @@ def partition_for(node_id: int, topic: TopicImage) -> int:
 
 
 class EventTopic:
-    """One node's writer to `__insync_events`. `controller` is given on brokers only: they create the topic."""
+    """One node's writer to `__insync_events`. `controller` is given on brokers only: they create the topic.
+    `client` are the producer's security settings (librdkafka's names) on a secured cluster."""
 
     def __init__(self, config: BrokerConfig, node_id: int, image: Callable[[], MetadataImage],
-                 bootstrap: Callable[[], str], controller: FailoverConnection | None) -> None:
+                 bootstrap: Callable[[], str], controller: FailoverConnection | None,
+                 client: Mapping[str, str] | None = None) -> None:
         self.enabled = config.get_bool("insync.events.topic.enable")
         self._config = config
         self._node_id = node_id
         self._image = image
         self._bootstrap = bootstrap
+        self._client = dict(client or {})
         self._controller = controller
         self._pending: deque[Event] = deque()
         self._producer: Producer | None = None
@@ -126,7 +129,7 @@ class EventTopic:
         self._producer.poll(0)
 
     def _producer_config(self) -> dict[str, object]:
-        return {"bootstrap.servers": self._bootstrap(), "acks": 1, "linger.ms": 20, "enable.idempotence": False,
+        return {**self._client, "bootstrap.servers": self._bootstrap(), "acks": 1, "linger.ms": 20, "enable.idempotence": False,
                 "queue.buffering.max.messages": PRODUCER_QUEUE_MAX, "message.timeout.ms": DELIVERY_TIMEOUT_MS,
                 "client.id": f"insync-events-{self._node_id}", "logger": log}
 

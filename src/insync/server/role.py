@@ -21,7 +21,7 @@ from insync.server.listener import Listener
 from insync.server.metrics import NodeMetrics
 from insync.server.sasl_gate import client_credentials, gate_factory
 from insync.server.session import Session
-from insync.server.tls import client_tls, server_tls
+from insync.server.tls import client_tls, server_tls, setting
 from insync.wire import versions
 
 CLUSTER_ID = "insync-cluster-0001"
@@ -89,6 +89,26 @@ def client_sasl_for(config: BrokerConfig, listener: str, security_protocol: str,
                     mechanism_key: str) -> SaslCredentials | None:
     """This node's SASL credentials for its connections to `listener`, None when its protocol has no SASL."""
     return client_credentials(config, listener, mechanism_key) if security_protocol.startswith("SASL_") else None
+
+
+def librdkafka_settings(config: BrokerConfig, endpoint: Endpoint, mechanism_key: str) -> dict[str, str]:
+    """This node's client settings for `endpoint` in librdkafka's names, for the confluent-kafka clients a node
+    runs itself (the __insync_events producer): its TLS files and SASL credentials, as its own connections use."""
+    settings = {"security.protocol": endpoint.security_protocol}
+    if endpoint.uses_tls:
+        def get(key: str) -> object:
+            return setting(config, endpoint.name, key)
+
+        pairs = (("ssl.ca.location", get("ssl.truststore.location")), ("ssl.ca.pem", get("ssl.truststore.certificates")),
+                 ("ssl.certificate.location", get("ssl.keystore.location")),
+                 ("ssl.key.location", get("ssl.keystore.location")), ("ssl.key.password", get("ssl.key.password")),
+                 ("ssl.endpoint.identification.algorithm", get("ssl.endpoint.identification.algorithm") or "none"))
+        settings.update({key: str(value) for key, value in pairs if value is not None})
+    credentials = client_sasl_for(config, endpoint.name, endpoint.security_protocol, mechanism_key)
+    if credentials is not None:
+        settings.update({"sasl.mechanism": credentials.mechanism, "sasl.username": credentials.username,
+                         "sasl.password": credentials.password})
+    return settings
 
 
 def monotonic_now(clock: Clock) -> Callable[[], int]:
