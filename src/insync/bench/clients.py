@@ -19,6 +19,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from insync import command_config
+
 DELIVERY_TIMEOUT_S = 60.0
 IDLE_TIMEOUT_S = 15.0
 CONSUME_BATCH_MAX = 10_000
@@ -64,7 +66,7 @@ def _producer(bootstrap: str, acks: str, extra: dict[str, Any] | None = None) ->
                               "batch.size": 1_000_000, "enable.idempotence": acks in ("all", "-1"),
                               "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576}
     config.update(extra or {})
-    return Producer(config)
+    return Producer(command_config.confluent(config))
 
 
 def produce(bootstrap: str, topic: str, count: int, size: int, acks: str = "all",
@@ -108,8 +110,9 @@ def _pace(start: float, index: int, rate: float | None) -> None:
 def _consumer(bootstrap: str, topic: str) -> Any:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "insync-bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760})
+    consumer = Consumer(command_config.confluent({
+        "bootstrap.servers": bootstrap, "group.id": "insync-bench", "enable.auto.commit": False,
+        "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760}))
     partitions = consumer.list_topics(topic, timeout=15).topics[topic].partitions
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(partitions)])
     return consumer

