@@ -42,6 +42,7 @@ class EventType(StrEnum):
     PRODUCE_REJECTED = "produce_rejected"
     METADATA_PROPAGATED = "metadata_propagated"
     UNCLEAN_RECOVERY = "unclean_recovery"
+    DENIED = "denied"
 
 
 class ShrinkReason(StrEnum):
@@ -89,11 +90,14 @@ EVENT_FIELDS: dict[EventType, dict[str, str]] = {
     # records}: offsets [from, to) truncated away), and why (the strategy, or "ElectLeaders" for an operator's).
     EventType.UNCLEAN_RECOVERY: {"leader_after": "integer", "leader_epoch": "integer", "strategy": "string",
                                  "reported": "array", "lost": "array", "records_lost": "integer"},
+    # A request the authorizer refused (issue 22): who, from where, what on which resource, in which API.
+    EventType.DENIED: {"principal": "string", "host": "string", "operation": "string", "resource_type": "string",
+                       "resource": "string", "api": "string"},
 }
 
 # Types that concern one partition carry topic and partition.
 BROKER_LEVEL = frozenset({EventType.BROKER_REGISTERED, EventType.BROKER_FENCED, EventType.BROKER_UNFENCED,
-                          EventType.CONTROLLER_ELECTED, EventType.METADATA_PROPAGATED})
+                          EventType.CONTROLLER_ELECTED, EventType.METADATA_PROPAGATED, EventType.DENIED})
 
 _PY_TYPES: dict[str, tuple[type, ...]] = {"array": (list, tuple), "integer": (int,), "string": (str,)}
 

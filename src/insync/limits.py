@@ -27,6 +27,7 @@ PRODUCER_BATCHES_REMEMBERED = 5  # Kafka keeps the last five batches per produce
 # Controller
 BROKERS_MAX = 10_000
 METADATA_RECORDS_PER_BATCH_MAX = 10_000
+ACLS_MAX = 10_000  # ACLs a cluster holds: the authorizer scans them per decision (security/authorizer.py)
 ALTER_PARTITION_ITEMS_MAX = 10_000
 
 # Network

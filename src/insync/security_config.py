@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# Kafka's authorizer.class.name for KRaft's StandardAuthorizer: insync's standard authorizer answers to it.
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
 class SecurityKey(NamedTuple):
@@ -34,6 +36,13 @@ class SecurityKey(NamedTuple):
 
 
 SECURITY_CONFIGS: tuple[SecurityKey, ...] = (
+    # Authorization (security/authorizer.py); off unless authorizer.class.name is set
+    SecurityKey("authorizer.class.name", "string", "", "The authorizer: empty for none (every request allowed), "
+                f"or {STANDARD_AUTHORIZER} for Kafka's standard ACL authorizer.", ("", STANDARD_AUTHORIZER)),
+    SecurityKey("super.users", "string", "", "Principals allowed everything, separated by semicolons "
+                "(User:admin;User:broker)."),
+    SecurityKey("allow.everyone.if.no.acl.found", "bool", False, "With the authorizer on, allow an action on a "
+                "resource that has no ACL at all."),
     SecurityKey("listener.security.protocol.map", "list",
                 ("PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"),
                 "Listener name to security protocol, NAME:PROTOCOL,...; a controller listener not listed is "

@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from insync import errors
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.messages import (
     CONTROLLER,
     AlterPartitionRequest,
@@ -37,6 +36,7 @@ from insync.controller.messages import (
     MetadataFetchRequest,
 )
 from insync.controller.replication_control import AlterPartitionData
+from insync.controller.results import AlterPartitionDataResult
 from insync.limits import ALTER_PARTITION_ITEMS_MAX, METADATA_RECORDS_PER_BATCH_MAX
 from insync.types import BrokerEpoch, BrokerId, Outgoing, TopicPartition
 

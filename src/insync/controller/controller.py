@@ -18,8 +18,6 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from insync import errors
 from insync.config import TOPIC_CONFIGS, BrokerConfig, ConfigChange
@@ -58,6 +56,12 @@ from insync.controller.replication_control import (
     returning_broker_changes,
     unclean_shutdown_changes,
 )
+from insync.controller.results import (
+    AlterPartitionDataResult,
+    ControllerResult,
+    CreateTopicResponse,
+    HeartbeatResponse,
+)
 from insync.controller.store import MetadataStore
 from insync.controller.unclean_recovery import (
     MANUAL,
@@ -92,43 +96,8 @@ from insync.metadata.records import (
 )
 from insync.types import NO_LEADER, OFFSETS_TOPIC, BrokerId
 
-T = TypeVar("T")
-
 # One CreateTopics batch holds the topic, its configs and its partitions.
 TOPIC_PARTITIONS_MAX = METADATA_RECORDS_PER_BATCH_MAX - 1 - len(TOPIC_CONFIGS)
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerResult(Generic[T]):
-    records: tuple[Record, ...]
-    response: T
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatResponse:
-    is_caught_up: bool
-    is_fenced: bool
-    should_shut_down: bool
-
-
-@dataclass(frozen=True, slots=True)
-class CreateTopicResponse:
-    topic_id: str
-    assignments: tuple[tuple[BrokerId, ...], ...]  # replicas per partition, the first one leads
-
-
-@dataclass(frozen=True, slots=True)
-class AlterPartitionDataResult:
-    """The partition's state after the request (or as it stands, with the error that refused the change)."""
-
-    topic_id: str
-    partition: int
-    error: KafkaError
-    leader: BrokerId = NO_LEADER
-    isr: tuple[BrokerId, ...] = ()
-    leader_epoch: int = -1
-    partition_epoch: int = -1
-    leader_recovery_state: int = 0  # KIP-704 (AlterPartition v1+)
 
 
 class _Batch:
@@ -415,6 +384,14 @@ class Controller:
                 batch.add_changes(min_isr_changes(batch.image, topic, self._policy))
             if self._policy.unclean_allowed(batch.image, topic):
                 batch.add_changes(offline_topic_changes(batch.image, topic, self._policy))
+        return ControllerResult(self._commit(batch, now_ms), None)
+
+    def commit_records(self, records: Sequence[Record], now_ms: int) -> ControllerResult[None]:
+        """Commit what a pure `*_control` module decided from this image (ACLs), on which nothing else depends."""
+        self._advance(now_ms)
+        batch = self._batch(now_ms)
+        for record in records:
+            batch.add(record)
         return ControllerResult(self._commit(batch, now_ms), None)
 
     def delete_topic(self, name: str, now_ms: int) -> ControllerResult[str]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.replication_control import AlterPartitionData
+from insync.controller.results import AlterPartitionDataResult
 from insync.controller.unclean_recovery import ReplicaLogReport
 from insync.errors import KafkaError
 from insync.metadata.records import Record

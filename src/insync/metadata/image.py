@@ -20,6 +20,7 @@ from types import MappingProxyType
 from insync.metadata.records import (
     LEADER_RECOVERED,
     LEADER_RECOVERING,
+    AccessControlEntryRecord,
     BrokerConfigRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -29,12 +30,14 @@ from insync.metadata.records import (
     PartitionRecord,
     Record,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UserScramCredentialRecord,
 )
+from insync.security.acl import AclBinding
 from insync.security.scram import ScramCredential, ScramMechanism
 from insync.types import NO_LEADER, BrokerId
 
@@ -137,6 +140,7 @@ class MetadataImage:
     # SCRAM credentials by user, then by mechanism type (1 SCRAM-SHA-256, 2 SCRAM-SHA-512)
     scram_credentials: Mapping[str, Mapping[int, ScramCredential]] = field(
         default_factory=lambda: MappingProxyType({}))
+    acls: Mapping[str, AclBinding] = field(default_factory=lambda: MappingProxyType({}))  # by record id
 
     @staticmethod
     def from_records(records: Iterable[Record]) -> MetadataImage:
@@ -250,6 +254,12 @@ class MetadataImage:
                                                                  record.value))
             case UserScramCredentialRecord() | RemoveUserScramCredentialRecord():
                 return replace(self, scram_credentials=_with_scram_credential(self.scram_credentials, record))
+            case AccessControlEntryRecord():
+                assert record.id not in self.acls, record
+                return replace(self, acls=MappingProxyType({**self.acls, record.id: record.binding}))
+            case RemoveAccessControlEntryRecord():
+                assert record.id in self.acls, record
+                return replace(self, acls=MappingProxyType({k: v for k, v in self.acls.items() if k != record.id}))
             case ControllerChangeRecord():
                 assert record.controller_epoch > self.controller_epoch, (self.controller_epoch, record)
                 return replace(self, controller_id=record.controller_id, controller_epoch=record.controller_epoch)

@@ -24,6 +24,17 @@ import typing
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, Union
 
+from insync.errors import KafkaException
+from insync.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    validate_binding,
+)
 from insync.types import NO_LEADER, BrokerId
 
 # Kafka's LeaderRecoveryState (KIP-704): a leader elected uncleanly is RECOVERING until its AlterPartition says
@@ -290,10 +301,53 @@ class RemoveUserScramCredentialRecord(_Record):
     mechanism: int
 
 
+@dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord(_Record):
+    """One ACL (KRaft's record of the same name): the resource pattern and entry with Kafka's enum codes, under an
+    id that `RemoveAccessControlEntryRecord` names. The controller validated it (`acl.validate_binding`)."""
+
+    TYPE: ClassVar[str] = "access_control_entry"
+    id: str
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+    def __post_init__(self) -> None:
+        _require(bool(self.id), self, "empty id")
+        try:
+            validate_binding(self.binding)
+        except (ValueError, KafkaException) as exc:
+            raise RecordError(f"{type(self).__name__}: {exc}") from None
+
+    @property
+    def binding(self) -> AclBinding:
+        return AclBinding(ResourcePattern(ResourceType(self.resource_type), self.resource_name,
+                                          PatternType(self.pattern_type)),
+                          AccessControlEntry(self.principal, self.host, AclOperation(self.operation),
+                                             AclPermissionType(self.permission_type)))
+
+    @staticmethod
+    def of(acl_id: str, binding: AclBinding) -> AccessControlEntryRecord:
+        pattern, entry = binding.pattern, binding.entry
+        return AccessControlEntryRecord(acl_id, pattern.resource_type, pattern.name, pattern.pattern_type,
+                                        entry.principal, entry.host, entry.operation, entry.permission_type)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord(_Record):
+    TYPE: ClassVar[str] = "remove_access_control_entry"
+    id: str
+
+
 Record = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | RegisterBrokerRecord
     | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | ConfigRecord
     | BrokerConfigRecord | ControllerChangeRecord | UserScramCredentialRecord | RemoveUserScramCredentialRecord
+    | AccessControlEntryRecord | RemoveAccessControlEntryRecord
 )
 
 RECORD_TYPES: dict[str, type[_Record]] = {

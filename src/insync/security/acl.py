@@ -183,3 +183,11 @@ def validate_binding(binding: AclBinding) -> None:
         raise _invalid(str(exc)) from None
     if not entry.host:
         raise _invalid("Invalid host: an empty host (use * for every host)")
+
+
+def validate_filter(acl_filter: AclBindingFilter) -> None:
+    """A filter naming an UNKNOWN value (a code this version does not know) is refused, as Kafka refuses it."""
+    if acl_filter.resource_type == ResourceType.UNKNOWN or acl_filter.pattern_type == PatternType.UNKNOWN:
+        raise _invalid("Unknown patternFilter.")
+    if acl_filter.operation == AclOperation.UNKNOWN or acl_filter.permission_type == AclPermissionType.UNKNOWN:
+        raise _invalid("Unknown entryFilter.")

@@ -31,6 +31,8 @@ from insync.security.acl import (
     AclBinding,
     AclOperation,
     AclPermissionType,
+    PatternType,
+    ResourcePattern,
     ResourceType,
 )
 from insync.security.principal import KafkaPrincipal
@@ -109,6 +111,25 @@ class Authorizer:
             return DEFAULT_DENY
         return DEFAULT_ALLOW if self.allow_everyone_if_no_acl_found else DEFAULT_DENY
 
+    def authorize_any(self, principal: KafkaPrincipal, host: str, operation: AclOperation,
+                      resource_type: ResourceType) -> bool:
+        """Kafka's authorizeByResourceType: may the principal `operation` on SOME resource of the type? Yes for a
+        super user; no under a DENY of the literal `*`; else yes if one ALLOW pattern (literal or prefix) is not
+        covered by a DENY (a DENY of the same literal, or a DENY prefix of it). No implied operations here."""
+        if str(principal) in self.super_users:
+            return True
+        allows: list[ResourcePattern] = []
+        denies: list[ResourcePattern] = []
+        for binding in self.acls:  # bounded by the cluster's ACLs
+            entry = binding.entry
+            if (binding.pattern.resource_type != resource_type or entry.operation not in (operation, AclOperation.ALL)
+                    or entry.principal not in (str(principal), WILDCARD_PRINCIPAL) or entry.host not in (host, WILDCARD)):
+                continue
+            (allows if entry.permission_type == AclPermissionType.ALLOW else denies).append(binding.pattern)
+        if any(d.pattern_type == PatternType.LITERAL and d.name == WILDCARD for d in denies):
+            return False
+        return any(not _covered(allow, denies) for allow in allows)
+
     def authorized_operations(self, principal: KafkaPrincipal, host: str, resource_type: ResourceType, name: str) -> int:
         """Kafka's bit field: bit `op` set for each of the resource type's operations the principal may do."""
         field = 0
@@ -116,6 +137,16 @@ class Authorizer:
             if self.authorize(principal, host, operation, resource_type, name):
                 field |= 1 << operation
         return field
+
+
+def _covered(allow: ResourcePattern, denies: list[ResourcePattern]) -> bool:
+    """Whether a DENY pattern takes away everything `allow` grants."""
+    for deny in denies:
+        if deny.pattern_type == PatternType.PREFIXED and allow.name.startswith(deny.name):
+            return True
+        if allow.pattern_type == PatternType.LITERAL and deny.pattern_type == PatternType.LITERAL and deny.name == allow.name:
+            return True
+    return False
 
 
 def audit_message(principal: KafkaPrincipal, decision: Decision, operation: AclOperation, host: str,

@@ -51,6 +51,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
 from insync.security.listeners import Endpoint, broker_listeners, controller_names
 from insync.security.scram import ScramCredential, ScramMechanism
+from insync.server.access_gate import AccessGate
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
@@ -71,6 +72,7 @@ from insync.storage.log_manager import LogManager
 from insync.storage.power_loss import open_disk
 from insync.types import BrokerId, Outgoing
 from insync.wire import (
+    acls,
     configs,
     controller_apis,
     describe_topic_partitions,
@@ -110,7 +112,7 @@ GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions
 # What the controller answers: a broker forwards these as they are (`_forward`).
 FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
                             versions.ELECT_LEADERS, versions.ALTER_PARTITION_REASSIGNMENTS,
-                            versions.LIST_PARTITION_REASSIGNMENTS))
+                            versions.LIST_PARTITION_REASSIGNMENTS, versions.CREATE_ACLS, versions.DELETE_ACLS))
 # What the core answers at once (`broker.queries`): each API's (decode, encode) translators.
 Translators = tuple[Callable[[DecodedRequest], Decoded[Any]], Callable[[Any, Decoded[Any]], Any]]
 QUERY_TRANSLATORS: Mapping[int, Translators] = {
@@ -169,6 +171,7 @@ class BrokerNode(MeteredDispatcher):
         self._faults = FaultSpec()
         self.groups = GroupCoordinator(config, self.core, self.log_manager, self.controller, self._call, self._now)
         self.topic_creator = TopicCreator(config, self.controller, self._spawn, self.groups.create_offsets_topic)
+        self.gate = AccessGate(config, self.broker_id, self.event_log, self._now, lambda: self.core.metadata.image)
 
     # Feeding the core ------------------------------------------------------------------------------------
 
@@ -314,7 +317,7 @@ class BrokerNode(MeteredDispatcher):
     async def _handle(self, request: DecodedRequest, session: Session) -> Any:
         route = ROUTES.get(request.api_key)
         assert route is not None, f"API {request.api_key} is advertised but has no route"
-        return await route(self, request, session)
+        return await self.gate.answer(request, session, lambda: route(self, request, session))  # server.access_gate
 
     async def _api_versions(self, request: DecodedRequest, session: Session) -> Any:
         return versions.respond(request, versions.BROKER_API_VERSIONS)
@@ -325,8 +328,10 @@ class BrokerNode(MeteredDispatcher):
 
     async def _metadata(self, request: DecodedRequest, session: Session) -> Any:
         query, image = metadata.decode_request(request), self._image(session)
+        query, denied, access = self.gate.metadata_query(request, query, session, image)
         self.topic_creator.create(metadata.topics_to_create(query, image, self.topic_creator.enabled))
-        return metadata.encode_response(query, image, CLUSTER_ID, self.broker_id, self.topic_creator.enabled)
+        answer = metadata.encode_response(query, image, CLUSTER_ID, self.broker_id, self.topic_creator.enabled)
+        return self.gate.metadata_view(request, answer, access, denied)
 
     async def _describe_cluster(self, request: DecodedRequest, session: Session) -> Any:
         return metadata.describe_cluster(request, self._image(session), CLUSTER_ID, self.broker_id)
@@ -388,6 +393,8 @@ class BrokerNode(MeteredDispatcher):
                 return configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, message)
             if request.api_key in (versions.ALTER_PARTITION_REASSIGNMENTS, versions.LIST_PARTITION_REASSIGNMENTS):
                 return reassignments.refuse(request, errors.NOT_CONTROLLER, message)
+            if request.api_key in (versions.CREATE_ACLS, versions.DELETE_ACLS):
+                return acls.refuse(request, errors.NOT_CONTROLLER, message)
             return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER, message)
 
     async def _query(self, request: DecodedRequest, session: Session) -> Any:
@@ -395,14 +402,14 @@ class BrokerNode(MeteredDispatcher):
         DescribeProducers: the core answers them at once; the translator alone answers what it refuses (a
         transactional InitProducerId)."""
         decode, encode = QUERY_TRANSLATORS[request.api_key]
-        decoded = decode(request)
+        decoded = self.gate.checked(decode(request), request, session)
         if decoded.error is not errors.NONE:
             return encode(None, decoded)
         return encode(await self._call(decoded.request), decoded)
 
     async def _produce(self, request: DecodedRequest, session: Session) -> Any:
         image = self._image(session)
-        decoded = produce.decode_request(request, image)
+        decoded = self.gate.checked(produce.decode_request(request, image), request, session)
         internal = decoded.request
         if decoded.error is not errors.NONE or not internal.partitions:
             return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
@@ -413,7 +420,7 @@ class BrokerNode(MeteredDispatcher):
 
     async def _fetch(self, request: DecodedRequest, session: Session) -> Any:
         image = self._image(session)
-        decoded = fetch.decode_request(request, image)
+        decoded = self.gate.checked(fetch.decode_request(request, image), request, session)
         if decoded.error is not errors.NONE:
             return fetch.encode_response(None, decoded, image)
         internal: Any = decoded.request if fetch.is_follower_fetch(decoded.request) else \
@@ -589,4 +596,5 @@ ROUTES: Mapping[int, Route] = {
     versions.INCREMENTAL_ALTER_CONFIGS: BrokerNode._alter_configs,
     versions.ALTER_CONFIGS: BrokerNode._alter_configs,
     **dict.fromkeys(QUERY_TRANSLATORS, BrokerNode._query),
+    versions.DESCRIBE_ACLS: BrokerNode._forward,  # never called: the gate answers it from the image
 }

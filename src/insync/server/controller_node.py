@@ -6,7 +6,7 @@ report) are decoded to `controller.messages`, handed to `ControllerCore.handle` 
 too), and each waits for the core's answer to it: at once, or, for a metadata long poll the core parked, when
 the controller publishes past the broker's offset or the fetch's wait ends. The admin APIs (CreateTopics and
 DeleteTopics, which brokers forward from their clients, CreatePartitions, ElectLeaders, the config alterations,
-Alter/ListPartitionReassignments) call the `Controller` directly, then let the core answer the fetches a
+Alter/ListPartitionReassignments, Create/DeleteAcls) call the `Controller` directly, then let the core answer the fetches a
 publication satisfied. A timer calls
 `ControllerCore.tick` at its next deadline (session fencing, propagation checks, parked fetches' waits). Every
 call's events go to `events.jsonl` in the controller's log dir.
@@ -33,6 +33,7 @@ from typing import Any
 from insync import errors
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigChange, ConfigError
+from insync.controller import acl_control
 from insync.controller.controller import Controller
 from insync.controller.node import ControllerCore
 from insync.controller.reassignment import ReassignmentTarget
@@ -54,6 +55,7 @@ from insync.server.role import (
 from insync.server.session import Session
 from insync.types import Outgoing
 from insync.wire import (
+    acls,
     configs,
     controller_apis,
     metadata_log,
@@ -153,6 +155,8 @@ class ControllerNode(MeteredDispatcher):
             return response
         if key == versions.LIST_PARTITION_REASSIGNMENTS:
             return reassignments.list_partition_reassignments(request, self.controller.image)
+        if key in (versions.CREATE_ACLS, versions.DELETE_ACLS):
+            return self._alter_acls(request)
         assert key == versions.FETCH, key
         return await self._fetch_metadata(request)
 
@@ -208,6 +212,19 @@ class ControllerNode(MeteredDispatcher):
                 results.append(DeleteTopicResult(name, exc.error, exc.detail))
         self._drain()
         return topics.encode_delete_topics(DeleteTopicsResponse(request.correlation_id, tuple(results)), decoded)
+
+    def _alter_acls(self, request: DecodedRequest) -> Any:
+        """CreateAcls and DeleteAcls, decided by `acl_control` from the image and committed as one batch."""
+        if request.api_key == versions.CREATE_ACLS:
+            creation = acl_control.create_acls(self.controller.image, acls.decode_create_acls(request))
+            self.controller.commit_records(creation.records, self._now())
+            response = acls.encode_create_acls(creation.results, request.api_version)
+        else:
+            deletion = acl_control.delete_acls(self.controller.image, acls.decode_delete_acls(request))
+            self.controller.commit_records(deletion.records, self._now())
+            response = acls.encode_delete_acls(deletion.results, request.api_version)
+        self._drain()
+        return response
 
     def _elect(self, election_type: int, asked: list[tuple[str, int]] | None) -> dict[tuple[str, int], KafkaError]:
         if election_type == topics.UNCLEAN_ELECTION:

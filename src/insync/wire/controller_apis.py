@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from insync import errors
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -39,6 +38,7 @@ from insync.controller.messages import (
     Registration,
 )
 from insync.controller.replication_control import AlterPartitionData
+from insync.controller.results import AlterPartitionDataResult
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import (
     NO_THROTTLE,

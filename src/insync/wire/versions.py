@@ -8,8 +8,8 @@ follower high watermark for tiered storage) and InitProducerId at 5 (v6 is two-p
 
 The broker listener serves clients and follower fetches; the controller listener serves what brokers send the
 controller: registration, heartbeats, AlterPartition, the metadata log as a Fetch of `__cluster_metadata`
-(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, (Incremental)AlterConfigs and
-Alter/ListPartitionReassignments that brokers forward.
+(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, (Incremental)AlterConfigs,
+Alter/ListPartitionReassignments and Create/DeleteAcls that brokers forward.
 
 A request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that lists the
 table, so the client retries with a version it can pick; the response header is always v0 (`protocol.codec`).
@@ -36,6 +36,9 @@ DELETE_RECORDS = 21
 INIT_PRODUCER_ID = 22
 OFFSET_FOR_LEADER_EPOCH = 23
 DESCRIBE_CONFIGS = 32
+DESCRIBE_ACLS = 29
+CREATE_ACLS = 30
+DELETE_ACLS = 31
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 CREATE_PARTITIONS = 37
@@ -90,6 +93,9 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     ALTER_REPLICA_LOG_DIRS: (1, 2),
     DESCRIBE_LOG_DIRS: (1, 4),  # v5 (Kafka 4.2) adds cordoned log dirs
     DESCRIBE_PRODUCERS: (0, 0),
+    DESCRIBE_ACLS: (1, 3),
+    CREATE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
     # Consumer groups, classic protocol. OffsetCommit/OffsetFetch stop at 9 (v10 names topics by id, KIP-848).
     OFFSET_COMMIT: (2, 9),
     OFFSET_FETCH: (1, 9),
@@ -124,6 +130,8 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     BROKER_HEARTBEAT: (0, 2),
     SASL_HANDSHAKE: (0, 1),
     SASL_AUTHENTICATE: (0, 2),
+    CREATE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
 }
 
 # Kafka's ApiVersionsRequest.isValid(): client software names and versions (v3+) must look like this.

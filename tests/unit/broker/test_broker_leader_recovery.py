@@ -7,7 +7,6 @@ from insync import errors
 from insync.broker.core import BrokerCore
 from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
 from insync.config import BrokerConfig
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -15,6 +14,7 @@ from insync.controller.messages import (
     BrokerRegistrationResponse,
     MetadataUpdate,
 )
+from insync.controller.results import AlterPartitionDataResult
 from insync.metadata.records import (
     LEADER_RECOVERED,
     PartitionRecord,

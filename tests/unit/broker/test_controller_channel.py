@@ -7,7 +7,6 @@ from insync.broker.controller_channel import (
     SHUTDOWN_HEARTBEAT_INTERVAL_MS,
     ControllerChannel,
 )
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -18,6 +17,7 @@ from insync.controller.messages import (
     MetadataFetchRequest,
 )
 from insync.controller.replication_control import AlterPartitionData
+from insync.controller.results import AlterPartitionDataResult
 from insync.types import BrokerEpoch, BrokerId, TopicPartition
 
 

@@ -8,8 +8,8 @@ from ctrl_harness import Harness
 from test_ctrl_controller import expire, three_broker_topic
 
 from insync import errors
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.replication_control import AlterPartitionData
+from insync.controller.results import AlterPartitionDataResult
 
 
 def alter(h: Harness, new_isr: tuple[int, ...], epochs: tuple[int, ...]) -> AlterPartitionDataResult:

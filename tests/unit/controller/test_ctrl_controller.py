@@ -9,8 +9,8 @@ from ctrl_harness import Harness
 
 from insync import errors
 from insync.config import ConfigChange, ConfigOp
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.replication_control import AlterPartitionData, place_replicas
+from insync.controller.results import AlterPartitionDataResult
 from insync.errors import KafkaException
 from insync.events import EventType
 from insync.metadata.records import ConfigRecord, PartitionRecord, TopicRecord

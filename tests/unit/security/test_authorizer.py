@@ -156,3 +156,21 @@ def test_audit_message_in_kafkas_wording() -> None:
     assert allow.rule.startswith("MatchingAcl(acl=StandardAcl(resourceType=TOPIC, resourceName=t, "
                                  "patternType=LITERAL, principal=User:bob, host=*, operation=WRITE, "
                                  "permissionType=ALLOW)")
+
+
+@pytest.mark.parametrize(("acls", "expected"), [
+    ((), False),
+    ((acl("t", Op.WRITE),), True),
+    ((acl("t", Op.ALL),), True),
+    ((acl("t", Op.READ),), False),  # no implied operations here
+    ((acl("t", Op.WRITE), acl("t", Op.WRITE, DENY)), False),
+    ((acl("t", Op.WRITE), acl("t", Op.WRITE, DENY, pattern=PREFIXED)), False),
+    ((acl("tx", Op.WRITE, pattern=PREFIXED), acl("t", Op.WRITE, DENY, pattern=PREFIXED)), False),
+    ((acl("t", Op.WRITE), acl("u", Op.WRITE, DENY)), True),
+    ((acl("t", Op.WRITE, pattern=PREFIXED), acl("tx", Op.WRITE, DENY, pattern=PREFIXED)), True),
+    ((acl("t", Op.WRITE), acl("*", Op.WRITE, DENY)), False),
+    ((acl("t", Op.WRITE, principal=str(BOB)),), False),
+])
+def test_authorize_any_by_resource_type(acls: tuple[AclBinding, ...], expected: bool) -> None:
+    assert authorizer(*acls).authorize_any(ALICE, HOST, Op.WRITE, TOPIC) is expected
+    assert authorizer(*acls, super_users=(str(ALICE),)).authorize_any(ALICE, HOST, Op.WRITE, TOPIC)

@@ -6,7 +6,6 @@ import pytest
 from apis_helpers import TOPIC_ID, wire
 
 from insync import errors
-from insync.controller.controller import AlterPartitionDataResult
 from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -16,6 +15,7 @@ from insync.controller.messages import (
     BrokerRegistrationResponse,
 )
 from insync.controller.replication_control import AlterPartitionData
+from insync.controller.results import AlterPartitionDataResult
 from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import Endpoint
 from insync.types import BrokerEpoch, BrokerId

@@ -30,6 +30,7 @@ from insync.broker.messages import (
 )
 from insync.broker.producers import DescribeProducersResponse
 from insync.config import BrokerConfig
+from insync.controller import acl_control
 from insync.controller.messages import (
     AlterPartitionResponse,
     BrokerHeartbeatResponse,
@@ -44,6 +45,7 @@ from insync.protocol.kio import request_class
 from insync.replication.messages import FetchResponse
 from insync.types import BrokerEpoch, TopicPartition
 from insync.wire import (
+    acls,
     configs,
     controller_apis,
     describe_topic_partitions,
@@ -187,6 +189,11 @@ ANSWER: dict[int, Callable[[DecodedRequest], Any]] = {
         r, [(g, errors.NONE) for g in groups.decode_delete_groups(r)]),
     versions.OFFSET_DELETE: lambda r: groups.encode_offset_delete(r, OffsetDeletion(
         errors.NONE, tuple((tp, errors.NONE) for tp in groups.decode_offset_delete(r)[1]), ())),
+    versions.DESCRIBE_ACLS: lambda r: acls.describe_acls(r, IMAGE),
+    versions.CREATE_ACLS: lambda r: acls.encode_create_acls(
+        acl_control.create_acls(IMAGE, acls.decode_create_acls(r)).results, r.api_version),
+    versions.DELETE_ACLS: lambda r: acls.encode_delete_acls(
+        acl_control.delete_acls(IMAGE, acls.decode_delete_acls(r)).results, r.api_version),
     versions.ALTER_PARTITION: lambda r: (controller_apis.decode_alter_partition(r),
                                          controller_apis.encode_alter_partition_response(
                                              AlterPartitionResponse(CID, errors.NONE, ()), r.api_version))[1],

@@ -1,0 +1,176 @@
+"""Whole-request authorization refusals at a broker, before anything is done (see `authorization`'s docstring).
+
+`refusal(request, access, config, image)` is the answer refusing a request the principal may not make, or None
+when it may go on. Each API's answer is built by its own translator's encoder, so a refused request reads as
+every other refusal of that API does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from insync.broker.log_dirs import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
+from insync.config import BrokerConfig
+from insync.errors import KafkaError
+from insync.groups.deletion import OffsetDeletion
+from insync.groups.messages import JoinResult, LeaveResult, SyncResult
+from insync.metadata.image import MetadataImage
+from insync.protocol.codec import DecodedRequest
+from insync.protocol.kio import code
+from insync.security.acl import AclOperation, ResourceType
+from insync.wire import acls, configs, groups, log_dirs, reassignments, topics, versions
+from insync.wire.authorization import (
+    CLUSTER_DENIED,
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    TRANSACTIONAL_ID_DENIED,
+    RequestAccess,
+)
+from insync.wire.entities import wire_topic_key
+
+Op = AclOperation
+TOPIC_CONFIG_RESOURCE = 2  # Kafka's ConfigResource.Type codes
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
+# The cluster operation each API needs (Kafka's KafkaApis), refused CLUSTER_AUTHORIZATION_FAILED.
+CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
+    versions.ELECT_LEADERS: Op.ALTER, versions.ALTER_PARTITION_REASSIGNMENTS: Op.ALTER,
+    versions.LIST_PARTITION_REASSIGNMENTS: Op.DESCRIBE, versions.CREATE_ACLS: Op.ALTER,
+    versions.DELETE_ACLS: Op.ALTER, versions.DESCRIBE_ACLS: Op.DESCRIBE, versions.DESCRIBE_LOG_DIRS: Op.DESCRIBE,
+    versions.ALTER_REPLICA_LOG_DIRS: Op.ALTER,
+}
+# The group operation of the APIs about one group, refused GROUP_AUTHORIZATION_FAILED.
+GROUP_OPERATIONS: Mapping[int, AclOperation] = {
+    versions.JOIN_GROUP: Op.READ, versions.SYNC_GROUP: Op.READ, versions.HEARTBEAT: Op.READ,
+    versions.LEAVE_GROUP: Op.READ, versions.OFFSET_COMMIT: Op.READ, versions.OFFSET_DELETE: Op.DELETE,
+}
+
+
+def refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig, image: MetadataImage) -> Any | None:
+    key = request.api_key
+    if key in CLUSTER_OPERATIONS:
+        if access.allows_cluster(CLUSTER_OPERATIONS[key]):
+            return None
+        return _cluster_refusal(request, config, image)
+    if key in GROUP_OPERATIONS:
+        return _group_refusal(request, access)
+    if key == versions.FIND_COORDINATOR:
+        return _coordinator_refusal(request, access)
+    if key == versions.DELETE_GROUPS:
+        names = groups.decode_delete_groups(request)
+        if all(access.allows(Op.DELETE, ResourceType.GROUP, name) for name in names):
+            return None
+        return groups.encode_delete_groups(request, [(name, GROUP_DENIED) for name in names])
+    if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS):
+        return _topics_refusal(request, access, config, image)
+    if key in (versions.ALTER_CONFIGS, versions.INCREMENTAL_ALTER_CONFIGS):
+        return _configs_refusal(request, access)
+    return None
+
+
+def _cluster_refusal(request: DecodedRequest, config: BrokerConfig, image: MetadataImage) -> Any:
+    message = CLUSTER_DENIED.message
+    key = request.api_key
+    if key in (versions.CREATE_ACLS, versions.DELETE_ACLS, versions.DESCRIBE_ACLS):
+        return acls.refuse(request, CLUSTER_DENIED, message)
+    if key in (versions.ALTER_PARTITION_REASSIGNMENTS, versions.LIST_PARTITION_REASSIGNMENTS):
+        return reassignments.refuse(request, CLUSTER_DENIED, message)
+    if key == versions.ELECT_LEADERS:
+        return topics.refuse_all(request, config, image, CLUSTER_DENIED, message)
+    if key == versions.DESCRIBE_LOG_DIRS:
+        decoded = log_dirs.decode_describe_log_dirs(request)
+        answer = log_dirs.encode_describe_log_dirs(
+            DescribeLogDirsResponse(request.correlation_id, ()), decoded)
+        return _with_error_code(answer, CLUSTER_DENIED)
+    assert key == versions.ALTER_REPLICA_LOG_DIRS, key
+    altered = log_dirs.decode_alter_replica_log_dirs(request)
+    results = tuple((tp, CLUSTER_DENIED) for tp, _ in altered.request.destinations)
+    return log_dirs.encode_alter_replica_log_dirs(AlterReplicaLogDirsResponse(request.correlation_id, results),
+                                                  altered)
+
+
+def _with_error_code(answer: Any, error: KafkaError) -> Any:
+    return dataclasses.replace(answer, error_code=code(error))
+
+
+def _group_refusal(request: DecodedRequest, access: RequestAccess) -> Any | None:
+    key = request.api_key
+    group_id = str(request.body.group_id)
+    if not access.allows(GROUP_OPERATIONS[key], ResourceType.GROUP, group_id):
+        return _group_answer(request, GROUP_DENIED)
+    if key == versions.OFFSET_COMMIT:
+        names = {str(t.name) for t in request.body.topics}
+        if not all(access.allows(Op.READ, ResourceType.TOPIC, name) for name in sorted(names)):
+            return _group_answer(request, TOPIC_DENIED)
+    return None
+
+
+def _group_answer(request: DecodedRequest, error: KafkaError) -> Any:
+    """The refusal of a one-group request: the group's error (OffsetCommit: each partition's)."""
+    key = request.api_key
+    if key == versions.JOIN_GROUP:
+        member_id = str(request.body.member_id)
+        return groups.encode_join(request, JoinResult(error, -1, None, None, "", member_id, ()))
+    if key == versions.SYNC_GROUP:
+        return groups.encode_sync(request, SyncResult(error, None, None, b""))
+    if key == versions.HEARTBEAT:
+        return groups.encode_heartbeat(request, error)
+    if key == versions.LEAVE_GROUP:
+        return groups.encode_leave(request, LeaveResult(error, ()))
+    if key == versions.OFFSET_DELETE:
+        return groups.encode_offset_delete(request, OffsetDeletion(error, (), ()))
+    assert key == versions.OFFSET_COMMIT, key
+    commit = groups.decode_offset_commit(request)
+    return groups.encode_offset_commit(request, [(tp, error) for tp, _ in commit.offsets])
+
+
+def _coordinator_refusal(request: DecodedRequest, access: RequestAccess) -> Any | None:
+    """FindCoordinator: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or transactional id (its error). With
+    several keys (v4+) the request is refused whole when any is not permitted."""
+    key_type, keys = groups.find_coordinator_keys(request)
+    resource_type, error = ((ResourceType.TRANSACTIONAL_ID, TRANSACTIONAL_ID_DENIED) if key_type == TRANSACTION_KEY
+                            else (ResourceType.GROUP, GROUP_DENIED))
+    denied = [k for k in keys if not access.allows(Op.DESCRIBE, resource_type, k)]
+    if not denied:
+        return None
+    return groups.encode_find_coordinator(request, [groups.CoordinatorAnswer(k, error, message=error.message)
+                                                    for k in keys])
+
+
+def _topics_refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig,
+                    image: MetadataImage) -> Any | None:
+    """CreateTopics: CREATE on the cluster, else on each topic; DeleteTopics: DELETE; CreatePartitions: ALTER."""
+    key = request.api_key
+    if key == versions.CREATE_TOPICS and access.allows_cluster(Op.CREATE, log=False):
+        return None
+    operation = {versions.CREATE_TOPICS: Op.CREATE, versions.DELETE_TOPICS: Op.DELETE,
+                 versions.CREATE_PARTITIONS: Op.ALTER}[key]
+    names = _topic_names(request, image)
+    if all(access.allows(operation, ResourceType.TOPIC, name) for name in names):
+        return None
+    return topics.refuse_all(request, config, image, TOPIC_DENIED, TOPIC_DENIED.message)
+
+
+def _topic_names(request: DecodedRequest, image: MetadataImage) -> list[str]:
+    """The topics a topic admin request names (a DeleteTopics topic id the image does not know names none)."""
+    body = request.body
+    if request.api_key == versions.DELETE_TOPICS and request.api_version < 6:
+        return [str(name) for name in body.topic_names]
+    names = [wire_topic_key(image, t).name for t in body.topics]
+    return sorted({name for name in names if name is not None})
+
+
+def _configs_refusal(request: DecodedRequest, access: RequestAccess) -> Any | None:
+    """(Incremental)AlterConfigs: ALTER_CONFIGS on each topic, or on the cluster for broker resources."""
+    denied: KafkaError | None = None
+    for resource in request.body.resources:
+        if int(resource.resource_type) == TOPIC_CONFIG_RESOURCE:
+            if not access.allows(Op.ALTER_CONFIGS, ResourceType.TOPIC, str(resource.resource_name)):
+                denied = denied or TOPIC_DENIED
+        elif not access.allows_cluster(Op.ALTER_CONFIGS):
+            denied = CLUSTER_DENIED
+    if denied is None:
+        return None
+    return configs.refuse_alter_configs(request, denied, denied.message)
+

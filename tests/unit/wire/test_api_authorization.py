@@ -1,0 +1,149 @@
+"""The broker's per-API authorization: per-partition refusals, whole-request refusals, filtered answers."""
+
+from __future__ import annotations
+
+import datetime
+
+from apis_helpers import client_request, cluster_image, request_entity, wire
+from test_api_metadata import topics_request
+from test_api_produce import produce_request
+
+from insync import errors
+from insync.config import BrokerConfig
+from insync.protocol.kio import build, code, nested, response_class
+from insync.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from insync.security.authorizer import Authorizer
+from insync.security.principal import user
+from insync.wire import access_refusals, access_views, metadata, produce
+from insync.wire.authorization import Authorization, RequestAccess, deny_topics, request_error
+from insync.wire.versions import (
+    CREATE_TOPICS,
+    DESCRIBE_GROUPS,
+    ELECT_LEADERS,
+    FETCH,
+    HEARTBEAT,
+    INIT_PRODUCER_ID,
+    JOIN_GROUP,
+    METADATA,
+    PRODUCE,
+)
+
+ALICE = user("alice")
+Op = AclOperation
+MS = datetime.timedelta(milliseconds=1)
+CONFIG = BrokerConfig({"node.id": 1})
+
+
+def allow(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+    return AclBinding(ResourcePattern(resource_type, name, PatternType.LITERAL),
+                      AccessControlEntry(str(ALICE), "*", operation, AclPermissionType.ALLOW))
+
+
+def access(*acls: AclBinding, api_key: int = PRODUCE) -> RequestAccess:
+    return RequestAccess(Authorizer.create(acls, (), False), ALICE, "127.0.0.1", api_key)
+
+
+def test_no_authorizer_configured_checks_nothing() -> None:
+    assert Authorization(CONFIG).access(cluster_image(), ALICE, "h", PRODUCE) is None
+    on = BrokerConfig({"node.id": 1, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                       "super.users": "User:admin; User:alice"})
+    view = Authorization(on).access(cluster_image(), ALICE, "h", PRODUCE)
+    assert view is not None and view.allows(Op.WRITE, ResourceType.TOPIC, "anything")  # a super user
+
+
+def test_produce_partitions_of_unwritable_topics_are_refused_and_logged_once() -> None:
+    decoded = produce.decode_request(produce_request(9), cluster_image())
+    view = access()
+    checked = deny_topics(decoded, view, Op.WRITE)
+    assert checked.request.partitions == ()
+    assert {(r.topic.name, r.partition, r.error.name) for r in checked.rejected} >= {
+        ("orders", 0, "TOPIC_AUTHORIZATION_FAILED"), ("orders", 1, "TOPIC_AUTHORIZATION_FAILED")}
+    assert [d.message for d in view.denials] == [
+        "Principal = User:alice is Denied operation = WRITE from host = 127.0.0.1 on resource = "
+        "Topic:LITERAL:orders for request = PRODUCE with resourceRefCount = 1 based on rule DefaultDeny"]
+    permitted = access(allow(ResourceType.TOPIC, "orders", Op.WRITE))
+    assert deny_topics(decoded, permitted, Op.WRITE) is decoded
+
+
+def test_a_follower_fetch_needs_cluster_action() -> None:
+    state = request_entity(FETCH, 15, "ReplicaState", replica_id=2, replica_epoch=5)
+    request = client_request(FETCH, 15, replica_state=state, max_wait=0 * MS, min_bytes=1, max_bytes=1024,
+                             isolation_level=0, session_id=0, session_epoch=-1, topics=(), forgotten_topics_data=(),
+                             rack_id="")
+    assert request_error(request, access()).name == "CLUSTER_AUTHORIZATION_FAILED"
+    assert request_error(request, access(allow(ResourceType.CLUSTER, "kafka-cluster", Op.CLUSTER_ACTION))).name == "NONE"
+
+
+def test_an_idempotent_producer_needs_idempotent_write_or_write_on_some_topic() -> None:
+    request = client_request(INIT_PRODUCER_ID, 4, transactional_id=None, transaction_timeout=60_000 * MS,
+                             producer_id=-1, producer_epoch=-1)
+    assert request_error(request, access()).name == "CLUSTER_AUTHORIZATION_FAILED"
+    assert request_error(request, access(allow(ResourceType.TOPIC, "orders", Op.WRITE))).name == "NONE"
+
+
+def test_cluster_apis_are_refused_whole() -> None:
+    request = client_request(ELECT_LEADERS, 2, election_type=0, topic_partitions=None, timeout=1000 * MS)
+    answer = wire(access_refusals.refusal(request, access(api_key=ELECT_LEADERS), CONFIG, cluster_image()))
+    assert answer.error_code == 31
+
+
+def test_group_apis_need_their_group_operation() -> None:
+    heartbeat = client_request(HEARTBEAT, 4, group_id="g", generation_id=1, member_id="m", group_instance_id=None)
+    assert wire(access_refusals.refusal(heartbeat, access(), CONFIG, cluster_image())).error_code == 30
+    assert access_refusals.refusal(heartbeat, access(allow(ResourceType.GROUP, "g", Op.READ)), CONFIG,
+                                   cluster_image()) is None
+    protocol = request_entity(JOIN_GROUP, 5, "JoinGroupRequestProtocol", name="range", metadata=b"")
+    join = client_request(JOIN_GROUP, 5, group_id="g", session_timeout=10_000 * MS, rebalance_timeout=10_000 * MS,
+                          member_id="m-1", group_instance_id=None, protocol_type="consumer", protocols=(protocol,))
+    answer = wire(access_refusals.refusal(join, access(allow(ResourceType.GROUP, "g", Op.DESCRIBE)), CONFIG,
+                                          cluster_image()))
+    assert (answer.error_code, answer.member_id) == (30, "m-1")
+
+
+def test_create_topics_needs_create_on_the_cluster_or_each_topic() -> None:
+    topic = request_entity(CREATE_TOPICS, 7, "CreatableTopic", name="new", num_partitions=1, replication_factor=1,
+                           assignments=(), configs=())
+    request = client_request(CREATE_TOPICS, 7, topics=(topic,), timeout=1000 * MS, validate_only=False)
+    refused = wire(access_refusals.refusal(request, access(), CONFIG, cluster_image()))
+    assert [(t.name, t.error_code) for t in refused.topics] == [("new", 29)]
+    for acl in (allow(ResourceType.CLUSTER, "kafka-cluster", Op.CREATE), allow(ResourceType.TOPIC, "new", Op.CREATE)):
+        assert access_refusals.refusal(request, access(acl), CONFIG, cluster_image()) is None
+
+
+def test_metadata_lists_only_describable_topics_and_refuses_named_ones() -> None:
+    image = cluster_image()
+    view = access(allow(ResourceType.TOPIC, "orders", Op.READ), api_key=METADATA)
+    every = client_request(METADATA, 12, topics=None, allow_auto_topic_creation=False,
+                           include_topic_authorized_operations=True)
+    query, denied = access_views.metadata_query(metadata.decode_request(every), view, image)
+    answer = wire(access_views.metadata_view(every, metadata.encode_response(query, image, "c", 1), view, denied))
+    assert [(t.name, t.topic_authorized_operations) for t in answer.topics] == [
+        ("orders", (1 << Op.READ) | (1 << Op.DESCRIBE))]
+    assert view.denials == []  # a listing filters quietly, as Kafka's
+    named = client_request(METADATA, 12, topics=topics_request(12, "orders", "logs", "new"),
+                           allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+    query, denied = access_views.metadata_query(metadata.decode_request(named), view, image)
+    assert (query.topics, denied) == (("orders",), ("logs", "new"))
+    answer = wire(access_views.metadata_view(named, metadata.encode_response(query, image, "c", 1), view, denied))
+    assert [(t.name, t.error_code) for t in answer.topics] == [("orders", 0), ("logs", 29), ("new", 29)]
+
+
+def test_describe_groups_hides_groups_and_reports_authorized_operations() -> None:
+    request = client_request(DESCRIBE_GROUPS, 5, groups=("g", "h"), include_authorized_operations=True)
+    group_cls_fields = {"group_state": "Stable", "protocol_type": "consumer", "protocol_data": "range",
+                        "members": (), "authorized_operations": -2147483648, "error_code": code(errors.NONE)}
+    cls = response_class(DESCRIBE_GROUPS, 5)
+    described = build(cls, throttle_time=0 * MS, groups=tuple(
+        build(nested(cls, "DescribedGroup"), group_id=g, **group_cls_fields) for g in ("g", "h")))
+    view = access(allow(ResourceType.GROUP, "g", Op.READ))
+    answer = wire(access_views.view(request, described, view))
+    assert [(g.group_id, g.error_code, g.authorized_operations) for g in answer.groups] == [
+        ("g", 0, (1 << Op.READ) | (1 << Op.DESCRIBE)), ("h", 30, -2147483648)]
