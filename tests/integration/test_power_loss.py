@@ -49,6 +49,36 @@ def test_crashes_with_power_loss_lose_no_acknowledged_write(tmp_path: Path) -> N
         cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
+def test_power_loss_of_every_replica_keeps_only_what_was_fsynced(tmp_path: Path) -> None:
+    """All three brokers lose power at once (the last-replica-standing case with no replica standing): a topic
+    whose every write is fsynced before it is acknowledged (flush.messages=1) keeps every acknowledged record;
+    one relying on replication alone, as Kafka does by default, loses acknowledged records, since no replica
+    had them on disk."""
+    spec = start(tmp_path, extra=["fault.injection.power.loss.enable=true"])
+    try:
+        for topic, flush in (("synced", {"flush.messages": "1"}), ("replicated", {})):
+            ensure_topic(spec.bootstrap, topic, 1, 3, {"min.insync.replicas": "2", **flush})
+        workloads = {t: history.ProduceWorkload(spec.bootstrap, t, rate=200, run_id=t) for t in ("synced", "replicated")}
+        for workload in workloads.values():
+            workload.start()
+        time.sleep(2)
+        produced = {topic: workload.stop() for topic, workload in workloads.items()}
+        for broker in spec.brokers:
+            spec, _cut = power.crash(spec, broker.node_id, restart=False)
+        for broker in spec.brokers:
+            spec = cluster.start_node(spec, broker.node_id)
+        cluster.wait_registered(spec, 30)
+        wait_until(lambda: all(r.leader >= 0 and len(r.isr) == 3 for r in describe_rows(spec.bootstrap)), 30,
+                   "every partition led again, by a full ISR")
+        synced = history.verdict(produced["synced"], history.read_back(spec.bootstrap, "synced", "synced"))
+        assert synced.acked > 100 and (synced.lost, synced.duplicated) == (0, 0), synced
+        replicated = history.verdict(produced["replicated"],
+                                     history.read_back(spec.bootstrap, "replicated", "replicated"))
+        assert replicated.acked > 100 and replicated.lost > 0, replicated
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
 def test_the_cli_crashes_a_broker_and_says_what_it_lost(tmp_path: Path) -> None:
     spec = start(tmp_path, brokers=1, extra=["fault.injection.power.loss.enable=true"])
     try:
