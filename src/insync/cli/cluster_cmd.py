@@ -7,7 +7,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from insync import command_config
 from insync.admin import describe_rows
 from insync.chaos import cluster, secure
 
@@ -71,8 +70,6 @@ def _listening(port: int) -> bool:
 
 def _status(args: argparse.Namespace) -> int:
     spec = cluster.ClusterSpec.load(args.dir)
-    if not command_config.current():  # a secured cluster's own client settings unless --command-config says
-        command_config.use(spec.client_settings())
     print(f"{'node':>4}  {'role':<10}  {'address':<21}  {'pid':>7}  state")
     for node in spec.nodes:
         running = node.pid is not None and cluster.pid_alive(node.pid)

@@ -19,6 +19,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--fast", action="store_true", help="short timeouts (about 66 s on 2 cores), no analysis")
     parser.add_argument("--dir", default=None, help="where clusters, logs and the report go (default: a temp dir)")
     parser.add_argument("--no-analysis", action="store_true", help="skip the Spark analysis report")
+    parser.add_argument("--secure", action="store_true",
+                        help="every cluster SASL_SSL (cluster up --security sasl_ssl): clients, tools and brokers "
+                             "authenticate and encrypt")
     parser.set_defaults(func=_demo)
 
 
@@ -36,7 +39,8 @@ def _demo(args: argparse.Namespace) -> int:
     client_log = directory / "clients.log"
     with _client_log(client_log), Live(console=console, refresh_per_second=4, transient=False) as live:
         demo = run.Demo(directory, timing, show=live.update,
-                        say=lambda text: live.console.print(f"\n{text}", markup=False, highlight=False))
+                        say=lambda text: live.console.print(f"\n{text}", markup=False, highlight=False),
+                        security="sasl_ssl" if args.secure else "plaintext")
         result = demo.run()
     table = Table(title="insync demo: per act")
     for column in ("act", "shrinks", "expands", "URP s", "offline s", "acked", "errors"):

@@ -3,7 +3,8 @@
 Each command module exposes `register(subparsers)`, which adds its parser and sets `func` (a callable taking the
 parsed namespace and returning an exit code). Every command that talks to a cluster (it takes
 `--bootstrap-server` or a cluster `--dir`) also takes `--command-config FILE`, as Kafka's tools do: client settings in
-librdkafka's names (`command_config.py`), loaded before the command runs. Wrong arguments exit 2 with argparse's message; an operating error
+librdkafka's names (`command_config.py`), loaded before the command runs; a command given a cluster's `--dir`
+uses that cluster's own settings unless told otherwise. Wrong arguments exit 2 with argparse's message; an operating error
 (bad config, unreadable file) exits 1 with one line naming what was wrong, never a traceback.
 """
 
@@ -13,6 +14,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from insync import command_config
 from insync.config import ConfigError
@@ -66,20 +68,34 @@ def _without_kio_test_hooks() -> None:
         sys.modules["hypothesis"] = None  # type: ignore[assignment]
 
 
+def _use_client_settings(args: argparse.Namespace) -> None:
+    """--command-config FILE; else, for a command given a cluster's directory (`--dir`, `insync chaos`), that
+    cluster's own client settings (`cluster up --security` writes them), so its tools work on a secured cluster."""
+    if getattr(args, "command_config", None):
+        command_config.use(command_config.load(args.command_config))
+        return
+    directory = getattr(args, "dir", None)
+    if isinstance(directory, str) and (Path(directory) / "cluster.json").exists():
+        from insync.chaos.cluster import ClusterSpec
+
+        command_config.use(ClusterSpec.load(directory).client_settings())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         _without_kio_test_hooks()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if getattr(args, "command_config", None):
-            command_config.use(command_config.load(args.command_config))
+        _use_client_settings(args)
         code = args.func(args)
     except (ConfigError, OSError) as exc:
         print(f"insync: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        command_config.use({})  # one command's settings end with it (tests call main() in one process)
     assert isinstance(code, int)
     return code
 

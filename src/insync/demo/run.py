@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from insync import command_config
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster, history, script
 from insync.chaos.script import Step
@@ -80,10 +81,11 @@ class Segment:
 
 
 class Demo:
-    def __init__(self, directory: Path, timing: Timing, show: Callable[[Any], None], say: Callable[[str], None]
-                 ) -> None:
+    def __init__(self, directory: Path, timing: Timing, show: Callable[[Any], None], say: Callable[[str], None],
+                 security: str = "plaintext") -> None:
         self.directory = directory
         self.timing = timing
+        self.security = security  # `cluster up --security`: the clients use each cluster's client.properties
         self.show = show
         self.say = say
         self.acts: list[ActSummary] = []
@@ -101,9 +103,11 @@ class Demo:
     def _segment(self, name: str, kip501: bool, acts: list[Callable[[], str]]) -> None:
         self.say(f"Starting a 3-broker cluster with KIP-501 {'on' if kip501 else 'off'}"
                  f"{' (and ELR on, insync defaults)' if kip501 else ' and ELR off (Kafka 3.x election)'} ...")
-        self.spec = cluster.up(str(self.directory / name), 3, 0, self.timing.overrides(kip501))
+        self.spec = cluster.up(str(self.directory / name), 3, 0, self.timing.overrides(kip501),
+                               security=self.security)
         names: list[str] = []
         try:
+            command_config.use(self.spec.client_settings())
             ensure_topic(self.spec.bootstrap, TOPIC, 3, 3, {"min.insync.replicas": str(MIN_ISR)})
             self.observer = ClusterObserver(self.spec, TOPIC, MIN_ISR)
             self.workload = history.ProduceWorkload(self.spec.bootstrap, TOPIC, self.timing.rate, name)
@@ -121,6 +125,7 @@ class Demo:
                 "duplicated": verdict.duplicated, "reordered": verdict.reordered, "failed": verdict.failed}))
             self.observer.close()
         finally:
+            command_config.use({})
             cluster.down(cluster.ClusterSpec.load(self.spec.directory), 10.0)
 
     def _watch(self, seconds: float, title: str) -> None:

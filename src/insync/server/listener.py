@@ -200,8 +200,13 @@ class Listener:
             return True
         except TimeoutError:
             reason = f"SSL handshake not completed in {self.tls.handshake_timeout_s * 1000:.0f} ms"
+        except (ssl.SSLEOFError, ConnectionResetError, BrokenPipeError):
+            # The peer went away without a TLS error of its own: a port probe (`cluster up` waits for the port so)
+            # or a client giving up. Nothing was refused, so no warning.
+            log.info("Connection from /%s closed during its TLS handshake (listener %s)", session.peer, self.name)
+            return False
         except (ssl.SSLError, ConnectionError, OSError) as exc:
-            reason = f"SSL handshake failed: {exc}"
+            reason = f"SSL handshake failed: {exc or type(exc).__name__}"
         except NoRuleApplies as exc:
             reason = str(exc)
         log.warning("Failed authentication with /%s (listener %s) (%s)", session.peer, self.name, reason)

@@ -93,3 +93,14 @@ def test_a_sasl_plaintext_cluster_layout_has_plain_users_and_no_tls(tmp_path: Pa
 def test_bench_security_refuses_bad_sizes_before_starting_anything(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "security", "--brokers", "0"]) == 1
     assert "--brokers and --messages must be at least 1" in capsys.readouterr().err
+
+
+def test_a_command_given_a_secured_clusters_dir_uses_its_client_settings(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = cluster.layout(tmp_path, 1, 0, [], security="ssl")
+    seen: list[dict[str, str]] = []
+    monkeypatch.setattr("insync.cli.cluster_cmd.describe_rows",
+                        lambda _bootstrap: seen.append(command_config.current()) or [])
+    assert main(["cluster", "status", "--dir", spec.directory]) == 0
+    assert seen[0]["security.protocol"] == "SSL" and seen[0]["ssl.key.location"].endswith("admin-key.pem")
+    assert command_config.current() == {}  # the command's settings end with it

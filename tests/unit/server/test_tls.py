@@ -85,3 +85,33 @@ def test_per_listener_keys_are_validated_as_their_base_key() -> None:
         BrokerConfig({"listener.name.ssl.ssl.client.auth": "always"})
     with pytest.raises(ConfigError, match="unknown broker config key: listener.name.ssl.no.such.key"):
         BrokerConfig({"listener.name.ssl.no.such.key": "1"})
+
+
+def test_a_tls_listener_logs_a_refused_handshake_as_failed_authentication_and_a_probe_quietly(
+        files: certs.CertFiles, caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+    import logging
+    import socket
+
+    from insync.server.listener import Listener
+
+    class Nothing:
+        def supported_versions(self) -> dict[int, tuple[int, int]]:
+            return {}
+
+    async def scenario() -> None:
+        tls = server_tls(BrokerConfig({"ssl.keystore.location": str(files.node)}), "SSL")
+        listener = Listener(Nothing(), "127.0.0.1", 0, 1024, name="SSL", security_protocol="SSL", tls=tls)  # type: ignore[arg-type]
+        await listener.start()
+        socket.create_connection(("127.0.0.1", listener.port)).close()  # a port probe
+        with socket.create_connection(("127.0.0.1", listener.port)) as plaintext:
+            plaintext.sendall(b"\x00\x00\x00\x0a" + bytes(10))  # a Kafka frame where a ClientHello belongs
+            await asyncio.sleep(0.5)
+        await listener.stop(1.0)
+
+    with caplog.at_level(logging.INFO, logger="insync.server"):
+        asyncio.run(scenario())
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "Failed authentication with /127.0.0.1:" in warnings[0], warnings
+    assert "(listener SSL) (SSL handshake failed: " in warnings[0]
+    assert any("closed during its TLS handshake" in r.getMessage() for r in caplog.records)
