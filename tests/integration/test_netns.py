@@ -184,3 +184,16 @@ def test_down_leaves_no_namespace_veth_or_bridge(tmp_path: Path) -> None:
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
     assert mine not in listed and mine not in links
+
+
+def test_a_failed_up_leaves_no_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[netns.Network] = []
+    create = netns.create
+    monkeypatch.setattr(netns, "create", lambda ids: made.append(create(ids)) or made[-1])
+    with pytest.raises(ConfigError, match="no.such.setting"):
+        cluster.up(str(tmp_path), 1, 0, ["no.such.setting=1"], namespaces=True)
+    assert len(made) == 1
+    mine = f"{netns.PREFIX}{made[0].run}"
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, check=True).stdout
+    assert mine not in listed and mine not in links
