@@ -248,9 +248,13 @@ SOURCE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
     (SOURCE | {"startingOfsets": "earliest"}, False, ["startingofsets"]),  # Spark lower-cases keys
     (SOURCE | {"kafka.auto.offset.reset": "latest"}, False, ["kafka.auto.offset.reset"]),
     ({"kafka.bootstrap.servers": "h:1", "subscribePattern": "("}, True, ["subscribePattern"]),
-    # The tasks' reader speaks PLAINTEXT only: asking for more is refused, not silently ignored.
-    (SOURCE | {"kafka.security.protocol": "SSL"}, False, ["kafka.security.protocol=ssl", "PLAINTEXT"]),
-    (SOURCE | {"kafka.sasl.mechanism": "PLAIN"}, True, ["kafka.sasl.mechanism", "PLAINTEXT"]),
+    # Security settings the reader cannot honour are refused, not silently ignored.
+    (SOURCE | {"kafka.security.protocol": "TLS"}, False, ["kafka.security.protocol=tls"]),
+    (SOURCE | {"kafka.security.protocol": "SASL_SSL"}, True, ["kafka.sasl.mechanism=GSSAPI"]),  # Kafka's default
+    (SOURCE | {"kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "PLAIN"}, False,
+     ["kafka.sasl.jaas.config"]),
+    (SOURCE | {"kafka.ssl.truststore.type": "JKS"}, False, ["kafka.ssl.truststore.type", "PEM"]),
+    (SOURCE | {"kafka.sasl.jaas.config": "nonsense"}, False, ["kafka.sasl.jaas.config"]),
     (SOURCE | {"kafka.max.partition.fetch.bytes": "8MB"}, False, ["kafka.max.partition.fetch.bytes"]),
     (SOURCE | {"kafka.check.crcs": "sometimes"}, False, ["kafka.check.crcs", "true or false"]),
 ])

@@ -26,8 +26,8 @@ opened inside each call and closed before it returns. Options prefixed `kafka.` 
 metadata client (librdkafka), except the few whose values the guarantees above depend on and those only the tasks
 use; the tasks' reader (`kafka_io.RangeFetch`) honours `kafka.bootstrap.servers`, `kafka.max.partition.fetch.bytes`,
 `kafka.fetch.wait.max.ms`, `kafka.socket.timeout.ms` and `kafka.check.crcs` (default true: each batch's CRC32C is
-verified, as Kafka's consumer does), and reads over PLAINTEXT only: a secured connection (`kafka.security.protocol`,
-`kafka.sasl.*`, `kafka.ssl.*`) is refused when the query is defined.
+verified, as Kafka's consumer does). `kafka.security.protocol`, `kafka.sasl.*` and `kafka.ssl.*` take Spark's Kafka
+source's (Java) settings or librdkafka's (`client_security`): source, tasks and sink then use TLS and SASL.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
 
-from insync.spark.source import kafka_io, worker_gc
+from insync.spark.source import client_security, kafka_io, worker_gc
 from insync.spark.source.kafka_io import DataLoss, Metadata, OffsetRange, SinkColumns, Subscription
 from insync.types import TopicPartition
 
@@ -119,13 +119,18 @@ def _known(options: Mapping[str, str], names: tuple[str, ...]) -> dict[str, str]
 
 
 def _client_conf(given: Mapping[str, str], reserved: tuple[str, ...]) -> dict[str, str]:
+    """The kafka.* options without the prefix, the Java client's security settings in librdkafka's names
+    (`client_security`)."""
     conf = {k[len(KAFKA_PREFIX):]: v for k, v in given.items() if k.startswith(KAFKA_PREFIX)}
     fixed = sorted(KAFKA_PREFIX + k for k in conf if k in reserved)
     if fixed:
         raise OptionError(f"option(s) {fixed} cannot be set: the insync format fixes them")
     if not conf.get("bootstrap.servers"):
         raise OptionError("missing option kafka.bootstrap.servers (the brokers to connect to, host:port,...)")
-    return conf
+    try:
+        return client_security.librdkafka_names(conf)
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
 
 
 def _json(given: Mapping[str, str], name: str) -> object:

@@ -10,7 +10,9 @@ connection's receive buffer, which the next response overwrites (decode them bef
 
 Versions: Fetch up to 12 and Metadata up to 12 (later ones name topics by id only), ListOffsets up to 7, each
 the highest the broker also supports; brokers that removed the old versions (Kafka 4) are served by the same.
-PLAINTEXT only: `kafka.security.protocol` other than plaintext is refused when the query is planned.
+With `ReaderSecurity` (`kafka.security.protocol` SSL, SASL_PLAINTEXT or SASL_SSL) each connection starts with TLS
+and/or a SASL exchange (SaslHandshake v1, SaslAuthenticate v2 with `security.sasl_client`'s tokens); a refused
+authentication is a `FetchError` (retrying cannot fix a wrong password).
 
 Failures: a connection error or a leader-change error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) drops
 the connection and looks the leader up again on the next call; the caller sees an empty, retriable answer and
@@ -20,6 +22,7 @@ bounds its waiting by `kafkaConsumer.pollTimeoutMs`. A non-retriable error raise
 from __future__ import annotations
 
 import logging
+import secrets
 import socket
 import struct
 from dataclasses import dataclass
@@ -29,9 +32,13 @@ from insync import errors
 from insync.errors import KafkaError
 from insync.protocol.codec import decode_response, encode_request
 from insync.protocol.kio import build, duration, error_of, nested, request_class
+from insync.security.sasl_client import SaslClientError, SaslCredentials, tokens
 from insync.spark.source import fetch_wire
+from insync.spark.source.client_security import ReaderSecurity
 
 API_VERSIONS, FETCH, LIST_OFFSETS, METADATA = 18, 1, 2, 3
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+SASL_ROUNDS_MAX = 4  # PLAIN takes one SaslAuthenticate, SCRAM two
 # The highest version this client sends of each API (Fetch and Metadata 13+ name topics by id only).
 VERSIONS_MAX = {FETCH: 12, METADATA: 12, LIST_OFFSETS: 7}
 VERSIONS_MIN = {FETCH: 4, METADATA: 1, LIST_OFFSETS: 1}
@@ -66,13 +73,16 @@ class FetchResult:
 class _Connection:
     """One blocking TCP connection to one broker, one request at a time, versions agreed by ApiVersions."""
 
-    def __init__(self, host: str, port: int, timeout_s: float) -> None:
+    def __init__(self, host: str, port: int, timeout_s: float, security: ReaderSecurity) -> None:
         self.address = f"{host}:{port}"
-        self._sock = socket.create_connection((host, port), timeout=timeout_s)
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = socket.create_connection((host, port), timeout=timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock if security.tls is None else security.tls.wrap_socket(sock, server_hostname=host)
         self._correlation = 0
         self._buffer = bytearray()  # reused for every response: a fresh one per fetch would be zeroed each time
         self.versions: dict[int, int] = {}
+        if security.sasl is not None:
+            self._authenticate(security.sasl)
         body = self.request(build(request_class(API_VERSIONS, 0)), API_VERSIONS)
         if error_of(body.error_code) is not errors.NONE:
             raise FetchError(f"{self.address} refused ApiVersions v0: {error_of(body.error_code).name}")
@@ -86,6 +96,27 @@ class _Connection:
         if missing:
             raise FetchError(f"{self.address} supports no version of API key(s) {missing} this reader speaks "
                              f"(it needs {VERSIONS_MIN} to {VERSIONS_MAX})")
+
+    def _authenticate(self, credentials: SaslCredentials) -> None:
+        handshake = self.request(build(request_class(SASL_HANDSHAKE, 1), mechanism=credentials.mechanism),
+                                 SASL_HANDSHAKE)
+        if error_of(handshake.error_code) is not errors.NONE:
+            raise FetchError(f"{self.address} refused SASL mechanism {credentials.mechanism}: "
+                             f"{error_of(handshake.error_code).name} (enabled: {list(handshake.mechanisms)})")
+        exchange = tokens(credentials, secrets.token_urlsafe(24))
+        try:
+            token = next(exchange)
+            for _ in range(SASL_ROUNDS_MAX):
+                answer = self.request(build(request_class(SASL_AUTHENTICATE, 2), auth_bytes=token), SASL_AUTHENTICATE)
+                if error_of(answer.error_code) is not errors.NONE:
+                    raise FetchError(f"{self.address} refused authentication as {credentials.username}: "
+                                     f"{answer.error_message}")
+                token = exchange.send(answer.auth_bytes)
+        except StopIteration:
+            return
+        except SaslClientError as exc:
+            raise FetchError(f"SASL with {self.address}: {exc}") from None
+        raise FetchError(f"SASL with {self.address} did not complete in {SASL_ROUNDS_MAX} rounds")
 
     def request(self, body: Any, api_key: int) -> Any:
         return self.receive(self.send(body), api_key, int(body.__version__))
@@ -140,13 +171,14 @@ class PartitionFetcher:
     """Fetch and ListOffsets for one partition, from its current leader. Close it (or use `with`)."""
 
     def __init__(self, bootstrap_servers: str, topic: str, partition: int, *, partition_max_bytes: int,
-                 max_wait_ms: int, timeout_s: float) -> None:
+                 max_wait_ms: int, timeout_s: float, security: ReaderSecurity | None = None) -> None:
         self.bootstrap = [_host_port(s) for s in bootstrap_servers.split(",") if s.strip()]
         assert self.bootstrap, "the driver checked kafka.bootstrap.servers"
         self.topic, self.partition = topic, partition
         self.partition_max_bytes = partition_max_bytes
         self.max_wait_ms = max_wait_ms
         self.timeout_s = timeout_s
+        self.security = security or ReaderSecurity()
         self._leader: _Connection | None = None
         self._in_flight: tuple[int, int] | None = None  # (offset, correlation id) of a prefetch
 
@@ -262,7 +294,7 @@ class PartitionFetcher:
         if self._leader is not None:
             return self._leader
         host, port = self._find_leader()
-        self._leader = _Connection(host, port, self.timeout_s)
+        self._leader = _Connection(host, port, self.timeout_s, self.security)
         return self._leader
 
     def _find_leader(self) -> tuple[str, int]:
@@ -270,7 +302,7 @@ class PartitionFetcher:
         last: BaseException | None = None
         for host, port in self.bootstrap:
             try:
-                conn = _Connection(host, port, self.timeout_s)
+                conn = _Connection(host, port, self.timeout_s, self.security)
             except (OSError, ConnectionError) as exc:
                 last = exc
                 continue

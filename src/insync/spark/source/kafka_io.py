@@ -38,6 +38,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 
 from insync import errors, limits, malloc
 from insync.spark.source import arrow_records, fetch_client
+from insync.spark.source.client_security import ReaderSecurity
 from insync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -287,18 +288,10 @@ READER_NUMERIC_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "soc
 READER_BOOLEAN_OPTIONS = ("check.crcs",)
 # Consumer settings only the tasks use: librdkafka would warn that the driver's AdminClient ignores them.
 READER_ONLY_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "check.crcs")
-# Anything that asks for a secured connection, which the reader (fetch_client) does not speak.
-SECURE_OPTION = re.compile(r"^(sasl\.|ssl\.)")
 
 
 def check_reader_options(client_conf: Mapping[str, str]) -> None:
-    """Refuse settings the tasks' reader cannot honour, rather than read over a connection the user did not ask
-    for. Raises ValueError naming the option."""
-    protocol = client_conf.get("security.protocol", "plaintext").lower()
-    secure = sorted(k for k in client_conf if SECURE_OPTION.match(k))
-    if protocol != "plaintext" or secure:
-        raise ValueError(f"kafka.security.protocol={protocol} {' '.join('kafka.' + k for k in secure)}: the insync "
-                         "source reads over PLAINTEXT only")
+    """Refuse settings the tasks' reader cannot honour. Raises ValueError naming the option."""
     for name in READER_NUMERIC_OPTIONS:
         if name in client_conf and not client_conf[name].strip().isdigit():
             raise ValueError(f"option kafka.{name} must be a non-negative integer, got {client_conf[name]!r}")
@@ -316,6 +309,7 @@ class ReaderConf:
     fetch_wait_ms: int = FETCH_WAIT_MS
     timeout_s: float = FETCH_TIMEOUT_S
     check_crcs: bool = True  # Kafka's consumer option: verify each batch's CRC32C (on by default, as in Kafka)
+    security: ReaderSecurity = ReaderSecurity()
 
     @classmethod
     def of(cls, client_conf: Mapping[str, str]) -> ReaderConf:
@@ -323,7 +317,8 @@ class ReaderConf:
                    int(client_conf.get("max.partition.fetch.bytes", PARTITION_FETCH_BYTES)),
                    int(client_conf.get("fetch.wait.max.ms", FETCH_WAIT_MS)),
                    int(client_conf.get("socket.timeout.ms", FETCH_TIMEOUT_S * 1000)) / 1000,
-                   client_conf.get("check.crcs", "true").strip().lower() == "true")  # as the options' `_bool`
+                   client_conf.get("check.crcs", "true").strip().lower() == "true",  # as the options' `_bool`
+                   ReaderSecurity.of(client_conf))
 
 
 class RangeFetch:
@@ -351,7 +346,7 @@ class RangeFetch:
         r, c = self.range, self.conf
         with fetch_client.PartitionFetcher(c.bootstrap_servers, r.topic, r.partition,
                                            partition_max_bytes=c.partition_fetch_bytes, max_wait_ms=c.fetch_wait_ms,
-                                           timeout_s=c.timeout_s) as fetcher:
+                                           timeout_s=c.timeout_s, security=c.security) as fetcher:
             yield from self._read(fetcher)
 
     def _read(self, fetcher: fetch_client.PartitionFetcher) -> Iterator[pa.RecordBatch]:
