@@ -83,7 +83,7 @@ class RunResult:
             "sends": check.sends, "reads": check.reads, "complete_partitions": list(check.complete_partitions),
             "anomalies": check.counts, "anomalies_by_label": check.counts_by_label(),
             "client_errors": list(self.client_errors),
-            "examples": [asdict(a) for a in check.anomalies[:report.ANOMALIES_SHOWN]],
+            "examples": check.examples(report.ANOMALIES_SHOWN),
             "series": report.series(ops),
         }
 

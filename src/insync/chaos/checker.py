@@ -17,7 +17,9 @@ and the offsets each value was seen at. Then:
 - `unacknowledged-but-present`, for information: a send that failed or whose outcome is unknown, read anyway.
 
 Each anomaly carries its records, the labels of the producers involved (`acks=all,idempotent`, `acks=1`, ...)
-and the faults active in its window (`WINDOWS`). `forbidden` says which anomalies the producer's guarantees rule
+and the faults active in its window: for a lost or unseen write, from its send to `LOSS_WINDOW_MS` after its
+acknowledgement; for a duplicate or an unacknowledged write, its send until its completion; for inconsistent
+offsets, the first sight of the offset until the second value's; for a poll anomaly, the two polls. `forbidden` says which anomalies the producer's guarantees rule
 out: lost writes under acks=all, duplicates from an idempotent producer, inconsistent offsets unless an acks=1
 write is involved (a leader's acks=1 offset can be truncated away), and any poll anomaly.
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from insync.chaos.ops import Op
 
@@ -50,6 +52,9 @@ class Anomaly:
     window_ms: tuple[float, float]
     faults: tuple[str, ...] = ()
     detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {**asdict(self), "forbidden": self.forbidden}
 
     @property
     def forbidden(self) -> bool:
@@ -92,6 +97,11 @@ class Check:
     @property
     def ok(self) -> bool:
         return not self.forbidden
+
+    def examples(self, count: int) -> list[dict[str, object]]:
+        """The first `count` anomalies as JSON, the forbidden ones first."""
+        ordered = sorted(self.anomalies, key=lambda a: not a.forbidden)
+        return [a.to_json() for a in ordered[:count]]
 
     def counts_by_label(self) -> dict[str, dict[str, int]]:
         table: dict[str, Counter[str]] = defaultdict(Counter)

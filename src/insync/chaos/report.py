@@ -2,7 +2,8 @@
 
 The HTML page is self-contained (inline SVG, no script): the verdict by producer label, a timeline with one
 lane per fault above acknowledged sends per second and the slowest acknowledgement of each second, anomalies
-marked on it in red, then the anomalies themselves (the first `ANOMALIES_SHOWN`) with the faults active then.
+marked on it, then the anomalies themselves (the first `ANOMALIES_SHOWN`, forbidden ones first) with the faults
+active then.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def html(data: dict[str, Any]) -> str:
     rows = "".join(f"<tr><td>{escape(label)}</td>" + "".join(f"<td>{kinds.get(k, 0)}</td>" for k in TABLE_KINDS)
                    + "</tr>" for label, kinds in data["anomalies_by_label"].items())
     examples = "".join(
-        f"<tr><td>{escape(a['kind'])}</td><td>{a['partition']}</td><td>{escape(str(list(a['offsets'])))}</td>"
+        f"<tr><td>{escape(a['kind'])}{' (forbidden)' if a['forbidden'] else ''}</td><td>{a['partition']}</td><td>{escape(str(list(a['offsets'])))}</td>"
         f"<td>{escape(', '.join(a['values'][:4]))}</td><td>{escape(', '.join(a['labels']))}</td>"
         f"<td>{escape(a['detail'])}</td><td>{escape('; '.join(a['faults']) or '-')}</td></tr>"
         for a in data["examples"])
@@ -63,7 +64,8 @@ def html(data: dict[str, Any]) -> str:
 
 
 def timeline(data: dict[str, Any]) -> str:
-    """Fault lanes above acks per second (blue) and the slowest acknowledgement per second (orange)."""
+    """Fault lanes above acks per second (blue) and the slowest acknowledgement per second (orange); anomalies
+    as vertical lines where their window begins, red if forbidden, grey if allowed (acks=1 losses...)."""
     points = data["series"]
     end_ms = float(max([len(points) * BUCKET_MS, data["duration_s"] * 1000.0, *(f["stop_ms"] for f in data["faults"])]))
     lanes = list(dict.fromkeys(f["fault"] for f in data["faults"]))
@@ -88,10 +90,13 @@ def timeline(data: dict[str, Any]) -> str:
         body += [_text(4, top + 12, f"{name} (max {peak:g})"), f'<polyline points="{line}" fill="none" '
                  f'stroke="{colour}"/>', f'<line x1="{LEFT}" y1="{top + 100}" x2="{WIDTH - 10}" y2="{top + 100}" '
                  'stroke="#999"/>']
+    marks: dict[tuple[int, bool], set[str]] = defaultdict(set)  # one line per pixel and colour
     for anomaly in data["examples"]:
         if anomaly["kind"] not in checker.INFORMATION:
-            body.append(f'<line x1="{x(anomaly["window_ms"][0]):.1f}" y1="20" x2="{x(anomaly["window_ms"][0]):.1f}" '
-                        f'y2="{height - 20}" stroke="#d9534f"><title>{escape(anomaly["kind"])}</title></line>')
+            marks[(round(x(anomaly["window_ms"][0])), anomaly["forbidden"])].add(anomaly["kind"])
+    for (at, forbidden), kinds in sorted(marks.items()):
+        body.append(f'<line x1="{at}" y1="20" x2="{at}" y2="{height - 20}" stroke="{"#d9534f" if forbidden else "#999"}"'
+                    f'><title>{escape(", ".join(sorted(kinds)))}{" (forbidden)" if forbidden else ""}</title></line>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" role="img" '
             f'aria-label="faults, throughput and latency">{"".join(body)}</svg>')
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +132,7 @@ def _check(args: argparse.Namespace) -> int:
         print(json.dumps({"ok": result.ok, "forbidden": len(result.forbidden), "sends": result.sends,
                           "reads": result.reads, "anomalies": result.counts,
                           "anomalies_by_label": result.counts_by_label(),
-                          "examples": [asdict(a) for a in result.anomalies[:report.ANOMALIES_SHOWN]]}))
+                          "examples": result.examples(report.ANOMALIES_SHOWN)}))
         return 0 if result.ok else 1
     print(f"sends {result.sends}, records read {result.reads}, complete reads of {list(result.complete_partitions)}")
     for label, kinds in result.counts_by_label().items():

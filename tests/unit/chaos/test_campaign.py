@@ -75,6 +75,7 @@ def test_the_report_shows_the_series_the_verdict_and_the_anomalies(tmp_path: Pat
     assert data["ok"] and data["anomalies"]["lost-write"] == 1 and data["anomalies_by_label"] == \
         {"acks=1": {"lost-write": 1}}
     assert data["examples"][0]["faults"] == ["kill broker 2"] and data["schedule"][0]["kind"] == "kill"
+    assert data["examples"][0]["forbidden"] is False
     page = (tmp_path / "report.html").read_text()
     assert "Run 0 (seed 7): OK" in page and "kill broker 2" in page and "<svg" in page and "lost-write" in page
 

@@ -119,6 +119,13 @@ def test_nonmonotonic_poll_and_poll_skip_within_a_consumer() -> None:
     assert (skip.processes, skip.offsets, skip.labels, skip.forbidden) == (("c2",), (0, 2), (ALL,), True)
 
 
+def test_examples_list_the_forbidden_anomalies_first() -> None:
+    h = H().send("p1-0", 0, 0, label="acks=1").send("p0-0", 0, 1).send("p0-1", 0, 2)
+    result = h.poll("final", (0, 2, "p0-1")).complete("final", 0, 3).check()
+    assert [(a["kind"], a["values"], a["forbidden"]) for a in result.examples(2)] == \
+        [("lost-write", ("p0-0",), True), ("lost-write", ("p1-0",), False)]
+
+
 def test_no_poll_anomaly_across_a_rebalance_or_a_seek() -> None:
     h = clean()
     h.poll("c1", (0, 2, "p0-2")).op("c1", "info", "assign", partitions=(0, 1)).poll("c1", (0, 0, "p0-0"))
