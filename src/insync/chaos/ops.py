@@ -6,7 +6,8 @@ Each operation is an `Op`: `time_ms` since the run began, the `process` that did
   or `info` (unknown: a produce whose delivery report never came is `info`, it may or may not be in the log).
 - `f` is one of `F`: `send` (a produce: `value`, `label` on invoke; `partition`, `offset` on ok; `error` on
   fail/info), `poll` (ok with `records`, each `(partition, offset, value)` in the order the client returned
-  them), `commit` (`offsets` as `records` with an empty value), `assign` (info: the consumer's partitions after
+  them; written once, at completion, and only when records came: a poll cannot fail, and thousands of empty
+  polls would say nothing), `commit` (`offsets` as `records` with an empty value), `assign` (info: the consumer's partitions after
   a rebalance, or an assign-mode reader's), `seek` (info: `partition`, `offset`), `start`/`stop` (the nemesis:
   `fault` names the fault, e.g. `pause broker 2`), and `complete-read` (ok: the process read `partition` from
   its log start to `offset`, its high watermark, with nothing missing in between).
