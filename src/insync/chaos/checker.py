@@ -12,8 +12,8 @@ and the offsets each value was seen at. Then:
 - `nonmonotonic-poll`: a process polls an offset of a partition at or below one it polled before;
 - `poll-skip`: a process polls offset b after a, with an offset between them known to hold a value (gaps that
   nothing ever filled, e.g. a control batch's offset, are not skips);
-  an `assign` op (a rebalance) resets all of the process's positions and a `seek` that partition's, so reading
-  again from a committed offset after a rebalance is neither;
+  an `assign` op (a rebalance) resets all of the process's positions and a `seek` (unless it failed) that
+  partition's, so reading again from a committed offset after a rebalance is neither;
 - `unacknowledged-but-present`, for information: a send that failed or whose outcome is unknown, read anyway.
 
 Each anomaly carries its records, the labels of the producers involved (`acks=all,idempotent`, `acks=1`, ...)
@@ -239,7 +239,7 @@ def _poll_anomalies(ops: Sequence[Op], seen: _Seen, sends: dict[str, Send]) -> I
         if op.f == "assign":
             for key in [k for k in last if k[0] == op.process]:
                 del last[key]
-        elif op.f == "seek" and op.partition is not None:
+        elif op.f == "seek" and op.type != "fail" and op.partition is not None:
             last.pop((op.process, op.partition), None)
         elif op.f == "poll" and op.type == "ok":
             for partition, offset, value in op.records:

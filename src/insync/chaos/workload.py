@@ -176,10 +176,19 @@ class Workload:
                 if time.monotonic() - reread >= REREAD_EVERY_S:
                     reread = time.monotonic()
                     for partition in partitions:
-                        self.history.append(name, "info", "seek", partition=partition, offset=0)
-                        consumer.seek(TopicPartition(self.spec.topic, partition, OFFSET_BEGINNING))
+                        self._seek(name, consumer, TopicPartition(self.spec.topic, partition, OFFSET_BEGINNING))
         finally:
             consumer.close()
+
+    def _seek(self, name: str, consumer: Any, to: Any) -> None:
+        """A seek refused (librdkafka's erroneous state while a partition has no leader) is a `fail` seek."""
+        from confluent_kafka import KafkaException
+
+        try:
+            consumer.seek(to)
+            self.history.append(name, "info", "seek", partition=to.partition, offset=0)
+        except KafkaException as exc:
+            self.history.append(name, "fail", "seek", partition=to.partition, offset=0, error=exc.args[0].name())
 
     def _poll(self, name: str, consumer: Any) -> int:
         records = _records(consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S))

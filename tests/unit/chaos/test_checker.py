@@ -134,6 +134,11 @@ def test_no_poll_anomaly_across_a_rebalance_or_a_seek() -> None:
     assert clean().check().anomalies == h.check().anomalies == ()
 
 
+def test_a_failed_seek_moves_nothing() -> None:
+    h = clean().poll("r0", (0, 2, "p0-2")).op("r0", "fail", "seek", partition=0, offset=0).poll("r0", (0, 0, "p0-0"))
+    assert kinds(h.check()) == ["nonmonotonic-poll"]
+
+
 def test_a_gap_nothing_fills_is_not_a_skip() -> None:
     h = H().send("p0-0", 0, 0).send("p0-1", 0, 2).poll("c0", (0, 0, "p0-0")).poll("c0", (0, 2, "p0-1"))
     assert h.check().anomalies == ()
