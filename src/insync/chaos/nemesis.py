@@ -26,6 +26,7 @@ of one broker). They are undone by healing the network.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ from insync.config import ConfigError
 
 INJECTION = ("fault.injection.enable=true",)
 SLOW_READ_MS = 3000
+METADATA_WAIT_S = 10.0
 DELAY_MS = 1500
 BANDWIDTH_KBIT = 800  # 100 kB/s: below what the workload's replication needs, so followers fall behind
 LOSS_PERCENT = 20.0  # on every link of one broker: TCP retransmits, requests slow down, nothing is cut
@@ -51,12 +53,23 @@ class Target:
         self.spec = script.apply(self.spec, step)
 
     def replicas(self, pick: int) -> tuple[int, int, tuple[int, ...]]:
-        """(partition, leader, replicas) of the partition `pick` chooses, from the live brokers' metadata."""
+        """(partition, leader, replicas) of the partition `pick` chooses, from the live brokers' metadata. Just
+        after a fault is undone a broker can answer without the topic's partitions or with no leader yet: asked
+        again for up to `METADATA_WAIT_S`."""
         live = ",".join(b.address for b in self.spec.brokers if b.pid is not None)
-        partitions = admin_client(live).list_topics(self.topic, timeout=10).topics[self.topic].partitions
-        partition = sorted(partitions)[pick % len(partitions)]
-        metadata = partitions[partition]
-        return partition, int(metadata.leader), tuple(int(r) for r in metadata.replicas)
+        admin = admin_client(live)
+        deadline = time.monotonic() + METADATA_WAIT_S
+        while True:
+            topic = admin.list_topics(self.topic, timeout=10).topics[self.topic]
+            if topic.partitions:
+                partition = sorted(topic.partitions)[pick % len(topic.partitions)]
+                metadata = topic.partitions[partition]
+                if metadata.leader >= 0 or time.monotonic() >= deadline:
+                    return partition, int(metadata.leader), tuple(int(r) for r in metadata.replicas)
+            elif time.monotonic() >= deadline:
+                raise ConfigError(f"no partitions of {self.topic} in the metadata after {METADATA_WAIT_S:g} s: "
+                                  f"{topic.error}")
+            time.sleep(0.5)
 
     def broker(self, pick: int) -> int:
         return self.spec.brokers[pick % len(self.spec.brokers)].node_id

@@ -6,10 +6,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from insync.chaos import campaign, checker, nemesis, report
+from insync.chaos import campaign, checker, cluster, nemesis, report
 from insync.chaos.ops import Op
 from insync.config import ConfigError
 
@@ -122,3 +123,28 @@ def test_chaos_check_reads_a_history_again(tmp_path: Path) -> None:
     path.write_text('{"time_ms": 0}\n')
     out = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "history.jsonl:1: not a history operation" in out.stderr
+
+
+class FakeAdmin:
+    """list_topics answers from a script of partition maps, the last one repeated."""
+
+    def __init__(self, answers: list[dict[int, object]]) -> None:
+        self.answers = answers
+
+    def list_topics(self, topic: str, timeout: float) -> object:
+        partitions = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        return SimpleNamespace(topics={topic: SimpleNamespace(partitions=partitions, error="LEADER_NOT_AVAILABLE")})
+
+
+def test_a_victim_is_chosen_once_the_metadata_has_the_partitions(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    target = nemesis.Target(cluster.layout(tmp_path, brokers=3, port=0), "t")
+    monkeypatch.setattr(nemesis.time, "sleep", lambda _s: None)
+    ready = {p: SimpleNamespace(leader=p + 1, replicas=[p + 1, 3]) for p in range(3)}
+    no_leader = {p: SimpleNamespace(leader=-1, replicas=[1, 2]) for p in range(3)}
+    monkeypatch.setattr(nemesis, "admin_client", lambda _b: FakeAdmin([{}, no_leader, ready]))
+    assert target.replicas(4) == (1, 2, (2, 3))
+    monkeypatch.setattr(nemesis, "METADATA_WAIT_S", 0.0)
+    monkeypatch.setattr(nemesis, "admin_client", lambda _b: FakeAdmin([{}]))
+    with pytest.raises(ConfigError, match="no partitions of t in the metadata after 0 s: LEADER_NOT_AVAILABLE"):
+        target.replicas(0)
