@@ -1,5 +1,5 @@
-"""`insync cluster up --security sasl_ssl` (issue 22): every listener SASL over TLS, brokers authenticating to
-each other and to the controller as `node`; the operator's DIR/client.properties works unchanged with
+"""`insync cluster up --security sasl_ssl` (issue 22), with ACLs on: every listener SASL over TLS, brokers
+authenticating to each other and to the controller as `node`, both it and the operator `admin` super users; the operator's DIR/client.properties works unchanged with
 confluent-kafka, `kcat -F` and insync's own commands (`--command-config`), and a client without credentials is
 refused; the nodes' own __insync_events producers authenticate as `node`."""
 
@@ -15,6 +15,7 @@ from insync import command_config
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
 from insync.cli.main import main
+from insync.security_config import STANDARD_AUTHORIZER
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -24,7 +25,9 @@ def test_a_sasl_ssl_cluster_serves_its_operator_and_refuses_anonymous(tmp_path: 
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
 
-    spec = cluster.up(str(tmp_path / "c"), 2, 0, [*FAST, "insync.events.topic.enable=true"], security="sasl_ssl")
+    acls_on = f"authorizer.class.name={STANDARD_AUTHORIZER}"  # the nodes and the operator are super users
+    spec = cluster.up(str(tmp_path / "c"), 2, 0, [*FAST, "insync.events.topic.enable=true", acls_on],
+                      security="sasl_ssl")
     try:
         properties = Path(spec.directory) / "client.properties"
         settings = spec.client_settings()

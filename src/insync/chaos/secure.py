@@ -10,6 +10,8 @@ reach it.
   brokers authenticate as to each other and to the controller (PLAIN, `sasl.mechanism.inter.broker.protocol`),
   and the operator `admin`, each with a random password made for this cluster. SCRAM users are added on the
   running cluster (`insync users`).
+Either way `node` and `admin` are `super.users`, so `--config authorizer.class.name=...` turns ACLs on for everyone
+else while the cluster and its operator keep working.
 Certificates are made in `DIR/certs` (chaos/certs.py) unless already there. The operator's settings go to
 `DIR/client.properties` in librdkafka's names (`security.protocol`, `ssl.*`, `sasl.mechanism`, `sasl.username`,
 `sasl.password`), which confluent-kafka, `kcat -F` and every insync command (`--command-config`) read; like the
@@ -46,7 +48,9 @@ def prepare(security: str, directory: str | Path, hosts: Sequence[str] = certs.D
     if security == "plaintext":
         return {}
     protocol = security.upper()
-    properties = {"listener.security.protocol.map": f"{protocol}:{protocol},CONTROLLER:{protocol}"}
+    properties = {"listener.security.protocol.map": f"{protocol}:{protocol},CONTROLLER:{protocol}",
+                  # the nodes and the operator may do anything once ACLs are on (authorizer.class.name)
+                  "super.users": f"User:{NODE_USER};User:{OPERATOR}"}
     client = {"security.protocol": protocol}
     if protocol.endswith("SSL"):
         files = certs.CertFiles(Path(directory) / "certs")

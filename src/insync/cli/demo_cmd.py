@@ -20,8 +20,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--dir", default=None, help="where clusters, logs and the report go (default: a temp dir)")
     parser.add_argument("--no-analysis", action="store_true", help="skip the Spark analysis report")
     parser.add_argument("--secure", action="store_true",
-                        help="every cluster SASL_SSL (cluster up --security sasl_ssl): clients, tools and brokers "
-                             "authenticate and encrypt")
+                        help="every cluster SASL_SSL (cluster up --security sasl_ssl) with ACLs on: clients, tools "
+                             "and brokers authenticate and encrypt, the demo runs as the super user admin")
     parser.set_defaults(func=_demo)
 
 

@@ -29,6 +29,7 @@ from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster, history, script
 from insync.chaos.script import Step
 from insync.demo.observe import ActSummary, ClusterObserver, render, summarise
+from insync.security_config import STANDARD_AUTHORIZER
 
 TOPIC = "demo"
 MIN_ISR = 2
@@ -103,7 +104,8 @@ class Demo:
     def _segment(self, name: str, kip501: bool, acts: list[Callable[[], str]]) -> None:
         self.say(f"Starting a 3-broker cluster with KIP-501 {'on' if kip501 else 'off'}"
                  f"{' (and ELR on, insync defaults)' if kip501 else ' and ELR off (Kafka 3.x election)'} ...")
-        self.spec = cluster.up(str(self.directory / name), 3, 0, self.timing.overrides(kip501),
+        acls = [f"authorizer.class.name={STANDARD_AUTHORIZER}"] if self.security != "plaintext" else []
+        self.spec = cluster.up(str(self.directory / name), 3, 0, [*self.timing.overrides(kip501), *acls],
                                security=self.security)
         names: list[str] = []
         try:

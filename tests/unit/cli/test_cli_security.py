@@ -72,6 +72,7 @@ def test_a_ssl_cluster_layout_secures_every_listener_and_writes_client_propertie
     assert controller.get_str("controller.listener").startswith("CONTROLLER://")  # type: ignore[union-attr]
     assert broker.get_list("listeners")[0].startswith("SSL://")
     assert broker.get_str("ssl.client.auth") == "required"
+    assert broker.get_str("super.users") == "User:node;User:admin"
     assert "CONTROLLER:SSL" in broker.get_list("listener.security.protocol.map")
     assert command_config.load(Path(spec.directory) / "client.properties")["security.protocol"] == "SSL"
     assert cluster.ClusterSpec.load(spec.directory).client_settings()["ssl.key.location"].endswith("admin-key.pem")
