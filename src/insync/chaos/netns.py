@@ -18,6 +18,7 @@ Needs root, iproute2 (`ip`, `tc`) and nftables (`nft`); `unavailable()` says wha
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
@@ -31,7 +32,8 @@ from insync.chaos.partitions import NetFaults, Shape, nft_script, tc_commands
 from insync.config import ConfigError
 
 PREFIX = "isy"
-FAULTS_FILE = "network-faults.json"  # in the cluster directory: the NetFaults in place (chaos/network.py)
+FAULTS_FILE = "network-faults.json"
+LOCK_FILE = "/run/lock/insync-netns.lock" if os.path.isdir("/run/lock") else "/tmp/insync-netns.lock"  # in the cluster directory: the NetFaults in place (chaos/network.py)
 SUPERNET = ipaddress.IPv4Network("198.18.0.0/16")
 FIRST_HOST = 10  # node addresses are .10, .11, ... in id order; .1 is the bridge (the root namespace's side)
 COMMAND_TIMEOUT_S = 10.0
@@ -104,13 +106,24 @@ def create(node_ids: Iterable[int]) -> Network:
     """The bridge and one namespace per node (see the module docstring); undone in full if any step fails."""
     ids = sorted(node_ids)
     assert 0 < len(ids) <= NODES_MAX
-    subnet = _free_subnet()
-    hosts = list(subnet.hosts())
-    network = Network(uuid.uuid4().hex[:6], str(subnet),
-                      {node_id: str(hosts[FIRST_HOST - 1 + i]) for i, node_id in enumerate(ids)})
+    run = uuid.uuid4().hex[:6]
+    bridge = f"{PREFIX}{run}br"
     try:
-        _run("ip", "link", "add", network.bridge, "type", "bridge")
-        _run("ip", "addr", "add", f"{hosts[0]}/{subnet.prefixlen}", "dev", network.bridge)
+        # Two clusters made at once must not both take the first free /24: the choice and the bridge address
+        # that marks it taken happen under one lock.
+        with open(LOCK_FILE, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            subnet = _free_subnet()
+            hosts = list(subnet.hosts())
+            _run("ip", "link", "add", bridge, "type", "bridge")
+            _run("ip", "addr", "add", f"{hosts[0]}/{subnet.prefixlen}", "dev", bridge)
+    except BaseException:
+        with contextlib.suppress(ConfigError):
+            _run("ip", "link", "delete", bridge)
+        raise
+    network = Network(run, str(subnet), {node_id: str(hosts[FIRST_HOST - 1 + i]) for i, node_id in enumerate(ids)})
+    assert network.bridge == bridge
+    try:
         _run("ip", "link", "set", network.bridge, "up")
         for node_id in ids:
             _add_node(network, node_id, subnet.prefixlen)
