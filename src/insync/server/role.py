@@ -77,7 +77,8 @@ def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: Bro
     return Listener(dispatcher, endpoint.host, endpoint.port, config.get_int("socket.request.max.bytes"),
                     config.get_int("socket.send.buffer.bytes"), name=endpoint.name,
                     security_protocol=endpoint.security_protocol,
-                    tls=server_tls(config, endpoint.name) if endpoint.uses_tls else None, gate=gate)
+                    tls=server_tls(config, endpoint.name, sasl=gate is not None) if endpoint.uses_tls else None,
+                    gate=gate)
 
 
 def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) -> ssl.SSLContext | None:

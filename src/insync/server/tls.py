@@ -55,7 +55,9 @@ def setting(config: BrokerConfig, listener: str | None, key: str) -> object:
     return config.get(key)
 
 
-def server_tls(config: BrokerConfig, listener: str) -> TlsServer:
+def server_tls(config: BrokerConfig, listener: str, sasl: bool = False) -> TlsServer:
+    """A TLS listener's context. On a SASL_SSL listener (`sasl`) SASL says who the client is, and, as in Kafka
+    (KIP-684), only `listener.name.<l>.ssl.client.auth` asks for a client certificate there, not the general key."""
     def get(key: str) -> object:
         return setting(config, listener, key)
 
@@ -65,6 +67,8 @@ def server_tls(config: BrokerConfig, listener: str) -> TlsServer:
         raise ConfigError(f"listener {listener} uses TLS but has no ssl.keystore.location or "
                           "ssl.keystore.certificate.chain and ssl.keystore.key")
     client_auth = str(get("ssl.client.auth"))
+    if sasl and not config.is_explicit(f"listener.name.{listener.lower()}.ssl.client.auth"):
+        client_auth = "none"
     if not _load_truststore(context, get) and client_auth != "none":
         raise ConfigError(f"ssl.client.auth={client_auth} on listener {listener} needs ssl.truststore.location or "
                           "ssl.truststore.certificates to verify client certificates")

@@ -53,6 +53,12 @@ def test_a_listener_setting_overrides_the_general_one_for_that_listener_only(fil
     assert server_tls(config, "EXTERNAL").context.verify_mode == ssl.CERT_OPTIONAL
     assert server_tls(config, "EXTERNAL").context.minimum_version == ssl.TLSVersion.TLSv1_3
     assert client_tls(config, "INTERNAL").check_hostname  # ssl.endpoint.identification.algorithm=https
+    # KIP-684: on a SASL_SSL listener only the listener's own ssl.client.auth asks for a certificate
+    required = BrokerConfig({"ssl.keystore.location": str(files.node), "ssl.truststore.location": str(files.ca),
+                             "ssl.client.auth": "required"})
+    assert server_tls(required, "SASL_SSL", sasl=True).context.verify_mode == ssl.CERT_NONE
+    assert server_tls(required, "SSL").context.verify_mode == ssl.CERT_REQUIRED
+    assert server_tls(config, "EXTERNAL", sasl=True).context.verify_mode == ssl.CERT_OPTIONAL
 
 
 @pytest.mark.parametrize(("values", "message"), [
