@@ -9,6 +9,8 @@ and the offsets each value was seen at. Then:
 - `duplicate`: one value at two or more offsets;
 - `inconsistent-offsets`: one offset holding two or more values, across reads, or a read against the offset an
   acknowledgement gave;
+- `nonmonotonic-send`: one producer's acknowledged sends to a partition at offsets that go down in the order it
+  sent them (an idempotent producer keeps its order; one without idempotence may reorder on retries);
 - `nonmonotonic-poll`: a process polls an offset of a partition at or below one it polled before;
 - `poll-skip`: a process polls offset b after a, with an offset between them known to hold a value (gaps that
   nothing ever filled, e.g. a control batch's offset, are not skips);
@@ -19,9 +21,11 @@ and the offsets each value was seen at. Then:
 Each anomaly carries its records, the labels of the producers involved (`acks=all,idempotent`, `acks=1`, ...)
 and the faults active in its window: for a lost or unseen write, from its send to `LOSS_WINDOW_MS` after its
 acknowledgement; for a duplicate or an unacknowledged write, its send until its completion; for inconsistent
-offsets, the first sight of the offset until the second value's; for a poll anomaly, the two polls. `forbidden` says which anomalies the producer's guarantees rule
-out: lost writes under acks=all, duplicates from an idempotent producer, inconsistent offsets unless an acks=1
-write is involved (a leader's acks=1 offset can be truncated away), and any poll anomaly.
+offsets, the first sight of the offset until the second value's; for a reordered send, the first send until the
+second's acknowledgement; for a poll anomaly, the two polls. `forbidden` says which anomalies the producers'
+guarantees rule out: lost writes under acks=all, duplicates and reordered sends from an idempotent producer,
+inconsistent offsets unless an acks=1 write is involved (a leader's acks=1 offset can be truncated away), and any
+poll anomaly.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from dataclasses import asdict, dataclass, field, replace
 
 from insync.chaos.ops import Op
 
-KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-poll", "poll-skip",
-         "unacknowledged-but-present")
+KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send", "nonmonotonic-poll",
+         "poll-skip", "unacknowledged-but-present")
 INFORMATION = ("unseen", "unacknowledged-but-present")
 # A write acknowledged and then lost was lost by a fault around its acknowledgement: its window reaches this far
 # past the acknowledgement (a leader killed a few seconds after acking, before its followers fetched).
@@ -62,7 +66,7 @@ class Anomaly:
             return False
         if self.kind == "lost-write":
             return any("acks=all" in label for label in self.labels)
-        if self.kind == "duplicate":
+        if self.kind in ("duplicate", "nonmonotonic-send"):
             return any("idempotent" in label for label in self.labels)
         if self.kind == "inconsistent-offsets":
             return not any("acks=1" in label for label in self.labels)
@@ -132,7 +136,8 @@ def check(ops: Sequence[Op]) -> Check:
     faults = fault_intervals(ops, end_ms)
     sends = collect_sends(ops)
     seen = _collect_reads(ops, sends)
-    found = [*_value_anomalies(sends, seen, end_ms), *_offset_anomalies(seen, sends), *_poll_anomalies(ops, seen, sends)]
+    found = [*_value_anomalies(sends, seen, end_ms), *_offset_anomalies(seen, sends), *_send_order_anomalies(sends),
+             *_poll_anomalies(ops, seen, sends)]
     anomalies = tuple(_with_faults(a, faults) for a in found)
     return Check(anomalies, dict(Counter(s.outcome for s in sends.values())), seen.reads,
                  tuple(sorted(seen.complete)), tuple(faults),
@@ -231,6 +236,22 @@ def _offset_anomalies(seen: _Seen, sends: dict[str, Send]) -> Iterable[Anomaly]:
         processes = tuple(sorted({sends[v].process for v in names if v in sends}))
         yield Anomaly("inconsistent-offsets", partition, (offset,), names, processes, labels, (times[0], times[1]),
                       detail=f"{len(names)} values at {partition}:{offset}")
+
+
+def _send_order_anomalies(sends: dict[str, Send]) -> Iterable[Anomaly]:
+    """A producer's acknowledged sends to one partition whose offsets go down in the order they were sent."""
+    highest: dict[tuple[str, int], Send] = {}  # (process, partition) -> the send with the highest offset so far
+    for send in sorted(sends.values(), key=lambda s: s.invoke_ms):
+        if send.outcome != "ok" or send.partition is None or send.offset is None:
+            continue
+        before = highest.get((send.process, send.partition))
+        if before is not None and before.offset is not None and send.offset < before.offset:
+            yield Anomaly("nonmonotonic-send", send.partition, (before.offset, send.offset), (before.value, send.value),
+                          (send.process,), (send.label,), (before.invoke_ms, send.done_ms or send.invoke_ms),
+                          detail=f"{send.process} sent {before.value} before {send.value}, acknowledged at "
+                                 f"{send.partition}:{before.offset} and {send.partition}:{send.offset}")
+            continue
+        highest[(send.process, send.partition)] = send
 
 
 def _poll_anomalies(ops: Sequence[Op], seen: _Seen, sends: dict[str, Send]) -> Iterable[Anomaly]:

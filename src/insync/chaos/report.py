@@ -21,8 +21,13 @@ from insync.chaos.ops import Op
 ANOMALIES_SHOWN = 200
 BUCKET_MS = 1000.0
 WIDTH, LEFT, LANE = 900, 190, 18
-TABLE_KINDS = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-poll", "poll-skip", "unseen",
-               "unacknowledged-but-present")
+TABLE_KINDS = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-send", "nonmonotonic-poll",
+               "poll-skip", "unseen", "unacknowledged-but-present")
+# the terminal table's column heads (the HTML and JSON use the full names)
+SHORT = {"lost-write": "lost", "duplicate": "duplicate", "inconsistent-offsets": "inconsistent",
+         "nonmonotonic-send": "nm-send", "nonmonotonic-poll": "nm-poll", "poll-skip": "poll-skip", "unseen": "unseen",
+         "unacknowledged-but-present": "unacked-read"}
+COLUMN = max(map(len, SHORT.values()))
 
 
 def series(ops: Sequence[Op]) -> list[dict[str, float]]:
@@ -106,18 +111,19 @@ def _text(x: float, y: float, text: str) -> str:
 
 
 def table(runs: Sequence[tuple[int, int, checker.Check]]) -> list[str]:
-    """One line per (run, seed, check) and the totals: the counts the checker found."""
-    header = f"{'run':>4} {'seed':>8} {'faults':>6} {'acked':>7} " + " ".join(f"{k[:12]:>12}" for k in TABLE_KINDS)
+    """One line per (run, seed, check) and the totals: the counts the checker found (`SHORT` names the columns:
+    nm-send and nm-poll are nonmonotonic-send and -poll, unacked-read is unacknowledged-but-present)."""
+    header = f"{'run':>4} {'seed':>8} {'faults':>6} {'acked':>7} " + " ".join(f"{SHORT[k]:>{COLUMN}}" for k in TABLE_KINDS)
     lines = [header + "  verdict"]
     totals: dict[str, int] = defaultdict(int)
     for run, seed, check in runs:
         for kind, count in check.counts.items():
             totals[kind] += count
         lines.append(f"{run:>4} {seed:>8} {len(check.faults):>6} {check.sends.get('ok', 0):>7} "
-                     + " ".join(f"{check.counts[k]:>12}" for k in TABLE_KINDS)
+                     + " ".join(f"{check.counts[k]:>{COLUMN}}" for k in TABLE_KINDS)
                      + f"  {'ok' if check.ok else f'{len(check.forbidden)} FORBIDDEN'}")
     failed = sum(1 for _, _, check in runs if not check.ok)
     lines.append(f"{'all':>4} {'':>8} {sum(len(c.faults) for _, _, c in runs):>6} "
                  f"{sum(c.sends.get('ok', 0) for _, _, c in runs):>7} "
-                 + " ".join(f"{totals[k]:>12}" for k in TABLE_KINDS) + f"  {len(runs) - failed} ok, {failed} not")
+                 + " ".join(f"{totals[k]:>{COLUMN}}" for k in TABLE_KINDS) + f"  {len(runs) - failed} ok, {failed} not")
     return lines

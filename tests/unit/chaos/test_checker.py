@@ -109,6 +109,17 @@ def test_an_acks_1_offset_truncated_and_reused_is_not_forbidden() -> None:
     assert kinds(result) == ["inconsistent-offsets", "lost-write"] and result.ok
 
 
+def test_nonmonotonic_send_an_idempotent_producer_reordered() -> None:
+    h = H().send("p0-0", 0, 1).send("p0-1", 0, 0).send("p0-2", 1, 0).send("p0-3", 0, 2)
+    h.send("p2-0", 0, 4, label="acks=1").send("p2-1", 0, 3, label="acks=1")
+    result = h.poll("final", *((0, o, v) for o, v in enumerate(["p0-1", "p0-0", "p0-3", "p2-1", "p2-0"])))
+    result.poll("final", (1, 0, "p0-2")).complete("final", 1, 1)
+    [reordered, allowed] = result.complete("final", 0, 5).check().anomalies
+    assert (reordered.kind, reordered.offsets, reordered.values, reordered.forbidden) == \
+        ("nonmonotonic-send", (1, 0), ("p0-0", "p0-1"), True)
+    assert (allowed.kind, allowed.values, allowed.forbidden) == ("nonmonotonic-send", ("p2-0", "p2-1"), False)
+
+
 def test_nonmonotonic_poll_and_poll_skip_within_a_consumer() -> None:
     h = clean()
     h.poll("c1", (0, 1, "p0-1")).poll("c1", (0, 1, "p0-1"))
