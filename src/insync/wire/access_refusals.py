@@ -76,8 +76,8 @@ def _cluster_refusal(request: DecodedRequest, config: BrokerConfig, image: Metad
         return acls.refuse(request, CLUSTER_DENIED, message)
     if key in (versions.ALTER_PARTITION_REASSIGNMENTS, versions.LIST_PARTITION_REASSIGNMENTS):
         return reassignments.refuse(request, CLUSTER_DENIED, message)
-    if key == versions.ELECT_LEADERS:
-        return topics.refuse_all(request, config, image, CLUSTER_DENIED, message)
+    if key == versions.ELECT_LEADERS:  # Kafka sets the top-level error too
+        return _with_error_code(topics.refuse_all(request, config, image, CLUSTER_DENIED, message), CLUSTER_DENIED)
     if key == versions.DESCRIBE_LOG_DIRS:
         decoded = log_dirs.decode_describe_log_dirs(request)
         answer = log_dirs.encode_describe_log_dirs(

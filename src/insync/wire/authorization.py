@@ -146,7 +146,10 @@ TOPIC_OPERATIONS: Mapping[int, AclOperation] = {
 
 
 def _topic_partition(item: Any) -> TopicPartition:
-    """The partition of an internal request item: a `(TopicPartition, ...)` pair or an entity with one."""
+    """The partition of an internal request item: a TopicPartition, a `(TopicPartition, ...)` pair or an entity
+    with one."""
+    if isinstance(item, TopicPartition):
+        return item
     found = getattr(item, "topic_partition", None)
     if found is None:
         found = item[0]

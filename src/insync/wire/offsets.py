@@ -100,6 +100,8 @@ def encode_offset_for_leader_epoch(response: OffsetForLeaderEpochResponse,
               build(partition_cls, partition=r.topic_partition.partition, error_code=code(r.error),
                     leader_epoch=r.leader_epoch, end_offset=r.end_offset))
              for r in response.results]
+    items.extend((r.topic, build(partition_cls, partition=r.partition, error_code=code(r.error), leader_epoch=-1,
+                                 end_offset=-1)) for r in decoded.rejected)  # refused unauthorized (authorization)
     topics = topic_entities(nested(cls, "OffsetForLeaderTopicResult"), "partitions", group(items))
     return build(cls, throttle_time=NO_THROTTLE, topics=topics)
 
@@ -123,6 +125,8 @@ def encode_delete_records(response: DeleteRecordsResponse, decoded: Decoded[Dele
               build(partition_cls, partition_index=r.topic_partition.partition, error_code=code(r.error),
                     low_watermark=r.low_watermark))
              for r in response.results]
+    items.extend((r.topic, build(partition_cls, partition_index=r.partition, error_code=code(r.error),
+                                 low_watermark=-1)) for r in decoded.rejected)  # refused unauthorized (authorization)
     topics = topic_entities(nested(cls, "DeleteRecordsTopicResult"), "partitions", group(items))
     return build(cls, throttle_time=NO_THROTTLE, topics=topics)
 

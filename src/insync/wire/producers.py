@@ -32,6 +32,9 @@ def encode_response(response: DescribeProducersResponse, decoded: Decoded[Descri
     assert response.correlation_id == decoded.request.correlation_id, (response, decoded.request)
     cls = response_class(DESCRIBE_PRODUCERS, decoded.version)
     items = [(r.topic_partition.topic, _partition_response(cls, r)) for r in response.results]
+    items.extend((str(r.topic.name), build(nested(cls, "PartitionResponse"), partition_index=r.partition,
+                                           error_code=code(r.error), error_message=None, active_producers=()))
+                 for r in decoded.rejected)  # refused unauthorized (authorization)
     topic_cls = nested(cls, "TopicResponse")
     topics = tuple(build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in group(items))
     return build(cls, throttle_time=NO_THROTTLE, topics=topics)

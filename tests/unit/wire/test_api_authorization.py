@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from apis_helpers import client_request, cluster_image, request_entity, wire
 from test_api_metadata import topics_request
 from test_api_produce import produce_request
 
 from insync import errors
-from insync.config import BrokerConfig
+from insync.config import BrokerConfig, ConfigError
 from insync.protocol.kio import build, code, nested, response_class
 from insync.security.acl import (
     AccessControlEntry,
@@ -147,3 +148,8 @@ def test_describe_groups_hides_groups_and_reports_authorized_operations() -> Non
     answer = wire(access_views.view(request, described, view))
     assert [(g.group_id, g.error_code, g.authorized_operations) for g in answer.groups] == [
         ("g", 0, (1 << Op.READ) | (1 << Op.DESCRIBE)), ("h", 30, -2147483648)]
+
+
+def test_an_unknown_authorizer_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match="authorizer.class.name"):
+        BrokerConfig({"node.id": 1, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
