@@ -1,9 +1,9 @@
 """A campaign run under the opt-in network fault kinds and power loss, on a namespaced cluster.
 
-One run (seed 0, 50 s) whose schedule holds each of `nemesis.OPT_IN_KINDS` and `power-loss` once: isolate,
-leader-cut, bridge, majorities ring, one-way loss, bandwidth, and the leader losing what it had not fsynced.
-acks=all with min ISR 2 must still show no forbidden anomaly, every partition must read back completely, and the
-namespaces must be gone afterwards.
+One run (seed 20, 50 s) whose schedule holds each of `nemesis.OPT_IN_KINDS` and `power-loss` once: isolate,
+leader-cut, bridge, majorities ring, one-way loss, bandwidth, random loss, and the leader losing what it had not
+fsynced. acks=all with min ISR 2 must still show no forbidden anomaly, every partition must read back
+completely, and the namespaces must be gone afterwards.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ REASON = netns.unavailable()
 if REASON is not None:
     pytest.skip(f"needs network namespaces: {REASON}", allow_module_level=True)
 
-SEED, DURATION_S = 0, 50.0
+SEED, DURATION_S = 20, 50.0
 
 
 def test_power_loss_and_network_faults_find_nothing_forbidden(tmp_path: Path) -> None:

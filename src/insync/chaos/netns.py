@@ -1,16 +1,17 @@
 """Network namespaces for a local cluster: one per node on a bridge, and the faults `partitions.py` describes.
 
-`create(run, node_ids)` makes a bridge `isy<run>br` in the root namespace with `198.18.<k>.1/24` (RFC 2544's
-benchmarking range: never routed, so nothing else on the machine uses it; `k` is the first /24 no interface of
-this machine has), and per node a namespace `isy<run>n<id>` holding `eth0` (a veth pair whose other end is on the
-bridge) with its own address. Clients stay in the root namespace and reach every node through the bridge. Every
-name starts with `isy<run>` so `destroy(run)` removes exactly what `create` made, and nothing else.
+`create(node_ids)` draws a run id and makes a bridge `isy<run>br` in the root namespace with `198.18.<k>.1/24`
+(RFC 2544's benchmarking range: never routed, so nothing else on the machine uses it; `k` is the first /24 no
+interface of this machine has, chosen under a file lock), and per node a namespace `isy<run>n<id>` holding
+`eth0` (a veth pair whose other end is on the bridge) with its own address. Clients stay in the root namespace
+and reach every node through the bridge. Every name starts with `isy<run>` so `destroy(network)` removes exactly
+what `create` made, and nothing else.
 
 `install(network, faults)` puts a `NetFaults` in place: in each node's namespace an nft table dropping what
 arrives from the nodes it is cut from, and tc qdiscs on its `eth0` for latency/jitter/loss (netem) and
 bandwidth (tbf). It replaces whatever was there, so `install(network, NetFaults())` heals everything. A kernel
-without netem (CONFIG_NET_SCH_NETEM) is refused by name; loss between nodes then still works through `one_way`
-drops, which nft makes.
+without netem (CONFIG_NET_SCH_NETEM) is refused by name before anything changes; random loss then still works
+through nft's drops with a probability (`partitions.lossy`, `one_way`).
 
 Needs root, iproute2 (`ip`, `tc`) and nftables (`nft`); `unavailable()` says what is missing.
 """
@@ -32,8 +33,8 @@ from insync.chaos.partitions import NetFaults, Shape, nft_script, tc_commands
 from insync.config import ConfigError
 
 PREFIX = "isy"
-FAULTS_FILE = "network-faults.json"
-LOCK_FILE = "/run/lock/insync-netns.lock" if os.path.isdir("/run/lock") else "/tmp/insync-netns.lock"  # in the cluster directory: the NetFaults in place (chaos/network.py)
+FAULTS_FILE = "network-faults.json"  # in the cluster directory: the NetFaults in place (chaos/network.py)
+LOCK_FILE = "/run/lock/insync-netns.lock" if os.path.isdir("/run/lock") else "/tmp/insync-netns.lock"
 SUPERNET = ipaddress.IPv4Network("198.18.0.0/16")
 FIRST_HOST = 10  # node addresses are .10, .11, ... in id order; .1 is the bridge (the root namespace's side)
 COMMAND_TIMEOUT_S = 10.0

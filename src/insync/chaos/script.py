@@ -15,11 +15,12 @@ A script is TOML:
     # slow-reads / fail-partition: topic, partition (and ms for slow-reads); delay: ms
     # With `insync cluster up --netns`, network steps (chaos/network.py): isolate (broker: any node id),
     # leader-cut (topic, partition; no broker), bridge, ring (no broker), one-way (broker -> peer, percent lost,
-    # 100 by default), loss (broker, percent: lost on its every link), latency (broker, ms, jitter_ms, percent lost), bandwidth (broker, kbit), heal (no broker).
+    # 100 by default), loss (broker, percent: lost on its every link), latency (broker, ms, jitter_ms, percent
+    # lost), bandwidth (broker, kbit), heal (no broker).
 
 Steps run in time order while the workload produces; at the end every paused broker is resumed and every
-killed one restarted, every network fault healed, the workload stops, the topic is read back and the verdict (acknowledged vs read: lost,
-duplicated, reordered) is returned. An unknown action or a missing field is an error naming the step.
+killed one restarted, every network fault healed, the workload stops, the topic is read back and the verdict
+(acknowledged vs read: lost, duplicated, reordered) is returned. An unknown action or a missing field is an error naming the step.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ PROCESS_ACTIONS = ("pause", "resume", "kill", "restart", "crash", "slow-reads", 
 NETWORK_ACTIONS = ("isolate", "leader-cut", "bridge", "ring", "one-way", "loss", "latency", "bandwidth", "heal")
 ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
 _NEEDS = {"slow-reads": ("topic", "partition", "ms"), "fail-partition": ("topic", "partition"), "delay": ("ms",),
-          "leader-cut": ("topic", "partition"), "one-way": ("peer",), "loss": ("percent",), "latency": ("ms",), "bandwidth": ("kbit",)}
+          "leader-cut": ("topic", "partition"), "one-way": ("peer",), "loss": ("percent",), "latency": ("ms",),
+          "bandwidth": ("kbit",)}
 _NO_NODE = ("leader-cut", "bridge", "ring", "heal")  # steps about the whole cluster or a partition
 _INTS = ("broker", "partition", "ms", "peer", "kbit", "jitter_ms")
 
