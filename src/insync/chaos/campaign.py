@@ -71,13 +71,19 @@ class RunResult:
     directory: str
     elapsed_s: float
     client_errors: tuple[str, ...] = ()
+    error: str | None = None  # the harness failed (e.g. a broker that would not start again)
+
+    @property
+    def ok(self) -> bool:
+        return self.check.ok and self.error is None
 
     def to_json(self, ops: Sequence[Op]) -> dict[str, Any]:
         """results.json: the plan, the verdict, the counts, the first anomalies and the per-second series."""
         check = self.check
         return {
             "run": self.plan.run, "seed": self.plan.seed, "duration_s": self.plan.duration_s,
-            "elapsed_s": round(self.elapsed_s, 1), "ok": check.ok, "forbidden": len(check.forbidden),
+            "elapsed_s": round(self.elapsed_s, 1), "ok": self.ok, "error": self.error,
+            "forbidden": len(check.forbidden),
             "schedule": [asdict(p) for p in self.plan.faults],
             "faults": [{"fault": f, "start_ms": round(a, 1), "stop_ms": round(b, 1)} for f, a, b in check.faults],
             "sends": check.sends, "reads": check.reads, "complete_partitions": list(check.complete_partitions),
@@ -111,15 +117,34 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str])
 
 
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
+    """One run on its own cluster. If the harness itself fails, the run is not ok and says why; its history up to
+    then is still checked, and the campaign goes on with the next run."""
     directory = out / f"run-{plan.run}"
     directory.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    history = HistoryWriter(directory / "history.jsonl")
+    clients_log = _clients_log(directory / "clients.log")
+    errors: tuple[str, ...] = ()
+    error = None
+    try:
+        errors = _under_faults(plan, directory, history, rate)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        logging.getLogger(CLIENT_LOGGER).removeHandler(clients_log)
+        clients_log.close()
+        history.close()
+    ops = read_history(directory / "history.jsonl")
+    result = RunResult(plan, checker.check(ops), str(directory), time.monotonic() - started, errors, error)
+    report.write(directory, result.to_json(ops))
+    return result
+
+
+def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: float) -> tuple[str, ...]:
+    """Cluster up, workload and faults, the final read, cluster down; returns the clients' own errors."""
     kinds = [nemesis.REGISTRY[p.kind] for p in plan.faults]
     overrides = [*OVERRIDES, *dict.fromkeys(o for kind in kinds for o in kind.overrides)]
-    started = time.monotonic()
     spec = cluster.up(str(directory / "cluster"), 3, 0, overrides, namespaces=any(k.needs_netns for k in kinds))
-    history = HistoryWriter(directory / "history.jsonl")
-    errors: tuple[str, ...] = ()
-    clients_log = _clients_log(directory / "clients.log")
     try:
         topic = f"chaos-{plan.seed}"
         ensure_topic(spec.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
@@ -130,17 +155,10 @@ def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
             _play(plan, target, history)
         finally:
             clients.stop()
-        errors = tuple(clients.errors)
         workload.final_read(target.spec.bootstrap, topic, history)
+        return tuple(clients.errors)
     finally:
-        logging.getLogger(CLIENT_LOGGER).removeHandler(clients_log)
-        clients_log.close()
-        history.close()
         cluster.down(cluster.ClusterSpec.load(directory / "cluster"), cluster.STOP_DEADLINE_S)
-    ops = read_history(directory / "history.jsonl")
-    result = RunResult(plan, checker.check(ops), str(directory), time.monotonic() - started, errors)
-    report.write(directory, result.to_json(ops))
-    return result
 
 
 def _clients_log(path: Path) -> logging.Handler:
@@ -202,12 +220,13 @@ def summary(results: Sequence[RunResult], elapsed_s: float) -> dict[str, Any]:
         for label, kinds in result.check.counts_by_label().items():
             by_label[label].update(kinds)
     return {
-        "runs": len(results), "elapsed_s": round(elapsed_s, 1), "ok_runs": sum(1 for r in results if r.check.ok),
+        "runs": len(results), "elapsed_s": round(elapsed_s, 1), "ok_runs": sum(1 for r in results if r.ok),
         "forbidden": sum(len(r.check.forbidden) for r in results),
         "faults": sum(len(r.check.faults) for r in results),
         "acked": sum(r.check.sends.get("ok", 0) for r in results),
         "anomalies": {kind: totals[kind] for kind in checker.KINDS},
         "anomalies_by_label": {label: dict(kinds) for label, kinds in sorted(by_label.items())},
-        "per_run": [{"run": r.plan.run, "seed": r.plan.seed, "ok": r.check.ok, "elapsed_s": round(r.elapsed_s, 1),
-                     "faults": [f for f, _, _ in r.check.faults], "anomalies": r.check.counts} for r in results],
+        "per_run": [{"run": r.plan.run, "seed": r.plan.seed, "ok": r.ok, "error": r.error,
+                     "elapsed_s": round(r.elapsed_s, 1), "faults": [f for f, _, _ in r.check.faults],
+                     "anomalies": r.check.counts} for r in results],
     }

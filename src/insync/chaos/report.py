@@ -47,7 +47,8 @@ def write(directory: str | Path, data: dict[str, Any]) -> None:
 
 
 def html(data: dict[str, Any]) -> str:
-    verdict = "OK" if data["ok"] else f"{data['forbidden']} forbidden anomalies"
+    verdict = ("OK" if data["ok"] else f"harness error: {data['error']}" if data["error"]
+               else f"{data['forbidden']} forbidden anomalies")
     rows = "".join(f"<tr><td>{escape(label)}</td>" + "".join(f"<td>{kinds.get(k, 0)}</td>" for k in TABLE_KINDS)
                    + "</tr>" for label, kinds in data["anomalies_by_label"].items())
     examples = "".join(
@@ -110,20 +111,20 @@ def _text(x: float, y: float, text: str) -> str:
     return f'<text x="{x:.1f}" y="{y:.1f}" font-size="11">{escape(text)}</text>'
 
 
-def table(runs: Sequence[tuple[int, int, checker.Check]]) -> list[str]:
-    """One line per (run, seed, check) and the totals: the counts the checker found (`SHORT` names the columns:
-    nm-send and nm-poll are nonmonotonic-send and -poll, unacked-read is unacknowledged-but-present)."""
+def table(runs: Sequence[tuple[int, int, checker.Check, str | None]]) -> list[str]:
+    """One line per (run, seed, check, harness error) and the totals: the counts the checker found (`SHORT` names
+    the columns: nm-send and nm-poll are nonmonotonic-send and -poll, unacked-read is unacknowledged-but-present)."""
     header = f"{'run':>4} {'seed':>8} {'faults':>6} {'acked':>7} " + " ".join(f"{SHORT[k]:>{COLUMN}}" for k in TABLE_KINDS)
     lines = [header + "  verdict"]
     totals: dict[str, int] = defaultdict(int)
-    for run, seed, check in runs:
+    for run, seed, check, error in runs:
         for kind, count in check.counts.items():
             totals[kind] += count
+        verdict = f"ERROR {error}" if error else "ok" if check.ok else f"{len(check.forbidden)} FORBIDDEN"
         lines.append(f"{run:>4} {seed:>8} {len(check.faults):>6} {check.sends.get('ok', 0):>7} "
-                     + " ".join(f"{check.counts[k]:>{COLUMN}}" for k in TABLE_KINDS)
-                     + f"  {'ok' if check.ok else f'{len(check.forbidden)} FORBIDDEN'}")
-    failed = sum(1 for _, _, check in runs if not check.ok)
-    lines.append(f"{'all':>4} {'':>8} {sum(len(c.faults) for _, _, c in runs):>6} "
-                 f"{sum(c.sends.get('ok', 0) for _, _, c in runs):>7} "
+                     + " ".join(f"{check.counts[k]:>{COLUMN}}" for k in TABLE_KINDS) + f"  {verdict}")
+    failed = sum(1 for _, _, check, error in runs if error or not check.ok)
+    lines.append(f"{'all':>4} {'':>8} {sum(len(c.faults) for _, _, c, _ in runs):>6} "
+                 f"{sum(c.sends.get('ok', 0) for _, _, c, _ in runs):>7} "
                  + " ".join(f"{totals[k]:>{COLUMN}}" for k in TABLE_KINDS) + f"  {len(runs) - failed} ok, {failed} not")
     return lines

@@ -118,12 +118,14 @@ def _campaign(args: argparse.Namespace) -> int:
               flush=True)
         for error in result.client_errors:
             print(f"  client error: {error}")
+        if result.error:
+            print(f"  harness error, run not ok: {result.error}")
 
     started = time.monotonic()
     campaign.run_campaign(plans, Path(args.out), args.rate, each)
-    print("\n".join(report.table([(r.plan.run, r.plan.seed, r.check) for r in done])))
+    print("\n".join(report.table([(r.plan.run, r.plan.seed, r.check, r.error) for r in done])))
     print(f"{len(done)} runs in {time.monotonic() - started:.0f} s; totals in {Path(args.out) / 'campaign.json'}")
-    return 0 if all(r.check.ok for r in done) else 1
+    return 0 if all(r.ok for r in done) else 1
 
 
 def _check(args: argparse.Namespace) -> int:

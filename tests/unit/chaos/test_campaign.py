@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from insync.chaos import campaign, checker, cluster, nemesis, report
-from insync.chaos.ops import Op
+from insync.chaos.ops import HistoryWriter, Op
 from insync.config import ConfigError
 
 
@@ -83,9 +83,10 @@ def test_the_report_shows_the_series_the_verdict_and_the_anomalies(tmp_path: Pat
 
 def test_the_table_has_a_line_per_run_and_totals() -> None:
     check = checker.check(history())
-    lines = report.table([(0, 7, check), (1, 8, check)])
-    assert len(lines) == 4 and lines[1].split()[:4] == ["0", "7", "1", "2"]
-    assert lines[-1].split()[:3] == ["all", "2", "4"] and lines[-1].endswith("2 ok, 0 not")
+    lines = report.table([(0, 7, check, None), (1, 8, check, "TimeoutError: node 2 not listening")])
+    assert len(lines) == 4 and lines[1].split()[:4] == ["0", "7", "1", "2"] and lines[1].endswith("  ok")
+    assert lines[2].endswith("ERROR TimeoutError: node 2 not listening")
+    assert lines[-1].split()[:3] == ["all", "2", "4"] and lines[-1].endswith("1 ok, 1 not")
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -105,7 +106,8 @@ def test_the_campaign_summary_totals_the_runs() -> None:
     data = campaign.summary([result, result], 30.0)
     assert (data["runs"], data["ok_runs"], data["forbidden"], data["faults"], data["acked"]) == (2, 2, 0, 2, 4)
     assert data["anomalies"]["lost-write"] == 2 and data["anomalies_by_label"] == {"acks=1": {"lost-write": 2}}
-    assert data["per_run"][1] == {"run": 0, "seed": 7, "ok": True, "elapsed_s": 12.0, "faults": ["kill broker 2"],
+    assert data["per_run"][1] == {"run": 0, "seed": 7, "ok": True, "error": None, "elapsed_s": 12.0,
+                                  "faults": ["kill broker 2"],
                                   "anomalies": result.check.counts}
 
 
@@ -148,3 +150,21 @@ def test_a_victim_is_chosen_once_the_metadata_has_the_partitions(tmp_path: Path,
     monkeypatch.setattr(nemesis, "admin_client", lambda _b: FakeAdmin([{}]))
     with pytest.raises(ConfigError, match="no partitions of t in the metadata after 0 s: LEADER_NOT_AVAILABLE"):
         target.replicas(0)
+
+
+def test_a_harness_failure_fails_its_run_and_the_campaign_goes_on(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(plan: campaign.RunPlan, _directory: Path, history: HistoryWriter, _rate: float) -> tuple[str, ...]:
+        history.append("nemesis", "info", "start", fault="kill broker 1")
+        if plan.run == 0:
+            raise TimeoutError("node 1 not listening")
+        return ()
+
+    monkeypatch.setattr(campaign, "_under_faults", failing)
+    results = campaign.run_campaign(campaign.plan_campaign(2, 0, 30.0, ("kill",)), tmp_path)
+    assert [(r.ok, r.error) for r in results] == [(False, "TimeoutError: node 1 not listening"), (True, None)]
+    assert [fault for fault, _, _ in results[0].check.faults] == ["kill broker 1"]  # its history still checked
+    assert "harness error: TimeoutError" in (tmp_path / "run-0" / "report.html").read_text()
+    totals = json.loads((tmp_path / "campaign.json").read_text())
+    assert (totals["runs"], totals["ok_runs"], totals["per_run"][0]["error"]) == \
+        (2, 1, "TimeoutError: node 1 not listening")
