@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,59 +25,64 @@ pytestmark = pytest.mark.timeout(180)
 TOPIC = "power"
 
 
-def test_crashes_with_power_loss_lose_no_acknowledged_write(tmp_path: Path) -> None:
-    spec = start(tmp_path, extra=["fault.injection.power.loss.enable=true"])
+@pytest.fixture(scope="module")
+def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A 3-broker cluster journaling its fsyncs, shared by the tests that crash its brokers; its directory (the
+    crashes restart brokers, so each test loads the cluster's description anew)."""
+    spec = start(tmp_path_factory.mktemp("power"), extra=["fault.injection.power.loss.enable=true"])
     try:
-        ensure_topic(spec.bootstrap, TOPIC, 2, 3, {"min.insync.replicas": "2"})
-        workload = history.ProduceWorkload(spec.bootstrap, TOPIC, rate=300, run_id="pl")
-        workload.start()
-        time.sleep(2)
-        leader = next(r.leader for r in describe_rows(spec.bootstrap, [TOPIC]) if r.partition == 0)
-        spec, cut = power.crash(spec, leader)
-        assert cut.bytes_lost > 0, cut  # the leader's segments had unflushed appends
-        time.sleep(2)
-        follower = next(b.node_id for b in spec.brokers if b.node_id != leader)
-        spec, cut = power.crash(spec, follower)
-        assert cut.bytes_lost > 0, cut
-        time.sleep(2)
-        produced = workload.stop()
-        verdict = history.verdict(produced, history.read_back(spec.bootstrap, TOPIC, "pl"))
-        assert verdict.acked > 500, verdict
-        assert (verdict.lost, verdict.duplicated, verdict.reordered) == (0, 0, 0), verdict
-        wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, [TOPIC])), 30,
-                   "the crashed brokers back in every ISR")
+        yield spec.directory
     finally:
         cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
-def test_power_loss_of_every_replica_keeps_only_what_was_fsynced(tmp_path: Path) -> None:
+def test_crashes_with_power_loss_lose_no_acknowledged_write(three: str) -> None:
+    spec = cluster.ClusterSpec.load(three)
+    ensure_topic(spec.bootstrap, TOPIC, 2, 3, {"min.insync.replicas": "2"})
+    workload = history.ProduceWorkload(spec.bootstrap, TOPIC, rate=300, run_id="pl")
+    workload.start()
+    time.sleep(2)
+    leader = next(r.leader for r in describe_rows(spec.bootstrap, [TOPIC]) if r.partition == 0)
+    spec, cut = power.crash(spec, leader)
+    assert cut.bytes_lost > 0, cut  # the leader's segments had unflushed appends
+    time.sleep(2)
+    follower = next(b.node_id for b in spec.brokers if b.node_id != leader)
+    spec, cut = power.crash(spec, follower)
+    assert cut.bytes_lost > 0, cut
+    time.sleep(2)
+    produced = workload.stop()
+    verdict = history.verdict(produced, history.read_back(spec.bootstrap, TOPIC, "pl"))
+    assert verdict.acked > 500, verdict
+    assert (verdict.lost, verdict.duplicated, verdict.reordered) == (0, 0, 0), verdict
+    wait_until(lambda: all(len(r.isr) == 3 for r in describe_rows(spec.bootstrap, [TOPIC])), 30,
+               "the crashed brokers back in every ISR")
+
+
+def test_power_loss_of_every_replica_keeps_only_what_was_fsynced(three: str) -> None:
     """All three brokers lose power at once (the last-replica-standing case with no replica standing): a topic
     whose every write is fsynced before it is acknowledged (flush.messages=1) keeps every acknowledged record;
     one relying on replication alone, as Kafka does by default, loses acknowledged records, since no replica
     had them on disk."""
-    spec = start(tmp_path, extra=["fault.injection.power.loss.enable=true"])
-    try:
-        for topic, flush in (("synced", {"flush.messages": "1"}), ("replicated", {})):
-            ensure_topic(spec.bootstrap, topic, 1, 3, {"min.insync.replicas": "2", **flush})
-        workloads = {t: history.ProduceWorkload(spec.bootstrap, t, rate=200, run_id=t) for t in ("synced", "replicated")}
-        for workload in workloads.values():
-            workload.start()
-        time.sleep(2)
-        produced = {topic: workload.stop() for topic, workload in workloads.items()}
-        for broker in spec.brokers:
-            spec, _cut = power.crash(spec, broker.node_id, restart=False)
-        for broker in spec.brokers:
-            spec = cluster.start_node(spec, broker.node_id)
-        cluster.wait_registered(spec, 30)
-        wait_until(lambda: all(r.leader >= 0 and len(r.isr) == 3 for r in describe_rows(spec.bootstrap)), 30,
-                   "every partition led again, by a full ISR")
-        synced = history.verdict(produced["synced"], history.read_back(spec.bootstrap, "synced", "synced"))
-        assert synced.acked > 100 and (synced.lost, synced.duplicated) == (0, 0), synced
-        replicated = history.verdict(produced["replicated"],
-                                     history.read_back(spec.bootstrap, "replicated", "replicated"))
-        assert replicated.acked > 100 and replicated.lost > 0, replicated
-    finally:
-        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+    spec = cluster.ClusterSpec.load(three)
+    for topic, flush in (("synced", {"flush.messages": "1"}), ("replicated", {})):
+        ensure_topic(spec.bootstrap, topic, 1, 3, {"min.insync.replicas": "2", **flush})
+    workloads = {t: history.ProduceWorkload(spec.bootstrap, t, rate=200, run_id=t) for t in ("synced", "replicated")}
+    for workload in workloads.values():
+        workload.start()
+    time.sleep(2)
+    produced = {topic: workload.stop() for topic, workload in workloads.items()}
+    for broker in spec.brokers:
+        spec, _cut = power.crash(spec, broker.node_id, restart=False)
+    for broker in spec.brokers:
+        spec = cluster.start_node(spec, broker.node_id)
+    cluster.wait_registered(spec, 30)
+    wait_until(lambda: all(r.leader >= 0 and len(r.isr) == 3 for r in describe_rows(spec.bootstrap)), 30,
+               "every partition led again, by a full ISR")
+    synced = history.verdict(produced["synced"], history.read_back(spec.bootstrap, "synced", "synced"))
+    assert synced.acked > 100 and (synced.lost, synced.duplicated) == (0, 0), synced
+    replicated = history.verdict(produced["replicated"],
+                                 history.read_back(spec.bootstrap, "replicated", "replicated"))
+    assert replicated.acked > 100 and replicated.lost > 0, replicated
 
 
 def test_the_cli_crashes_a_broker_with_a_torn_tail_and_it_recovers(tmp_path: Path) -> None:
