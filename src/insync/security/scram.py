@@ -8,7 +8,10 @@ which the client computed (`salted_password`); the controller turns it into a cr
 
 `ScramServer` is Kafka's `ScramSaslServer` as a sans-IO state machine: `evaluate(client_first)` answers the
 server-first message, `evaluate(client_final)` checks the client's proof and answers the server's signature;
-anything wrong raises `SaslAuthenticationError`. The server nonce comes from the caller (the listener draws it
+anything wrong raises `SaslAuthenticationError`. The client-final nonce must be the server's (client nonce and
+server nonce), or, departing from Kafka 4, the client nonce followed by it: librdkafka before 2.6.1 (kcat's 2.0.2
+among them) sends that (librdkafka#4895), which Kafka 3.8.1-3.9 accepted and Kafka 4 refuses. The server nonce is
+still in it, and the proof covers the message as sent, so this lets no replay through. The server nonce comes from the caller (the listener draws it
 from `secrets`), so tests replay RFC 7677's exchange byte for byte. The credential lookup is a callable: the
 broker answers it from its metadata image, which this layer does not import.
 """
@@ -130,6 +133,7 @@ class ScramServer:
         self._credential: ScramCredential | None = None
         self._auth_message_start = b""
         self._nonce = ""
+        self._client_nonce = ""
         self._gs2_header = ""
         self.username = ""
 
@@ -168,7 +172,8 @@ class ScramServer:
             raise SaslAuthenticationError(f"Iterations {found.iterations} is less than the minimum {ITERATIONS_MIN} "
                                           f"for {self.mechanism.mechanism_name}", to_client=False)
         self._credential = found
-        self._nonce = match["nonce"] + self._server_nonce
+        self._client_nonce = match["nonce"]
+        self._nonce = self._client_nonce + self._server_nonce
         self._gs2_header = token.decode()[: match.start("bare")]
         server_first = f"r={self._nonce},s={base64.b64encode(found.salt).decode()},i={found.iterations}".encode()
         self._auth_message_start = match["bare"].encode() + b"," + server_first
@@ -179,7 +184,7 @@ class ScramServer:
         match = _CLIENT_FINAL.fullmatch(_text(token, "client final"))
         if match is None:
             raise SaslAuthenticationError("Invalid SCRAM client final message format", to_client=False)
-        if match["nonce"] != self._nonce:
+        if match["nonce"] not in (self._nonce, self._client_nonce + self._nonce):
             raise SaslAuthenticationError("Invalid client nonce in the final client message.", to_client=False)
         if _b64(match["channel"], "channel binding") != self._gs2_header.encode():
             raise SaslAuthenticationError("Invalid channel binding in the final client message.", to_client=False)

@@ -72,11 +72,11 @@ from insync.storage.log_manager import LogManager
 from insync.storage.power_loss import open_disk
 from insync.types import BrokerId, Outgoing
 from insync.wire import (
-    acls,
     configs,
     controller_apis,
     describe_topic_partitions,
     fetch,
+    forwarding,
     log_dirs,
     metadata,
     metadata_log,
@@ -84,11 +84,9 @@ from insync.wire import (
     produce,
     producer_id,
     producers,
-    reassignments,
     replica_log_report,
     sasl,
     scram_credentials,
-    topics,
     versions,
 )
 from insync.wire.entities import Decoded
@@ -112,7 +110,8 @@ GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions
 # What the controller answers: a broker forwards these as they are (`_forward`).
 FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
                             versions.ELECT_LEADERS, versions.ALTER_PARTITION_REASSIGNMENTS,
-                            versions.LIST_PARTITION_REASSIGNMENTS, versions.CREATE_ACLS, versions.DELETE_ACLS))
+                            versions.LIST_PARTITION_REASSIGNMENTS, versions.CREATE_ACLS, versions.DELETE_ACLS,
+                            versions.ALTER_USER_SCRAM_CREDENTIALS))
 # What the core answers at once (`broker.queries`): each API's (decode, encode) translators.
 Translators = tuple[Callable[[DecodedRequest], Decoded[Any]], Callable[[Any, Decoded[Any]], Any]]
 QUERY_TRANSLATORS: Mapping[int, Translators] = {
@@ -381,21 +380,15 @@ class BrokerNode(MeteredDispatcher):
         return checked.answer(await self._forward(dataclasses.replace(request, body=checked.forward), session))
 
     async def _forward(self, request: DecodedRequest, session: Session) -> Any:
-        """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, config alterations and partition reassignments
-        go to the controller, as KRaft brokers forward them. If no controller answers, every topic (resource) is refused NOT_CONTROLLER, which
-        admin clients retry (the next try goes to the next voter)."""
+        """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, config, ACL, SCRAM credential alterations and
+        partition reassignments go to the controller, as KRaft brokers forward them; if no controller answers,
+        every resource is refused NOT_CONTROLLER (`wire.forwarding`)."""
         address = self.controller.address
         try:
             return await self.controller.request(request.body, self._controller_timeout_s)
         except (ConnectionError, OSError, TimeoutError) as exc:
             message = f"the controller at {address} did not answer ({exc or 'timeout'})"
-            if request.api_key in (versions.INCREMENTAL_ALTER_CONFIGS, versions.ALTER_CONFIGS):
-                return configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, message)
-            if request.api_key in (versions.ALTER_PARTITION_REASSIGNMENTS, versions.LIST_PARTITION_REASSIGNMENTS):
-                return reassignments.refuse(request, errors.NOT_CONTROLLER, message)
-            if request.api_key in (versions.CREATE_ACLS, versions.DELETE_ACLS):
-                return acls.refuse(request, errors.NOT_CONTROLLER, message)
-            return topics.refuse_all(request, self.config, self.core.metadata.image, errors.NOT_CONTROLLER, message)
+            return forwarding.refuse_forwarded(request, self.config, self.core.metadata.image, message)
 
     async def _query(self, request: DecodedRequest, session: Session) -> Any:
         """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId, DescribeLogDirs, AlterReplicaLogDirs,

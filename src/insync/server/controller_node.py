@@ -28,15 +28,17 @@ import contextlib
 import itertools
 import logging
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from insync import errors
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigChange, ConfigError
-from insync.controller import acl_control
+from insync.controller import acl_control, scram_control
 from insync.controller.controller import Controller
 from insync.controller.node import ControllerCore
 from insync.controller.reassignment import ReassignmentTarget
+from insync.controller.scram_control import CredentialDeletion, CredentialUpsertion, UserResult
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
@@ -61,6 +63,7 @@ from insync.wire import (
     metadata_log,
     reassignments,
     replica_log_report,
+    scram_credentials,
     topics,
     versions,
 )
@@ -157,6 +160,10 @@ class ControllerNode(MeteredDispatcher):
             return reassignments.list_partition_reassignments(request, self.controller.image)
         if key in (versions.CREATE_ACLS, versions.DELETE_ACLS):
             return self._alter_acls(request)
+        if key == versions.ALTER_USER_SCRAM_CREDENTIALS:
+            response = scram_credentials.alter_user_scram_credentials(request, self._alter_scram_credentials)
+            self._drain()
+            return response
         assert key == versions.FETCH, key
         return await self._fetch_metadata(request)
 
@@ -225,6 +232,12 @@ class ControllerNode(MeteredDispatcher):
             response = acls.encode_delete_acls(deletion.results, request.api_version)
         self._drain()
         return response
+
+    def _alter_scram_credentials(self, deletions: Sequence[CredentialDeletion],
+                                 upsertions: Sequence[CredentialUpsertion]) -> list[UserResult]:
+        records, results = scram_control.alter_credentials(self.controller.image, deletions, upsertions)
+        self.controller.commit_records(records, self._now())
+        return results
 
     def _elect(self, election_type: int, asked: list[tuple[str, int]] | None) -> dict[tuple[str, int], KafkaError]:
         if election_type == topics.UNCLEAN_ELECTION:

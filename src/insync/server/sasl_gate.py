@@ -70,7 +70,9 @@ AuthenticationMeter = Callable[[str, bool], None]
 class SaslGate:
     def __init__(self, settings: SaslSettings, supported: SupportedVersions, session: Session, decoder: FrameDecoder,
                  meter: AuthenticationMeter) -> None:
-        self.authenticator = SaslAuthenticator(settings, lambda: secrets.token_urlsafe(NONCE_BYTES))
+        # Letters and digits only, as Kafka's (ScramFormatter.secureRandomString): librdkafka 2.0 mangles a server
+        # nonce with '-' or '_' in its final message.
+        self.authenticator = SaslAuthenticator(settings, lambda: secrets.token_hex(NONCE_BYTES))
         self._supported = supported
         self._session = session
         self._decoder = decoder

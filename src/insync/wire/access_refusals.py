@@ -20,7 +20,7 @@ from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import code
 from insync.security.acl import AclOperation, ResourceType
-from insync.wire import acls, configs, groups, log_dirs, reassignments, topics, versions
+from insync.wire import acls, configs, groups, log_dirs, reassignments, scram_credentials, topics, versions
 from insync.wire.authorization import (
     CLUSTER_DENIED,
     GROUP_DENIED,
@@ -38,7 +38,8 @@ CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
     versions.ELECT_LEADERS: Op.ALTER, versions.ALTER_PARTITION_REASSIGNMENTS: Op.ALTER,
     versions.LIST_PARTITION_REASSIGNMENTS: Op.DESCRIBE, versions.CREATE_ACLS: Op.ALTER,
     versions.DELETE_ACLS: Op.ALTER, versions.DESCRIBE_ACLS: Op.DESCRIBE, versions.DESCRIBE_LOG_DIRS: Op.DESCRIBE,
-    versions.ALTER_REPLICA_LOG_DIRS: Op.ALTER,
+    versions.ALTER_REPLICA_LOG_DIRS: Op.ALTER, versions.DESCRIBE_USER_SCRAM_CREDENTIALS: Op.DESCRIBE,
+    versions.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER,
 }
 # The group operation of the APIs about one group, refused GROUP_AUTHORIZATION_FAILED.
 GROUP_OPERATIONS: Mapping[int, AclOperation] = {
@@ -78,6 +79,10 @@ def _cluster_refusal(request: DecodedRequest, config: BrokerConfig, image: Metad
         return reassignments.refuse(request, CLUSTER_DENIED, message)
     if key == versions.ELECT_LEADERS:  # Kafka sets the top-level error too
         return _with_error_code(topics.refuse_all(request, config, image, CLUSTER_DENIED, message), CLUSTER_DENIED)
+    if key == versions.DESCRIBE_USER_SCRAM_CREDENTIALS:
+        return scram_credentials.refuse_describe(request, CLUSTER_DENIED, message)
+    if key == versions.ALTER_USER_SCRAM_CREDENTIALS:
+        return scram_credentials.refuse_alter(request, CLUSTER_DENIED, message)
     if key == versions.DESCRIBE_LOG_DIRS:
         decoded = log_dirs.decode_describe_log_dirs(request)
         answer = log_dirs.encode_describe_log_dirs(

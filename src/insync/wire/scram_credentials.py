@@ -43,6 +43,12 @@ def describe_user_scram_credentials(request: DecodedRequest, image: MetadataImag
     return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), error_message=None, results=results)
 
 
+def refuse_describe(request: DecodedRequest, error: KafkaError, message: str) -> Any:
+    """The whole request refused with `error` (CLUSTER_AUTHORIZATION_FAILED without DESCRIBE on the cluster)."""
+    return build(response_class(DESCRIBE_USER_SCRAM_CREDENTIALS, request.api_version), throttle_time=NO_THROTTLE,
+                 error_code=code(error), error_message=message, results=())
+
+
 def alter_user_scram_credentials(request: DecodedRequest, alter: Alter) -> Any:
     body = request.body
     check_body(body, ALTER_USER_SCRAM_CREDENTIALS)

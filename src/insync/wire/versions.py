@@ -112,6 +112,7 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     SASL_HANDSHAKE: (0, 1),
     SASL_AUTHENTICATE: (0, 2),
     DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
 
 CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
@@ -130,6 +131,7 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     BROKER_HEARTBEAT: (0, 2),
     SASL_HANDSHAKE: (0, 1),
     SASL_AUTHENTICATE: (0, 2),
+    ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
     CREATE_ACLS: (1, 3),
     DELETE_ACLS: (1, 3),
 }

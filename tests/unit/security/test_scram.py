@@ -45,14 +45,14 @@ def test_rfc7677_exchange() -> None:
 
 
 def client_final(mechanism: ScramMechanism, password: str, client_first_bare: bytes, server_first: bytes,
-                 gs2: bytes = b"n,,") -> bytes:
+                 gs2: bytes = b"n,,", nonce_prefix: bytes = b"") -> bytes:
     """An independent SCRAM client (RFC 5802 3), from hashlib and hmac only."""
     fields = dict(item.split("=", 1) for item in server_first.decode().split(","))
     salted = hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode(), base64.b64decode(fields["s"]),
                                  int(fields["i"]))
     client_key = hmac.new(salted, b"Client Key", mechanism.hash_name).digest()
     stored_key = hashlib.new(mechanism.hash_name, client_key).digest()
-    without_proof = b"c=" + base64.b64encode(gs2) + b",r=" + fields["r"].encode()
+    without_proof = b"c=" + base64.b64encode(gs2) + b",r=" + nonce_prefix + fields["r"].encode()
     auth_message = client_first_bare + b"," + server_first + b"," + without_proof
     signature = hmac.new(stored_key, auth_message, mechanism.hash_name).digest()
     proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
@@ -134,3 +134,12 @@ def test_credential_from_the_salted_password_matches_the_password_form() -> None
     assert credential_from_salted(mechanism, b"salt", salted, 4096) == credential(mechanism, "pw", b"salt", 4096)
     assert ScramMechanism.by_type(2) is mechanism and ScramMechanism.by_name("SCRAM-SHA-512") is mechanism
     assert ScramMechanism.by_type(9) is None
+
+
+def test_librdkafkas_doubled_client_nonce_is_accepted() -> None:
+    """librdkafka < 2.6.1 puts its own nonce in front of the server's (librdkafka#4895)."""
+    mechanism = ScramMechanism.SCRAM_SHA_256
+    server = rfc_server()
+    server_first = server.evaluate(b"n,,n=user,r=abc")
+    final = client_final(mechanism, "pencil", b"n=user,r=abc", server_first, nonce_prefix=b"abc")
+    assert server.evaluate(final).startswith(b"v=") and server.complete
