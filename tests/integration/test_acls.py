@@ -401,3 +401,30 @@ def test_denials_are_logged_and_recorded_as_events(secured: Secured) -> None:
     denied = [e for e in secured.events("denied") if e["resource"] == "md"]
     assert denied and (denied[0]["principal"], denied[0]["operation"], denied[0]["api"]) == (
         "User:bob", "DESCRIBE", "METADATA")
+
+
+def test_insync_acls_adds_lists_and_removes_with_kafka_acls_flags(secured: Secured, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from insync.cli.main import main
+
+    config = tmp_path / "admin.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=admin\n"
+                      "sasl.password=admin-pw\n")
+    common = ["acls", "--bootstrap-server", f"127.0.0.1:{secured.sasl_port}", "--command-config", str(config)]
+    assert main([*common, "--add", "--allow-principal", "User:carol", "--consumer", "--topic", "cli-t",
+                 "--group", "cli-g"]) == 0
+    added = capsys.readouterr().out
+    assert ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=cli-t, patternType=LITERAL)`: \n"
+            " \t(principal=User:carol, host=*, operation=READ, permissionType=ALLOW) \n") in added
+    assert main([*common, "--list", "--principal", "User:carol"]) == 0
+    listed = capsys.readouterr().out
+    assert "name=cli-g, patternType=LITERAL" in listed and "operation=DESCRIBE" in listed
+    assert main([*common, "--remove", "--force", "--topic", "cli-t", "--group", "cli-g"]) == 0
+    assert capsys.readouterr().out.count("Removed ACL (principal=User:carol") == 3
+    assert main([*common, "--list", "--principal", "User:carol"]) == 0
+    assert capsys.readouterr().out == ""
+    bob = tmp_path / "bob.properties"
+    bob.write_text(config.read_text().replace("admin", "bob"))
+    assert main([*common[:-1], str(bob), "--add", "--allow-principal", "User:bob", "--operation", "All",
+                 "--cluster"]) == 1
+    assert "CLUSTER_AUTHORIZATION_FAILED" in capsys.readouterr().err

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "insync.cli.topics_cmd",
     "insync.cli.configs_cmd",
     "insync.cli.users_cmd",
+    "insync.cli.acls_cmd",
     "insync.cli.groups_cmd",
     "insync.cli.console_cmd",
     "insync.cli.cluster_cmd",
