@@ -24,7 +24,6 @@ returned, not raised.
 
 from __future__ import annotations
 
-import secrets
 import socket
 import struct
 import time
@@ -38,9 +37,9 @@ from insync.controller.unclean_recovery import REPORTED_EPOCHS_MAX, Choice, Repl
 from insync.errors import KafkaError
 from insync.protocol.codec import MalformedRequest, decode_response, encode_request
 from insync.protocol.kio import build, error_of, nested, request_class
-from insync.security.sasl_client import SaslClientError, SaslCredentials, tokens
+from insync.security.sasl_client import SaslCredentials
 from insync.types import BrokerId, TopicPartition
-from insync.wire.versions import SASL_AUTHENTICATE, SASL_HANDSHAKE
+from insync.wire import sasl_exchange
 
 DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
 FIND_COORDINATOR, OFFSET_DELETE = 10, 47
@@ -56,7 +55,6 @@ DEBUGGING_REPLICA_ID = -2
 EARLIEST_TIMESTAMP = -2
 PAGES_MAX = 10_000  # 2000 partitions a page: far more than a cluster holds
 RESPONSE_BYTES_MAX = 64 * 1024 * 1024
-SASL_ROUNDS_MAX = 4
 _SIZE = struct.Struct(">i")
 
 
@@ -111,25 +109,11 @@ def _sasl_credentials(settings: dict[str, str]) -> SaslCredentials | None:
 
 
 def _authenticate(sock: socket.socket, address: str, credentials: SaslCredentials) -> None:
-    """SaslHandshake v1 and SaslAuthenticate v2 with each of the mechanism's tokens (security.sasl_client)."""
-    handshake = _exchange(sock, address, build(request_class(SASL_HANDSHAKE, 1), mechanism=credentials.mechanism))
-    if error_of(handshake.error_code) is not errors.NONE:
-        raise ConfigError(f"{address} does not accept SASL mechanism {credentials.mechanism} (enabled: "
-                          f"{', '.join(handshake.mechanisms)})")
-    exchange = tokens(credentials, secrets.token_urlsafe(24))
+    """SaslHandshake and SaslAuthenticate (wire.sasl_exchange) before the request."""
     try:
-        token = next(exchange)
-        for _ in range(SASL_ROUNDS_MAX):  # bounded: SCRAM takes two rounds
-            answer = _exchange(sock, address, build(request_class(SASL_AUTHENTICATE, 2), auth_bytes=token))
-            if error_of(answer.error_code) is not errors.NONE:
-                raise ConfigError(f"{address} refused authentication as {credentials.username}: "
-                                  f"{answer.error_message}")
-            token = exchange.send(answer.auth_bytes)
-    except StopIteration:
-        return
-    except SaslClientError as exc:
-        raise ConnectionError(f"SASL with {address}: {exc}") from None
-    raise ConnectionError(f"SASL with {address} did not complete in {SASL_ROUNDS_MAX} rounds")
+        sasl_exchange.run(credentials, lambda body: _exchange(sock, address, body))
+    except sasl_exchange.SaslRefused as exc:
+        raise ConfigError(f"{address} {exc}") from None
 
 
 def _read(sock: socket.socket, size: int) -> bytes:

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import secrets
 import ssl
 import struct
 import time
@@ -29,15 +28,13 @@ from typing import Any
 
 from insync import limits
 from insync.protocol.codec import decode_response, encode_request, request_key
-from insync.protocol.kio import build, error_of, request_class
-from insync.security.sasl_client import SaslClientError, SaslCredentials, tokens
+from insync.security.sasl_client import SaslCredentials
+from insync.wire import sasl_exchange
 
 log = logging.getLogger("insync.client")
 
 _SIZE = struct.Struct(">i")
 RESPONSE_BYTES_MAX = 256 * 1024 * 1024
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-SASL_ROUNDS_MAX = 4  # PLAIN takes one SaslAuthenticate, SCRAM two
 
 
 class KafkaConnection:
@@ -114,31 +111,21 @@ class KafkaConnection:
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                             credentials: SaslCredentials) -> None:
-        """The SASL exchange on a new connection, before anything else is sent on it."""
-        handshake = await self._exchange(reader, writer, build(request_class(SASL_HANDSHAKE, 1),
-                                                               mechanism=credentials.mechanism))
-        if error_of(handshake.error_code).code != 0:
-            raise ConnectionError(f"{self.address} refused SASL mechanism {credentials.mechanism}: "
-                                  f"{error_of(handshake.error_code).name} (enabled: {list(handshake.mechanisms)})")
-        exchange = tokens(credentials, secrets.token_urlsafe(24))
+        """The SASL exchange (wire.sasl_exchange) on a new connection, before anything else is sent on it; the
+        connection is replaced before the session lifetime the broker granted is over."""
+        steps = sasl_exchange.exchange(credentials)
         try:
-            token = next(exchange)
-            for _ in range(SASL_ROUNDS_MAX):
-                answer = await self._exchange(reader, writer, build(request_class(SASL_AUTHENTICATE, 2),
-                                                                    auth_bytes=token))
-                if error_of(answer.error_code).code != 0:
-                    log.warning("%s refused authentication as %s with %s: %s", self.address, credentials.username,
-                                credentials.mechanism, answer.error_message)
-                    raise ConnectionError(f"{self.address} refused authentication as {credentials.username}: "
-                                          f"{answer.error_message}")
-                lifetime_s = answer.session_lifetime.total_seconds()
-                self._session_end_s = time.monotonic() + lifetime_s * 0.9 if lifetime_s > 0 else None
-                token = exchange.send(answer.auth_bytes)
-        except StopIteration:
+            body = next(steps)
+            for _ in range(sasl_exchange.SASL_ROUNDS_MAX + 1):  # bounded: the handshake and the rounds
+                body = steps.send(await self._exchange(reader, writer, body))
+        except StopIteration as done:
+            lifetime_s = float(done.value)
+            self._session_end_s = time.monotonic() + lifetime_s * 0.9 if lifetime_s > 0 else None
             return
-        except SaslClientError as exc:
-            raise ConnectionError(f"SASL with {self.address}: {exc}") from None
-        raise ConnectionError(f"SASL with {self.address} did not complete in {SASL_ROUNDS_MAX} rounds")
+        except sasl_exchange.SaslRefused as exc:
+            log.warning("%s %s", self.address, exc)
+            raise ConnectionError(f"{self.address} {exc}") from None
+        raise AssertionError("the exchange bounds its own rounds")
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: Any) -> Any:
         correlation_id = next(self._correlation) & 0x7FFFFFFF

@@ -22,7 +22,6 @@ bounds its waiting by `kafkaConsumer.pollTimeoutMs`. A non-retriable error raise
 from __future__ import annotations
 
 import logging
-import secrets
 import socket
 import struct
 from dataclasses import dataclass
@@ -32,13 +31,12 @@ from insync import errors
 from insync.errors import KafkaError
 from insync.protocol.codec import decode_response, encode_request
 from insync.protocol.kio import build, duration, error_of, nested, request_class
-from insync.security.sasl_client import SaslClientError, SaslCredentials, tokens
+from insync.security.sasl_client import SaslCredentials
 from insync.spark.source import fetch_wire
 from insync.spark.source.client_security import ReaderSecurity
+from insync.wire import sasl_exchange
 
 API_VERSIONS, FETCH, LIST_OFFSETS, METADATA = 18, 1, 2, 3
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
-SASL_ROUNDS_MAX = 4  # PLAIN takes one SaslAuthenticate, SCRAM two
 # The highest version this client sends of each API (Fetch and Metadata 13+ name topics by id only).
 VERSIONS_MAX = {FETCH: 12, METADATA: 12, LIST_OFFSETS: 7}
 VERSIONS_MIN = {FETCH: 4, METADATA: 1, LIST_OFFSETS: 1}
@@ -98,25 +96,10 @@ class _Connection:
                              f"(it needs {VERSIONS_MIN} to {VERSIONS_MAX})")
 
     def _authenticate(self, credentials: SaslCredentials) -> None:
-        handshake = self.request(build(request_class(SASL_HANDSHAKE, 1), mechanism=credentials.mechanism),
-                                 SASL_HANDSHAKE)
-        if error_of(handshake.error_code) is not errors.NONE:
-            raise FetchError(f"{self.address} refused SASL mechanism {credentials.mechanism}: "
-                             f"{error_of(handshake.error_code).name} (enabled: {list(handshake.mechanisms)})")
-        exchange = tokens(credentials, secrets.token_urlsafe(24))
         try:
-            token = next(exchange)
-            for _ in range(SASL_ROUNDS_MAX):
-                answer = self.request(build(request_class(SASL_AUTHENTICATE, 2), auth_bytes=token), SASL_AUTHENTICATE)
-                if error_of(answer.error_code) is not errors.NONE:
-                    raise FetchError(f"{self.address} refused authentication as {credentials.username}: "
-                                     f"{answer.error_message}")
-                token = exchange.send(answer.auth_bytes)
-        except StopIteration:
-            return
-        except SaslClientError as exc:
-            raise FetchError(f"SASL with {self.address}: {exc}") from None
-        raise FetchError(f"SASL with {self.address} did not complete in {SASL_ROUNDS_MAX} rounds")
+            sasl_exchange.run(credentials, lambda body: self.request(body, int(body.__api_key__)))
+        except sasl_exchange.SaslRefused as exc:
+            raise FetchError(f"{self.address} {exc}") from None
 
     def request(self, body: Any, api_key: int) -> Any:
         return self.receive(self.send(body), api_key, int(body.__version__))
