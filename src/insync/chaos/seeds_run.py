@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import json
 import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ from insync.sim.scenario import load_scenario
 NOT_ENOUGH_REPLICAS = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
 METADATA_TIMEOUT_S = 5.0
 POLL_S = 0.25
+DOWN_DEADLINE_S = 1.0
 EVENTS_FILE = "events.jsonl"
 UNDO = {"paused": "resume", "faulted": "clear", "down": "restart"}  # each kind of fault held, and its undoing
 
@@ -130,10 +132,14 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
         ensure_topic(run.spec.bootstrap, run.topic, seed.partitions, seed.replication_factor,
                      {"min.insync.replicas": str(seed.min_isr)})
         workload = history.ProduceWorkload(run.spec.bootstrap, run.topic, seed.rate, seed.name)
+        side = _SideProducer(run.spec.bootstrap, run.topic, seed.side_records, seed.side_every_s, seed.side_acks)
         workload.start()
+        if seed.side_records:
+            side.start()
         try:
             _play(run, seed.steps, seed.duration_s, seed.settle_s)
         finally:
+            side.stop()
             run.undo_all()
             if not run.wait_full_isr(seed.settle_s):
                 run.log(f"not every ISR of {run.topic} full after {seed.settle_s} s")
@@ -143,7 +149,9 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
         verdict = history.verdict(produced, history.read_back(run.spec.bootstrap, run.topic, seed.name))
         return _seed_run(seed, read_events(run.spec, run.topic), verdict)
     finally:
-        cluster.down(cluster.ClusterSpec.load(run.spec.directory), cluster.STOP_DEADLINE_S)
+        # The run has read what it needs: the nodes get a moment to close their logs, not the full deadline (they
+        # can linger seconds after their "shut down" line, seconds a suite of seeds would pay each time).
+        cluster.down(cluster.ClusterSpec.load(run.spec.directory), DOWN_DEADLINE_S)
 
 
 def _play(run: _RealRun, steps: tuple[SeedStep, ...], duration_s: float, settle_s: float) -> None:
@@ -165,6 +173,37 @@ def _play(run: _RealRun, steps: tuple[SeedStep, ...], duration_s: float, settle_
             heapq.heappush(queue, (at_s + item.for_s, order, undo))
             order += 1
     time.sleep(max(0.0, start + duration_s - time.monotonic()))
+
+
+class _SideProducer(threading.Thread):
+    """A second producer writing `records` small records at once every `every_s`. Its values carry no run id, so
+    the verdict, which follows the steady producer, reads past them."""
+
+    VALUE = b"side".ljust(32, b".")  # the simulator's bursty value_bytes
+
+    def __init__(self, bootstrap: str, topic: str, records: int, every_s: float, acks: str) -> None:
+        super().__init__(name="seed-side-producer", daemon=True)
+        self.bootstrap, self.topic, self.records, self.every_s, self.acks = bootstrap, topic, records, every_s, acks
+        self._stop_event = threading.Event()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self.is_alive():
+            self.join(history.DELIVERY_TIMEOUT_S)
+
+    def run(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer(history.client_conf({"bootstrap.servers": self.bootstrap, "acks": self.acks,
+                                                 "linger.ms": 5, "queue.buffering.max.messages": 4 * self.records}))
+        while not self._stop_event.wait(self.every_s):
+            for _ in range(self.records):
+                try:
+                    producer.produce(self.topic, value=self.VALUE)
+                except BufferError:
+                    break  # the last ones are not delivered yet: this time fewer
+            producer.poll(0)
+        producer.flush(history.DELIVERY_TIMEOUT_S)
 
 
 def read_events(spec: cluster.ClusterSpec, topic: str) -> list[dict[str, Any]]:

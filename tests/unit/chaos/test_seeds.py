@@ -51,10 +51,10 @@ def test_stuck_follower_claims_fail_naming_what_was_seen(events: list[dict[str, 
 
 
 def test_a_real_removal_may_be_late_by_the_scheduling_slack_and_no_more() -> None:
-    late = [_shrink(11_800, 3, 10_000), _expand(14_000, 3)]
+    late = [_shrink(12_400, 3, 10_000), _expand(14_000, 3)]
     assert seeds.check_stuck_follower(_run(late)) == []
     assert seeds.check_stuck_follower(_run(late, "sim"))
-    assert seeds.check_stuck_follower(_run([_shrink(12_100, 3, 10_000), _expand(14_000, 3)]))
+    assert seeds.check_stuck_follower(_run([_shrink(12_600, 3, 10_000), _expand(14_000, 3)]))
 
 
 def test_slow_leader_flag_off_claims() -> None:
@@ -176,3 +176,18 @@ def test_full_isr_follows_the_latest_isr_of_each_partition() -> None:
     assert full_isr([*shrunk, {**_expand(9, 3), "partition": 1, "isr_after": [1, 2, 3]}], 2, 3)
     offline = [*created, _event("leader_change", 9, 0, leader_after=-1, isr=[1, 2, 3], reason="fenced")]
     assert not full_isr(offline, 2, 3)
+
+
+def test_slow_follower_claims() -> None:
+    assert seeds.check_slow_follower(_run([_shrink(11_400, 3, 10_000, "slow")])) == []
+    failures = seeds.check_slow_follower(_run([_shrink(12_600, 3, 10_000, "stuck")]))
+    assert [f.split(" (")[0] for f in failures] == ["removed as slow", "within 1.5 x the lag"]
+
+
+def test_bursty_claims() -> None:
+    flap = [_shrink(11_400, 3, 11_000, "messages"), _expand(11_900, 3)]
+    assert seeds.check_bursty_count_rule(_run(flap)) == []
+    assert seeds.check_bursty_time_rule(_run([])) == []
+    assert seeds.check_bursty_time_rule(_run(flap))[0].startswith("no ISR shrink")
+    failures = seeds.check_bursty_count_rule(_run([_shrink(11_400, 3, 10_000, "slow")]))
+    assert [f.split(" (")[0] for f in failures] == ["removed by the count rule only", "and back"]
