@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.chaos import seeds
+from insync.chaos import netns, seeds
 from insync.chaos.seeds_run import run_real
 
 pytestmark = pytest.mark.timeout(120)
@@ -17,6 +17,11 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", [s.name for s in seeds.SEEDS])
 def test_seed_scenario_on_real_processes(name: str, tmp_path: Path) -> None:
     seed = seeds.seed_named(name)
+    unavailable = netns.unavailable() if seed.namespaces else None
+    if unavailable:
+        pytest.skip(f"needs network namespaces: {unavailable}")
     run = run_real(seed, tmp_path)
     assert seed.check(run) == [], seeds.render([seeds.figures(name, run, seed.check(run))])
-    assert run.duplicated == 0  # the idempotent producer's retries through the faults wrote nothing twice
+    # The idempotent producer's retries through the faults wrote nothing twice (a power loss under the Kafka 3.x
+    # election truncates its acknowledged writes away, and its retries of the lost ones are no duplicates).
+    assert run.duplicated == 0

@@ -27,8 +27,8 @@ from insync.config import ConfigError
 # __consumer_offsets (the read-back's consumer has a group.id: creating 50 would cost each run seconds).
 BASE_CONFIGS = ("replica.fetch.backoff.ms=200", "isr.change.propagation.check.interval.ms=250",
                 "isr.change.propagation.blackout.ms=500", "fault.injection.enable=true", "offsets.topic.num.partitions=1")
-STEP_ACTIONS = ("pause", "kill", "stop", "slow-reads", "fail-partition", "delay", "delete-records")
-STEP_TARGETS = ("leader", "follower")
+STEP_ACTIONS = ("pause", "kill", "stop", "crash", "isolate", "slow-reads", "fail-partition", "delay", "delete-records")
+STEP_TARGETS = ("leader", "follower", "follower2")
 # A removal later than 1.5 x the lag by less than this is the machine's scheduling, not the rule: the real
 # brokers share two cores with the test, the clients and other work (stuck-follower's removal came 1.3-1.7 lags
 # after its last catch-up at a load average of 15 on two cores). The lower bound (never before the lag) has none.
@@ -37,8 +37,9 @@ SCHEDULING_SLACK_LAGS = 1.0
 
 @dataclass(frozen=True, slots=True)
 class SeedStep:
-    """One fault at `at_s` seconds into the workload, on `target` ("leader" / "follower" of `partition` when it
-    fires, or a broker id), undone `for_s` later (resume, restart, or clear the fault file); 0 keeps it. With
+    """One fault at `at_s` seconds into the workload, on `target` ("leader" / "follower" / "follower2" of
+    `partition` when it fires, or a broker id), undone `for_s` later (resume, restart, heal the network, or clear
+    the fault file); 0 keeps it. `crash` is a power loss (what the node had not fsynced is gone). With
     `in_sync_first`, it waits (bounded) for every ISR to be full before firing, as an operator's rolling restart
     waits for no under-replicated partitions before the next broker."""
 
@@ -117,6 +118,7 @@ class RealSeed:
     side_records: int = 0
     side_every_s: float = 0.0
     side_acks: str = "all"
+    namespaces: bool = False  # each node in its own network namespace (root): for `isolate`
     duration_s: float = 8.0
     settle_s: float = 15.0  # at most this long, after the faults are undone, for every ISR to be full again
 
@@ -285,6 +287,37 @@ def check_bursty_count_rule(run: SeedRun) -> list[str]:
     return failures
 
 
+def check_last_replica_standing(run: SeedRun) -> list[str]:
+    """KIP-966 with ELR (the default): the ISR shrinks to the leader, which loses power and its unflushed tail;
+    the partition stays offline until an eligible follower returns and leads, and nothing acknowledged is lost."""
+    failures: list[str] = []
+    changes = run.of("leader_change")
+    offline = [e for e in changes if e["leader_after"] == -1]
+    back = [e for e in changes if offline and e["ts_ms"] >= offline[0]["ts_ms"] and e["leader_after"] != -1]
+    if not offline or not back:
+        return [f"offline once the leader crashed, then online (seen: {len(offline)} offline, {len(back)} back)"]
+    crashed, leader = offline[0]["leader_before"], back[0]["leader_after"]
+    _expect(failures, leader != crashed and leader in offline[0].get("elr", []),
+            "an eligible follower leads, not the crashed leader", (crashed, leader, offline[0].get("elr")))
+    _expect(failures, run.unclean == 0, "no unclean election", run.unclean)
+    _no_loss(run, failures)
+    return failures
+
+
+def check_last_replica_standing_kafka_3(run: SeedRun) -> list[str]:
+    """The same with the Kafka 3.x election (ELR off): the crashed leader, still the ISR, is elected again with
+    what it had fsynced, and acknowledged writes are lost though no election was unclean."""
+    failures: list[str] = []
+    changes = run.of("leader_change")
+    offline = [e for e in changes if e["leader_after"] == -1]
+    back = [e for e in changes if offline and e["ts_ms"] >= offline[0]["ts_ms"] and e["leader_after"] != -1]
+    _expect(failures, bool(back) and back[0]["leader_after"] == offline[0]["leader_before"],
+            "the crashed leader elected again", [(e["leader_before"], e["leader_after"]) for e in changes])
+    _expect(failures, run.unclean == 0, "no unclean election", run.unclean)
+    _expect(failures, run.lost > 0, "acknowledged writes lost", run.lost)
+    return failures
+
+
 def _slack(run: SeedRun) -> float:
     return 0.0 if run.side == "sim" else SCHEDULING_SLACK_LAGS
 
@@ -326,6 +359,21 @@ def _bursty(count_rule: bool) -> RealSeed:
         rate=100, side_records=8000, side_every_s=2.5, duration_s=9.0)
 
 
+def _last_replica_standing(elr: bool) -> RealSeed:
+    """KIP-966's case, in the simulator's order: one follower cut off, then the other (the ISR shrinks to the
+    leader), then the leader loses power and restarts on what it had fsynced (logs never fsync: Kafka's default),
+    then the followers come back. Needs network namespaces (root)."""
+    return RealSeed(
+        f"last-replica-standing{'' if elr else '-kafka-3'}", "last-replica-standing",
+        f"both followers cut off, then the leader loses power; ELR {'on' if elr else 'off (Kafka 3.x)'}",
+        check_last_replica_standing if elr else check_last_replica_standing_kafka_3,
+        (SeedStep(1.0, "isolate", "follower", for_s=8.0), SeedStep(3.0, "isolate", "follower2", for_s=6.0),
+         SeedStep(6.5, "crash", "leader", for_s=1.0)),
+        sim_overrides={} if elr else {"broker.eligible.leader.replicas.enable": "false"},
+        configs=("fault.injection.power.loss.enable=true", f"eligible.leader.replicas.enable={str(elr).lower()}"),
+        rate=100, namespaces=True, duration_s=10.0)
+
+
 # The real scripts. Each pause, slow read and kill is stated in lag times of its own run (1.5 s unless said).
 SEEDS: tuple[RealSeed, ...] = (
     # A 2.5-lag pause of a follower; the session timeout (8 s) outlasts it, so the lag rule acts, not fencing.
@@ -343,6 +391,8 @@ SEEDS: tuple[RealSeed, ...] = (
              duration_s=7.0),
     _bursty(count_rule=False),
     _bursty(count_rule=True),
+    _last_replica_standing(elr=True),
+    _last_replica_standing(elr=False),
     # Seed 004: a follower paused past the lag falls behind; as it resumes, the leader's reads are slow (its
     # fetch pending) and DeleteRecords moves the log start to the high watermark, past the follower's offset.
     RealSeed("log-start-race", "log-start-race", "a paused follower resumes while the leader's reads are slow and "

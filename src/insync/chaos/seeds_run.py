@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import ensure_topic
-from insync.chaos import cluster, history, script
+from insync.chaos import cluster, history, power, script
 from insync.chaos.script import Step
 from insync.chaos.seeds import RealSeed, SeedRun, SeedStep
 from insync.sim.result import SimResult
@@ -32,7 +32,9 @@ METADATA_TIMEOUT_S = 5.0
 POLL_S = 0.25
 DOWN_DEADLINE_S = 1.0
 EVENTS_FILE = "events.jsonl"
-UNDO = {"paused": "resume", "faulted": "clear", "down": "restart"}  # each kind of fault held, and its undoing
+# Each kind of fault held, and its undoing.
+UNDO = {"paused": "resume", "faulted": "clear", "down": "restart", "isolated": "heal"}
+KIND_OF = {"pause": "paused", "kill": "down", "stop": "down", "crash": "down", "isolate": "isolated"}
 
 
 def run_sim(seed: RealSeed) -> SeedRun:
@@ -55,7 +57,7 @@ class _RealRun:
     def __init__(self, seed: RealSeed, directory: Path, log: Callable[[str], None]) -> None:
         self.seed, self.log = seed, log
         self.topic = seed.name.replace("_", "-")
-        self.spec = cluster.up(str(directory), seed.brokers, 0, seed.broker_configs())
+        self.spec = cluster.up(str(directory), seed.brokers, 0, seed.broker_configs(), namespaces=seed.namespaces)
         # The faults on now, by how each is undone: resumed, fault file cleared, restarted.
         self.held: dict[str, set[int]] = {kind: set() for kind in UNDO}
         self.deleted_before: dict[int, int] = {}  # partition -> the log start DeleteRecords set
@@ -70,7 +72,8 @@ class _RealRun:
         info = metadata.topics[self.topic].partitions[partition]
         if target == "leader":
             return int(info.leader)
-        return next(int(b) for b in info.replicas if b != info.leader)
+        followers = [int(b) for b in info.replicas if b != info.leader]
+        return followers[1] if target == "follower2" else followers[0]
 
     def fire(self, step: SeedStep) -> tuple[int, str]:
         """Carry out `step`; returns the broker it hit and the kind of fault to undo there."""
@@ -78,6 +81,8 @@ class _RealRun:
         self.log(f"{step.action} broker {broker} ({step.target} of {self.topic}-{step.partition})")
         if step.action == "stop":
             self.spec = cluster.stop_node(self.spec, broker, sig=signal.SIGTERM)
+        elif step.action == "crash":
+            self.spec, _ = power.crash(self.spec, broker, restart=False)
         elif step.action == "delete-records":
             self._delete_records(step.partition)
         else:
@@ -87,18 +92,18 @@ class _RealRun:
             if step.action in ("slow-reads", "delay"):
                 fields["ms"] = step.ms
             self.spec = script.apply(self.spec, Step(0, step.action, broker, **fields))
-        kind = {"pause": "paused", "kill": "down", "stop": "down"}.get(step.action, "faulted")
+        kind = KIND_OF.get(step.action, "faulted")
         if step.action != "delete-records":
             self.held[kind].add(broker)
         return broker, kind
 
     def undo(self, broker: int, kind: str) -> None:
-        """Undo one kind of fault on `broker`: "paused" (resume), "faulted" (clear its fault file) or "down"
-        (restart it); nothing when that fault is no longer on."""
+        """Undo one kind of fault on `broker`: "paused" (resume), "faulted" (clear its fault file), "down"
+        (restart it) or "isolated" (heal the network: every isolation ends); nothing when it is no longer on."""
         if broker not in self.held[kind]:
             return
         self.held[kind].discard(broker)
-        self.spec = script.apply(self.spec, Step(0, UNDO[kind], broker))
+        self.spec = script.apply(self.spec, Step(0, UNDO[kind], None if kind == "isolated" else broker))
         self.log(f"{UNDO[kind]} broker {broker}")
 
     def undo_all(self) -> None:

@@ -2,7 +2,9 @@
 
 For every named seed (all by default; `insync.chaos.seeds.SEEDS`) the simulator runs its scenario, then a real
 3-process cluster plays the same faults in lag times of its own (seconds, not minutes), and the table shows
-both runs' figures and whether each satisfied the seed's claims. `--sim-only` skips the real clusters;
+both runs' figures and whether each satisfied the seed's claims; a seed that needs network namespaces has no
+real run where they cannot be made (not root, no iproute2/nftables), and says why. `--sim-only` skips the real
+clusters;
 `--markdown` prints the table as README.md has it. Exit status 1 when any claim failed.
 """
 
@@ -16,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from insync.chaos import seeds, seeds_run
+from insync.chaos import netns, seeds, seeds_run
 
 
 def register(commands: Any) -> None:
@@ -44,7 +46,10 @@ def _seeds(args: argparse.Namespace) -> int:
         for seed in chosen:
             print(f"{seed.name}: {seed.description}", file=sys.stderr)
             runs = [seeds_run.run_sim(seed)]
-            if not args.sim_only:
+            unavailable = netns.unavailable() if seed.namespaces and not args.sim_only else None
+            if unavailable:
+                print(f"{seed.name}: no real run, {unavailable}", file=sys.stderr)
+            elif not args.sim_only:
                 runs.append(seeds_run.run_real(seed, root / seed.name))
             for run in runs:
                 failures = seed.check(run)

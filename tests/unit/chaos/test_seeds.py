@@ -191,3 +191,23 @@ def test_bursty_claims() -> None:
     assert seeds.check_bursty_time_rule(_run(flap))[0].startswith("no ISR shrink")
     failures = seeds.check_bursty_count_rule(_run([_shrink(11_400, 3, 10_000, "slow")]))
     assert [f.split(" (")[0] for f in failures] == ["removed by the count rule only", "and back"]
+
+
+def test_last_replica_standing_claims() -> None:
+    offline = _event("leader_change", 12_000, reason="fenced", leader_before=1, leader_after=-1, isr=[1], elr=[2, 3])
+    eligible = _event("leader_change", 14_000, reason="unfenced", leader_before=-1, leader_after=3, isr=[3])
+    again = {**eligible, "leader_after": 1, "isr": [1]}
+    assert seeds.check_last_replica_standing(_run([offline, eligible])) == []
+    failures = seeds.check_last_replica_standing(_run([offline, again], lost=200))
+    assert [f.split(" (")[0] for f in failures] == ["an eligible follower leads, not the crashed leader",
+                                                   "no acknowledged write lost"]
+    assert seeds.check_last_replica_standing(_run([eligible]))[0].startswith("offline once the leader crashed")
+    assert seeds.check_last_replica_standing_kafka_3(_run([offline, again], lost=200)) == []
+    failures = seeds.check_last_replica_standing_kafka_3(_run([offline, eligible]))
+    assert [f.split(" (")[0] for f in failures] == ["the crashed leader elected again", "acknowledged writes lost"]
+
+
+def test_the_seeds_that_need_network_namespaces_say_so() -> None:
+    assert {s.name for s in seeds.SEEDS if s.namespaces} == {"last-replica-standing", "last-replica-standing-kafka-3"}
+    with pytest.raises(ConfigError, match="target must be a broker id or one of leader, follower, follower2"):
+        seeds.SeedStep(1, "isolate", "all")
