@@ -28,7 +28,7 @@ from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario
 
 NOT_ENOUGH_REPLICAS = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
-METADATA_TIMEOUT_S = 5.0
+ADMIN_TIMEOUT_S = 5.0
 POLL_S = 0.25
 DOWN_DEADLINE_S = 1.0
 EVENTS_FILE = "events.jsonl"
@@ -66,13 +66,18 @@ class _RealRun:
         self.admin = AdminClient(history.client_conf({"bootstrap.servers": self.spec.bootstrap}))
 
     def role(self, target: str | int, partition: int) -> int:
+        """The broker `target` names now, from the events (a Metadata request could land on a paused broker and
+        wait out its timeout): the leader the controller last elected, the followers in the order the partition
+        was created with."""
         if isinstance(target, int):
             return target
-        metadata = self.admin.list_topics(self.topic, timeout=METADATA_TIMEOUT_S)
-        info = metadata.topics[self.topic].partitions[partition]
+        changes = [e for e in read_events(self.spec, self.topic)
+                   if e["type"] == "leader_change" and e.get("partition") == partition]
+        assert changes, f"{self.topic}-{partition} has no leader yet"
+        leader = int(changes[-1]["leader_after"])
         if target == "leader":
-            return int(info.leader)
-        followers = [int(b) for b in info.replicas if b != info.leader]
+            return leader
+        followers = [int(b) for b in changes[0]["isr"] if b != leader]
         return followers[1] if target == "follower2" else followers[0]
 
     def fire(self, step: SeedStep) -> tuple[int, str]:
@@ -115,8 +120,8 @@ class _RealRun:
         from confluent_kafka import OFFSET_END, TopicPartition
 
         futures = self.admin.delete_records([TopicPartition(self.topic, partition, OFFSET_END)],
-                                       request_timeout=METADATA_TIMEOUT_S)
-        [result] = [f.result(METADATA_TIMEOUT_S) for f in futures.values()]
+                                       request_timeout=ADMIN_TIMEOUT_S)
+        [result] = [f.result(ADMIN_TIMEOUT_S) for f in futures.values()]
         self.deleted_before[partition] = int(result.low_watermark)
         self.log(f"DeleteRecords {self.topic}-{partition}: log start now {result.low_watermark}")
 
