@@ -13,7 +13,7 @@ Each run starts its own cluster (3 brokers, short timeouts, fault injection when
 (chaos/workload.py) and the faults with every operation in `<out>/run-<r>/history.jsonl`, ends every fault
 still active, reads every partition completely, checks the history (chaos/checker.py) and writes the report
 (chaos/report.py). A run is ok when no anomaly the producers' guarantees forbid was found. `<out>/campaign.json`
-holds the totals (by anomaly and by producer label) and each run's verdict.
+holds the totals (by anomaly and by producer label) and each run's verdict; `<out>/index.html` shows them.
 """
 
 from __future__ import annotations
@@ -202,12 +202,15 @@ def _undo(active: nemesis.Active, target: nemesis.Target, history: HistoryWriter
 
 def run_campaign(plans: Sequence[RunPlan], out: Path, rate: float = 300.0,
                  each: Callable[[RunResult], None] = lambda _r: None) -> list[RunResult]:
-    """The runs one after another; `<out>/campaign.json` (the totals so far) is rewritten after each."""
+    """The runs one after another; `<out>/campaign.json` (the totals so far) and `<out>/index.html` (the same,
+    linking to each run's report) are rewritten after each."""
     results: list[RunResult] = []
     started = time.monotonic()
     for plan in plans:
         results.append(run_one(plan, out, rate))
-        (out / "campaign.json").write_text(json.dumps(summary(results, time.monotonic() - started), indent=1))
+        totals = summary(results, time.monotonic() - started)
+        (out / "campaign.json").write_text(json.dumps(totals, indent=1))
+        (out / "index.html").write_text(report.index(totals))
         each(results[-1])
     return results
 

@@ -1,4 +1,5 @@
-"""A campaign run's report: `results.json` and `report.html` beside its `history.jsonl`, and the campaign's table.
+"""A campaign run's report: `results.json` and `report.html` beside its `history.jsonl`; the campaign's table and
+its `index.html`.
 
 The HTML page is self-contained (inline SVG, no script): the verdict by producer label, a timeline with one
 lane per fault above acknowledged sends per second and the slowest acknowledgement of each second, anomalies
@@ -28,6 +29,8 @@ SHORT = {"lost-write": "lost", "duplicate": "duplicate", "inconsistent-offsets":
          "nonmonotonic-send": "nm-send", "nonmonotonic-poll": "nm-poll", "poll-skip": "poll-skip", "unseen": "unseen",
          "unacknowledged-but-present": "unacked-read"}
 COLUMN = max(map(len, SHORT.values()))
+STYLE = ("<style>body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:2px 6px}"
+         "table{border-collapse:collapse}</style>")
 
 
 def series(ops: Sequence[Op]) -> list[dict[str, float]]:
@@ -57,8 +60,7 @@ def html(data: dict[str, Any]) -> str:
         f"<td>{escape(a['detail'])}</td><td>{escape('; '.join(a['faults']) or '-')}</td></tr>"
         for a in data["examples"])
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>chaos run {data['run']}</title>"
-            "<style>body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:2px 6px}"
-            "table{border-collapse:collapse}</style></head><body>"
+            f"{STYLE}</head><body>"
             f"<h1>Run {data['run']} (seed {data['seed']}): {escape(verdict)}</h1>"
             f"<p>sends {escape(json.dumps(data['sends']))}, records read {data['reads']}, complete reads of "
             f"partitions {data['complete_partitions']}, {data['elapsed_s']} s</p>"
@@ -67,6 +69,20 @@ def html(data: dict[str, Any]) -> str:
             f"<h2>Timeline</h2>{timeline(data)}"
             "<h2>Anomalies</h2><table><tr><th>kind</th><th>partition</th><th>offsets</th><th>values</th>"
             f"<th>producers</th><th>detail</th><th>faults active</th></tr>{examples}</table></body></html>")
+
+
+def index(summary: dict[str, Any]) -> str:
+    """The campaign's page: its totals, then one row per run linking to the run's report."""
+    runs = "".join(
+        f"<tr><td><a href='run-{r['run']}/report.html'>{r['run']}</a></td><td>{r['seed']}</td>"
+        f"<td>{'ok' if r['ok'] else escape(r['error'] or 'FORBIDDEN')}</td><td>{r['elapsed_s']}</td>"
+        + "".join(f"<td>{r['anomalies'].get(k, 0)}</td>" for k in TABLE_KINDS)
+        + f"<td>{escape('; '.join(r['faults']))}</td></tr>" for r in summary["per_run"])
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>chaos campaign</title>{STYLE}</head><body>"
+            f"<h1>Chaos campaign: {summary['ok_runs']} of {summary['runs']} runs ok</h1>"
+            f"<p>{summary['faults']} faults, {summary['acked']} acknowledged sends, {summary['forbidden']} forbidden "
+            f"anomalies, {summary['elapsed_s']} s</p><table><tr><th>run</th><th>seed</th><th>verdict</th><th>s</th>"
+            + "".join(f"<th>{k}</th>" for k in TABLE_KINDS) + f"<th>faults</th></tr>{runs}</table></body></html>")
 
 
 def timeline(data: dict[str, Any]) -> str:

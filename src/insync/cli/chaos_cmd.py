@@ -124,7 +124,7 @@ def _campaign(args: argparse.Namespace) -> int:
     started = time.monotonic()
     campaign.run_campaign(plans, Path(args.out), args.rate, each)
     print("\n".join(report.table([(r.plan.run, r.plan.seed, r.check, r.error) for r in done])))
-    print(f"{len(done)} runs in {time.monotonic() - started:.0f} s; totals in {Path(args.out) / 'campaign.json'}")
+    print(f"{len(done)} runs in {time.monotonic() - started:.0f} s; totals in {Path(args.out) / 'campaign.json'} and index.html")
     return 0 if all(r.ok for r in done) else 1
 
 

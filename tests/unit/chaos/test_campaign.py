@@ -165,6 +165,8 @@ def test_a_harness_failure_fails_its_run_and_the_campaign_goes_on(tmp_path: Path
     assert [(r.ok, r.error) for r in results] == [(False, "TimeoutError: node 1 not listening"), (True, None)]
     assert [fault for fault, _, _ in results[0].check.faults] == ["kill broker 1"]  # its history still checked
     assert "harness error: TimeoutError" in (tmp_path / "run-0" / "report.html").read_text()
+    page = (tmp_path / "index.html").read_text()
+    assert "1 of 2 runs ok" in page and "<a href='run-1/report.html'>1</a>" in page and "node 1 not listening" in page
     totals = json.loads((tmp_path / "campaign.json").read_text())
     assert (totals["runs"], totals["ok_runs"], totals["per_run"][0]["error"]) == \
         (2, 1, "TimeoutError: node 1 not listening")
