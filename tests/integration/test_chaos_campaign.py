@@ -4,7 +4,8 @@
 acks=all, acks=1), a consumer group and an assign-mode reader under the faults, reads every partition back and
 checks the history. acks=all with min ISR 2 and no unclean election must show no forbidden anomaly: no lost
 acks=all write, no duplicate from the idempotent producer, no inconsistent offset outside acks=1, no poll that
-goes back or skips. Each run leaves history.jsonl, results.json and report.html.
+goes back or skips. Each run leaves history.jsonl, results.json and report.html; the campaign campaign.json and
+index.html.
 """
 
 from __future__ import annotations
@@ -47,3 +48,4 @@ def test_a_short_campaign_covers_every_fault_kind_and_finds_nothing_forbidden(tm
     assert len(started) == sum(len(p.faults) for p in plans)
     totals = json.loads((tmp_path / "campaign.json").read_text())
     assert (totals["runs"], totals["ok_runs"], totals["forbidden"], totals["faults"]) == (RUNS, RUNS, 0, len(started))
+    assert f"{RUNS} of {RUNS} runs ok" in (tmp_path / "index.html").read_text()
