@@ -224,6 +224,51 @@ def test_session_expires_without_reauthentication(sasl: Sasl) -> None:
     assert "expired (connections.max.reauth.ms)" in sasl.stdout()
 
 
+def test_handshake_v0_then_raw_tokens(sasl: Sasl) -> None:
+    """Kafka clients before 1.0: after SaslHandshake v0 the token goes without a Kafka header, and so does the
+    answer (PLAIN's is empty)."""
+    with connect(sasl) as sock:
+        assert call(sock, build(request_class(SASL_HANDSHAKE, 0), mechanism="PLAIN"), SASL_HANDSHAKE, 1).error_code == 0
+        token = b"\0alice\0alice-secret"
+        sock.sendall(struct.pack(">i", len(token)) + token)
+        assert read_exactly(sock, 4) == struct.pack(">i", 0)
+        assert metadata(sock).brokers  # authenticated: the broker answers
+
+
+def test_reauthentication_keeps_the_connection(sasl: Sasl) -> None:
+    """KIP-368: a second exchange on the same connection renews the session; another principal is refused."""
+    with connect(sasl, "REAUTH") as sock:
+        handshake(sock, "PLAIN")
+        authenticate(sock, b"\0alice\0alice-secret")
+        time.sleep(1.0)
+        handshake(sock, "PLAIN")
+        assert authenticate(sock, b"\0alice\0alice-secret").session_lifetime.total_seconds() == 1.5
+        time.sleep(1.0)  # past the first session's end, within the second's
+        assert metadata(sock).brokers
+        handshake(sock, "PLAIN")
+        refused = authenticate(sock, b"\0admin\0admin-secret")
+        assert int(refused.error_code) == 58
+        assert refused.error_message == "Cannot change principals during re-authentication from User:alice: User:admin"
+        assert closed(sock)
+
+
+def test_confluent_kafka_reauthenticates(sasl: Sasl) -> None:
+    """librdkafka re-authenticates before its 1.5 s sessions end: a producer sending for 4 s loses nothing."""
+    from confluent_kafka import Producer
+
+    log_before = len(sasl.stdout())
+    producer = Producer({**client_conf(sasl), "bootstrap.servers": sasl.address("REAUTH"), "acks": "all"})
+    deadline, sent = time.monotonic() + 4, 0
+    while time.monotonic() < deadline:  # bounded by the deadline
+        producer.produce("sasl-reauth", value=b"%d" % sent)
+        sent += 1
+        producer.poll(0.05)
+    assert producer.flush(30) == 0 and sent > 10
+    ports = re.findall(r"Authenticated /127\.0\.0\.1:(\d+) as User:alice with PLAIN on listener REAUTH",
+                       sasl.stdout()[log_before:])
+    assert max(ports.count(port) for port in ports) >= 2  # a connection authenticated again, not replaced
+
+
 def test_fuzzed_sasl_frames_cost_only_their_connection(sasl: Sasl) -> None:
     rng = random.Random(22)
     good = [encode_request(build(request_class(SASL_HANDSHAKE, 1), mechanism="PLAIN"), 1),
@@ -265,6 +310,11 @@ def handshake(sock: socket.socket, mechanism: str) -> Any:
 
 def authenticate(sock: socket.socket, token: bytes) -> Any:
     return call(sock, build(request_class(SASL_AUTHENTICATE, 2), auth_bytes=token), SASL_AUTHENTICATE, 2)
+
+
+def metadata(sock: socket.socket) -> Any:
+    return call(sock, build(request_class(METADATA, 12), topics=None, allow_auto_topic_creation=False,
+                            include_topic_authorized_operations=False), METADATA, 5)
 
 
 def read_exactly(sock: socket.socket, size: int) -> bytes:
