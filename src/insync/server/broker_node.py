@@ -153,6 +153,9 @@ class BrokerNode(MeteredDispatcher):
         # A controller that does not answer within a broker session is not the active one any more (it may be a
         # paused process whose socket still accepts): give up on it then, and try the next voter.
         self._controller_timeout_s = min(PEER_TIMEOUT_S, config.get_int("broker.session.timeout.ms") / 1000)
+        # replica.socket.timeout.ms: a follower fetch unanswered for this long is given up and its connection
+        # dropped (config checks it is at least replica.fetch.wait.max.ms, the time a fetch may park)
+        self._fetch_timeout_s = config.get_int("replica.socket.timeout.ms") / 1000
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
         self.event_topic = EventTopic(config, self.broker_id, lambda: self.core.metadata.image,
@@ -279,8 +282,7 @@ class BrokerNode(MeteredDispatcher):
                 await asyncio.sleep(self._faults.delay_ms / 1000)
             connection = self._peer(broker_id)
             body = fetch.encode_request(message, VERSION_FOLLOWER_FETCH, image)
-            timeout = PEER_TIMEOUT_S + message.max_wait_ms / 1000
-            response = fetch.decode_response(await connection.request(body, timeout), message, image)
+            response = fetch.decode_response(await connection.request(body, self._fetch_timeout_s), message, image)
         except (ConnectionError, OSError, TimeoutError, ConfigError, KafkaException) as exc:
             log.debug("Fetch from broker %d failed: %s", broker_id, exc)
             self._feed(self.core.fetch_failed(self._now(), BrokerId(broker_id), message.correlation_id))

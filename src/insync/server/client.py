@@ -69,6 +69,14 @@ class KafkaConnection:
                 writer.write(encode_request(body, correlation_id, self.client_id))
                 await writer.drain()
                 return await asyncio.wait_for(future, timeout_s)
+            except TimeoutError:
+                # As Kafka's NetworkClient, a timed-out request disconnects: a peer cut off by a network partition
+                # (packets dropped, no reset) leaves a connection that would hold every later request as well, and
+                # after the partition heals TCP's retransmission backoff takes many seconds to notice.
+                if self._writer is writer:
+                    log.info("Disconnecting from %s: request timed out after %.1f s", self.address, timeout_s)
+                    self._drop(TimeoutError(f"request to {self.address} timed out"))
+                raise
             finally:
                 self._pending.pop(correlation_id, None)
 
@@ -106,7 +114,7 @@ class KafkaConnection:
                     writer.close()
                     raise
             self._writer = writer
-            self._reader_task = asyncio.create_task(self._read_loop(reader), name=f"kafka-read-{self.address}")
+            self._reader_task = asyncio.create_task(self._read_loop(reader, writer), name=f"kafka-read-{self.address}")
             return writer
 
     async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
@@ -139,7 +147,7 @@ class KafkaConnection:
             raise ConnectionError(f"{self.address} answered correlation id {answered}, not {correlation_id}")
         return response
 
-    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         error: BaseException = ConnectionError(f"connection to {self.address} lost")
         try:
             while True:
@@ -160,7 +168,8 @@ class KafkaConnection:
             log.warning("Bad response from %s: %r", self.address, exc)
             error = ConnectionError(f"bad response from {self.address}: {exc!r}")
         finally:
-            self._drop(error)
+            if self._writer is writer:  # not a connection already dropped (a timeout) and replaced since
+                self._drop(error)
 
     def _drop(self, error: BaseException) -> None:
         writer, self._writer = self._writer, None

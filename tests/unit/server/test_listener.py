@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import struct
 from typing import Any
@@ -307,3 +308,32 @@ def test_failover_connection_skips_a_voter_that_refuses_within_the_same_call() -
         await only_dead.close()
 
     asyncio.run(with_listener(ApiVersionsOnly(), body))
+
+
+def test_client_disconnects_a_timed_out_connection_and_the_next_request_reconnects() -> None:
+    """A peer that goes silent (a network partition drops its packets, no reset) must not hold later requests:
+    a timed-out request drops the connection, as Kafka's NetworkClient does, and the next one connects anew."""
+    from insync.server.client import KafkaConnection
+
+    connections: list[int] = []
+
+    async def silent_then_gone(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            await reader.read()  # reads the request and never answers; ends when the client disconnects
+        writer.close()
+
+    async def main() -> None:
+        silent = await asyncio.start_server(silent_then_gone, "127.0.0.1", 0)
+        port = silent.sockets[0].getsockname()[1]
+        connection = KafkaConnection("127.0.0.1", port)
+        request = load_request_schema(18, 3)(client_software_name="t", client_software_version="1")
+        for _ in range(2):
+            with pytest.raises(TimeoutError):
+                await connection.request(request, timeout_s=0.2)
+        await connection.close()
+        silent.close()
+        await silent.wait_closed()
+        assert connections == [0, 1]  # the second request did not queue on the first, dropped connection
+
+    asyncio.run(asyncio.wait_for(main(), 10))
