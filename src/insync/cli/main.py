@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "insync.cli.demo_cmd",
     "insync.cli.sim_cmd",
     "insync.cli.analyze_cmd",
+    "insync.cli.monitor_cmd",
 )
 
 

@@ -17,12 +17,18 @@ Writing is off the request path: `offer` puts events on a bounded queue (EVENTS_
 oldest are dropped and counted), and `run` hands them to a librdkafka producer every PUBLISH_INTERVAL_S, whose own
 queue is bounded too (a full queue leaves the rest for the next round). Events offered before the topic exists
 wait for it within the same bound. `insync.events.topic.enable=false` turns all of this off.
+
+Besides the events, each node sends a `heartbeat` record (`{"v", "ts_ms", "broker", "type": "heartbeat"}`, not an
+event: events.jsonl never has it) every HEARTBEAT_INTERVAL_S while it runs. A reader's event time then moves with
+the cluster's clock when nothing happens, and stops when the cluster stops: the monitor's duration alerts (URP for
+N seconds) use it, so a cluster that is shut down raises none.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections import deque
@@ -32,7 +38,7 @@ from confluent_kafka import KafkaException, Producer
 
 from insync import errors
 from insync.config import BrokerConfig
-from insync.events import Event
+from insync.events import SCHEMA_VERSION, Event
 from insync.metadata.image import MetadataImage, TopicImage
 from insync.server.client import FailoverConnection
 from insync.types import EVENTS_TOPIC
@@ -46,8 +52,16 @@ PRODUCER_QUEUE_MAX = 10_000  # librdkafka's queue.buffering.max.messages
 PUBLISH_INTERVAL_S = 0.1
 CREATE_TIMEOUT_S = 10.0
 CREATE_WAIT_S = 10.0  # how long the first broker waits for replication-factor brokers before creating it anyway
+HEARTBEAT_INTERVAL_S = 0.5
+HEARTBEAT = "heartbeat"
 CLOSE_FLUSH_S = 1.0  # a stopping node waits at most this for its last events to be delivered
 DELIVERY_TIMEOUT_MS = 30_000
+
+
+def heartbeat(node_id: int, now_ms: int) -> bytes:
+    """The record a node sends every HEARTBEAT_INTERVAL_S (not an event: events.jsonl never has it)."""
+    return json.dumps({"v": SCHEMA_VERSION, "ts_ms": now_ms, "broker": node_id, "type": HEARTBEAT},
+                      separators=(",", ":")).encode()
 
 
 def assignment(broker_ids: Iterable[int], replication_factor: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
@@ -86,6 +100,7 @@ class EventTopic:
         self.dropped = 0  # events never handed to the producer (queue full), or that it failed to deliver
         self._creating = False
         self._first_try_s = 0.0  # when this node first saw a registered broker and no topic
+        self._next_heartbeat_s = 0.0
 
     def offer(self, events: list[Event]) -> None:
         if not self.enabled or not events:
@@ -126,6 +141,12 @@ class EventTopic:
             except BufferError:
                 break  # librdkafka's queue is full: the rest waits for the next round
             self._pending.popleft()
+        now_s = time.time()
+        if now_s >= self._next_heartbeat_s:
+            self._next_heartbeat_s = now_s + HEARTBEAT_INTERVAL_S
+            with contextlib.suppress(BufferError):  # a full queue: the next heartbeat will do
+                self._producer.produce(EVENTS_TOPIC, heartbeat(self._node_id, int(now_s * 1000)), key,
+                                       partition=partition, timestamp=int(now_s * 1000))
         self._producer.poll(0)
 
     def _producer_config(self) -> dict[str, object]:

@@ -1,0 +1,224 @@
+"""`insync monitor`: a Spark Structured Streaming query over `__insync_events`, alerts to `__insync_alerts`.
+
+The query reads the topic with `format("insync")`, takes each record's event time (`ts_ms`) as its event time
+with a watermark of no delay (`now` for the rules is the latest event time the stream has seen: every node
+sends a heartbeat record every half second, so it follows the cluster's clock and stops when the cluster does),
+groups by topic and partition and folds each partition's events into its state with `applyInPandasWithState`
+(`rules.step`; a processing-time timeout brings a partition with an open episode back every second even when no
+event about it arrives). Each micro-batch (1 s trigger) yields the partition's alerts and its status line;
+`foreachBatch` writes the alerts to `__insync_alerts` with the `insync` sink (and to a local JSONL file if asked)
+and hands alerts and statuses to the caller's view.
+
+Restarts: the query's checkpoint holds the offsets read and every partition's state (with the episodes already
+alerted), so a restarted monitor goes on where it was. The sink writes a micro-batch's alerts at most once: the
+id of the last batch whose alerts were written is kept beside the checkpoint, and a batch Spark replays after a
+crash between writing and committing is not written again.
+
+Each alert record: key `topic-partition`, value JSON `{"v": 1, "kind", "topic", "partition", "since_ms",
+"due_ms", "emitted_ms", "cause", "evidence"}`; `emitted_ms - due_ms` is the delay from the condition to its alert.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+
+from insync.spark.monitor import rules
+from insync.spark.monitor.rules import Thresholds
+from insync.types import ALERTS_TOPIC, EVENTS_TOPIC
+
+OUTPUT_DDL = ("kind string, topic string, partition int, since_ms long, due_ms long, cause string, evidence string, "
+              "status string")
+STATE_DDL = "state string"
+STATUS = "status"  # the output rows that carry a partition's status line, not an alert
+LAST_BATCH_FILE = "alerts-written-batch"
+SOCKET_TIMEOUT_MS = 3_000  # a paused broker holds the query up this long per request, not the default 30 s
+RESTART_BACKOFF_S = 1.0
+STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorSettings:
+    bootstrap: str
+    checkpoint: str
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    trigger_ms: int = 1_000
+    from_beginning: bool = False
+    alerts_file: str | None = None
+
+    def __post_init__(self) -> None:
+        assert self.bootstrap and self.checkpoint and self.trigger_ms > 0, self
+
+
+def partition_states(events: DataFrame, thresholds: Thresholds) -> DataFrame:
+    """Per-partition state over a stream of `__insync_events` records (`value` the event's JSON line)."""
+    parsed = (events.select(F.col("value").cast("string").alias("json"))
+              .withColumn("e", F.from_json("json", "ts_ms long, topic string, partition int"))
+              .select("json", "e.topic", "e.partition", F.timestamp_millis("e.ts_ms").alias("event_time"))
+              .withWatermark("event_time", "0 seconds"))
+    return (parsed.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
+            .groupBy("topic", "partition")
+            .applyInPandasWithState(_updater(thresholds), OUTPUT_DDL, STATE_DDL, "append",
+                                    GroupStateTimeout.ProcessingTimeTimeout))
+
+
+def _updater(thresholds: Thresholds) -> Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]:
+    def update(key: Any, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        topic, partition = str(key[0]), int(key[1])
+        current = json.loads(state.get[0]) if state.exists else rules.new_state()
+        events = sorted((json.loads(line) for frame in frames for line in frame["json"]), key=lambda e: e["ts_ms"])
+        outcome = rules.step(current, topic, partition, events, int(state.getCurrentWatermarkMs()), thresholds)
+        state.update((json.dumps(outcome.state),))
+        if outcome.recheck:
+            state.setTimeoutDuration(rules.RECHECK_MS)
+        rows = [{"kind": a.kind, "topic": topic, "partition": partition, "since_ms": a.since_ms,
+                 "due_ms": a.due_ms, "cause": a.cause, "evidence": json.dumps(a.evidence), "status": outcome.status}
+                for a in outcome.alerts]
+        rows.append({"kind": STATUS, "topic": topic, "partition": partition, "since_ms": 0, "due_ms": 0,
+                     "cause": "", "evidence": "{}", "status": outcome.status})
+        yield pd.DataFrame(rows, columns=["kind", "topic", "partition", "since_ms", "due_ms", "cause", "evidence",
+                                          "status"])
+
+    return update
+
+
+def alert_record(row: Any, emitted_ms: int) -> dict[str, Any]:
+    return {"v": 1, "kind": row["kind"], "topic": row["topic"], "partition": int(row["partition"]),
+            "since_ms": int(row["since_ms"]), "due_ms": int(row["due_ms"]), "emitted_ms": emitted_ms,
+            "cause": row["cause"], "evidence": json.loads(row["evidence"])}
+
+
+class AlertSink:
+    """foreachBatch: alerts to `__insync_alerts` (once per micro-batch) and the local file; all rows to the view."""
+
+    def __init__(self, settings: MonitorSettings, on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None]
+                 ) -> None:
+        self.settings = settings
+        self.on_batch = on_batch
+        self._marker = Path(settings.checkpoint) / LAST_BATCH_FILE
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        rows = [r.asDict() for r in batch.collect()]
+        statuses = {f"{r['topic']}-{r['partition']}": r["status"] for r in rows if r["kind"] == STATUS}
+        emitted_ms = int(time.time() * 1000)
+        alerts = [alert_record(r, emitted_ms) for r in rows if r["kind"] != STATUS]
+        if alerts and batch_id > self._last_written():
+            self._write(batch.sparkSession, alerts)
+            self._marker.write_text(str(batch_id))
+        self.on_batch(alerts, statuses)
+
+    def _last_written(self) -> int:
+        try:
+            return int(self._marker.read_text())
+        except (OSError, ValueError):
+            return -1
+
+    def _write(self, spark: SparkSession, alerts: list[dict[str, Any]]) -> None:
+        records = [(f"{a['topic']}-{a['partition']}", json.dumps(a)) for a in alerts]
+        (spark.createDataFrame(records, "key string, value string").write.format("insync").mode("append")
+         .option("kafka.bootstrap.servers", self.settings.bootstrap).option("topic", ALERTS_TOPIC).save())
+        if self.settings.alerts_file:
+            with open(self.settings.alerts_file, "a", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(a) + "\n" for a in alerts)
+
+
+def start(spark: SparkSession, settings: MonitorSettings,
+          on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None]) -> StreamingQuery:
+    """Start the monitor's query (the caller stops it); `on_batch(alerts, statuses)` after each micro-batch."""
+    from insync.spark.source.datasource import InsyncDataSource
+
+    spark.dataSource.register(InsyncDataSource)
+    Path(settings.checkpoint).mkdir(parents=True, exist_ok=True)
+    events = (spark.readStream.format("insync").option("kafka.bootstrap.servers", settings.bootstrap)
+              .option("subscribe", EVENTS_TOPIC).option("failOnDataLoss", "false")
+              .option("kafka.socket.timeout.ms", str(SOCKET_TIMEOUT_MS))
+              .option("startingOffsets", "earliest" if settings.from_beginning else "latest").load())
+    return (partition_states(events, settings.thresholds).writeStream
+            .foreachBatch(AlertSink(settings, on_batch))
+            .option("checkpointLocation", str(Path(settings.checkpoint) / "query"))
+            .trigger(processingTime=f"{settings.trigger_ms} milliseconds")
+            .start())
+
+
+class MonitorError(Exception):
+    """The monitor cannot start or its query failed; the message says why."""
+
+
+def wait_for_events_topic(bootstrap: str, deadline_s: float) -> None:
+    """The events topic exists (brokers create it at start); MonitorError naming the cause otherwise."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:  # bounded by the deadline
+        try:
+            if EVENTS_TOPIC in admin.list_topics(timeout=2).topics:
+                return
+        except Exception:  # noqa: BLE001 - the cluster is not up yet: try until the deadline
+            pass
+        time.sleep(0.5)
+    raise MonitorError(f"no {EVENTS_TOPIC} topic at {bootstrap} within {deadline_s:.0f} s: is the cluster up, "
+                       "with insync.events.topic.enable=true (the default)?")
+
+
+class Monitor:
+    """The monitor's query, restarted from its checkpoint when it fails, in a thread of its own.
+
+    A paused or killed broker that leads a partition of `__insync_events` stalls the source's ListOffsets and
+    fetches until they time out (SOCKET_TIMEOUT_MS) and its leadership moves (the broker session timeout): the
+    query fails then, and comes back from the checkpoint RESTART_BACKOFF_S later, losing nothing. A cluster that
+    is gone makes it fail again at each try, until `stop`."""
+
+    def __init__(self, spark: SparkSession, settings: MonitorSettings,
+                 on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None],
+                 on_error: Callable[[str], None] = lambda message: None) -> None:
+        self._spark, self._settings, self._on_batch, self._on_error = spark, settings, on_batch, on_error
+        self._stop = threading.Event()
+        self._query: StreamingQuery | None = None
+        self._lock = threading.Lock()
+        self.restarts = 0
+        self._thread = threading.Thread(target=self._run, name="insync-monitor", daemon=True)
+
+    def start(self) -> Monitor:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():  # bounded by `stop`; each round waits out its query
+            try:
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    self._query = start(self._spark, self._settings, self._on_batch)
+                self._query.awaitTermination()
+                error: BaseException | None = self._query.exception()
+            except Exception as exc:  # noqa: BLE001 - a failed start (the cluster is gone): try again
+                error = exc
+            if error is None or self._stop.is_set():
+                return
+            self.restarts += 1
+            self._on_error(f"the monitor's query failed ({str(error).splitlines()[0][:300]}); restarting from "
+                           "its checkpoint")
+            self._stop.wait(RESTART_BACKOFF_S)
+
+    @property
+    def query(self) -> StreamingQuery | None:
+        return self._query
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop.set()
+            if self._query is not None:
+                self._query.stop()
+        self._thread.join(STOP_TIMEOUT_S)
