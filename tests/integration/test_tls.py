@@ -145,11 +145,12 @@ def broker_log(spec: cluster.ClusterSpec) -> str:
     return "".join((Path(b.directory) / "stdout.log").read_text() for b in spec.brokers)
 
 
-def metadata_fails(conf: dict[str, Any]) -> bool:
+def metadata_fails(conf: dict[str, Any], timeout_s: float = 3) -> bool:
+    """Whether a Metadata request with `conf` fails (a refused client fails once `timeout_s` is over)."""
     from confluent_kafka.admin import AdminClient
 
     try:
-        AdminClient(conf).list_topics(timeout=3)
+        AdminClient(conf).list_topics(timeout=timeout_s)
     except Exception:
         return True
     return False
@@ -162,23 +163,21 @@ def test_a_certificate_from_another_ca_is_refused(secure: cluster.ClusterSpec, t
     assert metadata_fails(conf)
     wait_until(lambda: "certificate" in broker_log(secure).split("Failed authentication")[-1], 10,
                "the refusal is logged")
-    assert not metadata_fails(settings(secure))  # the others are served as before
+    assert not metadata_fails(settings(secure), 15)  # the others are served as before
 
 
 def test_a_plaintext_client_on_a_tls_port_is_refused(secure: cluster.ClusterSpec) -> None:
     assert metadata_fails({"bootstrap.servers": secure.bootstrap, "socket.timeout.ms": 2000})
     wait_until(lambda: "WRONG_VERSION_NUMBER" in broker_log(secure), 10, "the refusal is logged")
-    assert not metadata_fails(settings(secure))
+    assert not metadata_fails(settings(secure), 15)
 
 
 def test_a_client_stalling_mid_handshake_loses_only_its_connection(secure: cluster.ClusterSpec) -> None:
     host, _, port = secure.brokers[0].address.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=10) as stalled:
         stalled.sendall(b"\x16\x03\x01\x02\x00")  # a TLS record header announcing a ClientHello that never comes
-        assert not metadata_fails(settings(secure))  # served meanwhile
-        started = time.monotonic()
-        assert stalled.recv(1) == b""  # the broker closes it once ssl.handshake.timeout.ms (1 s) has passed
-        assert time.monotonic() - started < 9
+        assert not metadata_fails(settings(secure), 15)  # served meanwhile
+        assert stalled.recv(1) == b""  # closed by the broker after ssl.handshake.timeout.ms (1 s), not by our 10 s
     wait_until(lambda: "SSL handshake not completed in 1000 ms" in broker_log(secure), 10, "the stall is logged")
 
 
