@@ -59,6 +59,17 @@ def test_broker_configs_and_errors() -> None:
     assert other_broker.error_code == errors.INVALID_REQUEST.code and bad_type.error_code == errors.INVALID_REQUEST.code
 
 
+def test_passwords_and_keys_are_described_as_sensitive_without_their_values() -> None:
+    secret = BrokerConfig({"ssl.key.password": "hunter2", "listener.name.ssl.ssl.key.password": "hunter3",
+                           "ssl.client.auth": "required", "ssl.truststore.location": "/ca.pem"})
+    body = describe(4, (configs.BROKER_RESOURCE, "1", None), config=secret)
+    entries = {c.name: c for c in body.results[0].configs}
+    for name in ("ssl.key.password", "listener.name.ssl.ssl.key.password"):
+        assert (entries[name].value, entries[name].is_sensitive) == (None, True), name
+        assert all(s.value is None for s in entries[name].synonyms)
+    assert (entries["ssl.client.auth"].value, entries["ssl.client.auth"].is_sensitive) == ("required", False)
+
+
 DYNAMIC = CONFIG.with_dynamic({"log.retention.ms": "7200000", "min.insync.replicas": "2"},
                               {"log.retention.ms": "60000", "replica.lag.time.max.ms": "5000"})
 
