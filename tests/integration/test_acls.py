@@ -380,6 +380,11 @@ MATRIX: list[tuple[str, str, str, Action]] = [
         46, 0, lambda r: r.error_code, timeout=5 * SECOND, topics=None)),
     ("AlterPartitionReassignments", CLUSTER_DENIED, "NONE", _raw_row(
         45, 0, lambda r: r.error_code, timeout=5 * SECOND, topics=())),
+    ("DescribeUserScramCredentials", CLUSTER_DENIED, "NONE", _raw_row(50, 0, lambda r: r.error_code, users=None)),
+    ("AlterUserScramCredentials", CLUSTER_DENIED, "NONE", _raw_row(
+        51, 0, lambda r: r.results[0].error_code, deletions=(), upsertions=(_entity(
+            51, 0, "ScramCredentialUpsertion", name="carol", mechanism=2, iterations=4096, salt=b"salt",
+            salted_password=bytes(64)),))),
     ("DescribeLogDirs", CLUSTER_DENIED, "NONE", _raw_row(35, 4, lambda r: r.error_code, topics=None)),
     ("AlterReplicaLogDirs", CLUSTER_DENIED, "LOG_DIR_NOT_FOUND", _raw_row(
         34, 2, lambda r: r.results[0].partitions[0].error_code, dirs=(_entity(34, 2, "AlterReplicaLogDir",
