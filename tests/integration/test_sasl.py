@@ -271,10 +271,12 @@ def test_confluent_kafka_reauthenticates(sasl: Sasl) -> None:
 
 def test_fuzzed_sasl_frames_cost_only_their_connection(sasl: Sasl) -> None:
     rng = random.Random(22)
-    good = [encode_request(build(request_class(SASL_HANDSHAKE, 1), mechanism="PLAIN"), 1),
-            encode_request(build(request_class(SASL_AUTHENTICATE, 2), auth_bytes=b"\0alice\0alice-secret"), 2)]
+    exchanges = [[encode_request(build(request_class(SASL_HANDSHAKE, 1), mechanism=mechanism), 1),
+                  encode_request(build(request_class(SASL_AUTHENTICATE, 2), auth_bytes=token), 2)]
+                 for mechanism, token in (("PLAIN", b"\0alice\0alice-secret"),
+                                          ("SCRAM-SHA-512", b"n,,n=alice,r=0123456789abcdef"))]
     for _ in range(300):
-        frames = [bytearray(f) for f in good]
+        frames = [bytearray(f) for f in rng.choice(exchanges)]
         target = frames[rng.randrange(2)]
         for _ in range(rng.randint(1, 4)):
             target[rng.randrange(4, len(target))] = rng.randrange(256)
