@@ -22,6 +22,7 @@ from conftest import FAST, wait_until
 from insync import command_config
 from insync.admin import ensure_topic
 from insync.chaos import certs, cluster
+from insync.security_config import STANDARD_AUTHORIZER
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -31,7 +32,8 @@ COUNT = 200
 
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
-    spec = cluster.up(str(tmp_path_factory.mktemp("tls")), 2, 0, [*FAST, "ssl.handshake.timeout.ms=1000"],
+    acls_on = f"authorizer.class.name={STANDARD_AUTHORIZER}"  # node and admin are super users
+    spec = cluster.up(str(tmp_path_factory.mktemp("tls")), 2, 0, [*FAST, "ssl.handshake.timeout.ms=1000", acls_on],
                       security="ssl")
     try:
         command_config.use(spec.client_settings())
@@ -164,6 +166,22 @@ def test_a_certificate_from_another_ca_is_refused(secure: cluster.ClusterSpec, t
     wait_until(lambda: "certificate" in broker_log(secure).split("Failed authentication")[-1], 10,
                "the refusal is logged")
     assert not metadata_fails(settings(secure), 15)  # the others are served as before
+
+
+def test_the_certificates_common_name_is_the_principal_the_authorizer_sees(secure: cluster.ClusterSpec) -> None:
+    """bob's certificate, from the cluster's own CA (certs create on its directory adds him), gets him in as
+    User:bob, whom no ACL lets write; admin (a super user) writes as before."""
+    from confluent_kafka import Producer
+
+    certificate, key = certs.create(Path(secure.directory) / "certs", clients=("bob",)).client("bob")
+    bob = Producer({**settings(secure), "ssl.certificate.location": str(certificate),
+                    "ssl.key.location": str(key), "message.timeout.ms": 10_000})
+    refused: list[str] = []
+    bob.produce(TOPIC, b"bob", on_delivery=lambda err, _m: refused.append(err.name() if err else "delivered"))
+    bob.flush(15)
+    assert refused == ["TOPIC_AUTHORIZATION_FAILED"]
+    wait_until(lambda: "Principal = User:bob is Denied operation = " in broker_log(secure), 10,
+               "the authorizer's log names bob")
 
 
 def test_a_plaintext_client_on_a_tls_port_is_refused(secure: cluster.ClusterSpec) -> None:

@@ -12,7 +12,8 @@ Files, all PEM (what Kafka's PEM keystores, librdkafka, kafka-python, aiokafka a
                                  `ssl.key.location`)
 
 Keys are ECDSA P-256 (fast to make and to handshake with); private keys are written unencrypted with mode 0600,
-as for a local test cluster. Existing files are replaced.
+as for a local test cluster. A directory that already holds a CA keeps it and its node certificate: running
+`insync certs create --dir DIR/certs --client bob` on a cluster's directory adds a user the cluster trusts.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class CertFiles:
         return self.directory / "ca.pem"
 
     @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca-key.pem"
+
+    @property
     def node(self) -> Path:
         return self.directory / f"{NODE_NAME}.pem"
 
@@ -54,10 +59,34 @@ class CertFiles:
 
 def create(directory: str | Path, clients: Sequence[str] = ("client",), hosts: Sequence[str] = DEFAULT_HOSTS,
            days: int = 365) -> CertFiles:
-    """Make the CA, the node certificate and the client certificates in `directory` (created if needed)."""
+    """Make the CA, the node certificate and the client certificates in `directory` (created if needed). A
+    directory that already has a CA keeps it, and its node certificate: only the clients are made, signed by that
+    CA (a new user of a running cluster)."""
     _check(clients, hosts, days)
     files = CertFiles(Path(directory))
     files.directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = _existing_ca(files) or _new_ca(files, days)
+    if not files.node.exists():
+        node_key, node = _leaf(NODE_NAME, ca, ca_key, days, hosts)
+        _write_private(files.node, _key_pem(node_key) + node.public_bytes(serialization.Encoding.PEM))
+    for name in clients:
+        key, certificate = _leaf(name, ca, ca_key, days, ())
+        certificate_path, key_path = files.client(name)
+        certificate_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+        _write_private(key_path, _key_pem(key))
+    return files
+
+
+def _existing_ca(files: CertFiles) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None:
+    if not files.ca.exists() or not files.ca_key.exists():
+        return None
+    key = serialization.load_pem_private_key(files.ca_key.read_bytes(), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ConfigError(f"{files.ca_key} is not an ECDSA key made by insync certs create")
+    return x509.load_pem_x509_certificate(files.ca.read_bytes()), key
+
+
+def _new_ca(files: CertFiles, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "insync"),
                          x509.NameAttribute(NameOID.COMMON_NAME, "insync local CA")])
@@ -66,15 +95,8 @@ def create(directory: str | Path, clients: Sequence[str] = ("client",), hosts: S
           .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
           .sign(ca_key, hashes.SHA256()))
     files.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    _write_private(files.directory / "ca-key.pem", _key_pem(ca_key))
-    node_key, node = _leaf(NODE_NAME, ca, ca_key, days, hosts)
-    _write_private(files.node, _key_pem(node_key) + node.public_bytes(serialization.Encoding.PEM))
-    for name in clients:
-        key, certificate = _leaf(name, ca, ca_key, days, ())
-        certificate_path, key_path = files.client(name)
-        certificate_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-        _write_private(key_path, _key_pem(key))
-    return files
+    _write_private(files.ca_key, _key_pem(ca_key))
+    return ca, ca_key
 
 
 def _check(clients: Sequence[str], hosts: Sequence[str], days: int) -> None:

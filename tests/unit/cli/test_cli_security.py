@@ -110,3 +110,14 @@ def test_a_command_given_a_secured_clusters_dir_uses_its_client_settings(tmp_pat
     assert main(["cluster", "status", "--dir", spec.directory]) == 0
     assert seen[0]["security.protocol"] == "SSL" and seen[0]["ssl.key.location"].endswith("admin-key.pem")
     assert command_config.current() == {}  # the command's settings end with it
+
+
+def test_certs_create_on_a_directory_with_a_ca_keeps_it_and_adds_clients(tmp_path: Path) -> None:
+    from cryptography import x509
+
+    first = certs.create(tmp_path, clients=("alice",))
+    ca, node = first.ca.read_bytes(), first.node.read_bytes()
+    certs.create(tmp_path, clients=("bob",))
+    assert (first.ca.read_bytes(), first.node.read_bytes()) == (ca, node)
+    bob = x509.load_pem_x509_certificate(first.client("bob")[0].read_bytes())
+    bob.verify_directly_issued_by(x509.load_pem_x509_certificate(ca))
