@@ -72,6 +72,9 @@ BROKER4_EVENTS = [
     expand(T0 + 401_500, 4, "payments", 1, [4], [2, 3]),
     shrink(T0 + 600_000, 4, "payments", 1, [2, 3, 4], [2], "slow"),
     expand(T0 + 700_000, 4, "payments", 1, [3, 4], [2]),
+    Event(T0 + 650_000, 4, EventType.DENIED, fields={  # a refused request: counted, in no partition's history
+        "principal": "User:bob", "host": "127.0.0.1", "operation": "WRITE", "resource_type": "TOPIC",
+        "resource": "payments", "api": "PRODUCE"}).to_json(),
 ]
 
 KAFKA3_LOG = [

@@ -27,7 +27,7 @@ from insync.spark.analysis.tables import Tables
 PARSED_STAGING = "_parsed"
 SUMMARY_KEYS = ("events", "malformed_lines", "ignored_lines", "isr_shrinks", "isr_expands", "flapping_episodes",
                 "urp_intervals", "under_min_isr_intervals", "offline_intervals", "open_at_end_of_log_intervals",
-                "shutdown_intervals", "episodes_by_cause", "partitions")
+                "shutdown_intervals", "episodes_by_cause", "partitions", "denied_requests")
 
 
 def _materialise(spark: SparkSession, df: DataFrame, out_dir: str, name: str, *order: str) -> DataFrame:
@@ -96,7 +96,8 @@ def summarise(tables: Tables) -> dict[str, Any]:
     changes = tables.isr_changes.agg(F.sum((F.size("removed") > 0).cast("int")).alias("shrinks"),
                                      F.sum((F.size("added") > 0).cast("int")).alias("expands")).first()
     seen = tables.events.agg(F.count("*").alias("events"),
-                             F.count_distinct("topic", "partition").alias("partitions")).first()
+                             F.count_distinct("topic", "partition").alias("partitions"),
+                             F.sum((F.col("type") == "denied").cast("long")).alias("denied")).first()
     assert changes is not None and seen is not None and aside is not None
     summary: dict[str, Any] = {
         "events": int(seen["events"]),
@@ -112,6 +113,7 @@ def summarise(tables: Tables) -> dict[str, Any]:
         "shutdown_intervals": int(aside["shutdown"] or 0),
         "episodes_by_cause": {cause: int(causes.get(cause, 0)) for cause in health.CAUSES},
         "partitions": int(seen["partitions"]),
+        "denied_requests": int(seen["denied"] or 0),  # the authorizer's refusals (issue 22)
     }
     assert tuple(summary) == SUMMARY_KEYS
     return summary
