@@ -118,7 +118,7 @@ class ClusterSpec:
         path = Path(self.directory) / CLUSTER_FILE
         tmp = path.with_suffix(".tmp")
         network = None if self.network is None else self.network.to_json()
-        tmp.write_text(json.dumps({"directory": self.directory, "overrides": dict(self.overrides),
+        _write_private(tmp, json.dumps({"directory": self.directory, "overrides": dict(self.overrides),
                                    "nodes": [asdict(n) for n in self.nodes], "network": network,
                                    "security": self.security}, indent=2))
         tmp.replace(path)
@@ -136,6 +136,13 @@ class ClusterSpec:
                        str(data.get("security", "plaintext")))
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path} is not a cluster description: {exc}") from None
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner reads: a secured cluster's overrides and node configs hold the JAAS passwords."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text(text)
 
 
 def free_ports(count: int) -> list[int]:
@@ -183,7 +190,7 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
         properties = _properties(spec, node)
         BrokerConfig(properties)  # an unknown key or bad value fails here, before anything starts
         Path(node.directory).mkdir(parents=True, exist_ok=True)
-        node.config_path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+        _write_private(node.config_path, "".join(f"{k}={v}\n" for k, v in properties.items()))
     spec.save()
     return spec
 

@@ -92,6 +92,9 @@ def test_a_sasl_plaintext_cluster_layout_has_plain_users_and_no_tls(tmp_path: Pa
     assert f'user_admin="{settings["sasl.password"]}"' in jaas and 'username="node"' in jaas
     assert settings["security.protocol"] == "SASL_PLAINTEXT" and "ssl.ca.location" not in settings
     assert not (tmp_path / "certs").exists()
+    # the files that hold the passwords are the owner's alone
+    for path in (spec.brokers[0].config_path, tmp_path / "cluster.json", tmp_path / "client.properties"):
+        assert path.stat().st_mode & 0o077 == 0, path
     with pytest.raises(ValueError, match="--security must be one of"):
         cluster.layout(tmp_path / "x", 1, 0, [], security="tls")
 
