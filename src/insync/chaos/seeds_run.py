@@ -30,7 +30,7 @@ from insync.sim.scenario import load_scenario
 NOT_ENOUGH_REPLICAS = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
 ADMIN_TIMEOUT_S = 5.0
 POLL_S = 0.25
-DOWN_DEADLINE_S = 1.0
+DOWN_DEADLINE_S = 0.0
 EVENTS_FILE = "events.jsonl"
 # Each kind of fault held, and its undoing.
 UNDO = {"paused": "resume", "faulted": "clear", "down": "restart", "isolated": "heal"}
@@ -159,8 +159,8 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
         verdict = history.verdict(produced, history.read_back(run.spec.bootstrap, run.topic, seed.name))
         return _seed_run(seed, read_events(run.spec, run.topic), verdict)
     finally:
-        # The run has read what it needs: the nodes get a moment to close their logs, not the full deadline (they
-        # can linger seconds after their "shut down" line, seconds a suite of seeds would pay each time).
+        # The run has read what it needs: the nodes are killed, not given the full deadline to close their logs
+        # (they can linger seconds after their "shut down" line, seconds a suite of seeds would pay each time).
         cluster.down(cluster.ClusterSpec.load(run.spec.directory), DOWN_DEADLINE_S)
 
 
