@@ -4,7 +4,8 @@ Run r of a campaign with seed S has seed S + r, and everything random in it come
 draws the schedule (which kinds, when, for how long, which victim), so `--runs 1 --seed S+r` replays run r's
 schedule (the victims are chosen by number, e.g. "the leader of partition pick % partitions", so a replay hits
 the same role even where the leader moved). The first fault of a run is kind `seed % len(kinds)`, so N
-consecutive runs cover N kinds before any repeats. Faults come one at a time with gaps between them; the last
+consecutive runs cover N kinds before any repeats. Faults come one at a time with gaps between them (or in
+`--concurrent-faults` overlapping lanes); the last
 one ends `COOLDOWN_S` before the run does. Within a run every kind asked for comes once (in an order drawn
 from the seed) before any comes again, so the cluster heals while the workload still runs.
 
@@ -38,6 +39,7 @@ COOLDOWN_S = 6.0
 HOLD_S = (2.0, 6.0)
 GAP_S = (1.0, 3.0)
 FAULTS_PER_RUN_MAX = 100
+CONCURRENCY_MAX = 3
 PARTITIONS = 3
 OVERRIDES = (
     "replica.lag.time.max.ms=4000",
@@ -94,26 +96,30 @@ class RunResult:
         }
 
 
-def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str]) -> RunPlan:
-    assert kinds and duration_s > 0, (kinds, duration_s)
+def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1) -> RunPlan:
+    """`concurrency` lanes of faults, each one fault at a time; lane l starts `l * HOLD_S[0]` later, so with
+    several lanes faults overlap (Jepsen's composed nemeses)."""
+    assert kinds and duration_s > 0 and 1 <= concurrency <= CONCURRENCY_MAX, (kinds, duration_s, concurrency)
     rng = random.Random(seed)
     first = kinds[seed % len(kinds)]
     rest = [k for k in kinds if k != first]
     rng.shuffle(rest)
     order = [first, *rest]  # every kind once before any repeats
     faults: list[Planned] = []
-    at_s = WARMUP_S
-    while len(faults) < FAULTS_PER_RUN_MAX:
-        hold_s = round(rng.uniform(*HOLD_S), 1)
-        if at_s + hold_s > duration_s - COOLDOWN_S:
-            break
-        faults.append(Planned(round(at_s, 1), order[len(faults) % len(order)], hold_s, rng.randrange(1 << 16)))
-        at_s += hold_s + rng.uniform(*GAP_S)
-    return RunPlan(run, seed, duration_s, tuple(faults))
+    for lane in range(concurrency):
+        at_s = WARMUP_S + lane * HOLD_S[0]
+        while len(faults) < FAULTS_PER_RUN_MAX:
+            hold_s = round(rng.uniform(*HOLD_S), 1)
+            if at_s + hold_s > duration_s - COOLDOWN_S:
+                break
+            faults.append(Planned(round(at_s, 1), order[len(faults) % len(order)], hold_s, rng.randrange(1 << 16)))
+            at_s += hold_s + rng.uniform(*GAP_S)
+    return RunPlan(run, seed, duration_s, tuple(sorted(faults, key=lambda f: f.at_s)))
 
 
-def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str]) -> tuple[RunPlan, ...]:
-    return tuple(plan_run(r, seed + r, duration_s, kinds) for r in range(runs))
+def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1
+                  ) -> tuple[RunPlan, ...]:
+    return tuple(plan_run(r, seed + r, duration_s, kinds, concurrency) for r in range(runs))
 
 
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
@@ -174,25 +180,29 @@ def _clients_log(path: Path) -> logging.Handler:
 
 
 def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None:
-    """The schedule, in time: each fault started, held, undone; whatever is active is undone on the way out."""
+    """The schedule, in time: each fault started, and undone when its hold ends (several may be active at once);
+    whatever is still active is undone on the way out, the latest first."""
+    events = sorted([(p.at_s, 1, i) for i, p in enumerate(plan.faults)]
+                    + [(p.at_s + p.hold_s, 0, i) for i, p in enumerate(plan.faults)])  # stops before starts
     start = time.monotonic()
-    active: nemesis.Active | None = None
+    active: dict[int, nemesis.Active] = {}
     try:
-        for planned in plan.faults:
-            time.sleep(max(0.0, start + planned.at_s - time.monotonic()))
-            try:
-                active = nemesis.REGISTRY[planned.kind].start(target, planned.pick)
-            except Exception as exc:  # e.g. no leader to kill right now: the run goes on, the history says so
-                history.append("nemesis", "fail", "start", fault=planned.kind, error=repr(exc))
+        for at_s, is_start, i in events:
+            time.sleep(max(0.0, start + at_s - time.monotonic()))
+            if not is_start:
+                if i in active:
+                    _undo(active.pop(i), target, history)
                 continue
-            history.append("nemesis", "info", "start", fault=active.description)
-            time.sleep(max(0.0, start + planned.at_s + planned.hold_s - time.monotonic()))
-            _undo(active, target, history)
-            active = None
+            try:
+                active[i] = nemesis.REGISTRY[plan.faults[i].kind].start(target, plan.faults[i].pick)
+            except Exception as exc:  # e.g. no leader to kill right now: the run goes on, the history says so
+                history.append("nemesis", "fail", "start", fault=plan.faults[i].kind, error=repr(exc))
+                continue
+            history.append("nemesis", "info", "start", fault=active[i].description)
         time.sleep(max(0.0, start + plan.duration_s - time.monotonic()))
     finally:
-        if active is not None:
-            _undo(active, target, history)
+        for i in reversed(list(active)):
+            _undo(active.pop(i), target, history)
 
 
 def _undo(active: nemesis.Active, target: nemesis.Target, history: HistoryWriter) -> None:

@@ -52,6 +52,15 @@ class Target:
     def apply(self, step: script.Step) -> None:
         self.spec = script.apply(self.spec, step)
 
+    def heal(self, action: str, node_id: int) -> None:
+        """`restart` or `resume` a node, unless overlapping faults already did or made it moot: a restart of a
+        running node and a resume of a dead one are skipped."""
+        assert action in ("restart", "resume"), action
+        pid = self.spec.node(node_id).pid
+        running = pid is not None and cluster.pid_alive(pid)
+        if (action == "restart") != running:
+            self.apply(script.Step(0, action, node_id))
+
     def replicas(self, pick: int) -> tuple[int, int, tuple[int, ...]]:
         """(partition, leader, replicas) of the partition `pick` chooses, from the live brokers' metadata. Just
         after a fault is undone a broker can answer without the topic's partitions or with no leader yet: asked
@@ -92,7 +101,7 @@ class FaultKind:
 def _pause(target: Target, pick: int) -> Active:
     broker = target.broker(pick)
     target.apply(script.Step(0, "pause", broker))
-    return Active(f"pause broker {broker}", lambda t: t.apply(script.Step(0, "resume", broker)))
+    return Active(f"pause broker {broker}", lambda t: t.heal("resume", broker))
 
 
 def _kill(target: Target, pick: int) -> Active:
@@ -101,7 +110,7 @@ def _kill(target: Target, pick: int) -> Active:
         raise ConfigError(f"partition {partition} of {target.topic} has no leader to kill")
     target.apply(script.Step(0, "kill", leader))
     return Active(f"kill broker {leader} (leader of {partition})",
-                  lambda t: t.apply(script.Step(0, "restart", leader)))
+                  lambda t: t.heal("restart", leader))
 
 
 def _slow_reads(target: Target, pick: int) -> Active:
@@ -119,7 +128,7 @@ def _fail_partition(target: Target, pick: int) -> Active:
     def undo(t: Target) -> None:
         t.apply(script.Step(0, "clear", follower))
         t.spec = cluster.stop_node(t.spec, follower)
-        t.apply(script.Step(0, "restart", follower))
+        t.heal("restart", follower)
 
     return Active(f"fail partition {partition} at follower {follower}", undo)
 
@@ -137,14 +146,14 @@ def _power_loss(target: Target, pick: int) -> Active:
         raise ConfigError(f"partition {partition} of {target.topic} has no leader to crash")
     target.spec, cut = power.crash(target.spec, leader, restart=False)
     return Active(f"power loss at broker {leader} (leader of {partition}, {cut.bytes_lost} bytes not fsynced)",
-                  lambda t: t.apply(script.Step(0, "restart", leader)))
+                  lambda t: t.heal("restart", leader))
 
 
 def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
     def start(target: Target, _pick: int) -> Active:
         target.apply(script.Step(0, action, CONTROLLER_ID))
         return Active(f"{action} controller {CONTROLLER_ID}",
-                      lambda t: t.apply(script.Step(0, undo, CONTROLLER_ID)))
+                      lambda t: t.heal(undo, CONTROLLER_ID))
     return start
 
 

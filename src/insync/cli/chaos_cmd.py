@@ -61,6 +61,8 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run")
     camp.add_argument("--faults", default="all", help=f"comma-separated kinds or all ({', '.join(nemesis.KINDS)}); "
                       f"opt-in: {', '.join(nemesis.OPT_IN_KINDS)}")
+    camp.add_argument("--concurrent-faults", type=int, default=1, metavar="N",
+                      help=f"up to N faults active at once (1 to {campaign.CONCURRENCY_MAX})")
     camp.add_argument("--rate", type=float, default=300.0, help="records per second over all producers")
     camp.add_argument("--out", default="chaos-campaign", help="directory for each run's history and report")
     camp.set_defaults(func=_campaign)
@@ -108,7 +110,9 @@ def _campaign(args: argparse.Namespace) -> int:
         raise ConfigError(f"--runs must be at least 1 (got {args.runs}), --duration over "
                           f"{campaign.WARMUP_S + campaign.COOLDOWN_S:g} s (got {args.duration:g}) and --rate "
                           f"positive (got {args.rate:g})")
-    plans = campaign.plan_campaign(args.runs, args.seed, args.duration, kinds)
+    if not 1 <= args.concurrent_faults <= campaign.CONCURRENCY_MAX:
+        raise ConfigError(f"--concurrent-faults must be 1 to {campaign.CONCURRENCY_MAX}, got {args.concurrent_faults}")
+    plans = campaign.plan_campaign(args.runs, args.seed, args.duration, kinds, args.concurrent_faults)
     done: list[campaign.RunResult] = []
 
     def each(result: campaign.RunResult) -> None:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from insync.chaos import campaign, checker, cluster, nemesis, report
-from insync.chaos.ops import HistoryWriter, Op
+from insync.chaos.ops import HistoryWriter, Op, read_history
 from insync.config import ConfigError
 
 
@@ -93,6 +93,7 @@ def test_the_table_has_a_line_per_run_and_totals() -> None:
     (["--faults", "flood"], "unknown fault kind flood"),
     (["--runs", "0"], "--runs must be at least 1"),
     (["--duration", "5"], "--duration over 9 s"),
+    (["--concurrent-faults", "4"], "--concurrent-faults must be 1 to 3, got 4"),
 ])
 def test_campaign_arguments_are_checked_before_anything_starts(tmp_path: Path, args: list[str], message: str) -> None:
     out = subprocess.run([sys.executable, "-m", "insync.cli.main", "chaos", "campaign", "--out", str(tmp_path / "o"),
@@ -170,3 +171,42 @@ def test_a_harness_failure_fails_its_run_and_the_campaign_goes_on(tmp_path: Path
     totals = json.loads((tmp_path / "campaign.json").read_text())
     assert (totals["runs"], totals["ok_runs"], totals["per_run"][0]["error"]) == \
         (2, 1, "TimeoutError: node 1 not listening")
+
+
+def test_concurrent_lanes_overlap_their_faults() -> None:
+    kinds = tuple(nemesis.KINDS)
+    assert campaign.plan_run(0, 3, 60.0, kinds, 1) == campaign.plan_run(0, 3, 60.0, kinds)
+    plan = campaign.plan_run(0, 3, 60.0, kinds, 2)
+    assert [f.at_s for f in plan.faults] == sorted(f.at_s for f in plan.faults)
+    assert len(plan.faults) > len(campaign.plan_run(0, 3, 60.0, kinds).faults)
+    overlapping = [(a, b) for a, b in zip(plan.faults, plan.faults[1:], strict=False) if b.at_s < a.at_s + a.hold_s]
+    assert overlapping and all(f.at_s + f.hold_s <= 60.0 - campaign.COOLDOWN_S for f in plan.faults)
+
+
+def test_play_starts_and_undoes_overlapping_faults_in_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def kind(name: str) -> nemesis.FaultKind:
+        def start(_target: nemesis.Target, pick: int) -> nemesis.Active:
+            if name == "broken":
+                raise ConfigError("no leader")
+            calls.append(f"start {name}")
+            return nemesis.Active(f"{name} {pick}", lambda _t: calls.append(f"undo {name}"))
+        return nemesis.FaultKind(name, start)
+
+    monkeypatch.setattr(nemesis, "REGISTRY", {n: kind(n) for n in ("a", "b", "broken")})
+    plan = campaign.RunPlan(0, 1, 0.2, (campaign.Planned(0.0, "a", 0.15, 1), campaign.Planned(0.02, "b", 0.03, 2),
+                                        campaign.Planned(0.04, "broken", 0.01, 3),
+                                        campaign.Planned(0.1, "b", 5.0, 4)))
+    history = HistoryWriter(tmp_path / "h.jsonl")
+    campaign._play(plan, nemesis.Target(cluster.layout(tmp_path, brokers=1, port=0), "t"), history)
+    history.close()
+    assert calls == ["start a", "start b", "undo b", "start b", "undo a", "undo b"]  # the last one cut at the end
+    ops = [(op.type, op.f, op.fault) for op in read_history(tmp_path / "h.jsonl")]
+    assert ("fail", "start", "broken") in ops and ops[-1] == ("info", "stop", "b 4")
+
+
+def test_heal_skips_a_resume_of_a_node_that_is_not_running(tmp_path: Path) -> None:
+    target = nemesis.Target(cluster.layout(tmp_path, brokers=1, port=0), "t")
+    target.heal("resume", 1)  # killed meanwhile by an overlapping fault: nothing to resume, no error
+    assert target.spec.node(1).pid is None
