@@ -19,6 +19,7 @@ holds the totals (by anomaly and by producer label) and each run's verdict; `<ou
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import random
@@ -180,18 +181,19 @@ def _clients_log(path: Path) -> logging.Handler:
 
 
 def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None:
-    """The schedule, in time: each fault started, and undone when its hold ends (several may be active at once);
-    whatever is still active is undone on the way out, the latest first."""
-    events = sorted([(p.at_s, 1, i) for i, p in enumerate(plan.faults)]
-                    + [(p.at_s + p.hold_s, 0, i) for i, p in enumerate(plan.faults)])  # stops before starts
+    """The schedule, in time: each fault started, and undone once held for its `hold_s` from when it actually
+    began (starting and undoing take time, and a late start must not cut a fault short); several may be active at
+    once. Whatever is still active at the end is undone, the latest first."""
+    queue = [(p.at_s, 1, i) for i, p in enumerate(plan.faults)]  # (at, start?, fault): stops first at one time
+    heapq.heapify(queue)
     start = time.monotonic()
     active: dict[int, nemesis.Active] = {}
     try:
-        for at_s, is_start, i in events:
+        while queue:  # bounded: every fault is pushed once more, as its stop
+            at_s, is_start, i = heapq.heappop(queue)
             time.sleep(max(0.0, start + at_s - time.monotonic()))
             if not is_start:
-                if i in active:
-                    _undo(active.pop(i), target, history)
+                _undo(active.pop(i), target, history)
                 continue
             try:
                 active[i] = nemesis.REGISTRY[plan.faults[i].kind].start(target, plan.faults[i].pick)
@@ -199,6 +201,7 @@ def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None
                 history.append("nemesis", "fail", "start", fault=plan.faults[i].kind, error=repr(exc))
                 continue
             history.append("nemesis", "info", "start", fault=active[i].description)
+            heapq.heappush(queue, (time.monotonic() - start + plan.faults[i].hold_s, 0, i))
         time.sleep(max(0.0, start + plan.duration_s - time.monotonic()))
     finally:
         for i in reversed(list(active)):

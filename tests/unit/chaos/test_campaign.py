@@ -195,9 +195,9 @@ def test_play_starts_and_undoes_overlapping_faults_in_time(tmp_path: Path, monke
         return nemesis.FaultKind(name, start)
 
     monkeypatch.setattr(nemesis, "REGISTRY", {n: kind(n) for n in ("a", "b", "broken")})
-    plan = campaign.RunPlan(0, 1, 0.2, (campaign.Planned(0.0, "a", 0.15, 1), campaign.Planned(0.02, "b", 0.03, 2),
-                                        campaign.Planned(0.04, "broken", 0.01, 3),
-                                        campaign.Planned(0.1, "b", 5.0, 4)))
+    plan = campaign.RunPlan(0, 1, 1.5, (campaign.Planned(0.0, "a", 1.0, 1), campaign.Planned(0.25, "b", 0.25, 2),
+                                        campaign.Planned(0.35, "broken", 0.1, 3),
+                                        campaign.Planned(0.75, "b", 5.0, 4)))  # 0.25 s apart: a loaded machine
     history = HistoryWriter(tmp_path / "h.jsonl")
     campaign._play(plan, nemesis.Target(cluster.layout(tmp_path, brokers=1, port=0), "t"), history)
     history.close()
