@@ -183,13 +183,13 @@ def _clients_log(path: Path) -> logging.Handler:
 def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None:
     """The schedule, in time: each fault started, and undone once held for its `hold_s` from when it actually
     began (starting and undoing take time, and a late start must not cut a fault short); several may be active at
-    once. Whatever is still active at the end is undone, the latest first."""
+    once. Whatever is still active when the run's duration is over is undone then, the latest first."""
     queue = [(p.at_s, 1, i) for i, p in enumerate(plan.faults)]  # (at, start?, fault): stops first at one time
     heapq.heapify(queue)
     start = time.monotonic()
     active: dict[int, nemesis.Active] = {}
     try:
-        while queue:  # bounded: every fault is pushed once more, as its stop
+        while queue and queue[0][0] < plan.duration_s:  # bounded: each fault comes back once, as its stop
             at_s, is_start, i = heapq.heappop(queue)
             time.sleep(max(0.0, start + at_s - time.monotonic()))
             if not is_start:
