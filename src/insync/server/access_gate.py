@@ -75,6 +75,16 @@ class AccessGate:
         finally:
             self.note(access)
 
+    def controller_refusal(self, request: DecodedRequest, session: Session) -> Any | None:
+        """At a controller: the refusal of a principal without ClusterAction (`access_refusals`), or None."""
+        access = self.access(self._image(), request, session)
+        if access is None:
+            return None
+        try:
+            return access_refusals.controller_refusal(request, access, self.config, self._image())
+        finally:
+            self.note(access)
+
     def metadata_query(self, request: DecodedRequest, query: MetadataQuery, session: Session, image: MetadataImage
                        ) -> tuple[MetadataQuery, tuple[str, ...], RequestAccess | None]:
         """The Metadata query without the topics the principal may not see, those, and the access to answer with

@@ -44,6 +44,7 @@ from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import controller_endpoint
 from insync.security.scram import ScramCredential, ScramMechanism
+from insync.server.access_gate import AccessGate
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
@@ -104,6 +105,7 @@ class ControllerNode(MeteredDispatcher):
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core
         self._sources = itertools.count(1)
         self._wake_timer = asyncio.Event()
+        self.gate = AccessGate(config, self.node_id, self.event_log, self._now, lambda: self.controller.image)
 
     @property
     def controller(self) -> Controller:
@@ -115,6 +117,9 @@ class ControllerNode(MeteredDispatcher):
         return self.controller.image.scram_credential(mechanism, user)
 
     async def _handle(self, request: DecodedRequest, session: Session) -> Any:
+        refused = self.gate.controller_refusal(request, session)  # with an authorizer: ClusterAction needed
+        if refused is not None:
+            return refused
         try:
             return await self._answer(request)
         except ControllerFencedError as exc:  # nothing of this request reached the store: the broker retries

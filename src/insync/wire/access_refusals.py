@@ -13,6 +13,11 @@ from typing import Any
 
 from insync.broker.log_dirs import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 from insync.config import BrokerConfig
+from insync.controller.messages import (
+    AlterPartitionResponse,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationResponse,
+)
 from insync.errors import KafkaError
 from insync.groups.deletion import OffsetDeletion
 from insync.groups.messages import JoinResult, LeaveResult, SyncResult
@@ -20,7 +25,20 @@ from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import code
 from insync.security.acl import AclOperation, ResourceType
-from insync.wire import acls, configs, groups, log_dirs, reassignments, scram_credentials, topics, versions
+from insync.types import BrokerEpoch
+from insync.wire import (
+    acls,
+    configs,
+    controller_apis,
+    forwarding,
+    groups,
+    log_dirs,
+    metadata_log,
+    reassignments,
+    scram_credentials,
+    topics,
+    versions,
+)
 from insync.wire.authorization import (
     CLUSTER_DENIED,
     GROUP_DENIED,
@@ -41,6 +59,8 @@ CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
     versions.ALTER_REPLICA_LOG_DIRS: Op.ALTER, versions.DESCRIBE_USER_SCRAM_CREDENTIALS: Op.DESCRIBE,
     versions.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER,
 }
+# What a controller serves without ClusterAction: the handshake that precedes any request.
+CONTROLLER_OPEN_APIS = frozenset((versions.API_VERSIONS, versions.SASL_HANDSHAKE, versions.SASL_AUTHENTICATE))
 # The group operation of the APIs about one group, refused GROUP_AUTHORIZATION_FAILED.
 GROUP_OPERATIONS: Mapping[int, AclOperation] = {
     versions.JOIN_GROUP: Op.READ, versions.SYNC_GROUP: Op.READ, versions.HEARTBEAT: Op.READ,
@@ -179,3 +199,26 @@ def _configs_refusal(request: DecodedRequest, access: RequestAccess) -> Any | No
         return None
     return configs.refuse_alter_configs(request, denied, denied.message)
 
+
+
+def controller_refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig,
+                       image: MetadataImage) -> Any | None:
+    """At the controller every request but the handshake needs ClusterAction on the cluster, as KRaft's controller
+    APIs do (a broker's registration, heartbeats, AlterPartition and metadata fetches, and the admin requests
+    brokers forward, which the broker authorized for its client first): CLUSTER_AUTHORIZATION_FAILED."""
+    key = request.api_key
+    if key in CONTROLLER_OPEN_APIS or access.allows_cluster(Op.CLUSTER_ACTION):
+        return None
+    if key == versions.BROKER_REGISTRATION:
+        return controller_apis.encode_registration_response(
+            BrokerRegistrationResponse(request.correlation_id, CLUSTER_DENIED, BrokerEpoch(-1)), request.api_version)
+    if key == versions.BROKER_HEARTBEAT:
+        return controller_apis.encode_heartbeat_response(
+            BrokerHeartbeatResponse(request.correlation_id, CLUSTER_DENIED, True, 0), request.api_version)
+    if key == versions.ALTER_PARTITION:
+        return controller_apis.encode_alter_partition_response(
+            AlterPartitionResponse(request.correlation_id, CLUSTER_DENIED, ()), request.api_version)
+    if key == versions.FETCH:
+        decoded = metadata_log.decode_fetch(request)
+        return metadata_log.encode_fetch_response(None, dataclasses.replace(decoded, error=CLUSTER_DENIED))
+    return forwarding.refuse_forwarded(request, config, image, CLUSTER_DENIED.message, CLUSTER_DENIED)

@@ -153,3 +153,40 @@ def test_describe_groups_hides_groups_and_reports_authorized_operations() -> Non
 def test_an_unknown_authorizer_is_refused_naming_the_key() -> None:
     with pytest.raises(ConfigError, match="authorizer.class.name"):
         BrokerConfig({"node.id": 1, "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"})
+
+
+def test_the_controller_needs_cluster_action_for_all_but_the_handshake() -> None:
+    from test_api_controller_apis import PLAIN, arrive
+
+    from insync.controller.messages import BrokerRegistrationRequest
+    from insync.types import BrokerId
+    from insync.wire import controller_apis
+
+    body = controller_apis.registration_request(BrokerRegistrationRequest(1, BrokerId(2), 5), 4, "c", PLAIN)
+    registration = arrive(body)
+    refused = wire(access_refusals.controller_refusal(registration, access(), CONFIG, cluster_image()))
+    assert refused.error_code == 31
+    permitted = access(allow(ResourceType.CLUSTER, "kafka-cluster", Op.CLUSTER_ACTION))
+    assert access_refusals.controller_refusal(registration, permitted, CONFIG, cluster_image()) is None
+    topic = request_entity(CREATE_TOPICS, 7, "CreatableTopic", name="new", num_partitions=1, replication_factor=1,
+                           assignments=(), configs=())
+    forwarded = client_request(CREATE_TOPICS, 7, topics=(topic,), timeout=1000 * MS, validate_only=False)
+    answer = wire(access_refusals.controller_refusal(forwarded, access(), CONFIG, cluster_image()))
+    assert [(t.name, t.error_code) for t in answer.topics] == [("new", 31)]
+    handshake = client_request(18, 3, client_software_name="x", client_software_version="1")
+    assert access_refusals.controller_refusal(handshake, access(), CONFIG, cluster_image()) is None
+
+
+def test_controller_refusals_of_heartbeats_partition_changes_and_metadata_fetches() -> None:
+    from test_api_controller_apis import arrive
+
+    from insync.controller.messages import AlterPartitionRequest, BrokerHeartbeatRequest
+    from insync.types import BrokerEpoch, BrokerId
+    from insync.wire import controller_apis, metadata_log
+
+    requests = [controller_apis.heartbeat_request(BrokerHeartbeatRequest(9, BrokerId(2), BrokerEpoch(1), 0), 1),
+                controller_apis.alter_partition_request(AlterPartitionRequest(9, BrokerId(2), BrokerEpoch(1), ()), 3),
+                metadata_log.fetch_request(9, BrokerId(2), 0, 12, 0)]
+    for body in requests:
+        refused = wire(access_refusals.controller_refusal(arrive(body), access(), CONFIG, cluster_image()))
+        assert refused.error_code == 31, body
