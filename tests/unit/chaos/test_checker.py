@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from insync.chaos import checker
 from insync.chaos.ops import HistoryWriter, Op, read_history
@@ -201,3 +203,47 @@ def test_a_malformed_history_line_is_named(tmp_path: Path, line: str, message: s
     path.write_text('{"time_ms": 0, "process": "p0", "type": "invoke", "f": "send", "value": "p0-0"}\n' + line + "\n")
     with pytest.raises(ConfigError, match=message):
         read_history(path)
+
+
+@st.composite
+def clean_histories(draw: st.DrawFn) -> tuple[H, list[tuple[int, int, str]]]:
+    """A faultless run: sends acknowledged at consecutive offsets of 2 partitions, a consumer reading chunks in
+    order with rebalances that go back to any earlier offset, and a complete final read."""
+    h, logs = H(), {0: [], 1: []}
+    for i in range(draw(st.integers(1, 30))):
+        producer, partition = draw(st.sampled_from(["p0", "p1", "p2"])), draw(st.integers(0, 1))
+        label = {"p0": ALL, "p1": "acks=all", "p2": "acks=1"}[producer]
+        value = f"{producer}-{i}"
+        h.send(value, partition, len(logs[partition]), label=label)
+        logs[partition].append(value)
+    for partition, log in logs.items():
+        position = 0
+        while position < len(log):  # bounded: each pass reads at least one record
+            if draw(st.booleans()):
+                h.op("c0", "info", "assign", partitions=(0, 1))
+                position = draw(st.integers(0, position))
+            end = draw(st.integers(position + 1, len(log)))
+            h.poll("c0", *((partition, o, log[o]) for o in range(position, end)))
+            position = end
+    records = [(p, o, v) for p, log in logs.items() for o, v in enumerate(log)]
+    h.poll("final", *records)
+    for partition, log in logs.items():
+        h.complete("final", partition, len(log))
+    return h, records
+
+
+@given(clean_histories())
+def test_a_faultless_history_never_has_an_anomaly(case: tuple[H, list[tuple[int, int, str]]]) -> None:
+    h, _ = case
+    assert h.check().anomalies == ()
+
+
+@given(clean_histories(), st.data())
+def test_an_acknowledged_record_missing_from_the_final_read_is_always_lost(
+        case: tuple[H, list[tuple[int, int, str]]], data: st.DataObject) -> None:
+    h, records = case
+    missing = data.draw(st.sampled_from(records))
+    final = next(i for i, op in enumerate(h.ops) if op.process == "final")
+    h.ops[final] = Op(h.ops[final].time_ms, "final", "ok", "poll", records=tuple(r for r in records if r != missing))
+    lost = [a for a in h.check().anomalies if a.kind == "lost-write"]
+    assert [(a.partition, a.offsets, a.values) for a in lost] == [(missing[0], (missing[1],), (missing[2],))]
