@@ -1,9 +1,10 @@
 """Run a `RealSeed` on real processes, and its simulator scenario, into two comparable `SeedRun`s.
 
 A real run: `cluster.up` in a fresh directory with the seed's configs, the topic, the chaos harness's idempotent
-acks=all producer at the seed's rate; each step fires on time against the broker its target names then (the
-leader or first follower of its partition, from Metadata) and is undone `for_s` later; at the end every fault
-is undone (paused brokers resumed, killed or stopped ones restarted, fault files cleared), the run waits
+acks=all producer at the seed's rate (and the seed's second producer, if any); each step fires on time against
+the broker its target names then (the leader or a follower of its partition, from the events) and is undone
+`for_s` later; at the end every fault is undone (paused brokers resumed, killed, stopped or crashed ones
+restarted, fault files cleared, the network healed), the run waits
 (bounded) for every ISR to be full, stops the producer, reads the topic back, and reads every node's
 events.jsonl. The cluster is always taken down.
 """
@@ -56,9 +57,9 @@ class _RealRun:
 
     def __init__(self, seed: RealSeed, directory: Path, log: Callable[[str], None]) -> None:
         self.seed, self.log = seed, log
-        self.topic = seed.name.replace("_", "-")
+        self.topic = seed.name
         self.spec = cluster.up(str(directory), seed.brokers, 0, seed.broker_configs(), namespaces=seed.namespaces)
-        # The faults on now, by how each is undone: resumed, fault file cleared, restarted.
+        # The faults on now, by how each is undone: resumed, fault file cleared, restarted, network healed.
         self.held: dict[str, set[int]] = {kind: set() for kind in UNDO}
         self.deleted_before: dict[int, int] = {}  # partition -> the log start DeleteRecords set
         from confluent_kafka.admin import AdminClient
@@ -120,7 +121,7 @@ class _RealRun:
         from confluent_kafka import OFFSET_END, TopicPartition
 
         futures = self.admin.delete_records([TopicPartition(self.topic, partition, OFFSET_END)],
-                                       request_timeout=ADMIN_TIMEOUT_S)
+                                            request_timeout=ADMIN_TIMEOUT_S)
         [result] = [f.result(ADMIN_TIMEOUT_S) for f in futures.values()]
         self.deleted_before[partition] = int(result.low_watermark)
         self.log(f"DeleteRecords {self.topic}-{partition}: log start now {result.low_watermark}")
@@ -135,6 +136,7 @@ class _RealRun:
                 return True
             time.sleep(POLL_S)
         return False
+
 
 def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambda _: None) -> SeedRun:
     run = _RealRun(seed, directory, log)
@@ -154,8 +156,8 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
             if not run.wait_full_isr(seed.settle_s):
                 run.log(f"not every ISR of {run.topic} full after {seed.settle_s} s")
             produced = workload.stop()
-        kept = [a for a in produced.acked if a[1] >= run.deleted_before.get(a[0], 0)]
-        produced.acked = kept
+        # What DeleteRecords removed on purpose is not lost: only acknowledgements at or above the new log start.
+        produced.acked = [a for a in produced.acked if a[1] >= run.deleted_before.get(a[0], 0)]
         verdict = history.verdict(produced, history.read_back(run.spec.bootstrap, run.topic, seed.name))
         return _seed_run(seed, read_events(run.spec, run.topic), verdict)
     finally:
