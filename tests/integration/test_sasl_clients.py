@@ -208,7 +208,8 @@ def test_oversized_frame_before_authentication_closes(sasl: Sasl) -> None:
     with connect(sasl) as sock:
         sock.sendall(struct.pack(">i", 1024 * 1024) + b"\0" * 64)
         assert closed(sock)
-    assert "exceeds socket.request.max.bytes (524288)" in sasl.stdout()
+    assert ("exceeds sasl.server.max.receive.size before authentication: the client may be configured with the "
+            "wrong security protocol (524288)") in sasl.stdout()
 
 
 def test_session_expires_without_reauthentication(sasl: Sasl) -> None:

@@ -25,6 +25,7 @@ class FrameDecoder:
     def __init__(self, max_frame_bytes: int, min_frame_bytes: int = MIN_REQUEST_BYTES) -> None:
         assert max_frame_bytes >= min_frame_bytes >= 0
         self.max_frame_bytes = max_frame_bytes
+        self.max_frame_setting = "socket.request.max.bytes"  # what the bound is called, for the error
         self.min_frame_bytes = min_frame_bytes
         self._buffer = bytearray()
         self._frame_size: int | None = None
@@ -42,7 +43,7 @@ class FrameDecoder:
                     return
                 (size,) = _SIZE.unpack_from(self._buffer, 0)
                 if size > self.max_frame_bytes:
-                    raise FrameError(f"frame of {size} bytes exceeds socket.request.max.bytes ({self.max_frame_bytes})")
+                    raise FrameError(f"frame of {size} bytes exceeds {self.max_frame_setting} ({self.max_frame_bytes})")
                 if size < self.min_frame_bytes:
                     raise FrameError(f"frame of {size} bytes is smaller than a request header")
                 self._frame_size = size

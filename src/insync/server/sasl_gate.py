@@ -79,6 +79,9 @@ class SaslGate:
         self._request_bytes_max = decoder.max_frame_bytes
         self._meter = meter
         decoder.max_frame_bytes = min(decoder.max_frame_bytes, SASL_RECEIVE_BYTES_MAX)
+        # Kafka's words: a client of another protocol (TLS, HTTP) on a SASL port sends what reads as a huge size
+        decoder.max_frame_setting = ("sasl.server.max.receive.size before authentication: the client may be "
+                                     "configured with the wrong security protocol")
 
     def screen(self, payload: bytes) -> Screened:
         auth = self.authenticator
@@ -124,6 +127,7 @@ class SaslGate:
             return CloseAfter(f"Failed authentication with {self._session.peer}", parts)
         if result.principal is not None:
             self._decoder.max_frame_bytes = self._request_bytes_max
+            self._decoder.max_frame_setting = "socket.request.max.bytes"
             self._decoder.min_frame_bytes = MIN_REQUEST_BYTES
             self._session.principal = result.principal
             self._meter(self._session.listener.name, True)

@@ -53,6 +53,7 @@ def test_plain_exchange_sets_the_principal_and_lifts_the_frame_bound() -> None:
     done = answer(sasl.screen(frame(build(request_class(36, 2), auth_bytes=b"\0alice\0alice-pw"))), 36, 2)
     assert done.error_code == 0 and session.principal == user("alice")
     assert decoder.max_frame_bytes == 100 * 1024 * 1024 and seen == [("SASL_PLAINTEXT", True)]
+    assert decoder.max_frame_setting == "socket.request.max.bytes"
     metadata = frame(build(request_class(3, 12), topics=None, allow_auto_topic_creation=False,
                            include_topic_authorized_operations=False))
     assert sasl.screen(metadata) is None  # for the broker to answer
