@@ -261,7 +261,7 @@ class BrokerNode(MeteredDispatcher):
             else:
                 assert isinstance(message, MetadataFetchRequest), message
                 reply = await self._fetch_metadata(message.correlation_id, 0)
-        except (ConnectionError, OSError, TimeoutError) as exc:
+        except (ConnectionError, OSError, TimeoutError, KafkaException) as exc:
             log.debug("Controller request %s failed: %s", type(message).__name__, exc)
             return  # the channel times the request out and retries
         self._feed(self.core.handle(self._now(), CONTROLLER, reply))
@@ -448,8 +448,10 @@ class BrokerNode(MeteredDispatcher):
         while not stop.is_set():
             try:
                 update = await self._fetch_metadata(next(correlation), METADATA_POLL_WAIT_MS)
-            except (ConnectionError, OSError, TimeoutError) as exc:
-                log.debug("Metadata fetch failed: %s", exc)
+            except (ConnectionError, OSError, TimeoutError, KafkaException) as exc:
+                # a refusal (CLUSTER_AUTHORIZATION_FAILED: no ClusterAction) is for the operator to fix: a warning
+                log.log(logging.WARNING if isinstance(exc, KafkaException) else logging.DEBUG,
+                        "Metadata fetch failed: %s", exc)
                 await asyncio.sleep(METADATA_POLL_RETRY_MS / 1000)
                 continue
             if update.records:
