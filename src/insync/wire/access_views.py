@@ -1,7 +1,7 @@
 """What a principal may see of an answer (see `authorization`'s docstring), after Kafka's KafkaApis.
 
 - Metadata: a topic the principal may not DESCRIBE is left out of a listing of every topic (quietly, as Kafka's
-  filter is), and answered TOPIC_AUTHORIZATION_FAILED when asked for by name; so is a topic to be created
+  filter is), and answered TOPIC_AUTHORIZATION_FAILED when asked for by name (or by id, without its name); so is a topic to be created
   automatically without CREATE on the cluster or the topic, which is then not created (`metadata_query` takes
   such names out of the query first). `topic_authorized_operations` and `cluster_authorized_operations` are the
   principal's when the request asks for them.
@@ -59,6 +59,11 @@ def metadata_view(request: DecodedRequest, answer: Any, access: RequestAccess, d
     topics = []
     for topic in answer.topics:
         if listed_all and not access.allows(Op.DESCRIBE, ResourceType.TOPIC, str(topic.name), log=False):
+            continue
+        if not listed_all and topic.name is not None and not access.allows(Op.DESCRIBE, ResourceType.TOPIC,
+                                                                          str(topic.name)):
+            # asked for by id (names were taken out of the query): refused, its name not revealed
+            topics.append(dataclasses.replace(topic, error_code=code(TOPIC_DENIED), name=None, partitions=()))
             continue
         if with_ops and has_field(topic, "topic_authorized_operations"):
             topic = dataclasses.replace(topic, topic_authorized_operations=access.operations(

@@ -190,3 +190,18 @@ def test_controller_refusals_of_heartbeats_partition_changes_and_metadata_fetche
     for body in requests:
         refused = wire(access_refusals.controller_refusal(arrive(body), access(), CONFIG, cluster_image()))
         assert refused.error_code == 31, body
+
+
+def test_metadata_by_topic_id_does_not_reveal_an_undescribable_topic() -> None:
+    from apis_helpers import OTHER_ID, TOPIC_ID
+    from test_api_metadata import topics_request
+
+    image = cluster_image()
+    view = access(allow(ResourceType.TOPIC, "orders", Op.DESCRIBE), api_key=METADATA)
+    request = client_request(METADATA, 12, topics=topics_request(12, ids=(TOPIC_ID, OTHER_ID)),
+                             allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    query, denied = access_views.metadata_query(metadata.decode_request(request), view, image)
+    answer = wire(access_views.metadata_view(request, metadata.encode_response(query, image, "c", 1), view, denied))
+    assert [(t.name, str(t.topic_id), t.error_code, len(t.partitions)) for t in answer.topics] == [
+        ("orders", TOPIC_ID, 0, 3), (None, OTHER_ID, 29, 0)]
+    assert [d.resource for d in view.denials] == ["logs"]
