@@ -49,11 +49,11 @@ def test_client_log_routes_the_clients_logger_to_a_file_and_restores_it(tmp_path
     import logging
 
     from insync.chaos.history import CLIENT_LOGGER, client_conf
-    from insync.cli.demo_cmd import _client_log
+    from insync.cli.logs import client_log
 
     logger = logging.getLogger(CLIENT_LOGGER)
     assert client_conf({"bootstrap.servers": "x"})["logger"] is logger
-    with _client_log(tmp_path / "clients.log"):
+    with client_log(tmp_path / "clients.log"):
         assert not logger.propagate
         logger.warning("Connect to ipv4#127.0.0.1:1 failed")
     assert logger.propagate and not logger.handlers

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
-import logging
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from insync.cli.logs import client_log
 
 
 def register(subparsers: Any) -> None:
@@ -36,8 +35,8 @@ def _demo(args: argparse.Namespace) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     console = Console(width=max(Console().width, 110))  # the per-act table needs more than 80 columns
     timing = run.FAST if args.fast else run.NORMAL
-    client_log = directory / "clients.log"
-    with _client_log(client_log), Live(console=console, refresh_per_second=4, transient=False) as live:
+    client_log_path = directory / "clients.log"
+    with client_log(client_log_path), Live(console=console, refresh_per_second=4, transient=False) as live:
         demo = run.Demo(directory, timing, show=live.update,
                         say=lambda text: live.console.print(f"\n{text}", markup=False, highlight=False),
                         security="sasl_ssl" if args.secure else "plaintext")
@@ -56,33 +55,11 @@ def _demo(args: argparse.Namespace) -> int:
         console.print(f"{segment['name']}: acknowledged {v['acked']}, lost {v['lost']}, duplicated "
                       f"{v['duplicated']}, reordered {v['reordered']}")
     console.print("event logs:\n  " + "\n  ".join(result["event_logs"]))
-    console.print(f"client logs (connection errors while brokers are down are expected): {client_log}")
+    console.print(f"client logs (connection errors while brokers are down are expected): {client_log_path}")
     if not (args.fast or args.no_analysis):
         result["reports"] = _analyse(directory, console)
     console.print(f"summary: {run.save(directory, result)}")
     return 0 if ok else 1
-
-
-@contextlib.contextmanager
-def _client_log(path: Path) -> Iterator[None]:
-    """The demo's Kafka clients log to `path`: the acts pause and kill brokers, and the clients' resulting
-    connection errors on the terminal would bury the story the acts tell."""
-    from insync.chaos.history import CLIENT_LOGGER
-
-    logger = logging.getLogger(CLIENT_LOGGER)
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    level, propagate = logger.level, logger.propagate
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
-        handler.close()
 
 
 def _analyse(directory: Path, console: Any) -> list[str]:

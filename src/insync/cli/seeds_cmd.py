@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.chaos import netns, seeds, seeds_run
+from insync.cli.logs import client_log, quiet_logs
 
 
 def register(commands: Any) -> None:
@@ -34,15 +35,12 @@ def register(commands: Any) -> None:
 
 
 def _seeds(args: argparse.Namespace) -> int:
-    from insync.cli.demo_cmd import _client_log
-    from insync.cli.sim_cmd import _quiet_logs
-
-    _quiet_logs(logging.CRITICAL)  # the simulated brokers' log lines: the table says it all
+    quiet_logs(logging.CRITICAL)  # the simulated brokers' log lines: the table says it all
     chosen = [seeds.seed_named(name) for name in args.names] or list(seeds.SEEDS)
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="insync-seeds-"))
     root.mkdir(parents=True, exist_ok=True)
     rows, ok = [], True
-    with _client_log(root / "clients.log"):
+    with client_log(root / "clients.log"):
         for seed in chosen:
             print(f"{seed.name}: {seed.description}", file=sys.stderr)
             runs = [seeds_run.run_sim(seed)]

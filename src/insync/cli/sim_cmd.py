@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 
+from insync.cli.logs import quiet_logs
 from insync.config import ConfigError, parse_overrides
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario, scenario_names
@@ -53,7 +54,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    _quiet_logs(logging.INFO if args.verbose else logging.CRITICAL)
+    quiet_logs(logging.INFO if args.verbose else logging.CRITICAL)
     if args.verbose:
         logging.basicConfig(format="%(message)s", stream=sys.stderr)
     overrides = parse_overrides(args.overrides)
@@ -70,15 +71,8 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _quiet_logs(level: int) -> None:
-    """Brokers log what Kafka logs (under Kafka's logger names, and insync's); a simulation's result says it
-    all, so only --verbose shows them."""
-    for name in ("insync", "kafka"):
-        logging.getLogger(name).setLevel(level)
-
-
 def _sweep(args: argparse.Namespace) -> int:
-    _quiet_logs(logging.CRITICAL)
+    quiet_logs(logging.CRITICAL)
     overrides = parse_overrides(args.overrides)
     load_scenario(args.scenario, overrides)  # fail fast on a bad name or override, before forking
     seeds = range(args.first_seed, args.first_seed + args.seeds)
