@@ -26,6 +26,7 @@ from typing import Any
 from insync import command_config
 
 DELIVERY_TIMEOUT_S = 60.0
+PRODUCERS_MAX = 10  # producers a workload starts in turn after fatal errors
 READ_IDLE_S = 10.0
 CLIENT_LOGGER = "insync.clients"
 
@@ -93,11 +94,8 @@ class ProduceWorkload:
         return self.history
 
     def _run(self) -> None:
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaException, Producer
 
-        producer = Producer(client_conf({"bootstrap.servers": self.bootstrap, "acks": "all",
-                                         "enable.idempotence": True, "linger.ms": 5,
-                                         "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000)}))
         lock = threading.Lock()
 
         def delivered(err: Any, msg: Any) -> None:
@@ -109,6 +107,22 @@ class ProduceWorkload:
                     self.history.acked.append((msg.partition(), msg.offset(), sequence))
 
         start = time.monotonic()
+        # A fatal error (an idempotent producer whose state the brokers lost, e.g. UNKNOWN_PRODUCER_ID after every
+        # replica lost power) ends a producer for good: as an application would, record it and start a new one.
+        for _ in range(PRODUCERS_MAX):
+            producer = Producer(client_conf({"bootstrap.servers": self.bootstrap, "acks": "all",
+                                             "enable.idempotence": True, "linger.ms": 5,
+                                             "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000)}))
+            try:
+                self._send_until_stopped(producer, start, delivered)
+                return
+            except KafkaException as exc:
+                with lock:
+                    self.history.failed[f"fatal {exc.args[0].name()}"] += 1
+            finally:
+                producer.flush(DELIVERY_TIMEOUT_S)
+
+    def _send_until_stopped(self, producer: Any, start: float, delivered: Any) -> None:
         while not self._stop.is_set():
             due = int((time.monotonic() - start) * self.rate)
             while self.history.sent < due and not self._stop.is_set():
@@ -120,7 +134,6 @@ class ProduceWorkload:
                     break
                 self.history.sent += 1
             producer.poll(0.01)
-        producer.flush(DELIVERY_TIMEOUT_S)
 
 
 def read_back(bootstrap: str, topic: str, run_id: str) -> dict[int, list[int]]:
