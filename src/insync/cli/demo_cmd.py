@@ -7,6 +7,7 @@ import importlib.util
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--fast", action="store_true", help="short timeouts (about 66 s on 2 cores), no analysis")
     parser.add_argument("--dir", default=None, help="where clusters, logs and the report go (default: a temp dir)")
     parser.add_argument("--no-analysis", action="store_true", help="skip the Spark analysis report")
+    parser.add_argument("--no-monitor", action="store_true",
+                        help="do not run insync monitor (Spark Structured Streaming) beside the clusters; --fast "
+                             "and --secure never run it")
     parser.add_argument("--secure", action="store_true",
                         help="every cluster SASL_SSL (cluster up --security sasl_ssl) with ACLs on: clients, tools "
                              "and brokers authenticate and encrypt, the demo runs as the super user admin")
@@ -39,8 +43,13 @@ def _demo(args: argparse.Namespace) -> int:
     with client_log(client_log_path), Live(console=console, refresh_per_second=4, transient=False) as live:
         demo = run.Demo(directory, timing, show=live.update,
                         say=lambda text: live.console.print(f"\n{text}", markup=False, highlight=False),
-                        security="sasl_ssl" if args.secure else "plaintext")
+                        security="sasl_ssl" if args.secure else "plaintext",
+                        monitor=_monitor(args, console))
         result = demo.run()
+    if "monitor_alerts" in result:
+        kinds = Counter(f"{a['kind']} {a['topic']}-{a['partition']}" for a in result["monitor_alerts"])
+        console.print("insync monitor alerts (also in each cluster's alerts.jsonl and __insync_alerts): "
+                      + (", ".join(f"{k} x{n}" for k, n in sorted(kinds.items())) or "none"))
     table = Table(title="insync demo: per act")
     for column in ("act", "shrinks", "expands", "URP s", "offline s", "acked", "errors"):
         table.add_column(column, no_wrap=True)
@@ -60,6 +69,18 @@ def _demo(args: argparse.Namespace) -> int:
         result["reports"] = _analyse(directory, console)
     console.print(f"summary: {run.save(directory, result)}")
     return 0 if ok else 1
+
+
+def _monitor(args: argparse.Namespace, console: Any) -> Any:
+    """The live monitor beside the clusters, unless turned off, --fast, --secure or without pyspark."""
+    if args.no_monitor or args.fast or args.secure:
+        return None
+    if importlib.util.find_spec("pyspark") is None:
+        console.print("Spark is not installed (pip install 'insync[spark]'): no live monitor")
+        return None
+    from insync.demo.monitor import DemoMonitor
+
+    return DemoMonitor()
 
 
 def _analyse(directory: Path, console: Any) -> list[str]:

@@ -57,6 +57,7 @@ def _monitor(args: argparse.Namespace) -> int:
         return not stop.is_set() and time.monotonic() < deadline
 
     spark = build_session(args.master, app_name="insync-monitor", shuffle_partitions=1)
+    spark.sparkContext.setLogLevel("FATAL")  # a failed query is told (and restarted) by the monitor itself
     try:
         wait_for_events_topic(settings.bootstrap, 30.0)
         if args.quiet:

@@ -24,15 +24,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.console import Group
+
 from insync import command_config
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster, history, script
 from insync.chaos.script import Step
+from insync.demo.monitor import DemoMonitor
 from insync.demo.observe import ActSummary, ClusterObserver, render, summarise
 from insync.security_config import STANDARD_AUTHORIZER
+from insync.spark.monitor.rules import Thresholds
 
 TOPIC = "demo"
 MIN_ISR = 2
+MONITOR_START_MAX_S = 120.0
+MONITOR_DRAIN_MAX_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +68,12 @@ class Timing:
     def failover_s(self) -> float:
         return self.session_ms / 1000 + 2.0
 
+    @property
+    def thresholds(self) -> Thresholds:
+        """The monitor's: an URP alerts once it outlasts the lag time."""
+        return Thresholds(urp_ms=self.lag_ms, min_isr_ms=self.lag_ms // 2, offline_ms=self.lag_ms // 2,
+                          risk_ms=self.lag_ms // 2)
+
 
 # With KIP-501 the slow reads last 0.75 of the lag: its pending reads count only while younger than the lag, so they
 # keep the followers in. Without it the reads outlast the lag (as seed 000's slow leader does): reads under the lag
@@ -83,7 +95,9 @@ class Segment:
 
 class Demo:
     def __init__(self, directory: Path, timing: Timing, show: Callable[[Any], None], say: Callable[[str], None],
-                 security: str = "plaintext") -> None:
+                 security: str = "plaintext", monitor: DemoMonitor | None = None) -> None:
+        self.monitor = monitor  # `insync monitor` beside each cluster, when given (PLAINTEXT clusters only)
+        assert monitor is None or security == "plaintext", "the monitor's source reads over PLAINTEXT only"
         self.directory = directory
         self.timing = timing
         self.security = security  # `cluster up --security`: the clients use each cluster's client.properties
@@ -93,10 +107,16 @@ class Demo:
         self.segments: list[Segment] = []
 
     def run(self) -> dict[str, Any]:
-        self._segment("kip501-off", False, [self._act_pause_follower, self._act_slow_leader])
-        self._segment("kip501-on", True, [self._act_slow_leader, self._act_failing_partition,
-                                          self._act_kill_leader])
-        return {"acts": [asdict(a) for a in self.acts], "segments": [asdict(s) for s in self.segments],
+        try:
+            self._segment("kip501-off", False, [self._act_pause_follower, self._act_slow_leader])
+            self._segment("kip501-on", True, [self._act_slow_leader, self._act_failing_partition,
+                                              self._act_kill_leader])
+        finally:
+            if self.monitor is not None:
+                self.monitor.close()
+        monitor = {} if self.monitor is None else {"monitor_alerts": self.monitor.alerts,
+                                                   "monitor_errors": self.monitor.errors}
+        return {**monitor, "acts": [asdict(a) for a in self.acts], "segments": [asdict(s) for s in self.segments],
                 "event_logs": sorted(str(p) for p in self.directory.glob("*/node-*/data/events.jsonl"))}
 
     # One cluster ------------------------------------------------------------------------------------------
@@ -116,9 +136,16 @@ class Demo:
             self.consumed = _CountingConsumer(self.spec.bootstrap, TOPIC)
             self.workload.start()
             self.consumed.start()
+            if self.monitor is not None:
+                self.say("Starting insync monitor (Spark Structured Streaming over __insync_events) ...")
+                self.monitor.start(self.spec, self.timing.thresholds)
+                self._until_monitoring()
             self._watch(self.timing.settle_s, "warming up")
             for act in acts:
                 names.append(act())
+            if self.monitor is not None:
+                self.say("insync monitor reads the last events ...")
+                self.monitor.drain(MONITOR_DRAIN_MAX_S)
             produced = self.workload.stop()
             self.consumed.stop()
             verdict = history.verdict(produced, history.read_back(self.spec.bootstrap, TOPIC, name))
@@ -128,13 +155,24 @@ class Demo:
             self.observer.close()
         finally:
             command_config.use({})
+            if self.monitor is not None:
+                self.monitor.stop()
             cluster.down(cluster.ClusterSpec.load(self.spec.directory), 10.0)
+
+    def _until_monitoring(self) -> None:
+        """Hold the acts until the monitor has run its first micro-batch (a cold Spark takes tens of seconds to
+        plan and start its Python workers), or MONITOR_START_MAX_S."""
+        assert self.monitor is not None
+        deadline = time.monotonic() + MONITOR_START_MAX_S
+        while self.monitor.view.batches == 0 and time.monotonic() < deadline:  # bounded by the deadline
+            self._watch(1.0, "waiting for insync monitor's first micro-batch")
 
     def _watch(self, seconds: float, title: str) -> None:
         deadline = time.monotonic() + seconds
         while True:
             self.observer.poll()
-            self.show(render(self.observer, title, self._counters()))
+            view = render(self.observer, title, self._counters())
+            self.show(view if self.monitor is None else Group(view, self.monitor.view.render("insync monitor")))
             if time.monotonic() >= deadline:
                 return
             time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))

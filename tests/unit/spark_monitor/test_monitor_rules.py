@@ -110,3 +110,12 @@ def test_an_episode_that_lasted_its_threshold_and_ended_within_one_backlog_is_st
     alerts, outcome = _run([(events, 0)])
     assert [(a.kind, a.due_ms, a.evidence["lasted_ms"]) for a in alerts] == [("under_replicated", 3000, 3000)]
     assert outcome.status == ""
+
+
+def test_internal_topics_alert_only_offline_under_min_isr_and_data_at_risk() -> None:
+    state = rules.new_state()
+    events = [_shrink(1000, 1, [1, 2, 3], [1]), _event(1000, "under_replicated_start"),
+              _event(1000, "under_min_isr_start")]
+    outcome = rules.step(state, "__consumer_offsets", 7, events, 1000, T)
+    outcome = rules.step(outcome.state, "__consumer_offsets", 7, [], 5000, T)
+    assert [a.kind for a in outcome.alerts] == ["under_min_isr"] and "under-replicated" in outcome.status

@@ -156,14 +156,17 @@ class MonitorError(Exception):
 
 
 def wait_for_events_topic(bootstrap: str, deadline_s: float) -> None:
-    """The events topic exists (brokers create it at start); MonitorError naming the cause otherwise."""
+    """The events topic exists with a leader for each partition (brokers create it at start); MonitorError
+    naming the cause otherwise."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:  # bounded by the deadline
         try:
-            if EVENTS_TOPIC in admin.list_topics(timeout=2).topics:
+            topic = admin.list_topics(EVENTS_TOPIC, timeout=2).topics.get(EVENTS_TOPIC)
+            if topic is not None and topic.error is None and topic.partitions and all(
+                    p.leader >= 0 for p in topic.partitions.values()):
                 return
         except Exception:  # noqa: BLE001 - the cluster is not up yet: try until the deadline
             pass

@@ -20,7 +20,7 @@ them), with the evidence that raised them:
 - `offline`: no leader for `offline_ms`.
 - `data_at_risk`: an unclean election or recovery (at once, with the offsets given up), or an ISR of the leader
   alone for `risk_ms` while not under min ISR (acks=all writes acknowledged by one copy).
-Episodes that follow a controlled shutdown of the partition's leader (leader_change reason `shutdown`) are
+Internal topics raise only `under_min_isr`, `offline` and `data_at_risk`. Episodes that follow a controlled shutdown of the partition's leader (leader_change reason `shutdown`) are
 reported as such in the status and never alerted.
 """
 
@@ -34,6 +34,12 @@ ALERTED_REMEMBERED_MAX = 64  # episodes per partition whose alert was sent (the 
 SHRINKS_REMEMBERED_MAX = 100
 SHUTDOWN_GRACE_MS = 1_000  # an episode starting this soon before the leader's controlled shutdown belongs to it
 RECHECK_MS = 1_000  # how often an open episode is looked at again when nothing about it arrives
+
+# Internal topics (`__consumer_offsets`, `__insync_*`) follow every fault of their brokers: their replication-only
+# alerts would repeat the user topics' fifty times over. They show in the status, and alert when they go offline,
+# under min ISR or put data at risk.
+INTERNAL_PREFIX = "__"
+REPLICATION_ONLY = frozenset({"under_replicated", "flapping", "leader_side"})
 
 State = dict[str, Any]
 
@@ -88,7 +94,8 @@ def step(state: State, topic: str, partition: int, events: Sequence[Mapping[str,
         alerts.extend(_apply(s, topic, partition, event, thresholds))
         now_ms = max(now_ms, int(event["ts_ms"]))
     alerts.extend(_due(s, topic, partition, now_ms, thresholds))
-    sent = [a for a in alerts if _first_time(s, a)]
+    sent = [a for a in alerts if not (topic.startswith(INTERNAL_PREFIX) and a.kind in REPLICATION_ONLY)
+            and _first_time(s, a)]
     return Outcome(s, tuple(sent), status(s, now_ms), any(s[k] for k in ("urp", "min_isr", "offline", "single")))
 
 
