@@ -53,6 +53,19 @@ def test_every_follower_removed_at_once_is_a_leader_side_episode_at_once() -> No
     assert alerts[0].cause.startswith("leader-side: broker 3's own reads were slow")
 
 
+def test_followers_removed_one_check_apart_leaving_the_leader_alone_are_leader_side_too() -> None:
+    alerts, _ = _run([([_shrink(1000, 3, [3, 1, 2], [3, 2])], 1000), ([_shrink(2500, 3, [3, 2], [3])], 2500)])
+    assert [a.kind for a in alerts] == ["leader_side"]
+    assert "every follower (1,2) removed within 10 s" in alerts[0].cause
+
+
+def test_a_follower_that_came_back_does_not_count_toward_a_leader_side_episode() -> None:
+    alerts, _ = _run([([_shrink(1000, 3, [3, 1, 2], [3, 2])], 1000),
+                      ([_event(1500, "isr_expand", isr_before=[3, 2], isr_after=[3, 2, 1], added=[1])], 1500),
+                      ([_shrink(2500, 3, [3, 2, 1], [3, 1])], 2500)])
+    assert "leader_side" not in [a.kind for a in alerts]
+
+
 def test_removed_followers_whose_fetches_were_pending_are_a_leader_side_episode() -> None:
     shrink = _shrink(1000, 1, [1, 2, 3], [1, 2])
     shrink["removed"][0]["pending_since_ms"] = 500

@@ -11,8 +11,9 @@ cluster that stops (`insync cluster down`) stops its clock with it: shutdown is 
 
 Alerts (`kind`), each once per episode (the state remembers which it sent, so a restarted monitor does not repeat
 them), with the evidence that raised them:
-- `leader_side`: the leader removed every follower of the partition at once (seed 000's symptom: its own reads
-  were slow, the followers were fetching), or removed followers whose fetches it was still serving. At once.
+- `leader_side`: the leader removed every follower of the partition within LEADER_SIDE_WINDOW_MS (seed 000's
+  symptom: its own reads were slow, the followers were fetching), or removed followers whose fetches it was
+  still serving (`fetch_pending` or `pending_since_ms` on a removed replica). At once.
 - `under_replicated`: the ISR is short of the replicas for `urp_ms`; the cause says who left and why
   (`stuck`/`slow` from the leader's own shrink, a failed partition, or a replica the controller took out).
 - `flapping`: `flap_count` ISR shrinks within `flap_window_ms`. At once.
@@ -33,7 +34,8 @@ from typing import Any
 ALERTED_REMEMBERED_MAX = 64  # episodes per partition whose alert was sent (the oldest are forgotten first)
 SHRINKS_REMEMBERED_MAX = 100
 SHUTDOWN_GRACE_MS = 1_000  # an episode starting this soon before the leader's controlled shutdown belongs to it
-RECHECK_MS = 1_000  # how often an open episode is looked at again when nothing about it arrives
+RECHECK_MS = 1_000
+LEADER_SIDE_WINDOW_MS = 10_000  # every follower removed by the leader within this is a leader-side episode  # how often an open episode is looked at again when nothing about it arrives
 
 # Internal topics (`__consumer_offsets`, `__insync_*`) follow every fault of their brokers: their replication-only
 # alerts would repeat the user topics' fifty times over. They show in the status, and alert when they go offline,
@@ -113,6 +115,7 @@ def _apply(s: State, topic: str, partition: int, e: Mapping[str, Any], t: Thresh
         return _shrink(s, topic, partition, e, t)
     if kind == "isr_expand":
         s["isr"] = list(e["isr_after"])
+        s["removals"] = [x for x in s.get("removals", []) if x[1] not in s["isr"]]
         if len(s["isr"]) > 1:
             s["single"] = None
     elif kind == "under_replicated_start":
@@ -152,11 +155,16 @@ def _shrink(s: State, topic: str, partition: int, e: Mapping[str, Any], t: Thres
     evidence = {"leader": leader, "isr_before": list(e["isr_before"]), "isr_after": list(e["isr_after"]),
                 "removed": [dict(r) for r in removed]}
     pending = [r["broker"] for r in removed if r.get("fetch_pending") or r.get("pending_since_ms") is not None]
-    every_follower = s["isr"] == [leader] and len(removed) >= 2
+    # The leader's own removals since its ISR was last complete: followers that left one check apart, the leader
+    # left alone, are the slow leader's symptom as much as followers removed at once.
+    s["removals"] = [x for x in s.get("removals", []) if x[0] > ts - LEADER_SIDE_WINDOW_MS] + \
+        [[ts, r["broker"]] for r in removed]
+    together = sorted({b for _, b in s["removals"]})
+    every_follower = s["isr"] == [leader] and len(together) >= 2
     alerts = []
     if every_follower or pending:
         why = (f"fetches from {_ids(pending)} were still being served" if pending
-               else f"every follower ({_ids(r['broker'] for r in removed)}) removed at once")
+               else f"every follower ({_ids(together)}) removed within {LEADER_SIDE_WINDOW_MS // 1000} s")
         cause = f"leader-side: broker {leader}'s own reads were slow ({why})"
         alerts.append(Alert("leader_side", topic, partition, ts, ts, cause, evidence))
     else:
