@@ -1,10 +1,15 @@
 """The event schema: what brokers, the controller and the simulator report about replication health.
 
 One event is one JSON object on one line of `events.jsonl` (DESIGN.md 7):
-`{"v": 1, "ts_ms": ..., "broker": 1, "type": "isr_shrink", "topic": "t", "partition": 0, ...fields}`.
+`{"v": 2, "ts_ms": ..., "broker": 1, "type": "isr_shrink", "topic": "t", "partition": 0, ...fields}`.
 `EVENT_FIELDS` is the single definition of which fields each type carries; `json_schema()` derives the JSON
 Schema from it (checked in as `events.schema.json`, kept equal by a test), and `Event.__post_init__` refuses an
 event that lacks a required field, so a consumer (the Spark analysis) can rely on every line it reads.
+
+Version 2 added, to each `removed` entry of `isr_shrink`, whether a fetch from that replica was being served by
+the leader when it was removed (`fetch_pending`) and since when (`fetch_pending_since_ms`, null when none),
+whatever `follower.fetch.pending.reads.insync.enable` says: the evidence that a leader, not its followers, was
+slow. Version 1 files lack only those two keys and are still read (SCHEMA_VERSIONS_READ).
 
 The cores never write files: they return `Event`s, and the server or simulator hands them to a sink.
 """
@@ -17,7 +22,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SCHEMA_VERSIONS_READ = (1, 2)
 
 
 class EventType(StrEnum):
@@ -99,6 +105,15 @@ EVENT_FIELDS: dict[EventType, dict[str, str]] = {
 BROKER_LEVEL = frozenset({EventType.BROKER_REGISTERED, EventType.BROKER_FENCED, EventType.BROKER_UNFENCED,
                           EventType.CONTROLLER_ELECTED, EventType.METADATA_PROPAGATED, EventType.DENIED})
 
+# What the entries of an array field hold, where the analysis reads them (the JSON Schema says so).
+ARRAY_ITEMS: dict[str, dict[str, Any]] = {
+    "removed": {"type": "object", "required": ["broker", "leo", "last_caught_up_ms", "last_fetch_ms", "reason"],
+                "properties": {"broker": {"type": "integer"}, "leo": {"type": "integer"},
+                               "last_caught_up_ms": {"type": "integer"}, "last_fetch_ms": {"type": "integer"},
+                               "reason": {"type": "string"}, "fetch_pending": {"type": "boolean"},
+                               "fetch_pending_since_ms": {"type": ["integer", "null"]}}},
+}
+
 _PY_TYPES: dict[str, tuple[type, ...]] = {"array": (list, tuple), "integer": (int,), "string": (str,)}
 
 
@@ -143,7 +158,7 @@ def json_schema() -> dict[str, Any]:
         if event_type not in BROKER_LEVEL:
             required += ["topic", "partition"]
         for name, json_type in fields.items():
-            props[name] = {"type": json_type}
+            props[name] = {"type": json_type, **({"items": ARRAY_ITEMS[name]} if name in ARRAY_ITEMS else {})}
             required.append(name)
         variants.append({"properties": props, "required": required})
     return {
@@ -151,7 +166,7 @@ def json_schema() -> dict[str, Any]:
         "title": "insync event",
         "type": "object",
         "properties": {
-            "v": {"const": SCHEMA_VERSION},
+            "v": {"enum": list(SCHEMA_VERSIONS_READ)},
             "ts_ms": {"type": "integer", "minimum": 0},
             "broker": {"type": "integer"},
             "type": {"enum": [str(t) for t in EventType]},

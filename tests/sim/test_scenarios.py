@@ -76,6 +76,9 @@ def test_slow_leader_reads_flag_off_stays_online_with_eligible_leader_replicas()
     # when the leader crashes, with every acknowledged write.
     result = run("slow-leader-reads", seed=0)
     assert len({r["broker"] for e in events(result, "isr_shrink") for r in e["removed"]}) == 2
+    # Each removed follower's fetch was still being read by the slow leader: the evidence the analysis needs.
+    assert all(r["fetch_pending"] and r["fetch_pending_since_ms"] <= e["ts_ms"]
+               for e in events(result, "isr_shrink") for r in e["removed"])
     assert not events(result, "partition_offline") and result.offline_ms == 0
     assert result.lost_acked == 0 and result.unclean_elections == 0
 

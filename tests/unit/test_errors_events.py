@@ -29,7 +29,7 @@ def test_event_round_trip_and_refusal() -> None:
     event = Event(5, 1, EventType.ISR_EXPAND, "t", 0, {"isr_before": [1], "isr_after": [1, 2],
                                                          "added": [{"broker": 2, "leo": 10}]})
     line = json.loads(event.to_json())
-    assert line == {"v": 1, "ts_ms": 5, "broker": 1, "type": "isr_expand", "topic": "t", "partition": 0,
+    assert line == {"v": 2, "ts_ms": 5, "broker": 1, "type": "isr_expand", "topic": "t", "partition": 0,
                     "isr_before": [1], "isr_after": [1, 2], "added": [{"broker": 2, "leo": 10}]}
     with pytest.raises(AssertionError, match="lacks added"):
         Event(5, 1, EventType.ISR_EXPAND, "t", 0, {"isr_before": [1], "isr_after": [1, 2]})

@@ -54,17 +54,22 @@ _AWAIT_METADATA = frozenset({errors.FENCED_LEADER_EPOCH, errors.INVALID_UPDATE_V
 
 @dataclass(frozen=True, slots=True)
 class Removal:
-    """One follower leaving the ISR, with what the leader knew of it (the `removed` entries of `isr_shrink`)."""
+    """One follower leaving the ISR, with what the leader knew of it (the `removed` entries of `isr_shrink`).
+    `fetch_pending_since_ms`: when the oldest fetch from it that the leader was still serving arrived (None: none
+    was), whatever KIP-501's flag says; the leader fills it in (`Leader.out_of_sync_replicas`)."""
 
     broker: BrokerId
     leo: Offset
     last_caught_up_ms: int
     last_fetch_ms: int
     reason: ShrinkReason
+    fetch_pending_since_ms: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"broker": self.broker, "leo": self.leo, "last_caught_up_ms": self.last_caught_up_ms,
-                "last_fetch_ms": self.last_fetch_ms, "reason": str(self.reason)}
+                "last_fetch_ms": self.last_fetch_ms, "reason": str(self.reason),
+                "fetch_pending": self.fetch_pending_since_ms is not None,
+                "fetch_pending_since_ms": self.fetch_pending_since_ms}
 
 
 @dataclass(frozen=True, slots=True)

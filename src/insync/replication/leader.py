@@ -13,7 +13,9 @@ Follower fetches come in two halves so a slow read can be modelled (KIP-501): `b
 watermark, log start and log end offset BEFORE the read (KAFKA-7104), answers a diverging last fetched epoch at
 once, and registers a pending read; the caller reads the log, possibly slowly; `complete_fetch` updates the
 follower's state, only on a successful first read (not a re-read from the purgatory) in the same epoch and the
-same life of the follower's broker (KIP-903), REFERENCE.md 1.
+same life of the follower's broker (KIP-903), REFERENCE.md 1. Between the halves the leader keeps the fetch as in
+flight, whatever KIP-501's flag says, so that a follower removed while its fetch was still being served says so
+in its `isr_shrink` (`fetch_pending_since_ms`): the evidence that the leader, not the follower, was slow.
 
 The high watermark (REFERENCE.md 3) is min(leader LEO, LEO of every replica in the maximal ISR or caught up and
 eligible), only moves forward, and stands still while the committed ISR is below min ISR (Kafka 3.7+).
@@ -21,9 +23,10 @@ eligible), only moves forward, and stands still while the committed ISR is below
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
-from insync import errors
+from insync import errors, limits
 from insync.errors import KafkaError, KafkaException
 from insync.replication.isr import IsrCheck, IsrPolicy, IsrState
 from insync.replication.log_view import LogView, ReadResultView
@@ -57,6 +60,8 @@ class Leader:
         self._replica_states = {state.broker_id: state for state in followers}
         assert broker_id not in self._replica_states, broker_id
         self._next_read_id = 0
+        # Per follower, the first reads begun and not completed: read id -> when the fetch arrived.
+        self._fetches_in_flight: dict[BrokerId, dict[int, int]] = {}
 
     @classmethod
     def start_epoch(cls, topic_partition: TopicPartition, broker_id: BrokerId, log: LogView,
@@ -76,6 +81,8 @@ class Leader:
         nothing. Recovering only ends here (it starts with an epoch)."""
         self._replica_states = {broker: self._replica_states.get(broker, ReplicaState(broker))
                                 for broker in replicas if broker != self.broker_id}
+        self._fetches_in_flight = {broker: reads for broker, reads in self._fetches_in_flight.items()
+                                   if broker in self._replica_states}
         self.recovering = recovering and self.recovering
 
     def replica_state(self, broker_id: BrokerId) -> ReplicaState | None:
@@ -120,6 +127,10 @@ class Leader:
             return self._error_data(errors.OFFSET_OUT_OF_RANGE, high_watermark)
         read_id, self._next_read_id = self._next_read_id, self._next_read_id + 1
         registered = False
+        if not from_purgatory:
+            in_flight = self._fetches_in_flight.setdefault(replica_id, {})
+            if len(in_flight) < limits.PENDING_READS_PER_REPLICA_MAX:  # beyond it, the oldest still says since when
+                in_flight[read_id] = now_ms
         if register_pending_read and not from_purgatory:
             state, registered = self._replica_states[replica_id].begin_pending_read(read_id, fetch_offset, now_ms)
             self._replica_states[replica_id] = state
@@ -137,6 +148,7 @@ class Leader:
             state = None  # the broker restarted during the read: this life's state is not the read's to update
         if read.leader_epoch != self.leader_epoch:
             return FetchPartitionData(self.topic_partition, errors.FENCED_LEADER_EPOCH), None  # a new epoch began
+        self._fetches_in_flight.get(read.replica_id, {}).pop(read.read_id, None)
         if state is None:  # the replica was reassigned away
             return FetchPartitionData(self.topic_partition, errors.NOT_LEADER_OR_FOLLOWER), None
         if read.was_pending_read:
@@ -173,7 +185,13 @@ class Leader:
         """The ISR members other than this leader that `policy` removes (a member never heard from is stuck)."""
         followers = [self._replica_states.get(broker, ReplicaState(broker))
                      for broker in isr if broker != self.broker_id]
-        return policy.out_of_sync_replicas(now_ms, Offset(self.log.log_end_offset), followers)
+        check = policy.out_of_sync_replicas(now_ms, Offset(self.log.log_end_offset), followers)
+        if not check.removals:
+            return check
+        return dataclasses.replace(check, removals=tuple(
+            dataclasses.replace(r, fetch_pending_since_ms=min(self._fetches_in_flight.get(r.broker, {}).values(),
+                                                              default=None))
+            for r in check.removals))
 
     def advanced_high_watermark(self, now_ms: int, isr_state: IsrState, min_isr: int, high_watermark: Offset,
                                 lag_time_max_ms: int, is_eligible: Callable[[BrokerId], bool]) -> Offset | None:

@@ -173,7 +173,7 @@ def test_maybe_shrink_isr() -> None:
     assert urp.type == EventType.UNDER_REPLICATED_START
     assert shrink.type == EventType.ISR_SHRINK and shrink.fields["isr_after"] == [1, 2]
     assert shrink.fields["removed"] == [{"broker": 3, "leo": -1, "last_caught_up_ms": T0, "last_fetch_ms": 0,
-                                         "reason": "stuck"}]
+                                         "reason": "stuck", "fetch_pending": False, "fetch_pending_since_ms": None}]
     assert (shrink.fields["leader_epoch"], shrink.fields["leo"]) == (1, 5)
 
 
@@ -432,6 +432,26 @@ def test_slow_leader_reads_drop_followers_without_kip_501() -> None:
     assert raised.value.error == errors.NOT_ENOUGH_REPLICAS
 
 
+def test_a_shrink_says_which_removed_followers_had_a_fetch_pending_at_the_leader_whatever_the_flag() -> None:
+    """The evidence of a slow leader (issue 21): its followers' fetches were still being served when they left."""
+    partition, events, reads = _slow_read_setup(pending_reads=False)
+    partition.complete_follower_fetch(reads[1], partition.log.read(10, 1 << 20), T0 + 400)  # follower 3's is done
+    fetch(partition, 3, 15, T0 + 401)  # and it caught up
+    item = partition.maybe_shrink_isr(T0 + 101 + LAG_MS)
+    assert item is not None and item.new_isr == (1, 3)
+    commit(partition, item, T0 + 102 + LAG_MS)
+    [shrink] = events_of(events, EventType.ISR_SHRINK)
+    [removed] = shrink.fields["removed"]
+    assert (removed["broker"], removed["fetch_pending"], removed["fetch_pending_since_ms"]) == (2, True, T0 + 300)
+    # Completed, the read is no longer pending: a later removal of follower 2 says no fetch was.
+    partition.complete_follower_fetch(reads[0], partition.log.read(10, 1 << 20), T0 + 200 + LAG_MS)
+    partition.append_records_as_leader(batch(1), -1, T0 + 300 + LAG_MS)
+    assert partition.maybe_shrink_isr(T0 + 10 * LAG_MS) is not None  # 3, caught up at T0 + 401 only
+    [removal] = partition.isr_state.removals  # type: ignore[union-attr]
+    assert (removal.broker, removal.fetch_pending_since_ms) == (3, None)
+    assert removal.to_dict()["fetch_pending"] is False
+
+
 def test_slow_leader_reads_keep_followers_in_sync_with_kip_501() -> None:
     partition, events, reads = _slow_read_setup(pending_reads=True)
     for probe_ms in (T0 + 101 + LAG_MS, T0 + 300 + LAG_MS):
@@ -456,7 +476,7 @@ def test_a_follower_cut_off_during_a_120_s_read_leaves_the_isr_with_kip_501() ->
     assert item is not None and item.new_isr == (1, 3)
     assert not events_of(events, EventType.ISR_KEPT_PENDING_READ)
     [removal] = partition.isr_state.removals  # type: ignore[union-attr]
-    assert (removal.broker, removal.last_fetch_ms) == (2, T0 + 300)
+    assert (removal.broker, removal.last_fetch_ms, removal.fetch_pending_since_ms) == (2, T0 + 300, T0 + 300)
     assert commit(partition, item, T0 + 302 + LAG_MS) == AlterOutcome.COMMITTED
     # The read completes long after: it neither counts as a catch-up nor brings the follower back.
     late = partition.complete_follower_fetch(reads[0], partition.log.read(10, 1 << 20), T0 + 120_300)
