@@ -64,7 +64,7 @@ BROKER2_EVENTS = [
     expand(T0 + 230_000, 2, "orders", 2, [2], [1, 3]),
     plain(T0 + 230_000, 2, EventType.UNDER_MIN_ISR_END, "orders", 2),
     expand(T0 + 231_000, 2, "orders", 3, [2], [3, 4]),
-    '{"v":2,"ts_ms":1700000300000,"broker":2,"type":"controller_elected","controller_epoch":3}',
+    '{"v":3,"ts_ms":1700000300000,"broker":2,"type":"controller_elected","controller_epoch":3}',
     "",
 ]
 BROKER4_EVENTS = [

@@ -36,7 +36,8 @@ def test_summary_json_has_exactly_the_headline_counts(out: Path) -> None:
         "events": 41, "malformed_lines": 6, "ignored_lines": 2, "isr_shrinks": 11, "isr_expands": 11, "flapping_episodes": 11,
         "urp_intervals": 10, "under_min_isr_intervals": 2, "offline_intervals": 1, "open_at_end_of_log_intervals": 2,
         "shutdown_intervals": 0,
-        "episodes_by_cause": {"follower": 2, "leader": 1, "burst": 2, "stuck": 0, "slow": 1, "unknown": 1},
+        "episodes_by_cause": {"follower": 2, "leader": 1, "failed": 0, "burst": 2, "stuck": 0, "slow": 1,
+                              "unknown": 1},
         "partitions": 16, "denied_requests": 1,
     }
     assert list(summary) == list(job.SUMMARY_KEYS)
@@ -83,7 +84,8 @@ def test_episodes_get_their_causes(spark: SparkSession, out: Path) -> None:
         (5, T0 + 400_000, T0 + 401_500), (6, T0 + 600_000, T0 + 700_000), (7, T1, T1 + 40_000)]
     evidence = dict(rows(spark, out, "episodes", ["episode", "evidence"]))
     assert evidence[3] == "broker 3 removed from 3 partitions (leaders 1,2) within 2.0 s"
-    assert evidence[4] == "every follower (1,3,4) of 2 partitions led by broker 2 removed within 1.0 s"
+    assert evidence[4] == ("every follower (1,3,4) of 2 partitions led by broker 2 removed within 1.0 s, none of them "
+                           "removed by another leader")
 
 
 def test_flapping_episodes_are_removals_back_within_the_window(spark: SparkSession, out: Path) -> None:
@@ -111,7 +113,7 @@ def test_isr_changes_collapse_commit_lines_and_keep_reasons(spark: SparkSession,
     removed = spark.read.parquet(str(out / "isr_changes")).where("topic = 'logs' and change = 'shrink'") \
         .orderBy("partition").select("removed").collect()
     assert [[tuple(r) for r in row[0]] for row in removed] == [
-        [(2, 950, 1_709_294_370_000, None, None)], [(2, None, None, None, None)]]
+        [(2, 950, 1_709_294_370_000, None, None, None, None)], [(2, None, None, None, None, None, None)]]
     stuck = spark.read.parquet(str(out / "isr_changes")).where("topic = 'orders' and partition = 0 and "
                                                                "change = 'shrink'").select("removed").first()
     assert stuck is not None and [r["reason"] for r in stuck[0]] == ["stuck"]
@@ -134,7 +136,7 @@ def test_malformed_lines_are_counted_with_examples(spark: SparkSession, out: Pat
     assert [(source, Path(file).parent.name, line, reason) for source, file, line, reason in malformed] == [
         ("insync", "broker-1", 4, "not a JSON object of the event schema"),
         ("insync", "broker-1", 6, "isr_shrink lacks one of isr_before, isr_after, removed, leader_epoch, hw, leo"),
-        ("insync", "broker-2", 9, "schema version is not 1"),
+        ("insync", "broker-2", 9, "schema version is not one of 1, 2"),
         ("kafka", "kafka2", 12, "unrecognised isr_expand line"),
         ("kafka", "kafka3", 13, "unrecognised isr_shrink line"),
         ("kafka", "kafka3", 14, "unparseable log4j prefix"),

@@ -66,9 +66,9 @@ def test_kafka_2x_lines(parsed: DataFrame) -> None:
 def test_shrink_lines_keep_each_out_of_sync_replica(parsed: DataFrame) -> None:
     shrinks = logparse.events_of(parsed).where("type = 'isr_shrink'").orderBy("ts_ms").select("removed").collect()
     assert [[tuple(r) for r in row[0]] for row in shrinks] == [
-        [(1, 90, None, None, None), (3, 80, None, None, None)],
-        [(2, 950, 1_709_294_370_000, None, None)],
-        [(2, None, None, None, None)],
+        [(1, 90, None, None, None, None, None), (3, 80, None, None, None, None, None)],
+        [(2, 950, 1_709_294_370_000, None, None, None, None)],
+        [(2, None, None, None, None, None, None)],
     ]
 
 

@@ -22,13 +22,16 @@ storm. Every step is a DataFrame transformation; only small aggregates ever reac
   under-replicated, under-min-ISR or offline time.
 - `removals`: one row per replica removed from an ISR, with how long it stayed out (until the next ISR change
   that adds it back to that partition). A flapping episode is a removal re-added within the flap window.
-- `episodes`: removals grouped in time (a gap of more than EPISODE_GAP_S seconds starts a new episode; time is
-  bucketed by second so that the only global sort is over seconds, not rows), each given one cause, checked in
-  this order: `follower` (one broker removed, from at least FOLLOWER_PARTITIONS_MIN partitions), `burst` (every
-  removed replica back within BURST_OUT_MS_MAX and none stuck: seed 001), `leader` (one leader, every follower of
-  each affected partition removed, at least two followers: the slow leader of KIP-501), then insync's own
-  reasons (`stuck` or `slow`, the more frequent), else `unknown`. A removed replica never added back was out
-  until the end of the log that logged its removal, as an interval open at the end of the log.
+- `episodes`: removals grouped in time (a gap of more than EPISODE_GAP_S seconds starts a new time group; time is
+  bucketed by second so that the only global sort is over seconds, not rows), then split by cause and by the
+  broker at fault (`blame`): `failed` (the replica had marked the partition failed), `leader` (the removed
+  followers' fetches were pending at the leader, insync's evidence since events version 2; for logs without it,
+  every follower of one leader's partitions removed while staying in sync with other leaders: the slow leader of
+  KIP-501), `follower` (one broker removed from at least FOLLOWER_PARTITIONS_MIN partitions); what no broker is
+  blamed for is one episode per time group, `burst` (every removed replica back within BURST_OUT_MS_MAX and none
+  stuck: seed 001), then insync's own reasons (`stuck` or `slow`, the more frequent), else `unknown`. A removed
+  replica never added back was out until the end of the log that logged its removal, as an interval open at the
+  end of the log.
 """
 
 from __future__ import annotations
@@ -37,14 +40,16 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.window import WindowSpec
 
 from insync.events import LeaderChangeReason
-from insync.spark.analysis.logparse import ISR_UPDATE
+from insync.spark.analysis.logparse import ISR_CHANGE_REFUSED, ISR_UPDATE, removed_entry
 
 EPISODE_GAP_S = 10
 BURST_OUT_MS_MAX = 5_000
 FOLLOWER_PARTITIONS_MIN = 2
-CAUSES = ("follower", "leader", "burst", "stuck", "slow", "unknown")
+CAUSES = ("follower", "leader", "failed", "burst", "stuck", "slow", "unknown")
+TOPIC_PARTITIONS_NAMED = 10  # an episode's table row names at most this many partitions
 
 _ORDER = ("ts_ms", "file", "line")  # a total order of events: time, then position in the logs
 
@@ -68,10 +73,19 @@ def _ids_text(ids: Column) -> Column:
 
 def isr_steps(events: DataFrame) -> DataFrame:
     """Every event that states a partition's ISR, with the ISR of the step before (`previous_isr`) and the ISR
-    before it (as the event states it, else the previous step's)."""
+    before it (as the event states it, else the previous step's). A shrink or expand that its broker's next line
+    about the partition refuses (`isr_change_refused`: before 2.7, the leader's ZooKeeper write lost) did not
+    happen and is no step: without this, each refused shrink and the next line's ISR would read as a phantom
+    shrink and expand (KAFKA-2729's loop logs one every check)."""
     assert set(_ORDER) <= set(events.columns), events.columns
-    steps = events.where(F.col("type").isin("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change")
-                         & F.col("isr_after").isNotNull())
+    kinds = ("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change")
+    candidates = events.where((F.col("type").isin(*kinds) & F.col("isr_after").isNotNull())
+                              | (F.col("type") == ISR_CHANGE_REFUSED))
+    by_broker = Window.partitionBy("topic", "partition", "broker").orderBy(*_ORDER)
+    refused = F.coalesce(F.lead("type").over(by_broker) == ISR_CHANGE_REFUSED, F.lit(False))
+    steps = (candidates.withColumn("_refused", refused)
+             .where(F.col("type").isin(*kinds) & ~(F.col("_refused") & F.col("type").isin("isr_shrink", "isr_expand")))
+             .drop("_refused"))
     by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER)
     return (steps.withColumn("previous_isr", F.lag("isr_after").over(by_partition))
             .withColumn("isr_before", F.coalesce("isr_before", "previous_isr")))
@@ -82,18 +96,15 @@ def isr_changes(steps: DataFrame) -> DataFrame:
     removed_ids = F.array_except("isr_before", "isr_after")
     added_ids = F.array_except("isr_after", "isr_before")
 
-    def removed_entry(broker: Column) -> Column:
+    def logged_or_bare(broker: Column) -> Column:
         logged = F.get(F.filter(F.coalesce("removed", F.array()), lambda r: r["broker"] == broker), 0)
-        bare = F.struct(broker.alias("broker"), F.lit(None).cast("long").alias("leo"),
-                        F.lit(None).cast("long").alias("last_caught_up_ms"),
-                        F.lit(None).cast("long").alias("last_fetch_ms"), F.lit(None).cast("string").alias("reason"))
-        return F.coalesce(logged, bare)
+        return F.coalesce(logged, removed_entry(broker))
 
     # A step that restates the ISR the partition already had is no change: Kafka 2.x's commit line after its
     # shrink line, or the same change read from both a broker's events.jsonl and its server.log.
     restated = F.coalesce(F.col("previous_isr") == F.col("isr_after"), F.lit(False))
     changes = (steps.where((F.col("type") != "leader_change") & F.col("isr_before").isNotNull() & ~restated)
-               .withColumn("removed", F.transform(removed_ids, removed_entry))
+               .withColumn("removed", F.transform(removed_ids, logged_or_bare))
                .withColumn("added", added_ids)
                .where((F.size("removed") > 0) | (F.size("added") > 0)))
     change = (F.when((F.size("removed") > 0) & (F.size("added") > 0), F.lit("shrink+expand"))
@@ -192,21 +203,33 @@ def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
 # Removals, flapping, episodes
 
 
-def removals(changes: DataFrame) -> DataFrame:
-    """One row per replica removed from an ISR, with `back_ms` until it was added back (null if never)."""
+def removals(changes: DataFrame, events: DataFrame) -> DataFrame:
+    """One row per replica removed from an ISR, with `back_ms` until it was added back (null if never), whether a
+    fetch from it was pending at the leader (`fetch_pending`: null when the log does not say), and whether it had
+    reported the partition failed since it last moved in or out of that ISR (`failed`)."""
     assert {"removed", "added", "isr_after", "leader"} <= set(changes.columns), changes.columns
     outs = changes.select("ts_ms", "topic", "partition", "leader", "isr_after", F.explode("removed").alias("r"),
                           "file", "line").select(
         "ts_ms", "topic", "partition", "leader", "isr_after", F.col("r.broker").alias("replica"),
-        F.col("r.reason").alias("reason"), F.lit("out").alias("move"), "file", "line")
+        F.col("r.reason").alias("reason"), F.col("r.fetch_pending").alias("fetch_pending"),
+        F.lit("out").alias("move"), "file", "line")
     ins = changes.select("ts_ms", "topic", "partition", "leader", "isr_after", F.explode("added").alias("replica"),
-                         F.lit(None).cast("string").alias("reason"), F.lit("in").alias("move"), "file", "line")
+                         F.lit(None).cast("string").alias("reason"), F.lit(None).cast("boolean").alias("fetch_pending"),
+                         F.lit("in").alias("move"), "file", "line")
     by_replica = Window.partitionBy("topic", "partition", "replica").orderBy(*_ORDER)
     moves = outs.unionByName(ins).withColumn("next_move", F.lead("move").over(by_replica)) \
-        .withColumn("next_ms", F.lead("ts_ms").over(by_replica))
+        .withColumn("next_ms", F.lead("ts_ms").over(by_replica)) \
+        .withColumn("previous_ms", F.lag("ts_ms").over(by_replica))
+    # Failure reports are few: one small list per (partition, replica), broadcast.
+    failures = events.where(F.col("type") == "partition_failed").groupBy(
+        "topic", "partition", F.col("broker").alias("replica")).agg(F.collect_list("ts_ms").alias("failed_at"))
+    since = F.coalesce("previous_ms", F.lit(-1))
+    failed = F.exists(F.coalesce("failed_at", F.array().cast("array<long>")),
+                      lambda t: (t <= F.col("ts_ms")) & (t > since))
     all_followers_out = (F.size("isr_after") == 1) & F.array_contains("isr_after", F.col("leader"))
-    return moves.where(F.col("move") == "out").select(
-        "ts_ms", "topic", "partition", "leader", "replica", "reason",
+    return moves.where(F.col("move") == "out").join(
+        F.broadcast(failures), ["topic", "partition", "replica"], "left").select(
+        "ts_ms", "topic", "partition", "leader", "replica", "reason", "fetch_pending", failed.alias("failed"),
         F.coalesce(all_followers_out, F.lit(False)).alias("all_followers_out"),
         F.when(F.col("next_move") == "in", F.col("next_ms") - F.col("ts_ms")).alias("back_ms"), "file", "line")
 
@@ -231,12 +254,56 @@ def assign_episodes(outs: DataFrame) -> DataFrame:
         F.broadcast(seconds.select("second", "episode")), "second").drop("second")
 
 
+def blame(outs: DataFrame) -> DataFrame:
+    """Each removal of a time group (`episode`, from `assign_episodes`) with the cause (`blame`) and the broker at
+    fault (`at_fault`) that the removal or its group's pattern shows, checked in this order (null when none):
+    - `failed`: the removed replica had reported the partition failed since it last moved (its own disk);
+    - `leader`: a fetch from the replica was pending at the leader when it was removed (insync's evidence), or,
+      where the log does not say (Kafka, events before version 2), every follower of each partition the leader
+      had removals on was removed in the group, at least two followers, none of them was removed by another
+      leader in the group (they stayed in sync elsewhere: the leader, not they, was slow), and not all came
+      back within BURST_OUT_MS_MAX unstuck (that is a burst);
+    - `follower`: one replica removed from at least FOLLOWER_PARTITIONS_MIN partitions (the rest of its removals),
+      and the removals that broker made itself as a leader in the group (a paused broker, resumed, drops the
+      followers that could not fetch from it meanwhile).
+    """
+    assert {"episode", "fetch_pending", "failed", "all_followers_out"} <= set(outs.columns), outs.columns
+    by_leader = Window.partitionBy("episode", "leader")
+    by_replica = Window.partitionBy("episode", "replica")
+    by_partition = Window.partitionBy("episode", "topic", "partition")
+
+    def every(condition: Column, window: WindowSpec) -> Column:
+        return F.min(F.coalesce(condition, F.lit(False)).cast("int")).over(window) == 1
+
+    marked = (outs.withColumn("_emptied", F.max(F.col("all_followers_out").cast("int")).over(by_partition) == 1)
+              .withColumn("_one_leader", F.size(F.collect_set("leader").over(by_replica)) == 1))
+    # A burst (every follower back within seconds, none stuck: the count rule's large batch) empties ISRs too.
+    burst_like = (F.col("back_ms") <= BURST_OUT_MS_MAX) & ~F.coalesce(F.col("reason") == "stuck", F.lit(False))
+    pattern = (every(F.col("fetch_pending").isNull(), by_leader) & every(F.col("_emptied"), by_leader)
+               & every(F.col("_one_leader"), by_leader) & (F.size(F.collect_set("replica").over(by_leader)) >= 2)
+               & ~every(burst_like, by_leader))
+    first = (F.when(F.col("failed"), F.lit("failed"))
+             .when(F.coalesce("fetch_pending", F.lit(False)) | pattern, F.lit("leader")))
+    marked = marked.withColumn("blame", first).withColumn(
+        "at_fault", F.when(F.col("blame") == "failed", F.col("replica")).when(F.col("blame") == "leader", F.col("leader")))
+    rest = F.when(F.col("blame").isNull(), F.struct("topic", "partition"))
+    follower = F.col("blame").isNull() & (F.size(F.collect_set(rest).over(by_replica)) >= FOLLOWER_PARTITIONS_MIN)
+    marked = (marked.withColumn("at_fault", F.when(follower, F.col("replica")).otherwise(F.col("at_fault")))
+              .withColumn("blame", F.when(follower, F.lit("follower")).otherwise(F.col("blame"))))
+    # A stuck broker that leads partitions too removes their followers once it runs again (they could not reach
+    # it): the same broker at fault.
+    stuck_brokers = F.collect_set(F.when(F.col("blame") == "follower", F.col("at_fault"))).over(
+        Window.partitionBy("episode"))
+    own = F.col("blame").isNull() & F.array_contains(stuck_brokers, F.col("leader"))
+    return (marked.withColumn("at_fault", F.when(own, F.col("leader")).otherwise(F.col("at_fault")))
+            .withColumn("blame", F.when(own, F.lit("follower")).otherwise(F.col("blame")))
+            .drop("_emptied", "_one_leader"))
+
+
 def _cause() -> Column:
-    removed, leaders = F.col("removed_brokers"), F.col("leaders")
-    return (F.when((F.size(removed) == 1) & (F.col("partitions") >= FOLLOWER_PARTITIONS_MIN), F.lit("follower"))
-            .when((F.col("not_back") == 0) & (F.col("max_out_ms") <= BURST_OUT_MS_MAX) & (F.col("stuck") == 0),
-                  F.lit("burst"))
-            .when((F.size(leaders) == 1) & F.col("all_followers_out") & (F.size(removed) >= 2), F.lit("leader"))
+    """The cause of removals no broker is blamed for (`blame`), from how they went."""
+    return (F.when((F.col("not_back") == 0) & (F.col("max_out_ms") <= BURST_OUT_MS_MAX) & (F.col("stuck") == 0),
+                   F.lit("burst"))
             .when((F.col("stuck") > 0) & (F.col("stuck") >= F.col("slow")), F.lit("stuck"))
             .when(F.col("slow") > 0, F.lit("slow"))
             .otherwise(F.lit("unknown")))
@@ -245,13 +312,21 @@ def _cause() -> Column:
 def _evidence() -> Column:
     span_s = (F.col("last_removal_ms") - F.col("start_ms")) / 1000.0
     removed, leaders = _ids_text(F.col("removed_brokers")), _ids_text(F.col("leaders"))
-    return (F.when(F.col("cause") == "follower", F.format_string(
+    named = F.array_join(F.col("topic_partitions"), ", ")
+    cause = F.col("cause")
+    return (F.when(cause == "follower", F.format_string(
                 "broker %s removed from %d partitions (leaders %s) within %.1f s", removed, "partitions", leaders,
                 span_s))
-            .when(F.col("cause") == "leader", F.format_string(
-                "every follower (%s) of %d partitions led by broker %s removed within %.1f s", removed,
-                "partitions", leaders, span_s))
-            .when(F.col("cause") == "burst", F.format_string(
+            .when((cause == "leader") & (F.col("pending") > 0), F.format_string(
+                "followers %s of %d partitions led by broker %d removed within %.1f s while %d of their fetches were "
+                "pending at the leader (it was serving them)", removed, "partitions", "broker_at_fault", span_s,
+                "pending"))
+            .when(cause == "leader", F.format_string(
+                "every follower (%s) of %d partitions led by broker %d removed within %.1f s, none of them removed "
+                "by another leader", removed, "partitions", "broker_at_fault", span_s))
+            .when(cause == "failed", F.format_string(
+                "broker %d marked %s failed and left its ISR (leaders %s)", "broker_at_fault", named, leaders))
+            .when(cause == "burst", F.format_string(
                 "%d removals over %d partitions, every replica back within %.1f s, none stuck", "removals",
                 "partitions", F.col("max_out_ms") / 1000.0))
             .otherwise(F.format_string(
@@ -260,25 +335,31 @@ def _evidence() -> Column:
 
 
 def episodes(outs_with_episode: DataFrame, ends: DataFrame) -> DataFrame:
+    """Removals grouped by time group, cause and broker at fault (`blame`), numbered in time order."""
     assert set(ends.columns) == {"file", "log_end_ms"}, ends.columns
     reason = F.col("reason")
-    agg = outs_with_episode.join(F.broadcast(ends), "file", "left").groupBy("episode").agg(
+    agg = blame(outs_with_episode).join(F.broadcast(ends), "file", "left").groupBy("episode", "blame", "at_fault").agg(
         F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("last_removal_ms"),
         F.max(F.coalesce(F.col("ts_ms") + F.col("back_ms"), "log_end_ms")).alias("end_ms"),
         F.count("*").alias("removals"), F.countDistinct("topic", "partition").alias("partitions"),
+        F.slice(F.array_sort(F.collect_set(F.concat_ws("-", "topic", F.col("partition").cast("string")))), 1,
+                TOPIC_PARTITIONS_NAMED).alias("topic_partitions"),
         F.array_sort(F.collect_set("replica")).alias("removed_brokers"),
         F.array_sort(F.collect_set("leader")).alias("leaders"),
-        F.bool_and("all_followers_out").alias("all_followers_out"),
+        F.sum(F.coalesce("fetch_pending", F.lit(False)).cast("int")).alias("pending"),
         F.sum(F.col("back_ms").isNull().cast("int")).alias("not_back"), F.max("back_ms").alias("max_out_ms"),
         F.sum(F.coalesce(reason == "stuck", F.lit(False)).cast("int")).alias("stuck"),
         F.sum(F.coalesce(reason == "slow", F.lit(False)).cast("int")).alias("slow"),
         F.sum(F.coalesce(reason == "messages", F.lit(False)).cast("int")).alias("messages"))
-    agg = agg.withColumn("cause", _cause()).withColumn("evidence", _evidence())
-    return agg.select("episode", F.timestamp_millis("start_ms").alias("start"),
+    agg = (agg.withColumn("cause", F.coalesce("blame", _cause())).withColumnRenamed("at_fault", "broker_at_fault")
+           .withColumn("evidence", _evidence()))
+    in_time = Window.orderBy("start_ms", "cause", F.col("broker_at_fault").asc_nulls_last())  # a small table
+    return agg.select(F.row_number().over(in_time).alias("episode"), F.timestamp_millis("start_ms").alias("start"),
                       F.timestamp_millis("end_ms").alias("end"),
                       (F.col("end_ms") - F.col("start_ms")).alias("duration_ms"),
-                      (F.col("not_back") > 0).alias("open_ended"), "cause", "evidence", "partitions", "removals",
-                      "removed_brokers", "leaders", "max_out_ms", "not_back", "stuck", "slow", "messages")
+                      (F.col("not_back") > 0).alias("open_ended"), "cause", "broker_at_fault", "evidence",
+                      "partitions", "removals", "topic_partitions", "removed_brokers", "leaders", "max_out_ms",
+                      "not_back", "pending", "stuck", "slow", "messages")
 
 
 def per_broker(events: DataFrame, outs: DataFrame, episode_table: DataFrame, flap_window_ms: int) -> DataFrame:
@@ -294,8 +375,7 @@ def per_broker(events: DataFrame, outs: DataFrame, episode_table: DataFrame, fla
         F.count("*").alias("times_leader_of_removal"),
         F.countDistinct("topic", "partition").alias("partitions_led_with_removals"))
     blamed = episode_table.where(F.col("cause").isin("follower", "leader")).select(
-        F.when(F.col("cause") == "follower", F.col("removed_brokers")[0]).otherwise(F.col("leaders")[0])
-        .alias("broker"), "cause")
+        F.col("broker_at_fault").alias("broker"), "cause")
     by_episode = blamed.groupBy("broker").agg(
         F.sum((F.col("cause") == "follower").cast("int")).alias("follower_episodes"),
         F.sum((F.col("cause") == "leader").cast("int")).alias("leader_episodes"))
@@ -307,3 +387,44 @@ def per_broker(events: DataFrame, outs: DataFrame, episode_table: DataFrame, fla
         table = table.join(part, "broker", "full_outer")
     counts = [c for c in table.columns if c != "broker"]
     return table.fillna(0, subset=counts).select("broker", *counts)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data at risk
+
+
+def data_at_risk(events: DataFrame, steps: DataFrame, spans: DataFrame, ends: DataFrame) -> DataFrame:
+    """Per partition with something at risk or refused (outages only, as `outage`):
+    - `single_replica_isr_ms`: time its ISR was one replica in a partition never seen under min ISR (no interval, no
+      rejection, no `min.isr` in a Kafka line: its min ISR is 1), so acks=all writes were acknowledged by that
+      replica alone and its loss loses them. Where a partition was ever under min ISR, its min ISR is above 1 and
+      a single replica refuses acks=all writes instead (as a partition, not an instant: the leader reports under
+      min ISR a few milliseconds after the controller's event that shrank the ISR);
+    - `under_min_isr_ms` and `produce_refusals` (NOT_ENOUGH_REPLICAS answers counted: insync's count, one per
+      Kafka rejection line): writes refused, not lost;
+    - `unclean_elections` and `records_given_up` (insync's unclean recovery says which offsets; null: not known).
+    """
+    assert {"kind", "start_ms", "end_ms", "open_ended", "shutdown"} <= set(spans.columns), spans.columns
+    guarded = (spans.where(F.col("kind") == "under_min_isr").select("topic", "partition")
+               .unionByName(events.where(F.col("min_isr") > 1).select("topic", "partition")).distinct())
+    at_risk = (intervals(_state(steps, "single_replica_isr", F.size("isr_after") == 1), ends).where(outage())
+               .join(guarded, ["topic", "partition"], "left_anti")
+               .groupBy("topic", "partition").agg(F.sum("duration_ms").alias("single_replica_isr_ms")))
+    refused = spans.where((F.col("kind") == "under_min_isr") & outage()).groupBy("topic", "partition").agg(
+        F.sum("duration_ms").alias("under_min_isr_ms"))
+    typ = F.col("type")
+    counted = events.where(F.col("topic").isNotNull()).groupBy("topic", "partition").agg(
+        F.sum(F.when((typ == "produce_rejected") & F.col("detail").startswith("NOT_ENOUGH_REPLICAS"),
+                     F.coalesce("records", F.lit(1)))).alias("produce_refusals"),
+        F.sum(((typ == "leader_change") & (F.col("detail") == str(LeaderChangeReason.UNCLEAN))).cast("int"))
+        .alias("unclean_elections"),
+        F.sum(F.when(typ == "unclean_recovery", F.col("records"))).alias("records_given_up"))
+    table = at_risk
+    for part in (refused, counted):
+        table = table.join(part, ["topic", "partition"], "full_outer")
+    table = table.fillna(0, subset=["single_replica_isr_ms", "under_min_isr_ms", "produce_refusals",
+                                    "unclean_elections"])
+    return table.where((F.col("single_replica_isr_ms") > 0) | (F.col("under_min_isr_ms") > 0)
+                       | (F.col("produce_refusals") > 0) | (F.col("unclean_elections") > 0)).select(
+        "topic", "partition", "single_replica_isr_ms", "under_min_isr_ms", "produce_refusals", "unclean_elections",
+        "records_given_up")

@@ -3,7 +3,7 @@
 Each table is written and read back before the next uses it, so Spark never recomputes the parsing: the text is
 read and parsed once, into events and malformed lines together, and everything after reads parquet. Outputs in
 `out_dir`: `events/`, `malformed/`, `isr_changes/`, `intervals/`, `flapping_episodes/`, `episodes/`,
-`per_broker/` (parquet; the event files also hold two always-null columns, `reason` and `text`, see
+`per_broker/`, `data_at_risk/` (parquet; the event files also hold two always-null columns, `reason` and `text`, see
 `_write_parsed`), `summary.json` (exactly SUMMARY_KEYS) and `report.html`. The summary's interval counts are
 outages only: intervals open at the end of the log or begun by a controlled shutdown are counted apart. Measured on 1M events, caching a
 window's result costs more than recomputing it, while caching the removals (read three times) pays.
@@ -74,16 +74,19 @@ def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: hea
     states = health.state_rows(events, steps, counts)
     spans = _materialise(spark, health.intervals(states, ends), out_dir, "intervals",
                          "topic", "partition", "kind", "start")
-    outs = health.assign_episodes(health.removals(changes)).persist(StorageLevel.MEMORY_AND_DISK)
+    outs = health.assign_episodes(health.removals(changes, events)).persist(StorageLevel.MEMORY_AND_DISK)
     flaps = _materialise(spark, health.flapping(outs, options.flap_window_ms), out_dir, "flapping_episodes",
                          "removed_at", "topic", "partition", "replica")
     episode_table = _materialise(spark, health.episodes(outs, ends).coalesce(1), out_dir, "episodes",
                                  "episode")
     brokers = _materialise(spark, health.per_broker(events, outs, episode_table, options.flap_window_ms)
                            .coalesce(1), out_dir, "per_broker", "broker")
+    risk = _materialise(spark, health.data_at_risk(events, steps, spans, ends).coalesce(1), out_dir, "data_at_risk",
+                        "topic", "partition")
     outs.unpersist()
     ends.unpersist()
-    return Tables(events, malformed, ignored, changes, spans, flaps, episode_table, brokers, counts, first_ms, last_ms)
+    return Tables(events, malformed, ignored, changes, spans, flaps, episode_table, brokers, risk, counts, first_ms,
+                  last_ms)
 
 
 def summarise(tables: Tables) -> dict[str, Any]:

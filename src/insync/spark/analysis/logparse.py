@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSION, EventType, LeaderChangeReason
+from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSIONS_READ, EventType, LeaderChangeReason
 from insync.limits import ANALYSIS_MALFORMED_TEXT_CHARS_MAX
 from insync.spark.analysis.inputs import Inputs
 
@@ -41,8 +41,21 @@ TS_MS_MAX = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later instants over
 REMOVED_TYPE = T.ArrayType(T.StructType([
     T.StructField("broker", T.IntegerType()), T.StructField("leo", T.LongType()),
     T.StructField("last_caught_up_ms", T.LongType()), T.StructField("last_fetch_ms", T.LongType()),
-    T.StructField("reason", T.StringType())]))
+    T.StructField("reason", T.StringType()), T.StructField("fetch_pending", T.BooleanType()),
+    T.StructField("fetch_pending_since_ms", T.LongType())]))
 INT_LIST = T.ArrayType(T.IntegerType())
+
+
+def removed_entry(broker: Column, leo: Column | None = None, last_caught_up_ms: Column | None = None) -> Column:
+    """A REMOVED_TYPE entry with what a log without insync's details gives: the broker, perhaps its end offset and
+    last caught-up time (Kafka 2.2+'s shrink line), nothing else."""
+    def null(sql_type: str) -> Column:
+        return F.lit(None).cast(sql_type)
+
+    return F.struct(broker.alias("broker"), (null("long") if leo is None else leo).alias("leo"),
+                    (null("long") if last_caught_up_ms is None else last_caught_up_ms).alias("last_caught_up_ms"),
+                    null("long").alias("last_fetch_ms"), null("string").alias("reason"),
+                    null("boolean").alias("fetch_pending"), null("long").alias("fetch_pending_since_ms"))
 
 # The normalised event table, in column order.
 EVENT_SCHEMA = T.StructType([
@@ -56,7 +69,11 @@ EVENT_SCHEMA = T.StructType([
     T.StructField("removed", REMOVED_TYPE), T.StructField("added", INT_LIST),
     T.StructField("hw", T.LongType()), T.StructField("leo", T.LongType()),
     T.StructField("under_min_isr", T.BooleanType()), T.StructField("min_isr", T.IntegerType()),
-    T.StructField("detail", T.StringType())])
+    T.StructField("detail", T.StringType()), T.StructField("records", T.LongType()),
+    T.StructField("topic_id", T.StringType())])
+# `records`: how many records or requests an event is about (produce_rejected's count, one per Kafka rejection
+# line; unclean_recovery's records_lost). `topic_id`: a KRaft line's topic id; a line naming only the id takes the
+# topic name another line gives with it (`Leader t-0 with topic id Some(id) ...`), else the id as its topic.
 EVENT_COLUMNS = tuple(f.name for f in EVENT_SCHEMA.fields)
 MALFORMED_COLUMNS = ("source", "file", "line", "reason", "text")
 # What parsing yields: every line that is an event, ignored or malformed; `reason` is null for an event, IGNORED
@@ -135,7 +152,8 @@ def _insync_invalid_reason() -> Column:
     j = F.col("j")
     type_ = j["type"]
     reason = (F.when(j["_corrupt_record"].isNotNull(), F.lit("not a JSON object of the event schema"))
-              .when(j["v"].isNull() | (j["v"] != SCHEMA_VERSION), F.lit(f"schema version is not {SCHEMA_VERSION}"))
+              .when(j["v"].isNull() | ~j["v"].isin(*SCHEMA_VERSIONS_READ),
+                    F.lit(f"schema version is not one of {', '.join(map(str, SCHEMA_VERSIONS_READ))}"))
               .when(j["ts_ms"].isNull() | (j["ts_ms"] < 0) | (j["ts_ms"] > TS_MS_MAX),
                     F.lit("missing or invalid ts_ms"))
               .when(j["broker"].isNull(), F.lit("missing broker"))
@@ -178,6 +196,7 @@ def parse_insync(lines: DataFrame) -> DataFrame:
         F.array_sort(F.transform(j["added"], lambda a: a["broker"])).alias("added"),
         j["hw"].alias("hw"), j["leo"].alias("leo"), F.lit(None).cast("boolean").alias("under_min_isr"),
         F.lit(None).cast("int").alias("min_isr"), F.coalesce(j["reason"], j["error"]).alias("detail"),
+        F.coalesce(j["count"], j["records_lost"]).alias("records"), F.lit(None).cast("string").alias("topic_id"),
         "reason", _malformed_text())
 
 
@@ -198,7 +217,7 @@ APPEND_ERROR_PHRASE = "Error processing append operation"
 
 # Slots every kind's groups are rearranged into (empty when the line's wording has no such value).
 SLOTS = ("topic", "partition", "isr_before", "isr_after", "leader_epoch", "hw", "leo", "out_of_sync",
-         "commit_flag", "min_isr", "leader", "detail")
+         "commit_flag", "min_isr", "leader", "detail", "topic_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,9 +253,9 @@ KINDS: tuple[LineKind, ...] = (
              r"has been reset to the latest committed state CommittedPartitionState\(isr=Set\(([0-9, ]*)\),.*$",
              {"isr_after": 1}),
     LineKind("leader_change", lambda b: b.startswith("Leader ") & b.contains(" starts at leader epoch "),
-             r"^Leader (.+?)-(\d+)(?: with topic id \S+)? starts at leader epoch (\d+) from offset (-?\d+) with "
-             r"(?:partition epoch \d+, )?high watermark (-?\d+),? ISR \[([0-9,]*)\].*$",
-             {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4, "hw": 5, "isr_after": 6}),
+             r"^Leader (.+?)-(\d+)(?: with topic id (?:Some\()?([\w-]+)\)?)? starts at leader epoch (\d+) from offset "
+             r"(-?\d+) with (?:partition epoch \d+, )?high watermark (-?\d+),? ISR \[([0-9,]*)\].*$",
+             {"topic": 1, "partition": 2, "topic_id": 3, "leader_epoch": 4, "leo": 5, "hw": 6, "isr_after": 7}),
     LineKind("leader_change", lambda b: b.contains(" starts at Leader Epoch "),  # 2.0-2.5
              r"^(.+?)-(\d+) starts at Leader Epoch (\d+) from offset (-?\d+)\. Previous Leader Epoch was: -?\d+$",
              {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4}),
@@ -250,6 +269,12 @@ KINDS: tuple[LineKind, ...] = (
              r"^(?:\[\w+\]: )?No broker in ISR is alive for (.+)-(\d+)\. Elect leader ((\d+)) from live brokers "
              r"\[[0-9,]*\]\. There's potential data (loss)\.$",
              {"topic": 1, "partition": 2, "leader": 3, "isr_after": 4, "detail": 5}),
+    # The KRaft controller's unclean election (PartitionChangeBuilder, 3.x and 4.x, which adds the previous partition
+    # and the change record): by topic id; the new leader alone is the ISR.
+    LineKind("leader_change", lambda b: b.startswith("Setting new leader for topicId ")
+             & b.contains(" using an unclean election"),
+             r"^Setting new leader for topicId ([\w-]+), partition (\d+) to (\d+) using an unclean (election)"
+             r"(?:\. Previous partition: .*)?$", {"topic_id": 1, "partition": 2, "leader": 3, "isr_after": 3, "detail": 4}),
     LineKind(FOLLOWER_START, lambda b: b.startswith("Follower ") & b.contains(" starts at leader epoch "),
              r"^Follower (.+?)-(\d+) starts at leader epoch (\d+) from offset (-?\d+) with "
              r"(?:partition epoch \d+ and )?high watermark (-?\d+)\.(?: Current leader is (-?\d+)\.)?.*$",
@@ -318,11 +343,8 @@ def _removed_from_shrink() -> Column:
         # 0 when the line lists no out-of-sync replicas (before 2.2): no index, as element_at fails on 0
         found = F.array_position(ids, broker.cast("string")).cast("int")
         pos = F.when(found > 0, found)
-        return F.struct(broker.alias("broker"),
-                        F.try_element_at(leos, pos).try_cast("long").alias("leo"),
-                        F.try_element_at(caught_up, pos).try_cast("long").alias("last_caught_up_ms"),
-                        F.lit(None).cast("long").alias("last_fetch_ms"),
-                        F.lit(None).cast("string").alias("reason"))
+        return removed_entry(broker, F.try_element_at(leos, pos).try_cast("long"),
+                             F.try_element_at(caught_up, pos).try_cast("long"))
 
     return F.when(F.col("type") == "isr_shrink", F.transform(removed_ids, entry))
 
@@ -354,7 +376,8 @@ def _kafka_fields() -> list[Column]:
         _slot("hw").try_cast("long").alias("hw"), _slot("leo").try_cast("long").alias("leo"),
         under_min_isr.alias("under_min_isr"), _slot("min_isr").try_cast("int").alias("min_isr"),
         F.when(typ == "produce_rejected", F.lit("NOT_ENOUGH_REPLICAS"))
-        .when(_slot("detail") == "loss", F.lit(str(LeaderChangeReason.UNCLEAN))).alias("detail"),
+        .when(_slot("detail").isin("loss", "election"), F.lit(str(LeaderChangeReason.UNCLEAN))).alias("detail"),
+        F.when(typ == "produce_rejected", F.lit(1)).cast("long").alias("records"), _slot("topic_id").alias("topic_id"),
     ]
 
 
@@ -403,6 +426,16 @@ def _fill_file_broker(parsed: DataFrame) -> DataFrame:
             .withColumn("broker", F.coalesce("broker", "file_broker")).select(*PARSED_COLUMNS))
 
 
+def _named_topics(parsed: DataFrame) -> DataFrame:
+    """A line naming its partition by topic id only (KRaft's controller) takes the topic name that another line gives
+    with that id, else the id itself."""
+    names = parsed.where(F.col("topic_id").isNotNull() & F.col("topic").isNotNull()).groupBy("topic_id").agg(
+        F.min("topic").alias("named"))
+    return (parsed.join(F.broadcast(names), "topic_id", "left")
+            .withColumn("topic", F.when(F.col("reason").isNull(), F.coalesce("topic", "named", "topic_id"))
+                        .otherwise(F.col("topic"))).select(*PARSED_COLUMNS))
+
+
 def load(spark: SparkSession, inputs: Inputs, log_timezone: str = "UTC") -> DataFrame:
     """All inputs parsed into PARSED_COLUMNS: events have a null `reason`, malformed lines a reason and text."""
     assert inputs.event_logs or inputs.kafka_logs
@@ -410,7 +443,7 @@ def load(spark: SparkSession, inputs: Inputs, log_timezone: str = "UTC") -> Data
     if inputs.event_logs:
         parts.append(parse_insync(read_lines(spark, inputs.event_logs)).select(*PARSED_COLUMNS))
     if inputs.kafka_logs:
-        parts.append(_fill_file_broker(parse_kafka(read_lines(spark, inputs.kafka_logs), log_timezone)))
+        parts.append(_named_topics(_fill_file_broker(parse_kafka(read_lines(spark, inputs.kafka_logs), log_timezone))))
     return parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
 
 

@@ -47,6 +47,7 @@ class ReportData:
     episodes: list[Row]
     flaps: list[Row]
     brokers: list[Row]
+    data_at_risk: list[Row]
     malformed_by_reason: list[Row]
     malformed_examples: list[Row]
     partitions_with_replicas: int
@@ -155,6 +156,8 @@ def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: he
         episodes=_rows(tables.episodes.orderBy("episode"), TOP_ROWS),
         flaps=_rows(tables.flapping_episodes.orderBy("removed_at", "topic", "partition"), TOP_ROWS),
         brokers=_rows(tables.per_broker.orderBy("broker"), svg.BARS_MAX),
+        data_at_risk=_rows(tables.data_at_risk.orderBy(F.desc("unclean_elections"), F.desc("single_replica_isr_ms"),
+                                                       F.desc("under_min_isr_ms"), "topic", "partition"), TOP_ROWS),
         malformed_by_reason=_rows(malformed.groupBy("source", "reason").count().orderBy(F.desc("count")), TOP_ROWS),
         malformed_examples=_rows(malformed.orderBy("source", "file", "line"), MALFORMED_EXAMPLES),
         partitions_with_replicas=tables.replica_counts.where("replicas_known").count(),
@@ -198,10 +201,31 @@ def _example(episodes: list[Row]) -> str:
     return f'episode {first["episode"]} at {_cell(first["start"])}: {first["evidence"]}'
 
 
+def _risk_recommendations(risk: list[Row]) -> list[tuple[str, str]]:
+    """Data at risk first: acknowledged writes held by one replica, and unclean elections."""
+    out: list[tuple[str, str]] = []
+    single = [r for r in risk if r["single_replica_isr_ms"] > 0]
+    if single:
+        worst = max(single, key=lambda r: r["single_replica_isr_ms"])
+        out.append(("acks=all writes were acknowledged by a single replica: set min.insync.replicas=2 (with a "
+                    "replication factor of 3) so that every acknowledged write has two copies; producers are then "
+                    "refused (NOT_ENOUGH_REPLICAS) instead while the ISR is one replica.",
+                    f"{len(single)} partition(s) with a single-replica ISR outside min ISR; longest "
+                    f'{worst["topic"]}-{worst["partition"]}, {worst["single_replica_isr_ms"] / 1000:.1f} s'))
+    unclean = [r for r in risk if r["unclean_elections"] > 0]
+    if unclean:
+        lost = [r["records_given_up"] for r in unclean if r["records_given_up"] is not None]
+        out.append(("Unclean leader elections gave up records: keep unclean.leader.election.enable=false (and ELR "
+                    "on) unless availability matters more than acknowledged data.",
+                    f'{sum(r["unclean_elections"] for r in unclean)} unclean election(s) over {len(unclean)} '
+                    f"partition(s); records given up: {sum(lost) if lost else 'not known from these logs'}"))
+    return out
+
+
 def recommendations(data: ReportData) -> list[tuple[str, str]]:
     """(advice, evidence) pairs, one per cause or condition found."""
     causes = data.summary["episodes_by_cause"]
-    out: list[tuple[str, str]] = []
+    out = _risk_recommendations(data.data_at_risk)
     by_messages = sum(int(b.get("removed_by_messages", 0)) for b in data.brokers)
     if causes.get("burst", 0) or by_messages:
         out.append(("Judge replica lag by time only: set replica.lag.max.messages=0 (off) and keep "
@@ -211,17 +235,24 @@ def recommendations(data: ReportData) -> list[tuple[str, str]]:
                     f'{data.summary["flapping_episodes"]} flap(s) within {data.options.flap_window_ms // 1000} s'
                     + (f"; e.g. {_example(_episodes_of(data, 'burst'))}" if _episodes_of(data, "burst") else "")))
     if causes.get("leader", 0):
-        leaders = sorted({e["leaders"][0] for e in _episodes_of(data, "leader") if e["leaders"]})
+        leaders = sorted({e["broker_at_fault"] for e in _episodes_of(data, "leader")})
         out.append(("Set follower.fetch.pending.reads.insync.enable=true (KIP-501): followers whose fetch the leader "
                     "is still serving stay in sync, so a slow leader read no longer empties the ISR. Then look at "
                     f"broker(s) {', '.join(map(str, leaders))}: disk and CPU during these episodes.",
                     f'{causes["leader"]} leader-side episode(s); e.g. {_example(_episodes_of(data, "leader"))}'))
     if causes.get("follower", 0):
-        blamed = sorted({e["removed_brokers"][0] for e in _episodes_of(data, "follower") if e["removed_brokers"]})
+        blamed = sorted({e["broker_at_fault"] for e in _episodes_of(data, "follower")})
         out.append((f"Look at broker(s) {', '.join(map(str, blamed))}: dropped from many partitions at once "
                     "(GC pause, network, disk, or the broker stopping). If pauses are expected, "
                     "replica.lag.time.max.ms must exceed the longest one.",
                     f'{causes["follower"]} follower-side episode(s); e.g. {_example(_episodes_of(data, "follower"))}'))
+    if causes.get("failed", 0):
+        failed = _episodes_of(data, "failed")
+        blamed = sorted({e["broker_at_fault"] for e in failed})
+        out.append((f"Look at the disks of broker(s) {', '.join(map(str, blamed))}: a replica marked its partition "
+                    "failed (a storage error on append; see its server.log) and stopped replicating it. It comes "
+                    "back after a restart, or reassign the partition away.",
+                    f'{causes["failed"]} failed-partition episode(s); e.g. {_example(failed)}'))
     if causes.get("stuck", 0) or causes.get("slow", 0):
         out.append(("Stuck followers (no fetch within replica.lag.time.max.ms) point at liveness or the network; slow "
                     "ones (fetching, not catching up) at fetch capacity: num.replica.fetchers, "
@@ -247,15 +278,21 @@ def _notes(data: ReportData) -> list[str]:
              f"Under-replicated means an ISR smaller than the replica set: the replica set was named by the events "
              f"for {data.partitions_with_replicas} of {partitions} partition(s); for the others it is taken as the "
              f"largest ISR seen for the partition, so a replica that was out for the whole log is not counted.",
-             f"Shrink episodes group removals less than {health.EPISODE_GAP_S} s apart. Causes are checked in "
-             f"this order: follower (one broker removed from at least {health.FOLLOWER_PARTITIONS_MIN} "
-             f"partitions), burst (every replica back within {health.BURST_OUT_MS_MAX / 1000:.0f} s, none "
-             "stuck), leader (one leader, all its followers removed), insync reasons (stuck, slow), unknown.",
+             f"Shrink episodes group removals less than {health.EPISODE_GAP_S} s apart, split by cause and by the "
+             "broker at fault, checked in this order: failed (the replica marked the partition failed), leader (the "
+             "followers' fetches were pending at the leader when removed; in logs that do not say, every follower "
+             "of the leader's partitions removed while staying in sync with other leaders), follower (one broker "
+             f"removed from at least {health.FOLLOWER_PARTITIONS_MIN} partitions); the other removals of a time "
+             f"group are one episode: burst (every replica back within {health.BURST_OUT_MS_MAX / 1000:.0f} s, "
+             "none stuck), insync reasons (stuck, slow), unknown.",
              f"A flapping episode is a replica removed and re-added within {data.options.flap_window_ms / 1000:.0f} s.",
              "Shutdown is not an outage: an interval still open when a broker's log ends (a clean stop, a controlled "
              f"shutdown, cluster down) is shown as {OPEN_AT_END}, and one begun by a controlled shutdown moving "
              f"leadership as {SHUTDOWN}; neither counts as under-replicated, under-min-ISR or offline time, nor in "
              "the recommendations.",
+             "Data at risk: a single-replica ISR outside min ISR means acks=all writes acknowledged by one copy "
+             "(min ISR 1; in Kafka logs that never show the partition under min ISR, min ISR is taken as 1); under "
+             "min ISR, writes were refused, not lost; an unclean election gives up what only the old ISR had.",
              f"Internal topics (names starting with {INTERNAL_PREFIX}) are summarised in one row of the intervals "
              "table and one lane of the chart, except a partition of theirs that was offline or under min ISR."]
     if data.inputs.kafka_logs:
@@ -271,8 +308,10 @@ _CSS = ("body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
         ".kpi{display:inline-block;margin:0 1.5em .5em 0}.kpi b{font-size:1.4em;display:block}"
         "code{background:#f6f6f6}")
 
-EPISODE_COLUMNS = ("episode", "start", "end", "duration_ms", "cause", "evidence", "partitions", "removals",
-                   "removed_brokers", "leaders", "max_out_ms", "not_back")
+EPISODE_COLUMNS = ("episode", "start", "end", "duration_ms", "cause", "broker_at_fault", "evidence", "partitions",
+                   "removals", "removed_brokers", "leaders", "max_out_ms", "not_back")
+RISK_COLUMNS = ("topic", "partition", "single_replica_isr_ms", "under_min_isr_ms", "produce_refusals",
+                "unclean_elections", "records_given_up")
 INTERVAL_COLUMNS = ("topic", "partition", "kind", "start", "end", "duration_ms", "status")
 FLAP_COLUMNS = ("topic", "partition", "replica", "leader", "removed_at", "readded_at", "out_ms", "reason")
 BROKER_COLUMNS = ("broker", "times_removed", "partitions_removed_from", "times_leader_of_removal",
@@ -313,6 +352,7 @@ def render(data: ReportData) -> str:
         f"<h1>insync replication-health report</h1><p>{utc(data.first_ms)} to {utc(data.last_ms)} (UTC), "
         f"{len(inputs)} log file(s).</p>",
         f"<h2>Summary</h2><div>{_kpis(data.summary)}</div>",
+        "<h2>Data at risk</h2>" + _table(data.data_at_risk, RISK_COLUMNS),
         f"<h2>Recommendations</h2><ol>{advice_html}</ol>",
         f"<h2>ISR churn and intervals</h2>{_charts(data)}",
         "<h3>Intervals by kind</h3>" + _table(data.interval_totals, ("kind", "intervals", "partitions", "total_ms",

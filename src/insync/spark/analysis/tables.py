@@ -21,6 +21,7 @@ class Tables:
     flapping_episodes: DataFrame
     episodes: DataFrame
     per_broker: DataFrame
+    data_at_risk: DataFrame
     replica_counts: DataFrame
     first_ms: int | None  # the first and last event times (None when there is no event)
     last_ms: int | None
