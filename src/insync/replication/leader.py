@@ -13,8 +13,8 @@ Follower fetches come in two halves so a slow read can be modelled (KIP-501): `b
 watermark, log start and log end offset BEFORE the read (KAFKA-7104), answers a diverging last fetched epoch at
 once, and registers a pending read; the caller reads the log, possibly slowly; `complete_fetch` updates the
 follower's state, only on a successful first read (not a re-read from the purgatory) in the same epoch and the
-same life of the follower's broker (KIP-903), REFERENCE.md 1. Between the halves the leader keeps the fetch as in
-flight, whatever KIP-501's flag says, so that a follower removed while its fetch was still being served says so
+same life of the follower's broker (KIP-903), REFERENCE.md 1. Between the halves the leader keeps the read as in
+flight (a parked fetch's read when it is answered too), whatever KIP-501's flag says, so that a follower removed while its fetch was still being served says so
 in its `isr_shrink` (`fetch_pending_since_ms`): the evidence that the leader, not the follower, was slow.
 
 The high watermark (REFERENCE.md 3) is min(leader LEO, LEO of every replica in the maximal ISR or caught up and
@@ -127,10 +127,11 @@ class Leader:
             return self._error_data(errors.OFFSET_OUT_OF_RANGE, high_watermark)
         read_id, self._next_read_id = self._next_read_id, self._next_read_id + 1
         registered = False
-        if not from_purgatory:
-            in_flight = self._fetches_in_flight.setdefault(replica_id, {})
-            if len(in_flight) < limits.PENDING_READS_PER_REPLICA_MAX:  # beyond it, the oldest still says since when
-                in_flight[read_id] = now_ms
+        # A parked fetch's read too: a caught-up follower's fetch waits in the purgatory, and a slow leader spends
+        # its time reading for it once data arrives.
+        in_flight = self._fetches_in_flight.setdefault(replica_id, {})
+        if len(in_flight) < limits.PENDING_READS_PER_REPLICA_MAX:  # beyond it, the oldest still says since when
+            in_flight[read_id] = now_ms
         if register_pending_read and not from_purgatory:
             state, registered = self._replica_states[replica_id].begin_pending_read(read_id, fetch_offset, now_ms)
             self._replica_states[replica_id] = state

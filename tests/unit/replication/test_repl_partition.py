@@ -452,6 +452,20 @@ def test_a_shrink_says_which_removed_followers_had_a_fetch_pending_at_the_leader
     assert removal.to_dict()["fetch_pending"] is False
 
 
+def test_a_parked_fetch_read_slowly_when_data_arrives_is_pending_too() -> None:
+    """A caught-up follower's fetch waits in the purgatory; the slow leader's read for it starts when data arrives."""
+    partition, events, reads = _slow_read_setup(pending_reads=False)
+    for started in reads:
+        partition.complete_follower_fetch(started, partition.log.read(10, 1 << 20), T0 + 350)
+    again = partition.begin_follower_fetch(BrokerId(2), Offset(15), LeaderEpoch(1), LeaderEpoch(1), Offset(0),
+                                           T0 + 400, from_purgatory=True)
+    assert isinstance(again, FollowerRead)
+    item = partition.maybe_shrink_isr(T0 + 101 + LAG_MS)
+    assert item is not None and item.new_isr == (1,)
+    assert [(r.broker, r.fetch_pending_since_ms) for r in partition.isr_state.removals] == [  # type: ignore[union-attr]
+        (2, T0 + 400), (3, None)]
+
+
 def test_slow_leader_reads_keep_followers_in_sync_with_kip_501() -> None:
     partition, events, reads = _slow_read_setup(pending_reads=True)
     for probe_ms in (T0 + 101 + LAG_MS, T0 + 300 + LAG_MS):
