@@ -126,7 +126,12 @@ def test_report_counts_and_recommends_only_the_outage(out: Path) -> None:
     text = _text(out)
     assert "offline 2 2 12000 10000 2 0" in text  # kind, outages, partitions, total, longest, open at end, shutdown
     assert "under_replicated 6 6 37000 11000 3 2" in text
-    assert "under_min_isr 0 0 - - 0 1" in text and "NOT_ENOUGH_REPLICAS" not in text
+    assert "under_min_isr 0 0 - - 0 1" in text and "refused (NOT_ENOUGH_REPLICAS) while the ISR was below" not in text
+    # Data at risk: orders-1's leader back alone for 1 s before the others rejoined (min ISR 1 here: the partition
+    # was never under min ISR), not its 10 s offline with no leader; orders-3 was under min ISR only in a shutdown.
+    risk = text[text.index("Data at risk"):text.index("Recommendations")]
+    assert re.findall(r"orders \d+ \d+ \d+ \d+ \d+ -", risk) == ["orders 1 1000 0 0 0 -"], risk
+    assert "single replica" in text[text.index("Recommendations"):]
     assert "Partitions went offline" in text and "Evidence: 2 interval(s), 12.0 s in total" in text
     assert text.count("open at end of log") >= 5 and "controlled shutdown" in text
 

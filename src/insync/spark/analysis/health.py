@@ -393,21 +393,27 @@ def per_broker(events: DataFrame, outs: DataFrame, episode_table: DataFrame, fla
 # Data at risk
 
 
-def data_at_risk(events: DataFrame, steps: DataFrame, spans: DataFrame, ends: DataFrame) -> DataFrame:
+def data_at_risk(events: DataFrame, steps: DataFrame, spans: DataFrame, ends: DataFrame,
+                 counts: DataFrame) -> DataFrame:
     """Per partition with something at risk or refused (outages only, as `outage`):
-    - `single_replica_isr_ms`: time its ISR was one replica in a partition never seen under min ISR (no interval, no
-      rejection, no `min.isr` in a Kafka line: its min ISR is 1), so acks=all writes were acknowledged by that
-      replica alone and its loss loses them. Where a partition was ever under min ISR, its min ISR is above 1 and
-      a single replica refuses acks=all writes instead (as a partition, not an instant: the leader reports under
-      min ISR a few milliseconds after the controller's event that shrank the ISR);
+    - `single_replica_isr_ms`: time its ISR was one replica, with a leader, in a partition of more than one
+      replica never seen under min ISR (no interval, no rejection, no `min.isr` in a Kafka line: its min ISR is
+      1), so acks=all writes were acknowledged by that replica alone and its loss loses them. Where a partition
+      was ever under min ISR, its min ISR is above 1 and a single replica refuses acks=all writes instead (judged
+      per partition, not per instant: the leader reports under min ISR a few milliseconds after the controller's
+      event that shrank the ISR);
     - `under_min_isr_ms` and `produce_refusals` (NOT_ENOUGH_REPLICAS answers counted: insync's count, one per
       Kafka rejection line): writes refused, not lost;
     - `unclean_elections` and `records_given_up` (insync's unclean recovery says which offsets; null: not known).
     """
     assert {"kind", "start_ms", "end_ms", "open_ended", "shutdown"} <= set(spans.columns), spans.columns
+    # A partition of one replica (`counts`: replica_counts) has one copy by design, not by an incident.
     guarded = (spans.where(F.col("kind") == "under_min_isr").select("topic", "partition")
+               .unionByName(counts.where(F.col("replica_count") <= 1).select("topic", "partition"))
                .unionByName(events.where(F.col("min_isr") > 1).select("topic", "partition")).distinct())
-    at_risk = (intervals(_state(steps, "single_replica_isr", F.size("isr_after") == 1), ends).where(outage())
+    # With no leader (offline, the ISR kept as it was) nothing is written, so nothing is acknowledged.
+    alone = (F.size("isr_after") == 1) & (F.coalesce("leader", F.lit(0)) >= 0)
+    at_risk = (intervals(_state(steps, "single_replica_isr", alone), ends).where(outage())
                .join(guarded, ["topic", "partition"], "left_anti")
                .groupBy("topic", "partition").agg(F.sum("duration_ms").alias("single_replica_isr_ms")))
     refused = spans.where((F.col("kind") == "under_min_isr") & outage()).groupBy("topic", "partition").agg(

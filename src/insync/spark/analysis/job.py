@@ -81,7 +81,7 @@ def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: hea
                                  "episode")
     brokers = _materialise(spark, health.per_broker(events, outs, episode_table, options.flap_window_ms)
                            .coalesce(1), out_dir, "per_broker", "broker")
-    risk = _materialise(spark, health.data_at_risk(events, steps, spans, ends).coalesce(1), out_dir, "data_at_risk",
+    risk = _materialise(spark, health.data_at_risk(events, steps, spans, ends, counts).coalesce(1), out_dir, "data_at_risk",
                         "topic", "partition")
     outs.unpersist()
     ends.unpersist()
