@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from insync.cli.main import main
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(600)
 
 
-def test_fast_demo_summary(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--fast", "--dir", str(tmp_path)]) == 0
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("demo")
+    assert main(["demo", "--fast", "--dir", str(directory)]) == 0
+    return directory
+
+
+def test_fast_demo_summary(demo_dir: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    tmp_path = demo_dir
     # The clients' connection errors while brokers are paused and killed go to clients.log, not the terminal.
     assert "|FAIL|" not in capfd.readouterr().err
     assert "FAIL [rdkafka#" in (tmp_path / "clients.log").read_text()
@@ -43,6 +51,56 @@ def test_fast_demo_summary(tmp_path: Path, capfd: pytest.CaptureFixture[str]) ->
     from insync.events import EventType
 
     assert {str(t) for t in EventType} - seen <= {"log_start_bounded", "partition_unfailed", "unclean_recovery"}, seen
+
+
+def _analysed(demo_dir: Path, cluster: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    """The analysis of one cluster's logs: (episodes, data at risk, report page)."""
+    from pyspark.sql import SparkSession
+
+    out = demo_dir / "analysis" / cluster
+    assert main(["analyze", str(demo_dir / cluster), "--out", str(out), "--master", "local[2]"]) == 0
+    spark = SparkSession.builder.getOrCreate()
+    tables = [[r.asDict() for r in spark.read.parquet(str(out / name)).collect()]
+              for name in ("episodes", "data_at_risk")]
+    return tables[0], tables[1], (out / "report.html").read_text()
+
+
+def _during(episodes: list[dict[str, Any]], act: dict[str, Any]) -> list[dict[str, Any]]:
+    """The episodes that began while the act ran."""
+    return [e for e in episodes if act["start_ms"] <= e["start"].timestamp() * 1000 <= act["end_ms"]]
+
+
+def test_the_analysis_names_the_cause_each_act_created(demo_dir: Path) -> None:
+    """Issue 21's acceptance test: for each act the analysis names the cause the act created."""
+    acts = {a["name"]: a for a in json.loads((demo_dir / "summary.json").read_text())["acts"]}
+    episodes, risk, report = _analysed(demo_dir, "kip501-off")
+    paused = acts["pause-follower"]
+    assert {(e["cause"], e["broker_at_fault"]) for e in _during(episodes, paused)} == {("follower", paused["broker"])}
+    slow = acts["slow-leader-kip501-off"]
+    causes = {(e["cause"], e["broker_at_fault"]) for e in _during(episodes, slow)}
+    assert ("leader", slow["broker"]) in causes, causes
+    # Its followers' fetches were pending at the leader: the evidence, not a guess from the pattern.
+    assert all(e["pending"] > 0 for e in _during(episodes, slow) if e["cause"] == "leader")
+    # The only other cause: the killed leader leaving the ISRs it followed in.
+    assert causes <= {("leader", slow["broker"]), ("follower", slow["broker"]), ("stuck", None)}, causes
+    assert "follower.fetch.pending.reads.insync.enable=true" in report
+
+    episodes, risk, report = _analysed(demo_dir, "kip501-on")
+    assert not [e for e in episodes if e["cause"] == "leader"], episodes  # KIP-501 kept the followers in sync
+    slow = acts["slow-leader-kip501-on"]
+    assert {e["broker_at_fault"] for e in _during(episodes, slow)} <= {slow["broker"], None}
+    failing = acts["failing-partition"]
+    failed = [e for e in _during(episodes, failing) if e["cause"] == "failed"]
+    assert [(e["broker_at_fault"], e["topic_partitions"]) for e in failed] == [(failing["broker"], ["demo-1"])]
+    # The killed leader: a leader change, and no acknowledged write ever rested on one copy, nor was given up.
+    killed = acts["kill-leader"]
+    assert [r for r in risk if r["single_replica_isr_ms"] > 0 or r["unclean_elections"] > 0] == []
+    assert "follower.fetch.pending.reads.insync.enable=true" not in report
+    moves = [e for path in (demo_dir / "kip501-on").glob("node-*/data/events.jsonl")
+             for e in map(json.loads, path.read_text().splitlines())
+             if e["type"] == "leader_change" and e["leader_before"] == killed["broker"]
+             and killed["start_ms"] <= e["ts_ms"] <= killed["end_ms"]]
+    assert ("demo", 2) in {(e["topic"], e["partition"]) for e in moves}, moves
 
 
 def test_client_log_routes_the_clients_logger_to_a_file_and_restores_it(tmp_path: Path) -> None:

@@ -162,6 +162,9 @@ def render(observer: ClusterObserver, title: str, counters: dict[str, int]) -> A
 
 @dataclass(frozen=True, slots=True)
 class ActSummary:
+    """One act's figures, with the broker it acted on and its time window (what the analysis of the act's cause is
+    checked against)."""
+
     name: str
     shrinks: int
     expands: int
@@ -169,16 +172,19 @@ class ActSummary:
     offline_s: float
     acked: int
     produce_errors: int
+    broker: int = -1
+    start_ms: int = 0
+    end_ms: int = 0
 
 
 def summarise(name: str, events: list[dict[str, Any]], start_ms: int, end_ms: int, acked: int,
-              produce_errors: int) -> ActSummary:
+              produce_errors: int, broker: int = -1) -> ActSummary:
     window = [e for e in events if start_ms <= e["ts_ms"] <= end_ms]
     return ActSummary(name, sum(1 for e in window if e["type"] == "isr_shrink"),
                       sum(1 for e in window if e["type"] == "isr_expand"),
                       _interval_s(events, "under_replicated_start", "under_replicated_end", start_ms, end_ms),
                       _interval_s(events, "partition_offline", "partition_online", start_ms, end_ms),
-                      acked, produce_errors)
+                      acked, produce_errors, broker, start_ms, end_ms)
 
 
 def _interval_s(events: list[dict[str, Any]], start_type: str, end_type: str, start_ms: int, end_ms: int) -> float:

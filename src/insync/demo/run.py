@@ -182,7 +182,7 @@ class Demo:
         return {"sent": history_.sent, "acked": len(history_.acked), "failed": sum(history_.failed.values()),
                 "consumed": self.consumed.count}
 
-    def _act(self, name: str, watch: str, body: Callable[[], None]) -> str:
+    def _act(self, name: str, broker: int, watch: str, body: Callable[[], None]) -> str:
         self.say(f"[{name}] {watch}")
         start_ms, acked_before = int(time.time() * 1000), len(self.workload.history.acked)
         failed_before = sum(self.workload.history.failed.values())
@@ -191,7 +191,7 @@ class Demo:
         end_ms = int(time.time() * 1000)
         self.acts.append(summarise(name, self.observer.events, start_ms, end_ms,
                                    len(self.workload.history.acked) - acked_before,
-                                   sum(self.workload.history.failed.values()) - failed_before))
+                                   sum(self.workload.history.failed.values()) - failed_before, broker))
         return name
 
     def _step(self, action: str, broker: int, **fields: Any) -> None:
@@ -213,7 +213,7 @@ class Demo:
             self._step("resume", victim)
             self._watch(self.timing.settle_s, f"broker {victim} resumed: it catches up and rejoins")
 
-        return self._act("pause-follower", f"Broker {victim} freezes like a long GC pause. Watch the ISRs drop it "
+        return self._act("pause-follower", victim, f"Broker {victim} freezes like a long GC pause. Watch the ISRs drop it "
                          f"after {self.timing.lag_ms} ms (reason: stuck) and take it back once it has caught up.",
                          body)
 
@@ -238,7 +238,7 @@ class Demo:
             self._step("restart", leader)
             self._watch(self.timing.settle_s + 2, f"broker {leader} restarted")
 
-        return self._act(f"slow-leader-kip501-{kip501}", f"Broker {leader}'s disk reads of {TOPIC}-0 now take "
+        return self._act(f"slow-leader-kip501-{kip501}", leader, f"Broker {leader}'s disk reads of {TOPIC}-0 now take "
                          f"{read_ms} ms, then it is killed. With KIP-501 {kip501}: {expect}.", body)
 
     def _until_alone_in_isr(self, leader: int, timeout_s: float) -> None:
@@ -269,7 +269,7 @@ class Demo:
             self._step("restart", victim)
             self._watch(self.timing.settle_s + 2, f"broker {victim} restarted: {TOPIC}-1 recovers")
 
-        return self._act("failing-partition", f"Broker {victim}'s appends to {TOPIC}-1 fail (a bad disk region). "
+        return self._act("failing-partition", victim, f"Broker {victim}'s appends to {TOPIC}-1 fail (a bad disk region). "
                          "It marks that one partition failed (FailedPartitionsCount 1) and keeps replicating the "
                          "others; after a restart it rejoins.", body)
 
@@ -282,7 +282,7 @@ class Demo:
             self._step("restart", leader)
             self._watch(self.timing.settle_s + 2, f"broker {leader} restarted")
 
-        return self._act("kill-leader", f"Broker {leader}, leader of {TOPIC}-2, is killed under load: a follower "
+        return self._act("kill-leader", leader, f"Broker {leader}, leader of {TOPIC}-2, is killed under load: a follower "
                          "from the ISR takes over; nothing acknowledged is lost.", body)
 
 
