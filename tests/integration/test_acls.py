@@ -113,6 +113,24 @@ def _prepare(secured: Secured) -> None:
                            getattr(AclOperation, operation), AclPermissionType.ALLOW) for kind, name, operation in ACLS]
     for future in admin.create_acls(bindings).values():
         future.result()
+    every_acl = _filter_all()
+    deadline = time.monotonic() + 30
+    while len(admin.describe_acls(every_acl).result()) < len(bindings):  # the broker applies the controller's
+        assert time.monotonic() < deadline, "the broker never saw alice's ACLs"  # records a moment later
+        time.sleep(0.1)
+
+
+def _filter_all() -> Any:
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    return AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                            AclPermissionType.ANY)
 
 
 def _error(exc: BaseException) -> str:
@@ -418,16 +436,25 @@ def test_insync_acls_adds_lists_and_removes_with_kafka_acls_flags(secured: Secur
     common = ["acls", "--bootstrap-server", f"127.0.0.1:{secured.sasl_port}", "--command-config", str(config)]
     assert main([*common, "--add", "--allow-principal", "User:carol", "--consumer", "--topic", "cli-t",
                  "--group", "cli-g"]) == 0
-    added = capsys.readouterr().out
-    assert ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=cli-t, patternType=LITERAL)`: \n"
-            " \t(principal=User:carol, host=*, operation=READ, permissionType=ALLOW) \n") in added
-    assert main([*common, "--list", "--principal", "User:carol"]) == 0
-    listed = capsys.readouterr().out
-    assert "name=cli-g, patternType=LITERAL" in listed and "operation=DESCRIBE" in listed
+    assert ("Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name=cli-t, patternType=LITERAL)`: \n"
+            " \t(principal=User:carol, host=*, operation=READ, permissionType=ALLOW) \n") in capsys.readouterr().out
+
+    def listed(done: Callable[[str], bool]) -> str:
+        """`--list` for carol until `done` holds of its output: the broker answers from its copy of the ACLs,
+        which follows the controller's a moment later."""
+        deadline = time.monotonic() + 15
+        while True:  # bounded by the deadline
+            assert main([*common, "--list", "--principal", "User:carol"]) == 0
+            out = capsys.readouterr().out
+            if done(out) or time.monotonic() > deadline:
+                return out
+            time.sleep(0.1)
+
+    out = listed(lambda text: text.count("principal=User:carol") == 3)
+    assert "name=cli-g, patternType=LITERAL" in out and "operation=DESCRIBE" in out
     assert main([*common, "--remove", "--force", "--topic", "cli-t", "--group", "cli-g"]) == 0
     assert capsys.readouterr().out.count("Removed ACL (principal=User:carol") == 3
-    assert main([*common, "--list", "--principal", "User:carol"]) == 0
-    assert capsys.readouterr().out == ""
+    assert listed(lambda text: text == "") == ""
     bob = tmp_path / "bob.properties"
     bob.write_text(config.read_text().replace("admin", "bob"))
     assert main([*common[:-1], str(bob), "--add", "--allow-principal", "User:bob", "--operation", "All",
