@@ -33,7 +33,7 @@ TOPICS = ("md", "pr", "fe", "lo", "dt", "cp", "dc", "ac", "dr")
 OK = "OK"
 # alice's ACLs: (resource type, name, operation); each row below names the one it uses.
 ACLS = (("TOPIC", "md", "DESCRIBE"), ("TOPIC", "pr", "WRITE"), ("TOPIC", "fe", "READ"), ("TOPIC", "lo", "DESCRIBE"),
-        ("TOPIC", "ct", "CREATE"), ("TOPIC", "dt", "DELETE"), ("TOPIC", "cp", "ALTER"),
+        ("TOPIC", "ct", "CREATE"), ("TOPIC", "ct2", "CREATE"), ("TOPIC", "dt", "DELETE"), ("TOPIC", "cp", "ALTER"),
         ("TOPIC", "dc", "DESCRIBE_CONFIGS"), ("TOPIC", "ac", "ALTER_CONFIGS"), ("TOPIC", "dr", "DELETE"),
         ("GROUP", "gr", "READ"), ("GROUP", "oc", "READ"), ("GROUP", "of", "DESCRIBE"), ("GROUP", "dg", "DESCRIBE"),
         ("GROUP", "lg", "DESCRIBE"), ("GROUP", "dl", "DELETE"), ("GROUP", "od", "DELETE"),
@@ -460,3 +460,16 @@ def test_insync_acls_adds_lists_and_removes_with_kafka_acls_flags(secured: Secur
     assert main([*common[:-1], str(bob), "--add", "--allow-principal", "User:bob", "--operation", "All",
                  "--cluster"]) == 1
     assert "CLUSTER_AUTHORIZATION_FAILED" in capsys.readouterr().err
+
+
+def test_only_the_topics_refused_are_refused(secured: Secured) -> None:
+    """As Kafka: alice may create ct2, not ct3; one request asks for both."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(secured.conf("alice"))
+    futures = admin.create_topics([NewTopic("ct2", 1, 1), NewTopic("ct3", 1, 1)])
+    futures["ct2"].result(30)
+    with pytest.raises(KafkaException) as refused:
+        futures["ct3"].result(30)
+    assert _error(refused.value) == TOPIC_DENIED

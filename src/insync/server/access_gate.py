@@ -55,7 +55,8 @@ class AccessGate:
         """The request's view of the authorizer (None without one), for the connection's principal."""
         return self.authorization.access(image, session.principal, session.peer.rpartition(":")[0], request.api_key)
 
-    async def answer(self, request: DecodedRequest, session: Session, route: Callable[[], Awaitable[Any]]) -> Any:
+    async def answer(self, request: DecodedRequest, session: Session,
+                     route: Callable[[DecodedRequest], Awaitable[Any]]) -> Any:
         """The answer to `request`: the route's, as far as the principal may ask and see. The ACL APIs are refused
         without an authorizer (SECURITY_DISABLED, as Kafka's); DescribeAcls is answered here from the image, the
         other two by the controller."""
@@ -64,14 +65,16 @@ class AccessGate:
         image = self._image()
         access = self.access(image, request, session)
         if access is None:
-            return await route()
+            return await route(request)
         try:
             refused = access_refusals.refusal(request, access, self.config, image)
+            if isinstance(refused, access_refusals.Split):  # some topics refused, the others go on
+                return refused.merge(await route(refused.permitted))
             if refused is not None:
                 return refused
             if request.api_key == versions.DESCRIBE_ACLS:
                 return acls.describe_acls(request, image)
-            return access_views.view(request, await route(), access)
+            return access_views.view(request, await route(request), access)
         finally:
             self.note(access)
 

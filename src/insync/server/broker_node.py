@@ -318,7 +318,8 @@ class BrokerNode(MeteredDispatcher):
     async def _handle(self, request: DecodedRequest, session: Session) -> Any:
         route = ROUTES.get(request.api_key)
         assert route is not None, f"API {request.api_key} is advertised but has no route"
-        return await self.gate.answer(request, session, lambda: route(self, request, session))  # server.access_gate
+        # through the authorization gate (server.access_gate), which may route the request without refused topics
+        return await self.gate.answer(request, session, lambda asked: route(self, asked, session))
 
     async def _api_versions(self, request: DecodedRequest, session: Session) -> Any:
         return versions.respond(request, versions.BROKER_API_VERSIONS)

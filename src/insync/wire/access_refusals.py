@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from insync.broker.log_dirs import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
@@ -68,7 +69,10 @@ GROUP_OPERATIONS: Mapping[int, AclOperation] = {
 }
 
 
-def refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig, image: MetadataImage) -> Any | None:
+def refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig,
+            image: MetadataImage) -> Any | Split | None:
+    """The answer refusing the request, a `Split` of a topic admin request some of whose topics are refused,
+    or None."""
     key = request.api_key
     if key in CLUSTER_OPERATIONS:
         if access.allows_cluster(CLUSTER_OPERATIONS[key]):
@@ -163,27 +167,50 @@ def _coordinator_refusal(request: DecodedRequest, access: RequestAccess) -> Any 
                                                     for k in keys])
 
 
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Some topics of a topic admin request refused, as Kafka refuses them: `permitted` is the request without
+    them, for the route; `refused` the API's answer refusing them, whose entries `merge` adds to the route's."""
+
+    permitted: DecodedRequest
+    refused: Any
+    field: str  # the answer's list of per-topic results
+
+    def merge(self, answer: Any) -> Any:
+        merged = (*getattr(answer, self.field), *getattr(self.refused, self.field))
+        return dataclasses.replace(answer, **{self.field: merged})
+
+
+RESULT_FIELDS = {versions.CREATE_TOPICS: "topics", versions.CREATE_PARTITIONS: "results",
+                 versions.DELETE_TOPICS: "responses"}
+
+
 def _topics_refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig,
-                    image: MetadataImage) -> Any | None:
-    """CreateTopics: CREATE on the cluster, else on each topic; DeleteTopics: DELETE; CreatePartitions: ALTER."""
-    key = request.api_key
+                    image: MetadataImage) -> Any | Split | None:
+    """CreateTopics: CREATE on the cluster, else on each topic; DeleteTopics: DELETE; CreatePartitions: ALTER.
+    The topics refused are answered TOPIC_AUTHORIZATION_FAILED while the others go on (a `Split`)."""
+    key, body = request.api_key, request.body
     if key == versions.CREATE_TOPICS and access.allows_cluster(Op.CREATE, log=False):
         return None
     operation = {versions.CREATE_TOPICS: Op.CREATE, versions.DELETE_TOPICS: Op.DELETE,
                  versions.CREATE_PARTITIONS: Op.ALTER}[key]
-    names = _topic_names(request, image)
-    if all(access.allows(operation, ResourceType.TOPIC, name) for name in names):
+    field = "topic_names" if key == versions.DELETE_TOPICS and request.api_version < 6 else "topics"
+
+    def name(entry: Any) -> str | None:  # a DeleteTopics topic id the image does not know names none
+        return str(entry) if field == "topic_names" else wire_topic_key(image, entry).name
+
+    names = sorted({n for n in map(name, getattr(body, field)) if n is not None})
+    denied = {n for n in names if not access.allows(operation, ResourceType.TOPIC, n)}
+    if not denied:
         return None
-    return topics.refuse_all(request, config, image, TOPIC_DENIED, TOPIC_DENIED.message)
-
-
-def _topic_names(request: DecodedRequest, image: MetadataImage) -> list[str]:
-    """The topics a topic admin request names (a DeleteTopics topic id the image does not know names none)."""
-    body = request.body
-    if request.api_key == versions.DELETE_TOPICS and request.api_version < 6:
-        return [str(name) for name in body.topic_names]
-    names = [wire_topic_key(image, t).name for t in body.topics]
-    return sorted({name for name in names if name is not None})
+    refused = tuple(e for e in getattr(body, field) if name(e) in denied)
+    permitted = tuple(e for e in getattr(body, field) if name(e) not in denied)
+    refusal = topics.refuse_all(dataclasses.replace(request, body=dataclasses.replace(body, **{field: refused})),
+                                config, image, TOPIC_DENIED, TOPIC_DENIED.message)
+    if not permitted:
+        return refusal
+    return Split(dataclasses.replace(request, body=dataclasses.replace(body, **{field: permitted})), refusal,
+                 RESULT_FIELDS[key])
 
 
 def _configs_refusal(request: DecodedRequest, access: RequestAccess) -> Any | None:

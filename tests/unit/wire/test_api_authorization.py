@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import pytest
@@ -205,3 +206,27 @@ def test_metadata_by_topic_id_does_not_reveal_an_undescribable_topic() -> None:
     assert [(t.name, str(t.topic_id), t.error_code, len(t.partitions)) for t in answer.topics] == [
         ("orders", TOPIC_ID, 0, 3), (None, OTHER_ID, 29, 0)]
     assert [d.resource for d in view.denials] == ["logs"]
+
+
+def test_only_the_refused_topics_of_an_admin_request_are_refused() -> None:
+    def topic(name: str) -> object:
+        return request_entity(CREATE_TOPICS, 7, "CreatableTopic", name=name, num_partitions=1, replication_factor=1,
+                              assignments=(), configs=())
+
+    request = client_request(CREATE_TOPICS, 7, topics=(topic("new"), topic("other")), timeout=1000 * MS,
+                             validate_only=False)
+    split = access_refusals.refusal(request, access(allow(ResourceType.TOPIC, "new", Op.CREATE)), CONFIG,
+                                    cluster_image())
+    assert isinstance(split, access_refusals.Split)
+    assert [t.name for t in split.permitted.body.topics] == ["new"]
+    created = split.refused  # stands for the controller's answer about "new": same shape
+    merged = wire(split.merge(dataclasses.replace(created, topics=tuple(
+        dataclasses.replace(t, name="new", error_code=code(errors.NONE)) for t in created.topics))))
+    assert [(t.name, t.error_code) for t in merged.topics] == [("new", 0), ("other", 29)]
+    deleted = access_refusals.refusal(client_request(20, 6, topics=(
+        request_entity(20, 6, "DeleteTopicState", name="orders", topic_id=None),
+        request_entity(20, 6, "DeleteTopicState", name="logs", topic_id=None)), timeout=1000 * MS),
+        access(allow(ResourceType.TOPIC, "orders", Op.DELETE)), CONFIG, cluster_image())
+    assert isinstance(deleted, access_refusals.Split)
+    assert [t.name for t in deleted.permitted.body.topics] == ["orders"]
+    assert [(r.name, r.error_code) for r in wire(deleted.refused).responses] == [("logs", 29)]
