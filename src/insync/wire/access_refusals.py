@@ -8,7 +8,7 @@ every other refusal of that API does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,10 +83,9 @@ def refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig
     if key == versions.FIND_COORDINATOR:
         return _coordinator_refusal(request, access)
     if key == versions.DELETE_GROUPS:
-        names = groups.decode_delete_groups(request)
-        if all(access.allows(Op.DELETE, ResourceType.GROUP, name) for name in names):
-            return None
-        return groups.encode_delete_groups(request, [(name, GROUP_DENIED) for name in names])
+        refused = [not access.allows(Op.DELETE, ResourceType.GROUP, str(g)) for g in request.body.groups_names]
+        return _split(request, "groups_names", refused, "results", lambda asked: groups.encode_delete_groups(
+            asked, [(str(name), GROUP_DENIED) for name in asked.body.groups_names]))
     if key in (versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS):
         return _topics_refusal(request, access, config, image)
     if key in (versions.ALTER_CONFIGS, versions.INCREMENTAL_ALTER_CONFIGS):
@@ -201,31 +200,49 @@ def _topics_refusal(request: DecodedRequest, access: RequestAccess, config: Brok
 
     names = sorted({n for n in map(name, getattr(body, field)) if n is not None})
     denied = {n for n in names if not access.allows(operation, ResourceType.TOPIC, n)}
-    if not denied:
+    return _split(request, field, [name(e) in denied for e in getattr(body, field)], RESULT_FIELDS[key],
+                  lambda asked: topics.refuse_all(asked, config, image, TOPIC_DENIED, TOPIC_DENIED.message))
+
+
+def _split(request: DecodedRequest, field: str, refused: list[bool], result_field: str,
+           refuse: Callable[[DecodedRequest], Any]) -> Any | Split | None:
+    """The request's entries in `field` refused where `refused` says: None when none is, `refuse`'s answer to
+    the request when all are, else a `Split` (the request without them, and the answer refusing them)."""
+    entries = getattr(request.body, field)
+    assert len(refused) == len(entries), (refused, entries)
+    if not any(refused):
         return None
-    refused = tuple(e for e in getattr(body, field) if name(e) in denied)
-    permitted = tuple(e for e in getattr(body, field) if name(e) not in denied)
-    refusal = topics.refuse_all(dataclasses.replace(request, body=dataclasses.replace(body, **{field: refused})),
-                                config, image, TOPIC_DENIED, TOPIC_DENIED.message)
-    if not permitted:
+    refusal = refuse(_with(request, field, tuple(e for e, no in zip(entries, refused, strict=True) if no)))
+    if all(refused):
         return refusal
-    return Split(dataclasses.replace(request, body=dataclasses.replace(body, **{field: permitted})), refusal,
-                 RESULT_FIELDS[key])
+    permitted = _with(request, field, tuple(e for e, no in zip(entries, refused, strict=True) if not no))
+    return Split(permitted, refusal, result_field)
 
 
-def _configs_refusal(request: DecodedRequest, access: RequestAccess) -> Any | None:
-    """(Incremental)AlterConfigs: ALTER_CONFIGS on each topic, or on the cluster for broker resources."""
-    denied: KafkaError | None = None
-    for resource in request.body.resources:
-        if int(resource.resource_type) == TOPIC_CONFIG_RESOURCE:
-            if not access.allows(Op.ALTER_CONFIGS, ResourceType.TOPIC, str(resource.resource_name)):
-                denied = denied or TOPIC_DENIED
-        elif not access.allows_cluster(Op.ALTER_CONFIGS):
-            denied = CLUSTER_DENIED
-    if denied is None:
-        return None
-    return configs.refuse_alter_configs(request, denied, denied.message)
+def _with(request: DecodedRequest, field: str, entries: tuple[Any, ...]) -> DecodedRequest:
+    return dataclasses.replace(request, body=dataclasses.replace(request.body, **{field: entries}))
 
+
+def _configs_refusal(request: DecodedRequest, access: RequestAccess) -> Any | Split | None:
+    """(Incremental)AlterConfigs: ALTER_CONFIGS on each topic (TOPIC_AUTHORIZATION_FAILED), or on the cluster for
+    broker resources (CLUSTER_AUTHORIZATION_FAILED); the resources refused are answered so, the others go on."""
+    errors_by_resource = [_config_error(resource, access) for resource in request.body.resources]
+
+    def refuse(asked: DecodedRequest) -> Any:
+        answer = configs.refuse_alter_configs(asked, TOPIC_DENIED, TOPIC_DENIED.message)
+        mine = [e for e in errors_by_resource if e is not None]
+        return dataclasses.replace(answer, responses=tuple(  # each resource with its own error
+            dataclasses.replace(r, error_code=code(e), error_message=e.message)
+            for r, e in zip(answer.responses, mine, strict=True)))
+
+    return _split(request, "resources", [e is not None for e in errors_by_resource], "responses", refuse)
+
+
+def _config_error(resource: Any, access: RequestAccess) -> KafkaError | None:
+    if int(resource.resource_type) == TOPIC_CONFIG_RESOURCE:
+        permitted = access.allows(Op.ALTER_CONFIGS, ResourceType.TOPIC, str(resource.resource_name))
+        return None if permitted else TOPIC_DENIED
+    return None if access.allows_cluster(Op.ALTER_CONFIGS) else CLUSTER_DENIED
 
 
 def controller_refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig,

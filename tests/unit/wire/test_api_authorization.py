@@ -230,3 +230,21 @@ def test_only_the_refused_topics_of_an_admin_request_are_refused() -> None:
     assert isinstance(deleted, access_refusals.Split)
     assert [t.name for t in deleted.permitted.body.topics] == ["orders"]
     assert [(r.name, r.error_code) for r in wire(deleted.refused).responses] == [("logs", 29)]
+
+
+def test_config_alterations_and_group_deletions_refuse_only_what_is_refused() -> None:
+    from test_api_configs import incremental
+
+    request = incremental(1, (2, "orders", (("retention.ms", 0, "1"),)), (4, "1", (("log.retention.ms", 0, "1"),)),
+                          (2, "logs", (("retention.ms", 0, "1"),)))
+    split = access_refusals.refusal(request, access(allow(ResourceType.TOPIC, "orders", Op.ALTER_CONFIGS)), CONFIG,
+                                    cluster_image())
+    assert isinstance(split, access_refusals.Split)
+    assert [r.resource_name for r in split.permitted.body.resources] == ["orders"]
+    assert [(r.resource_name, r.error_code) for r in wire(split.refused).responses] == [("1", 31), ("logs", 29)]
+    deletion = client_request(42, 2, groups_names=("g", "h"))
+    split = access_refusals.refusal(deletion, access(allow(ResourceType.GROUP, "h", Op.DELETE)), CONFIG,
+                                    cluster_image())
+    assert isinstance(split, access_refusals.Split)
+    assert split.permitted.body.groups_names == ("h",)
+    assert [(r.group_id, r.error_code) for r in wire(split.refused).results] == [("g", 30)]
