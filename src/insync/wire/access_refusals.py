@@ -153,17 +153,21 @@ def _group_answer(request: DecodedRequest, error: KafkaError) -> Any:
     return groups.encode_offset_commit(request, [(tp, error) for tp, _ in commit.offsets])
 
 
-def _coordinator_refusal(request: DecodedRequest, access: RequestAccess) -> Any | None:
-    """FindCoordinator: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or transactional id (its error). With
-    several keys (v4+) the request is refused whole when any is not permitted."""
+def _coordinator_refusal(request: DecodedRequest, access: RequestAccess) -> Any | Split | None:
+    """FindCoordinator: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or transactional id (its error); with
+    several keys (v4+) each key refused alone."""
     key_type, keys = groups.find_coordinator_keys(request)
     resource_type, error = ((ResourceType.TRANSACTIONAL_ID, TRANSACTIONAL_ID_DENIED) if key_type == TRANSACTION_KEY
                             else (ResourceType.GROUP, GROUP_DENIED))
-    denied = [k for k in keys if not access.allows(Op.DESCRIBE, resource_type, k)]
-    if not denied:
-        return None
-    return groups.encode_find_coordinator(request, [groups.CoordinatorAnswer(k, error, message=error.message)
-                                                    for k in keys])
+    refused = [not access.allows(Op.DESCRIBE, resource_type, k) for k in keys]
+
+    def refuse(asked: DecodedRequest) -> Any:
+        return groups.encode_find_coordinator(asked, [groups.CoordinatorAnswer(k, error, message=error.message)
+                                                      for k in groups.find_coordinator_keys(asked)[1]])
+
+    if request.api_version < 4:  # one key, in `key`
+        return refuse(request) if any(refused) else None
+    return _split(request, "coordinator_keys", refused, "coordinators", refuse)
 
 
 @dataclass(frozen=True, slots=True)

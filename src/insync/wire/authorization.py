@@ -12,11 +12,10 @@ What each API needs, as Kafka checks it, and how a refusal reads:
   Alter/ListPartitionReassignments, Create/Delete/DescribeAcls, DescribeLogDirs, AlterReplicaLogDirs:
   CLUSTER_AUTHORIZATION_FAILED); the single-group APIs (FindCoordinator DESCRIBE, JoinGroup, SyncGroup,
   Heartbeat, LeaveGroup, OffsetCommit READ, OffsetDelete DELETE: GROUP_AUTHORIZATION_FAILED, and OffsetCommit
-  READ on its topics: TOPIC_AUTHORIZATION_FAILED). Departure: FindCoordinator v4+ with several keys is refused
-  whole when one is not permitted, where Kafka answers each key.
+  READ on its topics: TOPIC_AUTHORIZATION_FAILED).
 - per-resource refusals of CreateTopics (CREATE on the cluster or the topic), DeleteTopics (DELETE),
-  CreatePartitions (ALTER), DeleteGroups (DELETE on each group) and (Incremental)AlterConfigs (ALTER_CONFIGS on the
-  topic, or on the cluster for a broker): the request goes on without the refused resources, which the answer
+  CreatePartitions (ALTER), DeleteGroups (DELETE on each group), (Incremental)AlterConfigs (ALTER_CONFIGS on the
+  topic, or on the cluster for a broker) and FindCoordinator v4+ (DESCRIBE on each key): the request goes on without the refused resources, which the answer
   lists with the authorization error (`access_refusals.Split`).
 - per-partition refusals (`deny_topics`) of Produce (WRITE), consumer Fetch (READ), ListOffsets and
   OffsetForLeaderEpoch (DESCRIBE), DeleteRecords (DELETE), DescribeProducers (READ): TOPIC_AUTHORIZATION_FAILED

@@ -248,3 +248,14 @@ def test_config_alterations_and_group_deletions_refuse_only_what_is_refused() ->
     assert isinstance(split, access_refusals.Split)
     assert split.permitted.body.groups_names == ("h",)
     assert [(r.group_id, r.error_code) for r in wire(split.refused).results] == [("g", 30)]
+
+
+def test_find_coordinator_refuses_each_key_alone_from_v4() -> None:
+    request = client_request(10, 4, key_type=0, coordinator_keys=("g", "h"))
+    split = access_refusals.refusal(request, access(allow(ResourceType.GROUP, "h", Op.READ)), CONFIG,
+                                    cluster_image())
+    assert isinstance(split, access_refusals.Split)
+    assert split.permitted.body.coordinator_keys == ("h",)
+    assert [(c.key, c.error_code) for c in wire(split.refused).coordinators] == [("g", 30)]
+    old = client_request(10, 3, key="g", key_type=0)
+    assert wire(access_refusals.refusal(old, access(), CONFIG, cluster_image())).error_code == 30
