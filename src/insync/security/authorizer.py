@@ -15,14 +15,14 @@ The `Decision` keeps the rule that decided, so the authorization log quotes it i
 resource = Topic:LITERAL:t for request = Produce with resourceRefCount = 1 based on rule DefaultDeny").
 `authorized_operations` is the bit field Metadata, DescribeGroups and DescribeCluster report.
 
-Unlike Kafka, the ACLs are scanned linearly instead of through a map sorted by reversed name: a cluster holds
-tens of ACLs, not the hundreds of thousands that index is for.
+Where Kafka walks a map sorted by reversed name, the LITERAL ACLs are found by their name and the PREFIXED ones
+scanned: a cluster holds few prefixes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from insync.security.acl import (
     SUPPORTED_OPERATIONS,
@@ -83,10 +83,33 @@ class Authorizer:
     acls: tuple[AclBinding, ...] = ()
     super_users: frozenset[str] = frozenset()
     allow_everyone_if_no_acl_found: bool = False
+    # The ACLs that may apply to a resource, found without a scan: LITERAL ones by (type, name), the `*` wildcard
+    # among them; PREFIXED ones by type, checked one by one (a cluster holds few).
+    _literal: Mapping[tuple[ResourceType, str], tuple[AclBinding, ...]] = field(init=False, repr=False)
+    _prefixed: Mapping[ResourceType, tuple[AclBinding, ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        prefixed: dict[ResourceType, list[AclBinding]] = {}
+        for binding in self.acls:  # bounded by the cluster's ACLs
+            pattern = binding.pattern
+            if pattern.pattern_type == PatternType.PREFIXED:
+                prefixed.setdefault(pattern.resource_type, []).append(binding)
+            else:
+                literal.setdefault((pattern.resource_type, pattern.name), []).append(binding)
+        object.__setattr__(self, "_literal", {key: tuple(found) for key, found in literal.items()})
+        object.__setattr__(self, "_prefixed", {key: tuple(found) for key, found in prefixed.items()})
 
     @staticmethod
     def create(acls: Iterable[AclBinding], super_users: Iterable[str], allow_if_no_acl: bool) -> Authorizer:
         return Authorizer(tuple(acls), frozenset(super_users), allow_if_no_acl)
+
+    def _applying(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """The ACLs whose pattern covers the literal resource `name` (`ResourcePattern.applies_to`)."""
+        found = [*self._literal.get((resource_type, name), ()),
+                 *(self._literal.get((resource_type, WILDCARD), ()) if name != WILDCARD else ())]
+        found.extend(b for b in self._prefixed.get(resource_type, ()) if name.startswith(b.pattern.name))
+        return found
 
     def authorize(self, principal: KafkaPrincipal, host: str, operation: AclOperation, resource_type: ResourceType,
                   name: str) -> Decision:
@@ -96,9 +119,8 @@ class Authorizer:
             return SUPER_USER
         allow: AclBinding | None = None
         has_resource_acls = False
-        for binding in self.acls:  # bounded by the cluster's ACLs
-            if not binding.pattern.applies_to(resource_type, name):
-                continue
+        for binding in self._applying(resource_type, name):  # bounded by the cluster's ACLs
+            assert binding.pattern.applies_to(resource_type, name), (binding, name)
             has_resource_acls = True
             result = entry_result(binding, str(principal), host, operation)
             if result is False:
@@ -132,11 +154,11 @@ class Authorizer:
 
     def authorized_operations(self, principal: KafkaPrincipal, host: str, resource_type: ResourceType, name: str) -> int:
         """Kafka's bit field: bit `op` set for each of the resource type's operations the principal may do."""
-        field = 0
+        bits = 0
         for operation in SUPPORTED_OPERATIONS[resource_type]:
             if self.authorize(principal, host, operation, resource_type, name):
-                field |= 1 << operation
-        return field
+                bits |= 1 << operation
+        return bits
 
 
 def _covered(allow: ResourcePattern, denies: list[ResourcePattern]) -> bool:
