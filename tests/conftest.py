@@ -3,6 +3,7 @@ for a real insync cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import socket
@@ -85,6 +86,20 @@ FAST = [
 
 def start(directory: Path, brokers: int = 3, extra: list[str] | None = None) -> cluster.ClusterSpec:
     return cluster.up(str(directory), brokers, 0, [*FAST, *(extra or [])])
+
+
+@contextlib.contextmanager
+def started(spec: cluster.ClusterSpec) -> Iterator[cluster.ClusterSpec]:
+    """Start a cluster laid out by `cluster.layout` (whose server.properties a test edited first): the controller,
+    then every broker, without waiting for them to register; every node stopped at the end, whatever happened."""
+    spec = cluster.start_node(spec, cluster.CONTROLLER_ID)
+    try:
+        cluster.wait_listening(spec.controller)
+        for broker in spec.brokers:
+            spec = cluster.start_node(spec, broker.node_id)
+        yield spec
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def events(spec: cluster.ClusterSpec, node: int, kind: str) -> list[dict[str, object]]:

@@ -59,7 +59,7 @@ class Secured:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
-    from conftest import FAST
+    from conftest import FAST, started
 
     spec = cluster.layout(str(tmp_path_factory.mktemp("acls")), 1, 0, FAST)
     (sasl_port,) = cluster.free_ports(1)
@@ -71,17 +71,12 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     text = re.sub(r"^listeners=.*$", f"listeners={listeners}", broker.config_path.read_text(), flags=re.MULTILINE)
     broker.config_path.write_text(text + "inter.broker.listener.name=PLAINTEXT\nsasl.enabled.mechanisms=PLAIN\n"
                                   f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}\n")
-    spec = cluster.start_node(spec, cluster.CONTROLLER_ID)
-    cluster.wait_listening(spec.controller)
-    spec = cluster.start_node(spec, 1)
-    try:
+    with started(spec) as spec:
         cluster.wait_listening(spec.node(1))
         cluster.wait_registered(spec, 30)
         secured = Secured(spec, sasl_port)
         _prepare(secured)
         yield secured
-    finally:
-        cluster.down(ClusterSpec.load(spec.directory), 10.0)
 
 
 def _prepare(secured: Secured) -> None:

@@ -62,19 +62,13 @@ def wait_for_brokers(spec: ClusterSpec, wanted: set[int], seconds: float) -> set
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterSpec]:
-    from conftest import FAST
+    from conftest import FAST, started
 
     spec = cluster.layout(str(tmp_path_factory.mktemp("acl-ctl")), 2, 0, FAST)
     for node in spec.nodes:
         secure(node, "alice" if node.node_id == 2 else "admin")
-    spec = cluster.start_node(spec, cluster.CONTROLLER_ID)
-    try:
-        cluster.wait_listening(spec.controller)
-        for broker in spec.brokers:
-            spec = cluster.start_node(spec, broker.node_id)
+    with started(spec) as spec:
         yield spec
-    finally:
-        cluster.down(ClusterSpec.load(spec.directory), 10.0)
 
 
 def test_a_broker_without_cluster_action_cannot_register_until_granted(secured: ClusterSpec) -> None:
