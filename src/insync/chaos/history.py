@@ -28,6 +28,8 @@ from insync import command_config
 DELIVERY_TIMEOUT_S = 60.0
 PRODUCERS_MAX = 10  # producers a workload starts in turn after fatal errors
 READ_IDLE_S = 10.0
+END_OFFSET_WAIT_S = 30.0
+END_OFFSET_RETRY_S = 0.5
 CLIENT_LOGGER = "insync.clients"
 
 
@@ -144,7 +146,7 @@ def read_back(bootstrap: str, topic: str, run_id: str) -> dict[int, list[int]]:
                                      "enable.auto.commit": False, "enable.partition.eof": True}))
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
+        ends = {p: _end_offset(consumer, TopicPartition(topic, p)) for p in partitions}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         result: dict[int, list[int]] = {p: [] for p in partitions}
         remaining = {p for p in partitions if ends[p] > 0}
@@ -163,6 +165,24 @@ def read_back(bootstrap: str, topic: str, run_id: str) -> dict[int, list[int]]:
         return result
     finally:
         consumer.close()
+
+
+def _end_offset(consumer: Any, partition: Any) -> int:
+    """The partition's high watermark, asked again while the answer is a retriable error: right after a restart
+    the metadata can name a leader that has not yet caught up with it and answers NOT_LEADER_OR_FOLLOWER, as a
+    Kafka broker does in the same window; clients retry, so this does too, for at most `END_OFFSET_WAIT_S`."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    passing = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT,
+               KafkaError.REQUEST_TIMED_OUT, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION}
+    deadline = time.monotonic() + END_OFFSET_WAIT_S
+    while True:  # bounded by the deadline
+        try:
+            return int(consumer.get_watermark_offsets(partition, timeout=15)[1])
+        except KafkaException as exc:
+            if exc.args[0].code() not in passing or time.monotonic() >= deadline:
+                raise
+        time.sleep(END_OFFSET_RETRY_S)
 
 
 def verdict(history: ProduceHistory, read: dict[int, list[int]]) -> Verdict:

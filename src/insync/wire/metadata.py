@@ -9,8 +9,8 @@ Both describe the cluster as this broker's image has it, the way KRaft brokers d
   just reached. (Naming the lowest live id sent admin requests to a broker killed moments ago and not yet
   fenced: librdkafka waited out its request timeout, 15 s for `insync topics describe`, measured.)
 - Partitions: leader and `leader_epoch` (>= 0, so clients check epochs and call OffsetForLeaderEpoch),
-  replicas, ISR, and offline replicas (on brokers fenced or gone). A partition without a leader carries
-  LEADER_NOT_AVAILABLE and leader -1.
+  replicas, ISR, and offline replicas (on brokers fenced or gone). A partition without a leader, or whose leader
+  is fenced in this image (so not among the brokers listed), carries LEADER_NOT_AVAILABLE and leader -1.
 - Topics: all topics (v0: an empty list; v1+: null), or the ones asked for by name or, from v10, by id
   (UNKNOWN_TOPIC_ID when unknown). Topic ids are the controller's, identical on every broker.
 - Unknown names (Kafka's `KafkaApis.getTopicMetadata`): an illegal name is INVALID_TOPIC_EXCEPTION; a legal one
@@ -43,7 +43,7 @@ from insync.protocol.kio import (
     response_class,
     wire_uuid,
 )
-from insync.types import OFFSETS_TOPIC
+from insync.types import NO_LEADER, OFFSETS_TOPIC
 from insync.wire.versions import DESCRIBE_CLUSTER, METADATA
 
 BROKER_ENDPOINT = 1
@@ -145,8 +145,12 @@ def _topic(cls: type, image: MetadataImage, topic: TopicImage) -> Any:
     live = set(live_broker_ids(image))
     partitions = []
     for index, reg in sorted(topic.partitions.items()):
-        error = errors.LEADER_NOT_AVAILABLE if reg.is_offline else errors.NONE
-        partitions.append(build(partition_cls, error_code=code(error), partition_index=index, leader_id=reg.leader,
+        # A leader this image has fenced is not among the brokers listed: a client cannot reach it by id (librdkafka
+        # then calls the partition unknown and stops asking), so it is no leader to the client, as Kafka answers
+        # a leader without a live endpoint; the client retries until the image has it unfenced or replaced.
+        leader = reg.leader if reg.leader in live else NO_LEADER
+        error = errors.LEADER_NOT_AVAILABLE if leader == NO_LEADER else errors.NONE
+        partitions.append(build(partition_cls, error_code=code(error), partition_index=index, leader_id=leader,
                                 leader_epoch=reg.leader_epoch, replica_nodes=reg.replicas, isr_nodes=reg.isr,
                                 offline_replicas=tuple(r for r in reg.replicas if r not in live)))
     return build(nested(cls, "MetadataResponseTopic"), error_code=code(errors.NONE), name=topic.name,

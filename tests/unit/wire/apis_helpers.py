@@ -42,7 +42,12 @@ UNKNOWN_ID = "ffffffff-0000-4000-8000-000000000001"
 def cluster_image() -> MetadataImage:
     """Brokers 1-3 (3 fenced), controller 1; topic "orders" (3 partitions, RF 3, min ISR 2), "logs" (1
     partition, offline: its only replica, broker 3, is fenced)."""
-    records: list[Record] = [
+    return MetadataImage.from_records(cluster_records())
+
+
+def cluster_records() -> list[Record]:
+    """The records of `cluster_image`."""
+    return [
         ControllerChangeRecord(1, 1),
         RegisterBrokerRecord(1, 1, "inc-1", "127.0.0.1", 9091, "rack-a"),
         RegisterBrokerRecord(2, 2, "inc-2", "127.0.0.1", 9092),
@@ -61,7 +66,6 @@ def cluster_image() -> MetadataImage:
         PartitionChangeRecord(OTHER_ID, 0, None, -1, 1, 1),
         PartitionChangeRecord(TOPIC_ID, 2, (1, 2), 1, 1, 1),
     ]
-    return MetadataImage.from_records(records)
 
 
 def running_controller() -> Controller:

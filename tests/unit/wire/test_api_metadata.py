@@ -3,9 +3,20 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from apis_helpers import OTHER_ID, TOPIC_ID, UNKNOWN_ID, client_request, cluster_image, request_entity, wire
+from apis_helpers import (
+    OTHER_ID,
+    TOPIC_ID,
+    UNKNOWN_ID,
+    client_request,
+    cluster_image,
+    cluster_records,
+    request_entity,
+    wire,
+)
 
 from insync import errors
+from insync.metadata.image import MetadataImage
+from insync.metadata.records import FenceBrokerRecord
 from insync.wire import metadata
 
 
@@ -123,3 +134,18 @@ def test_all_topics_never_auto_creates() -> None:
     query = metadata.decode_request(client_request(3, 12, topics=None, allow_auto_topic_creation=True,
                                                    include_topic_authorized_operations=False))
     assert metadata.topics_to_create(query, cluster_image(), auto_create_enable=True) == ()
+
+
+def test_a_leader_fenced_in_the_image_is_no_leader_to_the_client() -> None:
+    """Right after every replica restarts, a broker's image can still name as leader a broker it has fenced (so
+    not among the brokers listed): the partition is answered LEADER_NOT_AVAILABLE with leader -1, which clients
+    retry, instead of a leader id they cannot reach (librdkafka then called the partition unknown for good)."""
+    image = MetadataImage.from_records([*cluster_records(), FenceBrokerRecord(2, 2)])
+    request = client_request(3, 12, topics=topics_request(12, "orders"), allow_auto_topic_creation=False,
+                             include_topic_authorized_operations=False)
+    body = wire(metadata.encode_response(metadata.decode_request(request), image, "cluster-x", 1))
+    assert [b.node_id for b in body.brokers] == [1]
+    p0, p1, p2 = body.topics[0].partitions
+    assert (p0.leader_id, p0.error_code) == (1, 0)
+    assert (p1.leader_id, p1.error_code) == (-1, errors.LEADER_NOT_AVAILABLE.code)  # broker 2 leads, fenced
+    assert p1.offline_replicas == (2, 3)
