@@ -122,15 +122,17 @@ def _with_error_code(answer: Any, error: KafkaError) -> Any:
     return dataclasses.replace(answer, error_code=code(error))
 
 
-def _group_refusal(request: DecodedRequest, access: RequestAccess) -> Any | None:
+def _group_refusal(request: DecodedRequest, access: RequestAccess) -> Any | Split | None:
+    """READ (etc.) on the group refuses the whole request; OffsetCommit also needs READ on each topic, and, as
+    Kafka's `handleOffsetCommitRequest`, commits the topics it may read while the others' partitions are
+    answered TOPIC_AUTHORIZATION_FAILED."""
     key = request.api_key
     group_id = str(request.body.group_id)
     if not access.allows(GROUP_OPERATIONS[key], ResourceType.GROUP, group_id):
         return _group_answer(request, GROUP_DENIED)
     if key == versions.OFFSET_COMMIT:
-        names = {str(t.name) for t in request.body.topics}
-        if not all(access.allows(Op.READ, ResourceType.TOPIC, name) for name in sorted(names)):
-            return _group_answer(request, TOPIC_DENIED)
+        refused = [not access.allows(Op.READ, ResourceType.TOPIC, str(t.name)) for t in request.body.topics]
+        return _split(request, "topics", refused, "topics", lambda asked: _group_answer(asked, TOPIC_DENIED))
     return None
 
 

@@ -11,8 +11,9 @@ What each API needs, as Kafka checks it, and how a refusal reads:
 - whole-request refusals before anything happens (`access_refusals`): cluster permissions (ElectLeaders,
   Alter/ListPartitionReassignments, Create/Delete/DescribeAcls, DescribeLogDirs, AlterReplicaLogDirs:
   CLUSTER_AUTHORIZATION_FAILED); the single-group APIs (FindCoordinator DESCRIBE, JoinGroup, SyncGroup,
-  Heartbeat, LeaveGroup, OffsetCommit READ, OffsetDelete DELETE: GROUP_AUTHORIZATION_FAILED, and OffsetCommit
-  READ on its topics: TOPIC_AUTHORIZATION_FAILED).
+  Heartbeat, LeaveGroup, OffsetCommit READ, OffsetDelete DELETE: GROUP_AUTHORIZATION_FAILED); OffsetCommit also
+  needs READ on each topic, and commits the others when some are refused (their partitions
+  TOPIC_AUTHORIZATION_FAILED, a `Split` as below).
 - per-resource refusals of CreateTopics (CREATE on the cluster or the topic), DeleteTopics (DELETE),
   CreatePartitions (ALTER), DeleteGroups (DELETE on each group), (Incremental)AlterConfigs (ALTER_CONFIGS on the
   topic, or on the cluster for a broker) and FindCoordinator v4+ (DESCRIBE on each key): the request goes on without the refused resources, which the answer

@@ -35,6 +35,7 @@ from insync.wire.versions import (
     INIT_PRODUCER_ID,
     JOIN_GROUP,
     METADATA,
+    OFFSET_COMMIT,
     PRODUCE,
 )
 
@@ -108,6 +109,29 @@ def test_group_apis_need_their_group_operation() -> None:
     answer = wire(access_refusals.refusal(join, access(allow(ResourceType.GROUP, "g", Op.DESCRIBE)), CONFIG,
                                           cluster_image()))
     assert (answer.error_code, answer.member_id) == (30, "m-1")
+
+
+def test_offset_commit_commits_the_readable_topics_and_refuses_the_others() -> None:
+    """As Kafka's handleOffsetCommitRequest: READ on the group, then READ on each topic; the topics the principal
+    may read are committed, the others' partitions answered TOPIC_AUTHORIZATION_FAILED (29)."""
+
+    def topic(name: str) -> object:
+        partition = request_entity(OFFSET_COMMIT, 8, "OffsetCommitRequestPartition", partition_index=0,
+                                   committed_offset=5, committed_leader_epoch=-1, committed_metadata="")
+        return request_entity(OFFSET_COMMIT, 8, "OffsetCommitRequestTopic", name=name, partitions=(partition,))
+
+    commit = client_request(OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=-1, member_id="",
+                            group_instance_id=None, topics=(topic("a"), topic("b")))
+    group = allow(ResourceType.GROUP, "g", Op.READ)
+    split = access_refusals.refusal(commit, access(group, allow(ResourceType.TOPIC, "a", Op.READ)), CONFIG,
+                                    cluster_image())
+    assert isinstance(split, access_refusals.Split)
+    assert [str(t.name) for t in split.permitted.body.topics] == ["a"]
+    assert [(str(t.name), t.partitions[0].error_code) for t in wire(split.refused).topics] == [("b", 29)]
+    everything = access(group, allow(ResourceType.TOPIC, "a", Op.READ), allow(ResourceType.TOPIC, "b", Op.READ))
+    assert access_refusals.refusal(commit, everything, CONFIG, cluster_image()) is None
+    refused = wire(access_refusals.refusal(commit, access(group), CONFIG, cluster_image()))
+    assert [(str(t.name), t.partitions[0].error_code) for t in refused.topics] == [("a", 29), ("b", 29)]
 
 
 def test_create_topics_needs_create_on_the_cluster_or_each_topic() -> None:
