@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from conftest import FAST, started
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
 
@@ -59,7 +60,6 @@ class Secured:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
-    from conftest import FAST, started
 
     spec = cluster.layout(str(tmp_path_factory.mktemp("acls")), 1, 0, FAST)
     (sasl_port,) = cluster.free_ports(1)

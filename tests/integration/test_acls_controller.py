@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conftest import FAST, started
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
 
@@ -62,7 +63,6 @@ def wait_for_brokers(spec: ClusterSpec, wanted: set[int], seconds: float) -> set
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterSpec]:
-    from conftest import FAST, started
 
     spec = cluster.layout(str(tmp_path_factory.mktemp("acl-ctl")), 2, 0, FAST)
     for node in spec.nodes:

@@ -113,8 +113,9 @@ def test_client_log_routes_the_clients_logger_to_a_file_and_restores_it(tmp_path
 
     logger = logging.getLogger(CLIENT_LOGGER)
     assert client_conf({"bootstrap.servers": "x"})["logger"] is logger
+    before = (logger.propagate, list(logger.handlers), logger.level)
     with client_log(tmp_path / "clients.log"):
         assert not logger.propagate
         logger.warning("Connect to ipv4#127.0.0.1:1 failed")
-    assert logger.propagate and not logger.handlers
+    assert (logger.propagate, list(logger.handlers), logger.level) == before  # as it was, whatever ran before
     assert "WARNING Connect to ipv4#127.0.0.1:1 failed" in (tmp_path / "clients.log").read_text()

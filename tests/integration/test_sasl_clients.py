@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from conftest import wait_until
+from conftest import FAST, wait_until
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
 from insync.protocol.codec import decode_response, encode_request
@@ -61,7 +61,6 @@ class Sasl:
 
 @pytest.fixture(scope="module")
 def sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sasl]:
-    from conftest import FAST
 
     spec = cluster.layout(str(tmp_path_factory.mktemp("sasl")), 1, 0, FAST)
     broker = spec.node(1)

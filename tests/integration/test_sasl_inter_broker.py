@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from conftest import FAST
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
 
@@ -55,7 +56,6 @@ def brokers_seen(spec: ClusterSpec) -> set[int]:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterSpec]:
-    from conftest import FAST
 
     spec = cluster.layout(str(tmp_path_factory.mktemp("sasl-ib")), 3, 0, FAST)
     for node in spec.nodes:
