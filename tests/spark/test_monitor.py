@@ -109,6 +109,12 @@ def _delays(alerts: list[dict[str, Any]]) -> str:
                      for a in alerts)
 
 
+# Known defects, issue 21 still open: in the lead's full runs on 2026-11-24 this failed twice, once with the
+# restarted monitor repeating the last alerts written before the stop (its checkpoint did not yet hold them), once
+# with the source's micro-batches failing (planPartitions) while the paused broker led a partition of
+# __insync_events. It passed in the helper's run. Not strict, so a pass is reported as XPASS, not hidden.
+@pytest.mark.xfail(reason="monitor restart may repeat alerts; source stalls on a paused events leader (issue 21)",
+                   strict=False)
 def test_alerts_for_a_paused_follower_and_a_slow_leader_once_each_and_none_for_a_clean_shutdown(
         spark: SparkSession, spec: cluster.ClusterSpec, tmp_path: Path) -> None:
     for topic in ("paused", "slow"):
