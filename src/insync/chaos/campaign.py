@@ -10,7 +10,8 @@ one ends `COOLDOWN_S` before the run does. Within a run every kind asked for com
 from the seed) before any comes again, so the cluster heals while the workload still runs.
 
 Each run starts its own cluster (3 brokers, short timeouts, fault injection when a kind needs it) under
-`<out>/run-<r>/cluster`, creates a topic (RF 3, min ISR 2, unclean election off), runs the workload
+`<out>/run-<r>/cluster` (with `zookeeper`, two controllers on metadata.store=zookeeper and a ZooKeeper server of
+the run's own, so the controller faults hand over to the standby), creates a topic (RF 3, min ISR 2, unclean election off), runs the workload
 (chaos/workload.py) and the faults with every operation in `<out>/run-<r>/history.jsonl`, ends every fault
 still active, reads every partition completely, checks the history (chaos/checker.py) and writes the report
 (chaos/report.py). A run is ok when no anomaly the producers' guarantees forbid was found. `<out>/campaign.json`
@@ -19,6 +20,7 @@ holds the totals (by anomaly and by producer label) and each run's verdict; `<ou
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import logging
@@ -34,6 +36,8 @@ from insync.admin import ensure_topic
 from insync.chaos import checker, cluster, nemesis, report, workload
 from insync.chaos.history import CLIENT_LOGGER
 from insync.chaos.ops import HistoryWriter, Op, read_history
+from insync.chaos.zookeeper import ZooKeeperServer
+from insync.config import ConfigError
 
 WARMUP_S = 3.0
 COOLDOWN_S = 6.0
@@ -41,6 +45,7 @@ HOLD_S = (2.0, 6.0)
 GAP_S = (1.0, 3.0)
 FAULTS_PER_RUN_MAX = 100
 CONCURRENCY_MAX = 3
+ZOOKEEPER_SESSION_MS = 2000  # how long a paused or killed active controller keeps its znode before a standby wins
 PARTITIONS = 3
 OVERRIDES = (
     "replica.lag.time.max.ms=4000",
@@ -65,6 +70,7 @@ class RunPlan:
     seed: int
     duration_s: float
     faults: tuple[Planned, ...]
+    zookeeper: bool = False  # metadata.store=zookeeper with a standby controller and a ZooKeeper server of its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,7 @@ class RunResult:
         check = self.check
         return {
             "run": self.plan.run, "seed": self.plan.seed, "duration_s": self.plan.duration_s,
+            "metadata_store": "zookeeper" if self.plan.zookeeper else "kraft",
             "elapsed_s": round(self.elapsed_s, 1), "ok": self.ok, "error": self.error,
             "forbidden": len(check.forbidden),
             "schedule": [asdict(p) for p in self.plan.faults],
@@ -97,7 +104,8 @@ class RunResult:
         }
 
 
-def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1) -> RunPlan:
+def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1,
+             zookeeper: bool = False) -> RunPlan:
     """`concurrency` lanes of faults, each one fault at a time; lane l starts `l * HOLD_S[0]` later, so with
     several lanes faults overlap (Jepsen's composed nemeses)."""
     assert kinds and duration_s > 0 and 1 <= concurrency <= CONCURRENCY_MAX, (kinds, duration_s, concurrency)
@@ -115,12 +123,17 @@ def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str], concu
                 break
             faults.append(Planned(round(at_s, 1), order[len(faults) % len(order)], hold_s, rng.randrange(1 << 16)))
             at_s += hold_s + rng.uniform(*GAP_S)
-    return RunPlan(run, seed, duration_s, tuple(sorted(faults, key=lambda f: f.at_s)))
+    return RunPlan(run, seed, duration_s, tuple(sorted(faults, key=lambda f: f.at_s)), zookeeper)
 
 
-def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1
-                  ) -> tuple[RunPlan, ...]:
-    return tuple(plan_run(r, seed + r, duration_s, kinds, concurrency) for r in range(runs))
+def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1,
+                  zookeeper: bool = False) -> tuple[RunPlan, ...]:
+    networked = [kind for kind in kinds if nemesis.REGISTRY[kind].needs_netns]
+    if zookeeper and networked:
+        raise ConfigError(f"{', '.join(networked)} need a cluster in network namespaces, and metadata.store="
+                          "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
+                          "--zookeeper or those kinds")
+    return tuple(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper) for r in range(runs))
 
 
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
@@ -148,10 +161,25 @@ def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
 
 
 def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: float) -> tuple[str, ...]:
-    """Cluster up, workload and faults, the final read, cluster down; returns the clients' own errors."""
+    """ZooKeeper (when the plan asks for it) and the cluster up, then the workload under the faults; returns the
+    clients' own errors."""
     kinds = [nemesis.REGISTRY[p.kind] for p in plan.faults]
     overrides = [*OVERRIDES, *dict.fromkeys(o for kind in kinds for o in kind.overrides)]
-    spec = cluster.up(str(directory / "cluster"), 3, 0, overrides, namespaces=any(k.needs_netns for k in kinds))
+    with contextlib.ExitStack() as stack:
+        controllers = 1
+        if plan.zookeeper:
+            zk = stack.enter_context(ZooKeeperServer(directory / "zookeeper", cluster.free_ports(1)[0]))
+            overrides += ["metadata.store=zookeeper", f"zookeeper.connect={zk.connect('/insync')}",
+                          f"zookeeper.session.timeout.ms={ZOOKEEPER_SESSION_MS}"]
+            controllers = 2
+        spec = cluster.up(str(directory / "cluster"), 3, 0, overrides, controllers,
+                          namespaces=any(k.needs_netns for k in kinds))
+        return _workload_under_faults(plan, directory, history, rate, spec)
+
+
+def _workload_under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: float,
+                           spec: cluster.ClusterSpec) -> tuple[str, ...]:
+    """The workload and the faults, the final read, cluster down."""
     try:
         topic = f"chaos-{plan.seed}"
         ensure_topic(spec.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})

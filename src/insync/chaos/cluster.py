@@ -243,6 +243,16 @@ def wait_listening(node: NodeSpec, deadline_s: float = START_DEADLINE_S) -> None
               node.host)
 
 
+def listening(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether something accepts connections on `host`:`port` now (of several controllers, only the active one
+    listens)."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def wait_port(port: int, deadline_s: float, pid: int | None = None, what: str = "the process",
               host: str = "127.0.0.1") -> None:
     """Until something accepts connections on `host`:`port`; fails early if `pid` exits."""

@@ -14,7 +14,8 @@ campaign turns it on only when asked for them. A new kind is one more entry in `
 - `delay`: `DELAY_MS` of latency on one broker's replication requests;
 - `power-loss`: the leader of one partition SIGKILLed and cut back to what it fsynced (chaos/power.py), then
   restarted to undo;
-- `controller-kill` / `controller-pause`: the active controller SIGKILLed (then restarted) or SIGSTOPped.
+- `controller-kill` / `controller-pause`: the active controller SIGKILLed (then restarted) or SIGSTOPped; with
+  `metadata.store=zookeeper` and a standby (`insync chaos campaign --zookeeper`) the standby takes over.
 
 Opt-in network kinds (`OPT_IN_KINDS`: named in `--faults`, not part of `all`, since they need a cluster in
 network namespaces, so root, iproute2 and nftables; `needs_netns`): `isolate` (one broker from every other
@@ -150,10 +151,17 @@ def _power_loss(target: Target, pick: int) -> Active:
 
 
 def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
+    """With several controllers (metadata.store=zookeeper) the fault hits the active one, and any controller a
+    previous fault left dead (a paused one that lost its epoch stops itself when resumed) is started again
+    first, as a standby, so that there is one to take over."""
     def start(target: Target, _pick: int) -> Active:
-        target.apply(script.Step(0, action, CONTROLLER_ID))
-        return Active(f"{action} controller {CONTROLLER_ID}",
-                      lambda t: t.heal(undo, CONTROLLER_ID))
+        controllers = target.spec.controllers
+        if len(controllers) > 1:
+            for node in controllers:
+                target.heal("restart", node.node_id)
+        victim = next((c.node_id for c in controllers if cluster.listening(c.port, c.host)), CONTROLLER_ID)
+        target.apply(script.Step(0, action, victim))
+        return Active(f"{action} controller {victim}", lambda t: t.heal(undo, victim))
     return start
 
 

@@ -64,6 +64,9 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--concurrent-faults", type=int, default=1, metavar="N",
                       help=f"up to N faults active at once (1 to {campaign.CONCURRENCY_MAX})")
     camp.add_argument("--rate", type=float, default=300.0, help="records per second over all producers")
+    camp.add_argument("--zookeeper", action="store_true",
+                      help="metadata.store=zookeeper with two controllers (one standby) and a ZooKeeper server per "
+                      "run, so controller-kill and controller-pause hand over to the standby")
     camp.add_argument("--out", default="chaos-campaign", help="directory for each run's history and report")
     camp.set_defaults(func=_campaign)
     check = commands.add_parser("check", help="check a campaign run's history.jsonl again (Jepsen's anomalies)")
@@ -112,7 +115,8 @@ def _campaign(args: argparse.Namespace) -> int:
                           f"positive (got {args.rate:g})")
     if not 1 <= args.concurrent_faults <= campaign.CONCURRENCY_MAX:
         raise ConfigError(f"--concurrent-faults must be 1 to {campaign.CONCURRENCY_MAX}, got {args.concurrent_faults}")
-    plans = campaign.plan_campaign(args.runs, args.seed, args.duration, kinds, args.concurrent_faults)
+    plans = campaign.plan_campaign(args.runs, args.seed, args.duration, kinds, args.concurrent_faults,
+                                   args.zookeeper)
     done: list[campaign.RunResult] = []
 
     def each(result: campaign.RunResult) -> None:

@@ -58,16 +58,6 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
-def _listening(port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
-            return True
-    except OSError:
-        return False
-
-
 def _status(args: argparse.Namespace) -> int:
     spec = cluster.ClusterSpec.load(args.dir)
     print(f"{'node':>4}  {'role':<10}  {'address':<21}  {'pid':>7}  state")
@@ -76,7 +66,7 @@ def _status(args: argparse.Namespace) -> int:
         state = "running" if running else "stopped"
         if running and len(spec.controllers) > 1 and node.roles == "controller":
             # Only the active controller listens; the others campaign in ZooKeeper.
-            state = "running, active" if _listening(node.port) else "running, standby"
+            state = "running, active" if cluster.listening(node.port, node.host) else "running, standby"
         print(f"{node.node_id:>4}  {node.roles:<10}  {node.address:<21}  {node.pid or '-':>7}  {state}")
     try:
         rows = describe_rows(spec.bootstrap)

@@ -94,6 +94,7 @@ def test_the_table_has_a_line_per_run_and_totals() -> None:
     (["--runs", "0"], "--runs must be at least 1"),
     (["--duration", "5"], "--duration over 9 s"),
     (["--concurrent-faults", "4"], "--concurrent-faults must be 1 to 3, got 4"),
+    (["--zookeeper", "--faults", "kill,isolate,ring"], "isolate, ring need a cluster in network namespaces"),
 ])
 def test_campaign_arguments_are_checked_before_anything_starts(tmp_path: Path, args: list[str], message: str) -> None:
     out = subprocess.run([sys.executable, "-m", "insync.cli.main", "chaos", "campaign", "--out", str(tmp_path / "o"),
