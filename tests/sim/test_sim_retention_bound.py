@@ -18,21 +18,21 @@ from insync.sim.scenario import parse_scenario
 
 def _document(seed: int) -> dict[str, Any]:
     return {
-        "name": "retention-below-min-isr", "seed": seed, "duration_s": 60, "quiesce_s": 30,
+        "name": "retention-below-min-isr", "seed": seed, "duration_s": 30, "quiesce_s": 15,
         "cluster": {"brokers": 2},
-        "broker": {"min.insync.replicas": 2, "replica.lag.time.max.ms": 10_000, "log.segment.bytes": 4096,
+        "broker": {"min.insync.replicas": 2, "replica.lag.time.max.ms": 5_000, "log.segment.bytes": 4096,
                    "log.retention.bytes": 16384, "log.retention.check.interval.ms": 1000},
         "topic": {"name": "t", "partitions": 1, "replication_factor": 2},
         "producers": [{"acks": 1, "rate_msgs_per_s": 500, "batch_records": 10}],
-        "faults": [{"at_s": 5, "kind": "pause", "target": "follower", "duration_s": 50}],
+        "faults": [{"at_s": 5, "kind": "pause", "target": "follower", "duration_s": 20}],
     }
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_retention_keeps_the_log_start_at_or_below_the_high_watermark(seed: int) -> None:
     result = run_scenario(parse_scenario(_document(seed)))
-    assert result.under_min_isr_ms > 30_000, f"seed {seed}: the ISR stayed below min ISR while writes went on"
+    assert result.under_min_isr_ms > 12_000, f"seed {seed}: the ISR stayed below min ISR while writes went on"
     assert not result.invariant_violations, (seed, result.invariant_violations[:3])
     skipped = [e for e in result.events if e["type"] in ("truncate", "log_start_bounded")]
     assert skipped == [], f"seed {seed}: the follower skipped records: {skipped[:2]}"
-    assert result.acked_records > 20_000 and result.divergent_logs == 0
+    assert result.acked_records > 10_000 and result.divergent_logs == 0
