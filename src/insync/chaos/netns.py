@@ -9,7 +9,7 @@ what `create` made, and nothing else.
 
 `install(network, faults)` puts a `NetFaults` in place: in each node's namespace an nft table dropping what
 arrives from the nodes it is cut from, and tc qdiscs on its `eth0` for latency/jitter/loss (netem) and
-bandwidth (tbf). It replaces whatever was there, so `install(network, NetFaults())` heals everything. A kernel
+bandwidth (tbf), and for its ingress limit a tbf on its veth's end in the root namespace. It replaces whatever was there, so `install(network, NetFaults())` heals everything. A kernel
 without netem (CONFIG_NET_SCH_NETEM) is refused by name before anything changes; random loss then still works
 through nft's drops with a probability (`partitions.lossy`, `one_way`).
 
@@ -53,6 +53,10 @@ class Network:
 
     def namespace(self, node_id: int) -> str:
         return f"{PREFIX}{self.run}n{node_id}"
+
+    def host_end(self, node_id: int) -> str:
+        """The root namespace's end of the node's veth pair (on the bridge): what it sends, the node receives."""
+        return f"{PREFIX}{self.run}h{node_id}"
 
     def to_json(self) -> dict[str, object]:
         return {"run": self.run, "subnet": self.subnet, "addresses": {str(k): v for k, v in self.addresses.items()}}
@@ -135,7 +139,7 @@ def create(node_ids: Iterable[int]) -> Network:
 
 
 def _add_node(network: Network, node_id: int, prefixlen: int) -> None:
-    namespace, host_end, node_end = (network.namespace(node_id), f"{PREFIX}{network.run}h{node_id}",
+    namespace, host_end, node_end = (network.namespace(node_id), network.host_end(node_id),
                                      f"{PREFIX}{network.run}c{node_id}")
     _run("ip", "netns", "add", namespace)
     _run("ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end)
@@ -176,11 +180,16 @@ def install(network: Network, faults: NetFaults) -> None:
         namespace = network.namespace(node_id)
         _run("ip", "netns", "exec", namespace, "nft", "-f", "-",
              stdin=nft_script(node_id, faults.drops, network.addresses))
-        commands = tc_commands(faults.shapes.get(node_id, Shape()))
-        with contextlib.suppress(ConfigError):  # no root qdisc of ours to remove
-            _run("ip", "netns", "exec", namespace, *commands[0])
-        for command in commands[1:]:
-            _run("ip", "netns", "exec", namespace, *command)
+        _run_tc(["ip", "netns", "exec", namespace], tc_commands(faults.shapes.get(node_id, Shape())))
+        _run_tc([], tc_commands(Shape(rate_kbit=faults.ingress.get(node_id, 0)), device=network.host_end(node_id)))
+
+
+def _run_tc(prefix: list[str], commands: list[list[str]]) -> None:
+    """`tc_commands`' removal of the root qdisc (none of ours may be there), then the rest."""
+    with contextlib.suppress(ConfigError):
+        _run(*prefix, *commands[0])
+    for command in commands[1:]:
+        _run(*prefix, *command)
 
 
 def check_supported(network: Network, faults: NetFaults) -> None:

@@ -2,8 +2,11 @@
 
 A `NetFaults` is the whole network state the harness wants: `drops` maps a directed link (source node,
 destination node) to the percentage of its packets lost (100: cut), `shapes` maps a node to what its outgoing
-traffic goes through (`Shape`: tc netem latency/jitter/loss, tbf bandwidth). Faults add up (`with_drops`,
-`with_shape`) and `heal` is the empty state; `chaos/netns.py` installs a state in the namespaces.
+traffic goes through (`Shape`: tc netem latency/jitter/loss, tbf bandwidth), and `ingress` maps a node to the
+rate of what it receives (tbf on the root namespace's end of its veth, whose egress is the node's ingress: a
+slow link into one follower, which shaping the leader's egress cannot make without slowing every follower).
+Faults add up (`with_drops`, `with_shape`, `with_ingress`) and `heal` is the empty state; `chaos/netns.py`
+installs a state in the namespaces.
 
 The partitions are Jepsen's (jepsen.nemesis): `isolate` one node from every other node, `leader_cut` (a leader
 from its followers, both still reaching the controller: the classic ISR data-loss case), `bridge` (two halves
@@ -55,6 +58,7 @@ class Shape:
 class NetFaults:
     drops: Mapping[Link, float] = field(default_factory=dict)
     shapes: Mapping[int, Shape] = field(default_factory=dict)
+    ingress: Mapping[int, int] = field(default_factory=dict)  # node -> kbit/s of what it receives
 
     def with_drops(self, links: Mapping[Link, float]) -> NetFaults:
         merged = dict(self.drops)
@@ -65,10 +69,16 @@ class NetFaults:
     def with_shape(self, node: int, shape: Shape) -> NetFaults:
         return replace(self, shapes={**self.shapes, node: shape})
 
+    def with_ingress(self, node: int, rate_kbit: int) -> NetFaults:
+        if rate_kbit <= 0:
+            raise ConfigError(f"an ingress limit needs a rate above 0 kbit/s, got {rate_kbit}")
+        return replace(self, ingress={**self.ingress, node: rate_kbit})
+
     def to_json(self) -> str:
         return json.dumps({"drops": [[s, d, p] for (s, d), p in sorted(self.drops.items())],
                            "shapes": {str(n): [s.delay_ms, s.jitter_ms, s.loss_percent, s.rate_kbit]
-                                      for n, s in sorted(self.shapes.items())}})
+                                      for n, s in sorted(self.shapes.items())},
+                           "ingress": {str(n): kbit for n, kbit in sorted(self.ingress.items())}})
 
     @classmethod
     def from_json(cls, text: str) -> NetFaults:
@@ -77,9 +87,10 @@ class NetFaults:
             drops = {(int(s), int(d)): float(p) for s, d, p in data["drops"]}
             shapes = {int(n): Shape(int(d), int(j), float(loss), int(r)) for n, (d, j, loss, r)
                       in dict(data["shapes"]).items()}
+            ingress = {int(n): int(kbit) for n, kbit in dict(data.get("ingress", {})).items()}  # none before
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ConfigError(f"not a network fault description: {exc}") from None
-        return cls(drops, shapes)
+        return cls(drops, shapes, ingress)
 
 
 def _both_ways(groups_a: Sequence[int], groups_b: Sequence[int]) -> dict[Link, float]:

@@ -27,21 +27,36 @@ from insync.config import ConfigError
 # __consumer_offsets (the read-back's consumer has a group.id: creating 50 would cost each run seconds).
 BASE_CONFIGS = ("replica.fetch.backoff.ms=200", "isr.change.propagation.check.interval.ms=250",
                 "isr.change.propagation.blackout.ms=500", "fault.injection.enable=true", "offsets.topic.num.partitions=1")
-STEP_ACTIONS = ("pause", "kill", "stop", "crash", "isolate", "slow-reads", "fail-partition", "delay", "delete-records")
+STEP_ACTIONS = ("pause", "kill", "stop", "crash", "isolate", "throttle", "slow-reads", "fail-partition", "delay",
+                "delete-records")
 STEP_TARGETS = ("leader", "follower", "follower2")
+STEP_WAITS = ("", "isr-full", "isr-published", "isr-shrunk", "leader-alone")
 # A removal later than 1.5 x the lag by less than this is the machine's scheduling, not the rule: the real
 # brokers share two cores with the test, the clients and other work (stuck-follower's removal came 1.3-1.7 lags
 # after its last catch-up at a load average of 15 on two cores). The lower bound (never before the lag) has none.
 SCHEDULING_SLACK_LAGS = 1.0
+THROTTLE_KBIT = 320  # slow-follower's limit into the follower (see SEEDS)
+# How soon after a propagation a broker's metadata shows it, as the harness sees it: the broker's long poll of the
+# controller answers at once, and the watch asks each broker every WATCH_S (seeds_run.py).
+VISIBLE_MS = 1000
+# A leader reports an ISR change when the controller's answer arrives, after the commit its blackout counts from:
+# a real publication may come this much less than a blackout after the event.
+ANSWER_MS = 250
 
 
 @dataclass(frozen=True, slots=True)
 class SeedStep:
     """One fault at `at_s` seconds into the workload, on `target` ("leader" / "follower" / "follower2" of
     `partition` when it fires, or a broker id), undone `for_s` later (resume, restart, heal the network, or clear
-    the fault file); 0 keeps it. `crash` is a power loss (what the node had not fsynced is gone). With
-    `in_sync_first`, it waits (bounded) for every ISR to be full before firing, as an operator's rolling restart
-    waits for no under-replicated partitions before the next broker."""
+    the fault file); 0 keeps it. `crash` is a power loss (what the node had not fsynced is gone); `throttle`
+    limits what the target receives to `kbit` kbit/s (tbf, in network namespaces).
+
+    `after` makes it wait (bounded by the seed's `settle_s`) for a state before firing, and moves every later
+    step and undoing by the time it waited, so the faults keep their spacing: "isr-full" (every ISR full, as an
+    operator's rolling restart waits for no under-replicated partitions before the next broker), "isr-published"
+    (every ISR full, and a metadata propagation since the last ISR change), "isr-shrunk"
+    (a replica out of `partition`'s ISR), "leader-alone" (its leader the only replica in it). A script that
+    needs a removal first waits for it rather than guess how long the brokers take on a loaded machine."""
 
     at_s: float
     action: str
@@ -49,7 +64,8 @@ class SeedStep:
     for_s: float = 0.0
     partition: int = 0
     ms: int = 0
-    in_sync_first: bool = False
+    kbit: int = 0
+    after: str = ""
 
     def __post_init__(self) -> None:
         if self.action not in STEP_ACTIONS:
@@ -57,6 +73,12 @@ class SeedStep:
         if isinstance(self.target, str) and self.target not in STEP_TARGETS:
             raise ConfigError(f"seed step: target must be a broker id or one of {', '.join(STEP_TARGETS)}, "
                               f"got {self.target!r}")
+        if (self.action == "throttle") != (self.kbit > 0):
+            raise ConfigError(f"seed step: a throttle needs a rate (kbit > 0), and only a throttle has one; got "
+                              f"{self.action} at {self.kbit} kbit/s")
+        if self.after not in STEP_WAITS:
+            raise ConfigError(f"seed step: after must be one of {', '.join(w for w in STEP_WAITS if w)}, "
+                              f"got {self.after!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +96,10 @@ class SeedRun:
     urp_s: float
     under_min_isr_s: float
     offline_s: float
+    propagation_ms: tuple[int, int] = (2500, 5000)  # the controller's ISR propagation check interval, blackout
+    # A real run's watch of the brokers' metadata (`RealSeed.watch_metadata`): {ts_ms, broker, partition, isr}
+    # each time a broker's answer for a partition changed. The simulator's runs have none.
+    seen: tuple[dict[str, Any], ...] = ()
 
     def of(self, kind: str, partition: int | None = None) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind and (partition is None or e.get("partition") == partition)]
@@ -118,7 +144,8 @@ class RealSeed:
     side_records: int = 0
     side_every_s: float = 0.0
     side_acks: str = "all"
-    namespaces: bool = False  # each node in its own network namespace (root): for `isolate`
+    namespaces: bool = False  # each node in its own network namespace (root): for `isolate` and `throttle`
+    watch_metadata: bool = False  # ask every broker for the topic's ISRs all along (`SeedRun.seen`)
     duration_s: float = 8.0
     settle_s: float = 15.0  # at most this long, after the faults are undone, for every ISR to be full again
 
@@ -318,6 +345,71 @@ def check_last_replica_standing_kafka_3(run: SeedRun) -> list[str]:
     return failures
 
 
+def check_isr_propagation(run: SeedRun) -> list[str]:
+    """Seed 003's first two phases: a paused broker leaves the ISR of every partition it follows within a lag,
+    and all the ISR changes around its pause reach the brokers in 1 or 2 propagations; then a lone change (one
+    partition failing on a follower) is published once it is a blackout old, by the next check. On a real
+    cluster, each broker's own metadata shows it: its ISRs change only at those propagations, and the lone
+    change reaches every broker after its publication."""
+    failed = run.of("partition_failed")
+    if not failed:
+        return ["a partition failed on a follower (seen: none)"]
+    check_ms, blackout_ms = run.propagation_ms
+    late_ms = _slack(run) * run.lag_ms
+    changes = [e for e in run.events if e["type"] in ("isr_shrink", "isr_expand")]
+    burst = [e for e in changes if e["ts_ms"] < failed[0]["ts_ms"]]
+    lone = [e for e in changes if e["ts_ms"] >= failed[0]["ts_ms"]][:1]
+    if not burst or burst[0]["type"] != "isr_shrink" or not lone:
+        return [f"ISR changes around the pause, then a lone one (seen: {len(burst)}, then {len(lone)})"]
+    failures: list[str] = []
+    paused = burst[0]["removed"][0]["broker"]
+    followed = {e["partition"] for e in run.of("leader_change") if e["reason"] == "created" and paused in e["isr"]
+                and e["leader_after"] != paused}
+    by_ms = burst[0]["ts_ms"] + run.lag_ms + late_ms
+    left = {e["partition"] for e in burst if e["type"] == "isr_shrink" and e["ts_ms"] <= by_ms
+            and any(r["broker"] == paused for r in e["removed"])}
+    _expect(failures, bool(followed) and followed <= left, f"broker {paused} left the ISR of each of the "
+            f"{len(followed)} partitions it follows within a lag", sorted(followed - left))
+    props = [e["ts_ms"] for e in run.of("metadata_propagated")]
+    # A propagation after the lone change is the lone change's own, however late the burst's would be.
+    window_end = min(burst[-1]["ts_ms"] + check_ms + blackout_ms + late_ms, lone[0]["ts_ms"])
+    window = [p for p in props if burst[0]["ts_ms"] <= p < window_end]
+    _expect(failures, 1 <= len(window) <= 2, f"the {len(burst)} ISR changes reached the brokers in 1 or 2 "
+            "propagations", len(window))
+    published = min((p for p in props if p >= lone[0]["ts_ms"]), default=None)
+    delay = None if published is None else published - lone[0]["ts_ms"]
+    early_ms = 0 if run.side == "sim" else ANSWER_MS
+    _expect(failures, delay is not None and blackout_ms - early_ms <= delay <= blackout_ms + check_ms + late_ms,
+            "the lone change published a blackout after it, by the next check", delay)
+    if run.seen and published is not None:
+        failures += _brokers_saw(run, paused, window, lone[0], published)
+    return failures
+
+
+def _brokers_saw(run: SeedRun, paused: int, window: list[int], lone: dict[str, Any], published: int) -> list[str]:
+    """What the brokers' own metadata showed (real runs): each ISR change of a broker that kept answering
+    came with one of the burst's propagations (within `VISIBLE_MS`), and the lone change reached every broker
+    after it was published, within `VISIBLE_MS`."""
+    failures: list[str] = []
+    first: dict[tuple[int, int], dict[str, Any]] = {}  # (broker, partition) -> its first answer: no change
+    stray = []
+    for entry in run.seen:
+        key = (entry["broker"], entry["partition"])
+        if first.setdefault(key, entry) is entry or entry["broker"] == paused or entry["ts_ms"] >= lone["ts_ms"]:
+            continue
+        if not any(p <= entry["ts_ms"] <= p + VISIBLE_MS for p in window):
+            stray.append((entry["broker"], entry["partition"], entry["ts_ms"]))
+    _expect(failures, not stray, "each broker's ISRs changed only with a propagation", stray[:5])
+    reached: dict[int, int] = {}
+    for entry in run.seen:
+        if entry["partition"] == lone["partition"] and sorted(entry["isr"]) == sorted(lone["isr_after"]):
+            reached.setdefault(entry["broker"], entry["ts_ms"] - published)
+    brokers = {entry["broker"] for entry in run.seen}
+    _expect(failures, set(reached) == brokers and all(0 <= d <= VISIBLE_MS for d in reached.values()),
+            "the lone change reached every broker's metadata after its publication", reached)
+    return failures
+
+
 def _slack(run: SeedRun) -> float:
     return 0.0 if run.side == "sim" else SCHEDULING_SLACK_LAGS
 
@@ -363,13 +455,17 @@ def _bursty(count_rule: bool) -> RealSeed:
 def _last_replica_standing(elr: bool) -> RealSeed:
     """KIP-966's case, in the simulator's order: one follower cut off, then the other (the ISR shrinks to the
     leader), then the leader loses power and restarts on what it had fsynced (logs never fsync: Kafka's default),
-    then the followers come back. Needs network namespaces (root)."""
+    then the followers come back. Each cut waits for the one before it to have shrunk the ISR, and the crash for
+    the leader to be alone in it: a crash while the second follower is still in the ISR elects that follower
+    cleanly (nothing offline), which a loaded machine's slow removals made happen in 4 runs of 7. Needs network
+    namespaces (root)."""
     return RealSeed(
         f"last-replica-standing{'' if elr else '-kafka-3'}", "last-replica-standing",
         f"both followers cut off, then the leader loses power; ELR {'on' if elr else 'off (Kafka 3.x)'}",
         check_last_replica_standing if elr else check_last_replica_standing_kafka_3,
-        (SeedStep(1.0, "isolate", "follower", for_s=8.0), SeedStep(3.0, "isolate", "follower2", for_s=6.0),
-         SeedStep(6.5, "crash", "leader", for_s=1.0)),
+        (SeedStep(1.0, "isolate", "follower", for_s=8.0),
+         SeedStep(3.0, "isolate", "follower2", for_s=6.0, after="isr-shrunk"),
+         SeedStep(6.5, "crash", "leader", for_s=1.0, after="leader-alone")),
         sim_overrides={} if elr else {"broker.eligible.leader.replicas.enable": "false"},
         configs=("fault.injection.power.loss.enable=true", f"eligible.leader.replicas.enable={str(elr).lower()}"),
         rate=100, namespaces=True, duration_s=10.0)
@@ -383,25 +479,41 @@ SEEDS: tuple[RealSeed, ...] = (
              duration_s=7.0),
     _slow_leader_reads(kip501=False),
     _slow_leader_reads(kip501=True),
-    # The simulator limits the links into the follower to 50 bytes/ms. Network shaping here (`insync chaos
-    # bandwidth`) limits what a node sends, and limiting the leader would slow both followers: instead every fetch
-    # the follower sends waits 200 ms and brings at most 4 kB, under 2,000 small acks=1 records a second.
-    RealSeed("slow-follower", "slow-follower", "a follower's fetches delayed 200 ms, 4 kB each, under 2,000 records/s",
-             check_slow_follower, (SeedStep(1.5, "delay", "follower", for_s=5.0, ms=200),),
-             configs=("replica.fetch.max.bytes=4096",), side_records=100, side_every_s=0.05, side_acks="1",
-             duration_s=7.0),
+    # The simulator limits the link into the follower to 50 bytes/ms, 0.39 of the 128 kB/s its producer writes.
+    # Here tbf limits what the follower receives (in network namespaces) to THROTTLE_KBIT (40 kB/s), the same
+    # share of the 100 kB/s of log that 2,000 small acks=1 records a second and the steady producer write.
+    RealSeed("slow-follower", "slow-follower", f"what a follower receives limited to {THROTTLE_KBIT} kbit/s (tbf), "
+             "under 2,000 records/s", check_slow_follower,
+             (SeedStep(1.5, "throttle", "follower", for_s=5.0, kbit=THROTTLE_KBIT),),
+             configs=("replica.fetch.max.bytes=16384",), side_records=100, side_every_s=0.05, side_acks="1",
+             namespaces=True, duration_s=7.0),
     _bursty(count_rule=False),
     _bursty(count_rule=True),
     _last_replica_standing(elr=True),
     _last_replica_standing(elr=False),
     # Seed 004: a follower paused past the lag falls behind; as it resumes, the leader's reads are slow (its
-    # fetch pending) and DeleteRecords moves the log start to the high watermark, past the follower's offset.
+    # fetch pending) and DeleteRecords moves the log start to the high watermark, past the follower's offset. The
+    # slow reads wait for the follower to be out of the ISR: until then the high watermark waits for it, and
+    # DeleteRecords would move the log start to its fetch offset exactly, no race (2 runs in 4 on a loaded machine).
     RealSeed("log-start-race", "log-start-race", "a paused follower resumes while the leader's reads are slow and "
              "DeleteRecords moves the log start past it", check_log_start_race,
-             (SeedStep(1.0, "pause", "follower", for_s=3.5), SeedStep(4.4, "slow-reads", "leader", for_s=2.0, ms=300),
+             (SeedStep(1.0, "pause", "follower", for_s=3.5),
+              SeedStep(4.4, "slow-reads", "leader", for_s=2.0, ms=300, after="isr-shrunk"),
               SeedStep(4.6, "delete-records", "leader")),
              session_ms=8000, configs=("replica.fetch.max.bytes=8192", "log.segment.bytes=65536"), rate=300,
              duration_s=8.0),
+    # Seed 003's first two phases with its timers scaled to a 1.5 s lag (check 1 s, blackout 2 s; the simulator's
+    # 2.5 s and 5 s under a 4 s lag), 30 partitions, not 75. Its third phase (pauses in turn, so that ISR changes
+    # never stop for a blackout, published by the 60 s rule) is not made here: see the README. Beside the acks=all
+    # producer, 300 acks=1 records a second (the simulator's producer) reach every partition while broker 2 is
+    # paused: acks=all requests wait for it, so alone they would leave some partitions without new records, and a
+    # follower as far as an idle leader's log end stays in sync (Kafka's rule).
+    RealSeed("isr-propagation", "isr-propagation", "broker 2 paused for 2 lags, then one partition failing on a "
+             "follower (a lone ISR change); propagation check 1 s, blackout 2 s", check_isr_propagation,
+             (SeedStep(1.0, "pause", 2, for_s=3.0), SeedStep(8.0, "fail-partition", "follower", after="isr-published")),
+             sim_overrides={"duration_s": "85"}, sim_seed=3, partitions=30, session_ms=8000,
+             configs=("isr.change.propagation.check.interval.ms=1000", "isr.change.propagation.blackout.ms=2000"),
+             side_records=30, side_every_s=0.1, side_acks="1", watch_metadata=True, duration_s=17.0, settle_s=5.0),
     # Seed 002 on two brokers: the follower's appends to one partition of four fail; later it is killed and
     # restarted (the fault file cleared), as the simulator's scenario does.
     RealSeed("failing-partition", "failing-partition", "one partition's appends fail on a follower, which is then "
@@ -421,7 +533,7 @@ SEEDS: tuple[RealSeed, ...] = (
     RealSeed("rolling-restart", "rolling-restart", "clean stops (SIGTERM) of a leader, twice, each restarted a "
              "second later; acks=all, min ISR 2", check_rolling_restart,
              (SeedStep(1.5, "stop", "leader", for_s=1.0),
-              SeedStep(4.0, "stop", "leader", for_s=1.0, in_sync_first=True)),
+              SeedStep(4.0, "stop", "leader", for_s=1.0, after="isr-full")),
              partitions=3, duration_s=11.0),
 )
 
@@ -435,18 +547,30 @@ def seed_named(name: str) -> RealSeed:
 
 # The sim-vs-real table ---------------------------------------------------------------------------------------
 
+REMOVALS_LISTED = 8  # the bursty count rule's flapping; isr-propagation's tens are summed up
 COLUMNS = ("scenario", "side", "lag s", "removed (reason: waited / lag)", "shrinks", "expands", "URP s",
            "under min ISR s", "offline s", "NOT_ENOUGH_REPLICAS", "lost / acked", "claims")
 
 
 def figures(name: str, run: SeedRun, failures: list[str]) -> dict[str, str]:
     """One row of the table: `run`'s figures, with the claims' verdict."""
-    removed = ", ".join(f"{r['reason']}: {w:g}" for r, w in zip(run.removals(), run.waited_lags(), strict=False))
+    removed = _removed_text(run)
     values = (name, run.side, f"{run.lag_ms / 1000:g}", removed or "-", str(len(run.of("isr_shrink"))),
               str(len(run.of("isr_expand"))), f"{run.urp_s:.1f}", f"{run.under_min_isr_s:.1f}",
               f"{run.offline_s:.1f}", str(run.not_enough_replicas), f"{run.lost} / {run.acked}",
               "ok" if not failures else "FAILED: " + "; ".join(failures))
     return dict(zip(COLUMNS, values, strict=True))
+
+
+def _removed_text(run: SeedRun) -> str:
+    """Each removal's reason and wait in lags; beyond `REMOVALS_LISTED`, each reason's count and range."""
+    pairs = [(r["reason"], w) for r, w in zip(run.removals(), run.waited_lags(), strict=False)]
+    if len(pairs) <= REMOVALS_LISTED:
+        return ", ".join(f"{reason}: {w:g}" for reason, w in pairs)
+    reasons = sorted({reason for reason, _ in pairs})
+    spans = {reason: [w for r, w in pairs if r == reason] for reason in reasons}
+    return ", ".join(f"{reason} x{len(w)}: {min(w):g}" + (f"-{max(w):g}" if max(w) > min(w) else "")
+                     for reason, w in spans.items())
 
 
 def render(rows: list[dict[str, str]], markdown: bool = False) -> str:

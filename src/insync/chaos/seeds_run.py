@@ -16,14 +16,17 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from insync import admin_requests
 from insync.admin import ensure_topic
-from insync.chaos import cluster, history, power, script
+from insync.chaos import cluster, history, network, power, script
 from insync.chaos.script import Step
 from insync.chaos.seeds import RealSeed, SeedRun, SeedStep
+from insync.config import parse_overrides
+from insync.controller.propagation import PropagationConfig
 from insync.sim.result import SimResult
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario
@@ -33,9 +36,15 @@ ADMIN_TIMEOUT_S = 5.0
 POLL_S = 0.25
 DOWN_DEADLINE_S = 0.0
 EVENTS_FILE = "events.jsonl"
+CHECK_INTERVAL, BLACKOUT = "isr.change.propagation.check.interval.ms", "isr.change.propagation.blackout.ms"
+WATCH_S = 0.1  # how often the metadata watch asks each broker
+WATCH_FILE = "metadata-watch.jsonl"  # in the cluster directory: what the watch saw, for a reader of a failed run
+WATCH_TIMEOUT_S = 0.5  # a paused broker's answer is not waited for longer
 # Each kind of fault held, and its undoing.
-UNDO = {"paused": "resume", "faulted": "clear", "down": "restart", "isolated": "heal"}
-KIND_OF = {"pause": "paused", "kill": "down", "stop": "down", "crash": "down", "isolate": "isolated"}
+UNDO = {"paused": "resume", "faulted": "clear", "down": "restart", "isolated": "heal", "throttled": "heal"}
+KIND_OF = {"pause": "paused", "kill": "down", "stop": "down", "crash": "down", "isolate": "isolated",
+           "throttle": "throttled"}
+NETWORK_KINDS = ("isolated", "throttled")  # healing ends every network fault at once
 
 
 def run_sim(seed: RealSeed) -> SeedRun:
@@ -49,7 +58,15 @@ def sim_seed_run(result: SimResult, lag_ms: int) -> SeedRun:
     events = tuple(e for e in result.events if e.get("topic", topic) == topic)
     return SeedRun("sim", lag_ms, events, result.acked_records, result.lost_acked, result.duplicates,
                    sum(result.produce_errors.get(name, 0) for name in NOT_ENOUGH_REPLICAS),
-                   result.urp_ms / 1000, result.under_min_isr_ms / 1000, result.offline_ms / 1000)
+                   result.urp_ms / 1000, result.under_min_isr_ms / 1000, result.offline_ms / 1000,
+                   propagation_ms(result.config.get("broker", {})))
+
+
+def propagation_ms(broker_config: Mapping[str, object]) -> tuple[int, int]:
+    """The ISR propagation check interval and blackout a broker configuration sets (Kafka's defaults unless)."""
+    default = PropagationConfig()
+    return (int(str(broker_config.get(CHECK_INTERVAL, default.check_interval_ms))),
+            int(str(broker_config.get(BLACKOUT, default.blackout_ms))))
 
 
 class _RealRun:
@@ -91,6 +108,8 @@ class _RealRun:
             self.spec, _ = power.crash(self.spec, broker, restart=False)
         elif step.action == "delete-records":
             self._delete_records(step.partition)
+        elif step.action == "throttle":
+            network.install(self.spec, network.current(self.spec).with_ingress(broker, step.kbit))
         else:
             fields: dict[str, Any] = {}
             if step.action in ("slow-reads", "fail-partition"):
@@ -105,11 +124,12 @@ class _RealRun:
 
     def undo(self, broker: int, kind: str) -> None:
         """Undo one kind of fault on `broker`: "paused" (resume), "faulted" (clear its fault file), "down"
-        (restart it) or "isolated" (heal the network: every isolation ends); nothing when it is no longer on."""
+        (restart it), "isolated" or "throttled" (heal the network: every network fault ends); nothing when it is
+        no longer on."""
         if broker not in self.held[kind]:
             return
         self.held[kind].discard(broker)
-        self.spec = script.apply(self.spec, Step(0, UNDO[kind], None if kind == "isolated" else broker))
+        self.spec = script.apply(self.spec, Step(0, UNDO[kind], None if kind in NETWORK_KINDS else broker))
         self.log(f"{UNDO[kind]} broker {broker}")
 
     def undo_all(self) -> None:
@@ -127,12 +147,23 @@ class _RealRun:
         self.log(f"DeleteRecords {self.topic}-{partition}: log start now {result.low_watermark}")
 
     def wait_full_isr(self, deadline_s: float) -> bool:
-        """Until every partition of the topic has a leader and a full ISR, as the events tell it (a broker just
-        restarted can answer Metadata from its old image, full ISR and all, before it has caught up)."""
+        return self.wait_for("isr-full", 0, deadline_s)
+
+    def wait_for(self, state: str, partition: int, deadline_s: float) -> bool:
+        """Until `state` (a `SeedStep.after`) holds, as the events tell it (a broker just restarted can answer
+        Metadata from its old image, full ISR and all, before it has caught up)."""
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline:
             self.admin.poll(0)  # serve its queued log lines to the clients' logger
-            if full_isr(read_events(self.spec, self.topic), self.seed.partitions, self.seed.replication_factor):
+            events = read_events(self.spec, self.topic)
+            if state in ("isr-full", "isr-published"):
+                reached = full_isr(events, self.seed.partitions, self.seed.replication_factor)
+                reached = reached and (state == "isr-full" or published_since_isr_change(events))
+            else:
+                leader, isr = isr_now(events, partition)
+                reached = (len(isr) < self.seed.replication_factor if state == "isr-shrunk"
+                           else leader >= 0 and isr == [leader])
+            if reached:
                 return True
             time.sleep(POLL_S)
         return False
@@ -144,13 +175,23 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
         ensure_topic(run.spec.bootstrap, run.topic, seed.partitions, seed.replication_factor,
                      {"min.insync.replicas": str(seed.min_isr)})
         workload = history.ProduceWorkload(run.spec.bootstrap, run.topic, seed.rate, seed.name)
-        side = _SideProducer(run.spec.bootstrap, run.topic, seed.side_records, seed.side_every_s, seed.side_acks)
+        side = _SideProducer(run.spec.bootstrap, run.topic, seed.partitions, seed.side_records, seed.side_every_s,
+                             seed.side_acks)
         workload.start()
+        # The faults' clock starts at the first acknowledged write: a broker paused while the producer still
+        # waits for its first metadata or producer id there stalls it for seconds (a run saw its first 8 s of
+        # records written at once, after the pause, so the follower was never behind and never left the ISR).
+        if not _first_ack(workload, seed.settle_s):
+            run.log(f"no write acknowledged after {seed.settle_s} s: the faults start anyway")
         if seed.side_records:
             side.start()
+        watch = _MetadataWatch({b.node_id: b.address for b in run.spec.brokers}, run.topic)
+        if seed.watch_metadata:
+            watch.start()
         try:
             _play(run, seed.steps, seed.duration_s, seed.settle_s)
         finally:
+            seen = watch.stop()
             side.stop()
             run.undo_all()
             if not run.wait_full_isr(seed.settle_s):
@@ -159,15 +200,27 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
         # What DeleteRecords removed on purpose is not lost: only acknowledgements at or above the new log start.
         produced.acked = [a for a in produced.acked if a[1] >= run.deleted_before.get(a[0], 0)]
         verdict = history.verdict(produced, history.read_back(run.spec.bootstrap, run.topic, seed.name))
-        return _seed_run(seed, read_events(run.spec, run.topic), verdict)
+        if seed.watch_metadata:
+            (Path(run.spec.directory) / WATCH_FILE).write_text("".join(json.dumps(entry) + "\n" for entry in seen))
+        return _seed_run(seed, read_events(run.spec, run.topic), verdict, seen)
     finally:
         # The run has read what it needs: the nodes are killed, not given the full deadline to close their logs
         # (they can linger seconds after their "shut down" line, seconds a suite of seeds would pay each time).
         cluster.down(cluster.ClusterSpec.load(run.spec.directory), DOWN_DEADLINE_S)
 
 
+def _first_ack(workload: history.ProduceWorkload, deadline_s: float) -> bool:
+    deadline = time.monotonic() + deadline_s
+    while not workload.history.acked:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S / 5)
+    return True
+
+
 def _play(run: _RealRun, steps: tuple[SeedStep, ...], duration_s: float, settle_s: float) -> None:
-    """Fire the steps on time and undo each `for_s` after it fired; the plan is finite, so this ends."""
+    """Fire the steps on time and undo each `for_s` after it fired; a step's wait for a state moves the rest of
+    the plan by as long as it took. The plan is finite and each wait bounded, so this ends."""
     start = time.monotonic()
     queue: list[tuple[float, int, SeedStep | tuple[int, str]]] = [(s.at_s, i, s) for i, s in enumerate(steps)]
     heapq.heapify(queue)
@@ -178,8 +231,11 @@ def _play(run: _RealRun, steps: tuple[SeedStep, ...], duration_s: float, settle_
         if not isinstance(item, SeedStep):
             run.undo(*item)
             continue
-        if item.in_sync_first and not run.wait_full_isr(settle_s):
-            run.log(f"not every ISR full after {settle_s} s: {item.action} anyway")
+        if item.after:
+            waiting_since = time.monotonic()
+            if not run.wait_for(item.after, item.partition, settle_s):
+                run.log(f"{item.after} not reached after {settle_s} s: {item.action} anyway")
+            start += time.monotonic() - waiting_since
         undo = run.fire(item)
         if item.for_s > 0:
             heapq.heappush(queue, (at_s + item.for_s, order, undo))
@@ -187,15 +243,50 @@ def _play(run: _RealRun, steps: tuple[SeedStep, ...], duration_s: float, settle_
     time.sleep(max(0.0, start + duration_s - time.monotonic()))
 
 
+class _MetadataWatch(threading.Thread):
+    """Asks every broker for the topic's partitions (DescribeTopicPartitions, answered from the broker's own
+    metadata image) every `WATCH_S`, and records each answer that differs from that broker's last one: when each
+    ISR change reached each broker. A broker that does not answer in time (paused) is asked again later."""
+
+    def __init__(self, brokers: dict[int, str], topic: str) -> None:
+        super().__init__(name="seed-metadata-watch", daemon=True)
+        self.brokers, self.topic = brokers, topic
+        self.seen: list[dict[str, Any]] = []
+        self._last: dict[tuple[int, int], list[int]] = {}
+        self._stop_event = threading.Event()
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop_event.set()
+        if self.is_alive():
+            self.join(WATCH_TIMEOUT_S * len(self.brokers) + WATCH_S)
+        return self.seen
+
+    def run(self) -> None:
+        while not self._stop_event.wait(WATCH_S):
+            for broker, address in self.brokers.items():
+                try:
+                    rows, _ = admin_requests.describe_topic_partitions(address, [self.topic], WATCH_TIMEOUT_S)
+                except OSError:
+                    continue
+                now_ms = int(time.time() * 1000)  # the brokers' events' clock
+                for row in rows:
+                    if self._last.get((broker, row.partition)) != list(row.isr):
+                        self._last[(broker, row.partition)] = list(row.isr)
+                        self.seen.append({"ts_ms": now_ms, "broker": broker, "partition": row.partition,
+                                          "isr": list(row.isr)})
+
+
 class _SideProducer(threading.Thread):
-    """A second producer writing `records` small records at once every `every_s`. Its values carry no run id, so
-    the verdict, which follows the steady producer, reads past them."""
+    """A second producer writing `records` small records at once every `every_s`, to the topic's partitions in
+    turn (the default partitioner sticks to one partition a batch, leaving others without new records for
+    seconds). Its values carry no run id, so the verdict, which follows the steady producer, reads past them."""
 
     VALUE = b"side".ljust(32, b".")  # the simulator's bursty value_bytes
 
-    def __init__(self, bootstrap: str, topic: str, records: int, every_s: float, acks: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, records: int, every_s: float, acks: str) -> None:
         super().__init__(name="seed-side-producer", daemon=True)
         self.bootstrap, self.topic, self.records, self.every_s, self.acks = bootstrap, topic, records, every_s, acks
+        self.partitions = partitions
         self._stop_event = threading.Event()
 
     def stop(self) -> None:
@@ -209,9 +300,9 @@ class _SideProducer(threading.Thread):
         producer = Producer(history.client_conf({"bootstrap.servers": self.bootstrap, "acks": self.acks,
                                                  "linger.ms": 5, "queue.buffering.max.messages": 4 * self.records}))
         while not self._stop_event.wait(self.every_s):
-            for _ in range(self.records):
+            for i in range(self.records):
                 try:
-                    producer.produce(self.topic, value=self.VALUE)
+                    producer.produce(self.topic, value=self.VALUE, partition=i % self.partitions)
                 except BufferError:
                     break  # the last ones are not delivered yet: this time fewer
             producer.poll(0)
@@ -238,24 +329,43 @@ def read_events(spec: cluster.ClusterSpec, topic: str) -> list[dict[str, Any]]:
 
 def full_isr(events: list[dict[str, Any]], partitions: int, replication_factor: int) -> bool:
     """Whether, after `events`, every partition has a leader and all its replicas in the ISR."""
-    isr: dict[int, list[int]] = {}
-    leader: dict[int, int] = {}
+    states = [isr_now(events, p) for p in range(partitions)]
+    return all(len(isr) == replication_factor and leader >= 0 for leader, isr in states)
+
+
+def published_since_isr_change(events: list[dict[str, Any]]) -> bool:
+    """Whether the controller propagated metadata after the last ISR change `events` show."""
+    changes = [e["ts_ms"] for e in events if e["type"] in ("isr_shrink", "isr_expand")]
+    published = [e["ts_ms"] for e in events if e["type"] == "metadata_propagated"]
+    return max(published, default=-1) >= max(changes, default=-1)
+
+
+def isr_now(events: list[dict[str, Any]], partition: int) -> tuple[int, list[int]]:
+    """`partition`'s leader (-1: none, or never seen) and ISR after `events`: the controller's elections, the
+    leader's committed shrinks and expansions, and the controller's removal of a fenced follower, the one ISR
+    change no event reports (a follower cut off past the session timeout may leave that way first)."""
+    leader, isr = -1, list[int]()
     for event in events:
-        partition = int(event.get("partition", -1))
-        if event["type"] == "leader_change":
-            isr[partition], leader[partition] = event["isr"], event["leader_after"]
+        if event["type"] == "broker_fenced" and event["broker_id"] != leader:
+            isr = [b for b in isr if b != event["broker_id"]]
+        elif event.get("partition") != partition:
+            continue
+        elif event["type"] == "leader_change":
+            isr, leader = list(event["isr"]), int(event["leader_after"])
         elif event["type"] in ("isr_shrink", "isr_expand"):
-            isr[partition] = event["isr_after"]
-    return all(len(isr.get(p, ())) == replication_factor and leader.get(p, -1) >= 0 for p in range(partitions))
+            isr = list(event["isr_after"])
+    return leader, isr
 
 
-def _seed_run(seed: RealSeed, events: list[dict[str, Any]], verdict: history.Verdict) -> SeedRun:
+def _seed_run(seed: RealSeed, events: list[dict[str, Any]], verdict: history.Verdict,
+              seen: list[dict[str, Any]]) -> SeedRun:
     rejected = sum(int(e.get("count", 1)) for e in events
                    if e["type"] == "produce_rejected" and e.get("error") in NOT_ENOUGH_REPLICAS)
     return SeedRun("real", seed.lag_ms, tuple(events), verdict.acked, verdict.lost, verdict.duplicated, rejected,
                    interval_s(events, "under_replicated_start", "under_replicated_end"),
                    interval_s(events, "under_min_isr_start", "under_min_isr_end"),
-                   interval_s(events, "partition_offline", "partition_online"))
+                   interval_s(events, "partition_offline", "partition_online"),
+                   propagation_ms(parse_overrides(seed.broker_configs())), tuple(seen))
 
 
 def interval_s(events: list[dict[str, Any]], start_type: str, end_type: str) -> float:

@@ -54,6 +54,7 @@ def test_one_way_drops_one_direction_only() -> None:
     (lambda: Shape(jitter_ms=5), "jitter needs a delay"),
     (lambda: Shape(loss_percent=101), "loss within 0..100"),
     (lambda: NetFaults.from_json("{}"), "not a network fault description"),
+    (lambda: NetFaults().with_ingress(2, 0), "an ingress limit needs a rate above 0 kbit/s, got 0"),
 ])
 def test_bad_partitions_are_named(make: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -65,6 +66,10 @@ def test_faults_add_up_and_survive_json() -> None:
     faults = faults.with_shape(3, Shape(delay_ms=50, jitter_ms=10, rate_kbit=800))
     assert faults.drops == {(1, 2): 100, (2, 1): 100}
     assert NetFaults.from_json(faults.to_json()) == faults
+    limited = faults.with_ingress(2, 400)
+    assert limited.ingress == {2: 400} and NetFaults.from_json(limited.to_json()) == limited
+    # A state written before ingress limits existed reads as none.
+    assert NetFaults.from_json('{"drops": [], "shapes": {}}') == NetFaults()
 
 
 def test_nft_drops_at_the_destination() -> None:

@@ -24,9 +24,10 @@ def _expand(ts_ms: int, broker: int) -> dict[str, Any]:
 
 
 def _run(events: list[dict[str, Any]], side: str = "real", **figures: Any) -> seeds.SeedRun:
+    lag_ms = figures.pop("lag_ms", LAG)
     values: dict[str, Any] = {"acked": 100, "lost": 0, "duplicated": 0, "not_enough_replicas": 0, "urp_s": 1.0,
                               "under_min_isr_s": 0.0, "offline_s": 0.0, **figures}
-    return seeds.SeedRun(side, LAG, tuple(events), **values)
+    return seeds.SeedRun(side, lag_ms, tuple(events), **values)
 
 
 def test_stuck_follower_claims_hold_for_a_removal_between_lag_and_one_and_a_half_lag() -> None:
@@ -102,6 +103,12 @@ def test_bad_steps_and_names_are_refused() -> None:
         seeds.SeedStep(1, "explode", "leader")
     with pytest.raises(ConfigError, match="target must be a broker id or one of leader, follower"):
         seeds.SeedStep(1, "pause", "controller")
+    with pytest.raises(ConfigError, match="a throttle needs a rate"):
+        seeds.SeedStep(1, "throttle", "follower")
+    with pytest.raises(ConfigError, match="only a throttle has one; got pause at 10 kbit/s"):
+        seeds.SeedStep(1, "pause", "follower", kbit=10)
+    with pytest.raises(ConfigError, match="after must be one of isr-full, isr-published, isr-shrunk, leader-alone, got 'soon'"):
+        seeds.SeedStep(1, "pause", "leader", after="soon")
     with pytest.raises(ConfigError, match="unknown seed scenario 'nope'; known: stuck-follower"):
         seeds.seed_named("nope")
 
@@ -178,6 +185,31 @@ def test_full_isr_follows_the_latest_isr_of_each_partition() -> None:
     assert not full_isr(offline, 2, 3)
 
 
+def test_isr_now_follows_elections_committed_changes_and_fenced_followers() -> None:
+    from insync.chaos.seeds_run import isr_now
+
+    created = _event("leader_change", 1, 0, leader_after=1, isr=[1, 2, 3], reason="created")
+    other = {**created, "partition": 1, "leader_after": 2}
+    assert isr_now([created, other], 0) == (1, [1, 2, 3])
+    assert isr_now([], 0) == (-1, [])
+    shrunk = [created, other, {**_shrink(5, 3, 1), "isr_after": [1, 2]}]
+    assert isr_now(shrunk, 0) == (1, [1, 2])
+    # The controller removes a fenced follower with no event of the partition's own; the leader stays.
+    fenced = [*shrunk, _event("broker_fenced", 6, None, broker_id=2), _event("broker_fenced", 7, None, broker_id=1)]
+    assert isr_now(fenced, 0) == (1, [1])
+    offline = [*fenced, _event("leader_change", 8, 0, leader_after=-1, isr=[], reason="fenced")]
+    assert isr_now(offline, 0) == (-1, [])
+
+
+def test_published_since_the_last_isr_change() -> None:
+    from insync.chaos.seeds_run import published_since_isr_change
+
+    propagated = _event("metadata_propagated", 7, None, changes=1)
+    assert published_since_isr_change([]) and published_since_isr_change([propagated])
+    assert not published_since_isr_change([propagated, _shrink(8, 3, 1)])
+    assert published_since_isr_change([_shrink(8, 3, 1), {**propagated, "ts_ms": 9}])
+
+
 def test_slow_follower_claims() -> None:
     assert seeds.check_slow_follower(_run([_shrink(11_400, 3, 10_000, "slow")])) == []
     failures = seeds.check_slow_follower(_run([_shrink(12_600, 3, 10_000, "stuck")]))
@@ -208,6 +240,79 @@ def test_last_replica_standing_claims() -> None:
 
 
 def test_the_seeds_that_need_network_namespaces_say_so() -> None:
-    assert {s.name for s in seeds.SEEDS if s.namespaces} == {"last-replica-standing", "last-replica-standing-kafka-3"}
+    assert {s.name for s in seeds.SEEDS if s.namespaces} == {"last-replica-standing", "last-replica-standing-kafka-3",
+                                                              "slow-follower"}
     with pytest.raises(ConfigError, match="target must be a broker id or one of leader, follower, follower2"):
         seeds.SeedStep(1, "isolate", "all")
+
+
+def _propagation_run(lone_delay_ms: int = 2200, window: tuple[int, ...] = (9_000,), late_shrink: bool = False,
+                     seen: tuple[dict[str, Any], ...] = ()) -> seeds.SeedRun:
+    """Broker 2 follows partitions 0 and 1 (leader 1) and leads 2; it is paused, leaves both ISRs at 5 s (one
+    at 8.6 s with `late_shrink`) and rejoins; partition 0 then fails on broker 3, removed at 12 s."""
+    created = [_event("leader_change", 1, p, leader_after=leader, isr=[leader, 2, 3] if leader != 2 else [2, 1, 3],
+                      reason="created") for p, leader in ((0, 1), (1, 1), (2, 2))]
+    burst = [{**_shrink(5_000, 2, 3_500), "partition": 0, "isr_after": [1, 3]},
+             {**_shrink(8_600 if late_shrink else 5_000, 2, 3_500), "partition": 1, "isr_after": [1, 3]},
+             {**_expand(6_000, 2), "partition": 0, "isr_after": [1, 3, 2]}]
+    lone = {**_shrink(12_000, 3, 10_500), "partition": 0, "isr_after": [1, 2]}
+    props = [_event("metadata_propagated", ts, None, changes=3) for ts in (*window, 12_000 + lone_delay_ms)]
+    events = sorted([*created, *burst, _event("partition_failed", 10_000, 0, leader=1, error="KAFKA_STORAGE_ERROR"),
+                     lone, *props], key=lambda e: e["ts_ms"])
+    return _run(events, propagation_ms=(1000, 2000), seen=seen, lag_ms=1500)
+
+
+def _seen(ts_ms: int, broker: int, partition: int, isr: list[int]) -> dict[str, Any]:
+    return {"ts_ms": ts_ms, "broker": broker, "partition": partition, "isr": isr}
+
+
+def test_isr_propagation_claims_hold_for_one_batch_and_a_lone_change_a_blackout_later() -> None:
+    assert seeds.check_isr_propagation(_propagation_run()) == []
+    # A real publication may come a little under a blackout after the event (the event follows the commit).
+    assert seeds.check_isr_propagation(_propagation_run(lone_delay_ms=1900)) == []
+    assert seeds.check_isr_propagation(_propagation_run(lone_delay_ms=1700))
+    seen = (_seen(2_000, 1, 0, [1, 2, 3]), _seen(2_000, 3, 0, [1, 2, 3]), _seen(9_300, 1, 0, [1, 3, 2]),
+            _seen(14_500, 1, 0, [2, 1]), _seen(14_400, 3, 0, [1, 2]))
+    assert seeds.check_isr_propagation(_propagation_run(seen=seen)) == []
+
+
+@pytest.mark.parametrize(("run", "claim"), [
+    (_propagation_run(late_shrink=True), "broker 2 left the ISR of each of the 2 partitions it follows within a lag"),
+    (_propagation_run(window=(5_100, 6_100, 8_500)), "the 3 ISR changes reached the brokers in 1 or 2 propagations"),
+    (_propagation_run(window=()), "in 1 or 2 propagations (seen: 0)"),
+    (_propagation_run(lone_delay_ms=10), "the lone change published a blackout after it"),
+    (_propagation_run(lone_delay_ms=6000), "the lone change published a blackout after it"),
+    # A broker's ISR changed between propagations; the lone change reached broker 3 before its publication.
+    (_propagation_run(seen=(_seen(2_000, 1, 0, [1, 2, 3]), _seen(6_500, 1, 0, [1, 3]), _seen(14_300, 1, 0, [1, 2]))),
+     "each broker's ISRs changed only with a propagation (seen: [(1, 0, 6500)])"),
+    (_propagation_run(seen=(_seen(2_000, 3, 0, [1, 2, 3]), _seen(13_000, 3, 0, [1, 2]))),
+     "the lone change reached every broker's metadata after its publication (seen: {3: -1200})"),
+    (_propagation_run(seen=(_seen(2_000, 1, 0, [1, 2, 3]), _seen(2_000, 3, 0, [1, 2, 3]),
+                            _seen(14_300, 3, 0, [1, 2]))),
+     "the lone change reached every broker's metadata after its publication (seen: {3: 100})"),
+])
+def test_isr_propagation_claims_fail_naming_what_was_seen(run: seeds.SeedRun, claim: str) -> None:
+    failures = seeds.check_isr_propagation(run)
+    assert len(failures) == 1 and claim in failures[0], failures
+
+
+def test_isr_propagation_needs_its_faults_to_have_happened() -> None:
+    assert seeds.check_isr_propagation(_run([])) == ["a partition failed on a follower (seen: none)"]
+    failed = _event("partition_failed", 10_000, 0, leader=1, error="KAFKA_STORAGE_ERROR")
+    assert seeds.check_isr_propagation(_run([failed]))[0].startswith("ISR changes around the pause, then a lone one")
+
+
+def test_propagation_timers_from_a_broker_configuration() -> None:
+    from insync.chaos.seeds_run import propagation_ms
+
+    assert propagation_ms({}) == (2500, 5000)  # Kafka's hard-coded values
+    assert propagation_ms({"isr.change.propagation.blackout.ms": "2000"}) == (2500, 2000)
+    seed = seeds.seed_named("isr-propagation")
+    from insync.config import parse_overrides
+
+    assert propagation_ms(parse_overrides(seed.broker_configs())) == (1000, 2000)  # the seed's own win over BASE
+
+
+def test_many_removals_are_summed_up_by_reason() -> None:
+    many = [_shrink(11_000 + 100 * i, 3, 10_000) for i in range(9)] + [_shrink(12_500, 2, 10_000, "slow")]
+    assert seeds.figures("x", _run(many), [])["removed (reason: waited / lag)"] == "slow x1: 2.5, stuck x9: 1-1.8"
