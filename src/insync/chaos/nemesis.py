@@ -155,14 +155,25 @@ def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
     previous fault left dead (a paused one that lost its epoch stops itself when resumed) is started again
     first, as a standby, so that there is one to take over."""
     def start(target: Target, _pick: int) -> Active:
-        controllers = target.spec.controllers
+        controllers, victim = target.spec.controllers, CONTROLLER_ID
         if len(controllers) > 1:
             for node in controllers:
                 target.heal("restart", node.node_id)
-        victim = next((c.node_id for c in controllers if cluster.listening(c.port, c.host)), CONTROLLER_ID)
+            victim = _active_controller(controllers)
         target.apply(script.Step(0, action, victim))
         return Active(f"{action} controller {victim}", lambda t: t.heal(undo, victim))
     return start
+
+
+def _active_controller(controllers: tuple[cluster.NodeSpec, ...]) -> int:
+    """The controller that listens (only the active one does), waited for up to `METADATA_WAIT_S` while a standby
+    is still taking over; controller 0 when none does by then."""
+    deadline = time.monotonic() + METADATA_WAIT_S
+    while True:  # bounded by the deadline
+        active = next((c.node_id for c in controllers if cluster.listening(c.port, c.host)), None)
+        if active is not None or time.monotonic() >= deadline:
+            return CONTROLLER_ID if active is None else active
+        time.sleep(0.2)
 
 
 KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
