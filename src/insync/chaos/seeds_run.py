@@ -1,9 +1,11 @@
 """Run a `RealSeed` on real processes, and its simulator scenario, into two comparable `SeedRun`s.
 
 A real run: `cluster.up` in a fresh directory with the seed's configs, the topic, the chaos harness's idempotent
-acks=all producer at the seed's rate (and the seed's second producer, if any); each step fires on time against
-the broker its target names then (the leader or a follower of its partition, from the events) and is undone
-`for_s` later; at the end every fault is undone (paused brokers resumed, killed, stopped or crashed ones
+acks=all producer at the seed's rate (and the seed's second producer, if any); from the producer's first
+acknowledged write, each step fires on time (or once the state it waits for holds, the rest of the plan moving by
+as long) against the broker its target names then (the leader or a follower of its partition, from the events)
+and is undone `for_s` later; with `watch_metadata`, a thread asks every broker for the topic's ISRs all along
+(`metadata-watch.jsonl`); at the end every fault is undone (paused brokers resumed, killed, stopped or crashed ones
 restarted, fault files cleared, the network healed), the run waits
 (bounded) for every ISR to be full, stops the producer, reads the topic back, and reads every node's
 events.jsonl. The cluster is always taken down.
@@ -63,7 +65,8 @@ def sim_seed_run(result: SimResult, lag_ms: int) -> SeedRun:
 
 
 def propagation_ms(broker_config: Mapping[str, object]) -> tuple[int, int]:
-    """The ISR propagation check interval and blackout a broker configuration sets (Kafka's defaults unless)."""
+    """The ISR propagation check interval and blackout a broker configuration sets (Kafka's hard-coded 2500 and
+    5000 where it sets none)."""
     default = PropagationConfig()
     return (int(str(broker_config.get(CHECK_INTERVAL, default.check_interval_ms))),
             int(str(broker_config.get(BLACKOUT, default.blackout_ms))))
@@ -259,7 +262,7 @@ class _MetadataWatch(threading.Thread):
         self._stop_event.set()
         if self.is_alive():
             self.join(WATCH_TIMEOUT_S * len(self.brokers) + WATCH_S)
-        return self.seen
+        return list(self.seen)
 
     def run(self) -> None:
         while not self._stop_event.wait(WATCH_S):
