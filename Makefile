@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml Makefile
 	test -f /usr/share/java/zookeeper.jar || missing="$$missing zookeeper"; \
 	command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
-	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests, ZooKeeper for metadata.store=zookeeper, iproute2 and nftables for network partitions)"; \
+	command -v iptables-legacy-restore >/dev/null 2>&1 || missing="$$missing iptables"; \
+	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests, ZooKeeper for metadata.store=zookeeper, iproute2 and nftables for network partitions, iptables for latency where the kernel has no netem)"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -27,7 +27,8 @@ SEED, DURATION_S = 20, 50.0
 
 
 def test_power_loss_and_network_faults_find_nothing_forbidden(tmp_path: Path) -> None:
-    kinds = (*nemesis.OPT_IN_KINDS, "power-loss")
+    # latency has its own campaign run (test_nfqueue_latency.py): nine kinds do not fit in one 50 s run
+    kinds = (*(k for k in nemesis.OPT_IN_KINDS if k != "latency"), "power-loss")
     plan = campaign.plan_run(0, SEED, DURATION_S, kinds)
     assert {f.kind for f in plan.faults} == set(kinds), "pick a seed whose run covers every kind"
 

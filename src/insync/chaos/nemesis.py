@@ -22,7 +22,8 @@ network namespaces, so root, iproute2 and nftables; `needs_netns`): `isolate` (o
 node), `leader-cut` (one partition's leader from its followers, not from the controller), `bridge`, `ring`
 (majorities ring), `one-way` (every packet from one partition's leader to one follower lost) and `bandwidth`
 (one broker's traffic through tbf at `BANDWIDTH_KBIT`) and `loss` (`LOSS_PERCENT` of the packets on every link
-of one broker). They are undone by healing the network.
+of one broker) and `latency` (`LATENCY_MS` +/- `JITTER_MS` on one broker's packets to the other nodes: netem, or
+the nfqueue daemons where the kernel has no netem). They are undone by healing the network.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ METADATA_WAIT_S = 10.0
 DELAY_MS = 1500
 BANDWIDTH_KBIT = 800  # 100 kB/s: below what the workload's replication needs, so followers fall behind
 LOSS_PERCENT = 20.0  # on every link of one broker: TCP retransmits, requests slow down, nothing is cut
+LATENCY_MS, JITTER_MS = 50, 10  # a slow wide-area link: every fetch round trip to the broker 50 ms longer
 
 
 @dataclass
@@ -192,7 +194,8 @@ def _network(action: str, on: str) -> Callable[[Target, int], Active]:
     """A network fault on a broker (`on="broker"`), on one partition (`"partition"`) or on the whole cluster."""
     def start(target: Target, pick: int) -> Active:
         if on == "broker":
-            step = script.Step(0, action, target.broker(pick), kbit=BANDWIDTH_KBIT, percent=LOSS_PERCENT)
+            step = script.Step(0, action, target.broker(pick), kbit=BANDWIDTH_KBIT, ms=LATENCY_MS,
+                               jitter_ms=JITTER_MS, percent=LOSS_PERCENT if action == "loss" else None)
         elif on == "partition":
             partition, leader, replicas = target.replicas(pick)
             followers = [r for r in replicas if r != leader]
@@ -216,6 +219,7 @@ OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("one-way", _network("one-way", "partition"), needs_netns=True),
     FaultKind("bandwidth", _network("bandwidth", "broker"), needs_netns=True),
     FaultKind("loss", _network("loss", "broker"), needs_netns=True),
+    FaultKind("latency", _network("latency", "broker"), needs_netns=True),
 )}
 REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
 

@@ -9,9 +9,10 @@ what `create` made, and nothing else.
 
 `install(network, faults)` puts a `NetFaults` in place: in each node's namespace an nft table dropping what
 arrives from the nodes it is cut from, and tc qdiscs on its `eth0` for latency/jitter/loss (netem) and
-bandwidth (tbf), and for its ingress limit a tbf on its veth's end in the root namespace. It replaces whatever was there, so `install(network, NetFaults())` heals everything. A kernel
-without netem (CONFIG_NET_SCH_NETEM) is refused by name before anything changes; random loss then still works
-through nft's drops with a probability (`partitions.lossy`, `one_way`).
+bandwidth (tbf), and for its ingress limit a tbf on its veth's end in the root namespace. It replaces whatever was there, so `install(network, NetFaults())` heals everything. On a
+kernel without netem (CONFIG_NET_SCH_NETEM) latency, jitter and loss are made in user space instead
+(`chaos/nfqueue_ctl.py`: iptables NFQUEUE rules and a daemon per peer namespace), and refused by name before
+anything changes when iptables-legacy is missing too.
 
 Needs root, iproute2 (`ip`, `tc`) and nftables (`nft`); `unavailable()` says what is missing.
 """
@@ -20,15 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import ipaddress
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+from insync.chaos import nfqueue_ctl
 from insync.chaos.partitions import NetFaults, Shape, nft_script, tc_commands
 from insync.config import ConfigError
 
@@ -159,6 +164,8 @@ def destroy(network: Network) -> None:
     for line in _run("ip", "netns", "list").splitlines():
         name = line.split()[0] if line.split() else ""
         if name.startswith(mine):
+            with contextlib.suppress(ConfigError):  # a daemon left in it would keep the namespace alive
+                _stop_daemons(name)
             with contextlib.suppress(ConfigError):
                 _run("ip", "netns", "delete", name)
     for link in json.loads(_run("ip", "-j", "link", "show") or "[]"):
@@ -173,15 +180,43 @@ def exec_prefix(network: Network, node_id: int) -> list[str]:
     return ["ip", "netns", "exec", network.namespace(node_id)]
 
 
-def install(network: Network, faults: NetFaults) -> None:
-    """Make the namespaces drop and shape traffic as `faults` says, replacing what they did before."""
-    check_supported(network, faults)
+def install(network: Network, faults: NetFaults, log_dir: str | None = None) -> None:
+    """Make the namespaces drop and shape traffic as `faults` says, replacing what they did before. The latency
+    daemons (no netem) write to `log_dir` (default: the temporary directory)."""
+    netem = check_supported(network, faults)
     for node_id in network.addresses:
         namespace = network.namespace(node_id)
         _run("ip", "netns", "exec", namespace, "nft", "-f", "-",
              stdin=nft_script(node_id, faults.drops, network.addresses))
-        _run_tc(["ip", "netns", "exec", namespace], tc_commands(faults.shapes.get(node_id, Shape())))
+        _run_tc(["ip", "netns", "exec", namespace], tc_commands(faults.shapes.get(node_id, Shape()), netem=netem))
         _run_tc([], tc_commands(Shape(rate_kbit=faults.ingress.get(node_id, 0)), device=network.host_end(node_id)))
+    _install_delays(network, {} if netem else faults.shapes, Path(log_dir or tempfile.gettempdir()))
+
+
+def _pids(namespace: str) -> list[int]:
+    return [int(pid) for pid in _run("ip", "netns", "pids", namespace).split()]
+
+
+def _install_delays(network: Network, shapes: Mapping[int, Shape], log_dir: Path) -> None:
+    """The latency daemons and their iptables rules in each namespace (nfqueue_ctl): daemons no longer wanted
+    stopped (each lets its held packets go), missing ones started, then the rules written whole."""
+    rules = nfqueue_ctl.unavailable() is None
+    for node_id, wanted in nfqueue_ctl.plan(network.addresses, shapes).items():
+        namespace = network.namespace(node_id)
+        kept = _stop_daemons(namespace, keep=list(wanted.values()))
+        for source, args in wanted.items():
+            if args not in kept:
+                nfqueue_ctl.start(exec_prefix(network, node_id), args, log_dir / f"nfqueue-{source}-to-{node_id}.log")
+        if rules:
+            _run("ip", "netns", "exec", namespace, nfqueue_ctl.IPTABLES_RESTORE,
+                 stdin=nfqueue_ctl.iptables_input({s: network.addresses[s] for s in wanted}))
+
+
+def _stop_daemons(namespace: str, keep: Collection[nfqueue_ctl.Args] = ()) -> list[nfqueue_ctl.Args]:
+    """Stop the namespace's latency daemons but those doing one of `keep`; what those do."""
+    running = nfqueue_ctl.running(_pids(namespace))
+    nfqueue_ctl.stop([pid for pid, args in running.items() if args not in keep], lambda: _pids(namespace))
+    return [args for args in running.values() if args in keep]
 
 
 def _run_tc(prefix: list[str], commands: list[list[str]]) -> None:
@@ -192,16 +227,28 @@ def _run_tc(prefix: list[str], commands: list[list[str]]) -> None:
         _run(*prefix, *command)
 
 
-def check_supported(network: Network, faults: NetFaults) -> None:
-    """Refuse, before anything changes, faults this kernel cannot make: netem is often left out of small
-    kernels (CONFIG_NET_SCH_NETEM), so it is tried first on a namespace's loopback."""
+def check_supported(network: Network, faults: NetFaults) -> bool:
+    """Whether netem makes the shapes' delays and losses (False: none needs it, or this kernel has no netem,
+    often left out of small kernels (CONFIG_NET_SCH_NETEM), and the nfqueue daemons make them). Refuses, before
+    anything changes, what neither can make here."""
     if not any(shape.needs_netem for shape in faults.shapes.values()):
-        return
-    namespace = network.namespace(next(iter(network.addresses)))
+        return False
+    if _has_netem(network.namespace(next(iter(network.addresses)))):
+        return True
+    reason = nfqueue_ctl.unavailable()
+    if reason is not None:
+        raise ConfigError("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM) and latency, jitter and loss "
+                          f"cannot be made in user space either: {reason}; random loss can, through nft "
+                          "(`loss`, `one-way --percent`)")
+    return False
+
+
+@functools.cache
+def _has_netem(namespace: str) -> bool:
+    """Tried on the namespace's loopback (the kernel does not change while this process runs)."""
     try:
         _run("ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "0ms")
-    except ConfigError as exc:
-        raise ConfigError("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so latency, jitter and random "
-                          "loss through netem cannot be made here; random loss can, through nft (`loss`, "
-                          f"`one-way --percent`): {exc}") from None
+    except ConfigError:
+        return False
     _run("ip", "netns", "exec", namespace, "tc", "qdisc", "del", "dev", "lo", "root")
+    return True

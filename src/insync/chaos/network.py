@@ -39,7 +39,7 @@ def install(spec: cluster.ClusterSpec, faults: NetFaults) -> NetFaults:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(faults.to_json())
     tmp.replace(path)
-    netns.install(network, faults)
+    netns.install(network, faults, spec.directory)
     return faults
 
 

@@ -169,15 +169,15 @@ def nft_script(node: int, drops: Mapping[Link, float], addresses: Mapping[int, s
     return f"table inet {NFT_TABLE}\ndelete table inet {NFT_TABLE}\ntable inet {NFT_TABLE} {{\n{chain}\n}}\n"
 
 
-def tc_commands(shape: Shape, device: str = "eth0") -> list[list[str]]:
+def tc_commands(shape: Shape, device: str = "eth0", netem: bool = True) -> list[list[str]]:
     """tc invocations giving `device` this shape: the root qdisc removed, then netem (delay, jitter, loss) at the
-    root and tbf (rate) below it, or tbf alone."""
+    root and tbf (rate) below it, or tbf alone (also when `netem` is False: delays are made elsewhere)."""
     commands = [["tc", "qdisc", "del", "dev", device, "root"]]
     parent = ["root"]
-    if shape.needs_netem:
-        netem = ["delay", f"{shape.delay_ms}ms", *([f"{shape.jitter_ms}ms"] if shape.jitter_ms else [])]
-        netem += ["loss", f"{shape.loss_percent}%"] if shape.loss_percent else []
-        commands.append(["tc", "qdisc", "add", "dev", device, "root", "handle", "1:", "netem", *netem])
+    if shape.needs_netem and netem:
+        figures = ["delay", f"{shape.delay_ms}ms", *([f"{shape.jitter_ms}ms"] if shape.jitter_ms else [])]
+        figures += ["loss", f"{shape.loss_percent}%"] if shape.loss_percent else []
+        commands.append(["tc", "qdisc", "add", "dev", device, "root", "handle", "1:", "netem", *figures])
         parent = ["parent", "1:1"]
     if shape.rate_kbit:
         burst = max(TBF_BURST_BYTES_MIN, shape.rate_kbit * 1000 // 8 // 100)  # 10 ms of traffic at the rate

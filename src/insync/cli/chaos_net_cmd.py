@@ -15,7 +15,8 @@ HELPS = {
     "ring": "majorities ring: each node sees a majority, no two nodes the same one (4 nodes or more)",
     "one-way": "lose --percent (default all) of the packets from one node to another, none the other way",
     "loss": "lose --percent of the packets on every link of a node, both ways (nft: no netem needed)",
-    "latency": "delay a node's outgoing packets --ms (± --jitter-ms; --percent lost): tc netem",
+    "latency": "delay a node's outgoing packets --ms (± --jitter-ms; --percent lost): tc netem, or where the "
+               "kernel has none a daemon per peer (iptables NFQUEUE; not the packets to clients)",
     "bandwidth": "limit a node's outgoing traffic to --kbit: tc tbf",
     "heal": "remove every network fault",
 }

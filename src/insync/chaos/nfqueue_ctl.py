@@ -1,0 +1,115 @@
+"""Latency, jitter and loss where the kernel has no netem: iptables rules and the daemons of `chaos/nfqueue.py`.
+
+A node's shape (`partitions.Shape`: delay, jitter, loss) is made where its packets arrive, as the drops are: in
+each peer's namespace an `iptables-legacy` rule sends what comes from the shaped node's address to NFQUEUE
+number `<shaped node id>`, and a daemon in that namespace holds each packet for its delay. Clients in the root
+namespace are not delayed (netem on the node's eth0 delays them too). Departures from netem, and why:
+
+- at the destination, not the source: a packet held in the sender's own OUTPUT hook still counts against its
+  socket's TCP Small Queues budget (netem orphans the packets it holds for that reason; a queue verdict cannot),
+  so TCP stalls on it: 1 MB/s through 5 ms instead of 440 MB/s measured. Crossing the veth orphans the packet;
+- one daemon per (shaped node, peer) pair, so a node's packets to each peer keep their own order.
+
+nft's own `queue` expression is not built in every kernel (CONFIG_NFT_QUEUE) where xtables' NFQUEUE target is,
+hence iptables-legacy. Each namespace's filter table is the harness's own (as its nft table is): written whole
+with `iptables-legacy-restore`, emptied on heal. A daemon's command line is its parameters, so `running` tells
+which daemons already do what is wanted and only the others are stopped or started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from insync.chaos.partitions import Shape
+from insync.config import ConfigError
+
+IPTABLES_RESTORE = "iptables-legacy-restore"
+DAEMON_MODULE = "insync.chaos.nfqueue"
+READY_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 5.0
+STOP_POLL_S = 0.05
+
+Args = tuple[str, ...]  # a daemon's arguments after `-m insync.chaos.nfqueue`
+
+
+def unavailable() -> str | None:
+    """Why delays cannot be made without netem here, or None when they can."""
+    if shutil.which(IPTABLES_RESTORE) is None:
+        return f"{IPTABLES_RESTORE} not found (apt install iptables)"
+    return None
+
+
+def daemon_args(source: int, shape: Shape) -> Args:
+    assert shape.needs_netem and source >= 0
+    return ("--queue", str(source), "--delay-ms", str(shape.delay_ms), "--jitter-ms", str(shape.jitter_ms),
+            "--loss-percent", f"{shape.loss_percent:g}")
+
+
+def plan(nodes: Iterable[int], shapes: Mapping[int, Shape]) -> dict[int, dict[int, Args]]:
+    """Per destination node, the daemons it needs: shaped source node -> the daemon's arguments."""
+    ids = sorted(nodes)
+    return {dest: {source: daemon_args(source, shape) for source, shape in sorted(shapes.items())
+                   if shape.needs_netem and source != dest} for dest in ids}
+
+
+def iptables_input(sources: Mapping[int, str]) -> str:
+    """`iptables-legacy-restore` input: the filter table with each source address's packets to its queue (the
+    source's node id); `--queue-bypass` lets them through whenever no daemon serves the queue."""
+    rules = [f"-A INPUT -s {address}/32 -j NFQUEUE --queue-num {source} --queue-bypass"
+             for source, address in sorted(sources.items())]
+    return "\n".join(["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]", ":OUTPUT ACCEPT [0:0]", *rules,
+                      "COMMIT", ""])
+
+
+def running(pids: Iterable[int]) -> dict[int, Args]:
+    """Which of `pids` (a namespace's) are daemons, with their arguments."""
+    found = {}
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # gone since it was listed
+        words = [w.decode(errors="replace") for w in argv if w]
+        if DAEMON_MODULE in words:
+            found[pid] = tuple(words[words.index(DAEMON_MODULE) + 1:])
+    return found
+
+
+def start(exec_prefix: Sequence[str], args: Args, log_path: Path) -> int:
+    """Start a daemon (detached: it outlives this command) and wait for it to say it is bound to its queue."""
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen([*exec_prefix, sys.executable, "-m", DAEMON_MODULE, *args],
+                                   stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+    assert process.stdout is not None
+    with process.stdout:  # its one line read, the pipe is closed: the daemon writes nothing more there
+        if select.select([process.stdout], [], [], READY_TIMEOUT_S)[0] and process.stdout.readline() == b"ready\n":
+            return process.pid
+    stop([process.pid], lambda: [process.pid] if process.poll() is None else [])
+    raise ConfigError(f"the latency daemon ({' '.join(args)}) did not bind its queue in {READY_TIMEOUT_S:g} s; "
+                      f"see {log_path}")
+
+
+def stop(pids: Sequence[int], alive: Callable[[], Iterable[int]]) -> None:
+    """SIGTERM `pids` (each accepts the packets it holds and exits); SIGKILL what is left after
+    `STOP_TIMEOUT_S`. `alive()` lists those still running."""
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline and set(pids) & set(alive()):
+        time.sleep(STOP_POLL_S)
+    for pid in set(pids) & set(alive()):
+        _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # already gone
+        os.kill(pid, signum)
