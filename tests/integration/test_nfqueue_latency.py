@@ -11,6 +11,8 @@ netem and only the delay's lower bound is checked.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -110,6 +112,24 @@ def test_latency_and_jitter_delay_round_trips_and_heal_removes_them(two_nodes: n
     if user_space:
         log = (tmp_path / "nfqueue-2-to-1.log").read_text()
         assert int(log.split(" packets held")[0].split()[-1]) >= ROUND_TRIPS, log  # its last words, stopping
+
+
+def test_a_killed_daemon_lets_packets_through_and_a_stopped_one_is_healed(two_nodes: netns.Network,
+                                                                         tmp_path: Path) -> None:
+    faults = NetFaults(shapes={2: Shape(DELAY_MS)})
+    if netns.check_supported(two_nodes, faults):
+        pytest.skip("this kernel has netem: no daemon to kill")
+    netns.install(two_nodes, faults, str(tmp_path))
+    (killed,) = daemons(two_nodes)
+    os.kill(killed, signal.SIGKILL)
+    assert min(round_trips_ms(two_nodes)) < DELAY_MS  # no daemon bound to the queue: --queue-bypass
+    netns.install(two_nodes, faults, str(tmp_path))  # the missing daemon started again
+    (stopped,) = daemons(two_nodes)
+    assert stopped != killed
+    os.kill(stopped, signal.SIGSTOP)  # stuck: what it holds stays held, until the heal below
+    netns.install(two_nodes, NetFaults(), str(tmp_path))
+    assert daemons(two_nodes) == {} and min(round_trips_ms(two_nodes)) < DELAY_MS
+    assert "packets held" in (tmp_path / "nfqueue-2-to-1.log").read_text()  # woken, it stopped in good order
 
 
 def test_destroying_the_namespaces_stops_the_daemons(tmp_path: Path) -> None:

@@ -99,10 +99,12 @@ def start(exec_prefix: Sequence[str], args: Args, log_path: Path) -> int:
 
 
 def stop(pids: Sequence[int], alive: Callable[[], Iterable[int]]) -> None:
-    """SIGTERM `pids` (each accepts the packets it holds and exits); SIGKILL what is left after
-    `STOP_TIMEOUT_S`. `alive()` lists those still running."""
+    """SIGTERM `pids` (each accepts the packets it holds and exits), and SIGCONT, as a stopped daemon would not
+    see the SIGTERM; SIGKILL what is left after `STOP_TIMEOUT_S` (its socket closed, the kernel drops what it
+    held). `alive()` lists those still running."""
     for pid in pids:
         _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)
     deadline = time.monotonic() + STOP_TIMEOUT_S
     while time.monotonic() < deadline and set(pids) & set(alive()):
         time.sleep(STOP_POLL_S)
