@@ -66,13 +66,15 @@ def two_nodes() -> Iterator[netns.Network]:
         netns.destroy(network)
 
 
-def round_trips_ms(network: netns.Network) -> list[float]:
-    """`ROUND_TRIPS` one-byte TCP exchanges from node 1's namespace to an echo server in node 2's."""
+def round_trips_ms(network: netns.Network, from_clients: bool = False) -> list[float]:
+    """`ROUND_TRIPS` one-byte TCP exchanges from node 1's namespace (or the root namespace's, where clients are)
+    to an echo server in node 2's."""
     echo = subprocess.Popen([*netns.exec_prefix(network, 2), sys.executable, "-c", ECHO], stdout=subprocess.PIPE,
                             text=True)
     try:
         assert echo.stdout is not None and echo.stdout.readline() == "listening\n"
-        out = subprocess.run([*netns.exec_prefix(network, 1), sys.executable, "-c", PING, network.addresses[2]],
+        client = [] if from_clients else netns.exec_prefix(network, 1)
+        out = subprocess.run([*client, sys.executable, "-c", PING, network.addresses[2]],
                              capture_output=True, text=True, timeout=60, check=True).stdout
         return [float(x) for x in json.loads(out)]
     finally:
@@ -130,6 +132,19 @@ def test_a_killed_daemon_lets_packets_through_and_a_stopped_one_is_healed(two_no
     netns.install(two_nodes, NetFaults(), str(tmp_path))
     assert daemons(two_nodes) == {} and min(round_trips_ms(two_nodes)) < DELAY_MS
     assert "packets held" in (tmp_path / "nfqueue-2-to-1.log").read_text()  # woken, it stopped in good order
+
+
+def test_clients_are_delayed_only_when_asked(two_nodes: netns.Network, tmp_path: Path) -> None:
+    netns.install(two_nodes, NetFaults(shapes={2: Shape(DELAY_MS)}), str(tmp_path))
+    assert min(round_trips_ms(two_nodes, from_clients=True)) < DELAY_MS or \
+        netns.check_supported(two_nodes, NetFaults(shapes={2: Shape(DELAY_MS)}))  # netem delays clients anyway
+    netns.install(two_nodes, NetFaults(shapes={2: Shape(DELAY_MS, clients=True)}), str(tmp_path))
+    clients, peers = round_trips_ms(two_nodes, from_clients=True), round_trips_ms(two_nodes)
+    print(f"\nround trips with {DELAY_MS} ms and --clients: from a client {summary(clients)}; from a peer "
+          f"{summary(peers)}")
+    assert min(clients) >= DELAY_MS and min(peers) >= DELAY_MS
+    netns.install(two_nodes, NetFaults(), str(tmp_path))
+    assert min(round_trips_ms(two_nodes, from_clients=True)) < DELAY_MS and daemons(two_nodes) == {}
 
 
 def test_destroying_the_namespaces_stops_the_daemons(tmp_path: Path) -> None:

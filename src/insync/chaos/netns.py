@@ -59,6 +59,11 @@ class Network:
     def namespace(self, node_id: int) -> str:
         return f"{PREFIX}{self.run}n{node_id}"
 
+    @property
+    def bridge_address(self) -> str:
+        """The root namespace's address on the bridge: where clients' packets to the nodes come from."""
+        return str(next(ipaddress.IPv4Network(self.subnet).hosts()))
+
     def host_end(self, node_id: int) -> str:
         """The root namespace's end of the node's veth pair (on the bridge): what it sends, the node receives."""
         return f"{PREFIX}{self.run}h{node_id}"
@@ -211,7 +216,8 @@ def _install_delays(network: Network, shapes: Mapping[int, Shape], log_dir: Path
                 nfqueue_ctl.start(exec_prefix(network, node_id), args, log_dir / f"nfqueue-{source}-to-{node_id}.log")
         if rules:
             _run("ip", "netns", "exec", namespace, nfqueue_ctl.IPTABLES_RESTORE,
-                 stdin=nfqueue_ctl.iptables_input({s: network.addresses[s] for s in wanted}))
+                 stdin=nfqueue_ctl.iptables_input({q: network.addresses.get(q, network.bridge_address)
+                                                   for q in wanted}))
 
 
 def _stop_daemons(namespace: str, keep: Collection[nfqueue_ctl.Args] = ()) -> list[nfqueue_ctl.Args]:

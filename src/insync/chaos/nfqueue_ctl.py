@@ -3,7 +3,9 @@
 A node's shape (`partitions.Shape`: delay, jitter, loss) is made where its packets arrive, as the drops are: in
 each peer's namespace an `iptables-legacy` rule sends what comes from the shaped node's address to NFQUEUE
 number `<shaped node id>`, and a daemon in that namespace holds each packet for its delay. Clients in the root
-namespace are not delayed (netem on the node's eth0 delays them too). Departures from netem, and why:
+namespace are not delayed (netem on the node's eth0 delays them too) unless the shape says `clients`: then the
+node's own namespace holds what the clients send it (from the bridge's address; the round trip is delayed as
+much, in the other direction). Departures from netem, and why:
 
 - at the destination, not the source: a packet held in the sender's own OUTPUT hook still counts against its
   socket's TCP Small Queues budget (netem orphans the packets it holds for that reason; a queue verdict cannot),
@@ -34,6 +36,7 @@ from insync.config import ConfigError
 
 IPTABLES_RESTORE = "iptables-legacy-restore"
 DAEMON_MODULE = "insync.chaos.nfqueue"
+CLIENTS_QUEUE = 65535  # in a shaped node's own namespace: what the root namespace's clients send it
 READY_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 STOP_POLL_S = 0.05
@@ -55,15 +58,21 @@ def daemon_args(source: int, shape: Shape) -> Args:
 
 
 def plan(nodes: Iterable[int], shapes: Mapping[int, Shape]) -> dict[int, dict[int, Args]]:
-    """Per destination node, the daemons it needs: shaped source node -> the daemon's arguments."""
-    ids = sorted(nodes)
-    return {dest: {source: daemon_args(source, shape) for source, shape in sorted(shapes.items())
-                   if shape.needs_netem and source != dest} for dest in ids}
+    """Per destination node, the daemons it needs: queue (the shaped source node, or `CLIENTS_QUEUE` for a node
+    whose clients are delayed too) -> the daemon's arguments."""
+    planned: dict[int, dict[int, Args]] = {}
+    for dest in sorted(nodes):
+        planned[dest] = {source: daemon_args(source, shape) for source, shape in sorted(shapes.items())
+                         if shape.needs_netem and source != dest}
+        if dest in shapes and shapes[dest].clients:
+            planned[dest][CLIENTS_QUEUE] = daemon_args(CLIENTS_QUEUE, shapes[dest])
+    return planned
 
 
 def iptables_input(sources: Mapping[int, str]) -> str:
     """`iptables-legacy-restore` input: the filter table with each source address's packets to its queue (the
-    source's node id); `--queue-bypass` lets them through whenever no daemon serves the queue."""
+    source's node id, or `CLIENTS_QUEUE` for the bridge's address, whence clients come); `--queue-bypass` lets
+    them through whenever no daemon serves the queue."""
     rules = [f"-A INPUT -s {address}/32 -j NFQUEUE --queue-num {source} --queue-bypass"
              for source, address in sorted(sources.items())]
     return "\n".join(["*filter", ":INPUT ACCEPT [0:0]", ":FORWARD ACCEPT [0:0]", ":OUTPUT ACCEPT [0:0]", *rules,

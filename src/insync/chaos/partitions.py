@@ -42,12 +42,15 @@ class Shape:
     jitter_ms: int = 0
     loss_percent: float = 0.0
     rate_kbit: int = 0
+    clients: bool = False  # the delay on the root namespace's clients too (netem on eth0 always delays them)
 
     def __post_init__(self) -> None:
         if min(self.delay_ms, self.jitter_ms, self.rate_kbit) < 0 or not 0 <= self.loss_percent <= 100:
             raise ConfigError(f"a link shape needs non-negative figures and a loss within 0..100, got {self}")
         if self.jitter_ms and not self.delay_ms:
             raise ConfigError("jitter needs a delay to vary around (--ms)")
+        if self.clients and not self.needs_netem:
+            raise ConfigError("--clients needs a delay or a loss to put on the clients' packets (--ms)")
 
     @property
     def needs_netem(self) -> bool:
@@ -76,7 +79,7 @@ class NetFaults:
 
     def to_json(self) -> str:
         return json.dumps({"drops": [[s, d, p] for (s, d), p in sorted(self.drops.items())],
-                           "shapes": {str(n): [s.delay_ms, s.jitter_ms, s.loss_percent, s.rate_kbit]
+                           "shapes": {str(n): [s.delay_ms, s.jitter_ms, s.loss_percent, s.rate_kbit, s.clients]
                                       for n, s in sorted(self.shapes.items())},
                            "ingress": {str(n): kbit for n, kbit in sorted(self.ingress.items())}})
 
@@ -85,8 +88,8 @@ class NetFaults:
         try:
             data = json.loads(text)
             drops = {(int(s), int(d)): float(p) for s, d, p in data["drops"]}
-            shapes = {int(n): Shape(int(d), int(j), float(loss), int(r)) for n, (d, j, loss, r)
-                      in dict(data["shapes"]).items()}
+            shapes = {int(n): Shape(int(d), int(j), float(loss), int(r), bool(clients and clients[0]))
+                      for n, (d, j, loss, r, *clients) in dict(data["shapes"]).items()}  # no clients before
             ingress = {int(n): int(kbit) for n, kbit in dict(data.get("ingress", {})).items()}  # none before
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ConfigError(f"not a network fault description: {exc}") from None

@@ -16,7 +16,7 @@ A script is TOML:
     # With `insync cluster up --netns`, network steps (chaos/network.py): isolate (broker: any node id),
     # leader-cut (topic, partition; no broker), bridge, ring (no broker), one-way (broker -> peer, percent lost,
     # 100 by default), loss (broker, percent: lost on its every link), latency (broker, ms, jitter_ms, percent
-    # lost), bandwidth (broker, kbit), heal (no broker).
+    # lost, clients = true to delay the clients too), bandwidth (broker, kbit), heal (no broker).
 
 Steps run in time order while the workload produces; at the end every paused broker is resumed and every
 killed one restarted, every network fault healed, the workload stops, the topic is read back and the verdict
@@ -60,6 +60,7 @@ class Step:
     percent: float | None = None
     kbit: int | None = None
     jitter_ms: int | None = None
+    clients: bool = False  # latency: the root namespace's clients delayed too
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +82,14 @@ def parse_step(raw: dict[str, Any], index: int) -> Step:
     for key in ("at_s", *(() if action in _NO_NODE else ("broker",)), *_NEEDS.get(action, ())):
         if key not in raw:
             raise ConfigError(f"{where} ({action}) needs {key}")
-    unknown = set(raw) - {"at_s", "action", "topic", "percent", *_INTS}
+    unknown = set(raw) - {"at_s", "action", "topic", "percent", "clients", *_INTS}
     if unknown:
         raise ConfigError(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
+    if not isinstance(raw.get("clients", False), bool):
+        raise ConfigError(f"{where}: clients must be true or false, got {raw['clients']!r}")
     try:
         ints = {key: None if raw.get(key) is None else int(raw[key]) for key in _INTS}
-        return Step(float(raw["at_s"]), action, topic=raw.get("topic"),
+        return Step(float(raw["at_s"]), action, topic=raw.get("topic"), clients=raw.get("clients", False),
                     percent=None if raw.get("percent") is None else float(raw["percent"]), **ints)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
@@ -135,7 +138,7 @@ def _apply_network(spec: cluster.ClusterSpec, step: Step) -> None:
     elif step.action == "latency":
         assert step.broker is not None and step.ms is not None
         network.shape(spec, step.broker, delay_ms=step.ms, jitter_ms=step.jitter_ms or 0,
-                      loss_percent=step.percent or 0.0)
+                      loss_percent=step.percent or 0.0, clients=step.clients)
     elif step.action == "bandwidth":
         assert step.broker is not None and step.kbit is not None
         network.shape(spec, step.broker, rate_kbit=step.kbit)

@@ -16,7 +16,7 @@ HELPS = {
     "one-way": "lose --percent (default all) of the packets from one node to another, none the other way",
     "loss": "lose --percent of the packets on every link of a node, both ways (nft: no netem needed)",
     "latency": "delay a node's outgoing packets --ms (± --jitter-ms; --percent lost): tc netem, or where the "
-               "kernel has none a daemon per peer (iptables NFQUEUE; not the packets to clients)",
+               "kernel has none a daemon per peer (iptables NFQUEUE; the clients too with --clients)",
     "bandwidth": "limit a node's outgoing traffic to --kbit: tc tbf",
     "heal": "remove every network fault",
 }
@@ -38,6 +38,8 @@ def register(commands: Any) -> None:
         if action == "latency":
             sub.add_argument("--ms", type=int, required=True)
             sub.add_argument("--jitter-ms", type=int)
+            sub.add_argument("--clients", action="store_true", default=None,
+                             help="delay the clients in the root namespace too (netem always does)")
         if action == "bandwidth":
             sub.add_argument("--kbit", type=int, required=True)
         sub.add_argument("--dir", required=True, help="cluster directory (started with --netns)")
@@ -45,7 +47,7 @@ def register(commands: Any) -> None:
 
 
 def _network(args: argparse.Namespace) -> int:
-    fields = ("broker", "peer", "topic", "partition", "percent", "ms", "jitter_ms", "kbit")
+    fields = ("broker", "peer", "topic", "partition", "percent", "ms", "jitter_ms", "kbit", "clients")
     step = script.parse_step({"at_s": 0, "action": args.action,
                               **{k: getattr(args, k) for k in fields if getattr(args, k, None) is not None}}, 0)
     spec = cluster.ClusterSpec.load(args.dir)

@@ -81,6 +81,13 @@ def test_nft_drops_at_the_destination() -> None:
     assert "drop" not in partitions.nft_script(3, {}, addresses)
 
 
+def test_shapes_round_trip_through_json_with_and_without_clients() -> None:
+    faults = NetFaults(shapes={2: Shape(50, 10, 1.0, 800, clients=True), 3: Shape(rate_kbit=100)})
+    assert NetFaults.from_json(faults.to_json()) == faults
+    before = '{"drops": [], "shapes": {"2": [50, 10, 0.0, 0]}}'  # written before shapes had `clients`
+    assert NetFaults.from_json(before).shapes == {2: Shape(50, 10)}
+
+
 def test_tc_puts_tbf_under_netem() -> None:
     assert partitions.tc_commands(Shape()) == [["tc", "qdisc", "del", "dev", "eth0", "root"]]
     both = partitions.tc_commands(Shape(delay_ms=50, jitter_ms=10, loss_percent=1, rate_kbit=8000))
@@ -97,6 +104,10 @@ def test_network_steps_parse_with_and_without_a_node() -> None:
         script.parse_step({"at_s": 1, "action": "bandwidth", "broker": 1}, 0)
     with pytest.raises(ConfigError, match=r"step 1 \(isolate\) needs broker"):
         script.parse_step({"at_s": 1, "action": "isolate"}, 0)
+    latency = {"at_s": 1, "action": "latency", "broker": 2, "ms": 50, "clients": True}
+    assert script.parse_step(latency, 0).clients
+    with pytest.raises(ConfigError, match="clients must be true or false, got 'yes'"):
+        script.parse_step({**latency, "clients": "yes"}, 0)
 
 
 def test_network_faults_need_a_namespaced_cluster(tmp_path: Path) -> None:

@@ -214,6 +214,13 @@ def test_each_shaped_node_gets_a_daemon_in_every_peer_namespace() -> None:
     assert planned[3][1][-1] == "1"
 
 
+def test_a_node_whose_clients_are_delayed_gets_a_daemon_of_its_own() -> None:
+    planned = nfqueue_ctl.plan([1, 2], {2: Shape(delay_ms=50, clients=True)})
+    assert {dest: sorted(daemons) for dest, daemons in planned.items()} == {1: [2], 2: [nfqueue_ctl.CLIENTS_QUEUE]}
+    with pytest.raises(ConfigError, match="--clients needs a delay"):
+        Shape(rate_kbit=800, clients=True)
+
+
 def test_the_iptables_rules_queue_each_shaped_source_and_bypass_when_no_daemon_serves() -> None:
     text = nfqueue_ctl.iptables_input({2: "198.18.0.12", 1: "198.18.0.11"})
     lines = text.splitlines()
