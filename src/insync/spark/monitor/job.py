@@ -10,17 +10,19 @@ event about it arrives). Each micro-batch (1 s trigger) yields the partition's a
 and hands alerts and statuses to the caller's view.
 
 Restarts: the query's checkpoint holds the offsets read and every partition's state (with the episodes already
-alerted), so a restarted monitor goes on where it was. The sink writes a micro-batch's alerts at most once: the
-id of the last batch whose alerts were written is kept beside the checkpoint, and a batch Spark replays after a
-crash between writing and committing is not written again.
+alerted), so a restarted monitor goes on where it was. Alerts are written exactly once across restarts: a
+micro-batch Spark replays after a stop between writing its alerts and committing it writes to each log only the
+alerts that log lacks (`alert_log`, from the logs' own records).
 
 Each alert record: key `topic-partition`, value JSON `{"v": 1, "kind", "topic", "partition", "since_ms",
-"due_ms", "emitted_ms", "cause", "evidence"}`; `emitted_ms - due_ms` is the delay from the condition to its alert.
+"due_ms", "emitted_ms", "cause", "evidence", "monitor", "batch"}`; `emitted_ms - due_ms` is the delay from the
+condition to its alert; `monitor` and `batch` say which monitor wrote it in which micro-batch.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,15 +36,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
-from insync.spark.monitor import rules
+from insync.spark.monitor import alert_log, rules
 from insync.spark.monitor.rules import Thresholds
 from insync.types import ALERTS_TOPIC, EVENTS_TOPIC
+
+log = logging.getLogger(__name__)
 
 OUTPUT_DDL = ("kind string, topic string, partition int, since_ms long, due_ms long, cause string, evidence string, "
               "status string")
 STATE_DDL = "state string"
 STATUS = "status"  # the output rows that carry a partition's status line, not an alert
-LAST_BATCH_FILE = "alerts-written-batch"
 SOCKET_TIMEOUT_MS = 3_000  # a paused broker holds the query up this long per request, not the default 30 s
 RESTART_BACKOFF_S = 1.0
 STOP_TIMEOUT_S = 30.0
@@ -67,14 +70,20 @@ def partition_states(events: DataFrame, thresholds: Thresholds) -> DataFrame:
               .withColumn("e", F.from_json("json", "ts_ms long, topic string, partition int"))
               .select("json", "e.topic", "e.partition", F.timestamp_millis("e.ts_ms").alias("event_time"))
               .withWatermark("event_time", "0 seconds"))
-    return (parsed.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
-            .groupBy("topic", "partition")
+    # Heartbeats (no topic) go through to the grouping and are dropped there: a filter here would be pushed
+    # below the watermark by Spark's optimizer (it does not refer to the event time), and the watermark would
+    # then move only with the events about partitions, never while all is quiet or one broker is paused.
+    return (parsed.groupBy("topic", "partition")
             .applyInPandasWithState(_updater(thresholds), OUTPUT_DDL, STATE_DDL, "append",
                                     GroupStateTimeout.ProcessingTimeTimeout))
 
 
 def _updater(thresholds: Thresholds) -> Callable[[Any, Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]:
     def update(key: Any, frames: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        if key[0] is None or key[1] is None or pd.isna(key[1]):  # the heartbeats' group: event time only
+            for _ in frames:
+                pass
+            return
         topic, partition = str(key[0]), int(key[1])
         current = json.loads(state.get[0]) if state.exists else rules.new_state()
         events = sorted((json.loads(line) for frame in frames for line in frame["json"]), key=lambda e: e["ts_ms"])
@@ -93,44 +102,44 @@ def _updater(thresholds: Thresholds) -> Callable[[Any, Iterator[pd.DataFrame], G
     return update
 
 
-def alert_record(row: Any, emitted_ms: int) -> dict[str, Any]:
+def alert_record(row: Any, emitted_ms: int, monitor: str, batch_id: int) -> dict[str, Any]:
     return {"v": 1, "kind": row["kind"], "topic": row["topic"], "partition": int(row["partition"]),
             "since_ms": int(row["since_ms"]), "due_ms": int(row["due_ms"]), "emitted_ms": emitted_ms,
-            "cause": row["cause"], "evidence": json.loads(row["evidence"])}
+            "cause": row["cause"], "evidence": json.loads(row["evidence"]), "monitor": monitor, "batch": batch_id}
 
 
 class AlertSink:
-    """foreachBatch: alerts to `__insync_alerts` (once per micro-batch) and the local file; all rows to the view."""
+    """foreachBatch: each alert once into `__insync_alerts` and the local file (`alert_log`), then the alerts
+    this micro-batch added and every status to the view."""
 
-    def __init__(self, settings: MonitorSettings, on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None]
-                 ) -> None:
-        self.settings = settings
+    def __init__(self, spark: SparkSession, settings: MonitorSettings,
+                 on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None]) -> None:
         self.on_batch = on_batch
-        self._marker = Path(settings.checkpoint) / LAST_BATCH_FILE
+        self.monitor = alert_log.monitor_id(Path(settings.checkpoint))
+        self.logs: list[alert_log.AlertTopic | alert_log.AlertFile] = [alert_log.AlertTopic(spark, settings.bootstrap)]
+        if settings.alerts_file:
+            self.logs.append(alert_log.AlertFile(Path(settings.alerts_file)))
+        self.written: list[alert_log.Written] | None = None  # recovered at the first micro-batch with alerts
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         rows = [r.asDict() for r in batch.collect()]
         statuses = {f"{r['topic']}-{r['partition']}": r["status"] for r in rows if r["kind"] == STATUS}
         emitted_ms = int(time.time() * 1000)
-        alerts = [alert_record(r, emitted_ms) for r in rows if r["kind"] != STATUS]
-        if alerts and batch_id > self._last_written():
-            self._write(batch.sparkSession, alerts)
-            self._marker.write_text(str(batch_id))
-        self.on_batch(alerts, statuses)
+        alerts = [alert_record(r, emitted_ms, self.monitor, batch_id) for r in rows if r["kind"] != STATUS]
+        self.on_batch(self._write(batch_id, alerts) if alerts else [], statuses)
 
-    def _last_written(self) -> int:
-        try:
-            return int(self._marker.read_text())
-        except (OSError, ValueError):
-            return -1
-
-    def _write(self, spark: SparkSession, alerts: list[dict[str, Any]]) -> None:
-        records = [(f"{a['topic']}-{a['partition']}", json.dumps(a)) for a in alerts]
-        (spark.createDataFrame(records, "key string, value string").write.format("insync").mode("append")
-         .option("kafka.bootstrap.servers", self.settings.bootstrap).option("topic", ALERTS_TOPIC).save())
-        if self.settings.alerts_file:
-            with open(self.settings.alerts_file, "a", encoding="utf-8") as handle:
-                handle.writelines(json.dumps(a) + "\n" for a in alerts)
+    def _write(self, batch_id: int, alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each log gets the alerts it lacks; returns those that were new to at least one of them."""
+        if self.written is None:
+            self.written = [sink.recover(self.monitor) for sink in self.logs]
+        added: dict[alert_log.AlertId, dict[str, Any]] = {}
+        for i, sink in enumerate(self.logs):
+            missing = self.written[i].missing(batch_id, alerts)
+            if missing:
+                sink.append(missing)
+                added.update((alert_log.alert_id(a), a) for a in missing)
+            self.written[i] = self.written[i].after(batch_id, alerts)
+        return list(added.values())
 
 
 def start(spark: SparkSession, settings: MonitorSettings,
@@ -145,7 +154,7 @@ def start(spark: SparkSession, settings: MonitorSettings,
               .option("kafka.socket.timeout.ms", str(SOCKET_TIMEOUT_MS))
               .option("startingOffsets", "earliest" if settings.from_beginning else "latest").load())
     return (partition_states(events, settings.thresholds).writeStream
-            .foreachBatch(AlertSink(settings, on_batch))
+            .foreachBatch(AlertSink(spark, settings, on_batch))
             .option("checkpointLocation", str(Path(settings.checkpoint) / "query"))
             .trigger(processingTime=f"{settings.trigger_ms} milliseconds")
             .start())
@@ -156,20 +165,27 @@ class MonitorError(Exception):
 
 
 def wait_for_events_topic(bootstrap: str, deadline_s: float) -> None:
-    """The events topic exists with a leader for each partition (brokers create it at start); MonitorError
-    naming the cause otherwise."""
-    from confluent_kafka.admin import AdminClient
+    """The events topic exists with a leader for each partition (brokers create it at start), and the alerts
+    topic exists (created here with one partition and the events topic's replication factor: writing the first
+    alert must not wait for a topic to be created, perhaps with a paused broker among its replicas);
+    MonitorError naming the cause otherwise."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # public, not in stubs
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:  # bounded by the deadline
         try:
-            topic = admin.list_topics(EVENTS_TOPIC, timeout=2).topics.get(EVENTS_TOPIC)
+            topics = admin.list_topics(timeout=2).topics
+            topic = topics.get(EVENTS_TOPIC)
             if topic is not None and topic.error is None and topic.partitions and all(
                     p.leader >= 0 for p in topic.partitions.values()):
+                if ALERTS_TOPIC not in topics:
+                    factor = len(next(iter(topic.partitions.values())).replicas)
+                    admin.create_topics([NewTopic(ALERTS_TOPIC, num_partitions=1, replication_factor=factor)])[
+                        ALERTS_TOPIC].result(timeout=max(1.0, deadline - time.monotonic()))
                 return
-        except Exception:  # noqa: BLE001 - the cluster is not up yet: try until the deadline
-            pass
+        except Exception as exc:  # noqa: BLE001 - the cluster is not up yet, or another monitor created it: try again
+            log.info("waiting for %s: %s", EVENTS_TOPIC, exc)
         time.sleep(0.5)
     raise MonitorError(f"no {EVENTS_TOPIC} topic at {bootstrap} within {deadline_s:.0f} s: is the cluster up, "
                        "with insync.events.topic.enable=true (the default)?")

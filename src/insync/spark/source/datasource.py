@@ -11,7 +11,9 @@ Options, schema and offsets JSON are those of Spark's Kafka source. Offsets are
 `{"topic": {"partition": next_offset}}` with topics and partitions in sorted order, so equal positions are equal
 JSON strings (Spark compares them that way to see whether anything is new). Planning runs on the driver
 (`plan_batch`, `InsyncStreamReader`); each Spark task reads one `OffsetRange` through `kafka_io.RangeFetch`,
-from the partition's leader, up to the high watermark the driver saw: committed data only.
+from the partition's leader, up to the high watermark the driver saw: committed data only. A leader that does not
+answer the driver's ListOffsets within `kafka.socket.timeout.ms` holds up only its own partitions: they stay where
+they were for that micro-batch and are read in a later one (`planning.Unanswered`, which logs the skips).
 
 Data loss (offsets behind the log start, or a log end that went back below offsets already planned or read)
 fails the query under `failOnDataLoss=true` (the default) with the topic, partition and offsets in the message;
@@ -35,10 +37,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
+from confluent_kafka import KafkaException
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -56,8 +60,16 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
 
-from insync.spark.source import client_security, kafka_io, worker_gc
-from insync.spark.source.kafka_io import DataLoss, Metadata, OffsetRange, SinkColumns, Subscription
+from insync.spark.source import client_security, kafka_io, planning, worker_gc
+from insync.spark.source.kafka_io import (
+    DataLoss,
+    Metadata,
+    OffsetRange,
+    OffsetsUnanswered,
+    SinkColumns,
+    Subscription,
+)
+from insync.spark.source.planning import rate_limit, split_ranges
 from insync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -285,41 +297,6 @@ def offsets_from_json(offsets: Mapping[str, Mapping[str, int]]) -> dict[TopicPar
     return {TopicPartition(topic, int(p)): int(o) for topic, parts in offsets.items() for p, o in parts.items()}
 
 
-def split_ranges(ranges: list[OffsetRange], min_partitions: int | None) -> list[OffsetRange]:
-    """Drop empty ranges; with `minPartitions`, cut large ranges so there are about that many (as Spark does)."""
-    ranges = [r for r in ranges if r.size > 0]
-    if min_partitions is None or len(ranges) >= min_partitions:
-        return ranges
-    total = sum(r.size for r in ranges)
-    result: list[OffsetRange] = []
-    for r in ranges:
-        parts = min(r.size, max(1, round(r.size / total * min_partitions)))
-        for i in range(parts):
-            # Equal pieces; the first (size % parts) pieces take one offset more.
-            start = r.start + i * (r.size // parts) + min(i, r.size % parts)
-            end = r.start + (i + 1) * (r.size // parts) + min(i + 1, r.size % parts)
-            result.append(OffsetRange(r.topic, r.partition, start, end))
-    assert sum(r.size for r in result) == total, (ranges, result)
-    return result
-
-
-def rate_limit(begin: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
-               max_rows: int) -> dict[TopicPartition, int]:
-    """End offsets reading at most about `max_rows`, shared in proportion to each partition's backlog (Spark's
-    rule: a share below one offset is rounded up so small partitions are never starved)."""
-    assert max_rows > 0, max_rows
-    backlog = {tp: latest[tp] - begin[tp] for tp in latest if tp in begin and latest[tp] > begin[tp]}
-    total = sum(backlog.values())
-    if total <= max_rows:
-        return dict(latest)
-    end = dict(latest)
-    for tp, size in backlog.items():
-        share = max_rows * (size / total)
-        take = int(share) if share >= 1 else 1
-        end[tp] = min(latest[tp], begin[tp] + take)
-    return end
-
-
 @dataclass(frozen=True, slots=True)
 class ReadSettings:
     """What a task needs besides its range: everything travels in the input partition (pickled)."""
@@ -430,6 +407,7 @@ class InsyncStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Losses seen while planning, skipped under failOnDataLoss=false (tasks log and count their own).
         self.data_losses = 0
         self.skipped_offsets = 0
+        self.unanswered = planning.Unanswered(options.poll_timeout_ms)
 
     def initialOffset(self) -> OffsetsJson:
         with Metadata(self.options.client_conf) as md:
@@ -447,10 +425,10 @@ class InsyncStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: OffsetsJson, limit: ReadLimit) -> OffsetsJson:
         begin = offsets_from_json(start)
-        with Metadata(self.options.client_conf) as md:
-            latest = self.target if self.target is not None else md.latest(md.partitions(self.options.subscription))
-            new = [tp for tp in latest if tp not in begin]
-            begin_all = begin | md.earliest(new)
+        planned = self._latest(begin)
+        if planned is None:
+            return start
+        latest, begin_all = planned
         latest = self._check_losses(begin, latest)
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(begin_all, latest, limit.max_rows)
@@ -459,6 +437,26 @@ class InsyncStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = latest
         # An unchanged position must come back as `start` itself, or Spark plans empty batches forever.
         return start if end == begin else offsets_to_json(end)
+
+    def _latest(self, begin: dict[TopicPartition, int]) -> tuple[dict[TopicPartition, int],
+                                                                 dict[TopicPartition, int]] | None:
+        """Where this micro-batch may read up to, and where each partition starts (new ones at their log start).
+        Partitions whose leader did not answer stay where they are (`planning.Unanswered`); None: no broker
+        answered, nothing is planned. AvailableNow's target needs no broker."""
+        try:
+            with Metadata(self.options.client_conf) as md:
+                if self.target is not None:
+                    latest = self.target
+                else:
+                    answered, failed = md.latest_answered(md.partitions(self.options.subscription))
+                    latest = self.unanswered.hold(begin, answered, failed)
+                begin_all = begin | md.earliest([tp for tp in latest if tp not in begin])
+        except (KafkaException, OffsetsUnanswered) as exc:
+            if self.target is not None:
+                raise
+            self.unanswered.nothing(str(exc), time.monotonic())
+            return None
+        return latest, begin_all
 
     def _check_losses(self, begin: Mapping[TopicPartition, int],
                       latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:

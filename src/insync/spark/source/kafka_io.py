@@ -45,7 +45,8 @@ log = logging.getLogger(__name__)
 
 HEADER_TYPE = arrow_records.HEADER_TYPE
 ADMIN_RECONNECT_BACKOFF_MS = "10"
-ADMIN_TIMEOUT_S = 30.0  # one metadata or ListOffsets round on the driver
+ADMIN_TIMEOUT_S = 30.0  # one metadata or ListOffsets round on the driver (less with kafka.socket.timeout.ms)
+OFFSET_INVALID = -1001  # librdkafka's RD_KAFKA_OFFSET_INVALID
 WATERMARK_CHECK_INTERVAL_S = 1.0  # how often a task with nothing to read asks where the log starts and ends
 RETRY_BACKOFF_S = 0.1  # the least time between two fetches that made no progress
 
@@ -205,6 +206,10 @@ class Metadata:
         self._conf = admin_config(client_conf)
         self._admin = admin_client(self._conf)
         self._fresh = False  # the client's metadata was refreshed in this block
+        # How long one listing or one leader's ListOffsets may take: a leader that does not answer within the
+        # socket timeout is not going to, and the partitions of the others should not wait for it.
+        socket_timeout_ms = client_conf.get("socket.timeout.ms", "").strip()
+        self.timeout_s = min(ADMIN_TIMEOUT_S, int(socket_timeout_ms) / 1000) if socket_timeout_ms else ADMIN_TIMEOUT_S
 
     def __enter__(self) -> Metadata:
         return self
@@ -214,7 +219,7 @@ class Metadata:
             forget_admin_client(self._conf)
 
     def _list_topics(self) -> dict[str, Any]:
-        topics: dict[str, Any] = self._admin.list_topics(timeout=ADMIN_TIMEOUT_S).topics
+        topics: dict[str, Any] = self._admin.list_topics(timeout=self.timeout_s).topics
         self._fresh = True
         return topics
 
@@ -235,21 +240,28 @@ class Metadata:
 
     def earliest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The log start offset of each partition."""
-        return self._list_offsets(tps, "earliest")
+        return _answered(*self._list_offsets(tps, "earliest"))
 
     def latest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The high watermark of each partition: the end of committed data, what consumers may read."""
+        return _answered(*self._list_offsets(tps, "latest"))
+
+    def latest_answered(self, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, int],
+                                                                       dict[TopicPartition, str]]:
+        """The high watermarks of the partitions whose leaders answered, and why each of the others did not."""
         return self._list_offsets(tps, "latest")
 
     def for_timestamp(self, tps: Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int]:
         """The first offset whose timestamp is >= `timestamp_ms`; the high watermark where no record is that new."""
         wanted = list(tps)
-        found = self._list_offsets(wanted, timestamp_ms)
+        found = _answered(*self._list_offsets(wanted, timestamp_ms))
         missing = [tp for tp, offset in found.items() if offset < 0]
         return found | self.latest(missing) if missing else found
 
-    def _list_offsets(self, tps: Iterable[TopicPartition], spec: str | int) -> dict[TopicPartition, int]:
-        """ListOffsets for "earliest", "latest" or a timestamp (ms), batched per broker by the AdminClient."""
+    def _list_offsets(self, tps: Iterable[TopicPartition], spec: str | int) -> tuple[dict[TopicPartition, int],
+                                                                                    dict[TopicPartition, str]]:
+        """ListOffsets for "earliest", "latest" or a timestamp (ms), batched per broker by the AdminClient: the
+        offsets of the partitions whose leader answered within `timeout_s`, and the others with the reason."""
         make: Callable[[], OffsetSpec]
         if spec == "earliest":
             make = OffsetSpec.earliest
@@ -260,20 +272,40 @@ class Metadata:
             make = partial(OffsetSpec.for_timestamp, spec)
         request = {CkTopicPartition(tp.topic, tp.partition): make() for tp in tps}  # type: ignore[no-untyped-call]
         if not request:
-            return {}
+            return {}, {}
         if not self._fresh:
             self._list_topics()
         futures = self._admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                           request_timeout=ADMIN_TIMEOUT_S)
+                                           request_timeout=self.timeout_s)
         result: dict[TopicPartition, int] = {}
+        failed: dict[TopicPartition, str] = {}
         for ck_tp, future in futures.items():
             tp = TopicPartition(ck_tp.topic, ck_tp.partition)
             try:
-                result[tp] = future.result().offset
-            except Exception as exc:
-                raise RuntimeError(f"ListOffsets failed for {tp}: {exc}") from exc
-        assert len(result) == len(request), (len(result), len(request))
-        return result
+                offset = future.result().offset
+            except Exception as exc:  # noqa: BLE001 - the partition's own error, told to the caller
+                failed[tp] = f"ListOffsets failed: {exc}"
+                continue
+            # librdkafka reports a leader that did not answer in time as an invalid offset, not as an error; a
+            # timestamp lookup answers -1 when no record is that new.
+            if offset == OFFSET_INVALID or (offset < 0 and not isinstance(spec, int)):
+                failed[tp] = f"its leader did not answer ListOffsets within {self.timeout_s:g} s"
+            else:
+                result[tp] = offset
+        assert len(result) + len(failed) == len(request), (len(result), len(failed), len(request))
+        return result, failed
+
+
+class OffsetsUnanswered(RuntimeError):
+    """A partition's leader did not answer ListOffsets (in time) where the query cannot go on without it."""
+
+
+def _answered(offsets: dict[TopicPartition, int], failed: Mapping[TopicPartition, str]) -> dict[TopicPartition, int]:
+    if failed:
+        tp, reason = min(failed.items())
+        others = f" (and {len(failed) - 1} more partitions)" if len(failed) > 1 else ""
+        raise OffsetsUnanswered(f"no offsets for {tp}{others}: {reason}")
+    return offsets
 
 
 # What a task fetches at a time. Large fetches: a task reads one partition, and per-fetch overhead dominates

@@ -1,0 +1,194 @@
+"""How long from an event to its alert in `__insync_alerts`: `python -m insync.spark.monitor.delays [DIR]`.
+
+A 3-broker cluster (quick failure detection: 3 s replica lag, 6 s broker sessions; KIP-501 off) with acks=1 load
+on three topics, and the monitor beside it on `local[2]` with its 1 s trigger and 2 s thresholds. Three faults,
+one after the other, each held until its alert is in the topic (at most FAULT_HOLD_S): a paused follower
+(`under_replicated`), a leader whose reads of one partition are slow (`leader_side`) and a killed leader
+(`under_replicated` of the partition it led). Each paused or killed broker also leads a partition of
+`__insync_events`, as every broker does, so the figures include the source's skipping of that partition.
+
+The delay of an alert is its record's timestamp in `__insync_alerts` (when the monitor wrote it) minus the time it
+was due in event time: the event's own time for an alert raised at once (`leader_side`), the episode's start plus
+its threshold for a duration alert. Printed, one line per fault, with the machine's load; never asserted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from insync.admin import describe_rows, ensure_topic
+from insync.chaos import cluster, script
+from insync.chaos.script import Step
+from insync.spark.monitor import alert_log, job
+from insync.spark.monitor.rules import Thresholds
+from insync.types import ALERTS_TOPIC
+
+TIMING = ["insync.events.topic.enable=true", "fault.injection.enable=true", "replica.lag.time.max.ms=3000",
+          "broker.session.timeout.ms=6000", "broker.heartbeat.interval.ms=500", "replica.fetch.backoff.ms=200",
+          "isr.change.propagation.check.interval.ms=250", "isr.change.propagation.blackout.ms=500",
+          "follower.fetch.pending.reads.insync.enable=false"]
+THRESHOLDS = Thresholds(urp_ms=2000, min_isr_ms=2000, offline_ms=2000, risk_ms=2000)
+TOPICS = ("paused", "slow", "killed")
+FAULT_HOLD_S = 120.0
+SLOW_READS_MS = 8000
+
+
+class Load:
+    """acks=1 records to every partition of `topics` from a thread, so the leaders have reads to serve."""
+
+    def __init__(self, bootstrap: str, topics: list[str], partitions: int) -> None:
+        from confluent_kafka import Producer
+
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5, "log_level": 0})
+        self._topics, self._partitions, self._stop = topics, partitions, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():  # bounded by `stop`
+            for topic in self._topics:
+                for partition in range(self._partitions):
+                    with contextlib.suppress(BufferError):  # a full queue: the next round sends more
+                        self._producer.produce(topic, b"x" * 100, partition=partition)
+            self._producer.poll(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+@dataclass(frozen=True, slots=True)
+class Delay:
+    fault: str
+    kind: str
+    topic: str
+    due_ms: int
+    written_ms: int  # the alert record's timestamp in __insync_alerts
+
+    @property
+    def delay_s(self) -> float:
+        return (self.written_ms - self.due_ms) / 1000
+
+
+class _Alerts:
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def __call__(self, alerts: list[dict[str, Any]], statuses: dict[str, str]) -> None:
+        self.seen.extend(alerts)
+
+    def wait(self, kind: str, topic: str) -> dict[str, Any]:
+        deadline = time.monotonic() + FAULT_HOLD_S
+        while time.monotonic() < deadline:  # bounded by the deadline
+            found = [a for a in self.seen if a["kind"] == kind and a["topic"] == topic and a["partition"] == 0]
+            if found:
+                return found[0]
+            time.sleep(0.2)
+        raise TimeoutError(f"no {kind} alert for {topic}-0 within {FAULT_HOLD_S:.0f} s")
+
+
+def _roles(bootstrap: str, topic: str) -> tuple[int, list[int]]:
+    row = next(r for r in describe_rows(bootstrap, [topic]) if r.partition == 0)
+    return row.leader, [b for b in row.replicas if b != row.leader]
+
+
+def _faults(spec: cluster.ClusterSpec, alerts: _Alerts) -> list[tuple[str, dict[str, Any]]]:
+    """The three faults, each held until its alert came; the alerts in order."""
+    found = []
+    _, followers = _roles(spec.bootstrap, "paused")
+    spec = script.apply(spec, Step(0, "pause", followers[0]))
+    try:
+        found.append(("paused follower", alerts.wait("under_replicated", "paused")))
+    finally:
+        spec = script.apply(spec, Step(0, "resume", followers[0]))
+    leader, _ = _roles(spec.bootstrap, "slow")
+    spec = script.apply(spec, Step(0, "slow-reads", leader, topic="slow", partition=0, ms=SLOW_READS_MS))
+    try:
+        found.append(("slow leader, KIP-501 off", alerts.wait("leader_side", "slow")))
+    finally:
+        spec = script.apply(spec, Step(0, "clear", leader))
+    leader, _ = _roles(spec.bootstrap, "killed")
+    script.apply(spec, Step(0, "kill", leader))
+    found.append(("killed leader", alerts.wait("under_replicated", "killed")))
+    return found
+
+
+def measure(directory: Path, spark: Any) -> list[Delay]:
+    """Run the three faults with the monitor on `spark`; the delay of each one's alert."""
+    spec = cluster.up(str(directory / "cluster"), 3, 0, TIMING)
+    try:
+        for topic in TOPICS:
+            ensure_topic(spec.bootstrap, topic, 1, 3, {"min.insync.replicas": "2"})
+        job.wait_for_events_topic(spec.bootstrap, 30)
+        settings = job.MonitorSettings(spec.bootstrap, str(directory / "checkpoint"), THRESHOLDS)
+        alerts, load = _Alerts(), Load(spec.bootstrap, list(TOPICS), 1)
+        monitor = job.Monitor(spark, settings, alerts).start()
+        try:
+            found = _faults(spec, alerts)
+        finally:
+            monitor.stop()
+            load.stop()
+        written = _written_ms(spec.bootstrap, alert_log.monitor_id(Path(settings.checkpoint)))
+        missing = [a for _, a in found if alert_log.alert_id(a) not in written]
+        assert not missing, f"alerts the monitor reported but {ALERTS_TOPIC} does not hold: {missing}"
+        return [Delay(fault, a["kind"], a["topic"], int(a["due_ms"]), written[alert_log.alert_id(a)])
+                for fault, a in found]
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+def _written_ms(bootstrap: str, monitor: str) -> dict[alert_log.AlertId, int]:
+    """When each of the monitor's alerts was written: its record's timestamp in __insync_alerts."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "insync-delays", "log_level": 2,
+                         "enable.auto.commit": False})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(ALERTS_TOPIC, 0), timeout=10)
+        consumer.assign([TopicPartition(ALERTS_TOPIC, 0, 0)])
+        written: dict[alert_log.AlertId, int] = {}
+        deadline = time.monotonic() + 30
+        while high > 0 and time.monotonic() < deadline:  # bounded by the deadline
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                raise RuntimeError(f"reading {ALERTS_TOPIC}: {message.error()}")
+            record = json.loads(message.value() or b"{}")
+            if record.get("monitor") == monitor:
+                written[alert_log.alert_id(record)] = message.timestamp()[1]
+            if (message.offset() or 0) + 1 >= high:
+                break
+        return written
+    finally:
+        consumer.close()
+
+
+def main(argv: list[str]) -> int:
+    from insync.spark.session import build_session
+
+    directory = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="insync-delays-"))
+    spark = build_session("local[2]", app_name="insync-monitor-delays", shuffle_partitions=1)
+    spark.sparkContext.setLogLevel("FATAL")
+    try:
+        delays = measure(directory, spark)
+    finally:
+        spark.stop()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"event to alert in {ALERTS_TOPIC} (1 s trigger, local[2], load average {load}):")
+    for d in delays:
+        print(f"  {d.fault:<26} {d.kind:<17} {d.topic}-0  {d.delay_s:5.1f} s after due")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
