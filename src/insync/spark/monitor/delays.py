@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,18 +83,31 @@ class Delay:
 class _Alerts:
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
+        self.batches = 0
 
     def __call__(self, alerts: list[dict[str, Any]], statuses: dict[str, str]) -> None:
         self.seen.extend(alerts)
+        self.batches += 1
 
     def wait(self, kind: str, topic: str) -> dict[str, Any]:
+        found: dict[str, Any] = self._until(lambda: next((a for a in self.seen if a["kind"] == kind and a["topic"] ==
+                                                          topic and a["partition"] == 0), None),
+                                            f"no {kind} alert for {topic}-0")
+        return found
+
+    def wait_batches(self, count: int) -> None:
+        """The query runs: faults before its first micro-batch would come before its starting offsets."""
+        self._until(lambda: self.batches >= count or None, f"not {count} micro-batches")
+
+    @staticmethod
+    def _until(found: Callable[[], Any], what: str) -> Any:
         deadline = time.monotonic() + FAULT_HOLD_S
         while time.monotonic() < deadline:  # bounded by the deadline
-            found = [a for a in self.seen if a["kind"] == kind and a["topic"] == topic and a["partition"] == 0]
-            if found:
-                return found[0]
+            result = found()
+            if result is not None:
+                return result
             time.sleep(0.2)
-        raise TimeoutError(f"no {kind} alert for {topic}-0 within {FAULT_HOLD_S:.0f} s")
+        raise TimeoutError(f"{what} within {FAULT_HOLD_S:.0f} s")
 
 
 def _roles(bootstrap: str, topic: str) -> tuple[int, list[int]]:
@@ -133,6 +147,7 @@ def measure(directory: Path, spark: Any) -> list[Delay]:
         alerts, load = _Alerts(), Load(spec.bootstrap, list(TOPICS), 1)
         monitor = job.Monitor(spark, settings, alerts).start()
         try:
+            alerts.wait_batches(2)
             found = _faults(spec, alerts)
         finally:
             monitor.stop()
