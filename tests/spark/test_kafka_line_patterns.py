@@ -17,18 +17,21 @@ FIXTURES = Path(__file__).parent / "fixtures" / "kafka-logs"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 
 
-def _body(line: str) -> str | None:
-    """The message of a log4j line without its context and logger suffix; None for a line that is not log4j's."""
+def _body(line: str) -> tuple[str, str] | None:
+    """The message of a log4j line, and the message without its context and logger suffix; None for a line that is
+    not log4j's."""
     prefixed = re.match(logparse.LOG4J_RX, line)
     if prefixed is None:
         return None
     body = re.match(logparse.BODY_RX, prefixed.group(3))
     assert body is not None
-    return body.group(1)
+    return prefixed.group(3), body.group(1)
 
 
-def _matching_kinds(body: str) -> set[str]:
-    return {kind.name for kind in logparse.KINDS if re.match(kind.pattern, body)}
+def _matching_kinds(said: tuple[str, str]) -> set[str]:
+    msg, body = said
+    return {kind.name for kind in logparse.KINDS
+            if re.match(kind.pattern, body) and (kind.context is None or re.match(kind.context, msg))}
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -15,7 +15,9 @@ storm. Every step is a DataFrame transformation; only small aggregates ever reac
   `partition_offline`/`partition_online`, and leader changes (to no leader, or to a leader). Shutdown is not an
   outage: an interval still open when the logs end is cut by the end of a broker's log (a clean stop, a
   controlled shutdown, `cluster down`), not closed by evidence, so it ends at the last event of the log that last
-  stated it and is marked `open_ended` ("open at end of log"); an interval that began while its partition was
+  stated it and is marked `open_ended` ("open at end of log"); so does an interval whose evidence a Kafka broker's
+  shutdown lines cut (`broker_shutdown`: the broker that last stated it shut down before anything closed it, in
+  any version's wording), which ends at that shutdown; an interval that began while its partition was
   going through a controlled shutdown is marked `shutdown`: from a leadership move with reason `shutdown` until
   the partition's next other leader change or its next full ISR (the second broker of a cluster going down takes
   the partition under min ISR with no leader change of its own). The summary and the report count neither as
@@ -43,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
 from insync.events import LeaderChangeReason
-from insync.spark.analysis.logparse import ISR_CHANGE_REFUSED, ISR_UPDATE, removed_entry
+from insync.spark.analysis.logparse import BROKER_SHUTDOWN, ISR_CHANGE_REFUSED, ISR_UPDATE, removed_entry
 
 EPISODE_GAP_S = 10
 BURST_OUT_MS_MAX = 5_000
@@ -166,17 +168,36 @@ def outage() -> Column:
     return ~F.col("open_ended") & ~F.col("shutdown")
 
 
+LOG_END_COLUMNS = {"file", "log_end_ms", "shutdowns"}
+
+
 def log_ends(events: DataFrame) -> DataFrame:
-    """(file, log_end_ms): the last event time of each log file."""
-    assert {"file", "ts_ms"} <= set(events.columns), events.columns
-    return events.groupBy("file").agg(F.max("ts_ms").alias("log_end_ms"))
+    """(file, log_end_ms, shutdowns): the last event time of each log file, and the (ts_ms, line) of each shutdown
+    its broker logged (Kafka's `broker_shutdown` lines), in order."""
+    assert {"file", "ts_ms", "line", "type"} <= set(events.columns), events.columns
+    shutdown = F.when(F.col("type") == BROKER_SHUTDOWN, F.struct("ts_ms", "line"))
+    return events.groupBy("file").agg(F.max("ts_ms").alias("log_end_ms"),
+                                      F.array_sort(F.collect_list(shutdown)).alias("shutdowns"))
+
+
+def _cut_ms(next_ms: Column) -> Column:
+    """The first shutdown in this state row's file after the row, when it comes before the partition's next state
+    row (`next_ms`, null when none): the evidence this row gave ends there. Null otherwise."""
+    ts, line = F.col("ts_ms"), F.col("line")
+    after = F.filter(F.coalesce("shutdowns", F.array()), lambda s: (s["ts_ms"] > ts) | ((s["ts_ms"] == ts)
+                                                                                        & (s["line"] > line)))
+    first = F.get(after, 0)["ts_ms"]
+    return F.when(next_ms.isNull() | (first < next_ms), first)
 
 
 def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
     """Maximal runs of `true` per (partition, kind). A run no evidence closes is open at the end of the log: it
-    ends at the last event (`ends`, from `log_ends`) of the file holding its partition's last state row."""
+    ends at the last event (`ends`, from `log_ends`) of the file holding its partition's last state row. A run
+    whose latest state row came from a broker that then logged its shutdown, before any other state row of the
+    partition, is cut there: it ends at the shutdown, open at the end of (that part of) the log, and a state the
+    broker states again after its restart begins a new run."""
     assert {"state", "shutdown_move"} <= set(states.columns), states.columns
-    assert set(ends.columns) == {"file", "log_end_ms"}, ends.columns
+    assert set(ends.columns) == LOG_END_COLUMNS, ends.columns
     # In a controlled shutdown: since the partition's last shutdown move, with no other move or full ISR since.
     # Partitioned by partition only, so the per-kind window below needs a sort but no new shuffle.
     by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER).rowsBetween(
@@ -185,18 +206,28 @@ def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
     marker = F.coalesce("shutdown_move", F.when(full_isr, F.lit(False)))
     by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
     to_last = by_kind.rowsBetween(Window.currentRow, Window.unboundedFollowing)
-    flips = (states.withColumn("shutdown", F.coalesce(F.last(marker, ignorenulls=True).over(by_partition),
-                                                      F.lit(False)))
-             .withColumn("previous", F.lag("state").over(by_kind))
-             .withColumn("last_file", F.last("file").over(to_last))
-             .where(F.col("state") != F.coalesce("previous", F.lit(False))))
-    runs = (flips.withColumn("next_ms", F.lead("ts_ms").over(by_kind)).where("state")
-            .join(F.broadcast(ends.withColumnRenamed("file", "last_file")), "last_file", "left"))
-    end_ms = F.coalesce("next_ms", "log_end_ms")
+    rows = (states.join(F.broadcast(ends.select("file", "shutdowns")), "file", "left")
+            .withColumn("shutdown", F.coalesce(F.last(marker, ignorenulls=True).over(by_partition), F.lit(False)))
+            .withColumn("previous", F.coalesce(F.lag("state").over(by_kind), F.lit(False)))
+            .withColumn("cut_ms", F.when(F.col("state"), _cut_ms(F.lead("ts_ms").over(by_kind))))
+            .withColumn("after_cut", F.coalesce(F.lag(F.col("cut_ms").isNotNull()).over(by_kind), F.lit(False)))
+            .withColumn("last_file", F.last("file").over(to_last)))
+    # The rows where a run begins, ends on evidence (a `false` state), or is cut: each run is a `begins` row and
+    # the next of these rows (none: open at the end of the log). The filter keeps the window's order, so the
+    # `lead` below needs no new sort.
+    begins = F.col("state") & (~F.col("previous") | F.col("after_cut"))
+    closes = ~F.col("state") & F.col("previous") & ~F.col("after_cut")
+    bounds = (rows.where(begins | closes | F.col("cut_ms").isNotNull())
+              .withColumn("next_end_ms", F.lead(F.coalesce("cut_ms", "ts_ms")).over(by_kind))
+              .withColumn("next_cut", F.lead(F.col("cut_ms").isNotNull()).over(by_kind)))
+    runs = bounds.where(begins).join(F.broadcast(ends.select(F.col("file").alias("last_file"), "log_end_ms")),
+                                     "last_file", "left")
+    end_ms = F.coalesce("cut_ms", "next_end_ms", "log_end_ms")
+    open_ended = F.col("cut_ms").isNotNull() | F.coalesce("next_cut", F.lit(True))
     return runs.select("topic", "partition", "kind", F.timestamp_millis("ts_ms").alias("start"),
                        F.timestamp_millis(end_ms).alias("end"), F.col("ts_ms").alias("start_ms"),
                        end_ms.alias("end_ms"), (end_ms - F.col("ts_ms")).alias("duration_ms"),
-                       F.col("next_ms").isNull().alias("open_ended"), "shutdown")
+                       open_ended.alias("open_ended"), "shutdown")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -336,7 +367,7 @@ def _evidence() -> Column:
 
 def episodes(outs_with_episode: DataFrame, ends: DataFrame) -> DataFrame:
     """Removals grouped by time group, cause and broker at fault (`blame`), numbered in time order."""
-    assert set(ends.columns) == {"file", "log_end_ms"}, ends.columns
+    assert set(ends.columns) == LOG_END_COLUMNS, ends.columns
     reason = F.col("reason")
     agg = blame(outs_with_episode).join(F.broadcast(ends), "file", "left").groupBy("episode", "blame", "at_fault").agg(
         F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("last_removal_ms"),

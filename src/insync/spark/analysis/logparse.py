@@ -88,6 +88,17 @@ FOLLOWER_START = "follower_start"
 # skip updating ISR` says the write lost (the controller had changed the partition) and the ISR stayed as it was:
 # the shrink or expand line just before it, for that partition, did not happen (KAFKA-2729 loops on it).
 ISR_CHANGE_REFUSED = "isr_change_refused"
+# A broker (or KRaft controller) beginning or ending its shutdown: 0.10's `[Kafka Server 0], shutting down`, 1.x-3.x
+# ZooKeeper mode's `[KafkaServer id=1] shutting down` / `Starting controlled shutdown` / `shut down completed`, KRaft's
+# `[BrokerServer id=1] Transition from STARTED to SHUTTING_DOWN`, `[BrokerLifecycleManager id=1] Beginning controlled
+# shutdown.` and `[ControllerServer id=1] shutting down`. What its log said before is no evidence after it (`health`).
+BROKER_SHUTDOWN = "broker_shutdown"
+SHUTDOWN_PHRASES = ("shutting down", "shut down completed", "Starting controlled shutdown",
+                    "Beginning controlled shutdown.")
+# Who says it: the server (its context, or none while it starts: `shutting down (kafka.server.KafkaServer)`).
+SHUTDOWN_CONTEXT_RX = (r"^(?:\[(?:(?:Kafka|Broker|Controller)Server|BrokerLifecycleManager) id=\d+\] |"
+                       r"\[Kafka Server \d+\], (?:shutting down|shut down completed|Starting controlled shutdown)"
+                       r"(?: \(|$)|(?:shutting down|shut down completed)(?: \(|$))")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Lines
@@ -217,7 +228,7 @@ APPEND_ERROR_PHRASE = "Error processing append operation"
 
 # Slots every kind's groups are rearranged into (empty when the line's wording has no such value).
 SLOTS = ("topic", "partition", "isr_before", "isr_after", "leader_epoch", "hw", "leo", "out_of_sync",
-         "commit_flag", "min_isr", "leader", "detail", "topic_id")
+         "commit_flag", "min_isr", "leader", "detail", "topic_id", "broker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +237,13 @@ class LineKind:
     announce: Callable[[Column], Column]  # cheap test: the line claims to be this kind
     pattern: str  # full-line pattern it must then match
     groups: Mapping[str, int]  # slot -> capture group
+    # Who must say it: a pattern the message with its context must match too (a line said by another is ignored).
+    context: str | None = None
+
+    def claims(self, body: Column, msg: Column) -> Column:
+        """The line announces this kind (and is said by whom the kind requires)."""
+        announced = self.announce(body)
+        return announced if self.context is None else announced & msg.rlike(self.context)
 
     def template(self) -> str:
         return SEP.join(f"${self.groups[slot]}" if slot in self.groups else "" for slot in SLOTS)
@@ -298,6 +316,15 @@ KINDS: tuple[LineKind, ...] = (
              & b.contains(" from OfflinePartition to OnlinePartition"),
              r"^Changed partition (.+)-(\d+) (?:state )?from OfflinePartition to OnlinePartition(?: with .*)?$",
              {"topic": 1, "partition": 2}),
+    # Only the server's own lines: a fetcher manager also logs `[ReplicaFetcherManager on broker 0] shutting down`.
+    # 0.10's server names itself with a comma, which is no context (`[Kafka Server 0], shutting down`): the broker
+    # id is taken from the line. Later versions' context (`[KafkaServer id=1] `) gives it.
+    LineKind(BROKER_SHUTDOWN, lambda b: b.isin(*SHUTDOWN_PHRASES)
+             | (b.startswith("Transition from ") & b.endswith(" to SHUTTING_DOWN"))
+             | (b.startswith("[Kafka Server ") & b.contains("], ")),
+             r"^(?:\[Kafka Server (\d+)\], )?(?:shutting down|shut down completed|Starting controlled shutdown|"
+             r"Beginning controlled shutdown\.|Transition from \w+ to SHUTTING_DOWN)$", {"broker": 1},
+             SHUTDOWN_CONTEXT_RX),
 )
 
 
@@ -319,7 +346,7 @@ def _kafka_lines(lines: DataFrame, log_timezone: str) -> DataFrame:
     body = F.when(F.col("prefixed"), F.regexp_replace(msg, BODY_RX, "$1")).otherwise(F.col("text"))
     kind = F.when(F.lit(False), F.lit(None).cast("int"))
     for index, line_kind in enumerate(KINDS):
-        kind = kind.when(line_kind.announce(F.col("body")), F.lit(index))
+        kind = kind.when(line_kind.claims(F.col("body"), F.col("msg")), F.lit(index))
     return (lines.withColumn("prefixed", prefixed)
             .select("text", "file", "line", "prefixed", F.when(F.col("prefixed"), ts).alias("ts"),
                     F.when(F.col("prefixed"), msg).alias("msg"), body.alias("body"))
@@ -367,7 +394,8 @@ def _kafka_fields() -> list[Column]:
               .when(typ == "partition_failed", F.when(ctx_leader != "", ctx_leader).try_cast("int")))
     return [
         F.col("ts"), F.unix_millis("ts").alias("ts_ms"), F.lit("kafka").alias("source"), F.col("file"),
-        F.col("line"), F.col("broker"), F.coalesce(_slot("topic"), F.when(ctx_topic != "", ctx_topic)).alias("topic"),
+        F.col("line"), F.coalesce(_slot("broker").try_cast("int"), F.col("broker")).alias("broker"),
+        F.coalesce(_slot("topic"), F.when(ctx_topic != "", ctx_topic)).alias("topic"),
         F.coalesce(_slot("partition"), F.when(ctx_partition != "", ctx_partition)).try_cast("int").alias("partition"),
         typ, leader.alias("leader"), _slot("leader_epoch").try_cast("int").alias("leader_epoch"),
         F.col("isr_before"), F.col("isr_after"), F.lit(None).cast(INT_LIST).alias("replicas"),
@@ -393,7 +421,8 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     k = k.where(bad_prefix | candidate | ignored).withColumn(
         "context", F.concat(*(F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, g) for g in (1, 2))))
     k = k.withColumn("ctx_broker", F.regexp_extract(
-        "context", r"(?:(?:broker|Broker id|replicaId|Controller id)=|on broker )(\d+)", 1)
+        "context", r"(?:(?:broker|Broker id|replicaId|Controller id|(?:Kafka|Broker|Controller)Server id"
+                   r"|BrokerLifecycleManager id)=|on broker )(\d+)", 1)
                      .try_cast("int"))
     # The timestamp and broker of a continuation line come from the line before it.
     previous = k.where(append_error).select("file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"),

@@ -287,7 +287,8 @@ def _notes(data: ReportData) -> list[str]:
              "none stuck), insync reasons (stuck, slow), unknown.",
              f"A flapping episode is a replica removed and re-added within {data.options.flap_window_ms / 1000:.0f} s.",
              "Shutdown is not an outage: an interval still open when a broker's log ends (a clean stop, a controlled "
-             f"shutdown, cluster down) is shown as {OPEN_AT_END}, and one begun by a controlled shutdown moving "
+             f"shutdown, cluster down) or when the Kafka broker that stated it logs its shutdown is shown as "
+             f"{OPEN_AT_END}, and one begun by a controlled shutdown moving "
              f"leadership as {SHUTDOWN}; neither counts as under-replicated, under-min-ISR or offline time, nor in "
              "the recommendations.",
              "Data at risk: a single-replica ISR outside min ISR means acks=all writes acknowledged by one copy "
