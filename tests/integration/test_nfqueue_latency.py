@@ -161,7 +161,7 @@ def test_destroying_the_namespaces_stops_the_daemons(tmp_path: Path) -> None:
 
 
 def test_a_campaign_under_latency_loses_no_acknowledged_write(tmp_path: Path) -> None:
-    seed, duration_s = 1, 25.0
+    seed, duration_s = 1, 18.0
     plan = campaign.plan_run(0, seed, duration_s, ("latency",))
     assert len(plan.faults) >= 2
     out = subprocess.run([sys.executable, "-m", "insync.cli.main", "chaos", "campaign", "--runs", "1", "--seed",
@@ -170,7 +170,7 @@ def test_a_campaign_under_latency_loses_no_acknowledged_write(tmp_path: Path) ->
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
     data = json.loads((tmp_path / "run-0" / "results.json").read_text())
     assert data["ok"] and data["forbidden"] == 0, data["examples"][:5]
-    assert data["complete_partitions"] == [0, 1, 2] and data["sends"]["ok"] > 500
+    assert data["complete_partitions"] == [0, 1, 2] and data["sends"]["ok"] > 300
     assert [f["fault"].split()[0] for f in data["faults"]] == ["latency"] * len(plan.faults)
     logs = list((tmp_path / "run-0" / "cluster").glob("nfqueue-*.log"))
     assert all("packets held" in log.read_text() for log in logs)  # each daemon stopped, and said so
