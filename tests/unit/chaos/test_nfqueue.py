@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from insync.chaos import nfqueue, nfqueue_ctl
+from insync.chaos import netns, nfqueue, nfqueue_ctl
 from insync.chaos import nfqueue_wire as wire
 from insync.chaos.nfqueue_delay import Delay, Fate, Schedule
-from insync.chaos.partitions import Shape
+from insync.chaos.partitions import NetFaults, Shape
 from insync.config import ConfigError
 
 pytestmark = pytest.mark.timeout(30)
@@ -249,3 +249,24 @@ def test_a_daemon_that_never_binds_is_stopped_and_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="did not bind its queue"):
         nfqueue_ctl.start([], ("--queue", "1", "--delay-ms", "-5"), log)  # refused by its argument parser
     assert "a delay needs" in log.read_text()
+
+
+def test_installing_goes_on_where_iptables_legacy_cannot_write_unless_a_delay_needs_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    commands: list[tuple[str, ...]] = []
+
+    def run(*argv: str, stdin: str | None = None) -> str:
+        commands.append(argv)
+        if nfqueue_ctl.IPTABLES_RESTORE in argv:
+            raise ConfigError("iptables-legacy-restore: can't initialize iptables table `filter'")
+        return ""
+
+    monkeypatch.setattr(netns, "_run", run)
+    monkeypatch.setattr(netns, "_has_netem", lambda _namespace: False)
+    monkeypatch.setattr(nfqueue_ctl, "unavailable", lambda: None)
+    monkeypatch.setattr(nfqueue_ctl, "start", lambda *_args: 4242)
+    network = netns.Network("abc123", "198.18.9.0/24", {1: "198.18.9.10", 2: "198.18.9.11"})
+    netns.install(network, NetFaults())  # heal: nothing of ours can be in tables that cannot be written
+    assert sum(nfqueue_ctl.IPTABLES_RESTORE in c for c in commands) == 2
+    with pytest.raises(ConfigError, match="can't initialize iptables table"):
+        netns.install(network, NetFaults(shapes={2: Shape(50)}))
