@@ -57,7 +57,8 @@ class Daemon:
 
     def bind(self) -> None:
         self.seq += 1
-        self.sock.send(wire.bind(self.queue, self.seq, HELD_MAX))
+        bind_seq = self.seq  # verdicts sent meanwhile take the next numbers
+        self.sock.send(wire.bind(self.queue, bind_seq, HELD_MAX))
         deadline = time.monotonic() + BIND_TIMEOUT_S
         while time.monotonic() < deadline:
             if select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))[0]:
@@ -65,7 +66,10 @@ class Daemon:
                 if received.errors:
                     errno = received.errors[0][1]
                     raise OSError(errno, f"binding NFQUEUE {self.queue} refused: {os.strerror(errno)}")
-                if self.seq in received.acks:
+                # A rule already in place (a daemon restarted) can queue packets before the acknowledgement
+                # comes: let them go undelayed, or they would wait in the kernel until this daemon exits.
+                self.send([(packet.packet_id, True) for packet in received.packets])
+                if bind_seq in received.acks:
                     return
         raise TimeoutError(f"no answer from the kernel to binding NFQUEUE {self.queue} in {BIND_TIMEOUT_S:g} s")
 
@@ -110,8 +114,9 @@ def serve(daemon: Daemon, wakeup: int, lifetime_s: float) -> None:
                 return
             now_ms = time.monotonic() * 1000
             daemon.send([*daemon.receive(now_ms), *((i, True) for i in daemon.schedule.due(now_ms))])
-    finally:
-        daemon.send([(i, True) for i in daemon.schedule.release_all()])
+    finally:  # what came with the stop signal too: the kernel would drop it when the socket closes
+        verdicts = daemon.receive(time.monotonic() * 1000)
+        daemon.send([*verdicts, *((i, True) for i in daemon.schedule.release_all())])
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -200,6 +200,52 @@ def test_the_daemon_accepts_each_packet_when_due_drops_the_lost_and_frees_the_re
         os.close(wake_write)
 
 
+def test_packets_waiting_when_the_daemon_stops_are_let_go(fake_kernel: tuple[socket.socket, socket.socket]) -> None:
+    daemon_end, kernel = fake_kernel
+    daemon = nfqueue.Daemon(daemon_end, 7, Schedule(Delay(60_000), random.Random(1), held_max=100))
+    wake_read, wake_write = os.pipe()
+    try:
+        kernel.send(kernel_packet(8, b""))
+        os.write(wake_write, b"\0")  # the stop and the packet ready together: the stop wins the turn
+        nfqueue.serve(daemon, wake_read, 60.0)
+        assert verdicts(kernel.recv(65536)) == [(8, wire.NF_ACCEPT)]
+    finally:
+        os.close(wake_read)
+        os.close(wake_write)
+
+
+def test_binding_lets_early_packets_go_and_names_a_refusal_or_silence(
+        fake_kernel: tuple[socket.socket, socket.socket], monkeypatch: pytest.MonkeyPatch) -> None:
+    daemon_end, kernel = fake_kernel
+    daemon = nfqueue.Daemon(daemon_end, 7, Schedule(Delay(50), random.Random(1), held_max=100))
+
+    def answer(*datagrams: bytes) -> threading.Thread:
+        def run() -> None:
+            request = kernel.recv(65536)
+            seq = struct.unpack_from("=IHHII", request)[3]
+            for datagram in datagrams:
+                kernel.send(datagram.replace(b"SEQ!", struct.pack("=I", seq)))
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    ack = struct.pack("=IHHI", 36, wire.NLMSG_ERROR, 0, 0)[:8] + b"SEQ!" + bytes(4) + bytes(20)
+    answering = answer(kernel_packet(3, b""), ack)
+    daemon.bind()  # a rule already in place queued packet 3 before the acknowledgement
+    answering.join(timeout=5)
+    assert verdicts(kernel.recv(65536)) == [(3, wire.NF_ACCEPT)]
+    refusal = ack[:16] + struct.pack("=i", -16) + ack[20:]
+    answering = answer(refusal)
+    with pytest.raises(OSError, match="binding NFQUEUE 7 refused: Device or resource busy"):
+        daemon.bind()
+    answering.join(timeout=5)
+    monkeypatch.setattr(nfqueue, "BIND_TIMEOUT_S", 0.2)
+    answering = answer()
+    with pytest.raises(TimeoutError, match="no answer from the kernel to binding NFQUEUE 7"):
+        daemon.bind()
+    answering.join(timeout=5)
+
+
 def test_the_daemon_refuses_a_queue_or_lifetime_out_of_range() -> None:
     for argv in (["--queue", "70000", "--delay-ms", "5"], ["--queue", "1", "--delay-ms", "5", "--lifetime-s", "0"]):
         with pytest.raises(SystemExit):
