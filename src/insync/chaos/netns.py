@@ -189,8 +189,6 @@ def install(network: Network, faults: NetFaults, log_dir: str | None = None) -> 
     """Make the namespaces drop and shape traffic as `faults` says, replacing what they did before. The latency
     daemons (no netem) write to `log_dir` (default: the temporary directory)."""
     netem = check_supported(network, faults)
-    # Daemons first: replacing the nft table unregisters its hooks, and the kernel then drops every packet queued
-    # in the namespace (nfqnl_nf_hook_drop), so a stopped daemon lets its packets go before that.
     _install_delays(network, {} if netem else faults.shapes, Path(log_dir or tempfile.gettempdir()))
     for node_id in network.addresses:
         namespace = network.namespace(node_id)

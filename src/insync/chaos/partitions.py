@@ -161,15 +161,17 @@ def _check_members(nodes: Sequence[int], wanted: Sequence[int]) -> None:
 
 def nft_script(node: int, drops: Mapping[Link, float], addresses: Mapping[int, str]) -> str:
     """The nft commands that make `node`'s namespace drop what `drops` says arrives at it (replacing any
-    earlier ones); an empty table when nothing does."""
+    earlier ones); an empty chain when nothing does. The table and its base chain stay (declared, and made
+    only the first time) and only the rules change: deleting a base chain unregisters its hook, and the
+    kernel then drops every packet the namespace's NFQUEUEs hold (the latency daemons', nfqueue_ctl.py)."""
     rules = []
     for (source, destination), percent in sorted(drops.items()):
         if destination != node:
             continue
         chance = "" if percent >= 100 else f"numgen random mod 10000 < {round(percent * 100)} "
-        rules.append(f"    ip saddr {addresses[source]} {chance}drop")
-    chain = "\n".join(["  chain input {", "    type filter hook input priority 0; policy accept;", *rules, "  }"])
-    return f"table inet {NFT_TABLE}\ndelete table inet {NFT_TABLE}\ntable inet {NFT_TABLE} {{\n{chain}\n}}\n"
+        rules.append(f"add rule inet {NFT_TABLE} input ip saddr {addresses[source]} {chance}drop")
+    chain = "\n".join(["  chain input {", "    type filter hook input priority 0; policy accept;", "  }"])
+    return "\n".join([f"table inet {NFT_TABLE} {{", chain, "}", f"flush chain inet {NFT_TABLE} input", *rules, ""])
 
 
 def tc_commands(shape: Shape, device: str = "eth0", netem: bool = True) -> list[list[str]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.chaos import netns, nfqueue, nfqueue_ctl
+from insync.chaos import netns, nfqueue, nfqueue_ctl, partitions
 from insync.chaos import nfqueue_wire as wire
 from insync.chaos.nfqueue_delay import Delay, Fate, Schedule
 from insync.chaos.partitions import NetFaults, Shape
@@ -316,3 +316,9 @@ def test_installing_goes_on_where_iptables_legacy_cannot_write_unless_a_delay_ne
     assert sum(nfqueue_ctl.IPTABLES_RESTORE in c for c in commands) == 2
     with pytest.raises(ConfigError, match="can't initialize iptables table"):
         netns.install(network, NetFaults(shapes={2: Shape(50)}))
+
+
+def test_new_drops_replace_the_rules_but_never_the_base_chain_whose_hook_holds_the_queues() -> None:
+    text = partitions.nft_script(2, {(1, 2): 100}, {1: "198.18.0.11", 2: "198.18.0.12"})
+    assert "delete" not in text  # a deleted base chain's hook going drops every queued packet in the namespace
+    assert text.index("flush chain inet insync_chaos input") < text.index("add rule inet insync_chaos input ip")
