@@ -99,7 +99,7 @@ def _ids(alerts: list[dict[str, Any]]) -> Counter[alert_log.AlertId]:
 
 
 def _in_topic(bootstrap: str, monitor: str) -> list[dict[str, Any]]:
-    records = [json.loads(v) for v in alert_log.read_tail(bootstrap, ALERTS_TOPIC, 100_000, 30.0)]
+    records = [json.loads(v) for v, _ in alert_log.read_tail(bootstrap, ALERTS_TOPIC, 100_000, 30.0)]
     return [r for r in records if r.get("monitor") == monitor]
 
 

@@ -137,8 +137,8 @@ class AlertTopic:
         self.spark, self.bootstrap = spark, bootstrap
 
     def recover(self, monitor: str) -> Written:
-        return written_of(_parsed(read_tail(self.bootstrap, ALERTS_TOPIC, TOPIC_TAIL_RECORDS, RECOVER_TIMEOUT_S),
-                                  ALERTS_TOPIC), monitor)
+        tail = read_tail(self.bootstrap, ALERTS_TOPIC, TOPIC_TAIL_RECORDS, RECOVER_TIMEOUT_S)
+        return written_of(_parsed((value for value, _ in tail), ALERTS_TOPIC), monitor)
 
     def append(self, alerts: Sequence[Alert]) -> None:
         records = [(f"{a['topic']}-{a['partition']}", json.dumps(a)) for a in alerts]
@@ -163,8 +163,9 @@ def _parsed(lines: Iterable[bytes], where: str) -> list[Alert]:
     return records
 
 
-def read_tail(bootstrap: str, topic: str, records_max: int, timeout_s: float) -> list[bytes]:
-    """The values of the last `records_max` records of each partition of `topic` (none if it does not exist)."""
+def read_tail(bootstrap: str, topic: str, records_max: int, timeout_s: float) -> list[tuple[bytes, int]]:
+    """The value and timestamp (ms) of the last `records_max` records of each partition of `topic` (none if it does
+    not exist)."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "insync-monitor-recovery", "log_level": 2,
@@ -182,7 +183,7 @@ def read_tail(bootstrap: str, topic: str, records_max: int, timeout_s: float) ->
             if high > low:
                 ends[partition] = (max(low, high - records_max), high)
         consumer.assign([TopicPartition(topic, p, start) for p, (start, _) in ends.items()])
-        values: list[bytes] = []
+        values: list[tuple[bytes, int]] = []
         pending = set(ends)
         while pending:  # bounded by the deadline
             if time.monotonic() > deadline:
@@ -193,7 +194,7 @@ def read_tail(bootstrap: str, topic: str, records_max: int, timeout_s: float) ->
                 continue
             if message.error() is not None:
                 raise RecoveryError(f"reading {topic}: {message.error()}")
-            values.append(message.value() or b"")
+            values.append((message.value() or b"", message.timestamp()[1]))
             if (message.offset() or 0) + 1 >= ends[message.partition() or 0][1]:
                 pending.discard(message.partition() or 0)
         return values

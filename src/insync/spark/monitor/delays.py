@@ -41,6 +41,7 @@ THRESHOLDS = Thresholds(urp_ms=2000, min_isr_ms=2000, offline_ms=2000, risk_ms=2
 TOPICS = ("paused", "slow", "killed")
 FAULT_HOLD_S = 120.0
 SLOW_READS_MS = 8000
+READ_ATTEMPTS = 10
 
 
 class Load:
@@ -162,30 +163,18 @@ def measure(directory: Path, spark: Any) -> list[Delay]:
 
 
 def _written_ms(bootstrap: str, monitor: str) -> dict[alert_log.AlertId, int]:
-    """When each of the monitor's alerts was written: its record's timestamp in __insync_alerts."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "insync-delays", "log_level": 2,
-                         "enable.auto.commit": False})
-    try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(ALERTS_TOPIC, 0), timeout=10)
-        consumer.assign([TopicPartition(ALERTS_TOPIC, 0, 0)])
-        written: dict[alert_log.AlertId, int] = {}
-        deadline = time.monotonic() + 30
-        while high > 0 and time.monotonic() < deadline:  # bounded by the deadline
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error() is not None:
-                raise RuntimeError(f"reading {ALERTS_TOPIC}: {message.error()}")
-            record = json.loads(message.value() or b"{}")
-            if record.get("monitor") == monitor:
-                written[alert_log.alert_id(record)] = message.timestamp()[1]
-            if (message.offset() or 0) + 1 >= high:
-                break
-        return written
-    finally:
-        consumer.close()
+    """When each of the monitor's alerts was written: its record's timestamp in __insync_alerts. Tried again while
+    the client still knows the killed broker."""
+    for attempt in range(READ_ATTEMPTS):  # bounded
+        try:
+            tail = alert_log.read_tail(bootstrap, ALERTS_TOPIC, 100_000, 30.0)
+            break
+        except Exception:
+            if attempt == READ_ATTEMPTS - 1:
+                raise
+            time.sleep(1)
+    records = [(json.loads(value), timestamp_ms) for value, timestamp_ms in tail]
+    return {alert_log.alert_id(r): ts for r, ts in records if r.get("monitor") == monitor}
 
 
 def main(argv: list[str]) -> int:

@@ -315,10 +315,11 @@ class ReadSettings:
 class RangePartition(InputPartition):
     """One Spark task: an offset range of one partition, and how to read it."""
 
-    def __init__(self, offset_range: OffsetRange, settings: ReadSettings) -> None:
+    def __init__(self, offset_range: OffsetRange, settings: ReadSettings, leader: tuple[str, int] | None) -> None:
         super().__init__(offset_range)
         self.range = offset_range
         self.settings = settings
+        self.leader = leader  # as the driver last saw it
 
 
 def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -327,7 +328,8 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return  # Spark asks for one placeholder partition when a plan has none
     s = partition.settings
     fetch = kafka_io.RangeFetch(partition.range, dict(s.client_conf), include_headers=s.include_headers,
-                                fail_on_data_loss=s.fail_on_data_loss, poll_timeout_ms=s.poll_timeout_ms)
+                                fail_on_data_loss=s.fail_on_data_loss, poll_timeout_ms=s.poll_timeout_ms,
+                                leader=partition.leader)
     yield from fetch.batches()
     worker_gc.settle_after_task()  # pyspark's collection after each task then skips the imported modules
     if fetch.losses:
@@ -388,7 +390,7 @@ class InsyncBatchReader(DataSourceReader):
     @worker_gc.settles
     def partitions(self) -> list[InputPartition]:
         settings = ReadSettings.of(self.options)
-        return [RangePartition(r, settings) for r in plan_batch(self.options)]
+        return [RangePartition(r, settings, None) for r in plan_batch(self.options)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition)
@@ -408,6 +410,7 @@ class InsyncStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.data_losses = 0
         self.skipped_offsets = 0
         self.unanswered = planning.Unanswered(options.poll_timeout_ms)
+        self.leaders: dict[TopicPartition, tuple[str, int]] = {}  # from the last planning, for the tasks
 
     def initialOffset(self) -> OffsetsJson:
         with Metadata(self.options.client_conf) as md:
@@ -442,21 +445,24 @@ class InsyncStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                                  dict[TopicPartition, int]] | None:
         """Where this micro-batch may read up to, and where each partition starts (new ones at their log start).
         Partitions whose leader did not answer stay where they are (`planning.Unanswered`); None: no broker
-        answered, nothing is planned. AvailableNow's target needs no broker."""
-        try:
-            with Metadata(self.options.client_conf) as md:
+        answered twice (the second time with a new client: the first may have asked a paused broker), nothing is
+        planned. AvailableNow's target needs no broker."""
+        for attempt in range(2):  # bounded: two tries
+            try:
+                with Metadata(self.options.client_conf) as md:
+                    if self.target is not None:
+                        latest = self.target
+                    else:
+                        answered, failed = md.latest_answered(md.partitions(self.options.subscription))
+                        latest = self.unanswered.hold(begin, answered, failed)
+                        self.leaders = md.leaders
+                    return latest, begin | md.earliest([tp for tp in latest if tp not in begin])
+            except (KafkaException, OffsetsUnanswered) as exc:
                 if self.target is not None:
-                    latest = self.target
-                else:
-                    answered, failed = md.latest_answered(md.partitions(self.options.subscription))
-                    latest = self.unanswered.hold(begin, answered, failed)
-                begin_all = begin | md.earliest([tp for tp in latest if tp not in begin])
-        except (KafkaException, OffsetsUnanswered) as exc:
-            if self.target is not None:
-                raise
-            self.unanswered.nothing(str(exc), time.monotonic())
-            return None
-        return latest, begin_all
+                    raise
+                if attempt == 1:
+                    self.unanswered.nothing(str(exc), time.monotonic())
+        return None
 
     def _check_losses(self, begin: Mapping[TopicPartition, int],
                       latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -489,7 +495,8 @@ class InsyncStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ranges = [OffsetRange(tp.topic, tp.partition, begin[tp], e) for tp, e in sorted(stop.items())
                   if begin[tp] <= e]
         settings = ReadSettings.of(self.options)
-        return [RangePartition(r, settings) for r in split_ranges(ranges, self.options.min_partitions)]
+        return [RangePartition(r, settings, self.leaders.get(TopicPartition(r.topic, r.partition)))
+                for r in split_ranges(ranges, self.options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition)

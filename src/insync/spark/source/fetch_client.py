@@ -150,11 +150,17 @@ class _Connection:
         self._sock.close()
 
 
+# The bootstrap server that last answered a lookup in this process (pyspark reuses its workers): asked first, so a
+# paused or dead server first in the list holds up only the first lookup after it stopped, not every one.
+_answered_last: tuple[str, int] | None = None
+
+
 class PartitionFetcher:
     """Fetch and ListOffsets for one partition, from its current leader. Close it (or use `with`)."""
 
     def __init__(self, bootstrap_servers: str, topic: str, partition: int, *, partition_max_bytes: int,
-                 max_wait_ms: int, timeout_s: float, security: ReaderSecurity | None = None) -> None:
+                 max_wait_ms: int, timeout_s: float, security: ReaderSecurity | None = None,
+                 leader: tuple[str, int] | None = None) -> None:
         self.bootstrap = [_host_port(s) for s in bootstrap_servers.split(",") if s.strip()]
         assert self.bootstrap, "the driver checked kafka.bootstrap.servers"
         self.topic, self.partition = topic, partition
@@ -163,6 +169,9 @@ class PartitionFetcher:
         self.timeout_s = timeout_s
         self.security = security or ReaderSecurity()
         self._leader: _Connection | None = None
+        # The leader the caller knows of, tried once before any lookup: a lookup asks the bootstrap servers in
+        # turn, and one that is paused holds each lookup for `timeout_s`.
+        self._known_leader = leader
         self._in_flight: tuple[int, int] | None = None  # (offset, correlation id) of a prefetch
 
     def __enter__(self) -> PartitionFetcher:
@@ -276,14 +285,17 @@ class PartitionFetcher:
     def _connect_leader(self) -> _Connection:
         if self._leader is not None:
             return self._leader
-        host, port = self._find_leader()
+        known, self._known_leader = self._known_leader, None
+        host, port = known if known is not None else self._find_leader()
         self._leader = _Connection(host, port, self.timeout_s, self.security)
         return self._leader
 
     def _find_leader(self) -> tuple[str, int]:
-        """Ask the bootstrap servers, in turn, for the partition's leader; raises _Retriable if none knows."""
+        """Ask the bootstrap servers, in turn, for the partition's leader, the one that answered this process last
+        first; raises _Retriable if none knows."""
+        global _answered_last
         last: BaseException | None = None
-        for host, port in self.bootstrap:
+        for host, port in sorted(self.bootstrap, key=lambda server: server != _answered_last):
             try:
                 conn = _Connection(host, port, self.timeout_s, self.security)
             except (OSError, ConnectionError) as exc:
@@ -300,6 +312,7 @@ class PartitionFetcher:
                 continue
             finally:
                 conn.close()
+            _answered_last = (host, port)
             return self._leader_in(body)
         raise _Retriable(NETWORK_EXCEPTION, f"no bootstrap server answered: {last}")
 

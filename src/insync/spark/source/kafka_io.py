@@ -206,6 +206,7 @@ class Metadata:
         self._conf = admin_config(client_conf)
         self._admin = admin_client(self._conf)
         self._fresh = False  # the client's metadata was refreshed in this block
+        self.leaders: dict[TopicPartition, tuple[str, int]] = {}  # (host, port) of each leader, from the listing
         # How long one listing or one leader's ListOffsets may take: a leader that does not answer within the
         # socket timeout is not going to, and the partitions of the others should not wait for it.
         socket_timeout_ms = client_conf.get("socket.timeout.ms", "").strip()
@@ -219,8 +220,12 @@ class Metadata:
             forget_admin_client(self._conf)
 
     def _list_topics(self) -> dict[str, Any]:
-        topics: dict[str, Any] = self._admin.list_topics(timeout=self.timeout_s).topics
+        listing = self._admin.list_topics(timeout=self.timeout_s)
+        topics: dict[str, Any] = listing.topics
         self._fresh = True
+        brokers = {b.id: (str(b.host), int(b.port)) for b in listing.brokers.values()}
+        self.leaders = {TopicPartition(t, p.id): brokers[p.leader] for t, m in topics.items() if m.error is None
+                        for p in m.partitions.values() if p.leader in brokers}
         return topics
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
@@ -361,9 +366,10 @@ class RangeFetch:
     """
 
     def __init__(self, offset_range: OffsetRange, client_conf: Mapping[str, str], *, include_headers: bool,
-                 fail_on_data_loss: bool, poll_timeout_ms: int) -> None:
+                 fail_on_data_loss: bool, poll_timeout_ms: int, leader: tuple[str, int] | None = None) -> None:
         assert poll_timeout_ms > 0, poll_timeout_ms
         self.range = offset_range
+        self.leader = leader  # where the driver saw the partition's leader: asked first, no lookup
         self.conf = ReaderConf.of(client_conf)
         self.include_headers = include_headers
         self.fail_on_data_loss = fail_on_data_loss
@@ -378,7 +384,7 @@ class RangeFetch:
         r, c = self.range, self.conf
         with fetch_client.PartitionFetcher(c.bootstrap_servers, r.topic, r.partition,
                                            partition_max_bytes=c.partition_fetch_bytes, max_wait_ms=c.fetch_wait_ms,
-                                           timeout_s=c.timeout_s, security=c.security) as fetcher:
+                                           timeout_s=c.timeout_s, security=c.security, leader=self.leader) as fetcher:
             yield from self._read(fetcher)
 
     def _read(self, fetcher: fetch_client.PartitionFetcher) -> Iterator[pa.RecordBatch]:
