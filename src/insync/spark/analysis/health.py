@@ -83,11 +83,19 @@ def isr_steps(events: DataFrame) -> DataFrame:
     kinds = ("isr_shrink", "isr_expand", ISR_UPDATE, "leader_change")
     candidates = events.where((F.col("type").isin(*kinds) & F.col("isr_after").isNotNull())
                               | (F.col("type") == ISR_CHANGE_REFUSED))
-    by_broker = Window.partitionBy("topic", "partition", "broker").orderBy(*_ORDER)
+    # Refusals are rare: only the histories (partition, broker) that hold one need the window that finds the
+    # change each refuses; the others are kept as they are, without a shuffle and a sort of every ISR step.
+    keys = ("topic", "partition", "broker")
+    refusing = F.broadcast(candidates.where(F.col("type") == ISR_CHANGE_REFUSED)
+                           .select(*(F.col(k).alias(f"_r_{k}") for k in keys)).distinct())
+    same = [F.col(k).eqNullSafe(F.col(f"_r_{k}")) for k in keys]
+    by_broker = Window.partitionBy(*keys).orderBy(*_ORDER)
     refused = F.coalesce(F.lead("type").over(by_broker) == ISR_CHANGE_REFUSED, F.lit(False))
-    steps = (candidates.withColumn("_refused", refused)
-             .where(F.col("type").isin(*kinds) & ~(F.col("_refused") & F.col("type").isin("isr_shrink", "isr_expand")))
-             .drop("_refused"))
+    judged = (candidates.join(refusing, same[0] & same[1] & same[2], "left_semi").withColumn("_refused", refused)
+              .where(F.col("type").isin(*kinds) & ~(F.col("_refused") & F.col("type").isin("isr_shrink", "isr_expand")))
+              .drop("_refused"))
+    steps = (candidates.join(refusing, same[0] & same[1] & same[2], "left_anti")
+             .where(F.col("type").isin(*kinds)).unionByName(judged))
     by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER)
     return (steps.withColumn("previous_isr", F.lag("isr_after").over(by_partition))
             .withColumn("isr_before", F.coalesce("isr_before", "previous_isr")))
@@ -205,13 +213,15 @@ def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
     full_isr = (F.col("kind") == "under_replicated") & ~F.col("state")
     marker = F.coalesce("shutdown_move", F.when(full_isr, F.lit(False)))
     by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
-    to_last = by_kind.rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    # The whole partition as the frame: Spark computes it once per partition. A frame from the current row to the
+    # end is computed again for every row (quadratic in a partition's rows: two thirds of the analysis's time).
+    whole = by_kind.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     rows = (states.join(F.broadcast(ends.select("file", "shutdowns")), "file", "left")
             .withColumn("shutdown", F.coalesce(F.last(marker, ignorenulls=True).over(by_partition), F.lit(False)))
             .withColumn("previous", F.coalesce(F.lag("state").over(by_kind), F.lit(False)))
             .withColumn("cut_ms", F.when(F.col("state"), _cut_ms(F.lead("ts_ms").over(by_kind))))
             .withColumn("after_cut", F.coalesce(F.lag(F.col("cut_ms").isNotNull()).over(by_kind), F.lit(False)))
-            .withColumn("last_file", F.last("file").over(to_last)))
+            .withColumn("last_file", F.last("file").over(whole)))
     # The rows where a run begins, ends on evidence (a `false` state), or is cut: each run is a `begins` row and
     # the next of these rows (none: open at the end of the log). The filter keeps the window's order, so the
     # `lead` below needs no new sort.
@@ -281,8 +291,10 @@ def assign_episodes(outs: DataFrame) -> DataFrame:
     new = F.when(F.col("second") - F.lag("second").over(in_time) <= EPISODE_GAP_S, 0).otherwise(1)
     seconds = seconds.withColumn("new", new).withColumn(
         "episode", F.sum("new").over(in_time.rowsBetween(Window.unboundedPreceding, 0)).cast("int"))
+    # Partitioned by episode: every window of `blame` and the aggregate of `episodes` group by the episode and
+    # more, which this partitioning satisfies, so they sort but shuffle no more (one shuffle instead of five).
     return outs.withColumn("second", F.floor(F.col("ts_ms") / 1000)).join(
-        F.broadcast(seconds.select("second", "episode")), "second").drop("second")
+        F.broadcast(seconds.select("second", "episode")), "second").drop("second").repartition("episode")
 
 
 def blame(outs: DataFrame) -> DataFrame:
@@ -372,9 +384,9 @@ def episodes(outs_with_episode: DataFrame, ends: DataFrame) -> DataFrame:
     agg = blame(outs_with_episode).join(F.broadcast(ends), "file", "left").groupBy("episode", "blame", "at_fault").agg(
         F.min("ts_ms").alias("start_ms"), F.max("ts_ms").alias("last_removal_ms"),
         F.max(F.coalesce(F.col("ts_ms") + F.col("back_ms"), "log_end_ms")).alias("end_ms"),
-        F.count("*").alias("removals"), F.countDistinct("topic", "partition").alias("partitions"),
-        F.slice(F.array_sort(F.collect_set(F.concat_ws("-", "topic", F.col("partition").cast("string")))), 1,
-                TOPIC_PARTITIONS_NAMED).alias("topic_partitions"),
+        F.count("*").alias("removals"),
+        # One set of names gives the count too: a distinct count would make Spark aggregate every row twice more.
+        F.collect_set(F.concat_ws("-", "topic", F.col("partition").cast("string"))).alias("_named"),
         F.array_sort(F.collect_set("replica")).alias("removed_brokers"),
         F.array_sort(F.collect_set("leader")).alias("leaders"),
         F.sum(F.coalesce("fetch_pending", F.lit(False)).cast("int")).alias("pending"),
@@ -382,7 +394,9 @@ def episodes(outs_with_episode: DataFrame, ends: DataFrame) -> DataFrame:
         F.sum(F.coalesce(reason == "stuck", F.lit(False)).cast("int")).alias("stuck"),
         F.sum(F.coalesce(reason == "slow", F.lit(False)).cast("int")).alias("slow"),
         F.sum(F.coalesce(reason == "messages", F.lit(False)).cast("int")).alias("messages"))
-    agg = (agg.withColumn("cause", F.coalesce("blame", _cause())).withColumnRenamed("at_fault", "broker_at_fault")
+    agg = (agg.withColumn("partitions", F.size("_named").cast("long"))
+           .withColumn("topic_partitions", F.slice(F.array_sort("_named"), 1, TOPIC_PARTITIONS_NAMED))
+           .withColumn("cause", F.coalesce("blame", _cause())).withColumnRenamed("at_fault", "broker_at_fault")
            .withColumn("evidence", _evidence()))
     in_time = Window.orderBy("start_ms", "cause", F.col("broker_at_fault").asc_nulls_last())  # a small table
     return agg.select(F.row_number().over(in_time).alias("episode"), F.timestamp_millis("start_ms").alias("start"),

@@ -63,7 +63,11 @@ def _write_parsed(spark: SparkSession, parsed: DataFrame, out_dir: str) -> tuple
 
 
 def build_tables(spark: SparkSession, inputs: Inputs, out_dir: str, options: health.AnalysisOptions) -> Tables:
-    events, malformed, ignored = _write_parsed(spark, logparse.load(spark, inputs, options.log_timezone), out_dir)
+    cached: list[DataFrame] = []
+    events, malformed, ignored = _write_parsed(spark, logparse.load(spark, inputs, options.log_timezone, cached),
+                                               out_dir)
+    for df in cached:
+        df.unpersist()
     bounds = events.agg(F.min("ts_ms"), F.max("ts_ms")).first()
     assert bounds is not None
     first_ms, last_ms = bounds[0], bounds[1]
