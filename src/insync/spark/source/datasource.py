@@ -450,18 +450,18 @@ class InsyncStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for attempt in range(2):  # bounded: two tries
             try:
                 with Metadata(self.options.client_conf) as md:
-                    if self.target is not None:
-                        latest = self.target
-                    else:
-                        answered, failed = md.latest_answered(md.partitions(self.options.subscription))
-                        latest = self.unanswered.hold(begin, answered, failed)
-                        self.leaders = md.leaders
-                    return latest, begin | md.earliest([tp for tp in latest if tp not in begin])
+                    latest, failed = ((self.target, None) if self.target is not None else
+                                      md.latest_answered(md.partitions(self.options.subscription)))
+                    starts = begin | md.earliest([tp for tp in latest if tp not in begin])
             except (KafkaException, OffsetsUnanswered) as exc:
                 if self.target is not None:
                     raise
                 if attempt == 1:
                     self.unanswered.nothing(str(exc), time.monotonic())
+                continue
+            if failed is not None:
+                latest, self.leaders = self.unanswered.hold(begin, latest, failed), md.leaders
+            return latest, starts
         return None
 
     def _check_losses(self, begin: Mapping[TopicPartition, int],
