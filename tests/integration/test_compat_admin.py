@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # type: ignore[attr-defined]
 
+from conftest import wait_until
 from insync.chaos.cluster import ClusterSpec
 
 pytestmark = pytest.mark.timeout(60)
@@ -32,5 +33,11 @@ def test_compression_type_and_delete_retention_are_topic_configs(insync_cluster:
     topic = NewTopic("compat-configs", 1, 1, config={"compression.type": "lz4", "delete.retention.ms": "900"})
     admin.create_topics([topic], operation_timeout=10)["compat-configs"].result(timeout=10)
     resource = ConfigResource("topic", "compat-configs")
-    entries = admin.describe_configs([resource])[resource].result(timeout=10)
+    described: list[dict] = []
+    # CreateTopics answers once the controller has committed the topic; the broker the AdminClient asks next may
+    # not have it in its metadata yet (UNKNOWN_TOPIC_OR_PART, as from Kafka in KRaft mode): librdkafka's own tests
+    # wait for the topic the same way.
+    wait_until(lambda: described.append(admin.describe_configs([resource])[resource].result(timeout=10)) is None,
+               10, "the new topic's configs described")
+    entries = described[-1]
     assert entries["compression.type"].value == "lz4" and entries["delete.retention.ms"].value == "900"
