@@ -329,8 +329,12 @@ def blame(outs: DataFrame) -> DataFrame:
              .when(F.coalesce("fetch_pending", F.lit(False)) | pattern, F.lit("leader")))
     marked = marked.withColumn("blame", first).withColumn(
         "at_fault", F.when(F.col("blame") == "failed", F.col("replica")).when(F.col("blame") == "leader", F.col("leader")))
-    rest = F.when(F.col("blame").isNull(), F.struct("topic", "partition"))
-    follower = F.col("blame").isNull() & (F.size(F.collect_set(rest).over(by_replica)) >= FOLLOWER_PARTITIONS_MIN)
+    # Distinct partitions per replica among its unblamed removals, counted by marking each one's first removal:
+    # a set collected over the window would be copied into every row (quadratic in an episode's removals).
+    by_rest = Window.partitionBy("episode", "replica", "topic", "partition", F.col("blame").isNull()).orderBy(*_ORDER)
+    first = F.col("blame").isNull() & (F.row_number().over(by_rest) == 1)
+    marked = marked.withColumn("_rest_partitions", F.sum(first.cast("int")).over(by_replica))
+    follower = F.col("blame").isNull() & (F.col("_rest_partitions") >= FOLLOWER_PARTITIONS_MIN)
     marked = (marked.withColumn("at_fault", F.when(follower, F.col("replica")).otherwise(F.col("at_fault")))
               .withColumn("blame", F.when(follower, F.lit("follower")).otherwise(F.col("blame"))))
     # A stuck broker that leads partitions too removes their followers once it runs again (they could not reach
@@ -340,7 +344,7 @@ def blame(outs: DataFrame) -> DataFrame:
     own = F.col("blame").isNull() & F.array_contains(stuck_brokers, F.col("leader"))
     return (marked.withColumn("at_fault", F.when(own, F.col("leader")).otherwise(F.col("at_fault")))
             .withColumn("blame", F.when(own, F.lit("follower")).otherwise(F.col("blame")))
-            .drop("_emptied", "_one_leader"))
+            .drop("_emptied", "_one_leader", "_rest_partitions"))
 
 
 def _cause() -> Column:
