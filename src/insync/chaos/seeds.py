@@ -495,10 +495,12 @@ SEEDS: tuple[RealSeed, ...] = (
     # fetch pending) and DeleteRecords moves the log start to the high watermark, past the follower's offset. The
     # slow reads wait for the follower to be out of the ISR: until then the high watermark waits for it, and
     # DeleteRecords would move the log start to its fetch offset exactly, no race (2 runs in 4 on a loaded machine).
+    # They start 0.6 s before the follower resumes: the broker reads its fault file every 200 ms, and with 0.1 s
+    # between them (as before) a loaded CI run resumed the follower first, which caught up at full speed.
     RealSeed("log-start-race", "log-start-race", "a paused follower resumes while the leader's reads are slow and "
              "DeleteRecords moves the log start past it", check_log_start_race,
              (SeedStep(1.0, "pause", "follower", for_s=3.5),
-              SeedStep(4.4, "slow-reads", "leader", for_s=2.0, ms=300, after="isr-shrunk"),
+              SeedStep(3.9, "slow-reads", "leader", for_s=2.5, ms=300, after="isr-shrunk"),
               SeedStep(4.6, "delete-records", "leader")),
              session_ms=8000, configs=("replica.fetch.max.bytes=8192", "log.segment.bytes=65536"), rate=300,
              duration_s=8.0),
