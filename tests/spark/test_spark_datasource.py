@@ -44,7 +44,6 @@ from insync.spark.source.datasource import (
     InsyncDataSource,
     InsyncStreamReader,
     InsyncStreamWriter,
-    OptionError,
     offsets_to_json,
     parse_sink_options,
     parse_source_options,
@@ -64,6 +63,7 @@ from insync.spark.source.kafka_io import (
     check_reader_options,
     loss_when_stalled,
 )
+from insync.spark.source.options import OptionError
 from insync.types import TopicPartition
 
 Record = tuple[int, bytes | None, bytes | None, list[tuple[str, str | bytes | None]] | None]  # partition, key, value, headers
@@ -257,6 +257,11 @@ SOURCE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
     (SOURCE | {"kafka.sasl.jaas.config": "nonsense"}, False, ["kafka.sasl.jaas.config"]),
     (SOURCE | {"kafka.max.partition.fetch.bytes": "8MB"}, False, ["kafka.max.partition.fetch.bytes"]),
     (SOURCE | {"kafka.check.crcs": "sometimes"}, False, ["kafka.check.crcs", "true or false"]),
+    # reader=driver (the monitor's): streaming only, and without the options only tasks can honour.
+    (SOURCE | {"reader": "executor"}, True, ["option reader", "'tasks', 'driver'", "'executor'"]),
+    (SOURCE | {"reader": "driver"}, False, ["option reader applies to streaming"]),
+    (SOURCE | {"reader": "driver", "maxOffsetsPerTrigger": "10"}, True, ["maxOffsetsPerTrigger", "reader=driver"]),
+    (SOURCE | {"reader": "driver", "minPartitions": "4"}, True, ["minPartitions", "reader=driver"]),
 ])
 def test_source_option_errors_name_the_option(options: dict[str, str], streaming: bool, named: list[str]) -> None:
     # Spark hands options over lower-cased; errors still use the documented spelling.

@@ -1,11 +1,12 @@
 """How long from an event to its alert in `__insync_alerts`: `python -m insync.spark.monitor.delays [DIR]`.
 
 A 3-broker cluster (quick failure detection: 3 s replica lag, 6 s broker sessions; KIP-501 off) with acks=1 load
-on three topics, and the monitor beside it on `local[2]` with its 1 s trigger and 2 s thresholds. Three faults,
-one after the other, each held until its alert is in the topic (at most FAULT_HOLD_S): a paused follower
-(`under_replicated`), a leader whose reads of one partition are slow (`leader_side`) and a killed leader
-(`under_replicated` of the partition it led). Each paused or killed broker also leads a partition of
-`__insync_events`, as every broker does, so the figures include the source's skipping of that partition.
+on three topics of three partitions, and the monitor beside it on `local[2]` with its 1 s trigger and 2 s
+thresholds. Three faults, one after the other, each held until its alert is in the topic (at most FAULT_HOLD_S): a
+paused follower (`under_replicated`), a leader whose reads of one partition are slow (`leader_side`) and a killed
+leader (`under_replicated` of the partition it led). Each faulty broker is one that does not lead
+`__insync_alerts` (`_target`), and leads a partition of `__insync_events`, as every broker does, so the figures
+include the source's reading around that partition.
 
 The delay of an alert is its record's timestamp in `__insync_alerts` (when the monitor wrote it) minus the time it
 was due in event time: the event's own time for an alert raised at once (`leader_side`), the episode's start plus
@@ -39,9 +40,10 @@ TIMING = ["insync.events.topic.enable=true", "fault.injection.enable=true", "rep
           "follower.fetch.pending.reads.insync.enable=false"]
 THRESHOLDS = Thresholds(urp_ms=2000, min_isr_ms=2000, offline_ms=2000, risk_ms=2000)
 TOPICS = ("paused", "slow", "killed")
+PARTITIONS = 3  # so that each fault can be on a broker that does not lead __insync_alerts (`_target`)
 FAULT_HOLD_S = 120.0
 SLOW_READS_MS = 8000
-READ_ATTEMPTS = 10
+READ_ATTEMPTS = 30  # one a second: the alerts partition may wait for a new leader (6 s sessions)
 
 
 class Load:
@@ -72,7 +74,7 @@ class Load:
 class Delay:
     fault: str
     kind: str
-    topic: str
+    partition: str  # topic-partition
     due_ms: int
     written_ms: int  # the alert record's timestamp in __insync_alerts
 
@@ -90,10 +92,13 @@ class _Alerts:
         self.seen.extend(alerts)
         self.batches += 1
 
-    def wait(self, kind: str, topic: str) -> dict[str, Any]:
+    def wait(self, kind: str, topic: str, partition: int, since_ms: int) -> dict[str, Any]:
+        """The first alert of `kind` about the partition whose episode began at `since_ms` or later: a fault on a
+        broker makes every partition it holds a replica of an episode, and the faults come one after the other."""
         found: dict[str, Any] = self._until(lambda: next((a for a in self.seen if a["kind"] == kind and a["topic"] ==
-                                                          topic and a["partition"] == 0), None),
-                                            f"no {kind} alert for {topic}-0")
+                                                          topic and a["partition"] == partition and
+                                                          a["since_ms"] >= since_ms), None),
+                                            f"no {kind} alert for {topic}-{partition}")
         return found
 
     def wait_batches(self, count: int) -> None:
@@ -111,29 +116,53 @@ class _Alerts:
         raise TimeoutError(f"{what} within {FAULT_HOLD_S:.0f} s")
 
 
-def _roles(bootstrap: str, topic: str) -> tuple[int, list[int]]:
-    row = next(r for r in describe_rows(bootstrap, [topic]) if r.partition == 0)
-    return row.leader, [b for b in row.replicas if b != row.leader]
+def _target(bootstrap: str, topic: str, leader: bool) -> tuple[int, int]:
+    """A partition of `topic` and the broker to fault in it (its leader, or else a follower) that does not lead
+    __insync_alerts: a fault there would hold up the alert's own write (a killed broker's until its leadership
+    moves, or for good when it was the last replica in sync), which is not the monitor's delay."""
+    alerts_leader = describe_rows(bootstrap, [ALERTS_TOPIC])[0].leader
+    for row in sorted(describe_rows(bootstrap, [topic]), key=lambda r: r.partition):
+        for broker in [row.leader] if leader else [b for b in row.replicas if b != row.leader]:
+            if broker != alerts_leader:
+                return row.partition, broker
+    raise AssertionError(f"every partition of {topic} has broker {alerts_leader}, the alerts' leader, in that role")
+
+
+def _settled(bootstrap: str) -> None:
+    """Wait until every replica of every partition is in sync again: a broker killed while it is the last replica
+    in sync of a partition (the slow leader's followers are still catching up, say) takes that partition offline,
+    its partition of `__insync_events` included, and the events in it with it."""
+    deadline = time.monotonic() + FAULT_HOLD_S
+    while lagging := [f"{r.topic}-{r.partition}" for r in describe_rows(bootstrap) if set(r.isr) != set(r.replicas)]:
+        if time.monotonic() > deadline:  # bounded by the deadline
+            raise TimeoutError(f"partitions still under-replicated after {FAULT_HOLD_S:.0f} s: {lagging}")
+        time.sleep(0.5)
 
 
 def _faults(spec: cluster.ClusterSpec, alerts: _Alerts) -> list[tuple[str, dict[str, Any]]]:
-    """The three faults, each held until its alert came; the alerts in order."""
+    """The three faults, each on a settled cluster and held until its alert came; the alerts in order."""
     found = []
-    _, followers = _roles(spec.bootstrap, "paused")
-    spec = script.apply(spec, Step(0, "pause", followers[0]))
+    _settled(spec.bootstrap)
+    partition, follower = _target(spec.bootstrap, "paused", leader=False)
+    since_ms = int(time.time() * 1000)
+    spec = script.apply(spec, Step(0, "pause", follower))
     try:
-        found.append(("paused follower", alerts.wait("under_replicated", "paused")))
+        found.append(("paused follower", alerts.wait("under_replicated", "paused", partition, since_ms)))
     finally:
-        spec = script.apply(spec, Step(0, "resume", followers[0]))
-    leader, _ = _roles(spec.bootstrap, "slow")
-    spec = script.apply(spec, Step(0, "slow-reads", leader, topic="slow", partition=0, ms=SLOW_READS_MS))
+        spec = script.apply(spec, Step(0, "resume", follower))
+    _settled(spec.bootstrap)
+    partition, leader = _target(spec.bootstrap, "slow", leader=True)
+    since_ms = int(time.time() * 1000)
+    spec = script.apply(spec, Step(0, "slow-reads", leader, topic="slow", partition=partition, ms=SLOW_READS_MS))
     try:
-        found.append(("slow leader, KIP-501 off", alerts.wait("leader_side", "slow")))
+        found.append(("slow leader, KIP-501 off", alerts.wait("leader_side", "slow", partition, since_ms)))
     finally:
         spec = script.apply(spec, Step(0, "clear", leader))
-    leader, _ = _roles(spec.bootstrap, "killed")
+    _settled(spec.bootstrap)
+    partition, leader = _target(spec.bootstrap, "killed", leader=True)
+    since_ms = int(time.time() * 1000)
     script.apply(spec, Step(0, "kill", leader))
-    found.append(("killed leader", alerts.wait("under_replicated", "killed")))
+    found.append(("killed leader", alerts.wait("under_replicated", "killed", partition, since_ms)))
     return found
 
 
@@ -142,10 +171,10 @@ def measure(directory: Path, spark: Any) -> list[Delay]:
     spec = cluster.up(str(directory / "cluster"), 3, 0, TIMING)
     try:
         for topic in TOPICS:
-            ensure_topic(spec.bootstrap, topic, 1, 3, {"min.insync.replicas": "2"})
+            ensure_topic(spec.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
         job.wait_for_events_topic(spec.bootstrap, 30)
         settings = job.MonitorSettings(spec.bootstrap, str(directory / "checkpoint"), THRESHOLDS)
-        alerts, load = _Alerts(), Load(spec.bootstrap, list(TOPICS), 1)
+        alerts, load = _Alerts(), Load(spec.bootstrap, list(TOPICS), PARTITIONS)
         monitor = job.Monitor(spark, settings, alerts).start()
         try:
             alerts.wait_batches(2)
@@ -156,7 +185,7 @@ def measure(directory: Path, spark: Any) -> list[Delay]:
         written = _written_ms(spec.bootstrap, alert_log.monitor_id(Path(settings.checkpoint)))
         missing = [a for _, a in found if alert_log.alert_id(a) not in written]
         assert not missing, f"alerts the monitor reported but {ALERTS_TOPIC} does not hold: {missing}"
-        return [Delay(fault, a["kind"], a["topic"], int(a["due_ms"]), written[alert_log.alert_id(a)])
+        return [Delay(fault, a["kind"], f"{a['topic']}-{a['partition']}", int(a["due_ms"]), written[alert_log.alert_id(a)])
                 for fault, a in found]
     finally:
         cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
@@ -190,7 +219,7 @@ def main(argv: list[str]) -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"event to alert in {ALERTS_TOPIC} (1 s trigger, local[2], load average {load}):")
     for d in delays:
-        print(f"  {d.fault:<26} {d.kind:<17} {d.topic}-0  {d.delay_s:5.1f} s after due")
+        print(f"  {d.fault:<26} {d.kind:<17} {d.partition}  {d.delay_s:5.1f} s after due")
     return 0
 
 

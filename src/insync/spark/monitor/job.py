@@ -1,8 +1,9 @@
 """`insync monitor`: a Spark Structured Streaming query over `__insync_events`, alerts to `__insync_alerts`.
 
-The query reads the topic with `format("insync")`, takes each record's event time (`ts_ms`) as its event time
-with a watermark of no delay (`now` for the rules is the latest event time the stream has seen: every node
-sends a heartbeat record every half second, so it follows the cluster's clock and stops when the cluster does),
+The query reads the topic with `format("insync")` on the driver (`reader=driver`: `source.driver_reader`), takes
+each record's event time (`ts_ms`) as its event time with a watermark of no delay (`now` for the rules is the
+latest event time the stream has seen: every node sends a heartbeat record every half second, so it follows the
+cluster's clock and stops when the cluster does),
 groups by topic and partition and folds each partition's events into its state with `applyInPandasWithState`
 (`rules.step`; a processing-time timeout brings a partition with an open episode back every second even when no
 event about it arrives). Each micro-batch (1 s trigger) yields the partition's alerts and its status line;
@@ -46,7 +47,7 @@ OUTPUT_DDL = ("kind string, topic string, partition int, since_ms long, due_ms l
               "status string")
 STATE_DDL = "state string"
 STATUS = "status"  # the output rows that carry a partition's status line, not an alert
-SOCKET_TIMEOUT_MS = 3_000  # a paused broker holds the query up this long per request, not the default 30 s
+SOCKET_TIMEOUT_MS = 3_000  # a paused broker holds its partition's fetch this long per request, not the default 30 s
 RESTART_BACKOFF_S = 1.0
 STOP_TIMEOUT_S = 30.0
 
@@ -150,7 +151,7 @@ def start(spark: SparkSession, settings: MonitorSettings,
     spark.dataSource.register(InsyncDataSource)
     Path(settings.checkpoint).mkdir(parents=True, exist_ok=True)
     events = (spark.readStream.format("insync").option("kafka.bootstrap.servers", settings.bootstrap)
-              .option("subscribe", EVENTS_TOPIC).option("failOnDataLoss", "false")
+              .option("subscribe", EVENTS_TOPIC).option("failOnDataLoss", "false").option("reader", "driver")
               .option("kafka.socket.timeout.ms", str(SOCKET_TIMEOUT_MS))
               .option("startingOffsets", "earliest" if settings.from_beginning else "latest").load())
     return (partition_states(events, settings.thresholds).writeStream
@@ -194,10 +195,11 @@ def wait_for_events_topic(bootstrap: str, deadline_s: float) -> None:
 class Monitor:
     """The monitor's query, restarted from its checkpoint when it fails, in a thread of its own.
 
-    A paused or killed broker that leads a partition of `__insync_events` stalls the source's ListOffsets and
-    fetches until they time out (SOCKET_TIMEOUT_MS) and its leadership moves (the broker session timeout): the
-    query fails then, and comes back from the checkpoint RESTART_BACKOFF_S later, losing nothing. A cluster that
-    is gone makes it fail again at each try, until `stop`."""
+    The source reads on the driver (`reader=driver`): a paused or killed broker that leads a partition of
+    `__insync_events` holds up only that partition's fetches (each for at most SOCKET_TIMEOUT_MS, until its
+    leadership moves), never a micro-batch. A query that fails anyway (a replayed micro-batch reads its ranges
+    whole) comes back from the checkpoint RESTART_BACKOFF_S later, losing nothing. A cluster that is gone makes it
+    fail again at each try, until `stop`."""
 
     def __init__(self, spark: SparkSession, settings: MonitorSettings,
                  on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None],

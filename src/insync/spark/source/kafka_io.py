@@ -430,21 +430,8 @@ class RangeFetch:
                 time.sleep(RETRY_BACKOFF_S)
 
     def _emit(self, decoded: arrow_records.Decoded, schema: pa.Schema) -> pa.RecordBatch:
-        rows = decoded.rows
-        self.rows += rows
-        r = self.range
-        columns = [
-            decoded.keys,
-            decoded.values,
-            pa.repeat(pa.scalar(r.topic, pa.string()), rows),
-            pa.repeat(pa.scalar(r.partition, pa.int32()), rows),
-            decoded.offsets,
-            pc.multiply(decoded.timestamps_ms, 1000).cast(pa.timestamp("us", tz="UTC")),
-            decoded.timestamp_types,
-        ]
-        if self.include_headers:
-            columns.append(decoded.headers)
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
+        self.rows += decoded.rows
+        return record_batch(decoded, self.range.topic, self.range.partition, schema)
 
     def _check_watermarks(self, fetcher: fetch_client.PartitionFetcher, next_offset: int,
                           stalled_s: float) -> int | None:
@@ -465,6 +452,23 @@ class RangeFetch:
         self.losses.append(loss)
         assert loss.end is not None and loss.end > next_offset, (loss, next_offset)
         return loss.end
+
+
+def record_batch(decoded: arrow_records.Decoded, topic: str, partition: int, schema: pa.Schema) -> pa.RecordBatch:
+    """The decoded records of one partition as one Arrow batch of `schema` (`arrow_schema`)."""
+    rows = decoded.rows
+    columns = [
+        decoded.keys,
+        decoded.values,
+        pa.repeat(pa.scalar(topic, pa.string()), rows),
+        pa.repeat(pa.scalar(partition, pa.int32()), rows),
+        decoded.offsets,
+        pc.multiply(decoded.timestamps_ms, 1000).cast(pa.timestamp("us", tz="UTC")),
+        decoded.timestamp_types,
+    ]
+    if decoded.headers is not None:
+        columns.append(decoded.headers)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def loss_when_stalled(r: OffsetRange, next_offset: int, low: int, high: int, timed_out: bool) -> DataLoss | None:
