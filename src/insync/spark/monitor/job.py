@@ -117,7 +117,9 @@ class AlertSink:
                  on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None]) -> None:
         self.on_batch = on_batch
         self.monitor = alert_log.monitor_id(Path(settings.checkpoint))
-        self.logs: list[alert_log.AlertTopic | alert_log.AlertFile] = [alert_log.AlertTopic(spark, settings.bootstrap)]
+        topic = alert_log.AlertTopic(spark, settings.bootstrap)
+        topic.warm()
+        self.logs: list[alert_log.AlertTopic | alert_log.AlertFile] = [topic]
         if settings.alerts_file:
             self.logs.append(alert_log.AlertFile(Path(settings.alerts_file)))
         self.written: list[alert_log.Written] | None = None  # recovered at the first micro-batch with alerts
