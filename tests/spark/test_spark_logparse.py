@@ -99,3 +99,21 @@ def test_insync_lines_validate_like_events(spark: SparkSession, tmp_path: Path) 
         (5, "broker_fenced", None, None, None),
         (6, "partition_offline", None, None, "not a JSON object of the event schema"),
     ]
+
+
+def test_line_numbers_count_across_the_splits_of_a_file(spark: SparkSession, tmp_path: Path) -> None:
+    """A file Spark reads in several splits (here 4 KiB each) is numbered from its first line, in order."""
+    lines = [f"line {i:05d} " + "x" * 40 for i in range(1, 2_001)]
+    (tmp_path / "a.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "b.log").write_text("\n".join(lines[:700]) + "\n")
+    previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "4096")
+    try:
+        read = logparse.read_lines(spark, [str(tmp_path / "a.log"), str(tmp_path / "b.log")])
+        assert read.rdd.getNumPartitions() > 20
+        got = [(Path(r["file"]).name, r["line"], r["text"]) for r in read.collect()]
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
+    expected = [("a.log", n, text) for n, text in enumerate(lines, 1)]
+    expected += [("b.log", n, text) for n, text in enumerate(lines[:700], 1)]
+    assert sorted(got) == expected

@@ -109,15 +109,14 @@ def read_lines(spark: SparkSession, files: Sequence[str]) -> DataFrame:
     """(text, file, line) for every line of `files`; line numbers start at 1."""
     assert files
     raw = spark.read.text(list(files)).select(
-        F.col("value").alias("text"),
-        F.regexp_replace(F.col("_metadata.file_path"), "^file:", "").alias("file"),
-        F.col("_metadata.file_block_start").alias("block_start"),
-        F.monotonically_increasing_id().alias("row_id"))
-    blocks = raw.groupBy("file", "block_start").agg(F.min("row_id").alias("row0"), F.count("*").alias("n"))
-    earlier = Window.partitionBy("file").orderBy("block_start").rowsBetween(Window.unboundedPreceding, -1)
-    blocks = blocks.select("file", "block_start", "row0",
+        F.col("value").alias("text"), F.col("_metadata.file_path").alias("path"),
+        F.col("_metadata.file_block_start").alias("block_start"), F.monotonically_increasing_id().alias("row_id"))
+    blocks = raw.groupBy("path", "block_start").agg(F.min("row_id").alias("row0"), F.count("*").alias("n"))
+    earlier = Window.partitionBy("path").orderBy("block_start").rowsBetween(Window.unboundedPreceding, -1)
+    # The file name is derived once per split here, not once per line.
+    blocks = blocks.select("path", "block_start", "row0", F.regexp_replace("path", "^file:", "").alias("file"),
                            F.coalesce(F.sum("n").over(earlier), F.lit(0)).alias("lines_before"))
-    return raw.join(F.broadcast(blocks), ["file", "block_start"]).select(
+    return raw.join(F.broadcast(blocks), ["path", "block_start"]).select(
         "text", "file", (F.col("lines_before") + F.col("row_id") - F.col("row0") + 1).alias("line"))
 
 
@@ -127,7 +126,7 @@ def _malformed_text() -> Column:
 
 def _sorted_ids(csv: Column) -> Column:
     """'3,1,2' -> [1,2,3]; '' -> []. Kafka prints ISR lists unsorted."""
-    ids = F.filter(F.split(F.regexp_replace(csv, " ", ""), ",").try_cast(INT_LIST), lambda x: x.isNotNull())
+    ids = F.array_compact(F.split(F.replace(csv, F.lit(" "), F.lit("")), ",").try_cast(INT_LIST))
     return F.array_sort(ids)
 
 
@@ -223,6 +222,8 @@ LOG4J_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
 OLD_CONTEXT = r"Partition \[[^\]]*\] on broker \d+"
 BODY_RX = rf"^(?:\[[^\]]*\] |{OLD_CONTEXT}: )?(.*?)(?: \([\w.$]+\))?$"
 CONTEXT_RX = rf"^(?:\[([^\]]*)\]|({OLD_CONTEXT}):) "
+# A line's context naming its partition: `Partition t-0 broker=1`, or before 1.0 `Partition [t,0] on broker 1`.
+PARTITION_CONTEXT_RX = r"^Partition (?:(.+)-(\d+) broker=|\[(.+),(\d+)\] on broker )\d+$"
 SEP = "\u0001"  # joins the captured groups of a line into one string, split once
 MIN_ISR_PHRASE = "min.isr requirement"
 APPEND_ERROR_PHRASE = "Error processing append operation"
@@ -339,8 +340,10 @@ def _by_kind(value: Callable[[int, LineKind], Column]) -> Column:
 
 def _kafka_lines(lines: DataFrame, log_timezone: str) -> DataFrame:
     """Kafka lines split into timestamp and body, with the index in KINDS of what they announce (or null)."""
-    prefixed = F.col("text").rlike(LOG4J_RX)
-    parts = F.split(F.regexp_replace("text", LOG4J_RX, f"$1{SEP}$3"), SEP, 2)
+    # One rewrite both tests and splits a line: a line log4j's pattern matches comes out shorter (its brackets and
+    # level go), one it does not match comes out unchanged.
+    prefixed = F.col("split") != F.col("text")
+    parts = F.split("split", SEP, 2)
     local_ts = F.try_to_timestamp(F.get(parts, 0), F.lit(LOG4J_FORMAT))
     ts = local_ts if log_timezone == "UTC" else F.to_utc_timestamp(local_ts, log_timezone)
     msg = F.get(parts, 1)
@@ -348,10 +351,25 @@ def _kafka_lines(lines: DataFrame, log_timezone: str) -> DataFrame:
     kind = F.when(F.lit(False), F.lit(None).cast("int"))
     for index, line_kind in enumerate(KINDS):
         kind = kind.when(line_kind.claims(F.col("body"), F.col("msg")), F.lit(index))
-    return (lines.withColumn("prefixed", prefixed)
+    return (lines.withColumn("split", F.regexp_replace("text", LOG4J_RX, f"$1{SEP}$3"))
+            .withColumn("prefixed", prefixed)
             .select("text", "file", "line", "prefixed", F.when(F.col("prefixed"), ts).alias("ts"),
                     F.when(F.col("prefixed"), msg).alias("msg"), body.alias("body"))
             .withColumn("kind", kind))
+
+
+def _with_context(k: DataFrame) -> DataFrame:
+    """`context`: what the message says before its body (`Partition t-0 broker=1`, before 1.0 `Partition [t,0] on
+    broker 1`), and `ctx_broker`, the broker it names."""
+    # CONTEXT_RX's whole match is `[context] ` or `<old context>: `: one match, then the brackets cut off.
+    said = F.col("said")
+    context = F.when(said.startswith("["), F.substring(said, 2, F.length(said) - 3)).otherwise(
+        F.substring(said, 1, F.length(said) - 2))
+    return (k.withColumn("said", F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, 0))
+            .withColumn("context", context).drop("said")
+            .withColumn("ctx_broker", F.regexp_extract(
+                "context", r"(?:(?:broker|Broker id|replicaId|Controller id|(?:Kafka|Broker|Controller)Server id"
+                           r"|BrokerLifecycleManager id)=|on broker )(\d+)", 1).try_cast("int")))
 
 
 def _slot(name: str) -> Column:
@@ -359,20 +377,28 @@ def _slot(name: str) -> Column:
     return F.when(value != "", value)
 
 
+def _out_of_sync() -> Column:
+    """A shrink line's out-of-sync replicas as Kafka printed them (2.2+): their ids, end offsets and caught-up times,
+    each a list in the line's order (empty before 2.2). A column of its own: in `_removed_from_shrink`'s lambda these
+    expressions would run again for each removed replica."""
+    printed = F.coalesce(_slot("out_of_sync"), F.lit(""))
+    return F.when(F.col("type") == "isr_shrink", F.struct(
+        F.regexp_extract_all(printed, F.lit(r"brokerId: (-?\d+)"), 1).alias("ids"),
+        F.regexp_extract_all(printed, F.lit(r"endOffset: (-?\d+|unknown)"), 1).alias("leos"),
+        F.regexp_extract_all(printed, F.lit(r"lastCaughtUpTimeMs: (-?\d+|unknown)"), 1).alias("caught_up")))
+
+
 def _removed_from_shrink() -> Column:
     """The out-of-sync replicas of a shrink line, with the end offsets and caught-up times Kafka printed."""
-    out_of_sync = F.coalesce(_slot("out_of_sync"), F.lit(""))
-    ids = F.regexp_extract_all(out_of_sync, F.lit(r"brokerId: (-?\d+)"), 1)
-    leos = F.regexp_extract_all(out_of_sync, F.lit(r"endOffset: (-?\d+|unknown)"), 1)
-    caught_up = F.regexp_extract_all(out_of_sync, F.lit(r"lastCaughtUpTimeMs: (-?\d+|unknown)"), 1)
+    printed = F.col("out_of_sync")
     removed_ids = F.array_except(F.col("isr_before"), F.col("isr_after"))
 
     def entry(broker: Column) -> Column:
         # 0 when the line lists no out-of-sync replicas (before 2.2): no index, as element_at fails on 0
-        found = F.array_position(ids, broker.cast("string")).cast("int")
+        found = F.array_position(printed["ids"], broker.cast("string")).cast("int")
         pos = F.when(found > 0, found)
-        return removed_entry(broker, F.try_element_at(leos, pos).try_cast("long"),
-                             F.try_element_at(caught_up, pos).try_cast("long"))
+        return removed_entry(broker, F.try_element_at(printed["leos"], pos).try_cast("long"),
+                             F.try_element_at(printed["caught_up"], pos).try_cast("long"))
 
     return F.when(F.col("type") == "isr_shrink", F.transform(removed_ids, entry))
 
@@ -380,10 +406,6 @@ def _removed_from_shrink() -> Column:
 def _kafka_fields() -> list[Column]:
     typ = F.col("type")
     context = F.col("context")
-    # `Partition t-0 broker=1`, or before 1.0 `Partition [t,0] on broker 1`
-    partition_rx = r"^Partition (?:(.+)-(\d+) broker=|\[(.+),(\d+)\] on broker )\d+$"
-    ctx_topic = F.concat(F.regexp_extract(context, partition_rx, 1), F.regexp_extract(context, partition_rx, 3))
-    ctx_partition = F.concat(F.regexp_extract(context, partition_rx, 2), F.regexp_extract(context, partition_rx, 4))
     ctx_leader = F.regexp_extract(context, r"leaderId=(\d+)", 1)
     flag = _slot("commit_flag")
     under_min_isr = (F.when(F.col("body").contains("(under-min-isr)"), F.lit(True))
@@ -396,8 +418,8 @@ def _kafka_fields() -> list[Column]:
     return [
         F.col("ts"), F.unix_millis("ts").alias("ts_ms"), F.lit("kafka").alias("source"), F.col("file"),
         F.col("line"), F.coalesce(_slot("broker").try_cast("int"), F.col("broker")).alias("broker"),
-        F.coalesce(_slot("topic"), F.when(ctx_topic != "", ctx_topic)).alias("topic"),
-        F.coalesce(_slot("partition"), F.when(ctx_partition != "", ctx_partition)).try_cast("int").alias("partition"),
+        F.coalesce(_slot("topic"), F.get("ctx_partition", 1)).alias("topic"),
+        F.coalesce(_slot("partition"), F.get("ctx_partition", 0)).try_cast("int").alias("partition"),
         typ, leader.alias("leader"), _slot("leader_epoch").try_cast("int").alias("leader_epoch"),
         F.col("isr_before"), F.col("isr_after"), F.lit(None).cast(INT_LIST).alias("replicas"),
         _removed_from_shrink().alias("removed"),
@@ -419,15 +441,12 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     candidate = F.col("kind").isNotNull() & (F.col("prefixed") | (F.col("kind") == min_isr_kind))
     append_error = F.col("prefixed") & F.col("msg").contains(APPEND_ERROR_PHRASE)
     ignored = F.col("prefixed") & F.col("kind").isNull()  # append_error lines are among them
-    k = k.where(bad_prefix | candidate | ignored).withColumn(
-        "context", F.concat(*(F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, g) for g in (1, 2))))
-    k = k.withColumn("ctx_broker", F.regexp_extract(
-        "context", r"(?:(?:broker|Broker id|replicaId|Controller id|(?:Kafka|Broker|Controller)Server id"
-                   r"|BrokerLifecycleManager id)=|on broker )(\d+)", 1)
-                     .try_cast("int"))
-    # The timestamp and broker of a continuation line come from the line before it.
-    previous = k.where(append_error).select("file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"),
-                                            F.col("ctx_broker").alias("prev_broker"))
+    k = _with_context(k.where(bad_prefix | candidate | ignored))
+    # The timestamp and broker of a continuation line come from the line before it. Those lines are found again
+    # from the text (a cheap substring test first), not from `k`: that would parse every line twice.
+    errors = _kafka_lines(lines.where(F.col("text").contains(APPEND_ERROR_PHRASE)), log_timezone)
+    previous = _with_context(errors.where(append_error)).select(
+        "file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"), F.col("ctx_broker").alias("prev_broker"))
     k = (k.join(F.broadcast(previous), ["file", "line"], "left")
          .withColumn("ts", F.coalesce("ts", "prev_ts")).withColumn("broker", F.coalesce("ctx_broker", "prev_broker"))
          .withColumn("ok", F.coalesce(_by_kind(lambda _, kind: F.col("body").rlike(kind.pattern)), F.lit(False))))
@@ -444,6 +463,11 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
                                           _sorted_ids(_slot("isr_before"))))
     k = k.withColumn("isr_after", F.when(_slot("isr_after").isNotNull() | (F.col("type") == ISR_UPDATE),
                                          _sorted_ids(F.coalesce(_slot("isr_after"), F.lit("")))))
+    # The partition the context names, [partition, topic] (the topic last: it may hold any character), or null.
+    named = F.col("context").startswith("Partition ") & F.col("context").rlike(PARTITION_CONTEXT_RX)
+    k = k.withColumn("ctx_partition", F.when(named, F.split(
+        F.regexp_replace("context", PARTITION_CONTEXT_RX, f"$2$4{SEP}$1$3"), SEP, 2)))
+    k = k.withColumn("out_of_sync", _out_of_sync())
     return k.select(*_kafka_fields(), "reason", _malformed_text())
 
 
