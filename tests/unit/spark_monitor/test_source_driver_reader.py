@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -152,3 +153,23 @@ def test_a_listing_no_broker_answers_keeps_the_partitions_known() -> None:
                                     "reader": "driver", "kafka.socket.timeout.ms": "200", "kafka.log_level": "0"},
                                    streaming=True)
     assert DriverStreamReader(options)._list() is None
+
+
+def test_a_partition_that_did_not_answer_is_not_waited_for_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    waited: list[float | None] = []
+
+    class Recording(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waited.append(timeout)
+            return super().wait(timeout)
+
+    monkeypatch.setattr(driver_reader, "threading", SimpleNamespace(Event=Recording, Thread=threading.Thread))
+    gate = threading.Event()
+    r = reader({0: Fetcher([ok(records(0, 1), high=1), ok(b"", high=1)], gate=gate),
+                1: Fetcher([ok(records(0, 1), high=1), ok(b"", high=1)])})
+    r.unanswered.skipped[TP] = 1  # partition 0 did not answer the last micro-batch
+    batches, end = r.read({"events": {"0": 0, "1": 0}})
+    assert len(waited) == 1 and end == {"events": {"0": 0, "1": 1}}  # partition 1's fetch only
+    gate.set()  # partition 0's leader answers: the next micro-batch takes its records
+    assert r.jobs[TP].done.wait(5)
+    assert r.read(end)[1] == {"events": {"0": 1, "1": 1}}

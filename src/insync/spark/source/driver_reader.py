@@ -11,8 +11,8 @@ and a task must then read all of its range: a range planned just before its lead
 every micro-batch after it, until leadership moves (the broker's session timeout).
 
 Each partition has at most one fetch at a time, in a thread of its own (`_Job`), from the position it was asked
-for: `read` starts a fetch for each partition that has none running, waits at most READ_WAIT_S for all of them,
-and takes those that are done. One still running (a paused leader holds it for `kafka.socket.timeout.ms`) is
+for: `read` starts a fetch for each partition that has none running, waits at most READ_WAIT_S for them (not
+for a partition that did not answer the last time), and takes those that are done. One still running (a paused leader holds it for `kafka.socket.timeout.ms`) is
 taken by a later `read` whose position is the one it began at. A fetch is one Fetch request the broker answers at
 once (max wait 0), of at most `kafka.max.partition.fetch.bytes`, up to the high watermark (committed records
 only): the most one micro-batch reads of a partition.
@@ -117,9 +117,12 @@ class DriverStreamReader(SimpleDataSourceStreamReader):
         started = []
         for tp in sorted(set(begin) | set(self.listed)):
             if tp not in self.jobs:
-                started.append(self.jobs.setdefault(tp, _Job(begin.get(tp), self._fetch_call(tp, begin.get(tp)))))
-        # Only the fetches started now are waited for: one still running from an earlier micro-batch has had a
-        # trigger interval already, and waiting again for a leader that does not answer would slow every batch.
+                job = self.jobs.setdefault(tp, _Job(begin.get(tp), self._fetch_call(tp, begin.get(tp))))
+                if tp not in self.unanswered.skipped:
+                    started.append(job)
+        # Only the fetches started now are waited for, and not those of partitions that did not answer the last
+        # time: a fetch still running from an earlier micro-batch has had a trigger interval already, and waiting
+        # again and again for a leader that does not answer would slow the batches of all the others.
         deadline = time.monotonic() + READ_WAIT_S
         for job in started:  # bounded: one wait each, all within the deadline
             job.done.wait(max(0.0, deadline - time.monotonic()))
