@@ -173,3 +173,16 @@ def test_a_partition_that_did_not_answer_is_not_waited_for_again(monkeypatch: py
     gate.set()  # partition 0's leader answers: the next micro-batch takes its records
     assert r.jobs[TP].done.wait(5)
     assert r.read(end)[1] == {"events": {"0": 1, "1": 1}}
+
+
+def test_a_fetch_from_another_position_than_the_batch_starts_at_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driver_reader, "READ_WAIT_S", 0.05)
+    gate = threading.Event()
+    r = reader({0: Fetcher([ok(records(0, 2), high=2), ok(records(5, 1), high=6)], gate=gate)})
+    assert r.read({"events": {"0": 0}})[1] == {"events": {"0": 0}}  # its fetch from 0 is held
+    gate.set()
+    assert r.jobs[TP].done.wait(5)
+    batches, end = r.read({"events": {"0": 5}})  # Spark asks from elsewhere: the records from 0 are not these
+    assert end == {"events": {"0": 5}} and list(batches) == []
+    batches, end = r.read(end)
+    assert end == {"events": {"0": 6}} and [b.column("offset").to_pylist() for b in batches] == [[5]]

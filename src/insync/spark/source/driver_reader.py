@@ -157,8 +157,7 @@ class DriverStreamReader(SimpleDataSourceStreamReader):
         if job is None or not job.done.is_set():
             return None
         del self.jobs[tp]
-        fetched = job.outcome()
-        return fetched if job.start == position else None
+        return job.outcome() if job.start == position else None
 
     def _take_listing(self) -> None:
         if self.listing is not None and self.listing.done.is_set():
