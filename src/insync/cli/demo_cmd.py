@@ -44,7 +44,7 @@ def _demo(args: argparse.Namespace) -> int:
         demo = run.Demo(directory, timing, show=live.update,
                         say=lambda text: live.console.print(f"\n{text}", markup=False, highlight=False),
                         security="sasl_ssl" if args.secure else "plaintext",
-                        monitor=_monitor(args, console))
+                        monitor=_monitor(args, console, directory))
         result = demo.run()
     if "monitor_alerts" in result:
         kinds = Counter(f"{a['kind']} {a['topic']}-{a['partition']}" for a in result["monitor_alerts"])
@@ -65,13 +65,15 @@ def _demo(args: argparse.Namespace) -> int:
                       f"{v['duplicated']}, reordered {v['reordered']}")
     console.print("event logs:\n  " + "\n  ".join(result["event_logs"]))
     console.print(f"client logs (connection errors while brokers are down are expected): {client_log_path}")
+    if "monitor_alerts" in result:
+        console.print(f"Spark's own log (the monitor's query): {directory / 'spark.log'}")
     if not (args.fast or args.no_analysis):
         result["reports"] = _analyse(directory, console)
     console.print(f"summary: {run.save(directory, result)}")
     return 0 if ok else 1
 
 
-def _monitor(args: argparse.Namespace, console: Any) -> Any:
+def _monitor(args: argparse.Namespace, console: Any, directory: Path) -> Any:
     """The live monitor beside the clusters, unless turned off, --fast, --secure or without pyspark."""
     if args.no_monitor or args.fast or args.secure:
         return None
@@ -80,7 +82,7 @@ def _monitor(args: argparse.Namespace, console: Any) -> Any:
         return None
     from insync.demo.monitor import DemoMonitor
 
-    return DemoMonitor()
+    return DemoMonitor(directory / "spark.log")
 
 
 def _analyse(directory: Path, console: Any) -> list[str]:

@@ -39,6 +39,7 @@ TOPIC = "demo"
 MIN_ISR = 2
 MONITOR_START_MAX_S = 120.0
 MONITOR_DRAIN_MAX_S = 30.0
+MONITOR_ALERT_MAX_S = 15.0
 KEPT_WAIT_DROPS = 4  # KIP-501 on: wait at most this many drop_s for the leader to keep a follower by its read
 
 
@@ -232,6 +233,7 @@ class Demo:
             title = f"leader {leader} reads {TOPIC}-0 slowly (KIP-501 {kip501})"
             if kip501 == "off":
                 self._until(title, 2 * self.timing.drop_s, lambda: self._alone_in_isr(leader))
+                self._until_monitor_alerted(title, "leader_side", 0)
             else:
                 self._until_kept_by_pending_read(leader, title)
             self._step("kill", leader)
@@ -242,6 +244,15 @@ class Demo:
 
         return self._act(f"slow-leader-kip501-{kip501}", leader, f"Broker {leader}'s disk reads of {TOPIC}-0 now take "
                          f"{read_ms} ms, then it is killed. With KIP-501 {kip501}: {expect}.", body)
+
+    def _until_monitor_alerted(self, title: str, kind: str, partition: int) -> None:
+        """Hold the act until the monitor has raised `kind` about the partition, at most MONITOR_ALERT_MAX_S. The
+        evidence comes from the brokers' own records in `__insync_events` (acks=1, sent from a queue): a leader
+        killed the moment its shrink is committed takes that record with it, and the monitor never sees why."""
+        monitor = self.monitor
+        if monitor is not None:
+            self._until(f"{title}: waiting for insync monitor's {kind} alert", MONITOR_ALERT_MAX_S,
+                        lambda: monitor.alerted(kind, TOPIC, partition))
 
     def _until(self, title: str, timeout_s: float, done: Callable[[], bool]) -> None:
         """Watch until `done()` holds or `timeout_s` passed: the events polled every 50 ms (the state can be
