@@ -20,7 +20,13 @@ from confluent_kafka import Producer  # noqa: E402
 from conftest import start, wait_until  # noqa: E402
 from insync.admin import describe_rows, ensure_topic  # noqa: E402
 from insync.chaos import cluster  # noqa: E402
-from insync.spark.source.kafka_io import Metadata, OffsetRange, RangeFetch  # noqa: E402
+from insync.spark.source.kafka_io import (  # noqa: E402
+    Metadata,
+    OffsetRange,
+    RangeFetch,
+    admin_config,
+    forget_admin_client,
+)
 from insync.types import TopicPartition  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -36,6 +42,7 @@ def leader_of(spec: cluster.ClusterSpec, without: int = -1) -> int:
 
 def test_task_follows_a_new_leader_after_sigkill(tmp_path: Path) -> None:
     spec = start(tmp_path)
+    bootstraps = {spec.bootstrap}
     try:
         ensure_topic(spec.bootstrap, TOPIC, 1, 3, {"min.insync.replicas": "2"})
         wait_until(lambda: len(next(iter(describe_rows(spec.bootstrap, [TOPIC]))).isr) == 3, 30, "a full ISR")
@@ -56,6 +63,7 @@ def test_task_follows_a_new_leader_after_sigkill(tmp_path: Path) -> None:
         first = next(batches)
         victim = leader_of(spec)
         spec = cluster.stop_node(spec, victim, deadline_s=0, sig=signal.SIGKILL)
+        bootstraps.add(spec.bootstrap)
         rest = list(batches)  # bounded by pollTimeoutMs: a new leader must turn up well within it
 
         offsets = [o for b in (first, *rest) for o in b.column("offset").to_pylist()]
@@ -69,3 +77,7 @@ def test_task_follows_a_new_leader_after_sigkill(tmp_path: Path) -> None:
             assert md.latest([TopicPartition(TOPIC, 0)]) == {TopicPartition(TOPIC, 0): RECORDS}
     finally:
         cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+        # `Metadata` keeps its AdminClient for the process (a driver reuses it): without the cluster it would print
+        # connection failures to this worker's stderr until it is reaped.
+        for bootstrap in bootstraps:
+            forget_admin_client(admin_config({"bootstrap.servers": bootstrap}))
