@@ -9,9 +9,9 @@ Everything is DataFrame expressions (no Python UDFs), so parsing scales with the
   the way `events.Event` validates (version, required fields per type).
 - Kafka lines are matched against the wordings of REFERENCE 10 and of every version from 0.10 to 4.x, listed in
   KINDS (tests/spark/fixtures/kafka-logs holds real lines of each version family with their truth). A cheap test
-  (prefix or substring) says what a line announces; its full pattern then validates it, and one
-  `regexp_replace` with a template rearranges the captured groups into fixed SLOTS, split once, so each line
-  costs a few regular expressions rather than one per field. The log4j timestamp has no zone: it is read in
+  (prefix or substring) says what a line announces; one `regexp_replace` of its full pattern with a template then
+  both validates it and rearranges the captured groups into fixed SLOTS, split once, so each line costs a few
+  regular expressions rather than one per field. The log4j timestamp has no zone: it is read in
   `log_timezone` (UTC unless told) and stored as a UTC instant. The min-ISR rejection is usually the exception
   line after `Error processing append operation`, without a log4j prefix: it takes the timestamp and broker of
   that preceding line. A line without a broker id takes the broker most lines of its file name.
@@ -449,15 +449,18 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
         "file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"), F.col("ctx_broker").alias("prev_broker"))
     k = (k.join(F.broadcast(previous), ["file", "line"], "left")
          .withColumn("ts", F.coalesce("ts", "prev_ts")).withColumn("broker", F.coalesce("ctx_broker", "prev_broker"))
-         .withColumn("ok", F.coalesce(_by_kind(lambda _, kind: F.col("body").rlike(kind.pattern)), F.lit(False))))
+         # One regular expression both validates a line and rearranges its groups: the template puts SEP between
+         # the slots, so a line its kind's pattern matched comes out with SEP in it, and one it did not comes out
+         # unchanged (a body with SEP of its own is not trusted).
+         .withColumn("rewritten", _by_kind(lambda _, kind: F.regexp_replace("body", kind.pattern, kind.template())))
+         .withColumn("ok", F.coalesce(F.col("rewritten").contains(SEP) & ~F.col("body").contains(SEP), F.lit(False))))
     reason = (F.when(bad_prefix, F.lit("unparseable log4j prefix"))
               .when(F.col("kind").isNull(), F.lit(IGNORED))
               .when(~F.col("ok"), F.concat(F.lit("unrecognised "), _by_kind(lambda _, kind: F.lit(kind.name)),
                                            F.lit(" line")))
               .when(F.col("ts").isNull(), F.lit("no timestamp (continuation line without its log line)")))
     k = (k.withColumn("reason", reason)
-         .withColumn("groups", F.when(F.col("reason").isNull(), F.split(
-             _by_kind(lambda _, kind: F.regexp_replace("body", kind.pattern, kind.template())), SEP)))
+         .withColumn("groups", F.when(F.col("reason").isNull(), F.split("rewritten", SEP)))
          .withColumn("type", _by_kind(lambda _, kind: F.lit(kind.name))))
     k = k.withColumn("isr_before", F.when(F.col("type").isin("isr_shrink", "isr_expand"),
                                           _sorted_ids(_slot("isr_before"))))
