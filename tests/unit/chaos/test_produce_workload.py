@@ -18,6 +18,8 @@ class FakeProducer:
 
     made: list[FakeProducer] = []
 
+    flush_error: BaseException | None = None  # what the fatally failed producer's flush raises
+
     def __init__(self, _conf: dict[str, Any]) -> None:
         self.fatal_at = 3 if not FakeProducer.made else None
         self.records = 0
@@ -37,6 +39,8 @@ class FakeProducer:
         return served
 
     def flush(self, timeout: float) -> int:
+        if self.fatal_at is not None and FakeProducer.flush_error is not None:
+            raise FakeProducer.flush_error
         self.poll(timeout)
         return 0
 
@@ -56,7 +60,7 @@ class FakeMessage:
 
 
 def test_a_fatal_error_is_recorded_and_a_new_producer_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    FakeProducer.made = []
+    FakeProducer.made, FakeProducer.flush_error = [], None
     monkeypatch.setattr(confluent_kafka, "Producer", FakeProducer)
     workload = history.ProduceWorkload("127.0.0.1:9", "t", rate=2000, run_id="r")
     workload.start()
@@ -67,3 +71,22 @@ def test_a_fatal_error_is_recorded_and_a_new_producer_goes_on(monkeypatch: pytes
     assert len(FakeProducer.made) == 2
     assert produced.failed == {"fatal _FATAL": 1}
     assert len(produced.acked) >= 20  # the second producer carried on
+
+
+@pytest.mark.parametrize("error", [SystemError("<method 'decode' of 'bytes' objects> returned a result with an "
+                                               "exception set"), KafkaException(KafkaError(KafkaError._FATAL))])
+def test_a_fatal_producer_whose_flush_fails_too_is_replaced(monkeypatch: pytest.MonkeyPatch,
+                                                              error: BaseException) -> None:
+    """A CI run's workload thread died in the fatally failed producer's flush (librdkafka raised the fatal error
+    again from inside a delivery report); the failure is counted and a new producer goes on."""
+    FakeProducer.made, FakeProducer.flush_error = [], error
+    monkeypatch.setattr(confluent_kafka, "Producer", FakeProducer)
+    workload = history.ProduceWorkload("127.0.0.1:9", "t", rate=2000, run_id="r")
+    workload.start()
+    deadline = time.monotonic() + 10
+    while len(workload.history.acked) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    produced = workload.stop()
+    assert len(FakeProducer.made) == 2
+    assert produced.failed == {"fatal _FATAL": 1, f"flush {type(error).__name__}": 1}
+    assert len(produced.acked) >= 20
