@@ -59,15 +59,20 @@ class FakeMessage:
         return self._offset
 
 
-def test_a_fatal_error_is_recorded_and_a_new_producer_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    FakeProducer.made, FakeProducer.flush_error = [], None
+def run_workload(monkeypatch: pytest.MonkeyPatch, flush_error: BaseException | None) -> history.ProduceHistory:
+    """A workload on FakeProducers until 20 records are acknowledged (at most 10 s)."""
+    FakeProducer.made, FakeProducer.flush_error = [], flush_error
     monkeypatch.setattr(confluent_kafka, "Producer", FakeProducer)
     workload = history.ProduceWorkload("127.0.0.1:9", "t", rate=2000, run_id="r")
     workload.start()
     deadline = time.monotonic() + 10
     while len(workload.history.acked) < 20 and time.monotonic() < deadline:
         time.sleep(0.01)
-    produced = workload.stop()
+    return workload.stop()
+
+
+def test_a_fatal_error_is_recorded_and_a_new_producer_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    produced = run_workload(monkeypatch, None)
     assert len(FakeProducer.made) == 2
     assert produced.failed == {"fatal _FATAL": 1}
     assert len(produced.acked) >= 20  # the second producer carried on
@@ -79,14 +84,7 @@ def test_a_fatal_producer_whose_flush_fails_too_is_replaced(monkeypatch: pytest.
                                                               error: BaseException) -> None:
     """A CI run's workload thread died in the fatally failed producer's flush (librdkafka raised the fatal error
     again from inside a delivery report); the failure is counted and a new producer goes on."""
-    FakeProducer.made, FakeProducer.flush_error = [], error
-    monkeypatch.setattr(confluent_kafka, "Producer", FakeProducer)
-    workload = history.ProduceWorkload("127.0.0.1:9", "t", rate=2000, run_id="r")
-    workload.start()
-    deadline = time.monotonic() + 10
-    while len(workload.history.acked) < 20 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    produced = workload.stop()
+    produced = run_workload(monkeypatch, error)
     assert len(FakeProducer.made) == 2
     assert produced.failed == {"fatal _FATAL": 1, f"flush {type(error).__name__}": 1}
     assert len(produced.acked) >= 20
