@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,15 @@ def test_a_local_session_runs_in_utc_on_loopback(spark: SparkSession) -> None:
     assert spark.conf.get("spark.driver.bindAddress") == "127.0.0.1"
 
 
+def test_a_local_session_collects_garbage_with_the_throughput_collector(spark: SparkSession) -> None:
+    # The JVM's own names for its collectors: the parallel collector's young and old generations, not G1's.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    names = {bean.getName() for bean in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
+    assert names == {"PS Scavenge", "PS MarkSweep"}, names
+    assert "-Duser.timezone=UTC" in spark.conf.get("spark.driver.extraJavaOptions")
+
+
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the platform has no Unix domain sockets")
 def test_python_workers_are_reached_over_unix_domain_sockets(spark: SparkSession) -> None:
     assert spark.conf.get("spark.python.unix.domain.socket.enabled") == "true"
@@ -27,7 +37,14 @@ def test_python_workers_are_reached_over_unix_domain_sockets(spark: SparkSession
 
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the platform has no Unix domain sockets")
-def test_a_session_never_stopped_leaves_no_worker_socket_behind(tmp_path: Path) -> None:
+def test_a_session_never_stopped_leaves_no_worker_socket_behind() -> None:
+    # A short directory of its own: a Unix socket's path is at most 107 bytes, and pytest's tmp_path under an
+    # xdist worker (`.../pytest-N/popen-gw1/test_a_session_never_stopped_l0/`) leaves too few for Spark's name.
+    with tempfile.TemporaryDirectory(prefix="sock", dir="/tmp") as short:
+        _run_and_check_socket_dir(Path(short))
+
+
+def _run_and_check_socket_dir(tmp_path: Path) -> None:
     program = (
         "from pyspark.sql import functions as F\n"
         "from pyspark.sql.types import LongType\n"
