@@ -13,6 +13,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
+from insync.spark import session
+
 
 def test_a_local_session_runs_in_utc_on_loopback(spark: SparkSession) -> None:
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
@@ -26,6 +28,21 @@ def test_a_local_session_collects_garbage_with_the_throughput_collector(spark: S
     names = {bean.getName() for bean in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert names == {"PS Scavenge", "PS MarkSweep"}, names
     assert "-Duser.timezone=UTC" in spark.conf.get("spark.driver.extraJavaOptions")
+
+
+@pytest.mark.parametrize(("mode", "offered"), [("[always] madvise never", True), ("always [madvise] never", True),
+                                               ("always madvise [never]", False), ("", False)])
+def test_huge_pages_are_asked_for_only_where_the_kernel_offers_them(tmp_path: Path, mode: str,
+                                                                    offered: bool) -> None:
+    mode_file = tmp_path / "enabled"
+    mode_file.write_text(mode + "\n")
+    assert session._kernel_offers_huge_pages(str(mode_file)) is offered
+    assert session._kernel_offers_huge_pages(str(tmp_path / "absent")) is False  # not Linux, or no THP
+
+
+def test_the_running_session_asks_for_huge_pages_as_the_kernel_allows(spark: SparkSession) -> None:
+    options = spark.conf.get("spark.driver.extraJavaOptions")
+    assert ("-XX:+UseTransparentHugePages" in options) is session._kernel_offers_huge_pages(), options
 
 
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="the platform has no Unix domain sockets")
