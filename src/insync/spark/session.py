@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 LOCAL_DRIVER_MEMORY = "4g"  # local masters run the executors inside the driver JVM
+LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 4
+UTC_JVM = "-Duser.timezone=UTC"
 # Java 17's default collector, G1, runs concurrent marking threads beside the tasks; on a small machine they take
 # the cores the tasks need. The throughput collector suits a batch of short-lived rows: `insync analyze --bench` at
 # 10M events took 151.0 s with it against 171.1 s with G1 (2 cores, same hour; every stage faster, parsing most).
@@ -47,11 +49,10 @@ def _kernel_offers_huge_pages(mode_file: str = THP_MODE_FILE) -> bool:
 def local_jvm_options() -> str:
     """The driver JVM's options on a local master (where the executors run inside it): UTC, the throughput
     collector, huge pages where offered."""
-    options = ["-Duser.timezone=UTC", LOCAL_GC]
+    options = [UTC_JVM, LOCAL_GC]
     if _kernel_offers_huge_pages():
         options.append(LOCAL_HUGE_PAGES)
     return " ".join(options)
-LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 4
 
 
 def is_local_master(master: str) -> bool:
@@ -66,15 +67,14 @@ def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle
     local = is_local_master(master)
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    utc_jvm = "-Duser.timezone=UTC"
-    driver_jvm = local_jvm_options() if local else utc_jvm  # a cluster's executors are its operator's to tune
+    driver_jvm = local_jvm_options() if local else UTC_JVM  # a cluster's executors are its operator's to tune
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .config("spark.driver.extraJavaOptions", driver_jvm)
-               .config("spark.executor.extraJavaOptions", utc_jvm))
+               .config("spark.executor.extraJavaOptions", UTC_JVM))
     if local:
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
