@@ -88,6 +88,10 @@ def test_insync_lines_validate_like_events(spark: SparkSession, tmp_path: Path) 
         '{"v":1,"ts_ms":-1,"broker":1,"type":"partition_offline","topic":"t","partition":0}',
         '{"v":1,"ts_ms":5,"broker":1,"type":"broker_fenced","broker_id":3}',
         '{"v":1,"ts_ms":"5","broker":1,"type":"partition_offline","topic":"t","partition":0}',
+        # Fields only rarer types require are parsed from those lines alone: checked there, ignored elsewhere.
+        '{"v":1,"ts_ms":5,"broker":1,"type":"broker_fenced"}',
+        '{"v":1,"ts_ms":5,"broker":1,"type":"broker_fenced","broker_id":"3"}',
+        '{"v":1,"ts_ms":5,"broker":1,"type":"partition_offline","topic":"t","partition":0,"broker_id":"3"}',
     ]) + "\n")
     parsed = logparse.load(spark, Inputs((str(log),), ()))
     got = sorted((r["line"], r["type"], r["leader"], r["detail"], r["reason"]) for r in parsed.collect())
@@ -98,6 +102,9 @@ def test_insync_lines_validate_like_events(spark: SparkSession, tmp_path: Path) 
         (4, "partition_offline", None, None, "missing or invalid ts_ms"),
         (5, "broker_fenced", None, None, None),
         (6, "partition_offline", None, None, "not a JSON object of the event schema"),
+        (7, "broker_fenced", None, None, "broker_fenced lacks one of broker_id"),
+        (8, "broker_fenced", None, None, "not a JSON object of the event schema"),
+        (9, "partition_offline", None, None, None),
     ]
 
 

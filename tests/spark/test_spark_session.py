@@ -30,6 +30,15 @@ def test_a_local_session_collects_garbage_with_the_throughput_collector(spark: S
     assert "-Duser.timezone=UTC" in spark.conf.get("spark.driver.extraJavaOptions")
 
 
+def test_a_local_session_compiles_huge_generated_methods(spark: SparkSession) -> None:
+    # Spark's generated code for a wide stage is one method over HotSpot's 8,000-byte limit for compiling it.
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert hotspot.getVMOption("DontCompileHugeMethods").getValue() == "false"
+
+
 @pytest.mark.parametrize(("mode", "offered"), [("[always] madvise never", True), ("always [madvise] never", True),
                                                ("always madvise [never]", False), ("", False)])
 def test_huge_pages_are_asked_for_only_where_the_kernel_offers_them(tmp_path: Path, mode: str,

@@ -139,30 +139,60 @@ _ARRAY_TYPES: dict[str, T.DataType] = {
                                        T.StructField("leo", T.LongType())])),
 }
 _JSON_TYPES: dict[str, T.DataType] = {"integer": T.LongType(), "string": T.StringType()}
+_JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}
 
 
-def _json_schema() -> T.StructType:
-    fields: dict[str, T.DataType] = {"v": T.LongType(), "ts_ms": T.LongType(), "broker": T.LongType(),
-                                     "type": T.StringType(), "topic": T.StringType(),
-                                     "partition": T.LongType(), "replicas": INT_LIST}
+# from_json's cost grows with its schema: Spark builds and checks every field of it for each line (8M events.jsonl
+# lines: 15.3-18.1 s with every field of EVENT_FIELDS, 12.0 s with those below). So every line is parsed for the
+# fields the analysis reads and those its frequent types require; the fields only rarer types require (broker
+# registration, truncation, denials...) are parsed again from those lines alone, to check they are there.
+_BASE_FIELDS: dict[str, T.DataType] = {"v": T.LongType(), "ts_ms": T.LongType(), "broker": T.LongType(),
+                                       "type": T.StringType(), "topic": T.StringType(), "partition": T.LongType(),
+                                       "replicas": INT_LIST}
+ANALYSED_FIELDS = frozenset({"leader_epoch", "isr_before", "isr_after", "isr", "removed", "added", "hw", "leo",
+                             "leader", "leader_after", "reason", "error", "count", "records_lost"})
+FREQUENT_TYPES = frozenset({EventType.ISR_SHRINK, EventType.ISR_EXPAND, EventType.ISR_KEPT_PENDING_READ,
+                            EventType.LEADER_CHANGE, EventType.PARTITION_FAILED, EventType.PARTITION_UNFAILED,
+                            EventType.PRODUCE_REJECTED})
+
+
+def _field_types() -> dict[str, T.DataType]:
+    """Every field EVENT_FIELDS requires, with the type it is parsed as."""
+    fields: dict[str, T.DataType] = {}
     for required in EVENT_FIELDS.values():
         for name, json_type in required.items():
             # An array field no analysis reads is kept as its JSON text: only its presence is checked.
             data_type = _ARRAY_TYPES.get(name, T.StringType()) if json_type == "array" else _JSON_TYPES[json_type]
             assert fields.get(name, data_type) == data_type, f"{name} has two types in EVENT_FIELDS"
             fields[name] = data_type
+    return fields
+
+
+def _schema(fields: dict[str, T.DataType]) -> T.StructType:
     return T.StructType([T.StructField(n, t) for n, t in fields.items()]
                         + [T.StructField("_corrupt_record", T.StringType())])
 
 
-JSON_SCHEMA = _json_schema()
+def _json_schemas() -> tuple[T.StructType, T.StructType, frozenset[str]]:
+    """The schema every line is parsed with, the schema of the fields only rarer types require, and those types."""
+    every = _field_types()
+    main = set(ANALYSED_FIELDS).union(*(EVENT_FIELDS[t] for t in FREQUENT_TYPES))
+    assert main <= set(every), main - set(every)
+    rare = {name: data_type for name, data_type in every.items() if name not in main}
+    rare_types = frozenset(str(t) for t, required in EVENT_FIELDS.items() if set(required) & set(rare))
+    return (_schema(_BASE_FIELDS | {n: t for n, t in every.items() if n in main}), _schema(rare), rare_types)
+
+
+JSON_SCHEMA, RARE_JSON_SCHEMA, RARE_TYPES = _json_schemas()
 
 
 def _insync_invalid_reason() -> Column:
-    """Why a parsed line is not a valid event (null when it is), checked in the order Event checks."""
-    j = F.col("j")
+    """Why a parsed line is not a valid event (null when it is), checked in the order Event checks. `j` is the line
+    parsed with JSON_SCHEMA, `r` with RARE_JSON_SCHEMA (null unless its type is one of RARE_TYPES)."""
+    j, r = F.col("j"), F.col("r")
     type_ = j["type"]
-    reason = (F.when(j["_corrupt_record"].isNotNull(), F.lit("not a JSON object of the event schema"))
+    corrupt = j["_corrupt_record"].isNotNull() | r["_corrupt_record"].isNotNull()
+    reason = (F.when(corrupt, F.lit("not a JSON object of the event schema"))
               .when(j["v"].isNull() | ~j["v"].isin(*SCHEMA_VERSIONS_READ),
                     F.lit(f"schema version is not one of {', '.join(map(str, SCHEMA_VERSIONS_READ))}"))
               .when(j["ts_ms"].isNull() | (j["ts_ms"] < 0) | (j["ts_ms"] > TS_MS_MAX),
@@ -172,12 +202,13 @@ def _insync_invalid_reason() -> Column:
               .when(~type_.isin([str(t) for t in BROKER_LEVEL])
                     & (j["topic"].isNull() | j["partition"].isNull() | (j["partition"] < 0)),
                     F.lit("missing topic or partition")))
+    rare_names = set(RARE_JSON_SCHEMA.fieldNames())
     for event_type, required in EVENT_FIELDS.items():
         if not required:
             continue
         missing = F.lit(False)
         for name in required:
-            missing = missing | j[name].isNull()
+            missing = missing | (r if name in rare_names else j)[name].isNull()
         reason = reason.when((type_ == str(event_type)) & missing,
                              F.lit(f"{event_type} lacks one of {', '.join(required)}"))
     return reason
@@ -193,8 +224,9 @@ def _insync_leader() -> Column:
 def parse_insync(lines: DataFrame) -> DataFrame:
     """events.jsonl lines as PARSED_COLUMNS rows; blank lines are neither events nor malformed."""
     parsed = (lines.where(F.trim("text") != "")
-              .withColumn("j", F.from_json("text", JSON_SCHEMA, {"mode": "PERMISSIVE",
-                                                                "columnNameOfCorruptRecord": "_corrupt_record"}))
+              .withColumn("j", F.from_json("text", JSON_SCHEMA, _JSON_OPTIONS))
+              .withColumn("r", F.when(F.col("j.type").isin(*RARE_TYPES),
+                                      F.from_json("text", RARE_JSON_SCHEMA, _JSON_OPTIONS)))
               .withColumn("reason", _insync_invalid_reason()))
     j = F.col("j")
     return parsed.select(
