@@ -163,3 +163,23 @@ def test_data_at_risk_per_partition_leads_the_report(spark: SparkSession, out: P
     advice = html[html.index("<h2>Recommendations</h2>"):]
     assert advice.index("set min.insync.replicas=2") < advice.index("Unclean leader elections gave up records")
     assert "risk-0, 20.0 s" in advice and "records given up: 12" in advice
+
+
+def test_a_full_isr_ends_a_controlled_shutdown_for_data_at_risk_too(spark: SparkSession, tmp_path: Path) -> None:
+    """Broker 4's controlled shutdown moves moved-0 to 5 alone (not at risk: a shutdown), 4 comes back (full ISR),
+    then 4 drops out again with no leader change: those 30 s on one copy are at risk, as the intervals say."""
+    logs = tmp_path / "logs" / "controller"
+    logs.mkdir(parents=True)
+    (logs / "events.jsonl").write_text("\n".join([
+        plain(T, 0, EventType.LEADER_CHANGE, "moved", 0, leader_before=4, leader_after=5, leader_epoch=2, isr=[5],
+              reason="shutdown"),
+        expand(T + 10_000, 5, "moved", 0, [5], [4]),
+        shrink(T + 20_000, 5, "moved", 0, [4, 5], [4], False),
+        expand(T + 50_000, 5, "moved", 0, [5], [4]),
+    ]) + "\n")
+    out = tmp_path / "out"
+    job.run(spark, discover([str(tmp_path / "logs")]), str(out), health.AnalysisOptions())
+    spans = spark.read.parquet(str(out / "intervals")).orderBy("start_ms").select("start_ms", "shutdown").collect()
+    assert [tuple(s) for s in spans] == [(T, True), (T + 20_000, False)]
+    risk = spark.read.parquet(str(out / "data_at_risk")).collect()
+    assert [tuple(r) for r in risk] == [("moved", 0, 30_000, 0, 0, 0, None)]

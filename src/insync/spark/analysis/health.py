@@ -52,6 +52,7 @@ BURST_OUT_MS_MAX = 5_000
 FOLLOWER_PARTITIONS_MIN = 2
 CAUSES = ("follower", "leader", "failed", "burst", "stuck", "slow", "unknown")
 TOPIC_PARTITIONS_NAMED = 10  # an episode's table row names at most this many partitions
+SINGLE_REPLICA = "single_replica_isr"  # a kind of state row for `data_at_risk`, not an interval reported
 
 _ORDER = ("ts_ms", "file", "line")  # a total order of events: time, then position in the logs
 
@@ -138,12 +139,15 @@ def replica_counts(events: DataFrame) -> DataFrame:
              F.col("replicas_named").isNotNull().alias("replicas_known"), "partition_min_isr")
 
 
-def _state(df: DataFrame, kind: str, state: Column) -> DataFrame:
-    """A state row; `shutdown_move` says, on a leader change only, whether it was a controlled shutdown's."""
+def _state(df: DataFrame, kind: str, state: Column, full_isr: Column | None = None) -> DataFrame:
+    """A state row; `shutdown_move` says, on a leader change only, whether it was a controlled shutdown's;
+    `full_isr`, where given, whether the row's ISR is the whole replica set (an under-replicated row's own state
+    says so without it)."""
     # insync keeps a leader change's reason in `detail`; Kafka's lines do not say why a leader changed.
     shutdown = F.coalesce(F.col("detail") == str(LeaderChangeReason.SHUTDOWN), F.lit(False))
+    full = F.lit(None).cast("boolean") if full_isr is None else full_isr
     return df.select("topic", "partition", F.lit(kind).alias("kind"), *_ORDER, state.alias("state"),
-                     F.when(F.col("type") == "leader_change", shutdown).alias("shutdown_move"))
+                     F.when(F.col("type") == "leader_change", shutdown).alias("shutdown_move"), full.alias("full_isr"))
 
 
 def state_rows(events: DataFrame, steps: DataFrame, counts: DataFrame) -> DataFrame:
@@ -204,13 +208,13 @@ def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
     whose latest state row came from a broker that then logged its shutdown, before any other state row of the
     partition, is cut there: it ends at the shutdown, open at the end of (that part of) the log, and a state the
     broker states again after its restart begins a new run."""
-    assert {"state", "shutdown_move"} <= set(states.columns), states.columns
+    assert {"state", "shutdown_move", "full_isr"} <= set(states.columns), states.columns
     assert set(ends.columns) == LOG_END_COLUMNS, ends.columns
     # In a controlled shutdown: since the partition's last shutdown move, with no other move or full ISR since.
     # Partitioned by partition only, so the per-kind window below needs a sort but no new shuffle.
     by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
-    full_isr = (F.col("kind") == "under_replicated") & ~F.col("state")
+    full_isr = F.coalesce("full_isr", (F.col("kind") == "under_replicated") & ~F.col("state"))
     marker = F.coalesce("shutdown_move", F.when(full_isr, F.lit(False)))
     by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
     # The whole partition as the frame: Spark computes it once per partition. A frame from the current row to the
@@ -442,6 +446,15 @@ def per_broker(events: DataFrame, outs: DataFrame, episode_table: DataFrame, fla
 # Data at risk
 
 
+def single_replica_states(steps: DataFrame, counts: DataFrame) -> DataFrame:
+    """State rows of the kind SINGLE_REPLICA: the ISR is one replica and the partition has a leader (with none,
+    offline, the ISR is kept as it was, and nothing is written, so nothing is acknowledged). Each says whether its
+    ISR is full, which ends a controlled shutdown as it does for the intervals."""
+    alone = (F.size("isr_after") == 1) & (F.coalesce("leader", F.lit(0)) >= 0)
+    sized = steps.join(counts, ["topic", "partition"], "left")
+    return _state(sized, SINGLE_REPLICA, alone, F.size("isr_after") >= F.col("replica_count"))
+
+
 def data_at_risk(events: DataFrame, steps: DataFrame, spans: DataFrame, ends: DataFrame,
                  counts: DataFrame) -> DataFrame:
     """Per partition with something at risk or refused (outages only, as `outage`):
@@ -460,9 +473,7 @@ def data_at_risk(events: DataFrame, steps: DataFrame, spans: DataFrame, ends: Da
     guarded = (spans.where(F.col("kind") == "under_min_isr").select("topic", "partition")
                .unionByName(counts.where(F.col("replica_count") <= 1).select("topic", "partition"))
                .unionByName(events.where(F.col("min_isr") > 1).select("topic", "partition")).distinct())
-    # With no leader (offline, the ISR kept as it was) nothing is written, so nothing is acknowledged.
-    alone = (F.size("isr_after") == 1) & (F.coalesce("leader", F.lit(0)) >= 0)
-    at_risk = (intervals(_state(steps, "single_replica_isr", alone), ends).where(outage())
+    at_risk = (intervals(single_replica_states(steps, counts), ends).where(outage())
                .join(guarded, ["topic", "partition"], "left_anti")
                .groupBy("topic", "partition").agg(F.sum("duration_ms").alias("single_replica_isr_ms")))
     refused = spans.where((F.col("kind") == "under_min_isr") & outage()).groupBy("topic", "partition").agg(
