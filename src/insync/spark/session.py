@@ -36,7 +36,8 @@ LOCAL_HUGE_PAGES = "-XX:+UseTransparentHugePages"
 THP_MODE_FILE = "/sys/kernel/mm/transparent_hugepage/enabled"
 # HotSpot leaves a method of more than 8,000 bytes of bytecode to the interpreter. Spark's generated code for a
 # stage with many expressions (the Kafka log parser's CASE over line kinds) passes that: parsing 2M Kafka lines took
-# 17.5 s with the stage interpreted and 13.5 s compiled; `insync analyze --bench` at 10M 155.9 s -> 140.9 s.
+# 17.5 s with the stage interpreted and 13.5 s compiled; `insync analyze --bench` at 10M 146.4 s -> 140.8 s
+# (task CPU 228.8 s -> 217.2 s; the two runs alternated, same hour).
 LOCAL_JIT = "-XX:-DontCompileHugeMethods"
 
 
