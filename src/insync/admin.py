@@ -40,7 +40,7 @@ def kafka_error_text(exc: Exception) -> str:
 
 def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
                  configs: dict[str, str], deadline_s: float = 30.0) -> None:
-    """Create the topic unless it exists, then wait until every partition has a leader."""
+    """Create the topic unless it exists, then wait until every partition has a leader in every broker's metadata."""
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     admin = admin_client(bootstrap)
@@ -52,13 +52,34 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
         if "TOPIC_ALREADY_EXISTS" not in kafka_error_text(exc):
             raise ConfigError(f"cannot create topic {name}: {kafka_error_text(exc)}") from None
     deadline = time.monotonic() + deadline_s
+    waiting_for = "the cluster's metadata"
     while time.monotonic() < deadline:
-        topic = admin.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics.get(name)
+        metadata = admin.list_topics(name, timeout=ADMIN_TIMEOUT_S)
+        topic = metadata.topics.get(name)
         if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
                 p.leader >= 0 for p in topic.partitions.values()):
-            return
+            behind = _brokers_behind(metadata.brokers.values(), name, partitions)
+            if not behind:
+                return
+            waiting_for = f"broker{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))}"
         time.sleep(0.2)
-    raise TimeoutError(f"topic {name} has no leader for every partition after {deadline_s} s")
+    raise TimeoutError(f"topic {name} has no leader for every partition in {waiting_for} after {deadline_s} s")
+
+
+def _brokers_behind(brokers: Iterable[Any], name: str, partitions: int) -> list[int]:
+    """The brokers whose own metadata does not yet show a leader for every partition of the topic: metadata reaches
+    brokers asynchronously, so a client that asks another broker next could still be told the topic is unknown
+    (Kafka's own tests wait the same way, `waitForAllPartitionsMetadata`). A broker that cannot be reached is
+    behind."""
+    behind = []
+    for broker in brokers:
+        try:
+            known = admin_requests.leaders_known(f"{broker.host}:{broker.port}", name, ADMIN_TIMEOUT_S)
+        except OSError:  # ConnectionError too
+            known = None
+        if known != partitions:
+            behind.append(int(broker.id))
+    return sorted(behind)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@
   neither confluent-kafka nor kafka-python can name (both refuse an empty resource name).
 - `alter_partition_reassignments` and `list_partition_reassignments`: AlterPartitionReassignments v0 and
   ListPartitionReassignments v0, which confluent-kafka's Python client does not expose.
+- `leaders_known`: Metadata v4 (Kafka 1.0 to 4.x) of one topic asked of one broker, for what that broker itself
+  has applied; confluent-kafka asks whichever broker it likes.
 
 Blocking, one short connection per request, kio entities encoded by `protocol.codec` like every insync client.
 A broker that cannot be reached or answers garbage raises `OSError`/`ConnectionError`; Kafka error codes are
@@ -43,6 +45,7 @@ from insync.wire import sasl_exchange
 
 DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
 FIND_COORDINATOR, OFFSET_DELETE = 10, 47
+METADATA, METADATA_VERSION = 3, 4  # Kafka 1.0 first answered v4, Kafka 4 still does (KIP-896 kept it)
 FIND_COORDINATOR_VERSION = 4  # coordinator_keys; Kafka 4 and insync
 COORDINATOR_ATTEMPTS = 10
 COORDINATOR_BACKOFF_S = 0.5
@@ -250,6 +253,18 @@ def alter_partition_reassignments(address: str, targets: Mapping[tuple[str, int]
     outcomes = {(t.name, int(p.partition_index)): (error_of(p.error_code), p.error_message)
                 for t in body.responses for p in t.partitions}
     return error_of(body.error_code), body.error_message, outcomes
+
+
+def leaders_known(address: str, topic: str, timeout_s: float) -> int | None:
+    """How many partitions of `topic` the broker at `address` knows a leader for, from its own metadata; None when
+    it does not know the topic (or answers it with an error)."""
+    cls = request_class(METADATA, METADATA_VERSION)
+    body = request(address, build(cls, topics=(build(nested(cls, "MetadataRequestTopic"), name=topic),),
+                                  allow_auto_topic_creation=False), timeout_s)
+    for answer in body.topics:
+        if answer.name == topic and error_of(answer.error_code) is errors.NONE:
+            return sum(1 for p in answer.partitions if int(p.leader_id) >= 0)
+    return None
 
 
 def list_partition_reassignments(address: str, timeout_s: float) -> tuple[KafkaError, list[Reassignment]]:

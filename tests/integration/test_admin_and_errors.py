@@ -5,12 +5,14 @@ ever appended."""
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import produce_raw
-from insync.admin import describe_rows, ensure_topic
-from insync.chaos.cluster import ClusterSpec
+from insync import admin, admin_requests
+from insync.admin import _brokers_behind, describe_rows, ensure_topic
+from insync.chaos.cluster import ClusterSpec, free_ports
 from insync.protocol.records import build_batch
 
 pytestmark = pytest.mark.timeout(120)
@@ -44,6 +46,26 @@ def test_offsets_delete_records_configs(insync_cluster: ClusterSpec) -> None:
     assert entries["retention.ms"].value == "3600000"
     cluster = admin.describe_cluster(request_timeout=10).result(timeout=10)
     assert sorted(node.id for node in cluster.nodes) == [1, 2, 3]
+
+
+def test_ensure_topic_returns_once_every_broker_knows_the_leaders(insync_cluster: ClusterSpec,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Metadata reaches brokers asynchronously: the wait asks each broker itself, not whichever the client picks."""
+    ensure_topic(insync_cluster.bootstrap, "everywhere", 3, 3, {})
+    for broker in insync_cluster.brokers:
+        assert admin_requests.leaders_known(broker.address, "everywhere", 10) == 3, broker.node_id
+    first = insync_cluster.brokers[0]
+    assert admin_requests.leaders_known(first.address, "nowhere", 10) is None
+    (closed,) = free_ports(1)
+    brokers = [SimpleNamespace(id=b.node_id, host=b.host, port=b.port) for b in insync_cluster.brokers]
+    assert _brokers_behind(brokers, "everywhere", 3) == []
+    assert _brokers_behind(brokers, "everywhere", 4) == sorted(b.node_id for b in insync_cluster.brokers)
+    assert _brokers_behind(brokers, "nowhere", 1) == sorted(b.node_id for b in insync_cluster.brokers)
+    assert _brokers_behind([*brokers, SimpleNamespace(id=9, host="127.0.0.1", port=closed)], "everywhere", 3) == [9]
+    # A broker that stays behind is named when the wait gives up.
+    monkeypatch.setattr(admin, "_brokers_behind", lambda *_: [9])
+    with pytest.raises(TimeoutError, match="every partition in broker 9 after 0.5 s"):
+        ensure_topic(insync_cluster.bootstrap, "everywhere", 3, 3, {}, deadline_s=0.5)
 
 
 def test_bad_produce_requests_get_kafka_errors_and_append_nothing(insync_cluster: ClusterSpec) -> None:
