@@ -62,14 +62,13 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from insync.spark.source import kafka_io, planning, worker_gc
+from insync.spark.source import kafka_io, planning, sink_io, worker_gc
 from insync.spark.source.driver_reader import DriverStreamReader
 from insync.spark.source.kafka_io import (
     DataLoss,
     Metadata,
     OffsetRange,
     OffsetsUnanswered,
-    SinkColumns,
     Subscription,
 )
 from insync.spark.source.offsets import (
@@ -86,6 +85,7 @@ from insync.spark.source.options import (
     parse_source_options,
 )
 from insync.spark.source.planning import rate_limit, split_ranges
+from insync.spark.source.sink_io import SinkColumns
 from insync.spark.source.tasks import RangePartition, ReadSettings, read_partition
 from insync.types import TopicPartition
 
@@ -243,7 +243,7 @@ class SinkCommit(WriterCommitMessage):
 
 
 def _write(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
-    written = kafka_io.write_batches(batches, options.client_conf, options.topic, options.columns,
+    written = sink_io.write_batches(batches, options.client_conf, options.topic, options.columns,
                                      options.flush_timeout_s)
     worker_gc.settle_after_task()
     return SinkCommit(written)

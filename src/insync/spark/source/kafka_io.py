@@ -14,8 +14,7 @@ is behind the log start (retention, DeleteRecords), or the log end went back bel
 leader change). Loss is reported as `DataLoss`; with `failOnDataLoss` the task raises `DataLossError`,
 otherwise it logs, counts and skips to what still exists.
 
-The sink (`write_batches`) produces rows with `acks=all` and the idempotent producer: no duplicates from the
-producer's own retries, but a retried Spark task writes its rows again (at-least-once).
+The sink's writes are in `sink_io`.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import IsolationLevel, KafkaError, Message, Producer
+from confluent_kafka import IsolationLevel
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # public, not in stubs
 
@@ -490,106 +489,3 @@ def loss_when_stalled(r: OffsetRange, next_offset: int, low: int, high: int, tim
         return DataLoss(r.topic, r.partition, max(next_offset, high), r.end, reason)
     raise TimeoutError(f"no records from topic {r.topic!r} partition {r.partition} offsets "
                        f"[{next_offset}, {r.end}) within kafkaConsumer.pollTimeoutMs")
-
-
-def producer_config(client_conf: Mapping[str, str]) -> dict[str, object]:
-    """acks=all and the idempotent producer: a write is acknowledged once in the ISR, producer retries dedupe."""
-    conf: dict[str, object] = {"linger.ms": 5, "compression.type": "none"}
-    conf.update(client_conf)
-    conf.update({"acks": "all", "enable.idempotence": True})
-    return conf
-
-
-@dataclass(frozen=True, slots=True)
-class SinkColumns:
-    """Which optional columns a sink DataFrame has (value is required), checked on the driver."""
-
-    has_key: bool
-    has_topic: bool
-    has_partition: bool
-    has_headers: bool
-
-
-def _as_bytes(value: object) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, bytearray | memoryview):
-        return bytes(value)
-    raise TypeError(f"cannot write a {type(value).__name__} as Kafka bytes")
-
-
-class _Deliveries:
-    """Counts delivery reports; keeps the first failure for the error message."""
-
-    def __init__(self) -> None:
-        self.delivered = 0
-        self.failed = 0
-        self.first_error: str | None = None
-
-    def __call__(self, error: KafkaError | None, message: Message) -> None:
-        if error is None:
-            self.delivered += 1
-            return
-        self.failed += 1
-        if self.first_error is None:
-            self.first_error = f"{message.topic()}[{message.partition()}]: {error}"
-
-
-def write_batches(batches: Iterator[pa.RecordBatch], client_conf: Mapping[str, str], topic: str | None,
-                  columns: SinkColumns, flush_timeout_s: float) -> int:
-    """Produce every row of `batches`; return how many were acknowledged. Raises if any write failed."""
-    assert topic is not None or columns.has_topic, "the driver checked that a topic is known"
-    producer = Producer(producer_config(client_conf))
-    deliveries = _Deliveries()
-    sent = 0
-    for batch in batches:
-        data = batch.to_pydict()
-        rows = batch.num_rows
-        values = data["value"]
-        keys = data["key"] if columns.has_key else [None] * rows
-        topics = [topic] * rows if topic is not None else data["topic"]
-        partitions = data["partition"] if columns.has_partition else [None] * rows
-        headers = data["headers"] if columns.has_headers else [None] * rows
-        for value, key, row_topic, partition, row_headers in zip(values, keys, topics, partitions, headers,
-                                                                 strict=True):
-            if row_topic is None:
-                raise ValueError("a row has a null topic and the sink has no topic option")
-            record = _Record(row_topic, _as_bytes(value), _as_bytes(key),
-                             -1 if partition is None else int(partition),
-                             [(h["key"], _as_bytes(h["value"])) for h in row_headers] if row_headers else None)
-            _produce(producer, record, deliveries, flush_timeout_s)
-            sent += 1
-        producer.poll(0)
-    remaining = producer.flush(flush_timeout_s)
-    if remaining or deliveries.failed:
-        raise RuntimeError(
-            f"insync sink: {deliveries.failed} of {sent} records failed and {remaining} were not acknowledged "
-            f"within {flush_timeout_s} s (first error: {deliveries.first_error}). The stream sink is "
-            "at-least-once: records of this task that were written stay written, and a retry writes them again.")
-    assert deliveries.delivered == sent, (deliveries.delivered, sent)
-    return sent
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    topic: str
-    value: bytes | None
-    key: bytes | None
-    partition: int  # -1: the producer's partitioner picks
-    headers: list[tuple[str, str | bytes | None]] | None
-
-
-def _produce(producer: Producer, record: _Record, deliveries: _Deliveries, timeout_s: float) -> None:
-    """produce(), waiting for queue space (librdkafka's local queue is bounded) for at most `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            producer.produce(record.topic, record.value, record.key, partition=record.partition,
-                             on_delivery=deliveries, headers=record.headers)
-            return
-        except BufferError:
-            if time.monotonic() > deadline:
-                raise
-            producer.poll(0.05)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructField, StructType
 
 from insync.spark.source import client_security, kafka_io
-from insync.spark.source.kafka_io import SinkColumns, Subscription
+from insync.spark.source.kafka_io import Subscription
+from insync.spark.source.sink_io import SinkColumns
 from insync.types import TopicPartition
 
 
