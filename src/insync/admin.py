@@ -58,7 +58,8 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
         topic = metadata.topics.get(name)
         if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
                 p.leader >= 0 for p in topic.partitions.values()):
-            behind = _brokers_behind(metadata.brokers.values(), name, partitions)
+            behind = _brokers_behind(metadata.brokers.values(), name, partitions,
+                                     min(ADMIN_TIMEOUT_S, max(0.5, deadline - time.monotonic())))
             if not behind:
                 return
             waiting_for = f"broker{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))}"
@@ -66,15 +67,15 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     raise TimeoutError(f"topic {name} has no leader for every partition in {waiting_for} after {deadline_s} s")
 
 
-def _brokers_behind(brokers: Iterable[Any], name: str, partitions: int) -> list[int]:
+def _brokers_behind(brokers: Iterable[Any], name: str, partitions: int, timeout_s: float) -> list[int]:
     """The brokers whose own metadata does not yet show a leader for every partition of the topic: metadata reaches
     brokers asynchronously, so a client that asks another broker next could still be told the topic is unknown
-    (Kafka's own tests wait the same way, `waitForAllPartitionsMetadata`). A broker that cannot be reached is
-    behind."""
+    (Kafka's own tests wait the same way, `waitForAllPartitionsMetadata`). A broker that cannot be reached, or
+    does not answer within `timeout_s`, is behind."""
     behind = []
     for broker in brokers:
         try:
-            known = admin_requests.leaders_known(f"{broker.host}:{broker.port}", name, ADMIN_TIMEOUT_S)
+            known = admin_requests.leaders_known(f"{broker.host}:{broker.port}", name, timeout_s)
         except OSError:  # ConnectionError too
             known = None
         if known != partitions:

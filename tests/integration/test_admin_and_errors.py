@@ -4,6 +4,7 @@ ever appended."""
 
 from __future__ import annotations
 
+import socket
 import time
 from types import SimpleNamespace
 
@@ -58,10 +59,14 @@ def test_ensure_topic_returns_once_every_broker_knows_the_leaders(insync_cluster
     assert admin_requests.leaders_known(first.address, "nowhere", 10) is None
     (closed,) = free_ports(1)
     brokers = [SimpleNamespace(id=b.node_id, host=b.host, port=b.port) for b in insync_cluster.brokers]
-    assert _brokers_behind(brokers, "everywhere", 3) == []
-    assert _brokers_behind(brokers, "everywhere", 4) == sorted(b.node_id for b in insync_cluster.brokers)
-    assert _brokers_behind(brokers, "nowhere", 1) == sorted(b.node_id for b in insync_cluster.brokers)
-    assert _brokers_behind([*brokers, SimpleNamespace(id=9, host="127.0.0.1", port=closed)], "everywhere", 3) == [9]
+    assert _brokers_behind(brokers, "everywhere", 3, 5) == []
+    assert _brokers_behind(brokers, "everywhere", 4, 5) == sorted(b.node_id for b in insync_cluster.brokers)
+    assert _brokers_behind(brokers, "nowhere", 1, 5) == sorted(b.node_id for b in insync_cluster.brokers)
+    assert _brokers_behind([*brokers, SimpleNamespace(id=9, host="127.0.0.1", port=closed)], "everywhere", 3, 5) \
+        == [9]
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers: behind once 0.5 s pass
+        mute = SimpleNamespace(id=7, host="127.0.0.1", port=silent.getsockname()[1])
+        assert _brokers_behind([mute], "everywhere", 3, 0.5) == [7]
     # A broker that stays behind is named when the wait gives up.
     monkeypatch.setattr(admin, "_brokers_behind", lambda *_: [9])
     with pytest.raises(TimeoutError, match="every partition in broker 9 after 0.5 s"):
