@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -145,7 +146,48 @@ def _write_private(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+PICKED_PORTS_LOW = 10_000  # free ports are picked from here up to the kernel's ephemeral range
+PICKED_PORTS_ROOM_MIN = 1_000  # less room than this below the ephemeral range: the kernel picks instead
+PORT_PICKS_MAX = 1_000
+
+
 def free_ports(count: int) -> list[int]:
+    """`count` distinct ports nothing is bound to on 127.0.0.1, for nodes to listen on. Picked at random below the
+    kernel's ephemeral range where there is room: a port the kernel hands out (bind to port 0) comes from that
+    range, from which it also gives every outgoing connection its local port, so a client (any test's, in parallel)
+    could take it before the node binds it, and the node exits with `address already in use`."""
+    low = _ephemeral_low()
+    if low is not None and low - PICKED_PORTS_LOW >= PICKED_PORTS_ROOM_MIN:
+        pick = random.SystemRandom()
+        picked: list[int] = []
+        for _ in range(PORT_PICKS_MAX):  # bounded; nearly every pick is free
+            port = pick.randrange(PICKED_PORTS_LOW, low)
+            if port not in picked and _bindable(port):
+                picked.append(port)
+                if len(picked) == count:
+                    return picked
+    return _kernel_ports(count)
+
+
+def _ephemeral_low(path: str = EPHEMERAL_RANGE_FILE) -> int | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _kernel_ports(count: int) -> list[int]:
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
@@ -373,6 +415,12 @@ def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
     deadline = time.monotonic() + deadline_s
     seen: set[int] = set()
     while time.monotonic() < deadline:
+        # A broker that exited (its port taken by something else after it was picked, say) never registers: fail
+        # now, naming its log, rather than at the deadline.
+        for broker in spec.brokers:
+            if broker.pid is not None and not pid_alive(broker.pid):
+                raise RuntimeError(f"node {broker.node_id} exited before registering "
+                                   f"(see {Path(broker.directory) / 'stdout.log'})")
         try:
             seen = set(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
         except Exception:
