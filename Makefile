@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # per version outside the repo (tools/compat/build.sh).
 COMPAT_VERSION := 1.10.1
 
-.PHONY: setup test demo bench lint clean compat
+.PHONY: setup test demo bench lint clean compat spark-kafka-jars
 
 setup: $(STAMP)
 
@@ -31,7 +31,14 @@ $(STAMP): pyproject.toml Makefile
 # module's shared cluster stays in one process; then the Spark tests on their own, one Spark session at a time.
 test: setup
 	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/spark
+	$(MAKE) spark-kafka-jars
 	$(PY) -m pytest tests/spark
+
+# Spark's own Kafka connector and its jars, for the Spark tests only: fetched once with Maven into a cache outside the
+# repository (insync/spark/connector_jars.py).
+spark-kafka-jars: setup
+	@command -v mvn >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven; }
+	$(PY) -m insync.spark.connector_jars >/dev/null
 
 compat: setup
 	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \

@@ -19,7 +19,7 @@ import atexit
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -65,9 +65,11 @@ def is_local_master(master: str) -> bool:
 
 
 def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle_partitions: int | None = None,
-                  conf: Mapping[str, str] | None = None) -> SparkSession:
-    """Start (or return the running) SparkSession for `master`, in UTC."""
+                  conf: Mapping[str, str] | None = None, jars: Sequence[str] = ()) -> SparkSession:
+    """Start (or return the running) SparkSession for `master`, in UTC, with `jars` on its classpath (they take
+    effect only for a session this call starts: the JVM's classpath is fixed when it launches)."""
     assert master, "master must be a Spark master URL"
+    assert all(jar.endswith(".jar") for jar in jars), jars
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     local = is_local_master(master)
     if local:
@@ -80,6 +82,8 @@ def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .config("spark.driver.extraJavaOptions", driver_jvm)
                .config("spark.executor.extraJavaOptions", UTC_JVM))
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     if local:
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1")
