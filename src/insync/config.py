@@ -23,6 +23,8 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Literal
 
+from insync.config_synonyms import ConfigSource as ConfigSource  # where DescribeConfigs' callers look for it
+from insync.config_synonyms import config_synonyms, resolved
 from insync.security_config import SECURITY_CONFIGS, listener_config_base
 
 ConfigType = Literal["int", "long", "bool", "string", "list", "double"]
@@ -37,16 +39,6 @@ class ConfigError(ValueError):
 
 class NotDynamicError(ConfigError):
     """A broker config that cannot change while brokers run, or an unknown one; the message names the keys."""
-
-
-class ConfigSource(IntEnum):
-    """Kafka's `DescribeConfigsResponse.ConfigSource`: where a config's value comes from."""
-
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    STATIC_BROKER_CONFIG = 4
-    DEFAULT_CONFIG = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,14 +217,19 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("request.timeout.ms", "int", 30000, "Client-side request timeout used by insync's own tools.", min=1),
         # Log
         _d("log.segment.bytes", "int", 1073741824, "Roll a segment at this size.", min=14),
-        _d("log.roll.ms", "long", 604800000, "Roll a segment after this long (log.roll.hours x 3.6e6).", min=1),
-        _d("log.retention.ms", "long", 604800000, "Delete segments older than this; -1 keeps forever.", min=-1),
+        # Kafka's keys in other units: the first one set wins (config_synonyms), ms, else minutes, else hours.
+        _d("log.roll.ms", "long", None, "Roll a segment after this long.", min=1),
+        _d("log.roll.hours", "int", 168, "log.roll.ms in hours.", min=1),
+        _d("log.retention.ms", "long", None, "Delete segments older than this; -1 keeps forever.", min=-1),
+        _d("log.retention.minutes", "int", None, "log.retention.ms in minutes.", min=-1),
+        _d("log.retention.hours", "int", 168, "log.retention.minutes in hours.", min=-1),
         _d("log.retention.bytes", "long", -1, "Delete oldest segments beyond this size; -1 keeps all.", min=-1),
         _d("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", min=1),
         _d("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", min=0),
         _d("log.index.size.max.bytes", "int", 10485760, "Largest offset index.", min=4),
         _d("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", min=1),
-        _d("log.flush.interval.ms", "long", None, "fsync after this long (unset: never by time).", min=0),
+        _d("log.flush.interval.ms", "long", None, "fsync after this long.", min=0),
+        _d("log.flush.scheduler.interval.ms", "long", LONG_MAX, "log.flush.interval.ms when unset.", min=0),
         _d("log.message.timestamp.type", "string", "CreateTime", "Record timestamp type.",
            allowed=("CreateTime", "LogAppendTime")),
         _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",)),
@@ -272,6 +269,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
 
 BROKER_CONFIGS.update({key.name: _d(key.name, key.type, key.default, key.doc,  # type: ignore[arg-type]
                                     allowed=key.allowed, min=key.min) for key in SECURITY_CONFIGS})
+
+_DEFAULTS = {name: d.default for name, d in BROKER_CONFIGS.items() if d.default is not None}
 
 # Broker configs IncrementalAlterConfigs may change while brokers run: Kafka's list (DynamicBrokerConfig) as far
 # as insync has the key, i.e. every log default a topic inherits (DynamicLogConfig), plus replica.lag.time.max.ms,
@@ -350,12 +349,13 @@ class BrokerConfig:
         included (replica.fetch.wait.max.ms <= replica.lag.time.max.ms)."""
         return BrokerConfig(self._explicit, cluster, broker)
 
-    def synonyms(self, name: str) -> tuple[tuple[object, ConfigSource], ...]:
-        """Each value `name` has, with its source, most specific first; the last is the default."""
-        definition = definition_of(name)
-        assert definition is not None, name
-        chain = [(layer[name], source) for source, layer in self._layers if name in layer]
-        return (*chain, (definition.default, ConfigSource.DEFAULT_CONFIG))
+    def synonyms(self, name: str) -> tuple[tuple[str, object, ConfigSource], ...]:
+        """(key, value, source) of each value that sets `name`, most specific first, as Kafka lists them."""
+        return config_synonyms(name, (*self._layers, (ConfigSource.DEFAULT_CONFIG, _DEFAULTS)))
+
+    def effective(self, name: str) -> object:
+        """`name`'s value as it acts: log.retention.ms from log.retention.hours when only that is set."""
+        return resolved(self._values, name)
 
     def dynamic_layer(self, source: ConfigSource) -> Mapping[str, object]:
         """The keys a dynamic layer (DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG) sets."""
@@ -405,7 +405,7 @@ class BrokerConfig:
 
         def pick(topic_key: str) -> object:
             value = topic.get(topic_key)
-            return self._values[TOPIC_TO_BROKER[topic_key]] if value is None else value
+            return self.effective(TOPIC_TO_BROKER[topic_key]) if value is None else value
 
         flush_ms = pick("flush.ms")
         return LogConfig(

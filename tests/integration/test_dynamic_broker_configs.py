@@ -92,12 +92,12 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
     ensure_topic(spec.bootstrap, "inherits", 1, 3, {})
     ensure_topic(spec.bootstrap, "own", 1, 3, {"retention.ms": "3600000"})
     broker = described(admin, "broker", "1")
-    assert broker["log.retention.ms"] == ("604800000", DEFAULT, False)
+    assert broker["log.retention.ms"] == (None, DEFAULT, False)  # as Kafka: log.retention.hours sets it
     assert broker["replica.lag.time.max.ms"] == ("4000", STATIC, False)  # the test cluster's server settings
     assert broker["listeners"][1:] == (STATIC, True) and broker["num.partitions"][1:] == (DEFAULT, True)
 
     alter(admin, "1", ("log.retention.ms", "7200000", "SET"), validate_only=True)
-    assert described(admin, "broker", "1")["log.retention.ms"][:2] == ("604800000", DEFAULT)  # nothing written
+    assert described(admin, "broker", "1")["log.retention.ms"][:2] == (None, DEFAULT)  # nothing written
     set_default(spec, "--add-config", "log.retention.ms=7200000,log.segment.bytes=4096")
     shows(admin, "topic", "inherits", {"retention.ms": ("7200000", DYNAMIC_DEFAULT),
                                        "segment.bytes": ("4096", DYNAMIC_DEFAULT)})
@@ -105,10 +105,9 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
     listed = configs_command(spec, "--entity-default", "--describe")
     assert listed.returncode == 0 and listed.stdout.splitlines() == [
         "Default configs for brokers in the cluster are:",
-        "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000, "
-        "DEFAULT_CONFIG:log.retention.ms=604800000}",
-        "  log.segment.bytes=4096 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=4096, "
-        "DEFAULT_CONFIG:log.segment.bytes=1073741824}"], listed.stdout
+        "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000}",
+        "  log.segment.bytes=4096 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=4096}"
+    ], listed.stdout
     alter(admin, "2", ("log.retention.ms", "60000", "SET"))
     shows(admin, "broker", "2", {"log.retention.ms": ("60000", DYNAMIC_BROKER)})
     shows(admin, "broker", "1", {"log.retention.ms": ("7200000", DYNAMIC_DEFAULT)})
@@ -116,7 +115,7 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
     assert mine.returncode == 0 and mine.stdout.splitlines()[:2] == [
         "Dynamic configs for broker 2 are:",
         "  log.retention.ms=60000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=60000, "
-        "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000, DEFAULT_CONFIG:log.retention.ms=604800000}"]
+        "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000, DEFAULT_CONFIG:log.retention.hours=168}"]
 
     # The new segment size reaches the log of the topic without its own: writes roll it, no restart.
     producer = Producer({"bootstrap.servers": spec.bootstrap, "acks": "all", "linger.ms": 0})
@@ -141,7 +140,7 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
                                                                "dynamically: num.partitions")]:
         refused_cli = configs_command(spec, "--entity-default", "--alter", *args)
         assert refused_cli.returncode == 1 and words in refused_cli.stderr, refused_cli.stderr
-    assert described(admin, "broker", "1")["log.roll.ms"][:2] == ("604800000", DEFAULT)
+    assert described(admin, "broker", "1")["log.roll.ms"][:2] == (None, DEFAULT)
     # A broker refuses a resource naming another broker before forwarding anything, as Kafka's does.
     assert admin_requests.alter_broker_configs(spec.node(1).address, "2", {"log.roll.ms": "60000"}, [], 15) == (
         errors.INVALID_REQUEST, "Unexpected broker id, expected 1, but received 2")
@@ -151,7 +150,7 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
     set_default(spec, "--delete-config", "log.retention.ms,log.segment.bytes")
     alter(admin, "2", ("log.retention.ms", None, "DELETE"))
     shows(admin, "topic", "inherits", {"retention.ms": ("604800000", DEFAULT), "segment.bytes": ("1073741824", DEFAULT)})
-    shows(admin, "broker", "2", {"log.retention.ms": ("604800000", DEFAULT)})
+    shows(admin, "broker", "2", {"log.retention.ms": (None, DEFAULT)})
 
 
 def test_per_broker_configs_with_kafka_python(spec: ClusterSpec) -> None:
@@ -172,7 +171,7 @@ def test_per_broker_configs_with_kafka_python(spec: ClusterSpec) -> None:
         retention = found["broker"]["3"]["log.retention.ms"]
         assert retention["config_source"] == "DYNAMIC_BROKER_CONFIG" and not retention["read_only"]
         assert [(s["value"], s["source"]) for s in retention["synonyms"]] == [
-            ("90000", "DYNAMIC_BROKER_CONFIG"), ("604800000", "DEFAULT_CONFIG")]
+            ("90000", "DYNAMIC_BROKER_CONFIG"), ("168", "DEFAULT_CONFIG")]
 
         legacy = client.alter_configs([ConfigResource(ConfigResourceType.BROKER, "3", configs={
             "log.retention.ms": "80000"})], incremental=False)
@@ -189,9 +188,46 @@ def test_per_broker_configs_with_kafka_python(spec: ClusterSpec) -> None:
         cleared = client.alter_configs([ConfigResource(ConfigResourceType.BROKER, "3", configs={
             "log.retention.ms": ("DELETE", None), "min.insync.replicas": ("DELETE", None)})])
         assert cleared == {"broker": {"3": "OK"}}
-        shows(admin, "broker", "3", {"log.retention.ms": ("604800000", DEFAULT), "min.insync.replicas": ("1", DEFAULT)})
+        shows(admin, "broker", "3", {"log.retention.ms": (None, DEFAULT), "min.insync.replicas": ("1", DEFAULT)})
     finally:
         client.close()
+
+
+def test_server_properties_keys_are_static_broker_configs_with_kafkas_synonyms(tmp_path: Path) -> None:
+    """Keys a Kafka server.properties sets (log.retention.hours among them) start the broker, act on the logs,
+    and are described as STATIC_BROKER_CONFIG with Kafka's synonyms, for the broker and for a topic (kafka-python
+    keeps the synonyms as a list, where confluent-kafka keys them by name)."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    spec = start(tmp_path, brokers=1, extra=["log.retention.hours=48", "log.roll.ms=3600000", "num.partitions=2"])
+    client = KafkaAdminClient(bootstrap_servers=spec.bootstrap, request_timeout_ms=15_000)
+    try:
+        ensure_topic(spec.bootstrap, "static", 1, 1, {"retention.bytes": "1000"})
+
+        def shown(resource_type: ConfigResourceType, name: str) -> dict[str, tuple[object, ...]]:
+            found = client.describe_configs([ConfigResource(resource_type, name)], include_synonyms=True,
+                                            config_filter="all")
+            return {key: (entry["value"], entry["config_source"],
+                          [(s["name"], s["value"], s["source"]) for s in entry["synonyms"]])
+                    for key, entry in found[resource_type.name.lower()][name].items()}
+
+        broker, topic = shown(ConfigResourceType.BROKER, "1"), shown(ConfigResourceType.TOPIC, "static")
+        assert broker["log.retention.hours"] == ("48", "STATIC_BROKER_CONFIG", [
+            ("log.retention.hours", "48", "STATIC_BROKER_CONFIG"), ("log.retention.hours", "168", "DEFAULT_CONFIG")])
+        assert broker["log.roll.ms"] == ("3600000", "STATIC_BROKER_CONFIG", [
+            ("log.roll.ms", "3600000", "STATIC_BROKER_CONFIG"), ("log.roll.hours", "168", "DEFAULT_CONFIG")])
+        assert broker["num.partitions"] == ("2", "STATIC_BROKER_CONFIG", [
+            ("num.partitions", "2", "STATIC_BROKER_CONFIG"), ("num.partitions", "1", "DEFAULT_CONFIG")])
+        assert topic["segment.ms"] == ("3600000", "STATIC_BROKER_CONFIG", [
+            ("log.roll.ms", "3600000", "STATIC_BROKER_CONFIG"), ("log.roll.hours", "168", "DEFAULT_CONFIG")])
+        assert topic["retention.bytes"] == ("1000", "DYNAMIC_TOPIC_CONFIG", [
+            ("retention.bytes", "1000", "DYNAMIC_TOPIC_CONFIG"), ("log.retention.bytes", "-1", "DEFAULT_CONFIG")])
+        # Kafka lists a topic's broker synonyms from the first log.retention.ms entry on: none when only the hours
+        # are set, and the value is what the hours give.
+        assert topic["retention.ms"] == (str(48 * 3_600_000), "DEFAULT_CONFIG", [])
+    finally:
+        client.close()
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def test_a_new_replica_lag_time_max_ms_shrinks_the_isr_without_a_restart(tmp_path: Path) -> None:

@@ -143,8 +143,10 @@ def test_dynamic_layers_over_static_settings_with_their_sources() -> None:
                                  {"log.retention.ms": "60000"})
     assert config.get_int("log.retention.ms") == 60000 and config.get_int("min.insync.replicas") == 2
     assert config.synonyms("log.retention.ms") == (
-        (60000, ConfigSource.DYNAMIC_BROKER_CONFIG), (7200000, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-        (3600000, ConfigSource.STATIC_BROKER_CONFIG), (604800000, ConfigSource.DEFAULT_CONFIG))
+        ("log.retention.ms", 60000, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        ("log.retention.ms", 7200000, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("log.retention.ms", 3600000, ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.hours", 168, ConfigSource.DEFAULT_CONFIG))
     assert config.log_config().retention_ms == 60000 and config.log_config().min_insync_replicas == 2
     assert config.is_explicit("log.retention.ms") and not config.is_explicit("min.insync.replicas")
     assert config.dynamic_layer(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) == {
@@ -176,3 +178,18 @@ def test_altered_broker_configs() -> None:
         altered_broker_configs({}, [ConfigChange("num.partitions", ConfigOp.DELETE)])
     with pytest.raises(ConfigError, match="SET needs a value"):
         altered_broker_configs({}, [ConfigChange("log.roll.ms", ConfigOp.SET, None)])
+
+
+def test_kafka_keys_in_hours_and_minutes_set_the_millisecond_configs() -> None:
+    hours = BrokerConfig({"log.retention.hours": "48", "log.roll.hours": "2"})
+    assert hours.log_config().retention_ms == 48 * 3_600_000 and hours.log_config().segment_ms == 7_200_000
+    assert hours.get("log.retention.ms") is None  # as Kafka: the key itself stays unset
+    minutes = BrokerConfig({"log.retention.hours": "48", "log.retention.minutes": "30"})
+    assert minutes.log_config().retention_ms == 1_800_000
+    assert BrokerConfig({"log.retention.ms": "5", "log.retention.hours": "1"}).log_config().retention_ms == 5
+    assert BrokerConfig().log_config().retention_ms == 604_800_000
+    # Kafka's synonyms: layer by layer, each key of the group, from the first entry of the key asked about.
+    assert hours.synonyms("log.retention.hours") == (
+        ("log.retention.hours", 48, ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.hours", 168, ConfigSource.DEFAULT_CONFIG))
+    assert hours.synonyms("log.retention.ms") == ()

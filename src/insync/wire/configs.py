@@ -3,12 +3,13 @@
 (v0-v2) of topic configs and dynamic broker configs.
 
 A topic's config is, key by key, its override (a `ConfigRecord` in the image: source TOPIC_CONFIG) or else the
-broker setting that supplies its default (`log.retention.ms` for `retention.ms`): DYNAMIC_BROKER_CONFIG when set
-for this broker, DYNAMIC_DEFAULT_BROKER_CONFIG when set cluster-wide, STATIC_BROKER_CONFIG when server.properties
-or `--config` set it, DEFAULT_CONFIG otherwise. With `include_synonyms` each entry lists that chain, most specific
-first, exactly as Kafka does, so `kafka-configs --describe` reads the same. A BROKER resource named by this
-broker's id lists every broker config the same way (read-only unless in `DYNAMIC_BROKER_CONFIGS`); named "" it
-lists the cluster-wide dynamic defaults only, as Kafka's `--entity-default` shows them.
+broker setting that supplies its default (`log.retention.ms` for `retention.ms`, which `log.retention.hours` also
+sets): DYNAMIC_BROKER_CONFIG when set for this broker, DYNAMIC_DEFAULT_BROKER_CONFIG when set cluster-wide,
+STATIC_BROKER_CONFIG when server.properties or `--config` set it, DEFAULT_CONFIG otherwise. With
+`include_synonyms` each entry lists that chain as Kafka's ConfigHelper does (`config_synonyms`), so
+`kafka-configs --describe` reads the same. A BROKER resource named by this broker's id lists every broker config
+the same way (read-only unless in `DYNAMIC_BROKER_CONFIGS`); named "" it lists the cluster-wide dynamic defaults
+only, as Kafka's `--entity-default` shows them.
 
 Values are Kafka's text: `true`/`false`, comma-joined lists, null for unset. `topic_configs` also serves
 CreateTopics v5+, which returns the new topic's resulting configs.
@@ -97,27 +98,32 @@ def topic_configs(overrides: Mapping[str, str], config: BrokerConfig) -> list[Co
         chain: list[tuple[str, str | None, ConfigSource]] = []
         if key in overrides:
             chain.append((key, overrides[key], ConfigSource.TOPIC_CONFIG))
-        if broker_key is None:
-            chain.append((key, config_text(definition.default), ConfigSource.DEFAULT_CONFIG))
-        else:
-            chain.extend((broker_key, config_text(value), source) for value, source in config.synonyms(broker_key))
-        entries.append(ConfigEntry(key, chain[0][1], chain[0][2], False, _CONFIG_TYPES[definition.type],
-                                   definition.doc, tuple(chain)))
+        if broker_key is not None:
+            chain.extend((name, config_text(value), source) for name, value, source in config.synonyms(broker_key))
+        # The value is what the log uses even when Kafka's synonyms leave its source out (log.retention.hours).
+        value = overrides[key] if key in overrides else config_text(
+            definition.default if broker_key is None else config.effective(broker_key))
+        entries.append(ConfigEntry(key, value, chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG, False,
+                                   _CONFIG_TYPES[definition.type], definition.doc, tuple(chain)))
     return entries
 
 
 def broker_configs(config: BrokerConfig, per_broker: bool) -> list[ConfigEntry]:
     """Every broker config (`per_broker`), or only those set cluster-wide, without the per-broker values."""
     entries = []
-    for name, _ in config.items():
-        chain = [(name, config_text(value), source) for value, source in config.synonyms(name)
-                 if per_broker or source is not ConfigSource.DYNAMIC_BROKER_CONFIG]
-        if not per_broker and chain[0][2] is not ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG:
+    for name, value in config.items():
+        chain = [(key, config_text(v), source) for key, v, source in config.synonyms(name)
+                 if per_broker or source is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
+        if not per_broker and not chain:
             continue
         definition = definition_of(name)
         assert definition is not None, name
-        entries.append(ConfigEntry(name, chain[0][1], chain[0][2], name not in DYNAMIC_BROKER_CONFIGS,
-                                   _CONFIG_TYPES[definition.type], definition.doc, tuple(chain)))
+        # As Kafka: the key's own value (log.retention.ms stays null when log.retention.hours sets it); for ""
+        # the cluster-wide value only.
+        text = config_text(value) if per_broker else chain[0][1]
+        entries.append(ConfigEntry(name, text, chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG,
+                                   name not in DYNAMIC_BROKER_CONFIGS, _CONFIG_TYPES[definition.type], definition.doc,
+                                   tuple(chain)))
     return entries
 
 

@@ -36,7 +36,7 @@ def test_topic_configs_with_sources(version: int) -> None:
         ("min.insync.replicas", "2", ConfigSource.TOPIC_CONFIG), ("min.insync.replicas", "1", ConfigSource.DEFAULT_CONFIG)]
     retention = entries["retention.ms"]
     assert (retention.value, retention.config_source) == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
-    assert [s.name for s in retention.synonyms] == ["log.retention.ms", "log.retention.ms"]
+    assert [s.name for s in retention.synonyms] == ["log.retention.ms", "log.retention.hours"]
     segment = entries["segment.bytes"]
     assert (segment.value, segment.config_source) == ("1073741824", ConfigSource.DEFAULT_CONFIG)
     if version >= 3:
@@ -83,7 +83,7 @@ def test_dynamic_broker_configs_are_the_first_synonyms_of_a_topic_config() -> No
         ("log.retention.ms", "60000", ConfigSource.DYNAMIC_BROKER_CONFIG),
         ("log.retention.ms", "7200000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
         ("log.retention.ms", "3600000", ConfigSource.STATIC_BROKER_CONFIG),
-        ("log.retention.ms", "604800000", ConfigSource.DEFAULT_CONFIG)]
+        ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG)]
     assert entries["segment.ms"].config_source == ConfigSource.DEFAULT_CONFIG
 
 
@@ -101,8 +101,7 @@ def test_broker_configs_with_dynamic_sources_and_read_only_flags() -> None:
     assert set(shown) == {"log.retention.ms", "min.insync.replicas"}
     assert (shown["log.retention.ms"].value, shown["log.retention.ms"].config_source) == (
         "7200000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
-    assert [s.source for s in shown["log.retention.ms"].synonyms] == [
-        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG]
+    assert [s.source for s in shown["log.retention.ms"].synonyms] == [ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
 
 
 def test_all_topic_configs_when_no_keys_given() -> None:
@@ -221,3 +220,25 @@ def test_refuse_alter_configs_refuses_every_resource() -> None:
     body = wire(configs.refuse_alter_configs(request, errors.NOT_CONTROLLER, "no controller"))
     assert [(r.resource_name, r.error_code, r.error_message) for r in body.responses] == [
         ("a", errors.NOT_CONTROLLER.code, "no controller"), ("b", errors.NOT_CONTROLLER.code, "no controller")]
+
+
+def test_static_keys_in_hours_are_synonyms_as_kafka_lists_them() -> None:
+    static = BrokerConfig({"node.id": 1, "log.retention.ms": "3600000", "log.retention.hours": "48",
+                           "log.roll.hours": "2"})
+    (topic,) = describe(4, (configs.TOPIC_RESOURCE, "orders", ("retention.ms", "segment.ms")), config=static).results
+    entries = {c.name: c for c in topic.configs}
+    retention, segment = entries["retention.ms"], entries["segment.ms"]
+    assert (retention.value, retention.config_source) == ("3600000", ConfigSource.STATIC_BROKER_CONFIG)
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("log.retention.ms", "3600000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.hours", "48", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG)]
+    # Kafka drops synonyms before the first log.roll.ms entry: none here; the value is still the hours'.
+    assert (segment.value, segment.config_source, segment.synonyms) == ("7200000", ConfigSource.DEFAULT_CONFIG, ())
+    (broker,) = describe(4, (configs.BROKER_RESOURCE, "1", ("log.roll.hours", "log.roll.ms")), config=static).results
+    shown = {c.name: c for c in broker.configs}
+    assert (shown["log.roll.hours"].value, shown["log.roll.hours"].config_source) == (
+        "2", ConfigSource.STATIC_BROKER_CONFIG)
+    assert [(s.name, s.value, s.source) for s in shown["log.roll.hours"].synonyms] == [
+        ("log.roll.hours", "2", ConfigSource.STATIC_BROKER_CONFIG), ("log.roll.hours", "168", ConfigSource.DEFAULT_CONFIG)]
+    assert (shown["log.roll.ms"].value, shown["log.roll.ms"].config_source) == (None, ConfigSource.DEFAULT_CONFIG)
