@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # per version outside the repo (tools/compat/build.sh).
 COMPAT_VERSION := 1.10.1
 
-.PHONY: setup test demo bench lint clean compat spark-kafka-jars
+.PHONY: setup test demo bench lint clean compat kafka spark-kafka-jars
 
 setup: $(STAMP)
 
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml Makefile
 # workers the suite kept the cores half busy: 9.6 CPU minutes in 9.6 minutes). One test file per worker, so a
 # module's shared cluster stays in one process; then the Spark tests on their own, one Spark session at a time.
 test: setup
-	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/spark
+	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/spark --ignore=tests/kafka_ref
 	$(MAKE) spark-kafka-jars
 	$(PY) -m pytest tests/spark
 
@@ -40,9 +40,16 @@ spark-kafka-jars: setup
 	@command -v mvn >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven; }
 	$(PY) -m insync.spark.connector_jars >/dev/null
 
-compat: setup
+# Apache Kafka from Maven Central (4.1, the newest 4.x, 3.9), once, into ~/.cache/insync/kafka: the reference
+# that `make compat` runs insync beside. insync itself never needs it.
+kafka: setup
+	@command -v mvn >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven; }
+	$(PY) tools/kafka/assemble.py
+
+compat: setup kafka
 	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
 		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
+	$(PY) -m pytest tests/kafka_ref
 
 demo: setup
 	$(VENV)/bin/insync demo

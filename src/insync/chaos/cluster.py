@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from insync import command_config
-from insync.chaos import netns, secure
+from insync.chaos import kafka_cluster, kafka_dist, netns, secure
 from insync.config import BrokerConfig, ConfigError, parse_overrides
 
 CLUSTER_FILE = "cluster.json"
@@ -81,6 +81,7 @@ class ClusterSpec:
     overrides: Mapping[str, str] = field(default_factory=dict)
     network: netns.Network | None = None  # with --netns
     security: str = "plaintext"  # `--security` (chaos/secure.py)
+    engine: str = kafka_cluster.ENGINE_INSYNC  # or `kafka:<version>` (chaos/kafka_cluster.py)
 
     @property
     def controller(self) -> NodeSpec:
@@ -93,7 +94,7 @@ class ClusterSpec:
 
     @property
     def brokers(self) -> tuple[NodeSpec, ...]:
-        return tuple(n for n in self.nodes if n.roles != "controller")
+        return tuple(n for n in self.nodes if n.roles not in ("controller", kafka_cluster.ZOOKEEPER_ROLE))
 
     @property
     def bootstrap(self) -> str:
@@ -121,7 +122,7 @@ class ClusterSpec:
         network = None if self.network is None else self.network.to_json()
         _write_private(tmp, json.dumps({"directory": self.directory, "overrides": dict(self.overrides),
                                    "nodes": [asdict(n) for n in self.nodes], "network": network,
-                                   "security": self.security}, indent=2))
+                                   "security": self.security, "engine": self.engine}, indent=2))
         tmp.replace(path)
 
     @classmethod
@@ -134,7 +135,7 @@ class ClusterSpec:
             nodes = tuple(NodeSpec(**n) for n in data["nodes"])
             network = None if data.get("network") is None else netns.Network.from_json(data["network"])
             return cls(str(data["directory"]), nodes, dict(data.get("overrides", {})), network,
-                       str(data.get("security", "plaintext")))
+                       str(data.get("security", "plaintext")), str(data.get("engine", kafka_cluster.ENGINE_INSYNC)))
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path} is not a cluster description: {exc}") from None
 
@@ -199,15 +200,20 @@ def _kernel_ports(count: int) -> list[int]:
 
 
 def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[str] = (), controllers: int = 1,
-           network: netns.Network | None = None, security: str = "plaintext") -> ClusterSpec:
+           network: netns.Network | None = None, security: str = "plaintext",
+           engine: str = kafka_cluster.ENGINE_INSYNC) -> ClusterSpec:
     """Plan a cluster and write each node's server.properties; validates the overrides first. With `network`,
-    each node listens on its namespace's address."""
+    each node listens on its namespace's address. With a Kafka `engine`, the nodes are Kafka's
+    (chaos/kafka_cluster.py)."""
     if brokers < 1:
         raise ConfigError(f"--brokers must be at least 1, got {brokers}")
     extra = parse_overrides(overrides)
     if controllers < 1:
         raise ConfigError(f"--controllers must be at least 1, got {controllers}")
-    if controllers > 1 and extra.get("metadata.store") != "zookeeper":
+    dist = None if engine == kafka_cluster.ENGINE_INSYNC else kafka_cluster.dist_for(engine)
+    if dist is not None:
+        kafka_cluster.check_layout(dist, controllers, extra)
+    elif controllers > 1 and extra.get("metadata.store") != "zookeeper":
         raise ConfigError(f"--controllers {controllers} needs metadata.store=zookeeper (and zookeeper.connect): "
                           "the local metadata store serves one controller")
     root = Path(directory).resolve()
@@ -222,19 +228,37 @@ def layout(directory: str | Path, brokers: int, port: int, overrides: Sequence[s
         node_ports.update({node_id: port + brokers + i for i, node_id in enumerate(controller_ids)})
         metric_ports = {node_id: port + 100 + node_id for node_id in ids}
     hosts = dict(network.addresses) if network is not None else {}
-    nodes = [NodeSpec(node_id, "controller" if node_id in controller_ids else "broker", node_ports[node_id],
+    nodes = [NodeSpec(node_id, _roles(dist, node_id in controller_ids), node_ports[node_id],
                       metric_ports[node_id], str(root / f"node-{node_id}"), None, hosts.get(node_id, "127.0.0.1"))
              for node_id in sorted(ids)]
     root.mkdir(parents=True, exist_ok=True)
     secured = secure.prepare(security, root, sorted({"localhost", *(node.host for node in nodes)}))
-    spec = ClusterSpec(str(root), tuple(nodes), {**secured, **extra}, network, security)
+    spec = ClusterSpec(str(root), tuple(nodes), {**secured, **extra}, network, security, engine)
     for node in spec.nodes:
-        properties = _properties(spec, node)
-        BrokerConfig(properties)  # an unknown key or bad value fails here, before anything starts
+        if dist is None:
+            properties = _properties(spec, node)
+            BrokerConfig(properties)  # an unknown key or bad value fails here, before anything starts
+        else:
+            properties = _kafka_properties(spec, node, dist)
         Path(node.directory).mkdir(parents=True, exist_ok=True)
         _write_private(node.config_path, "".join(f"{k}={v}\n" for k, v in properties.items()))
     spec.save()
     return spec
+
+
+def _roles(dist: kafka_dist.KafkaDist | None, is_controller: bool) -> str:
+    if dist is not None:
+        return kafka_cluster.roles_for(dist, is_controller)
+    return "controller" if is_controller else "broker"
+
+
+def _kafka_properties(spec: ClusterSpec, node: NodeSpec, dist: kafka_dist.KafkaDist) -> dict[str, str]:
+    voters = ",".join(f"{c.node_id}@{c.address}" for c in spec.controllers)
+    properties = kafka_cluster.node_properties(dist, node.node_id, node.roles, node.address, node.log_dir, voters,
+                                               spec.controller.address, len(spec.brokers), spec.security)
+    if node.roles != kafka_cluster.ZOOKEEPER_ROLE:
+        properties.update(spec.overrides)
+    return properties
 
 
 def _controller_ids(controllers: int) -> list[int]:
@@ -269,8 +293,7 @@ def start_node(spec: ClusterSpec, node_id: int) -> ClusterSpec:
     try:
         in_namespace = netns.exec_prefix(spec.network, node_id) if spec.network is not None else []
         process = subprocess.Popen(  # `ip netns exec` execs the command: the pid is the node's
-            [*in_namespace, sys.executable, "-m", "insync.cli.main", "broker", "start", "--config",
-             str(node.config_path)],
+            [*in_namespace, *_node_command(spec, node)],
             stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             cwd=node.directory)
     finally:
@@ -278,6 +301,13 @@ def start_node(spec: ClusterSpec, node_id: int) -> ClusterSpec:
     updated = spec.with_pid(node_id, process.pid)
     updated.save()
     return updated
+
+
+def _node_command(spec: ClusterSpec, node: NodeSpec) -> list[str]:
+    if spec.engine == kafka_cluster.ENGINE_INSYNC:
+        return [sys.executable, "-m", "insync.cli.main", "broker", "start", "--config", str(node.config_path)]
+    return kafka_cluster.node_command(kafka_cluster.dist_for(spec.engine), node.roles, Path(node.directory),
+                                      node.metrics_port, node.host)
 
 
 def wait_listening(node: NodeSpec, deadline_s: float = START_DEADLINE_S) -> None:
@@ -370,13 +400,18 @@ def _is_zombie(pid: int) -> bool:
 
 
 def up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int = 1,
-       namespaces: bool = False, security: str = "plaintext") -> ClusterSpec:
+       namespaces: bool = False, security: str = "plaintext", engine: str = kafka_cluster.ENGINE_INSYNC) -> ClusterSpec:
     """Start a cluster and wait until every broker is registered and visible in metadata. Controller 0 starts
     first and is the active one; any others start after it listens, as standbys. With `namespaces`, each node
-    in its own network namespace. Whatever fails, nothing started is left behind."""
+    in its own network namespace. With a Kafka `engine`, Kafka's nodes (KRaft log dirs formatted first).
+    Whatever fails, nothing started is left behind."""
+    engine = kafka_cluster.parse_engine(engine)
     network = _make_network(overrides, [*_controller_ids(controllers), *range(1, brokers + 1)]) if namespaces else None
     try:
-        spec = layout(directory, brokers, port, overrides, controllers, network, security)
+        spec = layout(directory, brokers, port, overrides, controllers, network, security, engine)
+        if engine != kafka_cluster.ENGINE_INSYNC and kafka_cluster.dist_for(engine).kraft_only:
+            kafka_cluster.format_storage(kafka_cluster.dist_for(engine),
+                                         [n.config_path for n in spec.nodes])
     except BaseException:
         if network is not None:
             netns.destroy(network)

@@ -35,12 +35,14 @@ from typing import Any
 
 from insync import faults
 from insync.admin import ensure_topic
-from insync.chaos import cluster, history, network, power
+from insync.chaos import cluster, history, kafka_cluster, network, power
 from insync.config import ConfigError
 
 PROCESS_ACTIONS = ("pause", "resume", "kill", "restart", "crash", "slow-reads", "clear", "fail-partition", "delay")
 NETWORK_ACTIONS = ("isolate", "leader-cut", "bridge", "ring", "one-way", "loss", "latency", "bandwidth", "heal")
 ACTIONS = PROCESS_ACTIONS + NETWORK_ACTIONS
+# Faults an insync node injects into itself (its fault file, its power-loss mode): a Kafka node has no such hook.
+INSYNC_ONLY_ACTIONS = ("crash", "slow-reads", "clear", "fail-partition", "delay")
 _NEEDS = {"slow-reads": ("topic", "partition", "ms"), "fail-partition": ("topic", "partition"), "delay": ("ms",),
           "leader-cut": ("topic", "partition"), "one-way": ("peer",), "loss": ("percent",), "latency": ("ms",),
           "bandwidth": ("kbit",)}
@@ -113,6 +115,9 @@ def apply(spec: cluster.ClusterSpec, step: Step) -> cluster.ClusterSpec:
     if step.action in NETWORK_ACTIONS:
         _apply_network(spec, step)
         return spec
+    if step.action in INSYNC_ONLY_ACTIONS and spec.engine != kafka_cluster.ENGINE_INSYNC:
+        raise ConfigError(f"{step.action} is injected by insync nodes themselves; the cluster at {spec.directory} "
+                          f"runs {spec.engine} (process and network faults work on it)")
     assert step.broker is not None
     node = spec.node(step.broker)
     if step.action == "pause":

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import describe_rows
-from insync.chaos import cluster, secure
+from insync.chaos import cluster, kafka_cluster, kafka_dist, secure
 
 
 def register(subparsers: Any) -> None:
@@ -30,6 +30,10 @@ def register(subparsers: Any) -> None:
                     help="ssl: TLS with client certificates on every listener; sasl_ssl, sasl_plaintext: SASL "
                          "(PLAIN users node and admin) over TLS or not; certificates in DIR/certs, the operator's "
                          "client settings in DIR/client.properties")
+    up.add_argument("--engine", default=kafka_cluster.ENGINE_INSYNC, metavar="insync|kafka[:VERSION]",
+                    help="kafka runs real Apache Kafka instead (assembled from Maven Central into ~/.cache/insync "
+                         f"once): kafka = {kafka_dist.VERSION_ALIASES['']}, kafka:4 = the newest 4.x, kafka:3.9 with "
+                         "ZooKeeper, or kafka:X.Y.Z")
     up.set_defaults(func=_up)
 
     status = commands.add_parser("status", help="processes, brokers and partition health")
@@ -43,8 +47,13 @@ def register(subparsers: Any) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    spec = cluster.up(args.dir, args.brokers, args.port, args.config, args.controllers, args.netns, args.security)
-    print(f"cluster up: controller {spec.controller.address}, {len(spec.brokers)} brokers")
+    spec = cluster.up(args.dir, args.brokers, args.port, args.config, args.controllers, args.netns, args.security,
+                      args.engine)
+    first = "zookeeper" if spec.controller.roles == kafka_cluster.ZOOKEEPER_ROLE else "controller"
+    print(f"cluster up: {first} {spec.controller.address}, {len(spec.brokers)} brokers")
+    if spec.engine != kafka_cluster.ENGINE_INSYNC:
+        for line in kafka_cluster.settings_lines(kafka_cluster.dist_for(spec.engine)):
+            print(line)
     print(f"bootstrap servers: {spec.bootstrap}")
     if spec.security != "plaintext":
         print(f"client settings ({spec.security}): {Path(spec.directory) / secure.CLIENT_PROPERTIES} "
@@ -64,7 +73,8 @@ def _status(args: argparse.Namespace) -> int:
     for node in spec.nodes:
         running = node.pid is not None and cluster.pid_alive(node.pid)
         state = "running" if running else "stopped"
-        if running and len(spec.controllers) > 1 and node.roles == "controller":
+        if running and len(spec.controllers) > 1 and node.roles == "controller" and \
+                spec.engine == kafka_cluster.ENGINE_INSYNC:
             # Only the active controller listens; the others campaign in ZooKeeper.
             state = "running, active" if cluster.listening(node.port, node.host) else "running, standby"
         print(f"{node.node_id:>4}  {node.roles:<10}  {node.address:<21}  {node.pid or '-':>7}  {state}")

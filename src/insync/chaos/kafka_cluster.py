@@ -1,0 +1,157 @@
+"""A real Apache Kafka cluster laid out like an insync one: `insync cluster up --engine kafka[:VERSION]`.
+
+The directory layout, ports, `cluster.json` and node ids are an insync cluster's (chaos/cluster.py), so every
+command that finds a cluster by its directory (faults, workloads, benchmarks, `analyze` on its logs) works on it.
+What differs is what each node runs:
+- Kafka 4.x: KRaft. Controllers (node 0, and 1001.. with `--controllers`) form a static quorum
+  (`controller.quorum.voters`); brokers 1..N. Every node's log dir is formatted with one cluster id first
+  (`kafka-storage format`).
+- Kafka 3.x: ZooKeeper, as the seeds' Kafka ran. Node 0 is a ZooKeeper server started from the same jars
+  (`zookeeper-server-start`'s main class); brokers 1..N elect their controller in it.
+Each node is `java ... kafka.Kafka server.properties` with a small heap, the release tarball's logging layout
+(`server.log`, `controller.log`, `state-change.log` in the node's directory) and JMX on its metrics port.
+`--config KEY=VALUE` goes to every Kafka node's server.properties as is: Kafka validates it at start-up.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from insync.chaos import kafka_dist, secure
+from insync.config import ConfigError
+
+ENGINE_INSYNC = "insync"
+ZOOKEEPER_ROLE = "zookeeper"
+FORMAT_TIMEOUT_S = 120.0
+# Heaps for two cores shared with insync: enough for the tests' and benchmarks' traffic.
+HEAP = {"broker": "-Xms256m -Xmx768m", "controller": "-Xms64m -Xmx256m", ZOOKEEPER_ROLE: "-Xms32m -Xmx128m"}
+# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
+JVM_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+            "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true")
+ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+CONFIG_FILE_NAME = "server.properties"
+
+
+def parse_engine(engine: str) -> str:
+    """`insync`, `kafka`, `kafka:4.1`, `kafka:3.9.1` -> `insync` or `kafka:<exact version>`."""
+    name, _, version = engine.partition(":")
+    if name == ENGINE_INSYNC and not version:
+        return ENGINE_INSYNC
+    if name != "kafka":
+        raise ConfigError(f"--engine must be insync or kafka[:VERSION], got {engine!r}")
+    return f"kafka:{kafka_dist.resolve_version(version)}"
+
+
+def engine_version(engine: str) -> str:
+    assert engine.startswith("kafka:"), engine
+    return engine.split(":", 1)[1]
+
+
+def dist_for(engine: str) -> kafka_dist.KafkaDist:
+    """The assembled release an engine runs (assembled now if it is not in the cache yet)."""
+    return kafka_dist.assemble(engine_version(engine))
+
+
+def roles_for(dist: kafka_dist.KafkaDist, is_controller: bool) -> str:
+    if not is_controller:
+        return "broker"
+    return "controller" if dist.kraft_only else ZOOKEEPER_ROLE
+
+
+def check_layout(dist: kafka_dist.KafkaDist, controllers: int, overrides: Mapping[str, str]) -> None:
+    if not dist.kraft_only and controllers != 1:
+        raise ConfigError(f"--controllers {controllers} with Kafka {dist.version}: a ZooKeeper-mode cluster here "
+                          "has one ZooKeeper server and elects its controller among the brokers")
+    for key in ("node.id", "broker.id", "process.roles", "listeners", "log.dirs", "controller.quorum.voters"):
+        if key in overrides:
+            raise ConfigError(f"--config {key}: the launcher sets it for each node")
+
+
+def node_properties(dist: kafka_dist.KafkaDist, node_id: int, roles: str, address: str, log_dir: Path,
+                    voters: str, zookeeper: str, brokers: int, security: str) -> dict[str, str]:
+    """One node's server.properties before `--config` overrides: ids, listeners, quorum, and the replication
+    factors of the internal topics a cluster of `brokers` can hold (Kafka's quickstart does the same)."""
+    if roles == ZOOKEEPER_ROLE:
+        host, port = address.rsplit(":", 1)
+        return {"dataDir": str(log_dir), "clientPort": port, "clientPortAddress": host, "maxClientCnxns": "0",
+                "admin.enableServer": "false", "4lw.commands.whitelist": "ruok,srvr,stat"}
+    name = secure.listener_name(security, roles == "controller")
+    protocol = "PLAINTEXT" if security == "plaintext" else security.upper()
+    properties = {"log.dirs": str(log_dir), "listeners": f"{name}://{address}",
+                  "listener.security.protocol.map": f"CONTROLLER:{protocol},{name}:{protocol}"}
+    if roles == "broker":
+        replicas = str(min(3, brokers))
+        properties.update({"advertised.listeners": f"{name}://{address}", "inter.broker.listener.name": name,
+                           "offsets.topic.replication.factor": replicas,
+                           "transaction.state.log.replication.factor": replicas,
+                           "transaction.state.log.min.isr": str(min(2, brokers)),
+                           "default.replication.factor": replicas, "group.initial.rebalance.delay.ms": "0"})
+    if dist.kraft_only:
+        properties.update({"node.id": str(node_id), "process.roles": roles, "controller.quorum.voters": voters,
+                           "controller.listener.names": "CONTROLLER"})
+    else:
+        properties.update({"broker.id": str(node_id), "zookeeper.connect": zookeeper,
+                           "listener.security.protocol.map": f"{name}:{protocol}"})
+    if security != "plaintext":
+        properties.update(_security_properties(security, roles))
+    return properties
+
+
+def _security_properties(security: str, roles: str) -> dict[str, str]:
+    """What Kafka needs beyond insync's secured settings (chaos/secure.py): PEM stores are typed, and SASL names
+    its mechanisms."""
+    extra = {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM"} if security.endswith("ssl") else {}
+    if security.startswith("sasl"):
+        extra.update({"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.controller.protocol": "PLAIN"})
+        if roles == "broker":
+            extra["sasl.mechanism.inter.broker.protocol"] = "PLAIN"
+    return extra
+
+
+def format_storage(dist: kafka_dist.KafkaDist, config_paths: list[Path]) -> str:
+    """Format every KRaft node's log dir with one new cluster id (`kafka-storage format`), in parallel; returns
+    the id."""
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    processes = [subprocess.Popen(["java", "-Xmx128m", "-cp", dist.classpath, "kafka.tools.StorageTool", "format",
+                                   "-t", cluster_id, "-c", str(path)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                 for path in config_paths]
+    failures = []
+    for path, process in zip(config_paths, processes, strict=True):
+        try:
+            output, _ = process.communicate(timeout=FORMAT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+        if process.returncode != 0:
+            failures.append(f"{path}: {output.decode(errors='replace').strip()[-400:]}")
+    if failures:
+        raise ConfigError("kafka-storage format failed:\n" + "\n".join(failures))
+    return cluster_id
+
+
+def node_command(dist: kafka_dist.KafkaDist, roles: str, directory: Path, jmx_port: int, host: str) -> list[str]:
+    """The java command line of one node, started in its directory (logs go there)."""
+    _, log_flag = kafka_dist.log_config(dist, directory)
+    jmx = ["-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.authenticate=false",
+           "-Dcom.sun.management.jmxremote.ssl=false", f"-Dcom.sun.management.jmxremote.port={jmx_port}",
+           f"-Dcom.sun.management.jmxremote.rmi.port={jmx_port}", f"-Dcom.sun.management.jmxremote.host={host}",
+           f"-Djava.rmi.server.hostname={host}"]
+    main = ZOOKEEPER_MAIN if roles == ZOOKEEPER_ROLE else "kafka.Kafka"
+    return ["java", *HEAP[roles].split(), *JVM_OPTS, f"-Dkafka.logs.dir={directory}", log_flag, *jmx,
+            "-cp", dist.classpath, main, str(directory / CONFIG_FILE_NAME)]
+
+
+def settings_lines(dist: kafka_dist.KafkaDist) -> list[str]:
+    """What `cluster up` prints about a Kafka cluster's nodes."""
+    mode = "KRaft" if dist.kraft_only else "ZooKeeper"
+    heaps = ", ".join(f"{role} {opts}" for role, opts in HEAP.items()
+                      if (role == ZOOKEEPER_ROLE) != dist.kraft_only or role == "broker")
+    return [f"Apache Kafka {dist.version} ({mode}) from {dist.libs}",
+            f"heaps: {heaps}; JVM: {' '.join(JVM_OPTS)}",
+            "each node: server.properties, server.log, controller.log, state-change.log, stdout.log in DIR/node-<id>,"
+            " data in DIR/node-<id>/data, JMX on its metrics port"]

@@ -1,0 +1,21 @@
+"""Real Apache Kafka beside insync (`make compat`, not `make test`): releases assembled from Maven Central into
+the cache outside the repository (`make kafka`), started by insync's own launcher."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from reference import start_kafka
+
+from insync.chaos import cluster
+
+
+@pytest.fixture(scope="module")
+def kafka41(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
+    """A 3-broker Kafka 4.1 cluster (KRaft, one controller) for a module's tests."""
+    spec = start_kafka(tmp_path_factory.mktemp("kafka41"), "4.1")
+    try:
+        yield spec
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 20.0)

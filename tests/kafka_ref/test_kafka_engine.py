@@ -1,0 +1,91 @@
+"""`insync cluster up --engine kafka:VERSION`: a real Kafka cluster of each release the checks use, started by
+insync's launcher, driven by insync's commands and faults, writing the tarball's logs, and gone after `down`."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from reference import VERSIONS, start_kafka
+
+from insync.admin import describe_rows, ensure_topic
+from insync.chaos import cluster, kafka_cluster, script
+from insync.config import ConfigError
+
+pytestmark = pytest.mark.timeout(300)
+RECORDS = 300
+
+
+def _produce(bootstrap: str, topic: str, count: int) -> int:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    delivered: list[object] = []
+    for i in range(count):
+        producer.produce(topic, f"v{i}".encode(), key=str(i).encode(),
+                         on_delivery=lambda err, msg: delivered.append(msg) if err is None else None)
+    assert producer.flush(60) == 0
+    return len(delivered)
+
+
+def _consume_all(bootstrap: str, topic: str, count: int, timeout_s: float = 60.0) -> set[bytes]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}",
+                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    values: set[bytes] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                values.add(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def _wait_isr(bootstrap: str, topic: str, size: int, timeout_s: float = 60.0) -> list[tuple[int, ...]]:
+    deadline = time.monotonic() + timeout_s
+    isrs: list[tuple[int, ...]] = []
+    while time.monotonic() < deadline:
+        isrs = [row.isr for row in describe_rows(bootstrap, [topic])]
+        if isrs and all(len(isr) == size for isr in isrs):
+            return isrs
+        time.sleep(0.5)
+    raise AssertionError(f"ISRs of {topic} not of size {size} within {timeout_s} s: {isrs}")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_kafka_cluster_runs_under_insyncs_launcher(tmp_path: Path, version: str) -> None:
+    spec = start_kafka(tmp_path / "c", version)
+    assert cluster.ClusterSpec.load(spec.directory).engine == kafka_cluster.parse_engine(f"kafka:{version}")
+    try:
+        ensure_topic(spec.bootstrap, "t", 3, 3, {"min.insync.replicas": "2"})
+        assert _produce(spec.bootstrap, "t", RECORDS) == RECORDS
+        assert len(_consume_all(spec.bootstrap, "t", RECORDS)) == RECORDS
+        # A controlled shutdown takes the broker out of every ISR at once (Kafka's own behaviour), and it is back
+        # in each once restarted.
+        spec = cluster.stop_node(spec, 2, deadline_s=30.0, sig=signal.SIGTERM)
+        assert all(2 not in isr for isr in _wait_isr(spec.bootstrap, "t", 2))
+        spec = script.apply(spec, script.parse_step({"at_s": 0, "action": "restart", "broker": 2}, 0))
+        assert all(2 in isr for isr in _wait_isr(spec.bootstrap, "t", 3))
+        with pytest.raises(ConfigError, match="slow-reads is injected by insync nodes themselves"):
+            script.apply(spec, script.parse_step({"at_s": 0, "action": "slow-reads", "broker": 1, "topic": "t",
+                                                  "partition": 0, "ms": 100}, 0))
+        _assert_tarball_logs(spec)
+    finally:
+        spec = cluster.down(cluster.ClusterSpec.load(spec.directory), 20.0)
+    assert all(node.pid is None for node in spec.nodes)
+
+
+def _assert_tarball_logs(spec: cluster.ClusterSpec) -> None:
+    """Every broker writes server.log and state-change.log; the controller's decisions are in controller.log (a
+    KRaft controller's, or the ZooKeeper-era controller broker's)."""
+    for broker in spec.brokers:
+        directory = Path(broker.directory)
+        assert "Kafka Server started" in (directory / "server.log").read_text() or \
+            "started (kafka.server.KafkaServer)" in (directory / "server.log").read_text()
+        assert "t-0" in (directory / "state-change.log").read_text()
+    holders = [*spec.controllers, *spec.brokers]
+    assert any((Path(node.directory) / "controller.log").stat().st_size > 0 for node in holders)
