@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import enum
 import sys
+import typing
 import uuid
 from typing import Any
 
@@ -49,6 +51,38 @@ def build(cls: type, /, **values: Any) -> Any:
     assert dataclasses.is_dataclass(cls), cls
     names = field_names(cls)
     return cls(**{name: value for name, value in values.items() if name in names})
+
+
+def build_defaults(cls: type, /, **values: Any) -> Any:
+    """An instance of `cls` with `values` and every other field at its zero: absent or empty for what may be,
+    0, "", False, a zero duration or uuid for the rest, nested entities built the same way. For answers that
+    carry nothing but an error (a request this broker does not serve)."""
+    assert dataclasses.is_dataclass(cls), cls
+    given = {name: value for name, value in values.items() if name in field_names(cls)}
+    for field in dataclasses.fields(cls):
+        if field.name not in given and field.default is dataclasses.MISSING \
+                and field.default_factory is dataclasses.MISSING:
+            given[field.name] = _zero(field.type)
+    return cls(**given)
+
+
+def _zero(kind: Any) -> Any:
+    if typing.get_origin(kind) is tuple:
+        return ()
+    if type(None) in typing.get_args(kind):
+        return None
+    assert isinstance(kind, type), kind
+    if dataclasses.is_dataclass(kind):
+        return build_defaults(kind)
+    if issubclass(kind, enum.Enum):
+        return next(iter(kind))  # ErrorCode.none, the first member, is 0
+    if issubclass(kind, uuid.UUID):
+        return ZERO_UUID
+    parse: Any = kind  # kio's sized types (i32, i32Timedelta, TZAware) parse a value of their base type
+    if issubclass(kind, datetime.datetime):
+        return parse(datetime.datetime.fromtimestamp(0, datetime.UTC))
+    base = next(base for base in (datetime.timedelta, int, str, bytes) if issubclass(kind, base))  # bool: int
+    return parse(base())
 
 
 def nested(cls: type, name: str) -> type:

@@ -72,8 +72,9 @@ class Dispatcher(Protocol):
         """The kio response body, or None when no response is sent (Produce with acks=0)."""
         ...
 
-    def unsupported_api_versions_response(self) -> Any:
-        """ApiVersions v0 body with error 35 and the supported table (REFERENCE 13)."""
+    def unsupported_response(self, api_key: int, api_version: int) -> Any | None:
+        """The body answering a request outside the table with error 35: ApiVersions v0 listing the table
+        (REFERENCE 13), another API's own response; None closes the connection."""
         ...
 
 
@@ -249,10 +250,11 @@ class Listener:
         try:
             request = decode_request(payload, self.dispatcher.supported_versions())
         except UnsupportedRequest as exc:
-            if exc.api_key == API_VERSIONS_KEY:
-                body = self.dispatcher.unsupported_api_versions_response()
-                return encode_response_parts(API_VERSIONS_KEY, 0, exc.correlation_id, body)
-            return FrameError(f"{exc} (correlation id {exc.correlation_id})")
+            body = self.dispatcher.unsupported_response(exc.api_key, exc.api_version)
+            if body is None:
+                return FrameError(f"{exc} (correlation id {exc.correlation_id})")
+            version = 0 if exc.api_key == API_VERSIONS_KEY else exc.api_version
+            return encode_response_parts(exc.api_key, version, exc.correlation_id, body)
         except MalformedRequest as exc:
             return FrameError(f"malformed request: {exc}")
         return asyncio.create_task(self._respond(request, session))

@@ -36,7 +36,7 @@ API_NAMES: dict[int, str] = {
 
 
 class MeteredDispatcher:
-    """What both roles give the listener: their ApiVersions table, the error-35 body built from it, and per-API
+    """What both roles give the listener: their ApiVersions table, the error-35 answers outside it, and per-API
     request counts and latencies around the role's own `_handle`."""
 
     api_versions: Mapping[int, tuple[int, int]]
@@ -46,8 +46,8 @@ class MeteredDispatcher:
     def supported_versions(self) -> dict[int, tuple[int, int]]:
         return dict(self.api_versions)
 
-    def unsupported_api_versions_response(self) -> Any:
-        return versions.unsupported_version_response(self.api_versions)
+    def unsupported_response(self, api_key: int, api_version: int) -> Any | None:
+        return versions.unsupported_api_response(api_key, api_version, self.api_versions)
 
     def scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
         """A user's SCRAM credential in this node's metadata image, for its SASL listeners."""

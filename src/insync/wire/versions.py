@@ -11,8 +11,10 @@ controller: registration, heartbeats, AlterPartition, the metadata log as a Fetc
 (`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, (Incremental)AlterConfigs,
 Alter/ListPartitionReassignments and Create/DeleteAcls that brokers forward.
 
-A request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that lists the
-table, so the client retries with a version it can pick; the response header is always v0 (`protocol.codec`).
+An ApiVersions request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that
+lists the table, so the client retries with a version it can pick; the response header is always v0
+(`protocol.codec`). A request of another API or version outside the table (DescribeQuorum, the transactions' and
+share groups' APIs) gets error 35 in that API's own response (`unsupported_api_response`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kio.index import KioIndexError
+
 from insync import errors
 from insync.errors import KafkaError
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.kio import NO_THROTTLE, build, check_body, code, nested, response_class
+from insync.protocol.kio import (
+    NO_THROTTLE,
+    build,
+    build_defaults,
+    check_body,
+    code,
+    field_names,
+    nested,
+    response_class,
+)
 
 PRODUCE = 0
 FETCH = 1
@@ -155,6 +168,24 @@ def api_versions_response(version: int, table: Mapping[int, tuple[int, int]],
 def unsupported_version_response(table: Mapping[int, tuple[int, int]]) -> Any:
     """The v0 body with UNSUPPORTED_VERSION for an ApiVersions request newer than the table (REFERENCE 13)."""
     return api_versions_response(0, table, errors.UNSUPPORTED_VERSION)
+
+
+def unsupported_api_response(api_key: int, version: int, table: Mapping[int, tuple[int, int]]) -> Any | None:
+    """The answer to a request outside `table`: for ApiVersions the v0 body above; for another API Kafka's error
+    response (`AbstractRequest.getErrorResponse`, what its brokers send for an API they know but do not serve
+    where they are), UNSUPPORTED_VERSION in the response's top-level error code. None when that version's
+    response has no schema or no top-level error code (its errors are per entry of a request this broker cannot
+    read): the connection then closes, as Kafka's SocketServer closes it for an API it does not enable."""
+    if api_key == API_VERSIONS:
+        return unsupported_version_response(table)
+    try:
+        cls = response_class(api_key, version)
+    except KioIndexError:
+        return None
+    if "error_code" not in field_names(cls):
+        return None
+    error = errors.UNSUPPORTED_VERSION
+    return build_defaults(cls, error_code=code(error), error_message=error.message, throttle_time=NO_THROTTLE)
 
 
 def respond(request: DecodedRequest, table: Mapping[int, tuple[int, int]]) -> Any:

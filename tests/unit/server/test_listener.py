@@ -35,7 +35,8 @@ class ApiVersionsOnly:
         schema = load_response_schema(18, request.api_version)
         return schema(error_code=ErrorCode.none, api_keys=(), throttle_time=datetime.timedelta(0))
 
-    def unsupported_api_versions_response(self) -> Any:
+    def unsupported_response(self, api_key: int, api_version: int) -> Any:
+        assert api_key == 18, api_key
         schema = load_response_schema(18, 0)
         return schema(error_code=ErrorCode.unsupported_version,
                       api_keys=(ApiVersion(api_key=i16(18), min_version=i16(0), max_version=i16(3)),))

@@ -62,3 +62,19 @@ def test_invalid_client_software_name_is_refused() -> None:
     request = client_request(18, 3, client_software_name="bad name!", client_software_version="1.0")
     body = wire(versions.respond(request, versions.BROKER_API_VERSIONS))
     assert body.error_code == errors.INVALID_REQUEST.code and body.api_keys == ()
+
+
+@pytest.mark.parametrize(("api_key", "version"), [(55, 0), (55, 2), (25, 3), (68, 0), (76, 1), (38, 3)])
+def test_an_api_outside_the_table_is_answered_with_unsupported_version_in_its_own_shape(api_key: int,
+                                                                                        version: int) -> None:
+    body = versions.unsupported_api_response(api_key, version, versions.BROKER_API_VERSIONS)
+    assert body is not None and body.error_code == errors.UNSUPPORTED_VERSION.code
+    encode_response(api_key, version, 9, body)  # every field has a value the wire takes
+
+
+def test_what_cannot_carry_the_error_closes_the_connection() -> None:
+    table = versions.BROKER_API_VERSIONS
+    assert versions.unsupported_api_response(24, 3, table) is None  # AddPartitionsToTxn v3: errors per entry
+    assert versions.unsupported_api_response(55, 99, table) is None  # a version Kafka never had
+    assert versions.unsupported_api_response(999, 0, table) is None  # no such API
+    assert versions.unsupported_api_response(18, 9, table).api_keys  # ApiVersions: v0 listing the table
