@@ -16,6 +16,7 @@ in Kafka: a cluster-wide default (resource name "") and a per-broker value, most
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class ConfigDef:
     min: float | None = None
     max: float | None = None
     allowed: tuple[str, ...] | None = None
+    refused: tuple[tuple[str, str], ...] = ()  # (value, why): Kafka takes it, insync does not implement it
 
     def describe_allowed(self) -> str:
         if self.allowed is not None:
@@ -98,9 +100,12 @@ class ConfigDef:
     def _check_range(self, raw: object, value: object) -> None:
         if value is None:
             return
+        items = value if isinstance(value, tuple) else (value,)
+        for item, why in self.refused:  # Kafka's wording (ConfigException), with the reason it does not apply
+            if item in items:
+                raise ConfigError(f"Invalid value {item} for configuration {self.name}: {why}")
         bad = False
         if self.allowed is not None:
-            items = value if isinstance(value, tuple) else (value,)
             bad = any(str(item) not in self.allowed for item in items)
         elif isinstance(value, int | float) and not isinstance(value, bool):
             bad = (self.min is not None and value < self.min) or (self.max is not None and value > self.max)
@@ -232,7 +237,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.flush.scheduler.interval.ms", "long", LONG_MAX, "log.flush.interval.ms when unset.", min=0),
         _d("log.message.timestamp.type", "string", "CreateTime", "Record timestamp type.",
            allowed=("CreateTime", "LogAppendTime")),
-        _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",)),
+        _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",),
+           refused=(("compact", "insync does not implement log compaction; the only cleanup policy is delete"),)),
         # Accepted and described as Kafka's, for the clients and tools that set them; insync departs from Kafka:
         # batches are stored as the producer compressed them (Kafka's "producer"), and without log compaction
         # there are no tombstones for delete.retention.ms to expire.
@@ -280,9 +286,7 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
      "leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
-    topic_key: ConfigDef(topic_key, BROKER_CONFIGS[broker_key].type, None, BROKER_CONFIGS[broker_key].doc,
-                         BROKER_CONFIGS[broker_key].min, BROKER_CONFIGS[broker_key].max,
-                         BROKER_CONFIGS[broker_key].allowed)
+    topic_key: dataclasses.replace(BROKER_CONFIGS[broker_key], name=topic_key, default=None)
     for topic_key, broker_key in TOPIC_TO_BROKER.items()
 }
 # Topic configs without a broker default (Kafka's QuotaConfigs): the replicas the replication throttles act on,

@@ -41,3 +41,32 @@ def test_compression_type_and_delete_retention_are_topic_configs(insync_cluster:
                10, "the new topic's configs described")
     entries = described[-1]
     assert entries["compression.type"].value == "lz4" and entries["delete.retention.ms"].value == "900"
+
+
+def test_a_compacted_topic_is_refused_with_kafkas_invalid_config(insync_cluster: ClusterSpec) -> None:
+    """insync has no log compaction: cleanup.policy=compact is refused at creation and by both alterations, with
+    INVALID_CONFIG in Kafka's words and the reason; nothing is created or changed."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
+    wording = ("Invalid value compact for configuration cleanup.policy: insync does not implement log compaction; "
+               "the only cleanup policy is delete")
+    created = admin.create_topics([NewTopic("compat-compacted", 1, 1, config={"cleanup.policy": "compact"})],
+                                  operation_timeout=10)
+    with pytest.raises(Exception) as refused:
+        created["compat-compacted"].result(timeout=10)
+    assert (refused.value.args[0].code(), refused.value.args[0].str()) == (KafkaError.INVALID_CONFIG, wording)
+    assert "compat-compacted" not in admin.list_topics(timeout=10).topics
+
+    admin.create_topics([NewTopic("compat-deleting", 1, 1)], operation_timeout=10)["compat-deleting"].result(10)
+    resource = ConfigResource("topic", "compat-deleting")
+    wait_until(lambda: admin.describe_configs([resource])[resource].result(timeout=10) is not None, 10,
+               "the new topic described")
+    incremental = ConfigResource("topic", "compat-deleting", incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
+    legacy = ConfigResource("topic", "compat-deleting", set_config={"cleanup.policy": "compact,delete"})
+    for futures in (admin.incremental_alter_configs([incremental]), admin.alter_configs([legacy])):
+        with pytest.raises(Exception) as altered:
+            list(futures.values())[0].result(timeout=10)
+        assert (altered.value.args[0].code(), altered.value.args[0].str()) == (KafkaError.INVALID_CONFIG, wording)
+    assert admin.describe_configs([resource])[resource].result(timeout=10)["cleanup.policy"].value == "delete"
