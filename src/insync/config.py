@@ -53,27 +53,24 @@ class ConfigDef:
     allowed: tuple[str, ...] | None = None
     refused: tuple[tuple[str, str], ...] = ()  # (value, why): Kafka takes it, insync does not implement it
 
-    def describe_allowed(self) -> str:
-        if self.allowed is not None:
-            return "one of " + ", ".join(self.allowed)
-        if self.type == "bool":
-            return "true or false"
-        if self.type in ("int", "long", "double"):
-            low = "-inf" if self.min is None else f"{self.min:g}"
-            high = "+inf" if self.max is None else f"{self.max:g}"
-            return f"a{'n integer' if self.type != 'double' else ' number'} in [{low}, {high}]"
-        if self.type == "list":
-            return "a comma-separated list"
-        return "a string"
-
     def parse(self, raw: object) -> object:
-        """Parse `raw` (a string from a file, or an already typed value) or raise ConfigError."""
+        """Parse `raw` (a string from a file, or an already typed value) or raise ConfigError in the words of
+        Kafka's ConfigException ("Invalid value V for configuration K: why")."""
         try:
             value = self._coerce(raw)
         except (TypeError, ValueError):
-            raise ConfigError(f"invalid value {raw!r} for {self.name}: expected {self.describe_allowed()}") from None
+            why = ("Expected value to be either true or false" if self.type == "bool"
+                   else f"Not a number of type {self.type.upper()}")
+            raise self.invalid(raw, why) from None
         self._check_range(raw, value)
         return value
+
+    def invalid(self, raw: object, why: str) -> ConfigError:
+        """Kafka's ConfigException for this key."""
+        text = ("true" if raw else "false") if isinstance(raw, bool) else raw
+        if isinstance(text, tuple | list):
+            text = ",".join(str(item) for item in text)
+        return ConfigError(f"Invalid value {text} for configuration {self.name}: {why}")
 
     def _coerce(self, raw: object) -> object:
         if raw is None:
@@ -101,18 +98,26 @@ class ConfigDef:
         if value is None:
             return
         items = value if isinstance(value, tuple) else (value,)
-        for item, why in self.refused:  # Kafka's wording (ConfigException), with the reason it does not apply
+        for item, why in self.refused:  # Kafka's wording, with the reason insync does not apply the value
             if item in items:
-                raise ConfigError(f"Invalid value {item} for configuration {self.name}: {why}")
-        bad = False
+                raise self.invalid(item, why)
         if self.allowed is not None:
-            bad = any(str(item) not in self.allowed for item in items)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            bad = (self.min is not None and value < self.min) or (self.max is not None and value > self.max)
-            if self.type == "int" and not -(2**31) <= value <= INT_MAX:
-                bad = True
-        if bad:
-            raise ConfigError(f"invalid value {raw!r} for {self.name}: expected {self.describe_allowed()}")
+            for item in items:
+                if str(item) not in self.allowed:
+                    raise self.invalid(item, f"String must be one of: {', '.join(self.allowed)}")
+            return
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return
+        if self.type == "int" and not -(2**31) <= value <= INT_MAX:
+            raise self.invalid(raw, "Not a number of type INT")
+        if self.min is not None and value < self.min:
+            raise self.invalid(raw, f"Value must be at least {self._bound(self.min)}")
+        if self.max is not None and value > self.max:
+            raise self.invalid(raw, f"Value must be no more than {self._bound(self.max)}")
+
+    def _bound(self, bound: float) -> str:
+        """A bound as Java prints the Number of Kafka's Range validator."""
+        return str(float(bound)) if self.type == "double" else str(int(bound))
 
 
 def _d(name: str, type_: ConfigType, default: object, doc: str, **kw: object) -> ConfigDef:
@@ -302,6 +307,8 @@ _THROTTLED_REPLICA = re.compile(r"^[0-9]+:[0-9]+$")
 def _validate(raw: Mapping[str, object], defs: Mapping[str, ConfigDef], what: str) -> dict[str, object]:
     found = {key: definition_of(key, defs) for key in raw}
     unknown = sorted(key for key, definition in found.items() if definition is None)
+    if unknown and what == "topic":  # Kafka's LogConfig.validateNames names the first one
+        raise ConfigError(f"Unknown topic config name: {unknown[0]}")
     if unknown:
         raise ConfigError(f"unknown {what} config key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
     return {key: found[key].parse(value) for key, value in raw.items()}  # type: ignore[union-attr]
@@ -474,8 +481,8 @@ def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:
         replicas = values.get(key) or ()
         assert isinstance(replicas, tuple)
         if replicas != ("*",) and not all(_THROTTLED_REPLICA.match(r) for r in replicas):
-            raise ConfigError(f"invalid value {raw[key]!r} for {key}: must be the literal '*' or a list of replicas "
-                              "in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+            raise TOPIC_CONFIGS[key].invalid(raw[key], "must be the literal '*' or a list of replicas in the "
+                                             "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
     return values
 
 
@@ -502,7 +509,7 @@ def altered_topic_configs(current: Mapping[str, str], changes: Sequence[ConfigCh
     of overrides. APPEND and SUBTRACT start from the current override, else the broker default, as in Kafka."""
     for change in changes:
         if change.key not in TOPIC_CONFIGS:
-            raise ConfigError(f"unknown topic config key: {change.key}")
+            raise ConfigError(f"Unknown topic config name: {change.key}")
     altered = _altered(current, changes, replace, TOPIC_CONFIGS,
                        lambda key: (BROKER_CONFIGS[TOPIC_TO_BROKER[key]].default if key in TOPIC_TO_BROKER
                                     else TOPIC_CONFIGS[key].default))

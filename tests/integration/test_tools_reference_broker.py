@@ -52,7 +52,7 @@ def test_bad_arguments_are_named(tansu_bootstrap: str) -> None:
         run(["consume", "--topic", "x", "--offset", "soon", *bs])
     with pytest.raises(ConfigError, match="--partitions"):
         run(["topics", "create", "x", "--partitions", "0", *bs])
-    with pytest.raises(ConfigError, match="unknown topic config key: retention.msec"):
+    with pytest.raises(ConfigError, match="Unknown topic config name: retention.msec"):
         run(["topics", "create", "x", "--config", "retention.msec=1", *bs])
     with pytest.raises(ConfigError, match="unknown topic: nope"):
         run(["topics", "describe", "nope", *bs])

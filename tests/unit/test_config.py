@@ -47,18 +47,18 @@ def test_unknown_key_is_named() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        ("replica.lag.time.max.ms", "ten", "an integer"),
-        ("replica.lag.time.max.ms", "0", r"\[1, \+inf\]"),
-        ("unclean.leader.election.enable", "yes", "true or false"),
-        ("metadata.store", "etcd", "one of local, zookeeper"),
-        ("process.roles", "broker,observer", "one of broker, controller"),
-        ("socket.send.buffer.bytes", "-2", r"\[-1, \+inf\]"),
+        ("replica.lag.time.max.ms", "ten", "Not a number of type LONG"),
+        ("replica.lag.time.max.ms", "0", "Value must be at least 1"),
+        ("unclean.leader.election.enable", "yes", "Expected value to be either true or false"),
+        ("metadata.store", "etcd", "String must be one of: local, zookeeper"),
+        ("process.roles", "broker,observer", "Invalid value observer .* String must be one of: broker, controller"),
+        ("socket.send.buffer.bytes", "-2", "Value must be at least -1"),
     ],
 )
 def test_bad_value_names_key_and_allowed(key: str, value: str, expected: str) -> None:
     with pytest.raises(ConfigError, match=expected) as info:
         BrokerConfig({key: value})
-    assert key in str(info.value)
+    assert f" for configuration {key}: " in str(info.value)  # Kafka's ConfigException wording
 
 
 def test_cross_key_rules() -> None:
@@ -91,7 +91,7 @@ def test_topic_overrides_resolve_over_broker_defaults() -> None:
     assert log_config.segment_bytes == 1000
     assert log_config.retention_ms == 60000
     assert log_config.min_insync_replicas == 2
-    with pytest.raises(ConfigError, match="unknown topic config key: retention.msec"):
+    with pytest.raises(ConfigError, match="Unknown topic config name: retention.msec"):
         config.log_config({"retention.msec": "1"})
 
 
@@ -122,9 +122,16 @@ def test_altered_topic_configs_set_delete_append_subtract() -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (("nope", 0, "1"), "unknown topic config key: nope"),
-    (("min.insync.replicas", 0, "x"), "invalid value 'x' for min.insync.replicas"),
-    (("min.insync.replicas", 0, "0"), "invalid value '0' for min.insync.replicas"),
+    (("nope", 0, "1"), "Unknown topic config name: nope"),
+    (("min.insync.replicas", 0, "x"), "Invalid value x for configuration min.insync.replicas: Not a number of type "
+                                      "INT"),
+    (("min.insync.replicas", 0, "0"), "Invalid value 0 for configuration min.insync.replicas: Value must be at "
+                                      "least 1"),
+    (("compression.type", 0, "brotli"), "Invalid value brotli for configuration compression.type: String must be "
+                                        "one of: "),
+    (("unclean.leader.election.enable", 0, "yes"), "Invalid value yes for configuration "
+                                                    "unclean.leader.election.enable: Expected value to be either "
+                                                    "true or false"),
     (("min.insync.replicas", 0, None), "null value for min.insync.replicas"),
     (("retention.ms", 2, "5"), "APPEND applies to list configs only; retention.ms is long"),
     (("cleanup.policy", 2, "compact"), "Invalid value compact for configuration cleanup.policy: insync does not "

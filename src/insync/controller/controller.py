@@ -46,6 +46,7 @@ from insync.controller.replication_control import (
     check_alter_partition,
     check_manual_assignments,
     check_new_topic,
+    check_replication_factor,
     check_topic_assignments,
     leaving_broker_changes,
     min_isr_changes,
@@ -330,11 +331,8 @@ class Controller:
             check_manual_assignments(self._image, current, count - current, assignments, replication_factor)
             placed = [tuple(BrokerId(b) for b in replicas) for replicas in assignments]
         else:
-            eligible = self._image.eligible_brokers()
-            if len(eligible) < replication_factor:
-                raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
-                                     f"replication factor {replication_factor}: {len(eligible)} brokers are available")
-            placed = place_replicas(eligible, count, replication_factor, self._rng)[current:]
+            check_replication_factor(self._image, replication_factor)
+            placed = place_replicas(self._image.eligible_brokers(), count, replication_factor, self._rng)[current:]
         if validate_only:
             return ControllerResult((), tuple(placed))
         batch = self._batch(now_ms)
@@ -399,7 +397,8 @@ class Controller:
         self._advance(now_ms)
         topic = self._image.topic(name)
         if topic is None:
-            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic named {name!r}")
+            # Kafka's controller answers an unknown name with the error's own message.
+            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, errors.UNKNOWN_TOPIC_OR_PARTITION.message)
         batch = self._batch(now_ms)
         batch.add(RemoveTopicRecord(topic.topic_id))
         return ControllerResult(self._commit(batch, now_ms), topic.topic_id)

@@ -261,17 +261,19 @@ def _stale_broker_epochs(image: MetadataImage, item: AlterPartitionData) -> bool
 
 
 def check_topic_name(name: str) -> None:
-    """Kafka's topic name rules (`Topic.validate`); raises INVALID_TOPIC_EXCEPTION saying which one failed."""
+    """Kafka's topic name rules (`Topic.validate`, its wording); raises INVALID_TOPIC_EXCEPTION saying which one
+    failed."""
+    why = None
     if not name:
-        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION, "topic name is empty")
-    if name in (".", ".."):
-        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION, f"topic name cannot be {name!r}")
-    if len(name) > TOPIC_NAME_MAX:
-        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
-                             f"topic name is {len(name)} characters, longer than {TOPIC_NAME_MAX}")
-    if not _LEGAL_TOPIC_CHARS.match(name):
-        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
-                             f"topic name {name!r} has characters other than ASCII alphanumerics, '.', '_', '-'")
+        why = "the empty string is not allowed"
+    elif name in (".", ".."):
+        why = f"'{name}' is not allowed"
+    elif len(name) > TOPIC_NAME_MAX:
+        why = f"the length of '{name}' is longer than the max allowed length {TOPIC_NAME_MAX}"
+    elif not _LEGAL_TOPIC_CHARS.match(name):
+        why = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    if why is not None:
+        raise KafkaException(errors.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {why}")
 
 
 def check_new_topic(image: MetadataImage, name: str, num_partitions: int, replication_factor: int | None,
@@ -282,18 +284,37 @@ def check_new_topic(image: MetadataImage, name: str, num_partitions: int, replic
     checked by `check_topic_assignments`)."""
     check_topic_name(name)
     if name in image.topic_ids_by_name:
-        raise KafkaException(errors.TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        raise KafkaException(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     for existing in image.topic_ids_by_name:
         if existing.replace(".", "_") == name.replace(".", "_"):
             raise KafkaException(errors.INVALID_TOPIC_EXCEPTION,
-                                 f"topic {name!r} collides with existing topic {existing!r}")
-    if not 1 <= num_partitions <= partitions_max:
+                                 f"Topic '{name}' collides with existing topic: {existing}")
+    if num_partitions < 1:
+        raise KafkaException(errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+    if num_partitions > partitions_max:
         raise KafkaException(errors.INVALID_PARTITIONS,
                              f"{num_partitions} partitions: must be between 1 and {partitions_max}")
-    live = len(image.eligible_brokers())
-    if replication_factor is not None and not 1 <= replication_factor <= live:
+    if replication_factor is not None and replication_factor < 1:
         raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
-                             f"replication factor {replication_factor}: {live} brokers are available")
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
+    if replication_factor is not None:
+        check_replication_factor(image, replication_factor)
+
+
+def check_replication_factor(image: MetadataImage, replication_factor: int) -> None:
+    """Enough eligible brokers to place `replication_factor` replicas on, refused in the words of Kafka's controller
+    and replica placer (INVALID_REPLICATION_FACTOR)."""
+    assert replication_factor >= 1, replication_factor
+    eligible = len(image.eligible_brokers())
+    if eligible == 0:
+        why = "All brokers are currently fenced or in controlled shutdown."
+    elif replication_factor > eligible:
+        why = (f"The target replication factor of {replication_factor} cannot be reached because only {eligible} "
+               "broker(s) are registered.")
+    else:
+        return
+    raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
+                         f"Unable to replicate the partition {replication_factor} time(s): {why}")
 
 
 def check_topic_assignments(image: MetadataImage,

@@ -12,7 +12,7 @@ from insync.cli.main import main
 @pytest.mark.parametrize(("argv", "message"), [
     (["broker", "start", "--config", "foo=bar"], "unknown broker config key: foo"),
     (["broker", "start", "--config", "replica.lag.time.max.ms=-5"],
-     "invalid value '-5' for replica.lag.time.max.ms: expected an integer in [1, +inf]"),
+     "Invalid value -5 for configuration replica.lag.time.max.ms: Value must be at least 1"),
     (["broker", "start", "--config", "/nonexistent/server.properties"], "No such file or directory"),
     (["broker", "start", "--config", "a.properties", "--config", "b.properties"], "at most one properties file"),
     (["sim", "run", "nosuch"], "unknown scenario 'nosuch'"),

@@ -238,19 +238,25 @@ def test_topic_ids_are_uuids_and_deterministic_for_a_seed() -> None:
 
 
 @pytest.mark.parametrize(("name", "partitions", "rf", "configs", "error", "detail"), [
-    ("t", 1, 1, {}, "TOPIC_ALREADY_EXISTS", "already exists"),
-    ("", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "empty"),
-    (".", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "cannot be"),
-    ("..", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "cannot be"),
-    ("a" * 250, 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "longer than 249"),
-    ("bad name", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "characters"),
-    ("tøpic", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "characters"),
-    ("my_topic", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "collides with existing topic 'my.topic'"),
-    ("u", 0, 1, {}, "INVALID_PARTITIONS", "0 partitions"),
-    ("u", 1, 4, {}, "INVALID_REPLICATION_FACTOR", "3 brokers are available"),
-    ("u", 1, 0, {}, "INVALID_REPLICATION_FACTOR", "replication factor 0"),
-    ("u", 1, 1, {"min.insync.replicas": "zero"}, "INVALID_CONFIG", "min.insync.replicas"),
-    ("u", 1, 1, {"no.such.key": "1"}, "INVALID_CONFIG", "no.such.key"),
+    ("t", 1, 1, {}, "TOPIC_ALREADY_EXISTS", "Topic 't' already exists."),
+    ("", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: the empty string is not allowed"),
+    (".", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: '.' is not allowed"),
+    ("..", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: '..' is not allowed"),
+    ("a" * 250, 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "is longer than the max allowed length 249"),
+    ("bad name", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: 'bad name' contains one or more "
+     "characters other than ASCII alphanumerics, '.', '_' and '-'"),
+    ("tøpic", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "characters other than ASCII alphanumerics"),
+    ("my_topic", 1, 1, {}, "INVALID_TOPIC_EXCEPTION", "Topic 'my_topic' collides with existing topic: my.topic"),
+    ("u", 0, 1, {}, "INVALID_PARTITIONS", "Number of partitions was set to an invalid non-positive value."),
+    ("u", 1, 4, {}, "INVALID_REPLICATION_FACTOR", "Unable to replicate the partition 4 time(s): The target "
+     "replication factor of 4 cannot be reached because only 3 broker(s) are registered."),
+    ("u", 1, 0, {}, "INVALID_REPLICATION_FACTOR",
+     "Replication factor must be larger than 0, or -1 to use the default value."),
+    ("u", 1, 1, {"min.insync.replicas": "zero"}, "INVALID_CONFIG",
+     "Invalid value zero for configuration min.insync.replicas: Not a number of type INT"),
+    ("u", 1, 1, {"min.insync.replicas": "0"}, "INVALID_CONFIG",
+     "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"),
+    ("u", 1, 1, {"no.such.key": "1"}, "INVALID_CONFIG", "Unknown topic config name: no.such.key"),
 ])
 def test_create_topic_errors(name: str, partitions: int, rf: int, configs: dict[str, object], error: str,
                              detail: str) -> None:
@@ -261,7 +267,7 @@ def test_create_topic_errors(name: str, partitions: int, rf: int, configs: dict[
     offset = h.controller.image.offset
     with pytest.raises(KafkaException) as exc:
         h.controller.create_topic(name, partitions, rf, configs, h.now)
-    assert exc.value.error.name == error and detail in str(exc.value)
+    assert exc.value.error.name == error and detail in exc.value.detail
     assert h.controller.image.offset == offset  # nothing written
 
 
@@ -481,6 +487,8 @@ def test_create_partitions_needs_enough_brokers_for_the_replication_factor() -> 
     with pytest.raises(KafkaException) as refused:
         h.controller.create_partitions("t", 2, h.now)
     assert refused.value.error is errors.INVALID_REPLICATION_FACTOR
+    assert refused.value.detail == ("Unable to replicate the partition 3 time(s): The target replication factor "
+                                    "of 3 cannot be reached because only 2 broker(s) are registered.")
 
 
 def test_turning_unclean_election_on_elects_the_topics_offline_partitions_at_once() -> None:
