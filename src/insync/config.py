@@ -162,6 +162,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("follower.replication.throttled.rate", "long", LONG_MAX, "Bytes/s a follower fetches, over all its "
            "partitions, for replicas its topics list in follower.replication.throttled.replicas while out of sync.",
            min=0),
+        # Kafka's throttle of replicas moving between a broker's log directories; an insync broker has one log
+        # directory, so nothing moves and the rate is only kept (kafka-reassign-partitions sets and clears it).
+        _d("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX, "Bytes/s of replicas moving "
+           "between log directories of a broker; accepted, insync brokers have one log directory.", min=0),
         _d("replication.quota.window.num", "int", 11, "Samples a replication throttle's rate is measured over.",
            min=1, max=1000),
         _d("replication.quota.window.size.seconds", "int", 1, "Length of each such sample.", min=1),
@@ -288,7 +292,8 @@ _DEFAULTS = {name: d.default for name, d in BROKER_CONFIGS.items() if d.default 
 # which Kafka reads only at startup; insync applies it at once, since its leaders read it on every ISR check.
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
     {*TOPIC_TO_BROKER.values(), "log.index.size.max.bytes", "replica.lag.time.max.ms",
-     "leader.replication.throttled.rate", "follower.replication.throttled.rate"})
+     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+     "replica.alter.log.dirs.io.max.bytes.per.second"})
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     topic_key: dataclasses.replace(BROKER_CONFIGS[broker_key], name=topic_key, default=None)

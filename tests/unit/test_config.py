@@ -188,6 +188,16 @@ def test_altered_broker_configs() -> None:
         altered_broker_configs({}, [ConfigChange("log.roll.ms", ConfigOp.SET, None)])
 
 
+def test_the_log_dir_move_throttle_is_a_dynamic_long_as_in_kafka() -> None:
+    key = "replica.alter.log.dirs.io.max.bytes.per.second"
+    assert BrokerConfig().get_int(key) == 2**63 - 1
+    assert altered_broker_configs({}, [ConfigChange(key, ConfigOp.SET, "50000000")]) == {key: 50_000_000}
+    assert altered_broker_configs({key: "50000000"}, [ConfigChange(key, ConfigOp.DELETE)]) == {}
+    assert altered_broker_configs({}, [ConfigChange(key, ConfigOp.DELETE)]) == {}  # unset: nothing to clear
+    with pytest.raises(ConfigError, match=f"Invalid value -1 for configuration {key}: Value must be at least 0"):
+        altered_broker_configs({}, [ConfigChange(key, ConfigOp.SET, "-1")])
+
+
 def test_kafka_keys_in_hours_and_minutes_set_the_millisecond_configs() -> None:
     hours = BrokerConfig({"log.retention.hours": "48", "log.roll.hours": "2"})
     assert hours.log_config().retention_ms == 48 * 3_600_000 and hours.log_config().segment_ms == 7_200_000

@@ -76,3 +76,14 @@ def test_a_cluster_wide_min_isr_judges_elrs_again() -> None:
     h.controller.alter_broker_configs("", [_set("min.insync.replicas", "1")], h.now)
     reg = h.partition("t")
     assert (reg.leader, reg.isr, reg.elr) == (leader, (leader,), ())
+
+
+@pytest.mark.parametrize("broker", ["1", ""])
+def test_kafka_reassign_partitions_clearing_unset_throttles_succeeds_and_writes_nothing(broker: str) -> None:
+    h = Harness()
+    h.start(1)
+    offset = h.controller.image.offset
+    rates = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+             "replica.alter.log.dirs.io.max.bytes.per.second")
+    result = h.controller.alter_broker_configs(broker, [ConfigChange(key, ConfigOp.DELETE) for key in rates], h.now)
+    assert result.records == () and h.controller.image.offset == offset
