@@ -1,8 +1,13 @@
 """The controller's config decisions, after Kafka's `ConfigurationControlManager`: pure functions of an image.
 
-A new topic's overrides become one `ConfigRecord` per key. An alteration of a topic's overrides or of a broker's dynamic configs (a broker id, or "" for the cluster-wide
-defaults) is validated whole, then becomes one record per key whose value changes: `ConfigRecord` for a topic,
-`BrokerConfigRecord` for a broker. A refusal raises `KafkaException` with Kafka's error, naming the key.
+A new topic's overrides become one `ConfigRecord` per key. An alteration of a topic's overrides or of a broker's
+dynamic configs (a broker id, or "" for the cluster-wide defaults) is validated whole, then becomes one record per
+key whose value changes: `ConfigRecord` for a topic, `BrokerConfigRecord` for a broker. A refusal raises
+`KafkaException` with Kafka's error, naming the key.
+
+With Eligible Leader Replicas on, min ISR must mean the same on every broker, as in Kafka 4.x: the cluster-wide
+`min.insync.replicas` is always set (`elr_safety_records` writes the static value when the controller takes
+office, and removes any per-broker value), a per-broker one is refused, and so is removing the cluster-wide one.
 """
 
 from __future__ import annotations
@@ -70,17 +75,44 @@ def topic_config_update(image: MetadataImage, name: str, changes: Sequence[Confi
                                              for key in _changed_keys(before, after)))
 
 
+MIN_ISR_KEY = "min.insync.replicas"
+
+
+def elr_safety_records(image: MetadataImage, static_min_isr: int) -> tuple[BrokerConfigRecord, ...]:
+    """Kafka's `maybeGenerateElrSafetyRecords`: the cluster-wide min ISR set to the static value where unset, and
+    every per-broker one removed (nothing when already so)."""
+    records = [] if MIN_ISR_KEY in image.dynamic_configs("") else [
+        BrokerConfigRecord("", MIN_ISR_KEY, str(static_min_isr))]
+    records += [BrokerConfigRecord(broker, MIN_ISR_KEY, None) for broker in sorted(image.broker_configs)
+                if broker and MIN_ISR_KEY in image.dynamic_configs(broker)]
+    return tuple(records)
+
+
+def _check_elr_min_isr(broker: str, before: Mapping[str, str], after: Mapping[str, str]) -> None:
+    if before.get(MIN_ISR_KEY) == after.get(MIN_ISR_KEY):
+        return
+    if broker:
+        raise KafkaException(errors.INVALID_CONFIG,
+                             "Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+    if MIN_ISR_KEY not in after:
+        raise KafkaException(errors.INVALID_CONFIG,
+                             "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+
+
 def broker_config_update(image: MetadataImage, static: BrokerConfig, broker: str, changes: Sequence[ConfigChange],
-                         replace: bool) -> ConfigUpdate:
+                         replace: bool, elr_enabled: bool = False) -> ConfigUpdate:
     """Refused: a name that is neither a broker id nor "" (INVALID_REQUEST), a key that cannot change dynamically
     or is unknown (INVALID_REQUEST naming it), a bad value or one that breaks a rule between keys, checked
-    against the controller's `static` settings since it does not know the brokers' (INVALID_CONFIG)."""
+    against the controller's `static` settings since it does not know the brokers' (INVALID_CONFIG); with ELR on,
+    a per-broker min ISR or the cluster-wide one removed (INVALID_CONFIG)."""
     if broker and not (broker.isdigit() and broker.isascii()):
         raise KafkaException(errors.INVALID_REQUEST, f"Invalid broker name {broker}")
     before = image.dynamic_configs(broker)
     try:
         after = {key: config_text(value) for key, value in
                  altered_broker_configs(before, changes, replace=replace).items()}
+        if elr_enabled:
+            _check_elr_min_isr(broker, before, after)
         if broker == "":
             static.with_dynamic(after, {})
         else:

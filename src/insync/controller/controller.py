@@ -31,6 +31,7 @@ from insync.controller.brokers import (
 from insync.controller.config_control import (
     ConfigUpdate,
     broker_config_update,
+    elr_safety_records,
     new_topic_config_records,
     topic_config_update,
 )
@@ -158,6 +159,9 @@ class Controller:
         batch = self._batch(now_ms)
         epoch = self._image.controller_epoch + 1
         batch.add(ControllerChangeRecord(node_id, epoch))
+        if self._policy.elr_enabled:
+            for record in elr_safety_records(self._image, config.get_int("min.insync.replicas")):
+                batch.add(record)
         batch.event(EventType.CONTROLLER_ELECTED, controller_epoch=epoch)
         self._commit(batch, now_ms)
 
@@ -364,7 +368,7 @@ class Controller:
         """The same for a broker's dynamic configs, or the cluster-wide ones for "" (`broker_config_update`),
         which act on every topic without its own value."""
         self._advance(now_ms)
-        update = broker_config_update(self._image, self._config, broker, changes, replace)
+        update = broker_config_update(self._image, self._config, broker, changes, replace, self._policy.elr_enabled)
         topics = sorted(t.name for t in self._image.topics_by_id.values()) if broker == "" else []
         return self._apply_config_update(update, topics, now_ms, validate_only)
 

@@ -3,13 +3,17 @@ validate_only, and cluster-wide defaults that the controller's own elections fol
 
 from __future__ import annotations
 
+import random
+
 import pytest
-from ctrl_harness import Harness
+from ctrl_harness import CONTROLLER_ID, Harness
 from test_ctrl_controller import RECOVERY_OFF, expire, set_isr, three_broker_topic
 from test_ctrl_elr_min_isr import _below_min_isr
 
 from insync import errors
-from insync.config import ConfigChange, ConfigOp
+from insync.config import BrokerConfig, ConfigChange, ConfigOp
+from insync.controller.controller import Controller
+from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
 from insync.metadata.records import BrokerConfigRecord
 
@@ -52,10 +56,11 @@ def test_broker_and_cluster_wide_configs_become_records_of_the_changed_keys() ->
 def test_refusals_name_the_key_and_write_nothing(broker: str, change: ConfigChange, error: str, words: str) -> None:
     h = Harness()
     h.start(1)
+    before = h.controller.image.broker_configs
     with pytest.raises(KafkaException) as refused:
         h.controller.alter_broker_configs(broker, [_set("log.roll.ms", "60000"), change], h.now)
     assert refused.value.error is errors.BY_NAME[error] and words in refused.value.detail
-    assert h.controller.image.broker_configs == {}
+    assert h.controller.image.broker_configs == before
 
 
 def test_a_cluster_wide_unclean_election_default_elects_offline_partitions_at_once() -> None:
@@ -87,3 +92,27 @@ def test_kafka_reassign_partitions_clearing_unset_throttles_succeeds_and_writes_
              "replica.alter.log.dirs.io.max.bytes.per.second")
     result = h.controller.alter_broker_configs(broker, [ConfigChange(key, ConfigOp.DELETE) for key in rates], h.now)
     assert result.records == () and h.controller.image.offset == offset
+
+
+def test_with_elr_on_min_isr_is_cluster_wide_as_in_kafka() -> None:
+    """Kafka 4.x's ELR safety: the controller writes the cluster-wide min.insync.replicas (its static value) when
+    it takes office and removes per-broker ones; a per-broker value and removing the cluster-wide one are refused."""
+    store = MemoryStore()
+    h = Harness({"min.insync.replicas": 2, "eligible.leader.replicas.enable": False}, store=store)
+    h.start(1, 2)
+    h.controller.alter_broker_configs("1", [_set("min.insync.replicas", "1")], h.now)  # allowed without ELR
+    assert h.controller.image.broker_configs == {"1": {"min.insync.replicas": "1"}}
+    elr = Controller(CONTROLLER_ID, BrokerConfig({"node.id": CONTROLLER_ID, "min.insync.replicas": 2}), store, h.now,
+                     random.Random(1))
+    assert elr.image.dynamic_configs("") == {"min.insync.replicas": "2"} and elr.image.dynamic_configs("1") == {}
+    for broker, change, words in [
+            ("2", _set("min.insync.replicas", "3"), "Broker-level min.insync.replicas cannot be altered while ELR"),
+            ("", _set("min.insync.replicas", None, ConfigOp.DELETE),
+             "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")]:
+        with pytest.raises(KafkaException) as refused:
+            elr.alter_broker_configs(broker, [change], h.now)
+        assert refused.value.error is errors.INVALID_CONFIG and words in refused.value.detail
+    elr.alter_broker_configs("", [_set("min.insync.replicas", "3")], h.now)  # changing it stays allowed
+    assert elr.image.dynamic_configs("") == {"min.insync.replicas": "3"}
+    again = Controller(CONTROLLER_ID, BrokerConfig({"node.id": CONTROLLER_ID}), store, h.now, random.Random(1))
+    assert again.image.dynamic_configs("") == {"min.insync.replicas": "3"}  # kept: nothing to write

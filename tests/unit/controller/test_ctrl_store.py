@@ -132,7 +132,7 @@ def test_controller_restarted_on_a_local_file_store_rebuilds_the_same_image(tmp_
     h.controller.create_topic("b", 1, 1, {}, h.now)
     h.controller.delete_topic("b", h.now)
     h.controller.alter_broker_configs("", [ConfigChange("log.retention.ms", ConfigOp.SET, "60000")], h.now)
-    h.controller.alter_broker_configs("2", [ConfigChange("min.insync.replicas", ConfigOp.SET, "2")], h.now)
+    h.controller.alter_broker_configs("2", [ConfigChange("log.retention.ms", ConfigOp.SET, "30000")], h.now)
     h.advance(20_000)
     h.heartbeat_all(1, 2)
     h.controller.tick(h.now)  # broker 3 fenced, leaderships moved
@@ -145,7 +145,8 @@ def test_controller_restarted_on_a_local_file_store_rebuilds_the_same_image(tmp_
     assert after.controller_epoch == before.controller_epoch + 1
     assert (after.topics_by_id, after.topic_ids_by_name, after.brokers, after.topic_configs) == (
         before.topics_by_id, before.topic_ids_by_name, before.brokers, before.topic_configs)
-    assert after.broker_configs == {"": {"log.retention.ms": "60000"}, "2": {"min.insync.replicas": "2"}}
+    assert after.broker_configs == {"": {"log.retention.ms": "60000", "min.insync.replicas": "1"},
+                                    "2": {"log.retention.ms": "30000"}}
     # the restarted controller gives live brokers a fresh session rather than fencing them at once
     restarted.tick(h.now + 1)
     assert not restarted.image.brokers[1].fenced
