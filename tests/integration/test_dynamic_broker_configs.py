@@ -106,7 +106,9 @@ def test_cluster_wide_and_per_broker_configs(spec: ClusterSpec) -> None:
     assert listed.returncode == 0 and listed.stdout.splitlines() == [
         "Default configs for brokers in the cluster are:",
         "  log.retention.ms=7200000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000}",
-        "  log.segment.bytes=4096 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=4096}"
+        "  log.segment.bytes=4096 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=4096}",
+        # Written by the controller with ELR on, as Kafka 4.x's is.
+        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}",
     ], listed.stdout
     alter(admin, "2", ("log.retention.ms", "60000", "SET"))
     shows(admin, "broker", "2", {"log.retention.ms": ("60000", DYNAMIC_BROKER)})
@@ -163,10 +165,10 @@ def test_per_broker_configs_with_kafka_python(spec: ClusterSpec) -> None:
     admin = admin_client(spec)
     try:
         done = client.alter_configs([ConfigResource(ConfigResourceType.BROKER, "3", configs={
-            "log.retention.ms": "90000", "min.insync.replicas": "2"})])
+            "log.retention.ms": "90000", "unclean.leader.election.enable": "true"})])
         assert done == {"broker": {"3": "OK"}}
         shows(admin, "broker", "3", {"log.retention.ms": ("90000", DYNAMIC_BROKER),
-                                     "min.insync.replicas": ("2", DYNAMIC_BROKER)})
+                                     "unclean.leader.election.enable": ("true", DYNAMIC_BROKER)})
         found = client.describe_configs([ConfigResource(ConfigResourceType.BROKER, "3")], include_synonyms=True)
         retention = found["broker"]["3"]["log.retention.ms"]
         assert retention["config_source"] == "DYNAMIC_BROKER_CONFIG" and not retention["read_only"]
@@ -177,7 +179,7 @@ def test_per_broker_configs_with_kafka_python(spec: ClusterSpec) -> None:
             "log.retention.ms": "80000"})], incremental=False)
         assert legacy == {"broker": {"3": "OK"}}
         shows(admin, "broker", "3", {"log.retention.ms": ("80000", DYNAMIC_BROKER),
-                                     "min.insync.replicas": ("2", DYNAMIC_BROKER)})  # kept: the client resent it
+                                     "unclean.leader.election.enable": ("true", DYNAMIC_BROKER)})  # the client resent it
 
         with pytest.raises(ValueError, match="listeners"):  # read-only in DescribeConfigs: refused by the client
             client.alter_configs([ConfigResource(ConfigResourceType.BROKER, "3", configs={"listeners": "x"})])
@@ -186,9 +188,10 @@ def test_per_broker_configs_with_kafka_python(spec: ClusterSpec) -> None:
         assert "InvalidRequest" in refused["broker"]["3"] and "num.partitions" in refused["broker"]["3"]
 
         cleared = client.alter_configs([ConfigResource(ConfigResourceType.BROKER, "3", configs={
-            "log.retention.ms": ("DELETE", None), "min.insync.replicas": ("DELETE", None)})])
+            "log.retention.ms": ("DELETE", None), "unclean.leader.election.enable": ("DELETE", None)})])
         assert cleared == {"broker": {"3": "OK"}}
-        shows(admin, "broker", "3", {"log.retention.ms": (None, DEFAULT), "min.insync.replicas": ("1", DEFAULT)})
+        shows(admin, "broker", "3", {"log.retention.ms": (None, DEFAULT),
+                                     "unclean.leader.election.enable": ("false", DEFAULT)})
     finally:
         client.close()
 
