@@ -8,6 +8,7 @@ Kafka's clients as the load (producer and consumer perf tests, end-to-end latenc
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import time
 from dataclasses import dataclass
@@ -79,18 +80,46 @@ def tools_log_config(dist: KafkaDist) -> Path:
 def command(dist: KafkaDist, tool: str, args: list[str]) -> list[str]:
     if tool not in MAIN_CLASSES:
         raise ConfigError(f"unknown Kafka tool {tool!r}: one of {', '.join(sorted(MAIN_CLASSES))}")
+    return _java(dist, LOAD_JVM if tool in LOAD_TOOLS else ADMIN_JVM, dist.classpath, MAIN_CLASSES[tool], args)
+
+
+def _java(dist: KafkaDist, jvm: tuple[str, ...], classpath: str, main: str, args: list[str]) -> list[str]:
     config = tools_log_config(dist)
     flag = f"-Dlog4j2.configurationFile={config}" if dist.major >= 4 else f"-Dlog4j.configuration=file:{config}"
-    jvm = LOAD_JVM if tool in LOAD_TOOLS else ADMIN_JVM
-    return ["java", *jvm, flag, "-cp", dist.classpath, MAIN_CLASSES[tool], *args]
+    return ["java", *jvm, flag, "-cp", classpath, main, *args]
+
+
+def compile_driver(dist: KafkaDist, source: Path) -> Path:
+    """Compile a test driver's Java source against the release's jars, once per source text; returns the
+    directory of its classes."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    classes = dist.libs.parent / "drivers" / f"{source.stem}-{digest}"
+    if not (classes / f"{source.stem}.class").exists():
+        classes.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["javac", "-nowarn", "-cp", dist.classpath, "-d", str(classes), str(source)],
+                              capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)
+        if done.returncode != 0:
+            raise ConfigError(f"javac could not compile {source}:\n{done.stderr[-2000:]}")
+    return classes
 
 
 def run(dist: KafkaDist, tool: str, args: list[str], stdin: str | None = None,
         timeout_s: float = TOOL_TIMEOUT_S, cwd: Path | None = None) -> ToolRun:
     """Run one tool to completion (killed at `timeout_s`, reported as exit code -9)."""
+    return _run(command(dist, tool, args), tool, args, stdin, timeout_s, cwd)
+
+
+def run_driver(dist: KafkaDist, source: Path, args: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> ToolRun:
+    """Compile (once) and run a test driver whose main class is named as its source file."""
+    classpath = f"{compile_driver(dist, source)}:{dist.classpath}"
+    return _run(_java(dist, LOAD_JVM, classpath, source.stem, args), source.stem, args, None, timeout_s, None)
+
+
+def _run(argv: list[str], tool: str, args: list[str], stdin: str | None, timeout_s: float,
+         cwd: Path | None) -> ToolRun:
     started = time.monotonic()
     try:
-        done = subprocess.run(command(dist, tool, args), input=stdin, capture_output=True, text=True,
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
                               timeout=timeout_s, cwd=cwd, check=False)
         exit_code, stdout, stderr = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
