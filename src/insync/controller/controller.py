@@ -87,6 +87,7 @@ from insync.limits import (
 from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.metadata.records import (
     BrokerRegistrationChangeRecord,
+    ClusterIdRecord,
     ControllerChangeRecord,
     FenceBrokerRecord,
     PartitionRecord,
@@ -95,6 +96,7 @@ from insync.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
+    new_cluster_id,
 )
 from insync.types import NO_LEADER, OFFSETS_TOPIC, BrokerId
 
@@ -157,6 +159,8 @@ class Controller:
             if not broker.fenced:
                 self._sessions.touch(broker.broker_id, now_ms)
         batch = self._batch(now_ms)
+        if self._image.cluster_id is None:  # a new metadata store: the cluster is made now, as Kafka's format does
+            batch.add(ClusterIdRecord(new_cluster_id(rng)))
         epoch = self._image.controller_epoch + 1
         batch.add(ControllerChangeRecord(node_id, epoch))
         if self._policy.elr_enabled:

@@ -23,6 +23,7 @@ from insync.metadata.records import (
     AccessControlEntryRecord,
     BrokerConfigRecord,
     BrokerRegistrationChangeRecord,
+    ClusterIdRecord,
     ConfigRecord,
     ControllerChangeRecord,
     FenceBrokerRecord,
@@ -131,6 +132,7 @@ class MetadataImage:
     offset: int = 0  # records replayed so far, i.e. the metadata offset of the next record
     controller_id: int = -1
     controller_epoch: int = 0
+    cluster_id: str | None = None  # set once, by the first batch of a new metadata store
     topics_by_id: Mapping[str, TopicImage] = field(default_factory=lambda: MappingProxyType({}))
     topic_ids_by_name: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     brokers: Mapping[int, BrokerRegistration] = field(default_factory=lambda: MappingProxyType({}))
@@ -263,6 +265,9 @@ class MetadataImage:
             case ControllerChangeRecord():
                 assert record.controller_epoch > self.controller_epoch, (self.controller_epoch, record)
                 return replace(self, controller_id=record.controller_id, controller_epoch=record.controller_epoch)
+            case ClusterIdRecord():
+                assert self.cluster_id is None, (self.cluster_id, record)
+                return replace(self, cluster_id=record.cluster_id)
         raise AssertionError(f"unhandled record {record!r}")
 
     def _replay_partition(self, record: PartitionRecord) -> MetadataImage:

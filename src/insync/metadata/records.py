@@ -19,8 +19,13 @@ A partition being reassigned (AlterPartitionReassignments) carries Kafka's `addi
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import random
+import re
 import types
 import typing
+import uuid
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, Union
 
@@ -271,6 +276,37 @@ class ControllerChangeRecord(_Record):
         _require(self.controller_epoch > 0, self, f"controller_epoch {self.controller_epoch} must be > 0")
 
 
+# Kafka's cluster id: a random UUID in unpadded base64url (`Uuid.toString`), 22 characters.
+_CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{22}$")
+CLUSTER_ID_TRIES_MAX = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterIdRecord(_Record):
+    """The cluster's id, written once, in the first batch of a new metadata store (Kafka makes it at format)."""
+
+    TYPE: ClassVar[str] = "cluster_id"
+    cluster_id: str
+
+    def __post_init__(self) -> None:
+        _require(bool(_CLUSTER_ID.match(self.cluster_id)), self, f"cluster_id {self.cluster_id!r} is not 22 "
+                 "base64url characters")
+
+
+def new_cluster_id(rng: random.Random) -> str:
+    """A random version-4 UUID as Kafka's `Uuid.randomUuid` prints it, never one starting with '-' (which a
+    command line would take for an option). Its bits are a digest of `rng`'s state, not draws from it: the topic
+    ids and placements drawn next stay those a seeded simulation always made."""
+    state = repr(rng.getstate()).encode()
+    for attempt in range(CLUSTER_ID_TRIES_MAX):
+        raw = hashlib.sha256(state + attempt.to_bytes(2, "big")).digest()[:16]
+        text = base64.urlsafe_b64encode(uuid.UUID(bytes=raw, version=4).bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            assert _CLUSTER_ID.match(text), text
+            return text
+    raise AssertionError(f"{CLUSTER_ID_TRIES_MAX} digests all started with '-'")
+
+
 @dataclass(frozen=True, slots=True)
 class UserScramCredentialRecord(_Record):
     """KRaft's UserScramCredentialRecord: a user's credential for one SCRAM mechanism (Kafka's type byte, 1 for
@@ -346,8 +382,8 @@ class RemoveAccessControlEntryRecord(_Record):
 Record = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | RegisterBrokerRecord
     | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | ConfigRecord
-    | BrokerConfigRecord | ControllerChangeRecord | UserScramCredentialRecord | RemoveUserScramCredentialRecord
-    | AccessControlEntryRecord | RemoveAccessControlEntryRecord
+    | BrokerConfigRecord | ControllerChangeRecord | ClusterIdRecord | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord | AccessControlEntryRecord | RemoveAccessControlEntryRecord
 )
 
 RECORD_TYPES: dict[str, type[_Record]] = {

@@ -58,7 +58,6 @@ from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.role import (
-    CLUSTER_ID,
     MeteredDispatcher,
     client_sasl_for,
     client_tls_for,
@@ -242,7 +241,9 @@ class BrokerNode(MeteredDispatcher):
     async def _to_controller(self, message: Any) -> None:
         try:
             if isinstance(message, BrokerRegistrationRequest):
-                body = controller_apis.registration_request(message, VERSION_REGISTRATION, CLUSTER_ID,
+                # Unknown ("") until the first metadata fetch; from then on the controller checks it.
+                cluster_id = self.core.metadata.image.cluster_id or ""
+                body = controller_apis.registration_request(message, VERSION_REGISTRATION, cluster_id,
                                                             self._advertised())
                 reply: Any = controller_apis.registration_response_from_wire(
                     await self.controller.request(body, self._controller_timeout_s), message.correlation_id)
@@ -332,11 +333,12 @@ class BrokerNode(MeteredDispatcher):
         query, image = metadata.decode_request(request), self._image(session)
         query, denied, access = self.gate.metadata_query(request, query, session, image)
         self.topic_creator.create(metadata.topics_to_create(query, image, self.topic_creator.enabled))
-        answer = metadata.encode_response(query, image, CLUSTER_ID, self.broker_id, self.topic_creator.enabled)
+        answer = metadata.encode_response(query, image, image.cluster_id, self.broker_id, self.topic_creator.enabled)
         return self.gate.metadata_view(request, answer, access, denied)
 
     async def _describe_cluster(self, request: DecodedRequest, session: Session) -> Any:
-        return metadata.describe_cluster(request, self._image(session), CLUSTER_ID, self.broker_id)
+        image = self._image(session)
+        return metadata.describe_cluster(request, image, image.cluster_id or "", self.broker_id)
 
     async def _describe_topic_partitions(self, request: DecodedRequest, session: Session) -> Any:
         return describe_topic_partitions.respond(request, self.core.metadata.image)

@@ -49,7 +49,6 @@ from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
 from insync.server.role import (
-    CLUSTER_ID,
     MeteredDispatcher,
     librdkafka_settings,
     make_listener,
@@ -131,7 +130,7 @@ class ControllerNode(MeteredDispatcher):
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.CONTROLLER_API_VERSIONS)
         if key == versions.BROKER_REGISTRATION:
-            registration = controller_apis.decode_registration(request, CLUSTER_ID)
+            registration = controller_apis.decode_registration(request, self.controller.image.cluster_id)
             response = await self._from_broker(registration.request.correlation_id, registration)
             return controller_apis.encode_registration_response(response, request.api_version)
         if key == versions.BROKER_HEARTBEAT:

@@ -24,8 +24,6 @@ from insync.server.session import Session
 from insync.server.tls import client_tls, server_tls, setting
 from insync.wire import versions
 
-CLUSTER_ID = "insync-cluster-0001"
-
 API_NAMES: dict[int, str] = {
     0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 19: "CreateTopics",
     20: "DeleteTopics", 21: "DeleteRecords", 22: "InitProducerId", 23: "OffsetForLeaderEpoch",

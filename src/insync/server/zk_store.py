@@ -7,6 +7,7 @@ Under the chroot of `zookeeper.connect` the store uses Kafka's ZooKeeper-era lay
     /insync/metadata/batch-0000000000, ...         persistent sequential: one encode_batch() line each
     /brokers/topics/<topic>                        {"version":2,"partitions":{"0":[1,2]},...}
     /brokers/topics/<topic>/partitions/<p>/state   {"controller_epoch":E,"leader":L,"version":1,...}
+    /cluster/id                                    {"version":"1","id":"<the ClusterIdRecord's id>"}
 
 `campaign()` creates `/controller` and bumps `/controller_epoch` in one transaction, so whoever holds the znode
 holds the newest epoch; if the znode exists it waits until it is gone. Every `append()` is one transaction too: a
@@ -14,9 +15,9 @@ version check of `/controller_epoch` (the version this node set when it won), th
 state znodes the batch touches (creates, version-checked updates, deletes of removed topics). A controller that
 was paused while another won fails the check and nothing of its batch is stored; it gets
 `ControllerFencedError` and must stop, as must one whose session is gone. The batches are the source of truth;
-the `/brokers/topics` znodes are a mirror for operators and Kafka tooling, consistent because they change in
-the same transaction. To know topic names, partitions and znode versions the store keeps a `MetadataImage`,
-replayed from `load()` and from each successful append.
+the `/brokers/topics` and `/cluster/id` znodes are a mirror for operators and Kafka tooling, consistent because
+they change in the same transaction. To know topic names, partitions and znode versions the store keeps a
+`MetadataImage`, replayed from `load()` and from each successful append.
 
 Limits: a znode holds at most 1 MB and so does a transaction, so a batch (with its state znodes) must encode
 under 1,000,000 bytes. A larger one (a topic of thousands of partitions) is refused with INVALID_REQUEST before
@@ -51,6 +52,7 @@ from insync.controller.store import ControllerFencedError, MetadataStoreError, d
 from insync.errors import KafkaException
 from insync.metadata.image import MetadataImage
 from insync.metadata.records import (
+    ClusterIdRecord,
     PartitionChangeRecord,
     PartitionRecord,
     Record,
@@ -64,6 +66,7 @@ CONTROLLER_EPOCH = "/controller_epoch"
 BATCHES = "/insync/metadata"
 BATCH_PREFIX = f"{BATCHES}/batch-"
 TOPICS = "/brokers/topics"
+CLUSTER_ID = "/cluster/id"
 MAX_TRANSACTION_BYTES = 1_000_000  # ZooKeeper's jute.maxbuffer is 1 MiB per znode and per request
 
 
@@ -367,6 +370,10 @@ def _plan(old: MetadataImage, new: MetadataImage, records: Sequence[Record], ver
                        "adding_replicas": {}, "removing_replicas": {}})
         writes += _upsert([(_topic_path(topic.name), body), (f"{_topic_path(topic.name)}/partitions", None)],
                           versions, existing)
+    for record in records:
+        if isinstance(record, ClusterIdRecord):  # once, in a new store's first batch
+            body = _dumps({"version": "1", "id": record.cluster_id})
+            writes += _upsert([(CLUSTER_ID.rpartition("/")[0], None), (CLUSTER_ID, body)], versions, existing)
     for topic_id, partition in touched:
         topic = new.topics_by_id[topic_id]
         reg = topic.partitions[partition]

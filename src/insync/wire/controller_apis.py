@@ -6,10 +6,10 @@ messages `controller.node.ControllerCore` handles (a `Registration` and a `Heart
 wire knows) and encodes its answers.
 
 - Registration: the wire carries a UUID incarnation id (the broker's int one is its 128-bit value), the
-  cluster id (checked: INCONSISTENT_CLUSTER_ID), and the broker's listeners: every advertised listener with its
-  name and security protocol. The controller records them all (the first is the registration's host and
-  port); Metadata gives each client the address of the listener it came in on. A registration without
-  listeners is INVALID_REGISTRATION.
+  cluster id (checked once the broker has learnt it: INCONSISTENT_CLUSTER_ID), and the broker's listeners:
+  every advertised listener with its name and security protocol. The controller records them all (the first is
+  the registration's host and port); Metadata gives each client the address of the listener it came in on. A
+  registration without listeners is INVALID_REGISTRATION.
 - Heartbeat: the wire has no published metadata offset; over the network a broker learns it from the high
   watermark of its metadata fetch (`metadata_log.py`), so `heartbeat_response_from_wire` takes the last one
   it saw. `want_fence`/`want_shut_down` travel as Kafka's flags.
@@ -66,7 +66,9 @@ _UUID_MASK = (1 << 128) - 1
 # BrokerRegistration --------------------------------------------------------------------------------------
 
 
-def decode_registration(request: DecodedRequest, cluster_id: str) -> Registration:
+def decode_registration(request: DecodedRequest, cluster_id: str | None) -> Registration:
+    """A broker registration; one naming a cluster other than `cluster_id` (the controller's) is refused. A broker
+    learns the id from the metadata it fetches after registering, so its first registration names none ("")."""
     body = request.body
     check_body(body, BROKER_REGISTRATION)
     incarnation = body.incarnation_id or uuid.UUID(int=0)
@@ -74,7 +76,7 @@ def decode_registration(request: DecodedRequest, cluster_id: str) -> Registratio
     internal = BrokerRegistrationRequest(request.correlation_id, BrokerId(int(body.broker_id)), incarnation.int,
                                          previous_epoch)
     error = errors.NONE
-    if body.cluster_id != cluster_id:
+    if body.cluster_id and body.cluster_id != cluster_id:
         error = errors.BY_NAME["INCONSISTENT_CLUSTER_ID"]
     elif not body.listeners:
         error = errors.BY_NAME["INVALID_REGISTRATION"]

@@ -105,7 +105,7 @@ def live_broker_ids(image: MetadataImage) -> list[int]:
     return sorted(b.broker_id for b in image.brokers.values() if not b.fenced)
 
 
-def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str, broker_id: int,
+def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str | None, broker_id: int,
                     auto_create_enable: bool = False) -> Any:
     """The answer of broker `broker_id` (named as the controller: see the module docstring);
     `auto_create_enable` is its `auto.create.topics.enable`."""

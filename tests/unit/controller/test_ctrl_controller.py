@@ -13,7 +13,7 @@ from insync.controller.replication_control import AlterPartitionData, place_repl
 from insync.controller.results import AlterPartitionDataResult
 from insync.errors import KafkaException
 from insync.events import EventType
-from insync.metadata.records import ConfigRecord, PartitionRecord, TopicRecord
+from insync.metadata.records import ClusterIdRecord, ConfigRecord, PartitionRecord, TopicRecord
 
 SESSION_MS = 9000
 
@@ -235,6 +235,17 @@ def test_topic_ids_are_uuids_and_deterministic_for_a_seed() -> None:
         h.start(1)
         ids.append(h.controller.create_topic("t", 1, 1, {}, h.now).response.topic_id)
     assert ids[0] == ids[1] and len(ids[0]) == 36 and ids[0][14] == "4"
+
+
+def test_a_new_metadata_store_gets_a_cluster_id_once_and_keeps_it_across_restarts() -> None:
+    first = Harness(seed=1)
+    cluster_id = first.controller.image.cluster_id
+    assert cluster_id is not None and len(cluster_id) == 22
+    assert sum(isinstance(r, ClusterIdRecord) for r in first.store.load()) == 1
+    again = Harness(store=first.store, seed=2)  # the controller restarted on the same store
+    assert again.controller.image.cluster_id == cluster_id
+    assert sum(isinstance(r, ClusterIdRecord) for r in again.store.load()) == 1
+    assert Harness(seed=2).controller.image.cluster_id != cluster_id  # another cluster
 
 
 @pytest.mark.parametrize(("name", "partitions", "rf", "configs", "error", "detail"), [

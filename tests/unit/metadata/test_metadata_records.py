@@ -7,6 +7,7 @@ import pytest
 from insync.metadata.records import (
     BrokerConfigRecord,
     BrokerRegistrationChangeRecord,
+    ClusterIdRecord,
     ConfigRecord,
     ControllerChangeRecord,
     FenceBrokerRecord,
@@ -18,6 +19,7 @@ from insync.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
+    new_cluster_id,
     record_from_dict,
 )
 
@@ -42,6 +44,7 @@ ALL = [
     BrokerConfigRecord("", "log.retention.ms", "60000"),
     BrokerConfigRecord("2", "replica.lag.time.max.ms", None),
     ControllerChangeRecord(100, 3),
+    ClusterIdRecord("MkU3OEVBNTcwNTJENDM2Qg"),
 ]
 
 
@@ -130,3 +133,21 @@ def test_reassignment_fields_are_checked_on_construction(build, message: str) ->
 def test_a_replica_change_is_not_isr_only() -> None:
     assert not PartitionChangeRecord(TID, 0, None, None, 0, 1, replicas=(1, 2)).is_isr_only
     assert not PartitionChangeRecord(TID, 0, None, None, 0, 1, removing_replicas=(), adding_replicas=()).is_isr_only
+
+
+def test_cluster_ids_are_random_uuids_as_kafka_prints_them() -> None:
+    import base64
+    import random
+    import uuid
+
+    ids = {new_cluster_id(random.Random(seed)) for seed in range(200)}
+    assert len(ids) == 200 and new_cluster_id(random.Random(3)) == new_cluster_id(random.Random(3))
+    for text in ids:
+        assert len(text) == 22 and not text.startswith("-") and ClusterIdRecord(text).cluster_id == text
+        assert uuid.UUID(bytes=base64.urlsafe_b64decode(text + "==")).version == 4
+
+
+@pytest.mark.parametrize("bad", ["insync-cluster-0001", "", "MkU3OEVBNTcwNTJENDM2Q=", "MkU3OEVBNTcwNTJENDM2Qg/"])
+def test_a_cluster_id_that_is_not_kafkas_form_is_refused(bad: str) -> None:
+    with pytest.raises(RecordError, match="cluster_id"):
+        ClusterIdRecord(bad)

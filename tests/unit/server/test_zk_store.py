@@ -19,6 +19,7 @@ from insync.controller.store import ControllerFencedError
 from insync.errors import KafkaException
 from insync.metadata.image import MetadataImage
 from insync.metadata.records import (
+    ClusterIdRecord,
     ConfigRecord,
     ControllerChangeRecord,
     PartitionChangeRecord,
@@ -266,3 +267,12 @@ def test_an_unreachable_zookeeper_is_a_config_error_naming_it(tmp_path: Path) ->
 def test_a_malformed_connect_string_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="host:port"):
         ZooKeeperStore("localhost/insync", 1)
+
+
+def test_the_cluster_id_is_stored_with_the_batches_and_mirrored_in_kafkas_znode(connect: str,
+                                                                              plain: KazooClient) -> None:
+    store = elected(connect, 1)
+    store.append([ClusterIdRecord("MkU3OEVBNTcwNTJENDM2Qg"), ControllerChangeRecord(1, 1)])
+    store.close()
+    assert znode_json(plain, "/cluster/id") == ({"version": "1", "id": "MkU3OEVBNTcwNTJENDM2Qg"}, 0)
+    assert MetadataImage.from_records(elected(connect, 2).load()).cluster_id == "MkU3OEVBNTcwNTJENDM2Qg"

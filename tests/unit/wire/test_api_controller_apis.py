@@ -54,6 +54,11 @@ def test_registration_for_another_cluster_is_refused() -> None:
     assert controller_apis.decode_registration(arrive(body), "cluster-x").error.name == "INCONSISTENT_CLUSTER_ID"
 
 
+def test_a_broker_that_has_not_learnt_the_cluster_id_yet_registers() -> None:
+    body = controller_apis.registration_request(BrokerRegistrationRequest(1, BrokerId(2), 5), 4, "", PLAIN)
+    assert controller_apis.decode_registration(arrive(body), "cluster-x").error is errors.NONE
+
+
 @pytest.mark.parametrize("version", [0, 2])
 def test_heartbeat_both_ways(version: int) -> None:
     sent = BrokerHeartbeatRequest(9, BrokerId(2), BrokerEpoch(17), 120, want_shutdown=True)
