@@ -1,0 +1,235 @@
+"""The same requests to a Kafka 4.1 cluster and an insync cluster (3 brokers each, ACLs on with everyone allowed
+where no ACL is found), the responses compared field by field (differential.py). Every difference is fixed or
+listed in differential_differences.toml with its reason; the report goes to build/compat/differential.md."""
+
+from __future__ import annotations
+
+import datetime
+import time
+import tomllib
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from differential import (
+    CLOSED,
+    SMALL_MAX_BYTES,
+    TOPICS,
+    Connection,
+    Scenario,
+    batch,
+    differences,
+    masked,
+    plain,
+    request,
+)
+from reference import start_kafka
+
+from insync.chaos import cluster
+
+pytestmark = pytest.mark.timeout(900)
+REPORT = Path(__file__).resolve().parents[2] / "build" / "compat" / "differential.md"
+LISTED = tomllib.loads((Path(__file__).parent / "differential_differences.toml").read_text())
+MS = datetime.timedelta(milliseconds=1)
+# ACLs on, everyone allowed where no ACL is found, and no super user: the harness's own principal (ANONYMOUS on
+# a plaintext listener) meets the DENY it creates.
+ACLS_ON = ["authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+           "allow.everyone.if.no.acl.found=true"]
+FUTURE_VERSION = 127
+# APIs whose empty request is not sent in the sweep: it would change what the scenarios then read.
+SWEEP_SKIPPED = {0, 19, 20, 21, 30, 31, 33, 34, 37, 43, 44, 45, 47, 51}
+Context = dict[str, Any]
+
+
+class Side:
+    """One cluster as the harness talks to it: a connection per broker, its versions and its topic ids."""
+
+    def __init__(self, spec: cluster.ClusterSpec) -> None:
+        self.spec = spec
+        self.connections = [Connection(b.address) for b in spec.brokers]
+        answer = self.connections[0].send(request(18, 3, client_software_name="differential",
+                                                  client_software_version="1"))
+        self.versions = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
+        self.ids: dict[str, uuid.UUID] = {}
+
+    def send(self, broker: int, body: Any) -> Any:
+        return self.connections[broker - 1].send(body)
+
+    def close(self) -> None:
+        for connection in self.connections:
+            connection.close()
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
+    kafka = start_kafka(tmp_path_factory.mktemp("kafka"), "4.1", extra=ACLS_ON)
+    try:
+        insync = cluster.up(str(tmp_path_factory.mktemp("insync")), 3, 0, ACLS_ON)
+        try:
+            pair = (Side(kafka), Side(insync))
+            for side in pair:
+                _prepare(side)
+            yield pair
+            for side in pair:
+                side.close()
+        finally:
+            cluster.down(cluster.ClusterSpec.load(insync.directory), 20.0)
+    finally:
+        cluster.down(cluster.ClusterSpec.load(kafka.directory), 20.0)
+
+
+def _prepare(side: Side) -> None:
+    """The same topics (explicit assignments: the same leaders) and the same batches on both clusters."""
+    topics = [{"name": name, "num_partitions": -1, "replication_factor": -1,
+               "assignments": [{"partition_index": i, "broker_ids": list(replicas)} for i, replicas in
+                               enumerate(assignment)],
+               "configs": [{"name": "max.message.bytes", "value": str(SMALL_MAX_BYTES)}] if name == "small" else []}
+              for name, assignment in {**TOPICS, "secret": ((1, 2, 3),)}.items()]
+    created = side.send(1, request(19, 7, topics=topics, timeout=30_000 * MS))
+    assert all(int(t.error_code) == 0 for t in created.topics), (side.spec.engine, created)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        answer = side.send(1, request(3, 12, topics=[{"name": n} for n in (*TOPICS, "secret")]))
+        if all(int(t.error_code) == 0 and all(p.leader_id >= 0 for p in t.partitions) for t in answer.topics):
+            side.ids = {t.name: t.topic_id for t in answer.topics}
+            break
+        time.sleep(0.5)
+    assert side.ids, f"{side.spec.engine}: topics without leaders after 30 s"
+    for partition, replicas in enumerate(TOPICS["d"]):
+        produced = side.send(replicas[0], _produce(12, "d", partition, batch([b"a", b"b", b"c"])))
+        assert int(produced.responses[0].partition_responses[0].error_code) == 0, (side.spec.engine, produced)
+
+
+def _produce(version: int, topic: str, partition: int, records: bytes, acks: int = -1) -> Any:
+    return request(0, version, acks=acks, timeout=10_000 * MS, topic_data=[
+        {"name": topic, "partition_data": [{"index": partition, "records": records}]}])
+
+
+def _fetch(version: int, ctx: Context, topic: str, partition: int, offset: int) -> Any:
+    return request(1, version, replica_id=-1, max_wait=0 * MS, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                   session_id=0, session_epoch=-1, rack_id="",
+                   topics=[{"topic": topic, "topic_id": ctx["ids"].get(topic, uuid.UUID(int=0)), "partitions": [
+                       {"partition": partition, "fetch_offset": offset, "current_leader_epoch": -1,
+                        "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}])
+
+
+def _list_offsets(version: int, timestamp: int, topic: str = "d") -> Any:
+    return request(2, version, replica_id=-1, isolation_level=0, topics=[
+        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}]}])
+
+
+def _create(version: int, name: str, partitions: int, rf: int, assignments: list[dict[str, Any]] | None = None,
+            configs: list[dict[str, str]] | None = None, validate_only: bool = False) -> Any:
+    return request(19, version, validate_only=validate_only, timeout=30_000 * MS, topics=[
+        {"name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": assignments or [],
+         "configs": configs or []}])
+
+
+Make = Callable[[int, Context], Any]
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("Metadata: a topic and an unknown one", 3, lambda v, c: request(
+        3, v, topics=[{"name": "d"}, {"name": "nope"}], allow_auto_topic_creation=False), versions="all"),
+    Scenario("Produce: to the leader", 0, lambda v, c: _produce(v, "d", 0, batch([b"x"])), versions="all"),
+    Scenario("Produce: to a follower", 0, lambda v, c: _produce(v, "d", 0, batch([b"x"])), broker=2),
+    Scenario("Produce: an unknown topic", 0, lambda v, c: _produce(v, "nope", 0, batch([b"x"]))),
+    Scenario("Produce: a bad CRC", 0, lambda v, c: _produce(v, "d", 0, batch([b"y"], corrupt=True))),
+    Scenario("Produce: a batch above max.message.bytes", 0,
+             lambda v, c: _produce(v, "small", 0, batch([b"z" * (2 * SMALL_MAX_BYTES)]))),
+    Scenario("Produce: acks=2", 0, lambda v, c: _produce(v, "d", 0, batch([b"x"]), acks=2)),
+    Scenario("Fetch: from the start", 1, lambda v, c: _fetch(v, c, "d", 1, 0), broker=2, versions="all"),
+    Scenario("Fetch: an offset out of range", 1, lambda v, c: _fetch(v, c, "d", 1, 1000), broker=2),
+    Scenario("Fetch: from a follower", 1, lambda v, c: _fetch(v, c, "d", 1, 0), broker=1),
+    Scenario("Fetch: an unknown topic", 1, lambda v, c: _fetch(v, c, "nope", 0, 0)),
+    Scenario("ListOffsets: earliest", 2, lambda v, c: _list_offsets(v, -2), versions="all"),
+    Scenario("ListOffsets: latest", 2, lambda v, c: _list_offsets(v, -1)),
+    Scenario("ListOffsets: max timestamp", 2, lambda v, c: _list_offsets(v, -3)),
+    Scenario("ListOffsets: an unknown topic", 2, lambda v, c: _list_offsets(v, -1, "nope")),
+    Scenario("CreateTopics: replication factor 5", 19, lambda v, c: _create(v, "big", 1, 5)),
+    Scenario("CreateTopics: an absent broker in an assignment", 19, lambda v, c: _create(
+        v, "absent", -1, -1, [{"partition_index": 0, "broker_ids": [1, 9]}])),
+    Scenario("CreateTopics: an invalid config", 19, lambda v, c: _create(
+        v, "badcfg", 1, 1, configs=[{"name": "retention.ms", "value": "soon"}])),
+    Scenario("CreateTopics: an unknown config", 19, lambda v, c: _create(
+        v, "unknowncfg", 1, 1, configs=[{"name": "no.such.config", "value": "1"}])),
+    Scenario("CreateTopics: an existing topic", 19, lambda v, c: _create(v, "d", 1, 1)),
+    Scenario("CreateTopics: validate only", 19, lambda v, c: _create(v, "v", 2, 3, validate_only=True)),
+    Scenario("CreatePartitions: fewer than now, and an unknown topic", 37, lambda v, c: request(
+        37, v, timeout=10_000 * MS, topics=[{"name": "d", "count": 2}, {"name": "nope", "count": 4}])),
+    Scenario("DeleteRecords: beyond the high watermark", 21, lambda v, c: request(
+        21, v, timeout=10_000 * MS, topics=[{"name": "d", "partitions": [{"partition_index": 1, "offset": 100}]}]),
+             broker=2),
+    Scenario("DescribeConfigs: a topic, with synonyms", 32, lambda v, c: request(
+        32, v, include_synonyms=True, resources=[{"resource_type": 2, "resource_name": "d"}])),
+    Scenario("DescribeConfigs: an unknown topic", 32, lambda v, c: request(
+        32, v, resources=[{"resource_type": 2, "resource_name": "nope"}])),
+    Scenario("IncrementalAlterConfigs: an invalid value", 44, lambda v, c: request(
+        44, v, resources=[{"resource_type": 2, "resource_name": "d", "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "soon"}]}])),
+    Scenario("FindCoordinator: a group", 10, lambda v, c: request(
+        10, v, key="dg", key_type=0, coordinator_keys=["dg"])),
+    Scenario("DescribeGroups: an unknown group", 15, lambda v, c: request(15, v, groups=["nope"])),
+    Scenario("ApiVersions: a version from the future", 18, lambda v, c: request(18, 3)),
+    Scenario("CreateAcls: deny reads of secret", 30, lambda v, c: request(30, v, creations=[{
+        "resource_type": 2, "resource_name": "secret", "resource_pattern_type": 3, "principal": "User:ANONYMOUS",
+        "host": "*", "operation": 3, "permission_type": 2}])),
+    Scenario("Fetch: a topic the ACLs deny", 1, lambda v, c: _fetch(v, c, "secret", 0, 0)),
+    Scenario("ListOffsets: a topic the ACLs deny", 2, lambda v, c: _list_offsets(v, -1, "secret")),
+)
+
+
+def _versions(scenario: Scenario, kafka: Side, insync: Side) -> list[int]:
+    (k_min, k_max), (i_min, i_max) = kafka.versions[scenario.api_key], insync.versions[scenario.api_key]
+    if scenario.name.startswith("ApiVersions: a version from the future"):
+        return [FUTURE_VERSION]
+    common = list(range(max(k_min, i_min), min(k_max, i_max) + 1))
+    return common if scenario.versions == "all" else common[-1:]
+
+
+def _compare(kafka: Side, insync: Side, name: str, broker: int, make: Callable[[Side], Any],
+             wire_version: int | None = None) -> list[str]:
+    answers = [plain(side.connections[broker - 1].send(make(side), wire_version)) for side in (kafka, insync)]
+    return list(differences(*(masked(a) if a != CLOSED else a for a in answers)))
+
+
+def test_the_same_requests_get_the_same_answers(sides: tuple[Side, Side]) -> None:
+    kafka, insync = sides
+    rows: list[tuple[str, list[str]]] = []
+    only = sorted(set(kafka.versions) ^ set(insync.versions))
+    ranges = [f"{key}: kafka {kafka.versions.get(key)} insync {insync.versions.get(key)}"
+              for key in sorted(set(kafka.versions) & set(insync.versions)) if kafka.versions[key] != insync.versions[key]]
+    rows.append(("ApiVersions: the APIs advertised", [f"only one side: {only}"] if only else []))
+    rows.append(("ApiVersions: the version ranges", ranges))
+    for scenario in SCENARIOS:
+        for version in _versions(scenario, kafka, insync):
+            future = version == FUTURE_VERSION
+            found = _compare(kafka, insync, scenario.name, scenario.broker,
+                             lambda side, v=version, s=scenario: s.make(v, {"ids": side.ids}),
+                             FUTURE_VERSION if future else None)
+            rows.append((f"{scenario.name} (v{version})", found))
+    for key in sorted(set(kafka.versions) & set(insync.versions) - SWEEP_SKIPPED):
+        low, high = max(kafka.versions[key][0], insync.versions[key][0]), min(kafka.versions[key][1],
+                                                                              insync.versions[key][1])
+        for version in range(low, high + 1):
+            found = _compare(kafka, insync, f"empty {key} v{version}", 1,
+                             lambda side, k=key, v=version: request(k, v))
+            rows.append((f"empty request: api {key} v{version}", found))
+    _report(rows)
+    unlisted = [(name, found) for name, found in rows if found and not _listed(name)]
+    assert not unlisted, (f"{len(unlisted)} of {len(rows)} exchanges differ and are not listed (see {REPORT}): "
+                          f"{[name for name, _ in unlisted]}")
+
+
+def _listed(name: str) -> bool:
+    return any(name.startswith(prefix) for prefix in LISTED)
+
+
+def _report(rows: list[tuple[str, list[str]]]) -> None:
+    differing = [(name, found) for name, found in rows if found]
+    lines = [f"# Differential check: {len(rows)} exchanges, {len(differing)} differ", ""]
+    for name, found in differing:
+        reason = next((r for prefix, r in LISTED.items() if name.startswith(prefix)), "NOT LISTED")
+        lines += [f"## {name}", f"listed: {reason}", *(f"- `{line}`" for line in found[:40]), ""]
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text("\n".join(lines) + "\n")
