@@ -54,6 +54,7 @@ from insync.wire.versions import (
 
 GROUP_KEY_TYPE = 0
 NO_OFFSET = -1
+DESCRIBE_GROUPS_NOT_FOUND_VERSION = 6  # KIP-1043: an unknown group is GROUP_ID_NOT_FOUND from this version on
 
 
 # FindCoordinator ---------------------------------------------------------------------------------------------
@@ -275,16 +276,21 @@ def describe_groups_ids(request: DecodedRequest) -> list[str]:
 
 def encode_describe_groups(request: DecodedRequest,
                            described: Sequence[tuple[str, KafkaError, GroupDescription | None]]) -> Any:
+    """An unknown group (no description, no error) is Dead; from v6 (KIP-1043) also GROUP_ID_NOT_FOUND with
+    Kafka's message, before it Dead alone, as Kafka's group coordinator answers each version."""
     cls = response_class(DESCRIBE_GROUPS, request.api_version)
     group_cls, member_cls = nested(cls, "DescribedGroup"), nested(cls, "DescribedGroupMember")
+    not_found = request.api_version >= DESCRIBE_GROUPS_NOT_FOUND_VERSION
 
     def one(group_id: str, error: KafkaError, d: GroupDescription | None) -> Any:
         members = () if d is None else tuple(
             build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                   client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
             for m in d.members)
-        # An unknown group is described as Dead with no error, as Kafka does.
-        return build(group_cls, error_code=code(error), group_id=group_id,
+        message = None
+        if d is None and error is errors.NONE and not_found:
+            error, message = errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+        return build(group_cls, error_code=code(error), error_message=message, group_id=group_id,
                      group_state="Dead" if d is None else d.state, protocol_type="" if d is None else d.protocol_type,
                      protocol_data="" if d is None else d.protocol_name, members=members,
                      authorized_operations=-2147483648)

@@ -8,12 +8,14 @@ from apis_helpers import client_request, request_entity, wire
 
 from insync import errors
 from insync.groups.deletion import OffsetDeletion
+from insync.groups.messages import GroupDescription
 from insync.groups.messages import JoinedMember, JoinResult, LeaveResult
 from insync.groups.offsets import CommittedOffset
 from insync.types import TopicPartition
 from insync.wire import groups
 from insync.wire.versions import (
     DELETE_GROUPS,
+    DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     JOIN_GROUP,
     LEAVE_GROUP,
@@ -144,3 +146,16 @@ def test_offset_delete_answers_per_partition_or_with_the_group_error_alone() -> 
         ("t", [(1, 86), (0, 0)])]
     answer = wire(groups.encode_offset_delete(request, OffsetDeletion(E["GROUP_ID_NOT_FOUND"], (), ())))
     assert (int(answer.error_code), answer.topics) == (69, ())
+
+
+def test_describe_groups_answers_an_unknown_group_dead_before_v6_and_not_found_from_v6() -> None:
+    known = GroupDescription("cg", "Empty", "consumer", "", ())
+    for version, unknown in ((5, (0, None, "Dead")), (6, (69, "Group nope not found.", "Dead"))):
+        request = client_request(DESCRIBE_GROUPS, version, groups=("nope", "cg"), include_authorized_operations=False)
+        answer = wire(groups.encode_describe_groups(request, [("nope", errors.NONE, None), ("cg", errors.NONE, known)]))
+        nope, cg = answer.groups
+        assert (int(nope.error_code), getattr(nope, "error_message", None), nope.group_state) == unknown, version
+        assert (int(cg.error_code), getattr(cg, "error_message", None), cg.group_state) == (0, None, "Empty")
+    request = client_request(DESCRIBE_GROUPS, 6, groups=("moved",), include_authorized_operations=False)
+    [moved] = wire(groups.encode_describe_groups(request, [("moved", E["NOT_COORDINATOR"], None)])).groups
+    assert (int(moved.error_code), moved.error_message) == (16, None)  # the coordinator's own error stays
