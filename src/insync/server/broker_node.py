@@ -71,6 +71,7 @@ from insync.storage.log_manager import LogManager
 from insync.storage.power_loss import open_disk
 from insync.types import BrokerId, Outgoing
 from insync.wire import (
+    client_quotas,
     configs,
     controller_apis,
     describe_topic_partitions,
@@ -352,6 +353,9 @@ class BrokerNode(MeteredDispatcher):
     async def _describe_scram_credentials(self, request: DecodedRequest, session: Session) -> Any:
         return scram_credentials.describe_user_scram_credentials(request, self.core.metadata.image)
 
+    async def _client_quotas(self, request: DecodedRequest, session: Session) -> Any:
+        return client_quotas.respond(request)
+
     async def _sasl_out_of_turn(self, request: DecodedRequest, session: Session) -> Any:
         """SaslHandshake or SaslAuthenticate that no SASL exchange expects (a SASL listener's gate answers the
         others)."""
@@ -589,6 +593,8 @@ ROUTES: Mapping[int, Route] = {
     versions.DESCRIBE_TOPIC_PARTITIONS: BrokerNode._describe_topic_partitions,
     versions.DESCRIBE_CONFIGS: BrokerNode._describe_configs,
     versions.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode._describe_scram_credentials,
+    versions.DESCRIBE_CLIENT_QUOTAS: BrokerNode._client_quotas,
+    versions.ALTER_CLIENT_QUOTAS: BrokerNode._client_quotas,
     versions.SASL_HANDSHAKE: BrokerNode._sasl_out_of_turn,
     versions.SASL_AUTHENTICATE: BrokerNode._sasl_out_of_turn,
     **dict.fromkeys(GROUP_APIS, BrokerNode._group_request),

@@ -29,6 +29,7 @@ from insync.security.acl import AclOperation, ResourceType
 from insync.types import BrokerEpoch
 from insync.wire import (
     acls,
+    client_quotas,
     configs,
     controller_apis,
     forwarding,
@@ -58,7 +59,8 @@ CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
     versions.LIST_PARTITION_REASSIGNMENTS: Op.DESCRIBE, versions.CREATE_ACLS: Op.ALTER,
     versions.DELETE_ACLS: Op.ALTER, versions.DESCRIBE_ACLS: Op.DESCRIBE, versions.DESCRIBE_LOG_DIRS: Op.DESCRIBE,
     versions.ALTER_REPLICA_LOG_DIRS: Op.ALTER, versions.DESCRIBE_USER_SCRAM_CREDENTIALS: Op.DESCRIBE,
-    versions.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER,
+    versions.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER, versions.DESCRIBE_CLIENT_QUOTAS: Op.DESCRIBE_CONFIGS,
+    versions.ALTER_CLIENT_QUOTAS: Op.ALTER_CONFIGS,
 }
 # What a controller serves without ClusterAction: the handshake that precedes any request.
 CONTROLLER_OPEN_APIS = frozenset((versions.API_VERSIONS, versions.SASL_HANDSHAKE, versions.SASL_AUTHENTICATE))
@@ -106,6 +108,10 @@ def _cluster_refusal(request: DecodedRequest, config: BrokerConfig, image: Metad
         return scram_credentials.refuse_describe(request, CLUSTER_DENIED, message)
     if key == versions.ALTER_USER_SCRAM_CREDENTIALS:
         return scram_credentials.refuse_alter(request, CLUSTER_DENIED, message)
+    if key == versions.DESCRIBE_CLIENT_QUOTAS:
+        return client_quotas.refuse_describe(request, CLUSTER_DENIED, message)
+    if key == versions.ALTER_CLIENT_QUOTAS:
+        return client_quotas.refuse_alter(request, CLUSTER_DENIED, message)
     if key == versions.DESCRIBE_LOG_DIRS:
         decoded = log_dirs.decode_describe_log_dirs(request)
         answer = log_dirs.encode_describe_log_dirs(

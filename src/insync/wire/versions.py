@@ -82,6 +82,8 @@ SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
 DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
+DESCRIBE_CLIENT_QUOTAS = 48
+ALTER_CLIENT_QUOTAS = 49
 
 BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     PRODUCE: (3, 13),
@@ -126,6 +128,9 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     SASL_AUTHENTICATE: (0, 2),
     DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # Client quotas: none exist (described as none; changes refused), see wire/client_quotas.py
+    DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {

@@ -46,6 +46,7 @@ from insync.replication.messages import FetchResponse
 from insync.types import BrokerEpoch, TopicPartition
 from insync.wire import (
     acls,
+    client_quotas,
     configs,
     controller_apis,
     describe_topic_partitions,
@@ -205,6 +206,8 @@ ANSWER.update({
     versions.DESCRIBE_USER_SCRAM_CREDENTIALS: lambda r: scram_credentials.describe_user_scram_credentials(r, IMAGE),
     versions.ALTER_USER_SCRAM_CREDENTIALS: lambda r: scram_credentials.alter_user_scram_credentials(
         r, lambda deletions, upsertions: []),
+    versions.DESCRIBE_CLIENT_QUOTAS: client_quotas.respond,
+    versions.ALTER_CLIENT_QUOTAS: client_quotas.respond,
 })
 
 CASES = [(key, version) for key, (low, high) in {**versions.BROKER_API_VERSIONS,
