@@ -33,6 +33,7 @@ MASKED = frozenset({
     "log_append_time_ms", "timestamp", "incarnation_id", "broker_epoch", "authorized_operations",
     "cluster_authorized_operations", "topic_authorized_operations", "finalized_features_epoch", "leader_id",
     "generation_id", "node_id", "coordinator_key", "rack", "end_point", "lowest_supported_version",
+    "producer_id", "log_dir",
 })
 # Topics made the same way on both clusters: name -> replica assignments (leaders are the first replicas).
 TOPICS = {"d": ((1, 2, 3), (2, 3, 1), (3, 1, 2)), "small": ((1, 2, 3),)}
@@ -118,11 +119,21 @@ def differences(kafka: Any, insync: Any, path: str = "") -> Iterator[str]:
     if isinstance(kafka, dict) and isinstance(insync, dict):
         for key in sorted(kafka.keys() | insync.keys()):
             yield from differences(kafka.get(key, "<absent>"), insync.get(key, "<absent>"), f"{path}.{key}")
+    elif _named(kafka) and _named(insync):  # topics, groups, configs: matched by name, order aside
+        by_name = [{item["name"]: item for item in side} for side in (kafka, insync)]
+        for name in sorted(by_name[0].keys() | by_name[1].keys()):
+            yield from differences(by_name[0].get(name, "<absent>"), by_name[1].get(name, "<absent>"),
+                                   f"{path}[{name}]")
     elif isinstance(kafka, list) and isinstance(insync, list) and len(kafka) == len(insync):
         for i, (k, s) in enumerate(zip(kafka, insync, strict=True)):
             yield from differences(k, s, f"{path}[{i}]")
     elif kafka != insync:
         yield f"{path or '.'}: kafka={_short(kafka)} insync={_short(insync)}"
+
+
+def _named(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) and "name" in v for v in value) \
+        and len({v["name"] for v in value}) == len(value)
 
 
 def _short(value: Any) -> str:
@@ -177,5 +188,6 @@ class Scenario:
     name: str
     api_key: int
     make: Callable[[int], Any]  # version -> request
-    broker: int = 1
+    broker: int | str = 1  # or a group: its coordinator on each side
     versions: str = "latest"  # "latest" or "all" (every version both advertise)
+    settle_s: float = 0.0  # wait after it: what it changed reaches every broker asynchronously
