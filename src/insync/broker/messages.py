@@ -86,6 +86,7 @@ class PartitionProduceResult:
     topic_partition: TopicPartition
     error: KafkaError
     base_offset: Offset
+    log_start_offset: Offset = Offset(-1)  # -1 where Kafka answers no log (see broker.produce)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,16 @@ Waiting acks=all answers live in `replication.purgatory` (Kafka's DelayedProduce
 checked when something may have completed a wait (the high watermark of a partition advanced, or leadership
 changed) and expire at their deadline. The purgatory is bounded; when it is full the request is answered at once
 with REQUEST_TIMED_OUT for the partitions still undecided.
+
+Each answer carries the partition's log start offset as Kafka's ReplicaManager gives it: after the append on
+success, and kept with the base offset when an acks=all wait ends in an error; -1 for the refusals Kafka answers
+without looking at the log (`NO_LOG_ERRORS`), the current one for any other refusal.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from insync import errors
 from insync.broker.messages import PartitionProduceResult, ProduceRequest, ProduceResponse
@@ -25,6 +29,11 @@ from insync.replication.results import ProduceWait
 from insync.types import Address, Offset, Outgoing, TopicPartition
 
 NO_OFFSET = Offset(-1)
+
+# Refusals Kafka's ReplicaManager answers with no log start offset; any other carries the partition's.
+NO_LOG_ERRORS = frozenset({errors.UNKNOWN_TOPIC_OR_PARTITION, errors.NOT_LEADER_OR_FOLLOWER, errors.MESSAGE_TOO_LARGE,
+                           errors.RECORD_LIST_TOO_LARGE, errors.CORRUPT_MESSAGE, errors.KAFKA_STORAGE_ERROR,
+                           errors.DUPLICATE_SEQUENCE_NUMBER, errors.INVALID_REQUIRED_ACKS})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +72,14 @@ class ProduceHandler:
             try:
                 append = partition.append_records_as_leader(records, request.acks, now_ms)
             except KafkaException as exc:
-                results[tp] = self._error(tp, exc.error)
+                log_start = NO_OFFSET if exc.error in NO_LOG_ERRORS else Offset(partition.log.log_start_offset)
+                results[tp] = self._error(tp, exc.error, log_start)
                 continue
             appended[tp] = len(records)
             if append.high_watermark_advanced:
                 advanced.append(tp)
-            results[tp] = PartitionProduceResult(tp, errors.NONE, append.first_offset)
+            results[tp] = PartitionProduceResult(tp, errors.NONE, append.first_offset,
+                                                 Offset(partition.log.log_start_offset))
             if request.acks == -1:
                 waits[tp] = (partition, append.wait)
         if request.acks == 0:
@@ -86,16 +97,21 @@ class ProduceHandler:
             return ProduceOutcome([self._finish(delayed)], advanced, appended)
         return ProduceOutcome([], advanced, appended)
 
-    def _error(self, tp: TopicPartition, error: KafkaError) -> PartitionProduceResult:
+    def _count(self, tp: TopicPartition, error: KafkaError) -> None:
         key = (tp, error.name)
         self.rejected[key] = self.rejected.get(key, 0) + 1
-        return PartitionProduceResult(tp, error, NO_OFFSET)
+
+    def _error(self, tp: TopicPartition, error: KafkaError, log_start: Offset = NO_OFFSET) -> PartitionProduceResult:
+        self._count(tp, error)
+        return PartitionProduceResult(tp, error, NO_OFFSET, log_start)
 
     def _finish(self, delayed: DelayedProduce[_Reply]) -> Outgoing:
+        """The answer of an acks=all wait: an error keeps the append's offsets, as Kafka's DelayedProduce."""
         reply = delayed.context
         for tp, status in delayed.results().items():
             if status is not errors.NONE:
-                reply.results[tp] = self._error(tp, status)
+                self._count(tp, status)
+                reply.results[tp] = replace(reply.results[tp], error=status)
         return self._respond(reply)
 
     @staticmethod

@@ -7,8 +7,8 @@ metadata lacks UNKNOWN_TOPIC_OR_PARTITION, and acks other than 0, 1,
 With acks=0 the listener sends no response at all; `encode_response` is still well defined.
 
 The response groups partitions by topic in request order, naming each topic as the request did (name, or
-id from v13). `log_append_time` is -1 (CreateTime topics) and `log_start_offset` -1 where the core's result
-does not carry one; Kafka's clients read neither on success. Given the broker's image, a partition refused
+id from v13). `log_append_time` is -1 (CreateTime topics); `log_start_offset` is the core's (-1 for the
+refusals Kafka answers without a log, and for those of this translator). Given the broker's image, a partition refused
 with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the current leader and its endpoint (KIP-951, v10+).
 """
 
@@ -35,8 +35,6 @@ from insync.wire.entities import (
     wire_topic_key,
 )
 from insync.wire.versions import PRODUCE
-
-LOG_START_OFFSET_UNKNOWN = -1  # the core's result does not carry it; clients read it only on errors
 
 VALID_ACKS = (0, 1, -1)
 
@@ -81,14 +79,14 @@ def encode_response(response: ProduceResponse, decoded: Decoded[ProduceRequest],
     cls = response_class(PRODUCE, decoded.version)
     partition_cls = nested(cls, "PartitionProduceResponse")
 
-    def partition(tp: TopicPartition, error: errors.KafkaError, base_offset: int) -> Any:
+    def partition(tp: TopicPartition, error: errors.KafkaError, base_offset: int, log_start_offset: int) -> Any:
         return build(partition_cls, index=tp.partition, error_code=code(error), base_offset=base_offset,
-                     log_append_time=None, log_start_offset=LOG_START_OFFSET_UNKNOWN, record_errors=(),
+                     log_append_time=None, log_start_offset=log_start_offset, record_errors=(),
                      **current_leader(partition_cls, image, tp.topic, tp.partition, error))
 
-    items = [(decoded.key(r.topic_partition.topic), partition(r.topic_partition, r.error, r.base_offset))
-             for r in response.results]
-    items.extend((r.topic, partition(TopicPartition(r.topic.name or "", r.partition), r.error, -1))
+    items = [(decoded.key(r.topic_partition.topic),
+              partition(r.topic_partition, r.error, r.base_offset, r.log_start_offset)) for r in response.results]
+    items.extend((r.topic, partition(TopicPartition(r.topic.name or "", r.partition), r.error, -1, -1))
                  for r in decoded.rejected)
     topics = topic_entities(nested(cls, "TopicProduceResponse"), "partition_responses", group(items))
     return build(cls, responses=topics, throttle_time=NO_THROTTLE,
@@ -103,5 +101,5 @@ def _encode_plain(response: ProduceResponse, decoded: Decoded[ProduceRequest]) -
     for r in response.results:
         key = decoded.key(r.topic_partition.topic)
         items.append((key.topic_id if by_id else key.name or "",
-                      (r.topic_partition.partition, r.error.code, r.base_offset, LOG_START_OFFSET_UNKNOWN)))
+                      (r.topic_partition.partition, r.error.code, r.base_offset, r.log_start_offset)))
     return produce_response.encode(decoded.version, group(items))

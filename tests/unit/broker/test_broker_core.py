@@ -182,6 +182,20 @@ def test_acks_all_is_answered_once_the_follower_has_the_batch() -> None:
     assert all(core.high_watermark(TP) == 3 for core in h.cores.values())
 
 
+def test_produce_answers_carry_the_log_start_offset_as_kafka() -> None:
+    """Kafka's ReplicaManager: the log start offset after an append; -1 for a refusal made without the log
+    (a corrupt batch), the current one for any other."""
+    h = _cluster()
+    h.produce(1, 1)
+    corrupt = bytearray(build_batch([(b"k", b"v")]))
+    corrupt[-1] ^= 0xFF  # the CRC no longer matches
+    h.queue.append(("client", h.leader().broker_id, ProduceRequest(2, 1, 30_000, ((TP, bytes(corrupt)),))))
+    h.run(50)
+    answers = {m.correlation_id: m.results[0] for m in h.client if isinstance(m, ProduceResponse)}
+    assert (answers[1].error, answers[1].base_offset, answers[1].log_start_offset) == (errors.NONE, 0, 0)
+    assert (answers[2].error, answers[2].base_offset, answers[2].log_start_offset) == (errors.CORRUPT_MESSAGE, -1, -1)
+
+
 def test_acks_zero_gets_no_answer_and_acks_one_gets_one_at_once() -> None:
     h = _cluster()
     h.produce(0, 1)
@@ -206,6 +220,7 @@ def test_follower_stuck_leaves_isr_then_acks_all_is_refused_below_min_isr() -> N
     h.run(1_100)
     [refused] = [m for m in h.client if isinstance(m, ProduceResponse) and m.correlation_id == 9]
     assert refused.results[0].error is errors.NOT_ENOUGH_REPLICAS
+    assert (refused.results[0].base_offset, refused.results[0].log_start_offset) == (-1, 0)
 
 
 def test_slow_leader_reads_come_back_as_complete_after() -> None:
@@ -269,6 +284,7 @@ def test_acks_all_times_out_while_a_stuck_follower_is_still_in_the_isr() -> None
     h.run(200)
     [timed_out] = [m for m in h.client if isinstance(m, ProduceResponse)]
     assert timed_out.results[0].error is errors.REQUEST_TIMED_OUT
+    assert (timed_out.results[0].base_offset, timed_out.results[0].log_start_offset) == (0, 0)  # the append's
 
 
 def test_purgatory_size_metric_counts_the_parked_acks_all_produce_until_it_expires() -> None:

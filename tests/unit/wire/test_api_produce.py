@@ -75,3 +75,17 @@ def test_not_leader_names_the_current_leader(version: int) -> None:
         assert [(e.node_id, e.host, e.port) for e in body.node_endpoints] == [(2, "127.0.0.1", 9092)]
     else:
         assert not hasattr(refused, "current_leader")
+
+
+@pytest.mark.parametrize("version", [3, 5, 9, 10, 13])
+@pytest.mark.parametrize("error", [errors.NONE, errors.NOT_LEADER_OR_FOLLOWER])
+def test_the_log_start_offset_is_the_cores(version: int, error: errors.KafkaError) -> None:
+    """v5+: each partition carries the log start offset the core answered, in both writers (plain and kio)."""
+    image = cluster_image()
+    decoded = produce.decode_request(produce_request(version), image)
+    results = (PartitionProduceResult(TopicPartition("orders", 0), error, Offset(7), Offset(5)),)
+    body = wire(produce.encode_response(ProduceResponse(42, results), decoded, image))
+    answered, rejected = (p for t in body.responses for p in t.partition_responses)
+    assert answered.base_offset == 7 and rejected.base_offset == -1
+    if version >= 5:  # the translator's own refusal has no log
+        assert (answered.log_start_offset, rejected.log_start_offset) == (5, -1)
