@@ -4,12 +4,12 @@ serves only the versions a test names and counts its runs."""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from insync import maven
 from insync.spark import connector_jars as cj
 
 FAKE_MVN = """#!{python}
@@ -17,7 +17,7 @@ import pathlib, re, sys
 args = sys.argv[1:]
 log = pathlib.Path({log!r})
 log.write_text(log.read_text() + "run\\n" if log.exists() else "run\\n")
-pom = pathlib.Path(args[args.index("-f") + 1]).read_text()
+pom = pathlib.Path("pom.xml").read_text()
 version = re.search(r"<artifactId>spark-sql-kafka-0-10_2.13</artifactId><version>([^<]+)<", pom)[1]
 out = pathlib.Path(next(a for a in args if a.startswith("-DoutputDirectory="))[len("-DoutputDirectory="):])
 excluded = next(a for a in args if a.startswith("-DexcludeArtifactIds="))[len("-DexcludeArtifactIds="):].split(",")
@@ -92,8 +92,19 @@ def test_a_set_without_its_marker_is_assembled_again(tmp_path: Path, monkeypatch
     assert sorted(p.name for p in cj.cache_dir("4.3.0").iterdir()) == [cj.MARKER, "jars"]  # no staging left
 
 
-def test_a_failure_names_the_connector_and_what_maven_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_names_each_version_tried_and_what_maven_said(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     fake_mvn(tmp_path, monkeypatch, set())
-    with pytest.raises(cj.ConnectorJarsError, match=re.escape("4.2.0: mvn exited 1: [ERROR] Could not find")):
+    with pytest.raises(maven.MavenError) as failure:
         cj.connector_jars("4.3.0")
+    for version in ("4.3.0", "4.2.0"):
+        assert f"Maven could not fetch spark-sql-kafka-0-10_2.13 {version} (exit 1):\n[ERROR] Could not find" in str(
+            failure.value)
     assert not (cj.cache_dir("4.3.0") / cj.MARKER).exists()
+
+
+def test_no_maven_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("INSYNC_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(maven.MavenError, match="no mvn on PATH"):
+        cj.connector_jars("4.3.0")

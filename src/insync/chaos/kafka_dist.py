@@ -13,19 +13,17 @@ format of that release line: log4j2 YAML for 4.x, log4j 1 properties (reload4j) 
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from insync import maven
 from insync.config import ConfigError
 
 # What `kafka`, `kafka:4.1`, `kafka:4` and `kafka:3.9` mean: the newest release of each line Maven served when
 # these were chosen. `kafka:X.Y.Z` asks for an exact release.
 VERSION_ALIASES = {"": "4.1.2", "4.1": "4.1.2", "4": "4.4.0", "latest": "4.4.0", "3.9": "3.9.1", "3": "3.9.1"}
-MVN_TIMEOUT_S = 900.0
 RECIPE = "kafka_2.13+kafka-tools+log4j-binding v1"
 MARKER = ".assembled"
 
@@ -72,7 +70,7 @@ def resolve_version(requested: str) -> str:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("INSYNC_CACHE", str(Path.home() / ".cache" / "insync"))) / "kafka"
+    return maven.cache_root() / "kafka"
 
 
 def assembled(version: str) -> KafkaDist | None:
@@ -90,8 +88,6 @@ def assemble(version: str, log: bool = True) -> KafkaDist:
     found = assembled(exact)
     if found is not None:
         return found
-    if shutil.which("mvn") is None:
-        raise ConfigError("cannot assemble Apache Kafka: no mvn on PATH (apt-get install maven)")
     home = cache_root() / exact
     shutil.rmtree(home, ignore_errors=True)
     libs = home / "libs"
@@ -99,24 +95,13 @@ def assemble(version: str, log: bool = True) -> KafkaDist:
     (home / "pom.xml").write_text(_POM.format(v=exact))
     if log:
         print(f"assembling Apache Kafka {exact} from Maven Central into {home} (once)", flush=True)
-    _mvn(home, ["dependency:copy-dependencies", f"-DoutputDirectory={libs}"], f"Kafka {exact}")
+    maven.run(home, ["dependency:copy-dependencies", f"-DoutputDirectory={libs}"], f"Kafka {exact}")
     binding = _log4j_binding(libs)
     if binding is not None:
-        _mvn(home, ["dependency:copy", f"-Dartifact={binding}", f"-DoutputDirectory={libs}"],
-             f"the log4j binding {binding}")
+        maven.run(home, ["dependency:copy", f"-Dartifact={binding}", f"-DoutputDirectory={libs}"],
+                  f"the log4j binding {binding}")
     (home / MARKER).write_text(RECIPE)
     return KafkaDist(exact, libs)
-
-
-def _mvn(cwd: Path, goals: list[str], what: str) -> None:
-    try:
-        done = subprocess.run(["mvn", "-q", "-B", *goals], cwd=cwd, capture_output=True, text=True,
-                              timeout=MVN_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"Maven did not fetch {what} within {MVN_TIMEOUT_S:.0f} s") from None
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
-        raise ConfigError(f"Maven could not fetch {what} (exit {done.returncode}):\n{tail}")
 
 
 def _log4j_binding(libs: Path) -> str | None:

@@ -15,19 +15,18 @@ Only the Spark tests and `make spark-kafka-jars` call this: nothing a user insta
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pyspark
 
+from insync import maven
+
 CONNECTOR = ("org.apache.spark", "spark-sql-kafka-0-10_2.13")
 MARKER = "complete"  # written beside jars/ once every jar is in place; holds the connector version used
-MAVEN_TIMEOUT_S = 600
 # An artifact's file name is `<artifactId>-<version>.jar`, the version starting with digits, a dot and digits
 # (`spark-sql-kafka-0-10_2.13-4.2.0.jar`: the `-0` and `-10_2.13` parts belong to the artifact id).
 JAR_NAME = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d+\.\d+[^/]*)\.jar$")
@@ -41,13 +40,8 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
 """
 
 
-class ConnectorJarsError(RuntimeError):
-    """Maven could not fetch the connector (not installed, no network, version not served, timed out)."""
-
-
 def cache_dir(spark_version: str = pyspark.__version__) -> Path:
-    root = os.environ.get("INSYNC_CACHE") or os.path.join(Path.home(), ".cache", "insync")
-    return Path(root) / "spark-kafka" / spark_version
+    return maven.cache_root() / "spark-kafka" / spark_version
 
 
 def connector_jars(spark_version: str = pyspark.__version__) -> list[str]:
@@ -86,13 +80,14 @@ def _assemble(directory: Path, spark_version: str) -> None:
         staging = Path(work) / "jars"
         failures = []
         for version in version_candidates(spark_version):
-            failure = _copy_dependencies(Path(work), version, staging, shipped)
-            if failure is None:
+            try:
+                _copy_dependencies(Path(work), version, staging, shipped)
                 break
-            failures.append(f"{version}: {failure}")
+            except maven.MavenError as e:
+                failures.append(str(e))
         else:
-            raise ConnectorJarsError(f"Maven could not fetch {':'.join(CONNECTOR)} for PySpark {spark_version} "
-                                     f"into {directory}: " + "; ".join(failures))
+            raise maven.MavenError(f"no {':'.join(CONNECTOR)} for PySpark {spark_version} in {directory}: "
+                                   + "\n".join(failures))
         used = next(JAR_NAME.match(p.name) for p in staging.glob(CONNECTOR[1] + "-*.jar"))
         assert used is not None
         shutil.rmtree(directory / "jars", ignore_errors=True)
@@ -100,31 +95,20 @@ def _assemble(directory: Path, spark_version: str) -> None:
     (directory / MARKER).write_text(f"{':'.join(CONNECTOR)}:{used['version']}\n", encoding="utf-8")
 
 
-def _copy_dependencies(work: Path, version: str, out: Path, shipped: list[str]) -> str | None:
-    """Run Maven on a pom asking for the connector at `version`; None when it succeeded,
-    else what failed in a line."""
+def _copy_dependencies(work: Path, version: str, out: Path, shipped: list[str]) -> None:
+    """Maven on a pom asking for the connector at `version`, its jars and their dependencies copied to `out`."""
     (work / "pom.xml").write_text(POM.format(group=CONNECTOR[0], artifact=CONNECTOR[1], version=version),
                                   encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
-    command = ["mvn", "-q", "-B", "-f", str(work / "pom.xml"), "dependency:copy-dependencies",
-               f"-DoutputDirectory={out}", "-DexcludeArtifactIds=" + ",".join(shipped)]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=MAVEN_TIMEOUT_S, check=False)
-    except FileNotFoundError:
-        return "mvn not found (install Maven)"
-    except subprocess.TimeoutExpired:
-        return f"mvn did not finish within {MAVEN_TIMEOUT_S} s"
-    if done.returncode != 0:
-        errors = [line for line in done.stdout.splitlines() if "[ERROR]" in line] or [done.stderr.strip()]
-        return f"mvn exited {done.returncode}: {errors[0][:300]}"
-    return None
+    maven.run(work, ["dependency:copy-dependencies", f"-DoutputDirectory={out}",
+                     "-DexcludeArtifactIds=" + ",".join(shipped)], f"{CONNECTOR[1]} {version}")
 
 
 def main() -> int:
     """`python -m insync.spark.connector_jars`: assemble if needed, print the jar paths."""
     try:
         jars = connector_jars()
-    except ConnectorJarsError as e:
+    except maven.MavenError as e:
         print(e, file=sys.stderr)
         return 1
     print("\n".join(jars))
