@@ -28,7 +28,7 @@ import random
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,7 @@ class RunPlan:
     duration_s: float
     faults: tuple[Planned, ...]
     zookeeper: bool = False  # metadata.store=zookeeper with a standby controller and a ZooKeeper server of its own
+    engine: str = "insync"  # or `kafka:<version>`: the same runs on real Kafka (chaos/kafka_cluster.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +128,16 @@ def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str], concu
 
 
 def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1,
-                  zookeeper: bool = False) -> tuple[RunPlan, ...]:
+                  zookeeper: bool = False, engine: str = "insync") -> tuple[RunPlan, ...]:
     networked = [kind for kind in kinds if nemesis.REGISTRY[kind].needs_netns]
     if zookeeper and networked:
         raise ConfigError(f"{', '.join(networked)} need a cluster in network namespaces, and metadata.store="
                           "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
                           "--zookeeper or those kinds")
-    return tuple(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper) for r in range(runs))
+    if zookeeper and engine != "insync":
+        raise ConfigError("--zookeeper is insync's ZooKeeper metadata store; Kafka with ZooKeeper is --engine kafka:3.9")
+    return tuple(replace(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper), engine=engine)
+                 for r in range(runs))
 
 
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
@@ -173,7 +177,7 @@ def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: 
                           f"zookeeper.session.timeout.ms={ZOOKEEPER_SESSION_MS}"]
             controllers = 2
         spec = cluster.up(str(directory / "cluster"), 3, 0, overrides, controllers,
-                          namespaces=any(k.needs_netns for k in kinds))
+                          namespaces=any(k.needs_netns for k in kinds), engine=plan.engine)
         return _workload_under_faults(plan, directory, history, rate, spec)
 
 

@@ -100,6 +100,11 @@ class FaultKind:
     overrides: tuple[str, ...] = ()  # broker configs the kind needs (its fault injection turned on)
     needs_netns: bool = False  # each node in its own network namespace (cluster.up's namespaces)
 
+    @property
+    def insync_only(self) -> bool:
+        """Injected by an insync node itself (its fault file, its power-loss mode): not on a Kafka cluster."""
+        return bool(self.overrides)
+
 
 def _pause(target: Target, pick: int) -> Active:
     broker = target.broker(pick)
@@ -224,11 +229,19 @@ OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
 REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
 
 
-def parse_kinds(text: str) -> tuple[str, ...]:
-    """`--faults kill,pause,...` checked against the registry; `all` is every kind but the opt-in ones."""
-    names = tuple(KINDS) if text.strip() == "all" else tuple(n.strip() for n in text.split(",") if n.strip())
+def parse_kinds(text: str, engine: str = "insync") -> tuple[str, ...]:
+    """`--faults kill,pause,...` checked against the registry; `all` is every kind but the opt-in ones (and, on a
+    Kafka cluster, but those an insync node injects into itself)."""
+    on_kafka = engine != "insync"
+    if text.strip() == "all":
+        names = tuple(n for n, kind in KINDS.items() if not (on_kafka and kind.insync_only))
+    else:
+        names = tuple(n.strip() for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in REGISTRY]
     if unknown or not names:
         raise ConfigError(f"--faults: unknown fault kind{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                           f"known: {', '.join(REGISTRY)}" if unknown else "--faults names no fault kind")
+    refused = [n for n in names if on_kafka and REGISTRY[n].insync_only]
+    if refused:
+        raise ConfigError(f"--faults: {', '.join(refused)} are injected by insync nodes themselves, not on {engine}")
     return tuple(dict.fromkeys(names))

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from insync.chaos import campaign, checker, cluster, nemesis, power, report, script
+from insync.chaos import campaign, checker, cluster, kafka_cluster, nemesis, power, report, script
 from insync.chaos.ops import read_history
 from insync.cli import chaos_net_cmd, seeds_cmd
 from insync.config import ConfigError
@@ -67,6 +67,9 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--zookeeper", action="store_true",
                       help="metadata.store=zookeeper with two controllers (one standby) and a ZooKeeper server per "
                       "run, so controller-kill and controller-pause hand over to the standby")
+    camp.add_argument("--engine", default="insync", metavar="insync|kafka[:VERSION]",
+                      help="the same runs on real Apache Kafka (see cluster up --engine); faults insync nodes inject "
+                           "into themselves are left out of all")
     camp.add_argument("--out", default="chaos-campaign", help="directory for each run's history and report")
     camp.set_defaults(func=_campaign)
     check = commands.add_parser("check", help="check a campaign run's history.jsonl again (Jepsen's anomalies)")
@@ -108,7 +111,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _campaign(args: argparse.Namespace) -> int:
-    kinds = nemesis.parse_kinds(args.faults)
+    engine = kafka_cluster.parse_engine(args.engine)
+    kinds = nemesis.parse_kinds(args.faults, engine)
     if args.runs < 1 or args.duration <= campaign.WARMUP_S + campaign.COOLDOWN_S or args.rate <= 0:
         raise ConfigError(f"--runs must be at least 1 (got {args.runs}), --duration over "
                           f"{campaign.WARMUP_S + campaign.COOLDOWN_S:g} s (got {args.duration:g}) and --rate "
@@ -116,7 +120,7 @@ def _campaign(args: argparse.Namespace) -> int:
     if not 1 <= args.concurrent_faults <= campaign.CONCURRENCY_MAX:
         raise ConfigError(f"--concurrent-faults must be 1 to {campaign.CONCURRENCY_MAX}, got {args.concurrent_faults}")
     plans = campaign.plan_campaign(args.runs, args.seed, args.duration, kinds, args.concurrent_faults,
-                                   args.zookeeper)
+                                   args.zookeeper, engine)
     done: list[campaign.RunResult] = []
 
     def each(result: campaign.RunResult) -> None:

@@ -211,3 +211,15 @@ def test_heal_skips_a_resume_of_a_node_that_is_not_running(tmp_path: Path) -> No
     target = nemesis.Target(cluster.layout(tmp_path, brokers=1, port=0), "t")
     target.heal("resume", 1)  # killed meanwhile by an overlapping fault: nothing to resume, no error
     assert target.spec.node(1).pid is None
+
+
+def test_a_kafka_campaign_leaves_out_what_insync_nodes_inject_into_themselves() -> None:
+    on_kafka = nemesis.parse_kinds("all", "kafka:4.1.2")
+    assert "kill" in on_kafka and "controller-pause" in on_kafka
+    assert not {"slow-reads", "fail-partition", "delay", "power-loss"} & set(on_kafka)
+    with pytest.raises(ConfigError, match="slow-reads are injected by insync nodes themselves, not on kafka:4.1.2"):
+        nemesis.parse_kinds("kill,slow-reads", "kafka:4.1.2")
+    plans = campaign.plan_campaign(2, 7, 30.0, on_kafka, engine="kafka:4.1.2")
+    assert {p.engine for p in plans} == {"kafka:4.1.2"}
+    with pytest.raises(ConfigError, match="--engine kafka:3.9"):
+        campaign.plan_campaign(1, 7, 30.0, ("kill",), zookeeper=True, engine="kafka:4.1.2")
