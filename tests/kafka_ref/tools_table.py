@@ -28,6 +28,7 @@ def _generic(text: str) -> str:
     text = re.sub(r"\b\d{1,3}(\.\d{1,3}){3}:\d+\b", "HOST:PORT", text)
     text = re.sub(r"(TopicId|Cluster ID|ClusterId|clusterId)(\"?:\s*\"?)[A-Za-z0-9_-]{22}", r"\1\2ID", text)
     text = re.sub(r"^\[\d{4}-\d\d-\d\d [\d:,]+\] ", "", text, flags=re.MULTILINE)
+    text = re.sub(r"HOST:PORT\s+\(\d+\)", "HOST:PORT (ID)", text)  # a group's coordinator: placed at random
     text = re.sub(r"__(consumer_offsets|insync_events)-\d+(, )?", "", text)
     return "\n".join(line.rstrip() for line in text.strip().splitlines() if not INTERNAL.search(line))
 
