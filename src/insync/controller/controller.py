@@ -86,9 +86,11 @@ from insync.limits import (
 )
 from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.metadata.records import (
+    ELR_FEATURE,
     BrokerRegistrationChangeRecord,
     ClusterIdRecord,
     ControllerChangeRecord,
+    FeatureLevelRecord,
     FenceBrokerRecord,
     PartitionRecord,
     Record,
@@ -161,6 +163,9 @@ class Controller:
         batch = self._batch(now_ms)
         if self._image.cluster_id is None:  # a new metadata store: the cluster is made now, as Kafka's format does
             batch.add(ClusterIdRecord(new_cluster_id(rng)))
+        elr_level = 1 if self._policy.elr_enabled else 0  # the ELR feature brokers advertise in ApiVersions
+        if self._image.finalized_features.get(ELR_FEATURE, 0) != elr_level:
+            batch.add(FeatureLevelRecord(ELR_FEATURE, elr_level))
         epoch = self._image.controller_epoch + 1
         batch.add(ControllerChangeRecord(node_id, epoch))
         if self._policy.elr_enabled:

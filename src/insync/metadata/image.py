@@ -26,6 +26,7 @@ from insync.metadata.records import (
     ClusterIdRecord,
     ConfigRecord,
     ControllerChangeRecord,
+    FeatureLevelRecord,
     FenceBrokerRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -133,6 +134,7 @@ class MetadataImage:
     controller_id: int = -1
     controller_epoch: int = 0
     cluster_id: str | None = None  # set once, by the first batch of a new metadata store
+    finalized_features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # levels above 0
     topics_by_id: Mapping[str, TopicImage] = field(default_factory=lambda: MappingProxyType({}))
     topic_ids_by_name: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     brokers: Mapping[int, BrokerRegistration] = field(default_factory=lambda: MappingProxyType({}))
@@ -268,6 +270,11 @@ class MetadataImage:
             case ClusterIdRecord():
                 assert self.cluster_id is None, (self.cluster_id, record)
                 return replace(self, cluster_id=record.cluster_id)
+            case FeatureLevelRecord():
+                features = {k: v for k, v in self.finalized_features.items() if k != record.name}
+                if record.feature_level > 0:
+                    features[record.name] = record.feature_level
+                return replace(self, finalized_features=MappingProxyType(features))
         raise AssertionError(f"unhandled record {record!r}")
 
     def _replay_partition(self, record: PartitionRecord) -> MetadataImage:

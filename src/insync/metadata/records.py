@@ -307,6 +307,24 @@ def new_cluster_id(rng: random.Random) -> str:
     raise AssertionError(f"{CLUSTER_ID_TRIES_MAX} digests all started with '-'")
 
 
+# Kafka's feature flag for Eligible Leader Replicas (KIP-966): level 1 when they are on.
+ELR_FEATURE = "eligible.leader.replicas.version"
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureLevelRecord(_Record):
+    """A finalized feature level, as Kafka's FeatureLevelRecord: level 0 takes the feature out of the finalized
+    ones. Brokers advertise them in ApiVersions."""
+
+    TYPE: ClassVar[str] = "feature_level"
+    name: str
+    feature_level: int
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), self, "empty feature name")
+        _require(self.feature_level >= 0, self, f"feature_level {self.feature_level} must be >= 0")
+
+
 @dataclass(frozen=True, slots=True)
 class UserScramCredentialRecord(_Record):
     """KRaft's UserScramCredentialRecord: a user's credential for one SCRAM mechanism (Kafka's type byte, 1 for
@@ -382,7 +400,7 @@ class RemoveAccessControlEntryRecord(_Record):
 Record = (
     TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | RegisterBrokerRecord
     | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | ConfigRecord
-    | BrokerConfigRecord | ControllerChangeRecord | ClusterIdRecord | UserScramCredentialRecord
+    | BrokerConfigRecord | ControllerChangeRecord | ClusterIdRecord | FeatureLevelRecord | UserScramCredentialRecord
     | RemoveUserScramCredentialRecord | AccessControlEntryRecord | RemoveAccessControlEntryRecord
 )
 

@@ -324,7 +324,7 @@ class BrokerNode(MeteredDispatcher):
         return await self.gate.answer(request, session, lambda asked: route(self, asked, session))
 
     async def _api_versions(self, request: DecodedRequest, session: Session) -> Any:
-        return versions.respond(request, versions.BROKER_API_VERSIONS)
+        return versions.respond(request, versions.BROKER_API_VERSIONS, self.core.metadata.image)
 
     def _image(self, session: Session) -> MetadataImage:
         """The metadata image with every broker's address on the client's listener."""

@@ -128,7 +128,7 @@ class ControllerNode(MeteredDispatcher):
     async def _answer(self, request: DecodedRequest) -> Any:
         key = request.api_key
         if key == versions.API_VERSIONS:
-            return versions.respond(request, versions.CONTROLLER_API_VERSIONS)
+            return versions.respond(request, versions.CONTROLLER_API_VERSIONS, self.controller.image)
         if key == versions.BROKER_REGISTRATION:
             registration = controller_apis.decode_registration(request, self.controller.image.cluster_id)
             response = await self._from_broker(registration.request.correlation_id, registration)

@@ -11,6 +11,13 @@ controller: registration, heartbeats, AlterPartition, the metadata log as a Fetc
 (`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, (Incremental)AlterConfigs,
 Alter/ListPartitionReassignments and Create/DeleteAcls that brokers forward.
 
+From v3 the response also carries feature flags (KIP-584): the one insync implements,
+`eligible.leader.replicas.version` (supported 0-1), and the finalized levels of the metadata image with its
+offset as their epoch, as KRaft brokers answer. Features insync does not implement (transaction.version,
+group.version, share.version) are not advertised: clients would use the APIs they stand for. Nor is
+`metadata.version`: Kafka's clients and tools need none (kafka-features lists what is advertised), and insync's
+metadata log is not KRaft's.
+
 An ApiVersions request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that
 lists the table, so the client retries with a version it can pick; the response header is always v0
 (`protocol.codec`). A request of another API or version outside the table (DescribeQuorum, the transactions' and
@@ -27,6 +34,8 @@ from kio.index import KioIndexError
 
 from insync import errors
 from insync.errors import KafkaError
+from insync.metadata.image import MetadataImage
+from insync.metadata.records import ELR_FEATURE
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import (
     NO_THROTTLE,
@@ -154,20 +163,33 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     DELETE_ACLS: (1, 3),
 }
 
+# The feature flags insync implements: (lowest, highest) level.
+SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {ELR_FEATURE: (0, 1)}
+FEATURES_VERSION = 3
+
 # Kafka's ApiVersionsRequest.isValid(): client software names and versions (v3+) must look like this.
 _SOFTWARE_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
 def api_versions_response(version: int, table: Mapping[int, tuple[int, int]],
-                          error: KafkaError = errors.NONE) -> Any:
-    """The ApiVersions response body of `version` listing `table` (v3+ tagged fields stay at their defaults,
-    which kio then omits: what librdkafka 2.0.2 in kcat needs)."""
+                          error: KafkaError = errors.NONE, image: MetadataImage | None = None) -> Any:
+    """The ApiVersions response body of `version` listing `table`, and from v3 with `image` the feature flags
+    (other v3+ tagged fields stay at their defaults, which kio then omits: what librdkafka 2.0.2 in kcat needs)."""
     assert 0 <= version <= 4, version
     cls = response_class(API_VERSIONS, version)
     api_version_cls = nested(cls, "ApiVersion")
     api_keys = tuple(build(api_version_cls, api_key=key, min_version=low, max_version=high)
                      for key, (low, high) in sorted(table.items()))
-    return build(cls, error_code=code(error), api_keys=api_keys, throttle_time=NO_THROTTLE)
+    if version < FEATURES_VERSION or image is None:
+        return build(cls, error_code=code(error), api_keys=api_keys, throttle_time=NO_THROTTLE)
+    supported_cls, finalized_cls = nested(cls, "SupportedFeatureKey"), nested(cls, "FinalizedFeatureKey")
+    supported = tuple(build(supported_cls, name=name, min_version=low, max_version=high)
+                      for name, (low, high) in sorted(SUPPORTED_FEATURES.items()))
+    finalized = tuple(build(finalized_cls, name=name, min_version_level=level, max_version_level=level)
+                      for name, level in sorted(image.finalized_features.items()))
+    return build(cls, error_code=code(error), api_keys=api_keys, throttle_time=NO_THROTTLE,
+                 supported_features=supported, finalized_features=finalized,
+                 finalized_features_epoch=image.offset - 1)  # the last record's offset; -1 before any
 
 
 def unsupported_version_response(table: Mapping[int, tuple[int, int]]) -> Any:
@@ -193,13 +215,15 @@ def unsupported_api_response(api_key: int, version: int, table: Mapping[int, tup
     return build_defaults(cls, error_code=code(error), error_message=error.message, throttle_time=NO_THROTTLE)
 
 
-def respond(request: DecodedRequest, table: Mapping[int, tuple[int, int]]) -> Any:
-    """The answer to an ApiVersions request the codec accepted. Like Kafka, v3+ requests with a malformed
-    client software name or version get INVALID_REQUEST and an empty table."""
+def respond(request: DecodedRequest, table: Mapping[int, tuple[int, int]], image: MetadataImage | None = None
+            ) -> Any:
+    """The answer to an ApiVersions request the codec accepted, with the features of `image` (see the module
+    docstring). Like Kafka, v3+ requests with a malformed client software name or version get INVALID_REQUEST and
+    an empty table."""
     version = check_body(request.body, API_VERSIONS)
     if version >= 3:
         name = request.body.client_software_name
         software_version = request.body.client_software_version
         if not (_SOFTWARE_NAME.fullmatch(name) and _SOFTWARE_NAME.fullmatch(software_version)):
             return api_versions_response(version, {}, errors.INVALID_REQUEST)
-    return api_versions_response(version, table)
+    return api_versions_response(version, table, image=image)

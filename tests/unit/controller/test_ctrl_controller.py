@@ -13,7 +13,7 @@ from insync.controller.replication_control import AlterPartitionData, place_repl
 from insync.controller.results import AlterPartitionDataResult
 from insync.errors import KafkaException
 from insync.events import EventType
-from insync.metadata.records import ClusterIdRecord, ConfigRecord, PartitionRecord, TopicRecord
+from insync.metadata.records import ClusterIdRecord, ConfigRecord, FeatureLevelRecord, PartitionRecord, TopicRecord
 
 SESSION_MS = 9000
 
@@ -246,6 +246,17 @@ def test_a_new_metadata_store_gets_a_cluster_id_once_and_keeps_it_across_restart
     assert again.controller.image.cluster_id == cluster_id
     assert sum(isinstance(r, ClusterIdRecord) for r in again.store.load()) == 1
     assert Harness(seed=2).controller.image.cluster_id != cluster_id  # another cluster
+
+
+def test_the_elr_feature_is_finalized_at_1_while_elr_is_on_and_written_only_when_it_changes() -> None:
+    on = Harness(seed=1)
+    assert on.controller.image.finalized_features == {"eligible.leader.replicas.version": 1}
+    again = Harness(store=on.store)  # restarted with ELR still on: nothing to write
+    assert sum(isinstance(r, FeatureLevelRecord) for r in again.store.load()) == 1
+    off = Harness({"eligible.leader.replicas.enable": "false"}, store=on.store)
+    assert off.controller.image.finalized_features == {}
+    assert [r.feature_level for r in off.store.load() if isinstance(r, FeatureLevelRecord)] == [1, 0]
+    assert Harness({"eligible.leader.replicas.enable": "false"}).controller.image.finalized_features == {}
 
 
 @pytest.mark.parametrize(("name", "partitions", "rf", "configs", "error", "detail"), [

@@ -10,6 +10,7 @@ from insync.metadata.records import (
     ClusterIdRecord,
     ConfigRecord,
     ControllerChangeRecord,
+    FeatureLevelRecord,
     FenceBrokerRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -45,6 +46,7 @@ ALL = [
     BrokerConfigRecord("2", "replica.lag.time.max.ms", None),
     ControllerChangeRecord(100, 3),
     ClusterIdRecord("MkU3OEVBNTcwNTJENDM2Qg"),
+    FeatureLevelRecord("eligible.leader.replicas.version", 1),
 ]
 
 

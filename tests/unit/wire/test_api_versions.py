@@ -12,6 +12,8 @@ from insync.protocol.codec import encode_response
 from insync.protocol.kio import response_class
 from insync.wire import versions
 
+ELR = "eligible.leader.replicas.version"
+
 TELEMETRY_APIS = (71, 72)  # GetTelemetrySubscriptions, PushTelemetry: librdkafka calls them when advertised
 
 
@@ -47,6 +49,25 @@ def test_api_versions_response(version: int) -> None:
         buffer = io.BytesIO()
         entity_writer(type(body))(buffer, body)
         assert buffer.getvalue().endswith(b"\x00\x00\x00\x00\x00")  # throttle 0, then an empty tag buffer
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_from_v3_the_elr_feature_is_advertised_with_the_images_finalized_levels(version: int) -> None:
+    from insync.metadata.image import MetadataImage
+    from insync.metadata.records import ControllerChangeRecord, FeatureLevelRecord
+
+    request = client_request(18, version, client_software_name="apache-kafka-java", client_software_version="4.1.2")
+    image = MetadataImage.from_records([ControllerChangeRecord(0, 1), FeatureLevelRecord(ELR, 1)])
+    body = wire(versions.respond(request, versions.BROKER_API_VERSIONS, image))
+    if version < 3:
+        assert not hasattr(body, "supported_features")
+        return
+    assert [(f.name, f.min_version, f.max_version) for f in body.supported_features] == [(ELR, 0, 1)]
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in body.finalized_features] == [(ELR, 1, 1)]
+    assert body.finalized_features_epoch == 1  # the offset of the image's last record
+    off = wire(versions.respond(request, versions.BROKER_API_VERSIONS,
+                                image.replay(FeatureLevelRecord(ELR, 0))))  # ELR turned off: not finalized
+    assert (len(off.supported_features), off.finalized_features, off.finalized_features_epoch) == (1, (), 2)
 
 
 def test_unsupported_version_fallback_is_a_v0_body_with_the_table() -> None:
