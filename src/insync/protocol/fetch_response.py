@@ -4,13 +4,13 @@ Every acks=all record costs a leader four or five Fetch responses (two followers
 one partition; through kio each is a tree of frozen dataclasses built and then walked by its generic writers,
 about a fifth of a leader's time at 500 records/s (issue 17's py-spy profile). `encode` writes the same bytes
 straight from plain values, for the shape those responses have: every partition without tagged fields (no
-diverging epoch, no leader hint, no snapshot id), no aborted transactions, preferred read replica -1, no node
-endpoints. Any other response goes through kio (`insync.wire.fetch` decides); the unit tests check both
+diverging epoch, no leader hint, no snapshot id), no aborted transactions (null, or an empty list when a consumer
+asked for READ_COMMITTED, as Kafka answers), preferred read replica -1, no node endpoints. Any other response goes through kio (`insync.wire.fetch` decides); the unit tests check both
 writers byte for byte over every version.
 
 Layout (Kafka's FetchResponse.json): throttle time, v7+ error code and session id, then topics (v13+ by id,
 before by name) -> partitions: index, error, high watermark, last stable offset, v5+ log start offset, aborted
-transactions (empty), v11+ preferred read replica, records. v12+ is flexible: compact arrays, strings and
+transactions (null or empty), v11+ preferred read replica, records. v12+ is flexible: compact arrays, strings and
 bytes (unsigned varint of length + 1) and an empty tagged-field section closing every structure.
 """
 
@@ -41,10 +41,13 @@ PartitionValues = tuple[int, int, int, int, int, bytes | None]
 TopicValues = tuple[str | uuid.UUID, Sequence[PartitionValues]]
 
 
-def encode(version: int, error_code: int, session_id: int, topics: Sequence[TopicValues]) -> EncodedBody:
-    """The body of a Fetch response `version` of the hot-path shape (module docstring), as parts."""
+def encode(version: int, error_code: int, session_id: int, topics: Sequence[TopicValues],
+           read_committed: bool = False) -> EncodedBody:
+    """The body of a Fetch response `version` of the hot-path shape (module docstring), as parts; the aborted
+    transactions of each partition are an empty list when `read_committed`, else null."""
     assert version in VERSIONS, version
     flexible = version >= FLEXIBLE_FROM
+    aborted = length(0, flexible) if read_committed else _null_array(flexible)
     out = Parts(framed=False)
     if version >= 7:
         out.write(_TOP_V7.pack(0, error_code, session_id))
@@ -55,7 +58,7 @@ def encode(version: int, error_code: int, session_id: int, topics: Sequence[Topi
         out.write(topic_field(topic, version >= TOPIC_ID_FROM, flexible))
         out.write(length(len(partitions), flexible))
         for partition in partitions:
-            _partition(out, partition, version, flexible)
+            _partition(out, partition, version, flexible, aborted)
             if flexible:
                 out.write(NO_TAGGED_FIELDS)
         if flexible:
@@ -65,17 +68,17 @@ def encode(version: int, error_code: int, session_id: int, topics: Sequence[Topi
     return EncodedBody(FETCH_KEY, version, flexible, out.written())
 
 
-def _partition(out: Parts, values: PartitionValues, version: int, flexible: bool) -> None:
+def _partition(out: Parts, values: PartitionValues, version: int, flexible: bool, aborted: bytes) -> None:
     index, error_code, high_watermark, last_stable_offset, log_start_offset, records = values
     if version >= 5:
         out.write(_PARTITION_V5.pack(index, error_code, high_watermark, last_stable_offset, log_start_offset))
     else:
         out.write(_PARTITION_V4.pack(index, error_code, high_watermark, last_stable_offset))
-    out.write(length(0, flexible))  # aborted transactions: none (no transactions)
+    out.write(aborted)  # aborted transactions: none (insync has no transactions)
     if version >= 11:
         out.write(_PREFERRED_READ_REPLICA_NONE)
     if records is None:
-        out.write(b"\x00" if flexible else _I32.pack(-1))
+        out.write(_null_array(flexible))
         return
     out.write(length(len(records), flexible))
     out.write(records)
@@ -94,6 +97,11 @@ def topic_field(topic: str | uuid.UUID, by_id: bool, flexible: bool) -> bytes:
 def length(count: int, flexible: bool) -> bytes:
     """An array's or a bytes value's length: compact (unsigned varint of length + 1) or int32."""
     return compact_length(count) if flexible else _I32.pack(count)
+
+
+def _null_array(flexible: bool) -> bytes:
+    """A null array or bytes value: compact length 0, or int32 -1."""
+    return b"\x00" if flexible else _I32.pack(-1)
 
 
 def compact_length(count: int) -> bytes:

@@ -59,6 +59,7 @@ class FetchRequest:
     max_bytes: int
     partitions: tuple[FetchRequestPartition, ...]
     replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH  # the follower's broker epoch; -1: not given
+    isolation_level: int = 0  # a consumer's READ_COMMITTED (1) or READ_UNCOMMITTED (0, what followers send)
 
     def partition(self, topic_partition: TopicPartition) -> FetchRequestPartition | None:
         for requested in self.partitions:

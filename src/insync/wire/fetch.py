@@ -11,10 +11,15 @@ its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); a
 - Incremental fetch sessions (KIP-227) are declined: every response carries session id 0, so clients keep
   sending full fetches. A request that continues a session (epoch other than 0 and -1) can only name a session
   this broker never created: FETCH_SESSION_ID_NOT_FOUND, as Kafka answers an unknown session.
-- Records are opaque bytes. `last_stable_offset` is the high watermark (no transactions), aborted transactions
-  are empty, `preferred_read_replica` -1. `diverging_epoch` (v12+) tells a follower where its log diverges.
+- Records are opaque bytes. `last_stable_offset` is the high watermark (no transactions), `preferred_read_replica`
+  -1. Aborted transactions are null unless a consumer asked for READ_COMMITTED (then an empty list), as Kafka
+  fills them only for that isolation level. `diverging_epoch` (v12+) tells a follower where its log diverges.
+- A consumer's partition the core refused carries no offsets (high watermark, last stable offset and log start
+  offset -1), as Kafka's failed log read; a follower's keeps the leader's, which insync's fetcher reads on
+  OFFSET_OUT_OF_RANGE. Partitions refused here (unknown topic id, authorization) are Kafka's
+  `FetchResponse.partitionResponse(error)`.
 - Given the broker's image, a partition refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the
-  current leader (v12+) and the response lists its endpoint (v16+): KIP-951.
+  current leader and the response lists its endpoint, from v16 as in Kafka's KafkaApis (KIP-951).
 - A request-level error from the core (replication's top-level `error`) is the top-level error code from v7;
   older versions carry it on every requested partition.
 - A response whose partitions all succeeded without a diverging epoch (nearly every fetch of the hot path) is
@@ -31,7 +36,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from insync import errors
-from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
+from insync.broker.messages import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+)
 from insync.errors import KafkaError, KafkaException
 from insync.metadata.image import MetadataImage
 from insync.protocol import fetch_request, fetch_response
@@ -83,6 +93,7 @@ from insync.wire.versions import FETCH
 INITIAL_SESSION_EPOCH = 0
 FINAL_SESSION_EPOCH = -1
 NO_SESSION_ID = 0
+LEADER_HINT_FROM = 16  # Kafka's KafkaApis names the current leader of a refused partition from this version
 
 
 def replica_id(body: Any) -> BrokerId:
@@ -118,7 +129,8 @@ def decode_request(request: DecodedRequest, image: MetadataImage) -> Decoded[Fet
                 LeaderEpoch(int(field_or(p, "last_fetched_epoch", UNDEFINED_EPOCH))),
                 Offset(int(field_or(p, "log_start_offset", UNKNOWN_OFFSET))), int(p.partition_max_bytes)))
     fetch = FetchRequest(request.correlation_id, replica_id(body), millis(body.max_wait), int(body.min_bytes),
-                         int(body.max_bytes), tuple(partitions), replica_epoch(body))
+                         int(body.max_bytes), tuple(partitions), replica_epoch(body),
+                         int(field_or(body, "isolation_level", READ_UNCOMMITTED)))
     session_epoch = int(field_or(body, "session_epoch", FINAL_SESSION_EPOCH))
     error = errors.NONE
     if session_epoch not in (INITIAL_SESSION_EPOCH, FINAL_SESSION_EPOCH):
@@ -150,11 +162,14 @@ def encode_response(response: FetchResponse | ConsumerFetchResponse | None, deco
     if top_error is not errors.NONE:
         return _error_response(cls, decoded, top_error)
     assert response is not None
+    read_committed = decoded.request.isolation_level == READ_COMMITTED
     if not decoded.rejected and all(p.error is errors.NONE and getattr(p, "diverging_epoch", None) is None
                                     for p in response.partitions):
-        return _encode_plain(response, decoded)
+        return _encode_plain(response, decoded, read_committed)
     partition_cls = nested(cls, "PartitionData")
-    items = [(decoded.key(data.topic_partition.topic), _partition(partition_cls, data, image))
+    hint_image = image if decoded.version >= LEADER_HINT_FROM else None
+    items = [(decoded.key(data.topic_partition.topic),
+              _partition(partition_cls, data, hint_image, () if read_committed and data.error is errors.NONE else None))
              for data in _partitions(response)]
     items.extend((r.topic, _partition(partition_cls, FetchPartitionData(TopicPartition(r.topic.name or "", r.partition),
                                                                         r.error)))
@@ -164,7 +179,8 @@ def encode_response(response: FetchResponse | ConsumerFetchResponse | None, deco
                  responses=topics, node_endpoints=node_endpoints(cls, image, (p for _, p in items)))
 
 
-def _encode_plain(response: FetchResponse | ConsumerFetchResponse, decoded: Decoded[FetchRequest]) -> EncodedBody:
+def _encode_plain(response: FetchResponse | ConsumerFetchResponse, decoded: Decoded[FetchRequest],
+                  read_committed: bool) -> EncodedBody:
     """`encode_response` of partitions that all succeeded, without a diverging epoch: no field kio's path would
     add beyond the plain ones (no leader hint, no node endpoints), so `fetch_response` writes it."""
     by_id = decoded.version >= fetch_response.TOPIC_ID_FROM
@@ -173,14 +189,16 @@ def _encode_plain(response: FetchResponse | ConsumerFetchResponse, decoded: Deco
         key = decoded.key(p.topic_partition.topic)
         items.append((key.topic_id if by_id else key.name or "", (
             p.topic_partition.partition, 0, p.high_watermark, p.high_watermark, p.log_start_offset, p.records)))
-    return fetch_response.encode(decoded.version, 0, NO_SESSION_ID, group(items))
+    return fetch_response.encode(decoded.version, 0, NO_SESSION_ID, group(items), read_committed)
 
 
 def _partitions(response: FetchResponse | ConsumerFetchResponse) -> Iterable[FetchPartitionData]:
+    """The core's partitions as replication's; a consumer's refused one without offsets (Kafka's failed read)."""
     if isinstance(response, FetchResponse):
         return response.partitions
-    return (FetchPartitionData(p.topic_partition, p.error, p.high_watermark, p.log_start_offset,
-                               records=p.records) for p in response.partitions)
+    return (FetchPartitionData(p.topic_partition, p.error, p.high_watermark, p.log_start_offset, records=p.records)
+            if p.error is errors.NONE else FetchPartitionData(p.topic_partition, p.error)
+            for p in response.partitions)
 
 
 def _error_response(cls: type, decoded: Decoded[FetchRequest], error: KafkaError) -> Any:
@@ -196,7 +214,9 @@ def _error_response(cls: type, decoded: Decoded[FetchRequest], error: KafkaError
     return build(cls, throttle_time=NO_THROTTLE, responses=topics)
 
 
-def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None = None) -> Any:
+def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None = None,
+               aborted: tuple[()] | None = ()) -> Any:
+    """A partition entity; `aborted` defaults to Kafka's `partitionResponse(error)`'s (an empty list)."""
     ok = data.error is errors.NONE
     tp = data.topic_partition
     values: dict[str, Any] = current_leader(cls, image, tp.topic, tp.partition, data.error)
@@ -205,7 +225,7 @@ def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None 
                                           end_offset=data.diverging_epoch.end_offset)
     return build(cls, partition_index=data.topic_partition.partition, error_code=code(data.error),
                  high_watermark=data.high_watermark, last_stable_offset=data.high_watermark if ok else -1,
-                 log_start_offset=data.log_start_offset, aborted_transactions=(), preferred_read_replica=-1,
+                 log_start_offset=data.log_start_offset, aborted_transactions=aborted, preferred_read_replica=-1,
                  records=data.records, **values)
 
 

@@ -22,14 +22,15 @@ RECORDS = st.one_of(st.none(), st.binary(max_size=300))
 PARTITION = st.tuples(I32, ERROR_CODES, I64, I64, I64, RECORDS)
 
 
-def kio_body(version: int, error_code: int, session_id: int, topics: list[Any]) -> Any:
+def kio_body(version: int, error_code: int, session_id: int, topics: list[Any], read_committed: bool = False) -> Any:
     """The same response as kio entities, as `insync.wire.fetch` builds them."""
     cls = response_schema(fetch_response.FETCH_KEY, version)
     partition_cls, topic_cls = nested(cls, "PartitionData"), nested(cls, "FetchableTopicResponse")
     responses = tuple(
         build(topic_cls, topic=topic, topic_id=topic, partitions=tuple(
             build(partition_cls, partition_index=p[0], error_code=ErrorCode(p[1]), high_watermark=p[2],
-                  last_stable_offset=p[3], log_start_offset=p[4], aborted_transactions=(),
+                  last_stable_offset=p[3], log_start_offset=p[4],
+                  aborted_transactions=() if read_committed else None,
                   preferred_read_replica=-1, records=p[5]) for p in partitions))
         for topic, partitions in topics)
     return build(cls, throttle_time=datetime.timedelta(0), error_code=ErrorCode(error_code), session_id=session_id,
@@ -48,14 +49,16 @@ def topics_for(draw: st.DrawFn, version: int) -> list[Any]:
     return draw(st.lists(st.tuples(topic, st.lists(PARTITION, max_size=3)), max_size=3))
 
 
+@pytest.mark.parametrize("read_committed", [False, True])
 @pytest.mark.parametrize("version", fetch_response.VERSIONS)
-def test_same_bytes_as_kio(version: int) -> None:
+def test_same_bytes_as_kio(version: int, read_committed: bool) -> None:
+    """Aborted transactions are null, or an empty list for a READ_COMMITTED consumer (as Kafka answers)."""
     @settings(max_examples=60, deadline=None, database=None)
     @given(I32, ERROR_CODES, I32, topics_for(version))
     def check(correlation_id: int, error_code: int, session_id: int, topics: list[Any]) -> None:
         fast = fetch_response.encode(version, error_code if version >= 7 else 0, session_id if version >= 7 else 0,
-                                     topics)
-        expected = kio_body(version, error_code, session_id, topics)
+                                     topics, read_committed)
+        expected = kio_body(version, error_code, session_id, topics, read_committed)
         assert frame_bytes(version, correlation_id, fast) == frame_bytes(version, correlation_id, expected)
 
     check()

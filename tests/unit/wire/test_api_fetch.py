@@ -27,7 +27,8 @@ BATCH = build_batch([(b"k", b"v")], base_offset=10, partition_leader_epoch=4)
 ORDERS_0 = TopicPartition("orders", 0)
 
 
-def fetch_request(version: int, replica: int = -1, session_epoch: int = -1) -> DecodedRequest:
+def fetch_request(version: int, replica: int = -1, session_epoch: int = -1, isolation_level: int = 0
+                  ) -> DecodedRequest:
     partitions = tuple(request_entity(1, version, "FetchPartition", partition=p, fetch_offset=10 + p,
                                       current_leader_epoch=4, last_fetched_epoch=3, log_start_offset=0,
                                       partition_max_bytes=1 << 20) for p in (0, 1))
@@ -41,7 +42,7 @@ def fetch_request(version: int, replica: int = -1, session_epoch: int = -1) -> D
         replica_fields = {"replica_state": request_entity(1, version, "ReplicaState", replica_id=replica)}
     return client_request(1, version, max_wait=datetime.timedelta(milliseconds=500), min_bytes=1,
                           max_bytes=50_000_000, session_id=0, session_epoch=session_epoch, topics=topics,
-                          forgotten_topics_data=(), **replica_fields)
+                          forgotten_topics_data=(), isolation_level=isolation_level, **replica_fields)
 
 
 @pytest.mark.parametrize("version", [4, 7, 11, 12, 13, 15, 17])
@@ -75,7 +76,7 @@ def test_consumer_fetch_round_trip(version: int) -> None:
     assert (orders.topic_id == uuid.UUID(TOPIC_ID)) if version >= 13 else (orders.topic == "orders")
     p0, p1 = orders.partitions
     assert (p0.partition_index, p0.error_code, p0.high_watermark, p0.last_stable_offset) == (0, 0, 11, 11)
-    assert bytes(p0.records) == BATCH and p0.aborted_transactions == ()
+    assert bytes(p0.records) == BATCH and p0.aborted_transactions is None  # READ_UNCOMMITTED, as Kafka
     assert (p1.error_code, bytes(p1.records or b"")) == (errors.NOT_LEADER_OR_FOLLOWER.code, b"")
     expected = errors.UNKNOWN_TOPIC_ID if version >= 13 else errors.UNKNOWN_TOPIC_OR_PARTITION
     assert ghost.partitions[0].error_code == expected.code
@@ -167,7 +168,40 @@ def test_fenced_epoch_names_the_current_leader(version: int) -> None:
                                                                  Offset(-1), b""),))
     body = wire(fetch.encode_response(response, decoded, image))
     refused = body.responses[0].partitions[0]
-    if version >= 12:
-        assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (1, 4)
+    leader = (refused.current_leader.leader_id, refused.current_leader.leader_epoch) if version >= 12 else None
+    assert leader == ((1, 4) if version >= 16 else (-1, -1) if version >= 12 else None)  # Kafka: v16+ only
     if version >= 16:
         assert [(e.node_id, e.port, e.rack) for e in body.node_endpoints] == [(1, 9091, "rack-a")]
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 13, 17])
+@pytest.mark.parametrize("isolation_level", [0, 1])
+def test_aborted_transactions_and_refused_offsets_as_kafka(version: int, isolation_level: int) -> None:
+    """Kafka fills aborted transactions only for READ_COMMITTED; a partition the core refused has no offsets
+    (Kafka's failed log read: -1 and null), whatever the core knew; one the translator refused is Kafka's
+    `partitionResponse(error)` (an empty list)."""
+    decoded = fetch.decode_request(fetch_request(version, isolation_level=isolation_level), cluster_image())
+    assert decoded.request.isolation_level == isolation_level
+    empty = () if isolation_level == 1 else None
+    ok = ConsumerFetchPartition(ORDERS_0, errors.NONE, Offset(11), Offset(0), BATCH)
+    body = wire(fetch.encode_response(ConsumerFetchResponse(42, (ok,)), decoded))  # the plain writer
+    assert body.responses[0].partitions[0].aborted_transactions == empty
+
+    refused = ConsumerFetchPartition(TopicPartition("orders", 1), errors.OFFSET_OUT_OF_RANGE, Offset(11), Offset(3),
+                                     b"")
+    body = wire(fetch.encode_response(ConsumerFetchResponse(42, (ok, refused)), decoded))  # through kio
+    p0, p1 = body.responses[0].partitions
+    assert p0.aborted_transactions == empty and (p0.high_watermark, p0.last_stable_offset) == (11, 11)
+    assert (p1.error_code, p1.high_watermark, p1.last_stable_offset) == (errors.OFFSET_OUT_OF_RANGE.code, -1, -1)
+    assert p1.aborted_transactions is None and field_or(p1, "log_start_offset", -1) == -1
+    if version >= 13:  # the unknown topic id, refused by the translator
+        assert body.responses[1].partitions[0].aborted_transactions == ()
+
+
+def test_a_followers_refused_partition_keeps_the_leaders_offsets() -> None:
+    """insync's fetcher restarts from the leader's offsets on OFFSET_OUT_OF_RANGE."""
+    decoded = fetch.decode_request(fetch_request(15, replica=2), cluster_image())
+    response = FetchResponse(42, errors.NONE, (FetchPartitionData(ORDERS_0, errors.OFFSET_OUT_OF_RANGE, Offset(11),
+                                                                  Offset(3), Offset(12)),))
+    refused = wire(fetch.encode_response(response, decoded)).responses[0].partitions[0]
+    assert (refused.high_watermark, refused.log_start_offset, refused.aborted_transactions) == (11, 3, None)
