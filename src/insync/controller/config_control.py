@@ -62,9 +62,10 @@ def new_topic_config_records(name: str, configs: Mapping[str, object]) -> tuple[
 
 def topic_config_update(image: MetadataImage, name: str, changes: Sequence[ConfigChange],
                         replace: bool) -> ConfigUpdate:
-    """Refused: an unknown topic (UNKNOWN_TOPIC_OR_PARTITION), an unknown key or a bad value (INVALID_CONFIG)."""
+    """Refused: an unknown topic (UNKNOWN_TOPIC_OR_PARTITION), an unknown key or a bad value (INVALID_CONFIG),
+    in the words of Kafka's controller."""
     if image.topic(name) is None:
-        raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+        raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     before = image.configs(name)
     try:
         after = {key: config_text(value) for key, value in
@@ -101,12 +102,15 @@ def _check_elr_min_isr(broker: str, before: Mapping[str, str], after: Mapping[st
 
 def broker_config_update(image: MetadataImage, static: BrokerConfig, broker: str, changes: Sequence[ConfigChange],
                          replace: bool, elr_enabled: bool = False) -> ConfigUpdate:
-    """Refused: a name that is neither a broker id nor "" (INVALID_REQUEST), a key that cannot change dynamically
-    or is unknown (INVALID_REQUEST naming it), a bad value or one that breaks a rule between keys, checked
+    """Refused: a name that is neither a broker id nor "" (INVALID_REQUEST), the id of no registered broker nor
+    the controller (BROKER_ID_NOT_REGISTERED, as Kafka's ConfigResourceExistenceChecker), a key that cannot change
+    dynamically or is unknown (INVALID_REQUEST naming it), a bad value or one that breaks a rule between keys, checked
     against the controller's `static` settings since it does not know the brokers' (INVALID_CONFIG); with ELR on,
     a per-broker min ISR or the cluster-wide one removed (INVALID_CONFIG)."""
     if broker and not (broker.isdigit() and broker.isascii()):
         raise KafkaException(errors.INVALID_REQUEST, f"Invalid broker name {broker}")
+    if broker and int(broker) not in image.brokers and int(broker) != image.controller_id:
+        raise KafkaException(errors.BROKER_ID_NOT_REGISTERED, f"No node with id {int(broker)} found.")
     before = image.dynamic_configs(broker)
     try:
         after = {key: config_text(value) for key, value in

@@ -48,6 +48,7 @@ def test_broker_and_cluster_wide_configs_become_records_of_the_changed_keys() ->
     ("", _set("num.partitions", "3"), "INVALID_REQUEST", "Cannot update these configs dynamically: num.partitions"),
     ("1", _set("bogus.key", "1"), "INVALID_REQUEST", "Unknown broker configs: bogus.key"),
     ("one", _set("log.retention.ms", "1"), "INVALID_REQUEST", "Invalid broker name one"),
+    ("7", _set("log.retention.ms", "1"), "BROKER_ID_NOT_REGISTERED", "No node with id 7 found."),
     ("1", _set("min.insync.replicas", "x"), "INVALID_CONFIG", "min.insync.replicas"),
     ("1", _set("log.retention.ms", "5", ConfigOp.APPEND), "INVALID_CONFIG", "list configs only"),
     # A lag below the (default) 500 ms fetch wait would make idle followers leave the ISR: Kafka's rule.
