@@ -112,7 +112,7 @@ class BrokerCore:
                                          previous_epoch)
         self.partitions: dict[TopicPartition, Partition] = {}
         self.throttles = ReplicationThrottles(broker_id, lambda: self.config, self.metadata.image_configs)
-        self.fetch_server = FetchServer(self._leader_partition, self.throttles)
+        self.fetch_server = FetchServer(self._leader_partition, self.throttles, self.partitions.get)
         self.produce = ProduceHandler(self._leader_partition)
         self.fetchers = ReplicaFetchers(broker_id, config, self.partitions, self.events,
                                         lambda: self.channel.broker_epoch, self.throttles)
@@ -330,8 +330,18 @@ class BrokerCore:
         return commands
 
     def _on_fetch_response(self, now_ms: int, source: Address, response: FetchResponse) -> list[Command]:
+        """Follow the leader's answer; consumer fetches parked on a follower (KIP-392) wait for its high
+        watermark, as Kafka's fetcher completes them when the follower's advances."""
         assert isinstance(source, int), source
-        return list(self.fetchers.on_response(now_ms, BrokerId(source), response))
+        before = {} if not self.fetch_server.purgatory_size else {
+            d.topic_partition: p.high_watermark for d in response.partitions
+            if (p := self.partitions.get(d.topic_partition)) is not None}
+        commands: list[Command] = list(self.fetchers.on_response(now_ms, BrokerId(source), response))
+        advanced = [tp for tp, hw in before.items() if (p := self.partitions.get(tp)) is not None
+                    and p.high_watermark > hw]
+        if advanced:
+            commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms, hw_advanced=advanced)))
+        return commands
 
     # Metadata -----------------------------------------------------------------------------------------
 

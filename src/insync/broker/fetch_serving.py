@@ -17,6 +17,8 @@ partitions (Kafka's `replica.fetch.min.bytes`), consumers once the high watermar
 fetch for a partition whose leadership moved, and every fetch whose wait expired. When the purgatory is full a
 fetch is answered at once with what there is. Consumer fetches read only below the high watermark. An
 out-of-sync follower held back by the leader's replication throttle (`broker.throttles`) reads nothing.
+A consumer fetch that may read a follower (KIP-392, `ConsumerFetchRequest.leader_only`) reads a partition this
+broker follows the same way, below the follower's own high watermark; its wait ends when that advances.
 """
 
 from __future__ import annotations
@@ -70,8 +72,11 @@ class FetchOutcome:
 
 class FetchServer:
     def __init__(self, partitions: Callable[[TopicPartition], Partition | None],
-                 throttles: ReplicationThrottles | None = None) -> None:
+                 throttles: ReplicationThrottles | None = None,
+                 hosted: Callable[[TopicPartition], Partition | None] | None = None) -> None:
+        """`partitions` finds the partitions this broker leads, `hosted` any replica it has (followers too)."""
         self._partitions = partitions
+        self._hosted = hosted or partitions
         self._throttles = throttles  # the leader's replication throttle (`broker.throttles`), if any
         self._slow: dict[int, _SlowFollowerFetch] = {}
         self._purgatory: Purgatory[DelayedFetch[_Waiting]] = Purgatory("fetch", PURGATORY_ENTRIES_MAX)
@@ -160,7 +165,7 @@ class FetchServer:
             # Kafka's ReplicaManager.readFromLog: each partition up to its own limit and what is left of the
             # response's; one whole batch past both only while the response has no data yet (KIP-74).
             part = self._consumer_read(tp, offset, max(0, min(limit, budget)),
-                                       min_one_batch=budget == request.max_bytes)
+                                       min_one_batch=budget == request.max_bytes, leader_only=request.leader_only)
             budget -= len(part.records)
             parts.append(part)
         empty = all(not p.records and p.error is errors.NONE for p in parts)
@@ -168,10 +173,11 @@ class FetchServer:
             return FetchOutcome([], [])
         return FetchOutcome([Outgoing(source, ConsumerFetchResponse(request.correlation_id, tuple(parts)))], [])
 
-    def _consumer_read(self, tp: TopicPartition, offset: Offset, max_bytes: int, min_one_batch: bool
-                       ) -> ConsumerFetchPartition:
-        partition = self._partitions(tp)
-        if partition is None or not partition.is_leader or partition.recovering:  # KIP-704: not readable yet
+    def _consumer_read(self, tp: TopicPartition, offset: Offset, max_bytes: int, min_one_batch: bool,
+                       leader_only: bool = True) -> ConsumerFetchPartition:
+        # Any replica may answer when the request allows it, a follower below its own high watermark (KIP-392).
+        partition = self._partitions(tp) if leader_only else self._hosted(tp)
+        if partition is None or (leader_only and not partition.is_leader) or partition.recovering:  # KIP-704
             return ConsumerFetchPartition(tp, errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET, UNKNOWN_OFFSET, b"")
         hw = partition.high_watermark
         log_start = Offset(partition.log.log_start_offset)

@@ -121,13 +121,15 @@ class ConsumerFetchRequest:
     """A consumer's fetch: reads committed data only (below the high watermark). `max_bytes` bounds the whole
     response and `partition_max_bytes` (one per partition, in order; empty: no bound but `max_bytes`) each
     partition's data, as Kafka's Fetch request does; the first partition with data may exceed both by one batch
-    (KIP-74)."""
+    (KIP-74). Unless `leader_only` (Kafka's `fetchOnlyLeader`: a request without client metadata, before v11), a
+    follower replica answers too, below its own high watermark (KIP-392)."""
 
     correlation_id: int
     partitions: tuple[tuple[TopicPartition, Offset], ...]
     max_wait_ms: int
     max_bytes: int
     partition_max_bytes: tuple[int, ...] = ()
+    leader_only: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ class FetchRequest:
     partitions: tuple[FetchRequestPartition, ...]
     replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH  # the follower's broker epoch; -1: not given
     isolation_level: int = 0  # a consumer's READ_COMMITTED (1) or READ_UNCOMMITTED (0, what followers send)
+    rack_id: str | None = None  # the client metadata of v11+ (KIP-392); None: an older version, which has none
 
     def partition(self, topic_partition: TopicPartition) -> FetchRequestPartition | None:
         for requested in self.partitions:

@@ -4,7 +4,9 @@ Server side. `decode_request` always gives replication's full `FetchRequest` (it
 has: `min_bytes` and `max_wait_ms` for the long poll, and per partition the fetch offset, current leader
 epoch, last fetched epoch, log start offset and byte limit). A fetch whose replica id is >= 0 (`replica_id`
 before v15, `replica_state.replica_id` from v15) comes from a follower and goes to replication as it is, with
-its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); any other is a consumer's, and `consumer_request` projects it onto the broker's `ConsumerFetchRequest`.
+its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); any other is a consumer's, and
+`consumer_request` projects it onto the broker's `ConsumerFetchRequest`: from v11, which carries client metadata
+(the rack id), a follower replica may answer it, as Kafka's ReplicaManager allows (KIP-392).
 `encode_response` accepts either core response. Kafka's rules applied here:
 - Topic ids (v13+): an id the image does not know is answered UNKNOWN_TOPIC_ID without the core; the
   response names topics as the request did.
@@ -130,7 +132,8 @@ def decode_request(request: DecodedRequest, image: MetadataImage) -> Decoded[Fet
                 Offset(int(field_or(p, "log_start_offset", UNKNOWN_OFFSET))), int(p.partition_max_bytes)))
     fetch = FetchRequest(request.correlation_id, replica_id(body), millis(body.max_wait), int(body.min_bytes),
                          int(body.max_bytes), tuple(partitions), replica_epoch(body),
-                         int(field_or(body, "isolation_level", READ_UNCOMMITTED)))
+                         int(field_or(body, "isolation_level", READ_UNCOMMITTED)),
+                         str(body.rack_id) if has_field(body, "rack_id") else None)
     session_epoch = int(field_or(body, "session_epoch", FINAL_SESSION_EPOCH))
     error = errors.NONE
     if session_epoch not in (INITIAL_SESSION_EPOCH, FINAL_SESSION_EPOCH):
@@ -143,12 +146,14 @@ def is_follower_fetch(fetch: FetchRequest) -> bool:
 
 
 def consumer_request(fetch: FetchRequest) -> ConsumerFetchRequest:
-    """The consumer form of a decoded fetch (its partitions' offsets, the wait and the byte limit)."""
+    """The consumer form of a decoded fetch (its partitions' offsets, the wait and the byte limit); with client
+    metadata (v11+) a follower may serve it."""
     assert not is_follower_fetch(fetch), fetch
     return ConsumerFetchRequest(fetch.correlation_id, tuple((p.topic_partition, p.fetch_offset)
                                                             for p in fetch.partitions),
                                 fetch.max_wait_ms, fetch.max_bytes,
-                                tuple(p.partition_max_bytes for p in fetch.partitions))
+                                tuple(p.partition_max_bytes for p in fetch.partitions),
+                                leader_only=fetch.rack_id is None)
 
 
 def encode_response(response: FetchResponse | ConsumerFetchResponse | None, decoded: Decoded[FetchRequest],

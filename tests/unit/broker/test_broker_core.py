@@ -248,6 +248,31 @@ def test_consumer_reads_only_below_the_high_watermark() -> None:
     assert part.error is errors.NONE and part.high_watermark == 3 and len(part.records) > 0
 
 
+def test_a_follower_answers_a_consumer_fetch_that_allows_it_below_its_own_high_watermark() -> None:
+    """KIP-392: a consumer's Fetch v11+ (`leader_only` False) may read a follower; an older one may not. A
+    fetch parked there is answered when the follower's high watermark advances, not at its deadline."""
+    h = _cluster()
+    h.produce(-1, 1)
+    h.run(600)
+    follower = next(core for core in h.cores.values() if core is not h.leader())
+    assert follower.high_watermark(TP) == 3
+    for correlation, leader_only in ((5, True), (6, False)):
+        request = ConsumerFetchRequest(correlation, ((TP, Offset(0)),), 0, 1 << 20, leader_only=leader_only)
+        h.queue.append(("client", follower.broker_id, request))
+    h.queue.append(("client", follower.broker_id, ConsumerFetchRequest(7, ((TP, Offset(3)),), 5_000, 1 << 20,
+                                                                       leader_only=False)))
+    h.run(10)
+    fetched = {m.correlation_id: m.partitions[0] for m in h.client if isinstance(m, ConsumerFetchResponse)}
+    assert fetched[5].error is errors.NOT_LEADER_OR_FOLLOWER and fetched[5].records == b""
+    assert (fetched[6].error, fetched[6].high_watermark, fetched[6].log_start_offset) == (errors.NONE, 3, 0)
+    assert fetched[6].records == h.leader().partitions[TP].log.read(Offset(0), 1 << 20).records
+    assert 7 not in fetched  # parked: nothing above the follower's high watermark yet
+    h.produce(-1, 2)
+    h.run(1_000)
+    fetched = {m.correlation_id: m.partitions[0] for m in h.client if isinstance(m, ConsumerFetchResponse)}
+    assert fetched[7].error is errors.NONE and fetched[7].high_watermark == 6 and fetched[7].records
+
+
 def test_a_restarted_broker_takes_no_role_before_it_catches_up_with_its_own_registration() -> None:
     """A crash without fsync empties the leader's log; the image it replays on restart still names it leader at
     the old epoch. Acting on that would make followers truncate committed data, so it waits until the

@@ -205,3 +205,11 @@ def test_a_followers_refused_partition_keeps_the_leaders_offsets() -> None:
                                                                   Offset(3), Offset(12)),))
     refused = wire(fetch.encode_response(response, decoded)).responses[0].partitions[0]
     assert (refused.high_watermark, refused.log_start_offset, refused.aborted_transactions) == (11, 3, None)
+
+
+@pytest.mark.parametrize("version", [4, 10, 11, 12, 17])
+def test_a_consumer_fetch_with_client_metadata_may_read_a_follower(version: int) -> None:
+    """Kafka's FetchParams: a consumer's fetch is leader-only unless it carries client metadata (v11+, KIP-392)."""
+    decoded = fetch.decode_request(fetch_request(version), cluster_image())
+    assert decoded.request.rack_id == ("" if version >= 11 else None)
+    assert fetch.consumer_request(decoded.request).leader_only == (version < 11)
