@@ -5,7 +5,8 @@ CreateTopics: -1 partitions or replication factor mean the broker's defaults (`n
 `default.replication.factor`); manual replica assignments need both at -1 (INVALID_REQUEST otherwise, Kafka's
 words) and the controller checks them. The translator refuses by itself a topic listed twice (INVALID_REQUEST, as
 Kafka) and null config values (INVALID_REQUEST). From v5 a created topic's answer carries
-its partition count, replication factor and resulting configs; from v7 its topic id.
+its partition count, replication factor and resulting configs (an empty list for a refused topic, Kafka's
+default); from v7 its topic id.
 
 DeleteTopics: v6 names topics by name or by id; an id the image does not know is UNKNOWN_TOPIC_ID, a topic
 listed twice INVALID_REQUEST. The answer gives each topic's name (and id from v6) and error (message v5+).
@@ -143,8 +144,8 @@ def encode_create_topics(response: CreateTopicsResponse, decoded: Decoded[Create
 
 def _created(cls: type, result: CreateTopicResult, topic: NewTopic | None, config: BrokerConfig) -> Any:
     result_cls = nested(cls, "CreatableTopicResult")
-    configs = None
-    if result.error is errors.NONE and topic is not None and has_field(result_cls, "configs"):
+    configs: tuple[Any, ...] | None = () if has_field(result_cls, "configs") else None  # Kafka's empty default
+    if result.error is errors.NONE and topic is not None and configs is not None:
         config_cls = nested(cls, "CreatableTopicConfigs")
         configs = tuple(build(config_cls, name=e.name, value=e.value, read_only=e.read_only,
                               config_source=int(e.source), is_sensitive=False)
