@@ -326,8 +326,8 @@ class Controller:
         `__consumer_offsets` (its partition count decides where each group's offsets live)."""
         self._advance(now_ms)
         topic = self._image.topic(name)
-        if topic is None:
-            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
+        if topic is None:  # no message, as Kafka's ReplicationControlManager answers
+            raise KafkaException(errors.UNKNOWN_TOPIC_OR_PARTITION)
         if name == OFFSETS_TOPIC:
             raise KafkaException(errors.INVALID_REQUEST, f"the partition count of {OFFSETS_TOPIC} cannot change: "
                                  "it decides which partition holds each group's offsets")
