@@ -148,15 +148,16 @@ def describe_configs(request: DecodedRequest, image: MetadataImage, config: Brok
 
 def _describe(resource_type: int, name: str, image: MetadataImage, config: BrokerConfig,
               broker_id: int) -> tuple[KafkaError, str | None, list[ConfigEntry]]:
+    """A resource's answer; the message is Kafka's default ("") where Kafka's ConfigHelper sets none."""
     if resource_type == TOPIC_RESOURCE:
         if image.topic(name) is None:
-            return errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist", []
-        return errors.NONE, None, topic_configs(image.configs(name), config)
+            return errors.UNKNOWN_TOPIC_OR_PARTITION, "", []
+        return errors.NONE, "", topic_configs(image.configs(name), config)
     if resource_type == BROKER_RESOURCE:
         if name not in ("", str(broker_id)):
             return (errors.INVALID_REQUEST,
                     f"Unexpected broker id, expected {broker_id} or empty string, but received {name}", [])
-        return errors.NONE, None, broker_configs(config, per_broker=name != "")
+        return errors.NONE, "", broker_configs(config, per_broker=name != "")
     return errors.INVALID_REQUEST, f"Unsupported resource type {resource_type}", []
 
 

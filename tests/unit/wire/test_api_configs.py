@@ -55,7 +55,8 @@ def test_broker_configs_and_errors() -> None:
         "true", True)  # Kafka's default; not dynamic
     assert entries["log.retention.ms"].read_only is False
     assert entries["log.retention.ms"].synonyms == ()
-    assert unknown_topic.error_code == errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    assert (unknown_topic.error_code, unknown_topic.error_message) == (errors.UNKNOWN_TOPIC_OR_PARTITION.code, "")
+    assert broker.error_message == ""  # Kafka's ConfigHelper sets no message: the field's default
     assert other_broker.error_code == errors.INVALID_REQUEST.code and bad_type.error_code == errors.INVALID_REQUEST.code
 
 
@@ -104,9 +105,11 @@ def test_broker_configs_with_dynamic_sources_and_read_only_flags() -> None:
     assert [s.source for s in shown["log.retention.ms"].synonyms] == [ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
 
 
-def test_all_topic_configs_when_no_keys_given() -> None:
-    (result,) = describe(4, (configs.TOPIC_RESOURCE, "orders", None)).results
+@pytest.mark.parametrize("keys", [None])
+def test_all_topic_configs_when_no_keys_given(keys: tuple[str, ...] | None) -> None:
+    (result,) = describe(4, (configs.TOPIC_RESOURCE, "orders", keys)).results
     assert {c.name for c in result.configs} >= {"min.insync.replicas", "retention.ms", "cleanup.policy"}
+    assert result.error_message == ""
 
 
 # IncrementalAlterConfigs and AlterConfigs
