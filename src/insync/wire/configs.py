@@ -138,7 +138,7 @@ def describe_configs(request: DecodedRequest, image: MetadataImage, config: Brok
         resource_type, name = int(resource.resource_type), resource.resource_name
         error, message, entries = _describe(resource_type, name, image, config, broker_id)
         wanted = resource.configuration_keys
-        if wanted is not None:
+        if wanted:  # as Kafka's ConfigHelper: null or empty asks for every key
             entries = [e for e in entries if e.name in wanted]
         configs = tuple(_entry(cls, e, synonyms, documentation) for e in entries)
         results.append(build(nested(cls, "DescribeConfigsResult"), error_code=code(error), error_message=message,

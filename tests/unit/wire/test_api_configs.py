@@ -105,8 +105,9 @@ def test_broker_configs_with_dynamic_sources_and_read_only_flags() -> None:
     assert [s.source for s in shown["log.retention.ms"].synonyms] == [ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
 
 
-@pytest.mark.parametrize("keys", [None])
+@pytest.mark.parametrize("keys", [None, ()])
 def test_all_topic_configs_when_no_keys_given(keys: tuple[str, ...] | None) -> None:
+    """Kafka's ConfigHelper: null or empty configuration keys ask for every key."""
     (result,) = describe(4, (configs.TOPIC_RESOURCE, "orders", keys)).results
     assert {c.name for c in result.configs} >= {"min.insync.replicas", "retention.ms", "cleanup.policy"}
     assert result.error_message == ""
