@@ -35,8 +35,10 @@ TIMING = ["replica.lag.time.max.ms=4000", "broker.session.timeout.ms=3000", "bro
           "replica.fetch.backoff.ms=200", "insync.events.topic.enable=false"]
 QUERY_TIMEOUT_S = 90
 # Spark's driver asks for the latest offsets through Kafka's admin client. A ListOffsets bound for the killed leader
-# before the controller fenced it stays bound to that broker id, which then leaves the Metadata broker list (as in
-# Kafka): the call waits out `default.api.timeout.ms` (60 s) before Spark retries it, whichever broker serves.
+# before the controller fenced it stays bound to that broker id, which then leaves the Metadata broker list (Kafka's
+# KRaftMetadataCache lists unfenced brokers only): the call waits out `default.api.timeout.ms` (60 s) before Spark
+# retries it. The same query over a Kafka 4.1 cluster (`cluster.up(..., engine="kafka:4.1")`) stalls so after
+# every kill.
 FAILOVER_TIMEOUT_S = 150
 BASE_MS = 1_700_000_000_000  # the records' CreateTime: record i is at BASE_MS + 1000 * i
 
