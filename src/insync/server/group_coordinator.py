@@ -217,15 +217,13 @@ class GroupCoordinator:
         count = self._offsets_partitions()
         if count is None:
             self.create_offsets_topic()
-            return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"],
-                                         message=f"{OFFSETS_TOPIC} is being created")
+            return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"])
         topic = image.topic(OFFSETS_TOPIC)
         assert topic is not None
         registration = topic.partitions[partition_for(group_id, count)]
         broker = image.brokers.get(registration.leader)
         if registration.leader < 0 or broker is None:
-            return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"],
-                                         message=f"{OFFSETS_TOPIC} partition has no leader")
+            return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"])
         return api.CoordinatorAnswer(group_id, errors.NONE, broker.broker_id, broker.host, broker.port)
 
     def create_offsets_topic(self) -> None:

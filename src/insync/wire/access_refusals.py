@@ -170,7 +170,7 @@ def _coordinator_refusal(request: DecodedRequest, access: RequestAccess) -> Any 
     refused = [not access.allows(Op.DESCRIBE, resource_type, k) for k in keys]
 
     def refuse(asked: DecodedRequest) -> Any:
-        return groups.encode_find_coordinator(asked, [groups.CoordinatorAnswer(k, error, message=error.message)
+        return groups.encode_find_coordinator(asked, [groups.CoordinatorAnswer(k, error)
                                                       for k in groups.find_coordinator_keys(asked)[1]])
 
     if request.api_version < 4:  # one key, in `key`

@@ -62,6 +62,8 @@ DESCRIBE_GROUPS_NOT_FOUND_VERSION = 6  # KIP-1043: an unknown group is GROUP_ID_
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorAnswer:
+    """One key's coordinator; `message` only for a refusal of insync's own (Kafka's words otherwise)."""
+
     key: str
     error: KafkaError
     node_id: int = -1
@@ -80,15 +82,18 @@ def find_coordinator_keys(request: DecodedRequest) -> tuple[int, list[str]]:
 
 
 def encode_find_coordinator(request: DecodedRequest, answers: Sequence[CoordinatorAnswer]) -> Any:
+    """The answer, with Kafka's messages unless an answer has its own: KafkaApis sets none on v4+ coordinators
+    (the field's default, ""), and `Errors.message()` before v4 ("NONE" on success, else the error's words)."""
     cls = response_class(FIND_COORDINATOR, request.api_version)
     if request.api_version >= 4:
         coordinator_cls = nested(cls, "Coordinator")
         return build(cls, throttle_time=NO_THROTTLE, coordinators=tuple(
             build(coordinator_cls, key=a.key, node_id=a.node_id, host=a.host, port=a.port, error_code=code(a.error),
-                  error_message=a.message) for a in answers))
+                  error_message="" if a.message is None else a.message) for a in answers))
     assert len(answers) == 1, answers
     a = answers[0]
-    return build(cls, throttle_time=NO_THROTTLE, error_code=code(a.error), error_message=a.message,
+    message = a.error.message or a.error.name if a.message is None else a.message
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(a.error), error_message=message,
                  node_id=a.node_id, host=a.host, port=a.port)
 
 

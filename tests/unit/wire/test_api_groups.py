@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from apis_helpers import client_request, request_entity, wire
 
 from insync import errors
 from insync.groups.deletion import OffsetDeletion
-from insync.groups.messages import GroupDescription
-from insync.groups.messages import JoinedMember, JoinResult, LeaveResult
+from insync.groups.messages import GroupDescription, JoinedMember, JoinResult, LeaveResult
 from insync.groups.offsets import CommittedOffset
 from insync.types import TopicPartition
 from insync.wire import groups
@@ -38,6 +38,16 @@ def test_find_coordinator_takes_one_key_before_v4_and_a_list_from_v4() -> None:
     answer = wire(groups.encode_find_coordinator(v4, [
         groups.CoordinatorAnswer(k, E["INVALID_REQUEST"], message="no") for k in ("a", "b")]))
     assert [(c.key, int(c.error_code), c.error_message) for c in answer.coordinators] == [("a", 42, "no"), ("b", 42, "no")]
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 6])
+def test_find_coordinator_messages_are_kafkas(version: int) -> None:
+    """KafkaApis: v4+ coordinators carry no message (""); before v4 `Errors.message()`, "NONE" on success."""
+    request = client_request(FIND_COORDINATOR, version, key="g", key_type=0, coordinator_keys=("g",))
+    for error, old in ((errors.NONE, "NONE"), (E["COORDINATOR_NOT_AVAILABLE"], "The coordinator is not available.")):
+        answer = wire(groups.encode_find_coordinator(request, [groups.CoordinatorAnswer("g", error, 2, "h", 9)]))
+        message = answer.coordinators[0].error_message if version >= 4 else answer.error_message
+        assert message == ("" if version >= 4 else old)
 
 
 def _join(version: int, **extra: object) -> groups.DecodedRequest:  # type: ignore[name-defined]
