@@ -62,11 +62,13 @@ def decode_create_acls(request: DecodedRequest) -> list[AclBinding]:
 
 
 def encode_create_acls(results: Sequence[KafkaException | None], version: int) -> Any:
+    """Each creation's answer: as Kafka's AclApis, a success sets no message (the field's default, ""), a
+    refusal its exception's (null without one)."""
     cls = response_class(CREATE_ACLS, version)
     result_cls = nested(cls, "AclCreationResult")
     return build(cls, throttle_time=NO_THROTTLE, results=tuple(
         build(result_cls, error_code=code(errors.NONE if r is None else r.error),
-              error_message=None if r is None else r.detail) for r in results))
+              error_message="" if r is None else r.detail or None) for r in results))
 
 
 # DeleteAcls ----------------------------------------------------------------------------------------------
