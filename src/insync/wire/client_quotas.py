@@ -43,8 +43,9 @@ def describe_client_quotas(request: DecodedRequest) -> Any:
         _check_filter([(str(c.entity_type), int(c.match_type), c.match) for c in body.components])
     except KafkaException as exc:
         return refuse_describe(request, exc.error, exc.detail, entries=())
+    # Kafka's ClientQuotasImage sets no message on success: the field's default, "".
     return build(response_class(DESCRIBE_CLIENT_QUOTAS, request.api_version), throttle_time=NO_THROTTLE,
-                 error_code=code(errors.NONE), error_message=None, entries=())
+                 error_code=code(errors.NONE), error_message="", entries=())
 
 
 def refuse_describe(request: DecodedRequest, error: KafkaError, message: str, entries: tuple[()] | None = None
