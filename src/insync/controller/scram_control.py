@@ -121,12 +121,11 @@ def describe_credentials(image: MetadataImage, users: Sequence[str] | None) -> l
     out = []
     for name in dict.fromkeys(users):
         if counts[name] > 1:
-            out.append(DescribedUser(name, errors.DUPLICATE_RESOURCE,
-                                     "Cannot describe SCRAM credentials for the same user twice in a single request",
-                                     ()))
+            out.append(DescribedUser(name, errors.DUPLICATE_RESOURCE, "Cannot describe SCRAM credentials for the "
+                                     f"same user twice in a single request: {name}", ()))
         elif name not in stored:
             out.append(DescribedUser(name, errors.RESOURCE_NOT_FOUND,
-                                     "Attempt to describe a user credential that does not exist", ()))
+                                     f"Attempt to describe a user credential that does not exist: {name}", ()))
         else:
             out.append(_described(image, name))
     return out
@@ -134,5 +133,5 @@ def describe_credentials(image: MetadataImage, users: Sequence[str] | None) -> l
 
 def _described(image: MetadataImage, name: str) -> DescribedUser:
     credentials = image.scram_credentials[name]
-    return DescribedUser(name, errors.NONE, None,
+    return DescribedUser(name, errors.NONE, "",  # Kafka's ScramImage sets no message: the field's default
                          tuple((mechanism, credentials[mechanism].iterations) for mechanism in sorted(credentials)))

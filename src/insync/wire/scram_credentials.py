@@ -40,7 +40,8 @@ def describe_user_scram_credentials(request: DecodedRequest, image: MetadataImag
               credential_infos=tuple(build(info_cls, mechanism=mechanism, iterations=iterations)
                                      for mechanism, iterations in described.credentials))
         for described in describe_credentials(image, users))
-    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), error_message=None, results=results)
+    # Kafka's ScramImage sets no message on success: the field's default, "".
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), error_message="", results=results)
 
 
 def refuse_describe(request: DecodedRequest, error: KafkaError, message: str) -> Any:

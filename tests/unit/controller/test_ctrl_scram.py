@@ -81,5 +81,8 @@ def test_describe_all_named_unknown_and_duplicate() -> None:
     assert [(d.user, d.credentials) for d in describe_credentials(image, None)] == [
         ("alice", ((2, 4096),)), ("bob", ((1, 8192),))]
     described = describe_credentials(image, ["bob", "zed", "alice", "alice"])
-    assert [(d.user, d.error) for d in described] == [
-        ("bob", errors.NONE), ("zed", errors.RESOURCE_NOT_FOUND), ("alice", errors.DUPLICATE_RESOURCE)]
+    assert [(d.user, d.error, d.message) for d in described] == [  # Kafka's ScramImage's words
+        ("bob", errors.NONE, ""),
+        ("zed", errors.RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist: zed"),
+        ("alice", errors.DUPLICATE_RESOURCE,
+         "Cannot describe SCRAM credentials for the same user twice in a single request: alice")]
