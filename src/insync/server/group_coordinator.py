@@ -110,6 +110,11 @@ class GroupCoordinator:
             return E["COORDINATOR_LOAD_IN_PROGRESS"], partition
         return errors.NONE, partition
 
+    def _member_status(self, group_id: str) -> KafkaError:
+        """JoinGroup, SyncGroup, Heartbeat and LeaveGroup in Kafka's GroupCoordinatorService order: a group must
+        be named (INVALID_GROUP_ID) before its coordinator is looked for."""
+        return E["INVALID_GROUP_ID"] if not group_id else self._status(group_id)[0]
+
     def _start_load(self, partition: int, epoch: int) -> None:
         if partition in self._loading:
             return
@@ -252,7 +257,7 @@ class GroupCoordinator:
     async def join(self, request: DecodedRequest, client_host: str) -> Any:
         join = api.decode_join(request, client_host)
         failed = JoinResult(errors.NONE, -1, None, None, "", join.member_id, ())
-        error, _ = self._status(join.group_id)
+        error = self._member_status(join.group_id)
         if error is not errors.NONE:
             return api.encode_join(request, dataclasses.replace(failed, error=error))
         wait_s = join.rebalance_timeout_ms / 1000 + self.config.get_int("group.initial.rebalance.delay.ms") / 1000
@@ -264,7 +269,9 @@ class GroupCoordinator:
     async def sync(self, request: DecodedRequest) -> Any:
         sync = api.decode_sync(request)
         failed = SyncResult(errors.NONE, None, None, b"")
-        error, _ = self._status(sync.group_id)
+        # Kafka's KafkaApis checks a v5+ request names its protocol before the coordinator sees it.
+        error = E["INCONSISTENT_GROUP_PROTOCOL"] if api.sync_lacks_protocol(request) else \
+            self._member_status(sync.group_id)
         if error is not errors.NONE:
             return api.encode_sync(request, dataclasses.replace(failed, error=error))
         wait_s = self.config.get_int("group.max.session.timeout.ms") / 1000
@@ -275,7 +282,7 @@ class GroupCoordinator:
 
     def heartbeat(self, request: DecodedRequest) -> Any:
         heartbeat = api.decode_heartbeat(request)
-        error, _ = self._status(heartbeat.group_id)
+        error = self._member_status(heartbeat.group_id)
         if error is errors.NONE:
             error = self.membership.heartbeat(self._now(), heartbeat)
             self._wake.set()
@@ -283,7 +290,7 @@ class GroupCoordinator:
 
     def leave(self, request: DecodedRequest) -> Any:
         leave = api.decode_leave(request)
-        error, _ = self._status(leave.group_id)
+        error = self._member_status(leave.group_id)
         if error is not errors.NONE:
             return api.encode_leave(request, LeaveResult(error, ()))
         result, completions = self.membership.leave(self._now(), leave)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from insync import errors
 from insync.broker.log_dirs import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 from insync.config import BrokerConfig
 from insync.controller.messages import (
@@ -134,6 +135,8 @@ def _group_refusal(request: DecodedRequest, access: RequestAccess) -> Any | Spli
     answered TOPIC_AUTHORIZATION_FAILED."""
     key = request.api_key
     group_id = str(request.body.group_id)
+    if key == versions.SYNC_GROUP and groups.sync_lacks_protocol(request):  # Kafka checks it before access
+        return _group_answer(request, errors.INCONSISTENT_GROUP_PROTOCOL)
     if not access.allows(GROUP_OPERATIONS[key], ResourceType.GROUP, group_id):
         return _group_answer(request, GROUP_DENIED)
     if key == versions.OFFSET_COMMIT:

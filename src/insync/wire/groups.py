@@ -135,6 +135,13 @@ def decode_sync(request: DecodedRequest) -> SyncGroup:
         assignments=tuple((str(a.member_id), bytes(a.assignment)) for a in body.assignments))
 
 
+def sync_lacks_protocol(request: DecodedRequest) -> bool:
+    """Kafka's KafkaApis answers a SyncGroup v5+ without its protocol type or name INCONSISTENT_GROUP_PROTOCOL
+    before anything else (`SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent`)."""
+    body = request.body
+    return request.api_version >= 5 and (body.protocol_type is None or body.protocol_name is None)
+
+
 def encode_sync(request: DecodedRequest, result: SyncResult) -> Any:
     cls = response_class(SYNC_GROUP, request.api_version)
     return build(cls, throttle_time=NO_THROTTLE, error_code=code(result.error), protocol_type=result.protocol_type,

@@ -37,6 +37,7 @@ from insync.wire.versions import (
     METADATA,
     OFFSET_COMMIT,
     PRODUCE,
+    SYNC_GROUP,
 )
 
 ALICE = user("alice")
@@ -109,6 +110,15 @@ def test_group_apis_need_their_group_operation() -> None:
     answer = wire(access_refusals.refusal(join, access(allow(ResourceType.GROUP, "g", Op.DESCRIBE)), CONFIG,
                                           cluster_image()))
     assert (answer.error_code, answer.member_id) == (30, "m-1")
+
+
+def test_a_sync_v5_without_its_protocol_is_refused_before_its_group_access() -> None:
+    """Kafka's KafkaApis answers INCONSISTENT_GROUP_PROTOCOL before it authorizes the group."""
+    sync = client_request(SYNC_GROUP, 5, group_id="g", generation_id=1, member_id="m", group_instance_id=None,
+                          protocol_type=None, protocol_name="range", assignments=())
+    assert wire(access_refusals.refusal(sync, access(), CONFIG, cluster_image())).error_code == 23
+    named = dataclasses.replace(sync, body=dataclasses.replace(sync.body, protocol_type="consumer"))
+    assert wire(access_refusals.refusal(named, access(), CONFIG, cluster_image())).error_code == 30
 
 
 def test_offset_commit_commits_the_readable_topics_and_refuses_the_others() -> None:
