@@ -19,7 +19,8 @@ group.version, share.version) are not advertised: clients would use the APIs the
 metadata log is not KRaft's.
 
 An ApiVersions request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that
-lists the table, so the client retries with a version it can pick; the response header is always v0
+lists ApiVersions' own range alone (Kafka's `ApiVersionsRequest.getErrorResponse`, KIP-511), so the client retries
+with a version it can pick; the response header is always v0
 (`protocol.codec`). A request of another API or version outside the table (DescribeQuorum, the transactions' and
 share groups' APIs) gets error 35 in that API's own response (`unsupported_api_response`).
 """
@@ -193,8 +194,9 @@ def api_versions_response(version: int, table: Mapping[int, tuple[int, int]],
 
 
 def unsupported_version_response(table: Mapping[int, tuple[int, int]]) -> Any:
-    """The v0 body with UNSUPPORTED_VERSION for an ApiVersions request newer than the table (REFERENCE 13)."""
-    return api_versions_response(0, table, errors.UNSUPPORTED_VERSION)
+    """The v0 body with UNSUPPORTED_VERSION for an ApiVersions request newer than the table (REFERENCE 13),
+    listing ApiVersions' own versions only, as Kafka."""
+    return api_versions_response(0, {API_VERSIONS: table[API_VERSIONS]}, errors.UNSUPPORTED_VERSION)
 
 
 def unsupported_api_response(api_key: int, version: int, table: Mapping[int, tuple[int, int]]) -> Any | None:

@@ -70,11 +70,13 @@ def test_from_v3_the_elr_feature_is_advertised_with_the_images_finalized_levels(
     assert (len(off.supported_features), off.finalized_features, off.finalized_features_epoch) == (1, (), 2)
 
 
-def test_unsupported_version_fallback_is_a_v0_body_with_the_table() -> None:
+def test_unsupported_version_fallback_is_a_v0_body_with_api_versions_own_range() -> None:
     body = versions.unsupported_version_response(versions.BROKER_API_VERSIONS)
     assert type(body).__module__ == response_class(18, 0).__module__  # exactly the v0 class
     assert body.error_code == errors.UNSUPPORTED_VERSION.code
-    assert len(body.api_keys) == len(versions.BROKER_API_VERSIONS)
+    # Kafka's ApiVersionsRequest.getErrorResponse lists ApiVersions alone (KIP-511)
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [
+        (18, *versions.BROKER_API_VERSIONS[18])]
     frame = encode_response(18, 0, 77, body)
     assert frame[4:8] == (77).to_bytes(4, "big")  # header v0: the correlation id, no tag buffer
 
@@ -98,4 +100,4 @@ def test_what_cannot_carry_the_error_closes_the_connection() -> None:
     assert versions.unsupported_api_response(24, 3, table) is None  # AddPartitionsToTxn v3: errors per entry
     assert versions.unsupported_api_response(55, 99, table) is None  # a version Kafka never had
     assert versions.unsupported_api_response(999, 0, table) is None  # no such API
-    assert versions.unsupported_api_response(18, 9, table).api_keys  # ApiVersions: v0 listing the table
+    assert versions.unsupported_api_response(18, 9, table).api_keys  # ApiVersions: v0 listing its own range
