@@ -94,7 +94,10 @@ def view(request: DecodedRequest, answer: Any, access: RequestAccess) -> Any:
             return dataclasses.replace(answer, cluster_authorized_operations=_cluster_operations(access))
         return answer
     if key == versions.DESCRIBE_TOPIC_PARTITIONS:
-        return dataclasses.replace(answer, topics=tuple(_described_topic(t, access) for t in answer.topics))
+        # Asked for every topic, Kafka leaves out silently those the principal may not describe.
+        listed = answer.topics if request.body.topics else tuple(
+            t for t in answer.topics if access.allows(Op.DESCRIBE, ResourceType.TOPIC, str(t.name), log=False))
+        return dataclasses.replace(answer, topics=tuple(_described_topic(t, access) for t in listed))
     if key == versions.DESCRIBE_CONFIGS:
         return dataclasses.replace(answer, results=tuple(_described_configs(r, access) for r in answer.results))
     if key == versions.DESCRIBE_GROUPS:

@@ -24,11 +24,12 @@ from insync.security.acl import (
 )
 from insync.security.authorizer import Authorizer
 from insync.security.principal import user
-from insync.wire import access_refusals, access_views, metadata, produce
+from insync.wire import access_refusals, access_views, describe_topic_partitions, metadata, produce
 from insync.wire.authorization import Authorization, RequestAccess, deny_topics, request_error
 from insync.wire.versions import (
     CREATE_TOPICS,
     DESCRIBE_GROUPS,
+    DESCRIBE_TOPIC_PARTITIONS,
     ELECT_LEADERS,
     FETCH,
     HEARTBEAT,
@@ -170,6 +171,21 @@ def test_metadata_lists_only_describable_topics_and_refuses_named_ones() -> None
     assert (query.topics, denied) == (("orders",), ("logs", "new"))
     answer = wire(access_views.metadata_view(named, metadata.encode_response(query, image, "c", 1), view, denied))
     assert [(t.name, t.error_code) for t in answer.topics] == [("orders", 0), ("logs", 29), ("new", 29)]
+
+
+def test_describe_topic_partitions_of_every_topic_leaves_out_undescribable_ones() -> None:
+    """As Kafka's DescribeTopicPartitionsRequestHandler: quietly when asked for all, refused when named."""
+    image = cluster_image()
+    view = access(allow(ResourceType.TOPIC, "orders", Op.DESCRIBE), api_key=DESCRIBE_TOPIC_PARTITIONS)
+
+    def described(*names: str) -> list[tuple[str, int]]:
+        asked = client_request(DESCRIBE_TOPIC_PARTITIONS, 0, response_partition_limit=2000, cursor=None, topics=tuple(
+            request_entity(DESCRIBE_TOPIC_PARTITIONS, 0, "TopicRequest", name=n) for n in names))
+        answer = access_views.view(asked, describe_topic_partitions.respond(asked, image), view)
+        return [(t.name, t.error_code) for t in wire(answer).topics]
+
+    assert described() == [("orders", 0)]
+    assert described("logs", "orders") == [("logs", 29), ("orders", 0)]
 
 
 def test_describe_groups_hides_groups_and_reports_authorized_operations() -> None:
