@@ -28,6 +28,7 @@ from differential import (
 from reference import start_kafka
 
 from insync.chaos import cluster
+from insync.protocol.kio import request_class
 
 pytestmark = pytest.mark.timeout(900)
 REPORT = Path(__file__).resolve().parents[2] / "build" / "compat" / "differential.md"
@@ -201,8 +202,21 @@ def _versions(scenario: Scenario, kafka: Side, insync: Side) -> list[int]:
     (k_min, k_max), (i_min, i_max) = kafka.versions[scenario.api_key], insync.versions[scenario.api_key]
     if scenario.name.startswith("ApiVersions: a version from the future"):
         return [FUTURE_VERSION]
-    common = list(range(max(k_min, i_min), min(k_max, i_max) + 1))
+    common = _buildable(scenario.api_key, max(k_min, i_min), min(k_max, i_max))
     return common if scenario.versions == "all" else common[-1:]
+
+
+def _buildable(api_key: int, low: int, high: int) -> list[int]:
+    """The versions from `low` to `high` the codec has a schema for (Kafka 4 still advertises Produce v0-v2, which
+    it refuses, and kio has none)."""
+    versions = []
+    for version in range(low, high + 1):
+        try:
+            request_class(api_key, version)
+        except Exception:  # kio's UnknownEntity: no schema for this version
+            continue
+        versions.append(version)
+    return versions
 
 
 def _compare(kafka: Side, insync: Side, broker: int | str, make: Callable[[Side], Any],
@@ -254,7 +268,7 @@ def test_the_same_requests_get_the_same_answers(sides: tuple[Side, Side]) -> Non
     for key in sorted(set(kafka.versions) & set(insync.versions) - SWEEP_SKIPPED):
         low, high = max(kafka.versions[key][0], insync.versions[key][0]), min(kafka.versions[key][1],
                                                                               insync.versions[key][1])
-        for version in range(low, high + 1):
+        for version in _buildable(key, low, high):
             found = _compare(kafka, insync, "" if key in GROUP_APIS else 1,
                              lambda side, k=key, v=version: request(k, v))
             rows.append((f"empty request: api {key} v{version}", found))
