@@ -164,6 +164,11 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     DELETE_ACLS: (1, 3),
 }
 
+# Lowest versions advertised below what is served: Kafka lists Produce from v0 (PRODUCE_API_VERSIONS_RESPONSE_MIN_
+# VERSION) because librdkafka refuses a broker whose Produce range starts above 0, and closes the connection on a
+# v0-v2 request, as insync does for any version outside the table.
+ADVERTISED_MIN_VERSIONS: Mapping[int, int] = {PRODUCE: 0}
+
 # The feature flags insync implements: (lowest, highest) level.
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {ELR_FEATURE: (0, 1)}
 FEATURES_VERSION = 3
@@ -179,8 +184,8 @@ def api_versions_response(version: int, table: Mapping[int, tuple[int, int]],
     assert 0 <= version <= 4, version
     cls = response_class(API_VERSIONS, version)
     api_version_cls = nested(cls, "ApiVersion")
-    api_keys = tuple(build(api_version_cls, api_key=key, min_version=low, max_version=high)
-                     for key, (low, high) in sorted(table.items()))
+    api_keys = tuple(build(api_version_cls, api_key=key, min_version=ADVERTISED_MIN_VERSIONS.get(key, low),
+                           max_version=high) for key, (low, high) in sorted(table.items()))
     if version < FEATURES_VERSION or image is None:
         return build(cls, error_code=code(error), api_keys=api_keys, throttle_time=NO_THROTTLE)
     supported_cls, finalized_cls = nested(cls, "SupportedFeatureKey"), nested(cls, "FinalizedFeatureKey")

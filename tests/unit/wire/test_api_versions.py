@@ -36,6 +36,19 @@ def test_kafka_floors_and_client_needs() -> None:
     assert versions.BROKER_REGISTRATION not in table and versions.ALTER_PARTITION not in table
 
 
+@pytest.mark.parametrize("version", [0, 3])
+def test_produce_is_advertised_from_v0_as_kafka_and_v0_to_v2_close_the_connection(version: int) -> None:
+    """Kafka 4.x lists Produce 0-13 for librdkafka's sake but serves v3+ only; its SocketServer closes the
+    connection on a v0-v2 request, and so does insync (no answer is made)."""
+    request = client_request(18, version, client_software_name="t", client_software_version="1")
+    body = wire(versions.respond(request, versions.BROKER_API_VERSIONS))
+    advertised = {int(k.api_key): (k.min_version, k.max_version) for k in body.api_keys}
+    assert advertised[versions.PRODUCE] == (0, 13) and versions.BROKER_API_VERSIONS[versions.PRODUCE] == (3, 13)
+    assert advertised[versions.FETCH] == versions.BROKER_API_VERSIONS[versions.FETCH]  # the others as served
+    assert all(versions.unsupported_api_response(versions.PRODUCE, v, versions.BROKER_API_VERSIONS) is None
+               for v in (0, 1, 2))
+
+
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_api_versions_response(version: int) -> None:
     request = client_request(18, version, client_software_name="confluent-kafka-python",
@@ -43,7 +56,7 @@ def test_api_versions_response(version: int) -> None:
     body = wire(versions.respond(request, versions.BROKER_API_VERSIONS))
     assert body.error_code == 0
     listed = {a.api_key: (a.min_version, a.max_version) for a in body.api_keys}
-    assert listed == dict(versions.BROKER_API_VERSIONS)
+    assert listed == {**versions.BROKER_API_VERSIONS, versions.PRODUCE: (0, 13)}  # Produce as Kafka lists it
     if version >= 3:  # tagged fields at their defaults are not written (kcat's librdkafka 2.0.2 needs this)
         assert body.supported_features == () and body.finalized_features == ()
         buffer = io.BytesIO()
