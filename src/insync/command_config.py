@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from insync.config import ConfigError, parse_properties
+from insync.config import ConfigError
+from insync.properties import parse_properties
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -26,16 +26,14 @@ from typing import Literal
 
 from insync.config_synonyms import ConfigSource as ConfigSource  # where DescribeConfigs' callers look for it
 from insync.config_synonyms import config_synonyms, resolved
+from insync.properties import ConfigError as ConfigError  # defined there, below this module; raised by both
+from insync.properties import parse_overrides, parse_properties
 from insync.security_config import SECURITY_CONFIGS, listener_config_base
 
 ConfigType = Literal["int", "long", "bool", "string", "list", "double"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-
-
-class ConfigError(ValueError):
-    """A configuration key or value is not acceptable; the message names the key and what is allowed."""
 
 
 class NotDynamicError(ConfigError):
@@ -573,39 +571,3 @@ class LogConfig:
     index_size_max_bytes: int = 10485760
     min_insync_replicas: int = 1
     unclean_leader_election: bool = False
-
-
-_PROPERTY_LINE = re.compile(r"^\s*([^=:\s]+)\s*[=:]?\s*(.*?)\s*$")
-
-
-def parse_properties(text: str) -> list[tuple[str, str]]:
-    """Java `.properties` syntax, the subset Kafka configs use. Raises ConfigError naming a bad line."""
-    pairs: list[tuple[str, str]] = []
-    logical: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not logical and (not stripped or stripped[0] in "#!"):
-            continue
-        if stripped.endswith("\\") and not stripped.endswith("\\\\"):
-            logical.append(stripped[:-1])
-            continue
-        logical.append(stripped)
-        joined, logical = "".join(logical), []
-        match = _PROPERTY_LINE.match(joined)
-        if match is None:
-            raise ConfigError(f"line {number}: cannot parse {line!r}")
-        pairs.append((match.group(1), match.group(2)))
-    if logical:
-        raise ConfigError("file ends inside a line continuation")
-    return pairs
-
-
-def parse_overrides(items: Iterable[str]) -> dict[str, str]:
-    """`key=value` strings from the command line."""
-    result: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"expected key=value, got {item!r}")
-        result[key.strip()] = value.strip()
-    return result

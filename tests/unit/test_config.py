@@ -10,8 +10,8 @@ from insync.config import (
     ConfigSource,
     NotDynamicError,
     altered_broker_configs,
-    parse_properties,
 )
+from insync.properties import parse_properties
 
 
 def test_defaults_are_kafkas() -> None:

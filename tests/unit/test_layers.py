@@ -20,8 +20,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("demo",),
     ("spark",),
-    # the real-process harness, with the admin client library it shares with the CLI (not in DESIGN's drawing)
-    ("chaos", "bench", "admin", "admin_requests"),
+    # the real-process harness, with the admin client library it shares with the CLI and the Maven runner that
+    # fetches the reference Kafka and Spark's connector for it (not in DESIGN's drawing)
+    ("chaos", "bench", "admin", "admin_requests", "maven"),
     ("server",),
     ("sim",),
     ("wire",),
@@ -36,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("storage",),
     ("protocol",),
     # core, with Kafka's log wording (kafkalog) and the allocator tuning (malloc), which import nothing of insync
-    ("errors", "config", "config_synonyms", "security_config", "command_config", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc"),
+    ("errors", "config", "config_synonyms", "security_config", "command_config", "properties", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc"),
 )
 LAYER_OF = {part: depth for depth, parts in enumerate(LAYERS) for part in parts}
 # DESIGN.md 2: spark/'s data source and its log analysis share nothing.

@@ -40,7 +40,8 @@ from pathlib import Path
 
 from insync import command_config
 from insync.chaos import kafka_cluster, kafka_dist, netns, secure
-from insync.config import BrokerConfig, ConfigError, parse_overrides
+from insync.config import BrokerConfig, ConfigError
+from insync.properties import parse_overrides
 
 CLUSTER_FILE = "cluster.json"
 CONTROLLER_ID = 0

@@ -27,8 +27,8 @@ from insync.admin import ensure_topic
 from insync.chaos import cluster, history, network, power, script
 from insync.chaos.script import Step
 from insync.chaos.seeds import RealSeed, SeedRun, SeedStep
-from insync.config import parse_overrides
 from insync.controller.propagation import PropagationConfig
+from insync.properties import parse_overrides
 from insync.sim.result import SimResult
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario

@@ -14,7 +14,8 @@ import logging
 import sys
 
 from insync.cli.logs import quiet_logs
-from insync.config import ConfigError, parse_overrides
+from insync.config import ConfigError
+from insync.properties import parse_overrides
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario, scenario_names
 from insync.sim.sweep import local_processes, sweep

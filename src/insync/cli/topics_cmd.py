@@ -26,7 +26,8 @@ from typing import Any
 from insync import admin_requests
 from insync.admin import ADMIN_TIMEOUT_S, admin_client, describe_rows, kafka_error_text
 from insync.cli import topics_reassign
-from insync.config import ConfigError, parse_overrides, validate_topic_configs
+from insync.config import ConfigError, validate_topic_configs
+from insync.properties import parse_overrides
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 

@@ -56,7 +56,7 @@ from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
-from insync.server.metrics import MetricsSnapshot, NodeMetrics
+from insync.server.metrics import MetricsSnapshot, NodeMetrics, snapshot
 from insync.server.role import (
     MeteredDispatcher,
     client_sasl_for,
@@ -490,7 +490,7 @@ class BrokerNode(MeteredDispatcher):
         self._faults = spec
 
     def _snapshot(self) -> MetricsSnapshot:
-        return metrics_snapshot(self.core, self.event_log.counts)
+        return snapshot(self.core, self.event_log.counts)
 
     async def run(self, stop: asyncio.Event) -> None:
         for listener in self.listeners:
@@ -550,21 +550,6 @@ class BrokerNode(MeteredDispatcher):
         self.metrics.close()
         self.event_log.close()
         log.info("Broker %d shut down", self.broker_id)
-
-
-def metrics_snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> MetricsSnapshot:
-    """Gauges from the partitions and fetchers; the ISR meters count the isr_shrink/isr_expand events written."""
-    led = [p for p in core.partitions.values() if p.is_leader]
-    return MetricsSnapshot(
-        under_replicated_partitions=sum(1 for p in led if p.is_under_replicated),
-        under_min_isr_partitions=sum(1 for p in led if p.is_under_min_isr),
-        failed_partitions=core.failed_partitions_count,
-        max_lag=max((s.max_lag for s in core.fetchers.sessions.values()), default=0),
-        isr_shrinks=events_written.get("isr_shrink", 0),
-        isr_expands=events_written.get("isr_expand", 0),
-        produce_purgatory_size=core.produce.purgatory_size,
-        fetch_purgatory_size=core.fetch_server.purgatory_size,
-    )
 
 
 def _controller_addresses(config: BrokerConfig) -> list[tuple[str, int]]:

@@ -17,13 +17,15 @@ are. SASL listeners count `successful_authentication_total{listener=...}` and `f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from insync.broker.core import BrokerCore
 
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 REPLICA_FETCHER_CLIENT_ID = "Replica"  # Kafka's clientId of the follower fetchers' ReplicaFetcherManager
@@ -118,3 +120,18 @@ class NodeMetrics:
         if self._server is not None:
             self._server.shutdown()
             self._server = None
+
+
+def snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> MetricsSnapshot:
+    """Gauges from the partitions and fetchers; the ISR meters count the isr_shrink/isr_expand events written."""
+    led = [p for p in core.partitions.values() if p.is_leader]
+    return MetricsSnapshot(
+        under_replicated_partitions=sum(1 for p in led if p.is_under_replicated),
+        under_min_isr_partitions=sum(1 for p in led if p.is_under_min_isr),
+        failed_partitions=core.failed_partitions_count,
+        max_lag=max((s.max_lag for s in core.fetchers.sessions.values()), default=0),
+        isr_shrinks=events_written.get("isr_shrink", 0),
+        isr_expands=events_written.get("isr_expand", 0),
+        produce_purgatory_size=core.produce.purgatory_size,
+        fetch_purgatory_size=core.fetch_server.purgatory_size,
+    )

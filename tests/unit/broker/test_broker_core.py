@@ -30,7 +30,7 @@ from insync.controller.messages import (
 from insync.controller.store import MemoryStore
 from insync.errors import KafkaException
 from insync.protocol.records import build_batch
-from insync.server.broker_node import metrics_snapshot
+from insync.server.metrics import snapshot as metrics_snapshot
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
 from insync.types import BrokerEpoch, BrokerId, Offset, Outgoing, TopicPartition

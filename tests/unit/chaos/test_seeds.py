@@ -308,7 +308,7 @@ def test_propagation_timers_from_a_broker_configuration() -> None:
     assert propagation_ms({}) == (2500, 5000)  # Kafka's hard-coded values
     assert propagation_ms({"isr.change.propagation.blackout.ms": "2000"}) == (2500, 2000)
     seed = seeds.seed_named("isr-propagation")
-    from insync.config import parse_overrides
+    from insync.properties import parse_overrides
 
     assert propagation_ms(parse_overrides(seed.broker_configs())) == (1000, 2000)  # the seed's own win over BASE
 
