@@ -13,7 +13,13 @@ from insync.controller.replication_control import AlterPartitionData, place_repl
 from insync.controller.results import AlterPartitionDataResult
 from insync.errors import KafkaException
 from insync.events import EventType
-from insync.metadata.records import ClusterIdRecord, ConfigRecord, FeatureLevelRecord, PartitionRecord, TopicRecord
+from insync.metadata.records import (
+    ClusterIdRecord,
+    ConfigRecord,
+    FeatureLevelRecord,
+    PartitionRecord,
+    TopicRecord,
+)
 
 SESSION_MS = 9000
 
