@@ -121,7 +121,7 @@ def _stop_broker_3(spec: cluster.ClusterSpec) -> cluster.ClusterSpec:
 
 def _restart_broker_3(spec: cluster.ClusterSpec) -> cluster.ClusterSpec:
     spec = cluster.start_node(spec, 3)
-    cluster.wait_listening(spec.node(3))
+    cluster.wait_listening(spec.node(3), spec.start_deadline_s)
     _wait_isr(spec, "tt", lambda isr: len(isr) == 3)
     return spec
 

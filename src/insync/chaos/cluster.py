@@ -48,6 +48,9 @@ CONTROLLER_ID = 0
 STANDBY_CONTROLLER_IDS_FROM = 1000  # controllers 2..N are nodes 1001, 1002, ... (brokers are 1..brokers)
 STOP_DEADLINE_S = 10.0
 START_DEADLINE_S = 30.0
+# A Kafka broker listens once it has registered: after a kill it recovers its logs and waits for its old session
+# to end first, on a JVM that starts slowly on two loaded cores.
+KAFKA_START_DEADLINE_S = 120.0
 REGISTRATION_DEADLINE_S = 60.0
 METADATA_TIMEOUT_S = 5.0
 
@@ -83,6 +86,11 @@ class ClusterSpec:
     network: netns.Network | None = None  # with --netns
     security: str = "plaintext"  # `--security` (chaos/secure.py)
     engine: str = kafka_cluster.ENGINE_INSYNC  # or `kafka:<version>` (chaos/kafka_cluster.py)
+
+    @property
+    def start_deadline_s(self) -> float:
+        """How long a node of this cluster may take to listen once started."""
+        return START_DEADLINE_S if self.engine == kafka_cluster.ENGINE_INSYNC else KAFKA_START_DEADLINE_S
 
     @property
     def controller(self) -> NodeSpec:
@@ -419,13 +427,13 @@ def up(directory: str, brokers: int, port: int, overrides: list[str], controller
         raise
     try:
         spec = start_node(spec, CONTROLLER_ID)
-        wait_listening(spec.controller)
+        wait_listening(spec.controller, spec.start_deadline_s)
         for standby in spec.controllers[1:]:
             spec = start_node(spec, standby.node_id)
         for broker in spec.brokers:
             spec = start_node(spec, broker.node_id)
         for broker in spec.brokers:
-            wait_listening(broker)
+            wait_listening(broker, spec.start_deadline_s)
         wait_registered(spec, REGISTRATION_DEADLINE_S)
     except BaseException:
         down(ClusterSpec.load(spec.directory), STOP_DEADLINE_S)

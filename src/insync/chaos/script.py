@@ -129,7 +129,7 @@ def apply(spec: cluster.ClusterSpec, step: Step) -> cluster.ClusterSpec:
     elif step.action == "restart":
         spec = cluster.start_node(spec, step.broker)
         if node.roles != "controller" or len(spec.controllers) == 1:  # a standby controller does not listen
-            cluster.wait_listening(spec.node(step.broker))
+            cluster.wait_listening(spec.node(step.broker), spec.start_deadline_s)
     elif step.action == "crash":
         spec, _cut = power.crash(spec, step.broker)
     else:
