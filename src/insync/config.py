@@ -447,6 +447,12 @@ def _check_relations(values: Mapping[str, object]) -> None:
         raise ConfigError(
             f"broker.heartbeat.interval.ms ({heartbeat}) must be less than broker.session.timeout.ms ({session})")
     _check_fetch_wait(values)
+    dirs = values.get("log.dirs") or ()
+    if isinstance(dirs, tuple) and len(dirs) > 1:
+        # Kafka spreads partitions over several log.dirs (JBOD); insync keeps one directory per broker, and a
+        # second one silently unused would look like storage it is not.
+        raise ConfigError(f"log.dirs lists {len(dirs)} directories ({', '.join(dirs)}): insync keeps every "
+                          "partition of a broker in one log directory; give one")
 
 
 def _check_fetch_wait(values: Mapping[str, object]) -> None:

@@ -30,11 +30,11 @@ def test_defaults_are_kafkas() -> None:
 
 def test_properties_file_and_overrides(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
-    path.write_text("# comment\nnode.id=3\nreplica.lag.time.max.ms: 4000\nlog.dirs=/a,\\\n  /b\n")
+    path.write_text("# comment\nnode.id=3\nreplica.lag.time.max.ms: 4000\nprocess.roles=broker,\\\n  controller\n")
     config = BrokerConfig.from_sources(path, ["min.insync.replicas=2"])
     assert config.get_int("node.id") == 3
     assert config.get_int("replica.lag.time.max.ms") == 4000
-    assert config.log_dirs() == ("/a", "/b")
+    assert config.get_list("process.roles") == ("broker", "controller")
     assert config.get_int("min.insync.replicas") == 2
     assert config.is_explicit("node.id") and not config.is_explicit("num.partitions")
 
@@ -211,3 +211,9 @@ def test_kafka_keys_in_hours_and_minutes_set_the_millisecond_configs() -> None:
         ("log.retention.hours", 48, ConfigSource.STATIC_BROKER_CONFIG),
         ("log.retention.hours", 168, ConfigSource.DEFAULT_CONFIG))
     assert hours.synonyms("log.retention.ms") == ()
+
+
+def test_several_log_dirs_are_refused_by_name_rather_than_left_unused() -> None:
+    with pytest.raises(ConfigError, match=r"log.dirs lists 2 directories \(/a, /b\): insync keeps every partition"):
+        BrokerConfig({"log.dirs": "/a,/b"})
+    assert BrokerConfig({"log.dirs": "/a"}).log_dirs() == ("/a",)
