@@ -44,6 +44,9 @@ spark-kafka-jars: setup
 # that `make compat` runs insync beside. insync itself never needs it.
 kafka: setup
 	@command -v mvn >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven; }
+	@command -v javac >/dev/null 2>&1 || { echo "installing a JDK with apt (javac, for Kafka's Java client driver)"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q default-jdk-headless; }
+	@java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])' || { echo "Kafka 4 needs Java 17 or later: $$(java -version 2>&1 | head -1)"; exit 1; }
 	$(PY) tools/kafka/assemble.py
 
 compat: setup kafka

@@ -63,7 +63,8 @@ def resolved(values: Mapping[str, object], name: str) -> object:
         value = values[key]
         if value is not None:
             assert isinstance(value, int), (key, value)
-            return value * unit_ms
+            # Kafka's logRetentionTimeMillis: any negative retention is -1, "keep forever", whatever its unit.
+            return -1 if value < 0 and group is _RETENTION else value * unit_ms
     return None
 
 

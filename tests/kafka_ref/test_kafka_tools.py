@@ -47,6 +47,8 @@ def test_kafkas_tools_answer_alike_on_kafka_and_insync(
     detail = "\n\n".join(f"## {r.step} ({r.command})\nKafka exit {r.kafka_exit}:\n{r.kafka_output}\n"
                          f"insync exit {r.insync_exit}:\n{r.insync_output}" for r in rows if not r.identical)
     REPORT.with_suffix(".diff.txt").write_text(detail + "\n")
+    timed_out = [row.step for row in rows if -9 in (row.kafka_exit, row.insync_exit)]
+    assert not timed_out, f"steps killed at the tool timeout on either side (alike is not identical): {timed_out}"
     unlisted = [row for row in rows if not row.identical and row.step not in differences]
     assert not unlisted, (f"{len(unlisted)} of {len(rows)} steps differ and are not listed: "
                           f"{[r.step for r in unlisted]} (outputs in {REPORT.with_suffix('.diff.txt')})")

@@ -217,3 +217,9 @@ def test_several_log_dirs_are_refused_by_name_rather_than_left_unused() -> None:
     with pytest.raises(ConfigError, match=r"log.dirs lists 2 directories \(/a, /b\): insync keeps every partition"):
         BrokerConfig({"log.dirs": "/a,/b"})
     assert BrokerConfig({"log.dirs": "/a"}).log_dirs() == ("/a",)
+
+
+def test_a_negative_retention_in_any_unit_is_kafkas_forever() -> None:
+    assert BrokerConfig({"log.retention.hours": -1}).effective("log.retention.ms") == -1
+    assert BrokerConfig({"log.retention.minutes": -1}).effective("log.retention.ms") == -1
+    assert BrokerConfig({"log.retention.minutes": 2}).effective("log.retention.ms") == 120_000

@@ -33,7 +33,7 @@ NO_OFFSET = Offset(-1)
 # Refusals Kafka's ReplicaManager answers with no log start offset; any other carries the partition's.
 NO_LOG_ERRORS = frozenset({errors.UNKNOWN_TOPIC_OR_PARTITION, errors.NOT_LEADER_OR_FOLLOWER, errors.MESSAGE_TOO_LARGE,
                            errors.RECORD_LIST_TOO_LARGE, errors.CORRUPT_MESSAGE, errors.KAFKA_STORAGE_ERROR,
-                           errors.DUPLICATE_SEQUENCE_NUMBER, errors.INVALID_REQUIRED_ACKS})
+                           errors.INVALID_REQUIRED_ACKS})
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,10 +103,11 @@ def node_properties(dist: kafka_dist.KafkaDist, node_id: int, roles: str, addres
 
 def _security_properties(security: str, roles: str) -> dict[str, str]:
     """What Kafka needs beyond insync's secured settings (chaos/secure.py): PEM stores are typed, and SASL names
-    its mechanisms."""
+    its mechanisms: insync's (PLAIN for the nodes, SCRAM for users added later) rather than Kafka's GSSAPI."""
     extra = {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM"} if security.endswith("ssl") else {}
     if security.startswith("sasl"):
-        extra.update({"sasl.enabled.mechanisms": "PLAIN", "sasl.mechanism.controller.protocol": "PLAIN"})
+        extra.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                      "sasl.mechanism.controller.protocol": "PLAIN"})
         if roles == "broker":
             extra["sasl.mechanism.inter.broker.protocol"] = "PLAIN"
     return extra

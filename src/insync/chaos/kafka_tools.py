@@ -9,6 +9,7 @@ Kafka's clients as the load (producer and consumer perf tests, end-to-end latenc
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -95,6 +96,8 @@ def compile_driver(dist: KafkaDist, source: Path) -> Path:
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
     classes = dist.libs.parent / "drivers" / f"{source.stem}-{digest}"
     if not (classes / f"{source.stem}.class").exists():
+        if shutil.which("javac") is None:
+            raise ConfigError(f"cannot compile {source}: no javac on PATH (make kafka installs a JDK)")
         classes.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(["javac", "-nowarn", "-cp", dist.classpath, "-d", str(classes), str(source)],
                               capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)

@@ -163,6 +163,11 @@ def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
     first, as a standby, so that there is one to take over."""
     def start(target: Target, _pick: int) -> Active:
         controllers, victim = target.spec.controllers, CONTROLLER_ID
+        if target.spec.engine != "insync" and len(controllers) != 1:
+            # Kafka's KRaft voters all listen, so the active one cannot be told by its port; 3.x has no controller
+            # process (node 0 is ZooKeeper).
+            raise ConfigError(f"controller faults on {target.spec.engine} need one KRaft controller, "
+                              f"this cluster has {len(controllers)}")
         if len(controllers) > 1:
             for node in controllers:
                 target.heal("restart", node.node_id)

@@ -100,6 +100,13 @@ def _check_elr_min_isr(broker: str, before: Mapping[str, str], after: Mapping[st
                              "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
 
 
+def _controller_ids(static: BrokerConfig, image: MetadataImage) -> set[int]:
+    """Every controller the quorum lists (standbys too, as Kafka accepts any controller id), and the active one."""
+    voters = {int(v.split("@", 1)[0]) for v in static.get_list("controller.quorum.voters")
+              if v.split("@", 1)[0].isdigit()}
+    return {*voters, image.controller_id}
+
+
 def broker_config_update(image: MetadataImage, static: BrokerConfig, broker: str, changes: Sequence[ConfigChange],
                          replace: bool, elr_enabled: bool = False) -> ConfigUpdate:
     """Refused: a name that is neither a broker id nor "" (INVALID_REQUEST), the id of no registered broker nor
@@ -109,7 +116,7 @@ def broker_config_update(image: MetadataImage, static: BrokerConfig, broker: str
     a per-broker min ISR or the cluster-wide one removed (INVALID_CONFIG)."""
     if broker and not (broker.isdigit() and broker.isascii()):
         raise KafkaException(errors.INVALID_REQUEST, f"Invalid broker name {broker}")
-    if broker and int(broker) not in image.brokers and int(broker) != image.controller_id:
+    if broker and int(broker) not in image.brokers and int(broker) not in _controller_ids(static, image):
         raise KafkaException(errors.BROKER_ID_NOT_REGISTERED, f"No node with id {int(broker)} found.")
     before = image.dynamic_configs(broker)
     try:

@@ -23,6 +23,9 @@ def handshake_response(version: int, error: KafkaError, mechanisms: tuple[str, .
 
 def authenticate_response(version: int, error: KafkaError, message: str | None, token: bytes,
                           session_lifetime_ms: int) -> Any:
+    """A success carries Kafka's default message, the empty string."""
+    if message is None and error is errors.NONE:
+        message = ""
     return build(response_class(SASL_AUTHENTICATE, version), error_code=code(error), error_message=message,
                  auth_bytes=token, session_lifetime=datetime.timedelta(milliseconds=session_lifetime_ms))
 

@@ -117,3 +117,12 @@ def test_with_elr_on_min_isr_is_cluster_wide_as_in_kafka() -> None:
     assert elr.image.dynamic_configs("") == {"min.insync.replicas": "3"}
     again = Controller(CONTROLLER_ID, BrokerConfig({"node.id": CONTROLLER_ID}), store, h.now, random.Random(1))
     assert again.image.dynamic_configs("") == {"min.insync.replicas": "3"}  # kept: nothing to write
+
+
+def test_a_standby_controller_takes_per_node_configs_as_kafka_accepts_any_controller_id() -> None:
+    h = Harness({"controller.quorum.voters": f"{CONTROLLER_ID}@127.0.0.1:1,1001@127.0.0.1:2"})
+    h.start(1)
+    h.controller.alter_broker_configs("1001", [_set("log.retention.ms", "60000")], h.now)
+    assert h.controller.image.dynamic_configs("1001") == {"log.retention.ms": "60000"}
+    with pytest.raises(KafkaException, match="No node with id 1002 found."):
+        h.controller.alter_broker_configs("1002", [_set("log.retention.ms", "60000")], h.now)

@@ -41,3 +41,11 @@ def test_a_refusal_names_what_was_refused(answers: list[Any], message: str) -> N
     replies = iter(answers)
     with pytest.raises(sasl_exchange.SaslRefused, match=message):
         sasl_exchange.run(SaslCredentials("PLAIN", "alice", "secret"), lambda _body: next(replies))
+
+
+def test_a_successful_authentication_carries_kafkas_empty_message() -> None:
+    from insync import errors
+    from insync.wire import sasl
+
+    assert sasl.authenticate_response(2, errors.NONE, None, b"", 0).error_message == ""
+    assert sasl.authenticate_response(2, errors.SASL_AUTHENTICATION_FAILED, "bad", b"", 0).error_message == "bad"
