@@ -34,6 +34,8 @@ JVM_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:Initiatin
             "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true")
 ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CONFIG_FILE_NAME = "server.properties"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 
 
 def parse_engine(engine: str) -> str:
@@ -106,8 +108,11 @@ def _security_properties(security: str, roles: str) -> dict[str, str]:
     its mechanisms: insync's (PLAIN for the nodes, SCRAM for users added later) rather than Kafka's GSSAPI."""
     extra = {"ssl.keystore.type": "PEM", "ssl.truststore.type": "PEM"} if security.endswith("ssl") else {}
     if security.startswith("sasl"):
-        extra.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        extra.update({"sasl.enabled.mechanisms": ",".join(("PLAIN", *SCRAM_MECHANISMS)),
                       "sasl.mechanism.controller.protocol": "PLAIN"})
+        for listener in {secure.listener_name(security, False), secure.listener_name(security, True)}:
+            for mechanism in SCRAM_MECHANISMS:  # Kafka wants a login module for every mechanism it enables
+                extra[f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"] = SCRAM_MODULE
         if roles == "broker":
             extra["sasl.mechanism.inter.broker.protocol"] = "PLAIN"
     return extra
