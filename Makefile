@@ -31,11 +31,10 @@ $(STAMP): pyproject.toml Makefile
 # module's shared cluster stays in one process; then the Spark tests on their own, one Spark session at a time.
 test: setup
 	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/spark --ignore=tests/kafka_ref
-	$(MAKE) spark-kafka-jars
 	$(PY) -m pytest tests/spark
 
-# Spark's own Kafka connector and its jars, for the Spark tests only: fetched once with Maven into a cache outside the
-# repository (insync/spark/connector_jars.py).
+# Spark's own Kafka connector and its jars, for `make compat` (tests/kafka_ref/test_spark_kafka_connector.py): fetched
+# once with Maven into a cache outside the repository (insync/spark/connector_jars.py).
 spark-kafka-jars: setup
 	@command -v mvn >/dev/null 2>&1 || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven; }
 	$(PY) -m insync.spark.connector_jars >/dev/null
@@ -49,7 +48,7 @@ kafka: setup
 	@java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])' || { echo "Kafka 4 needs Java 17 or later: $$(java -version 2>&1 | head -1)"; exit 1; }
 	$(PY) tools/kafka/assemble.py
 
-compat: setup kafka
+compat: setup kafka spark-kafka-jars
 	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
 		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
 	$(PY) -m pytest tests/kafka_ref

@@ -4,11 +4,24 @@ the cache outside the repository (`make kafka`), started by insync's own launche
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from reference import start_kafka
 
 from insync.chaos import cluster
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local SparkSession with Spark's own Kafka connector on its classpath (make spark-kafka-jars)."""
+    pytest.importorskip("pyspark")
+    from insync.spark.connector_jars import connector_jars
+    from insync.spark.session import build_session
+
+    session = build_session("local[2]", app_name="insync-kafka-ref", shuffle_partitions=2, jars=connector_jars())
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="module")
