@@ -96,7 +96,7 @@ EVENT_FIELDS: dict[EventType, dict[str, str]] = {
     # records}: offsets [from, to) truncated away), and why (the strategy, or "ElectLeaders" for an operator's).
     EventType.UNCLEAN_RECOVERY: {"leader_after": "integer", "leader_epoch": "integer", "strategy": "string",
                                  "reported": "array", "lost": "array", "records_lost": "integer"},
-    # A request the authorizer refused (issue 22): who, from where, what on which resource, in which API.
+    # A request the authorizer refused: who, from where, what on which resource, in which API.
     EventType.DENIED: {"principal": "string", "host": "string", "operation": "string", "resource_type": "string",
                        "resource": "string", "api": "string"},
 }

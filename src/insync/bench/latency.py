@@ -1,4 +1,4 @@
-"""`insync bench latency`: acks latency and end-to-end latency with a producer and a tailing consumer (issue 17).
+"""`insync bench latency`: acks latency and end-to-end latency with a producer and a tailing consumer.
 
 `run` starts the consumer process (`latency_workers.consume`), waits until it sits at the end of partition 0,
 then starts the producer process (`latency_workers.produce`): `warmup_s` of records that are not measured (the

@@ -1,4 +1,4 @@
-"""`insync bench requests`: Produce requests per second one broker serves at one record per request (issue 17).
+"""`insync bench requests`: Produce requests per second one broker serves at one record per request.
 
 `run` finds the leader of partition 0 and opens one connection to it from this process, with a plain blocking
 socket so the client costs little CPU beside the brokers: it keeps `inflight` Produce requests (v9, one batch of

@@ -1,4 +1,4 @@
-"""The simulator's seed scenarios as real-process scripts, and the claims both must satisfy (issue 20).
+"""The simulator's seed scenarios as real-process scripts, and the claims both must satisfy.
 
 Each `RealSeed` names a packaged simulator scenario (`insync/scenarios/<sim>.toml`, with the overrides its
 tests/sim assertion uses) and says how to make the same faults on a real cluster with `insync chaos`'s tools:

@@ -1,7 +1,7 @@
 """Produce responses of the hot path (v3-v13) written with `struct`, as `fetch_response` writes Fetch responses.
 
 `insync bench requests` put the Produce response's kio encoding at 0.036 ms of a leader's 0.156 ms per acks=all
-request (issue 17): a tree of frozen dataclasses built, then walked by kio's generic writers, for a response of a
+request: a tree of frozen dataclasses built, then walked by kio's generic writers, for a response of a
 few dozen bytes. `encode` writes the same bytes from plain values for the shape nearly every response has: each
 partition accepted or refused without a leader hint (no `current_leader`, no `node_endpoints`: KIP-951 adds them
 only for NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH), no log append time (insync stamps CreateTime), no record

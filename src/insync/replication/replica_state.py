@@ -140,7 +140,7 @@ class ReplicaState:
         else:
             last_caught_up_ms = self.last_caught_up_ms
         # One constructor call, not dataclasses.replace (twice): this runs for every follower fetch, and replace
-        # costs a walk over the fields each time (issue 17's profile of a leader).
+        # costs a walk over the fields each time.
         newest = fetch_time_ms >= self.last_fetch_time_ms  # a stale read does not move the follower's offsets
         return ReplicaState(
             self.broker_id,

@@ -7,7 +7,7 @@ Kafka instead "mutes" a connection until its response is sent, one request at a 
 here because an acks=all produce waits for the followers' next fetch, so one-at-a-time turns a
 librdkafka producer at `linger.ms=0`, which sends a request per record, into a queue that grows without end as
 soon as a round trip takes longer than the gap between records: measured with a tailing consumer at 500 records/s,
-acks p50 went from seconds to milliseconds (issue 17). Handlers start in arrival order (asyncio runs new tasks
+acks p50 went from seconds to milliseconds. Handlers start in arrival order (asyncio runs new tasks
 first come, first served, and the core's work happens before a handler's first wait), so appends keep the
 client's order. A frame over `socket.request.max.bytes`, an unknown api key or version (except ApiVersions,
 answered with error 35), or a body that does not parse closes the connection, after the requests before it are

@@ -1,6 +1,6 @@
 """The outcome of one simulation run, as JSON (`--json`) or as a readable table.
 
-The field names are a contract (issue 3): tests, `insync sim sweep` and the analysis read them.
+The field names are a contract: tests, `insync sim sweep` and the analysis read them.
 `events` holds every replication-health event (DESIGN.md 7) from brokers and the controller, in time order.
 """
 

@@ -26,7 +26,7 @@ its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); a
   older versions carry it on every requested partition.
 - A response whose partitions all succeeded without a diverging epoch (nearly every fetch of the hot path) is
   written by `insync.protocol.fetch_response` without kio's entities; the same bytes, about a fifth of a leader's
-  time cheaper at one record per request (issue 17).
+  time cheaper at one record per request.
 
 Client side (a follower's fetcher): `encode_request` and `decode_response` are the same mapping reversed; the
 version followers send (v15) is written by `insync.protocol.fetch_request` without kio's entities.

@@ -120,7 +120,7 @@ def summarise(tables: Tables) -> dict[str, Any]:
         "shutdown_intervals": int(aside["shutdown"] or 0),
         "episodes_by_cause": {cause: int(causes.get(cause, 0)) for cause in health.CAUSES},
         "partitions": int(seen["partitions"]),
-        "denied_requests": int(seen["denied"] or 0),  # the authorizer's refusals (issue 22)
+        "denied_requests": int(seen["denied"] or 0),  # the authorizer's refusals
     }
     assert tuple(summary) == SUMMARY_KEYS
     return summary
