@@ -1,27 +1,16 @@
 """Kafka requests the command-line tools send themselves, where confluent-kafka does not expose the answer.
 
-- `describe_topic_partitions`: DescribeTopicPartitions v0 (KIP-966), every page, for each partition's eligible
-  leader replicas (ELR) and last known ELR; confluent-kafka's `describe_topics` uses the same API but drops
-  those fields.
-- `replica_logs`: each replica's own log of a partition, asked of the broker holding it (not its leader):
-  ListOffsets EARLIEST and OffsetForLeaderEpoch with Kafka's debugging replica id (-2), which any insync replica
-  answers from its local log. One OffsetForLeaderEpoch request asks for every epoch up to the partition's
-  leader epoch at once; the answers give back the replica's leader-epoch history (`history_from_answers`).
-- `delete_group_offsets`: OffsetDelete (API 47) sent to the group's coordinator (found with FindCoordinator),
-  retried while the coordinator moves or loads; confluent-kafka's Python client does not expose it.
-- `unclean_plan`: what an unclean election of a partition would cost, choice by choice, from those logs
-  (`controller.unclean_recovery.plan`, the rule the controller elects by).
-- `describe_broker_configs` and `alter_broker_configs`: DescribeConfigs v4 (with synonyms) and
-  IncrementalAlterConfigs v1 of one BROKER resource, a broker id or "" for the cluster-wide defaults, which
-  neither confluent-kafka nor kafka-python can name (both refuse an empty resource name).
-- `alter_partition_reassignments` and `list_partition_reassignments`: AlterPartitionReassignments v0 and
-  ListPartitionReassignments v0, which confluent-kafka's Python client does not expose.
-- `leaders_known`: Metadata v4 (Kafka 1.0 to 4.x) of one topic asked of one broker, for what that broker itself
-  has applied; confluent-kafka asks whichever broker it likes.
-
-Blocking, one short connection per request, kio entities encoded by `protocol.codec` like every insync client.
-A broker that cannot be reached or answers garbage raises `OSError`/`ConnectionError`; Kafka error codes are
-returned, not raised.
+- `describe_topic_partitions`: DescribeTopicPartitions v0 (KIP-966), every page, for each partition's ELR and
+  last known ELR, which confluent-kafka's `describe_topics` drops.
+- `replica_logs`: each replica's own log of a partition, asked of the broker holding it with Kafka's debugging
+  replica id (-2): ListOffsets EARLIEST and one OffsetForLeaderEpoch for every epoch (`history_from_answers`);
+  `unclean_plan`: what an unclean election would cost, choice by choice (`controller.unclean_recovery.plan`).
+- `delete_group_offsets`: OffsetDelete to the group's coordinator, retried while it moves or loads.
+- `describe_broker_configs` and `alter_broker_configs`: DescribeConfigs v4 and IncrementalAlterConfigs v1 of one
+  BROKER resource, including "" (the cluster-wide defaults), which the client libraries refuse to name.
+- `alter_partition_reassignments`, `list_partition_reassignments`; `leaders_known`: Metadata v4 of one topic
+  asked of one broker, for what that broker itself has applied.
+One short blocking connection per request; an unreachable broker raises, Kafka error codes are returned.
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """Broker and topic configuration with Kafka's names and defaults.
 
-A `server.properties` file (Java properties syntax: `key=value` or `key: value`, `#`/`!` comments, backslash
-line continuations) plus `--config key=value` overrides become one validated `BrokerConfig`. Every key must be
-defined in `BROKER_CONFIGS`; an unknown key or a value of the wrong type or out of range raises `ConfigError`
-naming the key and what is allowed. Nothing is half-applied: the whole set validates or nothing is returned.
+A `server.properties` file (Java properties syntax) plus `--config key=value` overrides become one validated
+`BrokerConfig`. Every key must be defined in `BROKER_CONFIGS`; an unknown key or a value of the wrong type or out
+of range raises `ConfigError` naming the key and what is allowed. Nothing is half-applied: the whole set
+validates or nothing is returned.
 
 Topic-level overrides (`min.insync.replicas`, `retention.ms`, ...) use `TOPIC_CONFIGS` and resolve against the
-broker's defaults into a `LogConfig`, the one object the storage engine reads.
-
-Dynamic broker configs (IncrementalAlterConfigs on a BROKER resource) are two more layers over the static ones, as
-in Kafka: a cluster-wide default (resource name "") and a per-broker value, most specific first. Only the keys in
-`DYNAMIC_BROKER_CONFIGS` may be set so; `BrokerConfig.with_dynamic` gives the effective config and
-`BrokerConfig.synonyms` where each value comes from (Kafka's `ConfigSource`).
+broker's defaults into a `LogConfig`, the one object the storage engine reads. Dynamic broker configs
+(IncrementalAlterConfigs on a BROKER resource) are two more layers over the static ones, as in Kafka: a
+cluster-wide default (resource name "") and a per-broker value, most specific first; only `DYNAMIC_BROKER_CONFIGS`
+may be set so. `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value
+comes from (Kafka's `ConfigSource`).
 """
 
 from __future__ import annotations

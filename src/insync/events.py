@@ -5,13 +5,10 @@ One event is one JSON object on one line of `events.jsonl` (DESIGN.md 7):
 `EVENT_FIELDS` is the single definition of which fields each type carries; `json_schema()` derives the JSON
 Schema from it (checked in as `events.schema.json`, kept equal by a test), and `Event.__post_init__` refuses an
 event that lacks a required field, so a consumer (the Spark analysis) can rely on every line it reads.
-
-Version 2 added, to each `removed` entry of `isr_shrink`, whether a fetch from that replica was being served by
-the leader when it was removed (`fetch_pending`) and since when (`fetch_pending_since_ms`, null when none),
-whatever `follower.fetch.pending.reads.insync.enable` says: the evidence that a leader, not its followers, was
-slow. Version 1 files lack only those two keys and are still read (SCHEMA_VERSIONS_READ).
-
-The cores never write files: they return `Event`s, and the server or simulator hands them to a sink.
+In version 2 each `removed` entry of `isr_shrink` says whether a fetch from that replica was pending at the leader
+(`fetch_pending`, `fetch_pending_since_ms`): the evidence that a leader, not its followers, was slow. Version 1
+files lack only those keys and are still read (SCHEMA_VERSIONS_READ). The cores never write files: they return
+`Event`s, and the server or simulator hands them to a sink.
 """
 
 from __future__ import annotations

@@ -2,13 +2,12 @@
 
 glibc serves allocations above a threshold (128 KiB at start, adapting upwards as such chunks are freed) with
 fresh mmap()s and unmaps them on free, so a fetch-sized buffer (a fetch response, its records, a segment read,
-Arrow columns: megabytes each, several per fetch) is often new memory that page-faults in page by page. How
-often depends on the order of earlier frees, so two identical processes can differ by half. Measured: a broker
-serving 500 MB of fetches used 0.53-0.66 s of CPU without this and 0.32-0.45 s with it (six runs each, two fresh
-brokers); in a Spark worker reading a topic it was a third of the task's CPU. `keep_freed_buffers()` fixes the
-threshold high, so freed buffers are reused by the next fetch. It is process-wide: brokers and Spark tasks that
-read topics call it. The cost: the heap keeps memory at the peak of buffers in use at once (glibc returns
-only a free top of more than twice the threshold), where mmap()ed buffers went back to the kernel one by one.
+Arrow columns: megabytes each, several per fetch) is often new memory that page-faults in page by page, a large
+share of a broker's or a Spark task's CPU when serving or reading fetches; how often depends on the order of
+earlier frees, so two identical processes can differ widely. `keep_freed_buffers()` fixes the threshold high, so
+freed buffers are reused by the next fetch. It is process-wide: brokers and Spark tasks that read topics call it.
+The cost: the heap keeps memory at the peak of buffers in use at once (glibc returns only a free top of more than
+twice the threshold), where mmap()ed buffers would go back to the kernel one by one.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Client benchmarks over the Kafka protocol: produce, consume and end-to-end latency (confluent-kafka).
 
 They speak only the Kafka protocol, so the same run measures insync and any other Kafka-compatible broker
-(the README compares insync with Tansu in one session). Each returns a `BenchResult` with msgs/s, MB/s and,
+(`insync bench compare` runs insync and Tansu in one session). Each returns a `BenchResult` with msgs/s, MB/s and,
 where it applies, p50/p99 latency in ms:
 - `produce`: `count` records of `size` bytes as fast as the producer allows (or at `rate`), latency from
   `produce()` to the delivery report;

@@ -1,22 +1,17 @@
 """`insync bench compare`: every client benchmark on a local insync cluster and on Tansu, in one session.
 
-insync: a controller and 3 brokers, topics with RF 3 and min ISR 2, acks=all. Tansu: one node with memory storage,
-RF 1 (`insync.bench.targets`). Each gets, in turn and on the same machine:
-- throughput (`insync.bench.steady`): produce (acks=all) and consume of 1 KiB records, each `seconds` of steady
-  state after a warm-up, with the server CPU milliseconds per MB over the same window beside it (consume twice:
-  at librdkafka's defaults and with `fetch.queue.backoff.ms` at 10 ms);
-- produce once more on a one-broker insync cluster (RF 1), beside Tansu's own (RF 1) figure: the same work per
-  node on both sides. On this 2-core machine the RF 3 run puts three brokers' copies of every byte (a leader's
-  append, two followers' fetches and appends) on the cores the client also needs, so it measures the
-  replication factor as much as the broker;
-- latency (`insync.bench.latency`, issue 17's scenario): a producer and a tailing consumer in their own processes,
-  acks=all, linger 0, `seconds` measured after a warm-up: confluent-kafka at 500 and 2,000 records/s, kafka-python
-  and aiokafka at 500 records/s with their defaults;
+insync: a controller and 3 brokers, RF 3, min ISR 2, acks=all. Tansu: one node, memory storage, RF 1
+(`insync.bench.targets`). Each gets, in turn and on the same machine:
+- throughput (`insync.bench.steady`): produce (acks=all) and consume of 1 KiB records with the server CPU per MB
+  (consume twice: at librdkafka's defaults and with `fetch.queue.backoff.ms` at 10 ms);
+- produce on a one-broker insync cluster (RF 1) beside Tansu's RF 1: the same work per node on both sides, since
+  on a machine of few cores the RF 3 run measures the replication factor as much as the broker;
+- latency (`insync.bench.latency`): a producer and a tailing consumer in their own processes, acks=all, linger 0:
+  confluent-kafka at 500 and 2,000 records/s, kafka-python and aiokafka at 500 records/s with their defaults;
 - the highest rate whose end-to-end p99 stays under 50 ms (`latency.find_max_rate`, from 500 records/s).
 `table` prints each figure for both and the ratio insync / Tansu (above 1 is better for MB/s and the rate, below
 1 for milliseconds).
 """
-
 from __future__ import annotations
 
 import time

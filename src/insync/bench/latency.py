@@ -122,7 +122,7 @@ def _reap(process: Any) -> None:
 
 def plan_for(target: Target, topic: str, client: str = "confluent", rate: float = 500.0, seconds: float = 10.0,
              warmup_s: float = 3.0, record_bytes: int = 1024, acks: str = "all", linger_ms: int = 0) -> ProducerPlan:
-    """Issue 17's scenario by default: confluent-kafka, 500 records/s of 1 KiB, acks=all, linger 0."""
+    """The latency benchmark's scenario by default: confluent-kafka, 500 records/s of 1 KiB, acks=all, linger 0."""
     return ProducerPlan(target.bootstrap, topic, client, rate, warmup_s, seconds, record_bytes, acks, linger_ms,
                         os.urandom(8))
 

@@ -5,13 +5,11 @@ takes the other's CPU time or GIL. Every record starts with `HEADER`: the wall-c
 share no other clock), the run's marker (records of an earlier run in the same topic are skipped) and whether it
 was sent in the measured window or in the warm-up before it. The rest is random bytes up to `record_bytes`.
 
-The producer sends at `rate` records a second from a fixed schedule: when the client blocks, the records that
-fell due meanwhile go out at once, so a stall shows in the latencies rather than lowering the rate. Ack latency is
-from the send to the client's delivery callback. It uses the client's own settings except acks and linger
-(kafka-python's and aiokafka's default linger is 0, as the benchmark's; librdkafka's is 5 ms), and counts the
-largest number of measured records sent and not yet acknowledged or failed: a queue building up anywhere between
-the producer and the ISR shows there. The consumer (confluent-kafka, `fetch.wait.max.ms=100`, assigned to the end
-of partition 0, no group) takes end-to-end latency as its receive time minus the send time in the record.
+The producer sends at `rate` records a second from a fixed schedule, so a stall shows in the latencies rather
+than lowering the rate. Ack latency is from the send to the delivery callback; it keeps the client's own settings
+except acks and linger, and counts the most measured records sent and not yet acknowledged, where a queue building
+up between the producer and the ISR shows. The consumer (confluent-kafka, `fetch.wait.max.ms=100`, assigned to
+the end of partition 0, no group) takes end-to-end latency as its receive time minus the send time in the record.
 """
 
 from __future__ import annotations

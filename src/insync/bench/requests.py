@@ -4,14 +4,12 @@
 socket so the client costs little CPU beside the brokers: it keeps `inflight` Produce requests (v9, one batch of
 one record, acks 1 or -1) on the wire, sending the next as each response arrives; the frame is built once and
 only its correlation id changes. After `warmup_s` it counts the responses of `seconds` and reads the leader's
-and the whole cluster's CPU time from /proc, giving requests per second and CPU ms per request. Every
-`CHECK_EVERY`th response is decoded and must carry error 0 (decoding each would cost the client as much as
-a broker).
+and the whole cluster's CPU time from /proc. Only every `CHECK_EVERY`th response is decoded and checked for
+error 0, since decoding each would cost the client as much as a broker.
 
-With `profile`, a second window of the same length is sampled by py-spy on the leader (py-spy's own sampling
-costs the leader some time, which is why the rate comes from the first window): the leader's CPU ms per request
-in that window is shared out in proportion to its samples, which `breakdown` sorts into decode, core, encode,
-asyncio, syscalls, poll or other.
+With `profile`, a second window of the same length is sampled by py-spy on the leader (sampling costs the leader
+time, so the rate comes from the first window): the leader's CPU ms per request in that window is shared out in
+proportion to its samples, which `breakdown` sorts into decode, core, encode, asyncio, syscalls, poll or other.
 """
 
 from __future__ import annotations

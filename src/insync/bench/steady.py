@@ -1,25 +1,16 @@
-"""Steady-state throughput: produce and consume for a fixed time after a warm-up (issue 17's "10 s steady state").
+"""Steady-state throughput: produce and consume for a fixed time after a warm-up.
 
-`clients.produce`/`clients.consume` time a fixed number of records from the first call, so their figures
-include what happens once per run: connecting, fetching metadata, librdkafka's first batches, and, for a
-consumer with a `group.id`, the broker creating `__consumer_offsets` at the first FindCoordinator. These
-measure only a window that starts after `warmup_s` of the same traffic and lasts `seconds`, and take the
+`clients.produce`/`clients.consume` time a run from its first call, connecting and fetching metadata included.
+These measure only a window that starts after `warmup_s` of the same traffic and lasts `seconds`, and take the
 servers' CPU over that window alone (`cpu_s`, sampled at its two ends).
-
-- produce: one confluent-kafka producer (acks as asked, `clients._producer`'s batching) sends as fast as it
-  can; what counts is what the brokers acknowledged inside the window (records handed to the producer minus
-  those it still holds, `len(producer)`, at each end). Delivery reports come only for errors
-  (`delivery.report.only.error`), so the client spends no Python time per acknowledged record, the same for
-  every target.
-- consume: one consumer (`assign`, no group) reads the topic from the earliest offset and starts each partition
-  over when it reaches its end (`enable.partition.eof`), so a topic smaller than `seconds` of reading still
-  gives a steady window; what counts is the records received inside it. It keeps librdkafka's defaults but a
-  short `fetch.wait.max.ms`, which matters only at a partition's end, and, when asked, `fetch.queue.backoff.ms`.
-  That one decides the figure against a fast cluster: once the records librdkafka has fetched but the
-  application has not yet taken reach `queued.max.messages.kbytes` (64 MB), it stops fetching the partition for
-  `fetch.queue.backoff.ms`, 1,000 ms by default (librdkafka issue 2879, the reason the setting exists). Brokers
-  that fill 64 MB faster than the application drains it then sit idle for most of each second, so a consumer
-  reads less from a faster cluster; `compare` reports both.
+- produce: one confluent-kafka producer sends as fast as it can; what counts is what the brokers acknowledged
+  inside the window (records handed over minus `len(producer)`, at each end). Delivery reports come only for
+  errors, so the client spends no Python time per acknowledged record, the same for every target.
+- consume: one consumer (`assign`, no group) reads from the earliest offset and starts each partition over at
+  its end (`enable.partition.eof`), so a small topic still gives a steady window. Once librdkafka's unread
+  records reach `queued.max.messages.kbytes` it stops fetching the partition for `fetch.queue.backoff.ms`
+  (1,000 ms by default, see librdkafka#2879), so a cluster that fills the queue faster than the application
+  drains it sits idle for most of each second; `compare` reports the default and a lower backoff.
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
 """The broker's side of its conversation with the controller: registration, heartbeats, AlterPartition, metadata.
 
-A small state machine, free of I/O, that returns the requests to send:
-- Registration: on start the broker registers with a fresh incarnation id and retries every heartbeat interval
-  until it gets a broker epoch. A heartbeat answered with STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED (the
-  controller forgot us, or fenced an older incarnation) sends it back to registering. Each registration names
-  the previous broker epoch (KIP-966): the one the clean-shutdown marker held at start, then this life's own,
-  since a broker that re-registers without restarting has lost nothing.
-- Heartbeats every `broker.heartbeat.interval.ms`, carrying the metadata offset applied; the answer carries the
-  published offset, and a broker behind it fetches metadata at once. Metadata arrives by the long poll the
-  driver keeps out (`METADATA_POLL_*`, answered by the controller as soon as it publishes), so this fetch only
-  repairs a poll that was lost or failed.
-- Controlled shutdown (`begin_shutdown`, Kafka's `controlled.shutdown.enable`): heartbeats, the first at once,
-  ask to shut down; the controller moves the broker's leaderships to other in-sync replicas, then fences it and
-  answers `should_shut_down`. A fenced registration can be replaced at once, so the broker restarts without
-  waiting out its old session.
-- AlterPartition (KIP-497): leaders queue one proposal per partition; at most one request is in flight per
-  broker, carrying every queued proposal. A lost request is retried after `REQUEST_TIMEOUT_MS`, a refused one
-  (or an item the partition asks to resend) after `ALTER_RETRY_BACKOFF_MS`.
-Requests the controller never answers (lost messages) time out, so nothing waits forever.
+A state machine free of I/O that returns the requests to send:
+- Registration with a fresh incarnation id, retried every heartbeat interval until it gets a broker epoch, and
+  again after STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED. It names the previous broker epoch (KIP-966): the
+  clean-shutdown marker's at start, then this life's own, since a re-registration without restart lost nothing.
+- Heartbeats every `broker.heartbeat.interval.ms` with the metadata offset applied; a broker behind the published
+  offset fetches at once, which only repairs a lost or failed long poll (`METADATA_POLL_*`).
+- Controlled shutdown (`begin_shutdown`): heartbeats ask to shut down; the controller moves the leaderships, then
+  fences the broker and answers `should_shut_down`, so it restarts without waiting out its old session.
+- AlterPartition (KIP-497): one queued proposal per partition, at most one request in flight carrying them all;
+  a lost request is retried after `REQUEST_TIMEOUT_MS`, a refused one after `ALTER_RETRY_BACKOFF_MS`.
+Requests the controller never answers time out, so nothing waits forever.
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """One broker's cores composed, sans-IO: the object both the simulator and the asyncio server drive.
 
-`BrokerCore` owns the partitions this broker hosts (`replication.Partition` over `storage` logs), its copy of
-the metadata (`BrokerMetadata`), its conversation with the controller (`ControllerChannel`), the fetches it
-serves (`FetchServer`), the produce purgatory (`ProduceHandler`) and the fetcher sessions that replicate from
-other leaders (`ReplicaFetchers`); what needs no purgatory (ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
-InitProducerId; DescribeLogDirs and AlterReplicaLogDirs, DescribeProducers) it answers at once (`broker.queries`,
-`broker.log_dirs`, `broker.producers`). It never does I/O and never reads a clock.
-A driver calls:
-- `start(now_ms)` once, `handle(now_ms, source, message)` for every message received,
-  `complete_read(now_ms, token)` when a `CompleteAfter(delay_ms, token)` it was given has elapsed,
-  `tick(now_ms)` at `next_deadline_ms()`;
-each returns commands: `Outgoing(destination, message)` to send, `CompleteAfter` to schedule.
-- `drain_events()` after each call, for the events sink.
-Timers: isr-expiration every `replica.lag.time.max.ms / 2`, HW checkpoint every
-`replica.high.watermark.checkpoint.interval.ms`, heartbeats, purgatory deadlines, fetcher back-offs, retention.
-
-Dynamic broker configs (the cluster-wide defaults and this broker's own, in the image) are applied as their
-records arrive, without a restart: `config` is the static config under them, the log defaults of every topic
-without its own value change, and the ISR checks see a new `replica.lag.time.max.ms` at their next pass.
-
-Metadata drives roles: published records are replayed into the image, and the partitions they touch become
-leader (`make_leader`), follower (`make_follower`, moving the partition to the fetcher session of its new
-leader), adopt a new ISR, or stop. ISR proposals of the partitions go to the controller through the channel,
-one AlterPartition request in flight; the answers are handed back to the partitions.
+`BrokerCore` owns the partitions this broker hosts, its copy of the metadata (`BrokerMetadata`), its
+conversation with the controller (`ControllerChannel`), the fetches it serves (`FetchServer`), the produce
+purgatory (`ProduceHandler`) and the fetcher sessions (`ReplicaFetchers`); what needs no purgatory it answers at
+once (`broker.queries`, `broker.log_dirs`, `broker.producers`). It never does I/O and never reads a clock. A
+driver calls `start`, `handle` for every message, `complete_read` when a `CompleteAfter` has elapsed and `tick`
+at `next_deadline_ms()`, each returning commands (`Outgoing`, `CompleteAfter`), and `drain_events()` after each.
+Dynamic broker configs are applied as their records arrive, without a restart: `config` is the static config
+under them, topic log defaults follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next
+pass. Metadata drives roles: published records are replayed into the image, and the partitions they touch become
+leader, follower (moving to the fetcher session of the new leader), adopt a new ISR, or stop. ISR proposals go
+to the controller through the channel, one AlterPartition request in flight.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """Serving fetches on the leader: follower fetches (replication) and consumer fetches (committed data only).
 
-A follower fetch is served in Kafka's shape, split where time passes (KIP-501): for every partition
-`Partition.begin_follower_fetch` captures the leader's offsets and registers a pending read, the log is read,
-and `complete_follower_fetch` updates the follower's state. When the disk says the reads are slow
-(`ReadResult.read_latency_ms`, the simulated slow disk of seed 000), the whole response waits for its slowest
-read, as one Kafka request handler would: the server returns `CompleteAfter(latency, token)` and the driver
-calls `complete(token)` when the time has passed; until then the reads stay pending on the leader.
-
-A fetch that finds nothing to send waits up to its `max_wait_ms` in the fetch purgatory (Kafka's DelayedFetch,
-`replication.purgatory`), watched by the partitions it asks for. Its first read updated the follower's state; the
-read that answers it when it leaves the purgatory updates nothing (Kafka's `readFromPurgatory`), so the follower's
-last fetch time stays the time its fetch arrived. `wake` is told what changed (bytes appended,
-high watermarks advanced, partitions whose leadership moved), passes it to the fetches watching those partitions
-only, and serves, in the order they were parked, those now due: followers once `min_bytes` were appended to their
-partitions (Kafka's `replica.fetch.min.bytes`), consumers once the high watermark of one of them advanced, any
-fetch for a partition whose leadership moved, and every fetch whose wait expired. When the purgatory is full a
-fetch is answered at once with what there is. Consumer fetches read only below the high watermark. An
-out-of-sync follower held back by the leader's replication throttle (`broker.throttles`) reads nothing.
-A consumer fetch that may read a follower (KIP-392, `ConsumerFetchRequest.leader_only`) reads a partition this
-broker follows the same way, below the follower's own high watermark; its wait ends when that advances.
+A follower fetch is served in Kafka's shape, split where time passes (KIP-501): `Partition.begin_follower_fetch`
+captures the leader's offsets and registers a pending read, the log is read, and `complete_follower_fetch`
+updates the follower's state. When the disk says the reads are slow (seed 000's slow disk), the whole response
+waits for its slowest read, as one Kafka request handler would: `CompleteAfter(latency, token)`, then
+`complete(token)`. A fetch that finds nothing waits up to `max_wait_ms` in the fetch purgatory (Kafka's
+DelayedFetch); the read that answers it then updates nothing (`readFromPurgatory`), so the follower's last fetch
+time stays its arrival. `wake` passes what changed to the fetches watching those partitions and serves, in
+parking order, those now due: followers once `replica.fetch.min.bytes` were appended, consumers once a high
+watermark advanced, any whose partition's leadership moved or wait expired. A full purgatory answers at once.
+A throttled out-of-sync follower (`broker.throttles`) reads nothing. A consumer fetch that may read a follower
+(KIP-392) reads below that follower's own high watermark.
 """
 
 from __future__ import annotations
@@ -186,8 +178,8 @@ class FetchServer:
         if offset >= hw:
             # Past the high watermark but inside the log: nothing committed to read yet, and no error, as in
             # Kafka's UnifiedLog.read. A leader that just took over (or restarted) can have a high watermark below
-            # what consumers already read from the previous leader; OFFSET_OUT_OF_RANGE here made librdkafka reset
-            # their position (to the end, skipping records, or to the start, reading them twice).
+            # what consumers already read from the previous leader; OFFSET_OUT_OF_RANGE here would make librdkafka
+            # reset their position (to the end, skipping records, or to the start, reading them twice).
             return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, b"")
         try:
             result = partition.log.read(offset, max_bytes, hw, min_one_batch=min_one_batch)

@@ -2,19 +2,15 @@
 
 Kafka's `ReplicaManager.describeLogDirs` and `alterReplicaLogDirs` (KIP-113), for a broker with one log dir
 (insync reads only the first of `log.dirs`):
-- DescribeLogDirs lists the log dir by the path the broker was given (Kafka: its absolute path; the server makes
-  it absolute), the size of its volume and what of it is usable (v4), and per log the bytes of its segments and
-  its offset lag: the partition's high watermark less its log end offset, floored at 0 (so 0 in practice, as
-  in Kafka), or -1 for a log this broker no longer hosts a replica of. Only the partitions asked for are listed
-  (every log when the request names none); a partition this broker has no log of is left out, as Kafka does.
-  The volume failing to answer makes the dir KAFKA_STORAGE_ERROR with nothing listed.
-- AlterReplicaLogDirs moves a replica to another log dir of its broker. With one dir there is nowhere to move
-  to: the broker's own dir answers NONE for a replica it hosts (the replica is already there), REPLICA_NOT_AVAILABLE
-  for one it does not, any other path LOG_DIR_NOT_FOUND, and a topic name too long for the "-future" directory
-  Kafka would create INVALID_TOPIC_EXCEPTION, in Kafka's order of checks.
-insync departs in one way: an I/O error takes one log offline (`Log.offline`), where Kafka takes the whole dir
-offline. Such a log is left out of DescribeLogDirs, as Kafka leaves out the logs of an offline dir, and its
-partition answers AlterReplicaLogDirs with KAFKA_STORAGE_ERROR, as Kafka answers for an offline partition.
+- DescribeLogDirs lists the log dir by the path the broker was given, its volume's size and usable bytes (v4),
+  and per log the bytes of its segments and its offset lag (high watermark less log end offset, floored at 0,
+  or -1 for a log this broker no longer hosts a replica of). Only the partitions asked for are listed; a volume
+  that fails to answer makes the dir KAFKA_STORAGE_ERROR.
+- AlterReplicaLogDirs: with one dir there is nowhere to move to: the broker's own dir answers NONE for a replica
+  it hosts, REPLICA_NOT_AVAILABLE for one it does not, any other path LOG_DIR_NOT_FOUND, and a name too long for
+  Kafka's "-future" directory INVALID_TOPIC_EXCEPTION, in Kafka's order of checks.
+An I/O error takes one log offline (`Log.offline`), where Kafka takes the whole dir offline: such a log is left
+out of DescribeLogDirs and answers AlterReplicaLogDirs with KAFKA_STORAGE_ERROR, as Kafka's offline ones do.
 """
 
 from __future__ import annotations

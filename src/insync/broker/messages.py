@@ -1,27 +1,16 @@
 """The internal messages a broker core exchanges with clients, and the commands it gives its driver.
 
 These are plain frozen dataclasses, not wire formats: the simulator passes them between nodes as they are, and
-the asyncio server translates Kafka requests to and from them at its boundary (`wire/`, one module per API
-family): Produce 0, Fetch 1, ListOffsets 2, Metadata 3, DeleteRecords 21, InitProducerId 22 and
-OffsetForLeaderEpoch 23. Follower fetches between brokers use `replication.messages.FetchRequest/FetchResponse`,
-the conversation with the controller `controller.messages`.
-
-Every request carries a `correlation_id` chosen by the sender; the response echoes it, as on Kafka's wire.
-Record data stays opaque `bytes` (one or more v2 record batches) from producer to log to consumer.
-
-The queries the core answers at once (`broker/queries.py`), following Kafka (REFERENCE 3, 8, 13), with one
-result per requested partition, a partition it does not know with its own error:
-- ListOffsets: `timestamp` is a time in ms or one of the special values below. LATEST is the high watermark
-  for consumers (`replica_id == CONSUMER_REPLICA_ID`) and the log end offset for a broker reading its own log
-  (`replica_id >= 0` or DEBUGGING_REPLICA_ID); EARLIEST is the log start offset; a time gives the first offset
-  whose timestamp is >= it (offset -1 when none). Without tiered storage EARLIEST_LOCAL is EARLIEST and
-  LATEST_TIERED / EARLIEST_PENDING_UPLOAD answer offset -1. With `isolation_level` READ_COMMITTED the answer
-  is bounded by the last stable offset, which is the high watermark here (no transactions).
-- OffsetForLeaderEpoch: the leader's (largest epoch <= requested, its end offset), REFERENCE 8.
-- DeleteRecords: moves the log start offset to `offset` (HIGH_WATERMARK_OFFSET: to the high watermark) and
-  answers the new `low_watermark`; OFFSET_OUT_OF_RANGE above the high watermark.
-- InitProducerId: a new producer id with epoch 0, or, when `producer_id`/`producer_epoch` are given (v3+),
-  a bumped epoch for that producer (INVALID_PRODUCER_EPOCH when the epoch does not match).
+the asyncio server translates Kafka requests to and from them (`wire/`): Produce, Fetch, ListOffsets, Metadata,
+DeleteRecords, InitProducerId and OffsetForLeaderEpoch. Follower fetches use `replication.messages`, the
+controller conversation `controller.messages`. Every request carries a `correlation_id` the response echoes;
+record data stays opaque `bytes` (v2 record batches) from producer to log to consumer. The queries answered at
+once (`broker/queries.py`, REFERENCE 3, 8, 13) give one result per requested partition:
+- ListOffsets: LATEST is the high watermark for consumers and the log end for a broker reading its own log;
+  EARLIEST the log start; a time the first offset at or after it (-1 when none); no tiered storage, and the last
+  stable offset is the high watermark (no transactions).
+- OffsetForLeaderEpoch: the leader's (largest epoch <= requested, its end offset).
+- DeleteRecords: the new `low_watermark`; InitProducerId: a new id at epoch 0, or a bumped epoch (v3+).
 """
 
 from __future__ import annotations

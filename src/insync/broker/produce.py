@@ -3,16 +3,12 @@
 acks=0 gets no answer at all; acks=1 is answered after the leader's append; acks=all (-1) is answered when
 every partition of the request is done (`Partition.produce_status`): the high watermark passed the batch (NONE,
 or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min ISR meanwhile), leadership moved
-(NOT_LEADER_OR_FOLLOWER), or the request's `timeout_ms` expired (REQUEST_TIMED_OUT). Kafka's DelayedProduce.
-
-Waiting acks=all answers live in `replication.purgatory` (Kafka's DelayedProduce), watched by partition: they are
-checked when something may have completed a wait (the high watermark of a partition advanced, or leadership
-changed) and expire at their deadline. The purgatory is bounded; when it is full the request is answered at once
-with REQUEST_TIMED_OUT for the partitions still undecided.
-
-Each answer carries the partition's log start offset as Kafka's ReplicaManager gives it: after the append on
-success, and kept with the base offset when an acks=all wait ends in an error; -1 for the refusals Kafka answers
-without looking at the log (`NO_LOG_ERRORS`), the current one for any other refusal.
+(NOT_LEADER_OR_FOLLOWER), or the request's `timeout_ms` expired (REQUEST_TIMED_OUT). Waiting answers live in
+`replication.purgatory` (Kafka's DelayedProduce), watched by partition, checked when a high watermark advances or
+leadership changes; the purgatory is bounded, and when it is full the undecided partitions are answered at once
+with REQUEST_TIMED_OUT. Each answer carries the log start offset as Kafka's ReplicaManager gives it: after the
+append on success, kept with the base offset when an acks=all wait ends in an error, -1 for the refusals Kafka
+answers without looking at the log (`NO_LOG_ERRORS`), the current one for any other refusal.
 """
 
 from __future__ import annotations

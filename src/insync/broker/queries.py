@@ -1,22 +1,16 @@
 """Requests a broker core answers from its partitions' state at once, without purgatory: ListOffsets,
-OffsetForLeaderEpoch, DeleteRecords and InitProducerId. `BrokerCore.handle` calls these for the matching
-`broker.messages` request and answers its source, so the server and the simulator drive them alike.
+OffsetForLeaderEpoch, DeleteRecords and InitProducerId, for the server and the simulator alike.
 
-Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark for consumers and the log end
-offset for a replica reading its own leader; EARLIEST (and EARLIEST_LOCAL, every segment being local) is the log
-start offset, with the epoch of its record; a timestamp gives the first record at or after it, answered with that
-record's own timestamp and its batch's leader epoch; MAX_TIMESTAMP (KIP-734) the first record with the largest
-timestamp; LATEST_TIERED offset -1 (nothing is tiered). Only the leader answers (NOT_LEADER_OR_FOLLOWER
-elsewhere), and a request carrying a leader epoch older than the partition's is FENCED_LEADER_EPOCH, newer
-UNKNOWN_LEADER_EPOCH. The debugging replica id (-2) reads any replica's own log, as Kafka's ListOffsets allows;
-insync allows it for OffsetForLeaderEpoch too (Kafka answers that on leaders only), so that tools can read a
-replica's leader-epoch history, the part of KIP-966's GetReplicaLogInfo a Kafka API can carry
-(`insync topics elect-leaders --unclean --dry-run`).
-
-Producer ids: `ProducerIdAllocator` hands out ids unique across brokers and restarts without a coordinator:
-the broker id in the top bits, the allocator's start time in milliseconds below it, and a counter; when the
-counter wraps the start time moves on by a millisecond (so ids stay unique as long as a restart takes longer
-than the ids issued per millisecond, 256).
+Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark (the log end for a replica reading
+its own leader); EARLIEST is the log start with its epoch; a timestamp gives the first record at or after it;
+MAX_TIMESTAMP (KIP-734) the first record with the largest timestamp; LATEST_TIERED -1. Only the leader answers,
+and a leader epoch older than the partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. The debugging
+replica id (-2) reads any replica's own log, as Kafka's ListOffsets allows; insync allows it for
+OffsetForLeaderEpoch too, so that tools can read a replica's leader-epoch history, the part of KIP-966's
+GetReplicaLogInfo a Kafka API can carry (`insync topics elect-leaders --unclean --dry-run`).
+`ProducerIdAllocator` hands out ids unique across brokers and restarts without a coordinator: the broker id in
+the top bits, the allocator's start time in milliseconds below, and a counter; when the counter wraps the start
+time moves on by a millisecond (unique as long as a restart takes longer than the ids issued per ms, 256).
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
 """`insync chaos campaign`: runs of the Jepsen-style workload under a fault schedule drawn from a seed.
 
 Run r of a campaign with seed S has seed S + r, and everything random in it comes from that seed: `plan_run`
-draws the schedule (which kinds, when, for how long, which victim), so `--runs 1 --seed S+r` replays run r's
-schedule (the victims are chosen by number, e.g. "the leader of partition pick % partitions", so a replay hits
-the same role even where the leader moved). The first fault of a run is kind `seed % len(kinds)`, so N
-consecutive runs cover N kinds before any repeats. Faults come one at a time with gaps between them (or in
-`--concurrent-faults` overlapping lanes); the last
-one ends `COOLDOWN_S` before the run does. Within a run every kind asked for comes once (in an order drawn
-from the seed) before any comes again, so the cluster heals while the workload still runs.
-
-Each run starts its own cluster (3 brokers, short timeouts, fault injection when a kind needs it) under
-`<out>/run-<r>/cluster` (with `zookeeper`, two controllers on metadata.store=zookeeper and a ZooKeeper server of
-the run's own, so the controller faults hand over to the standby), creates a topic (RF 3, min ISR 2, unclean election off), runs the workload
-(chaos/workload.py) and the faults with every operation in `<out>/run-<r>/history.jsonl`, ends every fault
-still active, reads every partition completely, checks the history (chaos/checker.py) and writes the report
-(chaos/report.py). A run is ok when no anomaly the producers' guarantees forbid was found. `<out>/campaign.json`
-holds the totals (by anomaly and by producer label) and each run's verdict; `<out>/index.html` shows them.
+draws the schedule (kinds, times, durations, victims chosen by role and number), so `--runs 1 --seed S+r`
+replays run r even where the leader moved. The first fault of a run is kind `seed % len(kinds)`, so N consecutive
+runs cover N kinds; within a run every kind comes once before any comes again. Faults come one at a time (or in
+`--concurrent-faults` lanes), the last ending `COOLDOWN_S` before the run does, so the cluster heals while the
+workload still runs. Each run starts its own cluster under `<out>/run-<r>/cluster` (with `zookeeper`, two
+controllers and a ZooKeeper of its own, so controller faults hand over), creates a topic (RF 3, min ISR 2, no
+unclean election), runs the workload (chaos/workload.py) and the faults into `history.jsonl`, reads every
+partition completely, checks the history (chaos/checker.py) and writes the report. A run is ok when no anomaly
+the producers' guarantees forbid was found; `<out>/campaign.json` and `<out>/index.html` hold the totals.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Certificates for a local TLS cluster (`insync certs create --dir DIR`), with the `cryptography` package.
 
-One run makes a certificate authority and, signed by it, a node certificate (what every broker and the
-controller present: subject `CN=node`, valid for the host names and addresses given, localhost and 127.0.0.1 by
-default, so that endpoint identification passes) and one client certificate per client name (`CN=<name>`).
-Files, all PEM (what Kafka's PEM keystores, librdkafka, kafka-python, aiokafka and kcat read):
-
-    ca.pem                       the CA certificate: every truststore (`ssl.truststore.location`, `ssl.ca.location`)
-    ca-key.pem                   the CA's private key (to sign more certificates later; keep it private)
-    node.pem                     the node's private key followed by its certificate (`ssl.keystore.location`)
-    <name>.pem, <name>-key.pem   a client's certificate and private key (`ssl.certificate.location`,
-                                 `ssl.key.location`)
+One run makes a certificate authority and, signed by it, a node certificate (subject `CN=node`, valid for the
+host names and addresses given, localhost and 127.0.0.1 by default, so that endpoint identification passes) and
+one client certificate per client name (`CN=<name>`). Files, all PEM (what Kafka's PEM keystores, librdkafka,
+kafka-python, aiokafka and kcat read): `ca.pem` (every truststore), `ca-key.pem` (to sign more later; keep it
+private), `node.pem` (the node's key then its certificate: `ssl.keystore.location`), and `<name>.pem` with
+`<name>-key.pem` (`ssl.certificate.location`, `ssl.key.location`).
 
 Keys are ECDSA P-256 (fast to make and to handshake with); private keys are written unencrypted with mode 0600,
 as for a local test cluster. A directory that already holds a CA keeps it and its node certificate: running

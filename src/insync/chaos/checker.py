@@ -1,31 +1,16 @@
 """The verdict on a history (chaos/ops.py), with the anomaly names of Jepsen's Kafka workload.
 
-What every read and every acknowledgement says is gathered first: the values seen at each (partition, offset)
-and the offsets each value was seen at. Then:
-- `lost-write`: an acknowledged value absent from a complete read of its partition (a `complete-read` op: the
-  reader went from the log start to the high watermark), or, where no complete read was made, never read
-  although some read reached a higher offset of its partition (Jepsen's rule);
-- `unseen`: acknowledged and never read by the end, without the evidence that makes it lost;
-- `duplicate`: one value at two or more offsets;
-- `inconsistent-offsets`: one offset holding two or more values, across reads, or a read against the offset an
-  acknowledgement gave;
-- `nonmonotonic-send`: one producer's acknowledged sends to a partition at offsets that go down in the order it
-  sent them (an idempotent producer keeps its order; one without idempotence may reorder on retries);
-- `nonmonotonic-poll`: a process polls an offset of a partition at or below one it polled before;
-- `poll-skip`: a process polls offset b after a, with an offset between them known to hold a value (gaps that
-  nothing ever filled, e.g. a control batch's offset, are not skips);
-  an `assign` op (a rebalance) resets all of the process's positions and a `seek` (unless it failed) that
-  partition's, so reading again from a committed offset after a rebalance is neither;
-- `unacknowledged-but-present`, for information: a send that failed or whose outcome is unknown, read anyway.
-
-Each anomaly carries its records, the labels of the producers involved (`acks=all,idempotent`, `acks=1`, ...)
-and the faults active in its window: for a lost or unseen write, from its send to `LOSS_WINDOW_MS` after its
-acknowledgement; for a duplicate or an unacknowledged write, its send until its completion; for inconsistent
-offsets, the first sight of the offset until the second value's; for a reordered send, the first send until the
-second's acknowledgement; for a poll anomaly, the two polls. `forbidden` says which anomalies the producers'
-guarantees rule out: lost writes under acks=all, duplicates and reordered sends from an idempotent producer,
-inconsistent offsets unless an acks=1 write is involved (a leader's acks=1 offset can be truncated away), and any
-poll anomaly.
+From the values seen at each (partition, offset) and the offsets each value was seen at:
+- `lost-write`: acknowledged, absent from a complete read of its partition, or, without one, never read though a
+  read reached a higher offset (Jepsen's rule); `unseen`: acknowledged, never read, without that evidence;
+- `duplicate`: one value at two or more offsets; `inconsistent-offsets`: one offset holding two or more values;
+- `nonmonotonic-send`: one producer's acknowledged sends to a partition at offsets that go down in send order;
+- `nonmonotonic-poll` and `poll-skip` (an offset known to hold a value jumped over); an `assign` op resets a
+  process's positions and a `seek` that partition's, so rereading after a rebalance is neither;
+- `unacknowledged-but-present`, for information: a failed or unknown send, read anyway.
+Each anomaly carries its records, producer labels and the faults active in its window. `forbidden` says which
+the producers' guarantees rule out: lost writes under acks=all, duplicates and reordered sends from an idempotent
+producer, inconsistent offsets unless an acks=1 write (truncatable) is involved, and any poll anomaly.
 """
 
 from __future__ import annotations

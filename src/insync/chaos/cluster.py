@@ -1,25 +1,15 @@
 """A local cluster of real insync processes: lay it out, start it, find it again, stop it.
 
-`insync cluster up --brokers N --dir DIR` writes one `server.properties` per node under `DIR/node-<id>/`
-(log dir `DIR/node-<id>/data`, `server.log` and `stdout.log` beside it), starts a controller (node 0) and N
-brokers (nodes 1..N) as separate `insync broker start` processes on 127.0.0.1, and records what it started in
-`DIR/cluster.json` (ids, roles, ports, pids). Every later command (`status`, `down`, `insync chaos ...`) reads
-that file, so a cluster is found by its directory alone.
-
-With `--controllers K` (K > 1 needs `metadata.store=zookeeper`), controllers 1001.. are standbys beside node 0,
-and every node's `controller.quorum.voters` lists them all.
-
-With `--security ssl` every listener speaks TLS with client certificates (chaos/secure.py), and the operator's
-client settings are in `DIR/client.properties`, which the commands that find a cluster by its directory use.
-
-With `--netns` (root, iproute2 and nftables) every node runs in its own network namespace on a bridge, at an
-address the harness assigns (`chaos/netns.py`), so `insync chaos partition ...` can cut links between nodes;
-clients stay in the root namespace and reach every node. `down` deletes the namespaces and the bridge, and `up`
-does too when it fails.
-
-Ports: brokers listen on `port + id - 1`, controllers on `port + N`, `port + N + 1`, ..., and each node's Prometheus
-endpoint on `port + 100 + id`. `port=0` picks free ports (tests). Processes are started in their own session so a test's
-Ctrl-C does not reach them, and stopped with SIGTERM, then SIGKILL after a deadline.
+`insync cluster up --brokers N --dir DIR` writes one `server.properties` per node under `DIR/node-<id>/`, starts
+a controller (node 0) and N brokers (nodes 1..N) as separate `insync broker start` processes on 127.0.0.1, and
+records them in `DIR/cluster.json` (ids, roles, ports, pids), so every later command finds a cluster by its
+directory alone. `--controllers K` (K > 1 needs `metadata.store=zookeeper`) adds standby controllers 1001..;
+`--security ssl` makes every listener TLS with client certificates (chaos/secure.py), the operator's settings in
+`DIR/client.properties`; `--netns` (root, iproute2, nftables) runs every node in its own network namespace
+(`chaos/netns.py`) so `insync chaos partition ...` can cut links, and `down` (or a failed `up`) deletes them.
+Ports: brokers listen on `port + id - 1`, controllers on `port + N`, `port + N + 1`, ..., and each node's
+Prometheus endpoint on `port + 100 + id`; `port=0` picks free ports (tests). Processes are started in their own
+session so a test's Ctrl-C does not reach them, and stopped with SIGTERM, then SIGKILL after a deadline.
 """
 
 from __future__ import annotations

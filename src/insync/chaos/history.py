@@ -4,14 +4,11 @@
 value carries a run id and a sequence number, and every delivery report is recorded: acknowledged
 (partition, offset, sequence) or failed (error name). `read_back` then consumes each partition from the
 earliest offset up to its high watermark. `verdict` compares the two histories:
-- lost: acknowledged sequences that were not read back (must be 0 for acks=all with min ISR >= 2 and no
-  unclean election);
+- lost: acknowledged sequences not read back (0 for acks=all with min ISR >= 2 and no unclean election);
 - duplicated: sequences read more than once (the idempotent producer must make this 0);
 - reordered: within a partition, sequences read out of the order they were sent.
-
-The clients' own log lines (librdkafka's "Connect to ... failed", request timeouts: expected while brokers are
-paused and killed) go to the `insync.clients` logger (`client_conf`), so a caller decides where they are shown;
-they are served from the clients' poll and consume calls.
+The clients' own log lines (expected while brokers are paused and killed) go to the `insync.clients` logger
+(`client_conf`), so a caller decides where they are shown.
 """
 
 from __future__ import annotations
@@ -126,8 +123,8 @@ class ProduceWorkload:
 
     def _flush(self, producer: Any, lock: threading.Lock) -> None:
         """Serve the producer's last delivery reports. Flushing one that failed fatally can raise the fatal error
-        again from inside a report (a CI run's thread died of it: `SystemError: <method 'decode' of 'bytes'
-        objects> returned a result with an exception set`, caused by UNKNOWN_PRODUCER_ID). Its unreported records
+        again from inside a report (`SystemError: <method 'decode' of 'bytes' objects> returned a result with an
+        exception set`, after UNKNOWN_PRODUCER_ID), which would end the workload's thread. Its unreported records
         were never acknowledged: the failed flush is counted, and the workload goes on with a new producer."""
         from confluent_kafka import KafkaException
 

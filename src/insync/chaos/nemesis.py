@@ -1,29 +1,14 @@
 """The campaign's fault kinds: a registry from a name to how the fault starts and how it is undone.
 
 A `FaultKind` starts against a `Target` (the running cluster and the workload's topic) given `pick`, a number
-drawn from the run's seed that chooses the victim (a broker, or a partition whose leader or follower is the
-victim), and returns an `Active` fault: its description (what the history's nemesis ops and the report name)
-and the `undo` that ends it. Kinds that need the brokers' fault injection name its configs (`overrides`), so a
-campaign turns it on only when asked for them. A new kind is one more entry in `KINDS`.
-
-- `pause`: SIGSTOP one broker (a long GC pause), SIGCONT to undo;
-- `kill`: SIGKILL the leader of one partition, restart it to undo;
-- `slow-reads`: every read of one partition's log at its leader takes `SLOW_READ_MS` (KIP-501's slow leader);
-- `fail-partition`: one follower's appends to one partition raise (KIP-461); undone by clearing it and
-  restarting that broker, as a failed partition stays failed until then, as in Kafka;
-- `delay`: `DELAY_MS` of latency on one broker's replication requests;
-- `power-loss`: the leader of one partition SIGKILLed and cut back to what it fsynced (chaos/power.py), then
-  restarted to undo;
-- `controller-kill` / `controller-pause`: the active controller SIGKILLed (then restarted) or SIGSTOPped; with
-  `metadata.store=zookeeper` and a standby (`insync chaos campaign --zookeeper`) the standby takes over.
-
-Opt-in network kinds (`OPT_IN_KINDS`: named in `--faults`, not part of `all`, since they need a cluster in
-network namespaces, so root, iproute2 and nftables; `needs_netns`): `isolate` (one broker from every other
-node), `leader-cut` (one partition's leader from its followers, not from the controller), `bridge`, `ring`
-(majorities ring), `one-way` (every packet from one partition's leader to one follower lost) and `bandwidth`
-(one broker's traffic through tbf at `BANDWIDTH_KBIT`) and `loss` (`LOSS_PERCENT` of the packets on every link
-of one broker) and `latency` (`LATENCY_MS` +/- `JITTER_MS` on one broker's packets to the other nodes: netem, or
-the nfqueue daemons where the kernel has no netem). They are undone by healing the network.
+from the run's seed that chooses the victim, and returns an `Active` fault: its description and the `undo` that
+ends it. Kinds that need the brokers' fault injection name its configs (`overrides`), so a campaign turns it on
+only when asked for them. A new kind is one more entry in `KINDS`: `pause` (SIGSTOP, a long GC pause), `kill`
+(a leader), `slow-reads` (KIP-501's slow leader), `fail-partition` (KIP-461; undone by a restart, since a failed
+partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/power.py), and `controller-kill` /
+`controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
+`all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
+`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Network namespaces for a local cluster: one per node on a bridge, and the faults `partitions.py` describes.
 
 `create(node_ids)` draws a run id and makes a bridge `isy<run>br` in the root namespace with `198.18.<k>.1/24`
-(RFC 2544's benchmarking range: never routed, so nothing else on the machine uses it; `k` is the first /24 no
-interface of this machine has, chosen under a file lock), and per node a namespace `isy<run>n<id>` holding
-`eth0` (a veth pair whose other end is on the bridge) with its own address. Clients stay in the root namespace
-and reach every node through the bridge. Every name starts with `isy<run>` so `destroy(network)` removes exactly
-what `create` made, and nothing else.
-
-`install(network, faults)` puts a `NetFaults` in place: in each node's namespace an nft table dropping what
-arrives from the nodes it is cut from, and tc qdiscs on its `eth0` for latency/jitter/loss (netem) and
-bandwidth (tbf), and for its ingress limit a tbf on its veth's end in the root namespace. It replaces whatever was there, so `install(network, NetFaults())` heals everything. On a
-kernel without netem (CONFIG_NET_SCH_NETEM) latency, jitter and loss are made in user space instead
-(`chaos/nfqueue_ctl.py`: iptables NFQUEUE rules and a daemon per peer namespace), and refused by name before
-anything changes when iptables-legacy is missing too.
+(RFC 2544's benchmarking range: never routed; `k` is the first /24 no interface of this machine has, chosen under
+a file lock), and per node a namespace `isy<run>n<id>` holding `eth0` (a veth pair to the bridge). Clients stay
+in the root namespace and reach every node through the bridge. Every name starts with `isy<run>` so
+`destroy(network)` removes exactly what `create` made. `install(network, faults)` puts a `NetFaults` in place
+(an nft table dropping what arrives from cut-off nodes, netem and tbf qdiscs on `eth0`, and a tbf on the veth's
+root end for the ingress limit), replacing whatever was there, so `install(network, NetFaults())` heals
+everything. Without netem in the kernel, latency, jitter and loss are made in user space (`chaos/nfqueue_ctl.py`),
+and refused by name before anything changes when iptables-legacy is missing too.
 
 Needs root, iproute2 (`ip`, `tc`) and nftables (`nft`); `unavailable()` says what is missing.
 """

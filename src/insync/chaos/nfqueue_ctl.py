@@ -2,20 +2,14 @@
 
 A node's shape (`partitions.Shape`: delay, jitter, loss) is made where its packets arrive, as the drops are: in
 each peer's namespace an `iptables-legacy` rule sends what comes from the shaped node's address to NFQUEUE
-number `<shaped node id>`, and a daemon in that namespace holds each packet for its delay. Clients in the root
-namespace are not delayed (netem on the node's eth0 delays them too) unless the shape says `clients`: then the
-node's own namespace holds what the clients send it (from the bridge's address; the round trip is delayed as
-much, in the other direction). Departures from netem, and why:
-
-- at the destination, not the source: a packet held in the sender's own OUTPUT hook still counts against its
-  socket's TCP Small Queues budget (netem orphans the packets it holds for that reason; a queue verdict cannot),
-  so TCP stalls on it: 1 MB/s through 5 ms instead of 440 MB/s measured. Crossing the veth orphans the packet;
-- one daemon per (shaped node, peer) pair, so a node's packets to each peer keep their own order.
-
-nft's own `queue` expression is not built in every kernel (CONFIG_NFT_QUEUE) where xtables' NFQUEUE target is,
-hence iptables-legacy. Each namespace's filter table is the harness's own (as its nft table is): written whole
-with `iptables-legacy-restore`, emptied on heal. A daemon's command line is its parameters, so `running` tells
-which daemons already do what is wanted and only the others are stopped or started.
+number `<shaped node id>`, and a daemon there holds each packet for its delay; with `clients`, the node's own
+namespace also holds what the root namespace's clients send it. At the destination, not the source, because a
+packet held in the sender's OUTPUT hook still counts against its socket's TCP Small Queues budget (a queue
+verdict cannot orphan it, as netem does), so TCP would stall on it; crossing the veth orphans the packet. One
+daemon per (shaped node, peer) pair keeps a node's packets to each peer in order. iptables-legacy, since nft's
+`queue` (CONFIG_NFT_QUEUE) is not built in every kernel where xtables' NFQUEUE is. Each namespace's filter table
+is the harness's own, written whole with `iptables-legacy-restore` and emptied on heal. A daemon's command line
+is its parameters, so `running` tells which daemons already do what is wanted; only the others are restarted.
 """
 
 from __future__ import annotations

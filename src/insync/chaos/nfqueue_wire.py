@@ -1,17 +1,13 @@
 """nfnetlink_queue's messages, encoded and decoded as bytes: what `chaos/nfqueue.py` says to the kernel.
 
-A netlink message is a header (`struct nlmsghdr`: length, type, flags, sequence, port id; host byte order), then
-for nfnetlink a `struct nfgenmsg` (address family, version 0, the queue number big-endian) and attributes
-(`struct nlattr`: length, type, then the value padded to 4 bytes). The queue subsystem (NFNL_SUBSYS_QUEUE) has
-three messages the daemon needs (linux/netfilter/nfnetlink_queue.h):
-
-- NFQNL_MSG_CONFIG, sent once: bind to a queue (NFQA_CFG_CMD) and, in the same message, copy a packet's first bytes only
-  (NFQA_CFG_PARAMS, enough for the addresses and ports that name its flow), a queue length (NFQA_CFG_QUEUE_MAXLEN)
-  and fail-open (NFQA_CFG_FLAGS: a full queue lets packets through instead of dropping them) with GSO (a TCP
-  segment of 64 kB comes as one packet, not cut into 1,500-byte ones);
+A netlink message is a header (`struct nlmsghdr`, host byte order), then for nfnetlink a `struct nfgenmsg`
+(family, version 0, the queue number big-endian) and attributes (`struct nlattr`, values padded to 4 bytes).
+The daemon needs three messages of NFNL_SUBSYS_QUEUE (linux/netfilter/nfnetlink_queue.h):
+- NFQNL_MSG_CONFIG, sent once: bind to a queue and, in the same message, copy only a packet's first bytes
+  (enough for the addresses and ports of its flow), a queue length, and fail-open (a full queue lets packets
+  through instead of dropping them) with GSO (a 64 kB TCP segment comes as one packet);
 - NFQNL_MSG_PACKET, from the kernel: a queued packet's id (NFQA_PACKET_HDR) and first bytes (NFQA_PAYLOAD);
 - NFQNL_MSG_VERDICT, to the kernel: accept or drop the packet with that id (NFQA_VERDICT_HDR).
-
 Errors and acknowledgements come back as NLMSG_ERROR (a negative errno, 0 for an acknowledgement). Nothing here
 touches a socket.
 """

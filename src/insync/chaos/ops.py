@@ -1,21 +1,14 @@
 """A run's history, as Jepsen keeps one: every client and fault operation, one JSON object a line.
 
-Each operation is an `Op`: `time_ms` since the run began, the `process` that did it (`p0`, `c1`, `r0`,
-`nemesis`, `final`), its `type` and its function `f`:
-- `type` is Jepsen's: `invoke` when an operation begins, then `ok` (it happened), `fail` (it certainly did not)
-  or `info` (unknown: a produce whose delivery report never came is `info`, it may or may not be in the log).
-- `f` is one of `F`: `send` (a produce: `value`, `label` on invoke; `partition`, `offset` on ok; `error` on
-  fail/info), `poll` (ok with `records`, each `(partition, offset, value)` in the order the client returned
-  them; written once, at completion, and only when records came: a poll cannot fail, and thousands of empty
-  polls would say nothing), `commit` (`offsets` as `records` with an empty value), `assign` (info: the consumer's partitions after
-  a rebalance, or an assign-mode reader's), `seek` (info: `partition`, `offset`), `start`/`stop` (the nemesis:
-  `fault` names the fault, e.g. `pause broker 2`), and `complete-read` (ok: the process read `partition` from
-  its log start to `offset`, its high watermark, with nothing missing in between).
-
+Each `Op` has `time_ms` since the run began, the `process` that did it (`p0`, `c1`, `r0`, `nemesis`, `final`),
+a `type` and a function `f`. `type` is Jepsen's: `invoke` when an operation begins, then `ok` (it happened),
+`fail` (it certainly did not) or `info` (unknown: it may or may not be in the log). `f` is one of `F`: `send` (a
+produce), `poll` (ok with `records` in the order the client returned them, written only when records came),
+`commit`, `assign` and `seek` (info), `start`/`stop` (the nemesis: `fault` names it), and `complete-read` (the
+process read `partition` from its log start to `offset`, its high watermark, with nothing missing in between).
 Values are unique within a run (`<process>-<sequence>`), so a completion names its invoke by value, not by
-position: a producer has many sends in flight, where Jepsen's processes have one.
-`HistoryWriter` appends from several client threads under one lock; `read_history` reads a file back and
-names the line of anything malformed.
+position: a producer has many sends in flight, where Jepsen's processes have one. `HistoryWriter` appends from
+several client threads under one lock; `read_history` names the line of anything malformed.
 """
 
 from __future__ import annotations

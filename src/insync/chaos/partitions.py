@@ -1,22 +1,15 @@
 """Network faults between the nodes of a namespaced cluster, as data: which packets to drop, how to shape a link.
 
-A `NetFaults` is the whole network state the harness wants: `drops` maps a directed link (source node,
-destination node) to the percentage of its packets lost (100: cut), `shapes` maps a node to what its outgoing
-traffic goes through (`Shape`: tc netem latency/jitter/loss, tbf bandwidth), and `ingress` maps a node to the
-rate of what it receives (tbf on the root namespace's end of its veth, whose egress is the node's ingress: a
-slow link into one follower, which shaping the leader's egress cannot make without slowing every follower).
-Faults add up (`with_drops`, `with_shape`, `with_ingress`) and `heal` is the empty state; `chaos/netns.py`
-installs a state in the namespaces.
-
-The partitions are Jepsen's (jepsen.nemesis): `isolate` one node from every other node, `leader_cut` (a leader
-from its followers, both still reaching the controller: the classic ISR data-loss case), `bridge` (two halves
-joined by one node that sees both), `majorities_ring` (each node sees a majority, no two the same one) and
-`one_way` (only packets from one node to another are lost), and `lossy` (a share of the packets on every link
-of one node lost, both ways: netem's random loss, made with nft, so kernels without netem have it too). Clients
-in the root namespace are never cut.
-
-Drops are made at the destination (nft's input hook in the receiving namespace), so the sender sees silence
-(a timeout), as with a real partition; dropping at the sender would hand it an immediate EPERM instead.
+A `NetFaults` is the whole network state the harness wants: `drops` maps a directed link to the percentage of
+its packets lost (100: cut), `shapes` maps a node to what its outgoing traffic goes through (`Shape`: netem,
+tbf), and `ingress` to the rate of what it receives (tbf on the root end of its veth: a slow link into one
+follower, which shaping the leader's egress cannot make). Faults add up (`with_drops`, `with_shape`,
+`with_ingress`), `heal` is the empty state, and `chaos/netns.py` installs a state. The partitions are Jepsen's:
+`isolate`, `leader_cut` (a leader from its followers, both still reaching the controller: the classic ISR
+data-loss case), `bridge`, `majorities_ring`, `one_way`, and `lossy` (random loss on every link of one node,
+made with nft so kernels without netem have it too). Clients in the root namespace are never cut. Drops are made
+at the destination (nft's input hook), so the sender sees silence (a timeout), as with a real partition, where
+dropping at the sender would hand it an immediate EPERM.
 """
 
 from __future__ import annotations

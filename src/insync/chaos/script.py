@@ -1,26 +1,16 @@
 """`insync chaos`: one fault now (`apply`), or a timed script of faults under a workload (`run_script`).
 
-A script is TOML:
+A script is TOML: `topic` (created if missing), `partitions`, `replication_factor`, `min_insync_replicas`, `rate`
+(records a second, acks=all, idempotent), `duration_s`, then `[[step]]`s with `at_s`, `action` and its fields:
 
-    topic = "chaos"            # created if missing
-    partitions = 3
-    replication_factor = 3
-    min_insync_replicas = 2
-    rate = 200                 # records per second, acks=all, idempotent
-    duration_s = 40
     [[step]]
     at_s = 5
-    action = "pause"           # pause | resume | kill | restart | crash | slow-reads | clear | fail-partition | delay
-    broker = 2
-    # slow-reads / fail-partition: topic, partition (and ms for slow-reads); delay: ms
-    # With `insync cluster up --netns`, network steps (chaos/network.py): isolate (broker: any node id),
-    # leader-cut (topic, partition; no broker), bridge, ring (no broker), one-way (broker -> peer, percent lost,
-    # 100 by default), loss (broker, percent: lost on its every link), latency (broker, ms, jitter_ms, percent
-    # lost, clients = true to delay the clients too), bandwidth (broker, kbit), heal (no broker).
+    action = "pause"   # pause | resume | kill | restart | crash | slow-reads | clear | fail-partition | delay
+    broker = 2         # network steps need `insync cluster up --netns`: isolate, leader-cut, bridge, ring,
+                       # one-way, loss, latency, bandwidth, heal (chaos/network.py)
 
-Steps run in time order while the workload produces; at the end every paused broker is resumed and every
-killed one restarted, every network fault healed, the workload stops, the topic is read back and the verdict
-(acknowledged vs read: lost, duplicated, reordered) is returned. An unknown action or a missing field is an error naming the step.
+Steps run in time order while the workload produces; at the end every fault is undone, the topic is read back
+and the verdict (lost, duplicated, reordered) is returned. An unknown action or missing field names the step.
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """`insync cluster up --security ...`: the configs a secured local cluster runs with, and the client settings to
 reach it.
 
-- `ssl`: every listener speaks TLS (brokers `SSL://`, the controller `CONTROLLER://` mapped to SSL), so inter-broker
-  and broker-to-controller traffic is encrypted and authenticated too: every node presents the node certificate
-  (`CN=node`) and requires a client certificate signed by the cluster's CA (`ssl.client.auth=required`); the
-  principal of a certificate is its common name (`ssl.principal.mapping.rules`: `User:node`, `User:admin`).
-- `sasl_ssl`: every listener SASL over TLS (server certificates only); `sasl_plaintext`: SASL without TLS. The
-  users are in each listener's PLAIN JAAS config (`listener.name.<l>.plain.sasl.jaas.config`): `node`, which
-  brokers authenticate as to each other and to the controller (PLAIN, `sasl.mechanism.inter.broker.protocol`),
-  and the operator `admin`, each with a random password made for this cluster. SCRAM users are added on the
-  running cluster (`insync users`).
-Either way `node` and `admin` are `super.users`, so `--config authorizer.class.name=...` turns ACLs on for everyone
-else while the cluster and its operator keep working.
+- `ssl`: every listener speaks TLS, inter-broker and controller traffic included; every node presents the node
+  certificate (`CN=node`) and requires a client certificate signed by the cluster's CA; a certificate's
+  principal is its common name (`User:node`, `User:admin`).
+- `sasl_ssl`: SASL over TLS (server certificates only); `sasl_plaintext`: SASL without TLS. The PLAIN users are
+  `node` (what brokers authenticate as) and the operator `admin`, each with a random password; SCRAM users are
+  added on the running cluster (`insync users`).
+Either way `node` and `admin` are `super.users`, so turning ACLs on leaves the cluster and its operator working.
 Certificates are made in `DIR/certs` (chaos/certs.py) unless already there. The operator's settings go to
-`DIR/client.properties` in librdkafka's names (`security.protocol`, `ssl.*`, `sasl.mechanism`, `sasl.username`,
-`sasl.password`), which confluent-kafka, `kcat -F` and every insync command (`--command-config`) read; like the
-servers' configs, it holds passwords, and is written readable by its owner only.
+`DIR/client.properties` in librdkafka's names, which confluent-kafka, `kcat -F` and every insync command
+(`--command-config`) read; it holds passwords, so it is readable by its owner only.
 """
 
 from __future__ import annotations

@@ -182,8 +182,8 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
                              seed.side_acks)
         workload.start()
         # The faults' clock starts at the first acknowledged write: a broker paused while the producer still
-        # waits for its first metadata or producer id there stalls it for seconds (a run saw its first 8 s of
-        # records written at once, after the pause, so the follower was never behind and never left the ISR).
+        # waits for its first metadata or producer id there stalls it for seconds (its first records then go out
+        # at once, after the pause, so the follower is never behind and never leaves the ISR).
         if not _first_ack(workload, seed.settle_s):
             run.log(f"no write acknowledged after {seed.settle_s} s: the faults start anyway")
         if seed.side_records:
@@ -300,10 +300,9 @@ class _SideProducer(threading.Thread):
     def run(self) -> None:
         from confluent_kafka import Producer
 
-        # batch.size is the Java producer's default, 16 kB: librdkafka's (1 MB) put a whole burst in one batch,
+        # batch.size is the Java producer's default, 16 kB: librdkafka's (1 MB) puts a whole burst in one batch,
         # which a follower fetch returns whole past replica.fetch.max.bytes (the first batch always comes), so a
-        # follower was behind a burst for one fetch only and a count-rule check had to fall in that fetch (a CI
-        # run saw none fall there in three bursts).
+        # follower would be behind a burst for one fetch only and a count-rule check would rarely fall in it.
         producer = Producer(history.client_conf({"bootstrap.servers": self.bootstrap, "acks": self.acks,
                                                  "linger.ms": 5, "batch.size": 16384,
                                                  "queue.buffering.max.messages": 4 * self.records}))

@@ -1,18 +1,15 @@
 """Jepsen's Kafka workload on real clients: producers, a consumer group and assign-mode readers, every operation
 in a history (chaos/ops.py).
 
-- Producers (`PRODUCERS`): one thread each, at a share of the rate, each labelled by what it promises:
-  `acks=all,idempotent`, `acks=all` (retries may duplicate), `acks=1` (a leader's acknowledgement alone). A send
-  is `invoke`d before `produce()` and completed from its delivery report: `ok` with partition and offset, `info`
-  for a timeout or a retriable error (it may be in the log), `fail` otherwise; sends with no report when the
-  producer is closed are purged and become `info`.
-- Group consumers (`c0`, `c1`, ...): subscribed in one group, committing synchronously every `COMMIT_EVERY_S`;
-  each rebalance is an `assign` op (the checker resets their positions there), each poll an `ok` poll.
-- Assign-mode readers (`r0`, ...): all partitions from the beginning, no group; every `REREAD_EVERY_S` they seek
-  back to the beginning (a `seek` op per partition), so the same offsets are read again, by another path.
-- `final_read`: after the faults, one reader reads every partition from the beginning to its high watermark and
-  records a `complete-read` for each partition it finished: the reference the checker calls complete.
-The clients' log lines go to the `insync.clients` logger (chaos/history.py's `client_conf`).
+- Producers (`PRODUCERS`): one thread each, labelled by what it promises (`acks=all,idempotent`, `acks=all`,
+  `acks=1`). A send is `invoke`d before `produce()` and completed from its delivery report: `ok` with partition
+  and offset, `info` for a timeout, a retriable error or a purge at close (it may be in the log), else `fail`.
+- Group consumers (`c0`, ...): one group, committing every `COMMIT_EVERY_S`; each rebalance is an `assign` op
+  (the checker resets their positions there), each poll an `ok` poll.
+- Assign-mode readers (`r0`, ...): all partitions, no group; every `REREAD_EVERY_S` they seek back to the
+  beginning, so the same offsets are read again, by another path.
+- `final_read`: after the faults, one reader reads every partition to its high watermark and records a
+  `complete-read` for each: the reference the checker calls complete.
 """
 
 from __future__ import annotations

@@ -5,16 +5,12 @@
                 [--operation OP]... (--topic T | --group G | --cluster | --transactional-id I)...
                 [--resource-pattern-type literal|prefixed] [--producer [--idempotent] | --consumer]
     insync acls ... --list [--topic T | --group G | --cluster | --transactional-id I] [--principal P]
-                [--resource-pattern-type any|match|literal|prefixed]
     insync acls ... --remove [principals, hosts, operations, resources as for --add] [--force]
 
-As kafka-acls.sh: operations default to All, hosts to `*`; `--producer` grants Write, Describe and Create on the
-topics (and IdempotentWrite on the cluster with `--idempotent`), `--consumer` Read and Describe on the topics and
-Read on the group; `--list` and `--remove` without a resource act on every one (`--remove` removes every ACL of
-the named resources that matches the principals, hosts and operations given). Unlike it, `--remove` does not ask
-for confirmation (`--force` is accepted and changes nothing). The cluster needs an authorizer
-(`authorizer.class.name`); the principal of `--command-config` needs Alter (add, remove) or Describe (list) on
-the cluster.
+Defaults, `--producer`, `--consumer` and `--list`/`--remove` without a resource are kafka-acls.sh's; unlike it,
+`--remove` does not ask for confirmation (`--force` is accepted and changes nothing). The cluster needs an
+authorizer (`authorizer.class.name`); the principal of `--command-config` needs Alter (add, remove) or Describe
+(list) on the cluster.
 """
 
 from __future__ import annotations

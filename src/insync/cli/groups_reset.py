@@ -2,16 +2,14 @@
 
 The scope is `--topic T` (every partition of T) or `--topic T:0,2` (those partitions), repeatable, or
 `--all-topics` (every partition the group has committed offsets for). The scenario is one of `--to-earliest`,
-`--to-latest`, `--to-offset N`, `--shift-by N` (from the committed offset; a partition without one is an error)
-and `--to-datetime YYYY-MM-DDTHH:mm:SS.sss[zone]` (the first offset at or after that time; UTC when no zone is
-given, as Kafka's Utils.getDateTime reads it; a partition with nothing that late falls back to its log end).
-Offsets outside [log start, log end] are moved to the nearest end with a warning, as Kafka does.
+`--to-latest`, `--to-offset N`, `--shift-by N` (from the committed offset) and `--to-datetime
+YYYY-MM-DDTHH:mm:SS.sss[zone]` (UTC when no zone is given, as Kafka's Utils.getDateTime reads it). Offsets
+outside [log start, log end] are moved to the nearest end with a warning, as Kafka does.
 
-Like Kafka's tool it refuses a group with members (only an Empty or Dead group can be reset: a live consumer
-would overwrite the reset with its next commit), prints the plan as GROUP TOPIC PARTITION NEW-OFFSET, and
-changes nothing unless `--execute` is given (`--dry-run`, the default, says so). Departures: a refused or failed
-reset exits 1 (Kafka's tool prints the error and exits 0), and `--by-duration`, `--to-current`, `--from-file`
-and `--export` are not offered.
+Like Kafka's tool it refuses a group with members (a live consumer would overwrite the reset with its next
+commit), prints the plan as GROUP TOPIC PARTITION NEW-OFFSET, and changes nothing without `--execute`.
+Departures: a refused or failed reset exits 1 (Kafka's tool exits 0), and `--by-duration`, `--to-current`,
+`--from-file` and `--export` are not offered.
 """
 
 from __future__ import annotations

@@ -1,20 +1,15 @@
-"""`insync topics create|list|describe|alter|delete|elect-leaders|reassign`, like Kafka's tools, over the Kafka
-protocol.
+"""`insync topics create|list|describe|alter|delete|elect-leaders|reassign`, like Kafka's tools.
 
 It speaks only the Kafka protocol (confluent-kafka's AdminClient), so it works against any Kafka-compatible
-cluster. `describe` prints one line per partition in kafka-topics' format (4.x: with `Elr` and `LastKnownElr`,
-from DescribeTopicPartitions, which this tool sends itself) and takes its filters:
-`--under-replicated-partitions` (ISR smaller than the replica set), `--under-min-isr-partitions` (ISR smaller
-than the topic's `min.insync.replicas`), `--unavailable-partitions` (no leader). `alter` adds partitions
-(CreatePartitions, as `kafka-topics.sh --alter --partitions`) and sets and deletes topic config overrides
-(IncrementalAlterConfigs, as `kafka-configs.sh --alter --add-config/--delete-config`); the broker validates
-them, so keys insync does not know are still accepted by a Kafka cluster. `elect-leaders` moves leadership back
-to each partition's preferred replica (ElectLeaders, as `kafka-leader-election.sh --election-type preferred`), for
-the named topics or all of them, and prints what happened to each partition; `--unclean` elects leaders of
-offline partitions among out-of-sync replicas (`--election-type unclean`; insync's controller elects the one that
-loses least), and `--unclean --dry-run` prints, per offline partition, each replica's log and what each choice
-would discard (read from the replicas themselves; nothing changes). `reassign` moves partitions between brokers
-as `kafka-reassign-partitions.sh` does (`cli.topics_reassign`).
+cluster. `describe` prints one line per partition in kafka-topics' 4.x format (with `Elr` and `LastKnownElr`,
+from DescribeTopicPartitions) and takes its filters (`--under-replicated-partitions`,
+`--under-min-isr-partitions`, `--unavailable-partitions`). `alter` adds partitions and sets and deletes topic
+config overrides (IncrementalAlterConfigs); the broker validates them, so keys insync does not know are still
+accepted by a Kafka cluster. `elect-leaders` moves leadership back to each partition's preferred replica (as
+`kafka-leader-election.sh`); `--unclean` elects leaders of offline partitions among out-of-sync replicas (insync's
+controller elects the one that loses least), and `--unclean --dry-run` prints, per offline partition, each
+replica's log and what each choice would discard. `reassign` is `kafka-reassign-partitions.sh`'s
+(`cli.topics_reassign`).
 """
 
 from __future__ import annotations

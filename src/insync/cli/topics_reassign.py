@@ -1,23 +1,16 @@
 """`insync topics reassign`, as `kafka-reassign-partitions.sh`: the same flags, JSON files and messages.
 
-- `--generate --topics-to-move-json-file T --broker-list 1,2,3`: prints the topics' current assignment and a
-  proposal placing each topic's partitions, at its replication factor, over the brokers listed (Kafka's
-  rack-unaware placement, `controller.replication_control.place_replicas`); changes nothing.
-- `--execute --reassignment-json-file F`: prints the current assignment of the partitions in F (to save for a
-  rollback) and starts their reassignments (AlterPartitionReassignments); refused while other reassignments run
-  unless `--additional`, as Kafka's tool does. `--throttle R` first throttles the copying as Kafka's tool does: the
-  topics' `leader.replication.throttled.replicas` list each moving partition's current replicas (the sources),
-  `follower.replication.throttled.replicas` its new ones, and every broker involved gets both rates at R bytes/s.
-- `--verify --reassignment-json-file F`: whether each partition's reassignment is completed or still in progress;
-  once none is in progress in the cluster, the throttles are cleared (unless `--preserve-throttles`).
-- `--cancel --reassignment-json-file F`: cancels those still running, which reverts them, and clears the throttles
-  (unless `--preserve-throttles`).
+- `--generate --topics-to-move-json-file T --broker-list 1,2,3`: the current assignment and a proposal over the
+  brokers listed (Kafka's rack-unaware placement); changes nothing.
+- `--execute --reassignment-json-file F`: prints the current assignment (for a rollback) and starts the
+  reassignments, refused while others run unless `--additional`. `--throttle R` first sets the topics'
+  `leader.replication.throttled.replicas` (current replicas) and `follower.replication.throttled.replicas` (new
+  ones), and R bytes/s on every broker involved.
+- `--verify`: each reassignment completed or in progress; once none is in progress, the throttles are cleared
+  (unless `--preserve-throttles`). `--cancel`: reverts those still running and clears the throttles likewise.
 - `--list`: every reassignment in progress, with its adding and removing replicas.
-The files are Kafka's: `{"version":1,"topics":[{"topic":"t"}]}` and
-`{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}`
-(`log_dirs` optional; insync has one log dir per broker, so a value other than "any" is refused).
-confluent-kafka's AdminClient has no reassignment calls: the tool sends both requests itself (`admin_requests`);
-the throttles are configs, set with the AdminClient's IncrementalAlterConfigs.
+The files are Kafka's (`log_dirs` other than "any" are refused: one log dir per broker). confluent-kafka has no
+reassignment calls, so the tool sends those requests itself (`admin_requests`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Broker liveness: heartbeat sessions and the broker state machine, after Kafka's `BrokerHeartbeatManager`.
 
-Two halves, both free of I/O:
-- `BrokerSessions` is soft state that is never written to the metadata log: when each broker last contacted
-  the controller. A broker whose last contact is more than `broker.session.timeout.ms` ago has lost its
-  session; the controller fences it in `tick`. A controller that (re)starts gives every registered broker a
-  fresh session, as Kafka's new active controller does, rather than fencing the whole cluster at once.
-- `next_broker_state(...)` is Kafka's `calculateNextBrokerState`: from the broker's registered state and its
-  heartbeat flags to the state it should be in. Turning a transition into records is the controller's job.
-
-Catching up (the condition to unfence): a broker reports `current_metadata_offset`, the number of metadata
-records it has applied (the offset of the next one it will read). It is caught up once that passes its own
-`RegisterBrokerRecord`, whose offset is its broker epoch: `current_metadata_offset > broker_epoch`. KRaft uses
-the same rule (the broker must have seen its registration), so a broker never leads with metadata older than
-its own registration.
+- `BrokerSessions` is soft state, never written to the metadata log: when each broker last contacted the
+  controller. A broker silent for more than `broker.session.timeout.ms` is fenced in `tick`. A controller that
+  (re)starts gives every registered broker a fresh session, as Kafka's new active controller does, rather than
+  fencing the whole cluster at once.
+- `next_broker_state(...)` is Kafka's `calculateNextBrokerState`: from the registered state and the heartbeat
+  flags to the state the broker should be in; turning a transition into records is the controller's job.
+A broker is caught up (the condition to unfence) once its `current_metadata_offset` (the offset of the next
+metadata record it will read) passes its own `RegisterBrokerRecord`, whose offset is its broker epoch, as in
+KRaft: so a broker never leads with metadata older than its own registration.
 """
 
 from __future__ import annotations

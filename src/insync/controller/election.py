@@ -1,38 +1,16 @@
 """Leader election as a pure function, after Kafka's `PartitionChangeBuilder`.
 
-`build_partition_change(...)` takes a partition's registration, the ISR it should have (`target_isr`), which
-brokers may lead, and whether an unclean election is allowed, and returns the `PartitionChangeRecord` that gets
-there (or None when nothing changes). It reads no state and writes none; the callers (fencing, controlled
-shutdown, unfencing, AlterPartition, preferred election) differ only in their arguments.
-
-Eligible Leader Replicas (KIP-966, on when `elr_min_isr` is given: the topic's effective min ISR). While the
-target ISR is below min ISR the high watermark cannot advance, so every replica that was in the ISR since it
-fell below holds all committed data: the ELR keeps them (Kafka's `maybePopulateTargetElr`: current ISR and ELR,
-minus the target ISR, minus a replica that shut down uncleanly and may have lost its tail). Replicas that leave
-the ELR that way are remembered in `last_known_elr`. Once the ISR is back at min ISR both are cleared. ISR and
-ELR never overlap, and with ELR on the ISR may become empty (leader -1) instead of keeping a fenced member.
-insync keeps `last_known_elr` as KIP-966 describes it (the last ELR members); Kafka 4.x stores the last leader
-there and elects it when ISR and ELR are empty, even after it lost its tail: insync leaves that choice to the
-unclean recovery strategy.
-
-Leader choice, in Kafka's order (a replica is valid when eligible and in the target ISR, or, when the target
-ISR is empty, in the ELR):
-1. preferred election: the first replica, if it is valid;
-2. the current leader, if it is still valid (leadership does not move needlessly);
-3. the first valid replica in assignment order (a clean election; one from the ELR makes the ISR that leader
-   alone, and leaves the ELR);
-4. if allowed, an eligible replica outside the ISR chosen by `choose_unclean` (an unclean election: the ISR
-   becomes that replica alone, the ELR is cleared, the leader is RECOVERING (KIP-704), and data acknowledged by
-   the old ISR may be lost);
-5. otherwise no leader (-1): the partition is offline, and the ISR stays as the target says.
-A leadership change bumps the leader epoch; every change bumps the partition epoch.
-
-Reassignment (Kafka's builder does the same): the change may set the replicas (`assignment`: the target
-replicas with those being added and removed, `controller.reassignment_replicas`); every change, whatever asked
-for it, completes a reassignment in progress once its target replicas are all in the target ISR, dropping the
-removing replicas from the replicas and the ISR. The leader is then elected among the replicas that remain, so
-leadership moves off a removed leader; a change that drops replicas bumps the leader epoch even when the leader
-stays, so every replica learns the new set with a new epoch.
+`build_partition_change(...)` takes a registration, the target ISR, which brokers may lead and whether an
+unclean election is allowed, and returns the `PartitionChangeRecord` (or None); callers differ only in arguments.
+ELR (KIP-966, with `elr_min_isr`): while the target ISR is below min ISR the high watermark cannot advance, so the
+replicas that leave the ISR keep all committed data and stay in the ELR (minus one that shut down uncleanly),
+`last_known_elr` remembering those that leave it; both are cleared at min ISR, and the ISR may become empty.
+insync keeps `last_known_elr` as KIP-966 describes it, where Kafka 4.x stores the last leader there and elects it
+even after it lost its tail. Leader choice, in Kafka's order: the preferred replica if valid, the current leader
+if still valid, the first valid replica (from the ELR, it becomes the ISR alone), then if allowed
+`choose_unclean` (ISR that replica alone, ELR cleared, leader RECOVERING), else offline (-1). A leadership change
+bumps the leader epoch, every change the partition epoch. Any change completes a reassignment whose targets are
+all in the target ISR, dropping the removing replicas, with a new leader epoch so every replica learns the set.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ balance (`ReplicationControlManager.maybeBalancePartitionLeaders`) elects the pr
 in the ISR and may lead, at most `MAX_ELECTIONS_PER_IMBALANCE` partitions a round; when more were waiting, the
 next round follows at once, otherwise the next write that finds an imbalance schedules it again. So after a
 rolling restart leadership returns to the preferred replicas by itself, one interval after the last restart's
-elections at most. `leader.imbalance.per.broker.percentage` is accepted, but as in KRaft no longer used: any
+elections at most. `leader.imbalance.per.broker.percentage` is accepted but, as in KRaft, unused: any
 imbalanced partition schedules the check.
 
 `LeaderBalance` is the schedule alone (pure, time as an argument); `Controller` elects.

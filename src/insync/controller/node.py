@@ -1,18 +1,14 @@
 """The controller's node core, sans-IO: what the server and the simulator both drive in front of `Controller`.
 
-`handle(now_ms, source, message)` takes one message from a broker (`controller.messages`: a registration, a
-heartbeat, an AlterPartition, a replica log report, a metadata fetch), makes the `Controller` call it stands
-for, and returns the `Outgoing` answers. Replica log reports get none (the next heartbeat's report replaces
-them). Request-level refusals (`KafkaException`) become the response's error, as on Kafka's wire; a
-`ControllerFencedError` from the store propagates: the driver resigns.
-
-Metadata reaches brokers by long poll, Kafka's fetch of the metadata log: a fetch from the published offset
-with a `max_wait_ms` is parked, and answered as soon as the controller publishes past its offset (leadership at
-once, ISR-only changes batched per seed 003) or, with no records, when its wait ends. A publication can follow
-any controller call: `handle` and `tick` answer the parked fetches it satisfies, and a driver that calls the
-`Controller` directly (the admin APIs) calls `wake` after. `next_deadline_ms` covers the controller's timers
-and the parked fetches' waits; the driver calls `tick` by then. Events stay in the `Controller` for the driver
-to drain.
+`handle(now_ms, source, message)` takes one message from a broker (`controller.messages`), makes the
+`Controller` call it stands for, and returns the `Outgoing` answers (none for replica log reports, which the next
+heartbeat's replaces). Request-level refusals (`KafkaException`) become the response's error; a
+`ControllerFencedError` from the store propagates, and the driver resigns. Metadata reaches brokers by long poll,
+Kafka's fetch of the metadata log: a fetch from the published offset is parked and answered as soon as the
+controller publishes past it (leadership at once, ISR-only changes batched per seed 003) or when its wait ends.
+`handle` and `tick` answer the parked fetches a publication satisfies, and a driver that calls the `Controller`
+directly (the admin APIs) calls `wake` after. `next_deadline_ms` covers the controller's timers and the parked
+fetches' waits; events stay in the `Controller` for the driver to drain.
 """
 
 from __future__ import annotations

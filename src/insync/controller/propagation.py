@@ -1,23 +1,16 @@
 """The metadata log as brokers see it: ordered records, a published offset, and seed 003's batching of ISR changes.
 
 Every committed record gets the next metadata offset. Brokers read records below the *published offset*
-(`records_since`), so publishing is moving that offset forward; it only moves forward, and always to the end of
-the log, so brokers see a prefix of the log in order.
-
-When does it move (seed 003, REFERENCE 4, ZooKeeper-era Kafka reused for the metadata log)?
-- At once, for a batch holding anything but ISR-only partition changes: leadership changes, topic creation and
-  deletion, broker registration and fencing. Earlier pending ISR changes ride along (they precede it).
-- ISR-only changes wait. A check runs every `isr.change.propagation.check.interval.ms` (2500); it publishes
-  the pending changes when the last one is `isr.change.propagation.blackout.ms` (5000) old, so a burst of
-  changes goes out as one batch, or, so that churn cannot starve brokers, when the last publication is
-  `isr.change.propagation.max.interval.ms` (60000) old.
-A leader that proposed an ISR change learns the outcome from its AlterPartition response, not from here.
-
-One deliberate difference from Kafka's `maybePropagateIsrChanges`: the max-interval rule also needs the oldest
-pending change to be blackout-old. Kafka publishes a lone change after a quiet minute at the next check
-(< 2.5 s); here every ISR-only change waits its blackout unless churn is continuous, which is what seed 003
-promises: a lone change reaches brokers 5 to 7.5 s after it happened, and churn still reaches them every 60 s.
-Comparisons are `>=`, so with checks anchored at start-up, churn publishes exactly every max interval.
+(`records_since`), which only moves forward, always to the end of the log, so brokers see a prefix in order.
+It moves (seed 003, REFERENCE 4, ZooKeeper-era Kafka reused for the metadata log):
+- at once, for a batch holding anything but ISR-only partition changes (earlier pending ISR changes ride along);
+- for ISR-only changes, at a check every `isr.change.propagation.check.interval.ms` (2500), once the last
+  change is `isr.change.propagation.blackout.ms` (5000) old, so a burst goes out as one batch, or, so that churn
+  cannot starve brokers, once the last publication is `isr.change.propagation.max.interval.ms` (60000) old.
+Unlike Kafka's `maybePropagateIsrChanges`, the max-interval rule also needs the oldest pending change to be
+blackout-old, so every ISR-only change waits its blackout unless churn is continuous, as seed 003 promises: a
+lone change reaches brokers 5 to 7.5 s after it happened, and churn still reaches them every 60 s. A leader
+learns the outcome of its ISR proposal from its AlterPartition response, not from here.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """Partition reassignment, after Kafka's `ReplicationControlManager.alterPartitionReassignment` and
 `listPartitionReassignments`: pure functions of an image, as `replication_control` is.
 
-`reassignment_changes` turns one partition's target replicas (AlterPartitionReassignments) into the change to
-commit: the replicas become the target followed by the replicas being removed, with Kafka's `adding_replicas`
-and `removing_replicas` (`reassignment_replicas.reassign`). Brokers act on the new replica set at once: an added
-broker creates the partition and fetches from the leader as a follower outside the ISR, and the leader lets it
-into the ISR by AlterPartition once it has caught up, as any follower. The AlterPartition change that brings the
-last target replica into the ISR completes the reassignment (`election.build_partition_change`): the removing
-replicas leave, stop and delete their copies, and leadership moves off a removed leader. Until then the
-removing replicas stay replicas and in the ISR, so acks=all waits for them too and nothing is lost. A target
-already in sync completes at once (a replication factor lowered, or the replicas reordered).
-
-A null target cancels (`reassignment_replicas.revert`): the adding replicas leave, the removing ones stay.
-Refusals, Kafka's codes and words: UNKNOWN_TOPIC_OR_PARTITION (no such topic or partition),
-INVALID_REPLICA_ASSIGNMENT (an empty or duplicated target, or one naming an unregistered broker: `check_replicas`
-as for CreateTopics; fenced brokers may be named, the reassignment then waits for them), INVALID_REPLICATION_FACTOR (a changed replication factor where the request forbids it, KIP-860),
-NO_REASSIGNMENT_IN_PROGRESS (cancelling where none is). insync departs in one case: a cancel whose revert leaves
-no ISR member (only added replicas were in sync) would need an unclean election, which Kafka makes where the
-topic allows it; insync refuses it with INVALID_REPLICA_ASSIGNMENT whatever the topic's setting.
+`reassignment_changes` turns a partition's target replicas into the change to commit: the replicas become the
+target followed by those being removed, with Kafka's `adding_replicas` and `removing_replicas`. An added broker
+fetches as a follower outside the ISR until the leader lets it in; the change that brings the last target
+replica into the ISR completes the reassignment (`election.build_partition_change`): the removing replicas leave
+and leadership moves off a removed leader. Until then they stay in the ISR, so acks=all waits for them and
+nothing is lost. A null target cancels (`reassignment_replicas.revert`). Refusals use Kafka's codes and words
+(UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR per KIP-860,
+NO_REASSIGNMENT_IN_PROGRESS). One departure: a cancel whose revert leaves no ISR member would need an unclean
+election, which Kafka makes where the topic allows it; insync refuses it with INVALID_REPLICA_ASSIGNMENT.
 """
 
 from __future__ import annotations

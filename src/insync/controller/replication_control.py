@@ -1,19 +1,15 @@
 """Partition decisions of the controller, after Kafka's `ReplicationControlManager`: pure functions of an image.
 
-Each function reads a `MetadataImage` and returns the partition changes to make, never touching state. The
-configs elections follow (unclean election, Eligible Leader Replicas and min ISR) come in an `ElectionPolicy`.
-- `leaving_broker_changes`: a broker is fenced or enters controlled shutdown. It leaves every ISR (KRaft does
-  this). With ELR off it stays where it is the last member, since an empty ISR would forget who holds the
-  committed data; with ELR on (KIP-966) it leaves that ISR too and the ELR remembers it. Partitions it led
-  elect a new leader from the remaining ISR (or ELR), unclean only where the topic allows it, or go offline.
-- `unclean_shutdown_changes`: a broker registers again after a crash (KIP-966): it may have lost its unflushed
-  tail, so it leaves every ISR and ELR it is in.
+Each function reads a `MetadataImage` and returns the partition changes to make; the configs elections follow
+come in an `ElectionPolicy`.
+- `leaving_broker_changes`: a fenced or shutting-down broker leaves every ISR, as in KRaft, but with ELR off it
+  stays where it is the last member (an empty ISR would forget who holds the committed data); with ELR on
+  (KIP-966) the ELR remembers it. Partitions it led elect from the remaining ISR (or ELR), or go offline.
+- `unclean_shutdown_changes`: a broker back from a crash may lack its unflushed tail: out of every ISR and ELR.
 - `returning_broker_changes`: a broker is unfenced; offline partitions it can lead elect it.
 - `preferred_leader_changes`: move leadership back to each partition's first replica where it is in sync.
 - `check_alter_partition`: KIP-497 validation of one AlterPartition item, then the change it commits.
-- `check_new_topic`, `check_topic_name`, `place_replicas` and `check_topic_assignments` for topic creation;
-  `check_manual_assignments` for CreatePartitions with replica assignments.
-`change_events` turns a change into the replication-health events DESIGN.md 7 lists.
+- topic creation and CreatePartitions checks and placement; `change_events` for DESIGN.md 7's events.
 """
 
 from __future__ import annotations
@@ -120,7 +116,7 @@ def leaving_broker_changes(image: MetadataImage, broker_id: BrokerId, reason: st
 def unclean_shutdown_changes(image: MetadataImage, broker_id: BrokerId,
                              policy: ElectionPolicy) -> list[TopicPartitionChange]:
     """`broker_id` comes back from a crash (Kafka's `handleBrokerUncleanShutdown`): out of every ISR and ELR,
-    since its log may lack the tail it acknowledged. Nothing to do with ELR off: it was fenced, as before."""
+    since its log may lack the tail it acknowledged. Nothing to do with ELR off: fencing is all Kafka does then."""
     assert broker_id in image.brokers, broker_id
     if not policy.elr_enabled:
         return []

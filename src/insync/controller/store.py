@@ -2,18 +2,13 @@
 
 `MetadataStore` is all the controller needs: `load()` the records of earlier runs, `append(records)` a batch
 durably before it is applied, `close()`. `MemoryStore` serves the simulator and tests. `LocalFileStore` is
-`metadata.store=local`: one JSON-lines file in the controller's directory, one line per batch:
-
-    {"crc": <crc32c of the records' canonical JSON>, "records": [{"type": "...", ...}, ...]}
-
-One line per batch makes a batch atomic: a crash can only tear the last line, and a torn last line (no
-newline, bad JSON or a CRC mismatch) is dropped on load with a log line and cut off the file, so the next append
-starts on a clean line. A damaged line anywhere else is not a crash artefact but corruption, and loading fails
-with an error naming the line. Each append is written and fsynced before `append` returns.
-
-The file store does its I/O through storage's `Disk` (a `RealDisk` unless given one), so the controller core never
-touches a file itself and the simulator can run it on a `MemoryDisk` and crash it. The ZooKeeper store, which
-blocks on a network client and threads, is a driver's concern: `server/zk_store.py`.
+`metadata.store=local`: one JSON-lines file, one line per batch (`{"crc": <crc32c of the records' canonical
+JSON>, "records": [...]}`), which makes a batch atomic: a crash can only tear the last line, and a torn last line
+is dropped on load with a log line and cut off the file, so the next append starts on a clean line. A damaged
+line anywhere else is corruption, and loading fails naming the line. Each append is fsynced before it returns.
+The file store does its I/O through storage's `Disk`, so the controller core never touches a file itself and
+the simulator can run it on a `MemoryDisk` and crash it. The ZooKeeper store, which blocks on a network client
+and threads, is a driver's concern: `server/zk_store.py`.
 """
 
 from __future__ import annotations

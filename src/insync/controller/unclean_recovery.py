@@ -1,32 +1,16 @@
 """Unclean recovery (KIP-966 part 2): which out-of-sync replica leads an offline partition, and what it costs.
 
-When no ISR or ELR member can lead, an operator (or the `unclean.recovery.strategy`) may accept an unclean
-election. Kafka 3.x elects any live replica; KIP-966 asks the replicas for their log end offset and last leader
-epoch (`GetReplicaLogInfo`) and elects the one with the highest (last epoch, log end offset): the most recent
-leader's data, then the longest log. insync does the same, and also computes what each choice costs: every
-other replica truncates to where its log diverges from the new leader's, exactly as a follower does by leader
-epoch (Kafka's `AbstractFetcherThread` OffsetsForLeaderEpoch rounds), so the offsets it gives up are known
-before anything changes. The replicas report their leader-epoch history with the log ends (the controller gets
-them with the brokers' heartbeats; the CLI asks the brokers), so the computation needs no further round trip.
-
-The strategies, with Kafka's names (`unclean.recovery.strategy`):
-- None: never recover uncleanly by itself (an operator may still ask, with ElectLeaders UNCLEAN). A topic with
-  `unclean.leader.election.enable=true` then elects as Kafka 3.x does, the first live replica, at once.
-- Balanced (default): recover only when the ISR and the ELR are both empty (no replica is known to hold all
-  committed data) and every last known ELR member is back, so the replicas most likely to hold the committed
-  tail take part in the choice.
-- Aggressive: recover as soon as no ISR or ELR member can lead. KIP-966 maps
-  `unclean.leader.election.enable=true` to Aggressive, and so does insync unless the strategy is None.
-In both, the controller elects once every eligible candidate has reported its log for the partition's current
-leader epoch (a live broker reports within a heartbeat interval); a report from an older broker epoch (the
-broker restarted, perhaps losing its tail) or an older leader epoch does not count.
-
-KIP-966 specifies this recovery (its Unclean Recovery Manager); insync follows the KIP's text for the semantics
-and the default, and computes the costs on top. Everything here is pure; `RecoveryReports` is the controller's in-memory table of reports (KIP-966 keeps
-nothing in the metadata log either: a new controller asks again). `recover` makes the election through
-`election.build_partition_change` with the recovery rule as its unclean chooser, so the new leader is RECOVERING
-(KIP-704) and the ISR and ELR are set as for any unclean election; its `unclean_recovery` event says what each
-replica reported and gives up.
+When no ISR or ELR member can lead, Kafka 3.x elects any live replica; KIP-966 elects the one with the highest
+(last leader epoch, log end offset): the most recent leader's data, then the longest log. insync does the same
+and also computes what each choice costs: every other replica truncates where its log diverges from the new
+leader's, as a follower does by leader epoch, so the offsets given up are known before anything changes. The
+replicas report their leader-epoch histories (with heartbeats; the CLI asks the brokers), so no further round
+trip is needed. `unclean.recovery.strategy`: None never recovers by itself (a topic with
+`unclean.leader.election.enable=true` then elects as Kafka 3.x does); Balanced (default) recovers only when ISR
+and ELR are empty and every last known ELR member is back; Aggressive (also what the enable flag maps to) as soon
+as nobody clean can lead. The controller elects once every eligible candidate has reported for the current
+leader epoch and broker epoch. `RecoveryReports` is kept in memory, as in KIP-966; `recover` elects through
+`election.build_partition_change`, the new leader RECOVERING (KIP-704).
 """
 
 from __future__ import annotations

@@ -1,17 +1,16 @@
 """`insync demo`: the seeds' faults, live, on real processes, with a verdict at the end.
 
 Two short-lived 3-broker clusters (RF 3, min ISR 2, an idempotent acks=all producer and a consumer throughout):
-- KIP-501 off, and Eligible Leader Replicas off (`eligible.leader.replicas.enable=false`: Kafka 3.x's election, so
-  the seed's symptom shows as Kafka users met it): a follower pauses (the ISR shrinks after the lag time with reason `stuck`, and expands on
-  resume: seed 003); the leader's reads of one partition turn slow (followers drop out though they fetch: the
-  leader-side symptom of seed 000; produce is refused with NOT_ENOUGH_REPLICAS), then the leader dies: the
-  partition goes offline until it returns.
-- KIP-501 on (`follower.fetch.pending.reads.insync.enable=true`) with insync's other defaults (ELR on): the same
-  slow leader keeps its followers in the ISR, so when it dies a follower takes over at once; a partition's appends fail on one follower, which marks it
-  failed and keeps replicating the others (seed 002); a leader is killed under load.
-Each act is announced with one sentence of what to watch. The result is a table per act (ISR shrinks and
-expands, URP and offline partition-seconds, acknowledged writes) and the verdict of each cluster's workload
-(lost, duplicated, reordered: all must be 0), saved as `summary.json` in the demo directory with the event logs.
+- KIP-501 off and ELR off (Kafka 3.x's election, so the symptoms show as Kafka users meet them): a follower
+  pauses (the ISR shrinks with reason `stuck` and expands on resume: seed 003); the leader's reads of one
+  partition turn slow (followers drop out though they fetch: seed 000), then the leader dies and the partition
+  goes offline until it returns.
+- KIP-501 on with insync's other defaults (ELR on): the same slow leader keeps its followers in the ISR, so when
+  it dies a follower takes over at once; a partition's appends fail on one follower, which marks it failed and
+  keeps replicating the others (seed 002); a leader is killed under load.
+Each act is announced with one sentence of what to watch. The result is a table per act (ISR changes, URP and
+offline partition-seconds, acknowledged writes) and each workload's verdict (lost, duplicated, reordered: all
+must be 0), saved as `summary.json` in the demo directory with the event logs.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """DeleteGroups and OffsetDelete, decided: Kafka 4.0's classic-group checks, as pure functions of the group's view.
 
-A group exists on its coordinator when it has members' state (`GroupMembership`) or committed offsets: a consumer
-that commits without joining (assign() and commit) makes a "simple" group, which Kafka keeps as an Empty group
-without a protocol type. So:
-- DeleteGroups (ClassicGroup.validateDeleteGroup): an unknown group is GROUP_ID_NOT_FOUND, one with members
-  (PreparingRebalance, CompletingRebalance, Stable) NON_EMPTY_GROUP; an Empty one is deleted with all its offsets.
-- OffsetDelete (ClassicGroup.validateOffsetDelete, then OffsetMetadataManager.deleteOffsets): an unknown group is
-  GROUP_ID_NOT_FOUND; a group with members is refused NON_EMPTY_GROUP unless it is a consumer group ("consumer"
-  protocol type), whose offsets may go for the topics none of its members subscribes to: the others get
-  GROUP_SUBSCRIBED_TO_TOPIC. Every other partition asked for is answered NONE, whether it had an offset or not;
-  a tombstone is written only for those that had one. Partitions of topics the cluster does not have are answered
-  UNKNOWN_TOPIC_OR_PARTITION first (KafkaApis), and an empty group id is INVALID_GROUP_ID (GroupCoordinatorService).
-
-A consumer group's subscriptions are its members' metadata for the chosen protocol, Kafka's
-ConsumerProtocolSubscription: int16 version, then the topics as an int32 count of int16-length strings (all
-versions start so; later fields are not needed here). Metadata that does not read as one leaves the subscriptions
-unknown, and Kafka then treats no topic as subscribed (`subscribedTopics.getOrElse(false)`); so does insync.
-Departure: Kafka computes the subscriptions when a rebalance completes, so during one it still reads the last
-generation's members; insync reads the current members (a member without metadata for the chosen protocol by
-its first one), which during a rebalance spares the topics a joining member subscribes to as well.
+A group exists when it has members' state or committed offsets (a consumer that commits without joining makes
+a "simple" group, which Kafka keeps as Empty without a protocol type).
+- DeleteGroups: an unknown group is GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP; an Empty one is
+  deleted with all its offsets.
+- OffsetDelete: an unknown group is GROUP_ID_NOT_FOUND; a group with members is NON_EMPTY_GROUP unless it is a
+  consumer group, whose offsets may go for topics none of its members subscribes to (the others get
+  GROUP_SUBSCRIBED_TO_TOPIC). Other partitions answer NONE, tombstoned where they had an offset; unknown topics
+  are UNKNOWN_TOPIC_OR_PARTITION first, an empty group id INVALID_GROUP_ID.
+Subscriptions are read from the members' ConsumerProtocolSubscription (version, then the topics); metadata that
+does not parse subscribes no topic, as in Kafka. Unlike Kafka, which keeps the last generation's subscriptions
+during a rebalance, insync reads the current members, which also spares the topics a joining member subscribes to.
 """
 
 from __future__ import annotations

@@ -1,36 +1,16 @@
 """Group membership for the classic consumer-group protocol: Kafka's GroupCoordinator and GroupMetadata, sans-IO.
 
-`GroupMembership` holds every group this broker coordinates, in memory, and reads no clock: each call takes
-`now_ms`, and the driver calls `tick` when the clock passes `next_deadline_ms()`. A request answered at once is
-answered in the returned `Completion`s; one that must wait (a join during a rebalance, a follower's sync before
-the leader's assignment) is held under its `token` and answered by the return value of a later call. Any call may
-return answers to other held requests; every token is answered exactly once.
-
-A group moves Empty -> PreparingRebalance -> CompletingRebalance -> Stable, back to PreparingRebalance when its
-membership changes, and to Empty when the last member goes (the generation is still bumped, as in Kafka):
-- PreparingRebalance ends once every member has rejoined and no pending member (told MEMBER_ID_REQUIRED) is
-  outstanding, or at the rebalance deadline (the largest rebalance timeout when the rebalance began), which
-  removes who did not rejoin. The group then gets generation + 1, the protocol every member supports with the
-  most first-choice votes, and a leader (the old one if it rejoined), whose join answer lists every member.
-- A rebalance from Empty first waits `initial_rebalance_delay_ms` (Kafka's InitialDelayedJoin): while members
-  keep joining a generation-0 group the wait is extended by the delay, up to the rebalance timeout in all.
-  0 turns the stage off: the rebalance then ends as soon as everybody has joined.
-- CompletingRebalance holds syncs until the leader's brings the assignments. Members that have not synced by
-  the rebalance timeout are removed and the group rebalances (Kafka 3.2's DelayedSync).
-- A session expires `session_timeout_ms` after the member's last join, sync, heartbeat or commit, but not while
-  a join or sync of it is held (as in Kafka; the rebalance and sync deadlines bound those waits).
-The group's state and the checks that read it alone are `group_metadata.py`; the heap of group deadlines that
-`tick` and `next_deadline_ms` work from is `deadlines.py`.
-
-Deviations from Kafka, for simplicity:
-- A static member (group.instance.id) joining with an empty member id replaces the old member and always
-  triggers a rebalance (Kafka skips it when nothing changed); static members that miss a rebalance are removed
-  like dynamic ones (Kafka keeps them until their session expires).
-- A known member's protocols are checked against the other members only (Kafka counts its old ones too).
-- Nothing is persisted. At `groups_max` groups, a join that would create one evicts an Empty group without
-  pending members, or is refused COORDINATOR_NOT_AVAILABLE.
-- A join or sync superseded by a newer one of the same member is answered REBALANCE_IN_PROGRESS (Kafka drops
-  the older callback).
+`GroupMembership` holds every group this broker coordinates, in memory, and reads no clock. A request that must
+wait is held under its `token` and answered exactly once by a later call's `Completion`s. A group moves Empty ->
+PreparingRebalance -> CompletingRebalance -> Stable, as in Kafka: the rebalance ends once every member rejoined
+and no pending member is outstanding, or at the rebalance deadline, removing who did not rejoin; a rebalance from
+Empty waits `initial_rebalance_delay_ms` (InitialDelayedJoin); members that have not synced by the rebalance
+timeout are removed (DelayedSync); a session expires `session_timeout_ms` after the last join, sync, heartbeat
+or commit, but not while a join or sync is held. The state is `group_metadata.py`, the deadline heap
+`deadlines.py`. Deviations, for simplicity: a static member rejoining always rebalances and is removed like a
+dynamic one when it misses a rebalance; a member's protocols are checked against the others only; nothing is
+persisted, and at `groups_max` a new group evicts an Empty one or is refused COORDINATOR_NOT_AVAILABLE; a
+superseded join or sync is answered REBALANCE_IN_PROGRESS.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """Committed consumer offsets: their records in `__consumer_offsets`, and the coordinator's cache of them.
 
-As in Kafka, a group's offsets live in one partition of the internal topic `__consumer_offsets`, chosen by
-`partition_for(group_id)` (Java's `String.hashCode`, so a group maps to the same partition number as in Kafka),
-and the leader of that partition is the group's coordinator. A commit is a record whose key names (group, topic,
-partition) and whose value holds the offset, its leader epoch, the client's metadata string and the commit time,
-in Kafka's own formats (`OffsetCommitKey` v1, `OffsetCommitValue` v3), appended with acks=all: an acknowledged
-commit survives the coordinator's failure because it was replicated like any record. A null value (tombstone)
-deletes the offset.
-
-The cache is rebuilt by replaying the partition when a broker becomes its leader (`OffsetCache.load`) and
-updated as commits are acknowledged (`OffsetCache.commit`); each entry keeps the log offset of the record it
-came from, so a commit acknowledged late never overwrites a newer one.
-
-Departure from Kafka: insync has no log compaction, so the topic uses the delete policy with a retention of
-`offsets.retention.minutes` (Kafka's default, 7 days) and a coordinator replays every commit still retained.
-An offset whose last commit is older than the retention is lost with its segment, which is when Kafka would
-expire it too (for a group that stopped committing); group membership is not written to the log, so members
-rejoin after a coordinator moves (they would rebalance anyway).
+As in Kafka, a group's offsets live in one partition of `__consumer_offsets`, chosen by `partition_for(group_id)`
+(Java's `String.hashCode`, so the same partition number as in Kafka), whose leader is the group's coordinator. A
+commit is a record in Kafka's formats (`OffsetCommitKey` v1, `OffsetCommitValue` v3) appended with acks=all, so
+it survives the coordinator's failure like any record; a tombstone deletes the offset. The cache is rebuilt by
+replaying the partition when a broker becomes its leader (`OffsetCache.load`) and updated as commits are
+acknowledged; each entry keeps the log offset of its record, so a late acknowledgement never overwrites a newer
+commit. insync has no log compaction, so the topic uses the delete policy with `offsets.retention.minutes`
+(Kafka's default, 7 days) and a coordinator replays every commit still retained: an offset is lost with its
+segment when Kafka would expire it too. Group membership is not written to the log, so members rejoin after a
+coordinator moves (they would rebalance anyway).
 """
 
 from __future__ import annotations

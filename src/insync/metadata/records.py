@@ -2,19 +2,15 @@
 
 The controller never edits its image. Each operation produces a batch of records, appends it to the store and
 then replays it (`image.py`); a restarted controller replays the same records and arrives at the same image.
-Brokers receive the same records, in order, with their offsets (`propagation.py`).
-
-Every record is a frozen dataclass with a JSON encoding: `to_dict()` gives `{"type": "<tag>", ...fields}` and
-`record_from_dict()` decodes it back, checking each field's presence and type, so a damaged store line is a
-`RecordError` naming the record type and the field, never a half-built record. Records also check their own
-invariants (an ISR inside the replicas, no duplicate brokers, non-negative epochs) on construction.
+Brokers receive the same records, in order, with their offsets (`propagation.py`). Every record is a frozen
+dataclass with a JSON encoding (`to_dict()`, `record_from_dict()`, which checks each field's presence and type,
+so a damaged store line is a `RecordError`, never a half-built record), and checks its own invariants.
 
 Unlike KRaft, a `PartitionChangeRecord` carries the resulting leader epoch and partition epoch, so replay
 verifies instead of computing them, and `leader is None` marks an ISR-only change (what seed 003 batches).
-Partition records carry KIP-966's `eligible_leader_replicas` and `last_known_elr` and KIP-704's
-`leader_recovery_state` under Kafka's field names; in a change record None leaves a field as it was.
-A partition being reassigned (AlterPartitionReassignments) carries Kafka's `adding_replicas` and
-`removing_replicas`: `replicas` is then the target replicas followed by the ones being removed.
+Partition records carry KIP-966's ELR fields, KIP-704's `leader_recovery_state` and, while reassigned, Kafka's
+`adding_replicas` and `removing_replicas` (`replicas` is then the target followed by the ones being removed),
+under Kafka's field names; in a change record None leaves a field as it was.
 """
 
 from __future__ import annotations

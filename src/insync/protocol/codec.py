@@ -1,23 +1,16 @@
 """Request and response bodies on the wire, through kio, sans-IO.
 
-A request frame is `header + body`; the header's version follows from the request's flexibility (v1 for
-non-flexible, v2 for flexible versions), which kio records on each request class as `__header_schema__`.
-`decode_request` peeks at api key, version and correlation id with one `struct` read, checks them against the
-table of what the broker implements, then lets kio parse the header and body. The outcome is either a
-`DecodedRequest` or one of two typed errors the server turns into Kafka's behaviour:
-- `UnsupportedRequest` (unknown api key, or a version outside the table): ApiVersions answers error 35 with a v0
-  body listing what is supported; anything else closes the connection, as Kafka does.
-- `MalformedRequest` (a body that does not parse): the connection is closed.
-Trailing bytes after a complete body are ignored, as Kafka's parser ignores them: librdkafka 2.x sends a
-Metadata v13 "brokers only" request whose empty topic list is int32-encoded, leaving three extra bytes.
-
-`encode_response` writes the response header (v0 for ApiVersions always, and for non-flexible responses; v1
-otherwise) and body, framed. kio writes tagged fields only when they differ from their defaults, which is what
-old librdkafka builds (kcat) need. `encode_response_parts` writes the same frame as a list of parts, to be sent
-in order: a large records field is not copied into it but is a part of its own, the very bytes object the body
-held (a Fetch response's megabytes of records go from the log's read to the socket uncopied). A body may also
-come already written, as an `EncodedBody` (the hot path's Fetch responses, `insync.protocol.fetch_response`):
-then only the header is written in front of its parts.
+A request header's version follows from the request's flexibility (kio's `__header_schema__`). `decode_request`
+peeks at api key, version and correlation id with one `struct` read, checks them against the broker's table,
+then lets kio parse header and body, giving a `DecodedRequest` or a typed error the server turns into Kafka's
+behaviour: `UnsupportedRequest` (ApiVersions answers error 35 with a v0 body, anything else closes the
+connection) or `MalformedRequest` (the connection is closed). Trailing bytes after a complete body are ignored,
+as Kafka does: librdkafka 2.x sends a Metadata v13 whose empty topic list leaves three extra bytes.
+`encode_response` writes the response header (v0 for ApiVersions and non-flexible responses, else v1) and body,
+framed; kio writes tagged fields only when they differ from their defaults, which old librdkafka (kcat) needs.
+`encode_response_parts` writes the same frame as parts, a large records field being a part of its own, so a
+Fetch response's records go from the log's read to the socket uncopied. A body may also come already written,
+as an `EncodedBody` (`insync.protocol.fetch_response`): then only the header is written in front of its parts.
 """
 
 from __future__ import annotations
@@ -44,8 +37,8 @@ _SIZE = struct.Struct(">i")
 PART_MIN_BYTES = 64 * 1024
 
 SupportedVersions = Mapping[int, tuple[int, int]]
-# kio resolves a schema class by importing its dotted path on every call (`pkgutil.resolve_name`): 4-8% of a
-# broker's CPU per small request. kio has 625 schemas (api, version, kind); this bounds the caches above that.
+# kio resolves a schema class by importing its dotted path on every call (`pkgutil.resolve_name`), a visible share
+# of a broker's CPU per small request. kio has 625 schemas (api, version, kind); this bounds the caches above that.
 SCHEMA_CACHE_MAX = 1024
 request_schema = functools.lru_cache(maxsize=SCHEMA_CACHE_MAX)(load_request_schema)
 response_schema = functools.lru_cache(maxsize=SCHEMA_CACHE_MAX)(load_response_schema)

@@ -2,19 +2,15 @@
 
 A v2 batch compresses its records section as one stream, with the codec in the low three bits of the batch
 attributes. The formats are the ones Kafka's Java producer writes, so real consumers can read what we build:
-
-- gzip: one ordinary gzip member.
-- snappy: Java writes xerial framing (magic, two version ints, then `[4-byte BE length][raw snappy block]`...),
-  librdkafka writes a raw snappy block. We read both and write xerial.
-- lz4: an LZ4 *frame* (not a raw block) with independent blocks, because Kafka's `Lz4BlockInputStream`
-  decompresses every block on its own.
-- zstd: one zstd frame.
+gzip (one member); snappy (Java writes xerial framing, librdkafka a raw block: we read both and write xerial);
+lz4 (a *frame* with independent blocks, since Kafka's `Lz4BlockInputStream` decompresses each on its own); zstd
+(one frame).
 
 Decompression never trusts the sender: output is bounded by `max_bytes` (a compressed bomb is rejected before it
 is inflated past the bound), and every failure is an `InvalidRecordError(CORRUPT_MESSAGE)`, never a crash.
-Snappy states its uncompressed length up front, so it is checked before inflating; for the other codecs we
-inflate into a buffer of bounded capacity, which the codec refuses to overrun, and grow it geometrically up to
-the bound. `InvalidRecordError` and `Compression` live here, the lowest layer, and `records` re-exports them.
+Snappy states its uncompressed length up front, checked before inflating; the others inflate into a buffer of
+bounded capacity, grown geometrically up to the bound. `InvalidRecordError` and `Compression` live here, the
+lowest layer, and `records` re-exports them.
 """
 
 from __future__ import annotations

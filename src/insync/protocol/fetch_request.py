@@ -1,8 +1,8 @@
 """A follower's Fetch request (v15) written with `struct` instead of through kio's entities.
 
-Every record a leader appends brings each follower's next fetch, and kio's build-and-walk of the request cost a
-follower about 29 us of its CPU each (issue 17: three brokers share two cores, so a follower's time is the
-leader's too). `encode` writes the same bytes as kio for what followers send: a full fetch (no session), no
+Every record a leader appends brings each follower's next fetch, and building and walking kio's entities for each
+request is a large part of a follower's CPU (where brokers share cores, a follower's time is the leader's too).
+`encode` writes the same bytes as kio for what followers send: a full fetch (no session), no
 forgotten topics, empty rack id, and the follower's `ReplicaState` (KIP-903), the body's one tagged field (tag 1).
 The unit tests check the bytes against kio's writer over random values.
 

@@ -1,17 +1,16 @@
 """Fetch responses of the hot path (v4-v17) written with `struct`, records kept as parts of their own.
 
 Every acks=all record costs a leader four or five Fetch responses (two followers, a tailing consumer), each of
-one partition; through kio each is a tree of frozen dataclasses built and then walked by its generic writers,
-about a fifth of a leader's time at 500 records/s (issue 17's py-spy profile). `encode` writes the same bytes
-straight from plain values, for the shape those responses have: every partition without tagged fields (no
-diverging epoch, no leader hint, no snapshot id), no aborted transactions (null, or an empty list when a consumer
-asked for READ_COMMITTED, as Kafka answers), preferred read replica -1, no node endpoints. Any other response goes through kio (`insync.wire.fetch` decides); the unit tests check both
-writers byte for byte over every version.
+one partition; through kio each is a tree of frozen dataclasses built and then walked by its generic writers, a
+large part of a leader's time. `encode` writes the same bytes straight from plain values, for the shape those
+responses have: no tagged fields (no diverging epoch, leader hint or snapshot id), no aborted transactions (null,
+or empty for READ_COMMITTED, as Kafka answers), preferred read replica -1, no node endpoints. Any other response
+goes through kio (`insync.wire.fetch` decides); the unit tests check both writers byte for byte over every version.
 
 Layout (Kafka's FetchResponse.json): throttle time, v7+ error code and session id, then topics (v13+ by id,
 before by name) -> partitions: index, error, high watermark, last stable offset, v5+ log start offset, aborted
-transactions (null or empty), v11+ preferred read replica, records. v12+ is flexible: compact arrays, strings and
-bytes (unsigned varint of length + 1) and an empty tagged-field section closing every structure.
+transactions, v11+ preferred read replica, records. v12+ is flexible (compact arrays, strings and bytes, and an
+empty tagged-field section closing every structure).
 """
 
 from __future__ import annotations

@@ -6,18 +6,11 @@ Layout (big-endian), as in Kafka's `DefaultRecordBatch`:
     21 attributes int16 | 23 lastOffsetDelta int32 | 27 baseTimestamp int64 | 35 maxTimestamp int64
     43 producerId int64 | 51 producerEpoch int16 | 53 baseSequence int32 | 57 recordsCount int32 | 61 records
 
-`batchLength` counts the bytes after itself, so a batch occupies `batchLength + LOG_OVERHEAD` bytes. The CRC32C
-covers bytes 21 to the end, which leaves base offset and partition leader epoch outside it: a leader stamps
-both in place on append without recomputing the CRC, exactly as Kafka does.
-
-The produce/fetch path never touches records: one `struct.unpack_from` per batch gives a `BatchHeader`, the CRC
-is one C call over the batch, and walking a buffer is a loop over batches. Only `decode_records` (consumers and
-tools) looks inside, decompressing under `limits.DECOMPRESSED_BATCH_BYTES_MAX`. Records are Kafka's
-`DefaultRecord`: zigzag varints for lengths and deltas, -1 for a null key/value.
-
-Bad input raises `InvalidRecordError` carrying the Kafka error a broker answers with: CORRUPT_MESSAGE for
-structural damage (wrong magic, truncation, bad length, CRC mismatch), MESSAGE_TOO_LARGE over
-`max.message.bytes`, INVALID_RECORD for what Kafka's `LogValidator` rejects in a well-formed batch.
+The CRC32C covers bytes 21 to the end, so a leader stamps base offset and leader epoch in place without
+recomputing it, as Kafka does. The produce/fetch path never touches records: one `struct.unpack_from` per batch
+gives a `BatchHeader` and the CRC is one C call; only `decode_records` (consumers, tools) looks inside. Bad input
+raises `InvalidRecordError` with the error a broker answers: CORRUPT_MESSAGE for structural damage,
+MESSAGE_TOO_LARGE over `max.message.bytes`, INVALID_RECORD for what Kafka's `LogValidator` rejects.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """A fetcher session: one follower broker copying many partitions from one leader broker.
 
-The session keeps, per partition, where to fetch next (`FetchPosition`: log end offset, last fetched epoch, log
-start), the leader epoch it follows, and a back-off deadline. `build_fetch_request(now_ms)` asks for every
-partition not backing off (one request in flight; one that outlives `replica.socket.timeout.ms` counts as
-failed); `handle_fetch_response` applies the answer through the follower `Partition`s it gets from `lookup`.
-A partition whose state changed since the request (removed, new epoch, truncated) ignores its part of it.
-
+The session keeps, per partition, where to fetch next (`FetchPosition`), the leader epoch it follows, and a
+back-off deadline. `build_fetch_request(now_ms)` asks for every partition not backing off (one request in
+flight, failed after `replica.socket.timeout.ms`); `handle_fetch_response` applies the answer through the
+follower `Partition`s from `lookup`, except where the partition changed since the request.
 Per-partition error isolation (KIP-461, seed 002): whatever goes wrong with one partition stays with it.
-- Appending or truncating raised (storage error, offset mismatch, any unexpected exception): the partition is
-  marked failed, leaves the session, counts in `failed_partitions_count`, and an event `partition_failed`
-  says so. The rest of the response is still applied. Corrupt records are only backed off, as in Kafka,
-  since a transient truncation on the leader explains them.
-- FENCED_LEADER_EPOCH for the epoch this session still follows: the leader moved on; failed until new
-  leadership metadata arrives.
-- Other errors (NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, KAFKA_STORAGE_ERROR
-  on the leader, ...): back off `replica.fetch.backoff.ms` for that partition only.
-A failed partition is retried when `add_partition` brings a newer leader epoch (`partition_unfailed`).
-
-KAFKA-7104 (seed 004) never fails a partition: OFFSET_OUT_OF_RANGE and a leader log start beyond the
-follower's end are handled by truncation (see `follower.py`).
+- Appending or truncating raised: the partition is marked failed (`partition_failed`, `failed_partitions_count`)
+  and leaves the session until `add_partition` brings a newer epoch; the rest of the response is still applied.
+  Corrupt records are only backed off, as in Kafka, since a transient truncation on the leader explains them.
+- FENCED_LEADER_EPOCH for the followed epoch: failed until new leadership metadata arrives.
+- Other errors: back off `replica.fetch.backoff.ms` for that partition only. KAFKA-7104 (seed 004) never fails
+  a partition: it is handled by truncation (`follower.py`).
 """
 
 from __future__ import annotations

@@ -1,21 +1,16 @@
 """The follower's half of a partition: apply fetched data, and truncate so the log never diverges.
 
 These functions work on a `LogView` and the follower's high watermark; `Partition` calls them in its follower
-role and emits what they report. They never fail a partition for something the protocol explains:
-
-- Append (`append_fetched`): the batches go in as the leader stamped them; the follower's high watermark is
-  the leader's, bounded by its own log end offset. KAFKA-7104 (seed 004), the half Kafka never merged: the
-  leader's log start offset may be beyond what this follower holds (the leader deleted records between its read
-  and its answer, or answered with values taken after the read). The log start is then bounded by the local
-  log end offset instead of failing (`log_start_bounded`), and since the whole local log lies below the
-  leader's log start, the log restarts empty at the leader's log start.
-- Diverging epoch (`truncate_on_divergence`, REFERENCE.md 8): the leader answered the follower's last fetched
-  epoch with (epoch, end offset). The target is min(local end offset of that epoch, leader's end offset, local
-  log end offset); when the follower does not know the leader's epoch it truncates to the end of its own
-  largest epoch below it and fetches again, one round per epoch (KIP-279).
-- OFFSET_OUT_OF_RANGE (`truncate_on_out_of_range`): a follower ahead of the leader's end (after an unclean
-  election) truncates to it; one below the leader's log start restarts empty at it; anything else is left
-  for a retry after the fetch back-off.
+role. They never fail a partition for something the protocol explains:
+- `append_fetched`: the batches go in as the leader stamped them; the high watermark is the leader's, bounded by
+  the local log end. KAFKA-7104 (seed 004), the half Kafka never merged: the leader's log start may be beyond
+  what this follower holds, so it is bounded by the local log end instead of failing, and the log restarts empty
+  at the leader's log start.
+- `truncate_on_divergence` (REFERENCE.md 8): to min(local end of the leader's epoch, leader's end offset, local
+  log end); a follower that does not know the leader's epoch truncates to the end of its own largest epoch below
+  it and fetches again, one round per epoch (KIP-279).
+- `truncate_on_out_of_range`: a follower ahead of the leader's end (after an unclean election) truncates to it;
+  one below the leader's log start restarts empty at it; anything else waits for a retry.
 """
 
 from __future__ import annotations

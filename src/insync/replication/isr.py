@@ -1,31 +1,16 @@
 """Who leaves the ISR and why (`IsrPolicy`), and the ISR state of one partition as a closed set.
 
 Seed 001 is the reason for the time-based rule: a follower is out of sync when it has not caught up to the
-leader's log end within `replica.lag.time.max.ms` (see `ReplicaState`), which covers both a stuck follower
-(no fetch for that long: reason `stuck`) and a slow one (fetching, but never reaching the end: `slow`). The
-legacy 0.8.2 count rule is kept behind `replica.lag.max.messages` > 0 so its flapping can be shown: a follower
-whose known log end offset is more than that many offsets behind the leader's is out (`messages`), which
-wrongly removes healthy followers whenever one produce batch is larger than the setting. When KIP-501's
-pending reads keep a follower that the time rule would remove, the check says so (`kept_by_pending_read`); a
-read older than `replica.lag.time.max.ms` keeps nobody (see `ReplicaState`). A removed follower's `last_fetch_ms`
-is when its latest fetch arrived, a read still pending included.
-
-Who joins the ISR (`propose_expand`, REFERENCE.md 2): a follower outside it whose log end offset reached both the high
-watermark and the start of the leader's epoch, and whose broker is eligible. No lag-time test on the follower,
-but a read that took longer than `replica.lag.time.max.ms` says nothing of it now (it may have been cut off
-since: KIP-501's bound), so such a read brings nobody back.
-
-ISR states (REFERENCE.md 2): `Committed`, or one change in flight, `PendingExpand` / `PendingShrink`. In each,
-`isr` is the last committed ISR (acks=all admission and min ISR use it) and `maximal_isr` the largest ISR that
-may be in force (the high watermark and acks=all completion use it): the committed ISR plus the replica being
-added, or the old ISR while a shrink awaits the controller, so a change is assumed only in the safe direction.
-
-Every transition is a pure function here, state in, the next state and what to tell the controller out:
-`propose_shrink` and `propose_expand` propose a change (Committed -> PendingShrink / PendingExpand, with the
-`AlterPartitionItem` to send); `after_alter_partition` commits it, rolls it back or keeps it as the controller's
-answer says (as Kafka's Partition does); `from_metadata` installs the ISR that metadata names.
-`committed_change` tells which proposal a new committed ISR completes, the one worth reporting. `Partition`
-applies the result in one place.
+leader's log end within `replica.lag.time.max.ms` (`ReplicaState`): `stuck` (no fetch) or `slow` (never reaching
+the end). The 0.8.2 count rule stays behind `replica.lag.max.messages` > 0 so its flapping can be shown: it
+wrongly removes healthy followers whenever one batch is larger than the setting (`messages`). KIP-501's pending
+reads may keep a follower the time rule would remove (`kept_by_pending_read`), but not past the lag time.
+A follower joins (`propose_expand`, REFERENCE.md 2) when its log end reached the high watermark and the start of
+the leader's epoch and its broker is eligible; a read longer than the lag time brings nobody back. ISR states:
+`Committed`, `PendingExpand` or `PendingShrink`; `isr` is the last committed ISR (acks=all admission, min ISR)
+and `maximal_isr` the largest that may be in force (high watermark, acks=all completion), so a change is assumed
+only in the safe direction. Every transition is a pure function, state in, next state and what to tell the
+controller out (`propose_*`, `after_alter_partition`, `from_metadata`); `Partition` applies it in one place.
 """
 
 from __future__ import annotations

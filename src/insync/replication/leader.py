@@ -1,22 +1,14 @@
 """The leader role of one partition: what the leader knows of each follower, the leader's half of a follower
 fetch, and the high watermark rule. As Kafka's raft gives each role its own state class, a `Leader` lives for one
-leader epoch of this broker: `Partition.make_leader` starts one on election or on a new epoch and drops it when
-another broker leads; the partition keeps what both roles share (epochs, replicas, the ISR state, the high
-watermark) and hands the leader what it needs of them.
-
+leader epoch of this broker; the partition keeps what both roles share and hands the leader what it needs.
 Starting an epoch records (epoch, log end offset) in the leader-epoch cache at once, so followers with entries
-from a later failed epoch truncate correctly before this leader appends anything (REFERENCE.md 8), and resets
-each follower's `ReplicaState` (every assigned replica but this one): ISR members get a full lag period, a new
-leader forgets what an earlier one knew, a re-elected one keeps it.
-
+from a later failed epoch truncate correctly before this leader appends (REFERENCE.md 8), and resets each
+follower's `ReplicaState`: ISR members get a full lag period, a new leader forgets what an earlier one knew.
 Follower fetches come in two halves so a slow read can be modelled (KIP-501): `begin_fetch` captures high
-watermark, log start and log end offset BEFORE the read (KAFKA-7104), answers a diverging last fetched epoch at
-once, and registers a pending read; the caller reads the log, possibly slowly; `complete_fetch` updates the
-follower's state, only on a successful first read (not a re-read from the purgatory) in the same epoch and the
-same life of the follower's broker (KIP-903), REFERENCE.md 1. Between the halves the leader keeps the read as in
-flight (a parked fetch's read when it is answered too), whatever KIP-501's flag says, so that a follower removed while its fetch was still being served says so
-in its `isr_shrink` (`fetch_pending_since_ms`): the evidence that the leader, not the follower, was slow.
-
+watermark, log start and log end BEFORE the read (KAFKA-7104), answers a diverging epoch at once and registers
+a pending read; `complete_fetch` updates the follower's state only on a first read in the same epoch and life of
+the follower's broker (KIP-903). The read stays in flight between the halves whatever KIP-501's flag says, so a
+follower removed meanwhile says so in its `isr_shrink` (`fetch_pending_since_ms`): evidence of a slow leader.
 The high watermark (REFERENCE.md 3) is min(leader LEO, LEO of every replica in the maximal ISR or caught up and
 eligible), only moves forward, and stands still while the committed ISR is below min ISR (Kafka 3.7+).
 """

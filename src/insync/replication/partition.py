@@ -1,26 +1,16 @@
 """One topic-partition on one broker: its roles, its ISR state and high watermark, produce, and the entry
 points of both sides of replication.
 
-Roles change only through `make_leader` / `make_follower`, driven by metadata from the controller; stale
-leader or partition epochs are ignored. Leading, the partition holds a `Leader` for the epoch (see `leader.py`:
-the followers' states, the leader's half of a fetch, the high watermark rule) and:
-- appends produced batches (`append_records_as_leader`): acks must be 0, 1 or -1, and acks=all is refused with
-  NOT_ENOUGH_REPLICAS before the append when the committed ISR is smaller than the effective min ISR
-  (min(min.insync.replicas, replication factor), Kafka 3.7+); `produce_status` then tells a delayed produce
-  when the high watermark has passed it (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is
-  below min ISR) or that leadership moved (NOT_LEADER_OR_FOLLOWER);
-- serves follower fetches in two halves so a slow read can be modelled (KIP-501): `begin_follower_fetch`, the
-  caller reads the log, possibly slowly, then `complete_follower_fetch`, which may propose an ISR expansion and
-  advance the high watermark;
-- checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task, run every lag/2 by the driver).
-ISR changes are proposals: the partition moves to PendingExpand / PendingShrink and returns an
-`AlterPartitionItem`; `on_alter_partition_result` commits it or reacts to the controller's error as Kafka does,
-and newer metadata resolves any pending change. Every transition is a pure function of `isr.py`; the partition
-applies its result in one place (`_enter_isr_state`).
-
-As follower, the partition applies what its fetcher session hands it (see `follower.py`). Every state change
-worth reporting becomes an `Event` in `self.events` (isr_shrink / isr_expand on commit, isr_kept_pending_read,
-under_replicated_* and under_min_isr_*, log_start_bounded, truncate); the driver drains it.
+Roles change only through `make_leader` / `make_follower`, from the controller's metadata; stale epochs are
+ignored. Leading, the partition holds a `Leader` for the epoch (`leader.py`) and appends produced batches
+(acks=all refused with NOT_ENOUGH_REPLICAS when the committed ISR is below min(min.insync.replicas, replication
+factor), Kafka 3.7+; `produce_status` tells a delayed produce its outcome), serves follower fetches in two halves
+(KIP-501), and checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task). ISR changes are proposals: the
+partition moves to PendingExpand / PendingShrink and returns an `AlterPartitionItem`;
+`on_alter_partition_result` commits it or reacts to the controller's error as Kafka does, and newer metadata
+resolves any pending change. Every transition is a pure function of `isr.py`, applied in one place
+(`_enter_isr_state`). As follower, it applies what its fetcher session hands it (`follower.py`). Every state
+change worth reporting becomes an `Event` in `self.events`, which the driver drains.
 """
 
 from __future__ import annotations

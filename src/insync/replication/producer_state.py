@@ -1,27 +1,16 @@
 """Idempotent producer state for one partition: duplicate and sequence checks, sans-IO.
 
-Kafka's idempotent producer stamps each batch with (producer id, producer epoch, base sequence). The partition
-leader keeps, per producer id, its epoch and the metadata of its last five batches (Kafka's
-`ProducerStateManager`). On a produce (`check`):
-- an epoch older than the known one is fenced: INVALID_PRODUCER_EPOCH;
-- a batch whose sequence range equals one of the last five is a retry that already landed: `Duplicate`,
-  answered with the original offsets and not appended again;
-- otherwise, within the same epoch, the base sequence must follow the last one (wrapping at 2^31-1), and a
-  newer epoch must start at sequence 0: else OUT_OF_ORDER_SEQUENCE_NUMBER;
-- a producer id with no state whose sequence is not 0 is UNKNOWN_PRODUCER_ID (its state was lost, e.g. to
-  retention), so the client resets its sequence.
-After the append, `record` stores the batch with its assigned offsets. Followers call `record` for every
-batch they append, so a new leader answers retries exactly as the old one would have.
-
-Snapshots (Kafka's `<offset>.snapshot` files): a snapshot at offset S holds the table for exactly the batches
-below S. The log takes one, through the source `open_table` registers, when a segment rolls and when it closes;
-the log owns the files, this module only turns a table into bytes and back (`snapshot_bytes`, `parse_snapshot`).
-Format, big-endian as Kafka's: version int16, CRC32C uint32 of the rest, producer count int32, then per producer
-(in recency order) id int64, epoch int16, batch count int8 and per batch first/last sequence int32 and first/last
-offset int64. A reopened partition (`open_table`) loads the newest snapshot at or below the log end offset,
-drops producers whose last batch is below the log start offset, and replays batch headers from the snapshot
-offset to the end; a damaged snapshot is logged, deleted and the next older one tried; with none left the
-table is rebuilt from the whole log.
+The leader keeps, per producer id, its epoch and its last five batches (Kafka's `ProducerStateManager`). On a
+produce (`check`): an older epoch is INVALID_PRODUCER_EPOCH; a sequence range equal to one of the last five is a
+`Duplicate`, answered with the original offsets; otherwise the base sequence must follow the last one (wrapping
+at 2^31-1), or be 0 in a newer epoch, else OUT_OF_ORDER_SEQUENCE_NUMBER; an unknown producer id not at sequence
+0 is UNKNOWN_PRODUCER_ID, so the client resets. `record` stores each appended batch with its offsets; followers
+record too, so a new leader answers retries exactly as the old one would have.
+Snapshots (Kafka's `<offset>.snapshot` files, in its big-endian format with a CRC32C) hold the table for the
+batches below their offset; the log owns the files and takes one when a segment rolls or closes, this module
+turns a table into bytes and back. A reopened partition (`open_table`) loads the newest snapshot at or below the
+log end, drops producers below the log start and replays batch headers after it; a damaged snapshot is logged,
+deleted and the next older one tried, and with none left the table is rebuilt from the whole log.
 """
 
 from __future__ import annotations

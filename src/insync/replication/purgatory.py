@@ -1,20 +1,15 @@
 """Delayed operations: requests that wait for a condition or a deadline, as Kafka's purgatories.
 
 A `Purgatory[T]` holds operations, each with a deadline and the watch keys (topic-partitions) whose changes may
-complete it, indexed by key and by deadline (a heap), so that nothing scans every operation. The driver tells it
-what moved: `check(key)` tries the operations watching `key`, `expire(now_ms)` removes those whose deadline passed
-(the driver calls it when the clock passes `next_deadline_ms()`), and `poll(now_ms, keys)` does both at once and
-returns what left in the order it was added. An operation knows how to try completion (`try_complete`) and what
-expiry means to it (`on_expire`). The purgatory is bounded: beyond its capacity `add` refuses with
+complete it, indexed by key and by deadline (a heap), so that nothing scans every operation. `check(key)` tries
+the operations watching `key`, `expire(now_ms)` removes those past their deadline, and `poll(now_ms, keys)` does
+both and returns what left in the order it was added. The purgatory is bounded: beyond its capacity `add` raises
 `PurgatoryFullError` and the driver answers at once instead of parking the request.
-
-Two operations are provided:
-- `DelayedProduce`: an acks=all produce, complete when every partition's `produce_status` is decided (the
-  high watermark passed the batch, or leadership moved); at expiry the undecided ones get REQUEST_TIMED_OUT.
+- `DelayedProduce`: an acks=all produce, complete when every partition's `produce_status` is decided; at expiry
+  the undecided ones get REQUEST_TIMED_OUT.
 - `DelayedFetch`: a fetch that found nothing to send. A follower's completes once `min_bytes` were appended to
-  its partitions since it was parked, a consumer's once the high watermark of one of them advanced, either at once
-  when one of them must be answered now (leadership moved); at its deadline it is answered with what there is.
-  The driver reports those changes to the fetches watching the partition (`Purgatory.watchers`) before `poll`.
+  its partitions, a consumer's once a high watermark advanced, either at once when leadership moved; at its
+  deadline it is answered with what there is. The driver reports changes to `Purgatory.watchers` before `poll`.
 Both carry an opaque `context` for the driver (its request, for instance).
 """
 

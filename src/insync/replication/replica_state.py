@@ -1,41 +1,16 @@
 """The leader's view of one follower, and the rules that decide whether it is caught up (REFERENCE.md 1).
 
-A `ReplicaState` is an immutable snapshot; every change returns a new one, so the leader swaps it in one
-assignment. On each successful follower fetch (offset `f`, request time `t`, and `leader_leo`, the leader's log
-end offset captured BEFORE the read, so appends that land during the read never keep a follower out):
-
-    if f >= leader_leo:                          last_caught_up = max(last_caught_up, t)
-    elif f >= last_fetch_leader_log_end_offset:  last_caught_up = max(last_caught_up, last_fetch_time)
-    last_fetch_leader_log_end_offset = max(leader_leo, last_fetch_leader_log_end_offset)
-    last_fetch_time = t
-
-A failed read, or one answered with a diverging epoch, changes nothing. A follower is caught up when its log
-end offset equals the leader's, or when it caught up within `replica.lag.time.max.ms` (Kafka 3.3+).
-
-KIP-501 (seed 000, `follower.fetch.pending.reads.insync.enable`): a read with `f >=
-last_fetch_leader_log_end_offset` is registered as pending when it starts, since it is the leader, not the
-follower, that is slow. insync bounds the KIP (which keeps a follower for as long as its read lasts) by the lag
-`L = replica.lag.time.max.ms`:
-- a pending read keeps the follower caught up only while it is at most `L` old;
-- when it completes, `last_caught_up` becomes the completion time only if the read took at most `L`, i.e. the
-  follower was heard from at most `L` before the time credited; otherwise Kafka's rule above applies.
-So a follower cut off while a read longer than `L` is pending (its earlier reads completed before that fetch
-arrived, so nothing credited is later) is caught up by nothing once `L` has passed since its last fetch arrived,
-and the isr-expiration check (every `L / 2`) removes it within [`L`, 1.5 x `L`] of that fetch, as it would a
-follower with no read pending; if the read takes `r <= L`, its completion counts and the removal comes within
-[`r + L`, `r + 1.5 x L`]. A read that completes after a newer fetch was applied (its fetch time is older than
-`last_fetch_time`) never moves the leader's view back: the log end offset, log start offset and last fetch time
-stay those of the newer fetch, and `last_fetch_leader_log_end_offset` and `last_caught_up` only grow. Pending reads vanish when a read fails and
-when leadership changes (the state is reset). A follower with no previous fetch under this leader
-(`last_fetch_leader_log_end_offset` unknown) registers nothing: the rule needs a previous fetch to compare to.
-
-KIP-903: the state belongs to one life of the follower's broker, named by the broker epoch its fetches carry
-(`broker_epoch`, -1 when unknown). A fetch from an older epoch than the one seen comes from a life that has
-ended and is refused (Kafka: "Received stale fetch state update"). A fetch from a newer epoch means the broker
-restarted, maybe with an empty or truncated disk: unlike Kafka, which only records the new epoch, insync starts
-that life from nothing (log end unknown, never caught up), so the old life's log end offset and catch-up times
-never keep the new one in the ISR or count for the high watermark. The leader sends the epochs it knows with
-its ISR proposals, and the controller refuses a member whose epoch is no longer its registration's.
+A `ReplicaState` is an immutable snapshot, swapped in one assignment. On each successful follower fetch (offset
+`f`, time `t`, and the leader's log end `leader_leo` captured BEFORE the read, so appends during the read never
+keep a follower out): if `f >= leader_leo`, `last_caught_up = max(last_caught_up, t)`; elif `f >=
+last_fetch_leader_log_end_offset`, `last_caught_up = max(last_caught_up, last_fetch_time)`. A follower is
+caught up when its log end equals the leader's or it caught up within `L = replica.lag.time.max.ms`.
+KIP-501 (seed 000): a read with `f >= last_fetch_leader_log_end_offset` is pending from its start, since the
+leader, not the follower, is slow; insync bounds the KIP by `L`: a pending read keeps the follower only while it
+is at most `L` old, and credits its completion only if it took at most `L`, so a cut-off follower is removed
+within [`L`, 1.5 x `L`] of its last fetch, as without a pending read. A late read never moves the view back.
+KIP-903: the state belongs to one life of the follower's broker (`broker_epoch`); older epochs are refused, and
+a newer one starts from nothing, unlike Kafka, so the old life's offsets never count for the new one.
 """
 
 from __future__ import annotations

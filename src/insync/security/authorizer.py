@@ -2,21 +2,15 @@
 
 `authorize(principal, host, operation, resource_type, name)` decides one action on one literal resource:
 1. a principal listed in `super.users` may do anything;
-2. otherwise every ACL whose pattern applies to the resource is considered (a LITERAL pattern of the same
-   name, the LITERAL `*` wildcard, every PREFIXED pattern the name starts with); one that names the principal
-   (or `User:*`) and the host (or `*`) and the operation decides: any matching DENY denies, whatever ALLOWs
-   match; an ALLOW of READ, WRITE, DELETE or ALTER implies DESCRIBE and an ALLOW of ALTER_CONFIGS implies
-   DESCRIBE_CONFIGS (a DENY implies nothing); ALL matches every operation;
-3. when nothing matched: if the resource has no ACL at all, `allow.everyone.if.no.acl.found` decides (false by
-   default, as in Kafka); if it has ACLs, just none for this principal, the answer is no.
-
+2. otherwise the ACLs whose pattern applies (a LITERAL of the same name, the LITERAL `*`, every PREFIXED the
+   name starts with) and that name the principal (or `User:*`), the host (or `*`) and the operation decide: any
+   DENY denies; READ, WRITE, DELETE or ALTER allowed imply DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS;
+3. when nothing matched, a resource with no ACL at all follows `allow.everyone.if.no.acl.found` (false by
+   default, as in Kafka); one with ACLs, just none for this principal, is denied.
 The `Decision` keeps the rule that decided, so the authorization log quotes it in Kafka's wording
-(`kafka.authorizer.logger`: "Principal = User:bob is Denied operation = WRITE from host = 127.0.0.1 on
-resource = Topic:LITERAL:t for request = Produce with resourceRefCount = 1 based on rule DefaultDeny").
-`authorized_operations` is the bit field Metadata, DescribeGroups and DescribeCluster report.
-
-Where Kafka walks a map sorted by reversed name, the LITERAL ACLs are found by their name and the PREFIXED ones
-scanned: a cluster holds few prefixes.
+(`kafka.authorizer.logger`). `authorized_operations` is the bit field Metadata, DescribeGroups and
+DescribeCluster report. Where Kafka walks a map sorted by reversed name, the LITERAL ACLs are found by their name
+and the PREFIXED ones scanned: a cluster holds few prefixes.
 """
 
 from __future__ import annotations

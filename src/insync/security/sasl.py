@@ -1,25 +1,15 @@
 """One connection's SASL authentication, as Kafka's `SaslServerAuthenticator`, sans-IO.
 
-A connection on a SASL listener starts unauthenticated. Until it authenticates, only ApiVersions, SaslHandshake
-and (once a mechanism is chosen) SaslAuthenticate are served; any other request closes the connection
-(`admit`), so nothing about the cluster is revealed to a stranger. The exchange:
-
-    SaslHandshake(mechanism)          -> `handshake`: the enabled mechanisms, UNSUPPORTED_SASL_MECHANISM (close)
-    SaslAuthenticate(token) ...       -> `authenticate`: the mechanism's answer, until it is complete; a failure
-                                         is SASL_AUTHENTICATION_FAILED with Kafka's message, then the connection
-                                         closes
-
-SaslHandshake v0 means the client sends the tokens that follow without Kafka headers (`raw_tokens`), as Kafka
-clients before 1.0 did; v1 wraps each in a SaslAuthenticate request.
-
-Re-authentication (KIP-368): with `connections.max.reauth.ms` > 0 a session lasts that long, and the
-SaslAuthenticate response that completes it (v1+) says so in `session_lifetime_ms`. A client re-authenticates by
-sending SaslHandshake again on the same connection, with the same mechanism, as the same principal; meanwhile
-its other requests are served. A request other than SaslHandshake after the session expired closes the
-connection, as Kafka does (also for v0 clients, which cannot re-authenticate).
-
-The mechanism servers (`PlainServer`, `ScramServer`) raise `SaslAuthenticationError`; this class turns it into
-Kafka's answer and a reason for the log. Time is `now_ms`; the SCRAM nonce comes from the caller.
+Until a connection on a SASL listener authenticates, only ApiVersions, SaslHandshake and (once a mechanism is
+chosen) SaslAuthenticate are served; anything else closes the connection (`admit`), so nothing about the
+cluster is revealed to a stranger. `handshake` answers the enabled mechanisms (UNSUPPORTED_SASL_MECHANISM
+closes); `authenticate` answers the mechanism's tokens until it completes, a failure being
+SASL_AUTHENTICATION_FAILED with Kafka's message, then a close. After SaslHandshake v0 the tokens come without
+Kafka headers (`raw_tokens`), as from Kafka clients before 1.0. Re-authentication (KIP-368): with
+`connections.max.reauth.ms` > 0 a session lasts that long (`session_lifetime_ms`, v1+); the client sends
+SaslHandshake again on the same connection, same mechanism and principal, while its other requests are served,
+and any other request after expiry closes the connection, as in Kafka. The mechanism servers raise
+`SaslAuthenticationError`, which this class turns into Kafka's answer and a reason for the log.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677): credentials and the server side of the exchange.
 
-A credential is what the metadata log keeps for a user and a mechanism: the salt, the iteration count, and two
-keys derived from the salted password (`StoredKey = H(HMAC(SaltedPassword, "Client Key"))`, `ServerKey =
-HMAC(SaltedPassword, "Server Key")`), never the password. AlterUserScramCredentials carries the salted password,
-which the client computed (`salted_password`); the controller turns it into a credential with
-`credential_from_salted` and forgets it.
-
+A credential is what the metadata log keeps for a user and a mechanism: the salt, the iteration count, and the
+`StoredKey` and `ServerKey` derived from the salted password, never the password. AlterUserScramCredentials
+carries the salted password, which the controller turns into a credential (`credential_from_salted`) and forgets.
 `ScramServer` is Kafka's `ScramSaslServer` as a sans-IO state machine: `evaluate(client_first)` answers the
 server-first message, `evaluate(client_final)` checks the client's proof and answers the server's signature;
-anything wrong raises `SaslAuthenticationError`. The client-final nonce must be the server's (client nonce and
-server nonce), or, departing from Kafka 4, the client nonce followed by it: librdkafka before 2.6.1 (kcat's 2.0.2
-among them) sends that (librdkafka#4895), which Kafka 3.8.1-3.9 accepted and Kafka 4 refuses. The server nonce is
-still in it, and the proof covers the message as sent, so this lets no replay through. The server nonce comes from the caller (the listener draws it
-from `secrets`), so tests replay RFC 7677's exchange byte for byte. The credential lookup is a callable: the
-broker answers it from its metadata image, which this layer does not import.
+anything wrong raises `SaslAuthenticationError`. The client-final nonce must be the server's, or, departing from
+Kafka 4, the client nonce followed by it: librdkafka before 2.6.1 (kcat's 2.0.2 among them) sends that
+(librdkafka#4895). The server nonce is still in it and the proof covers the message as sent, so no replay gets
+through. The server nonce comes from the caller, so tests replay RFC 7677's exchange byte for byte; the
+credential lookup is a callable, answered from the broker's metadata image, which this layer does not import.
 """
 
 from __future__ import annotations

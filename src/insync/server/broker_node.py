@@ -1,17 +1,15 @@
 """The broker process: a sans-IO `BrokerCore` on an asyncio loop, behind the Kafka listener.
 
 Requests arrive through the `Listener`; `ROUTES` (at the end) names the method that answers each API. The
-`wire` translators turn most requests into the core's messages, which are fed to the core with a source
-address unique to the request (`c<n>`), and the core's `Outgoing` answer to that address resolves the
-request's future; the group APIs go to the `GroupCoordinator`, the admin APIs are forwarded to the controller,
-and the describe APIs are answered from the metadata image. Everything else the core emits is carried out here:
-- `Outgoing` to `CONTROLLER` (registration, heartbeats, AlterPartition, metadata fetches) and `Outgoing` to a
-  broker id (follower fetches) become Kafka requests on `KafkaConnection`s; their answers go back into the core;
-  a lost connection fails the fetch so the fetcher backs off and retries;
-- `CompleteAfter(ms, token)`: a follower read the disk reports as slow (fault injection, seed 000) completes
-  `ms` later, on the loop, without stalling anything else.
-A timer task calls `core.tick` at `core.next_deadline_ms()`; a metadata task long-polls the controller's
-`__cluster_metadata` so leadership changes arrive at once. Events go to `events.jsonl` after every core call.
+`wire` translators turn most requests into the core's messages, fed to the core with a source address unique to
+the request (`c<n>`), whose `Outgoing` answer resolves the request's future; the group APIs go to the
+`GroupCoordinator`, the admin APIs to the controller, the describe APIs are answered from the metadata image.
+Everything else the core emits is carried out here: `Outgoing` to `CONTROLLER` or a broker id becomes a Kafka
+request on a `KafkaConnection` whose answer goes back into the core (a lost connection fails the fetch, so the
+fetcher backs off); `CompleteAfter(ms, token)`, a follower read reported slow (seed 000), completes `ms` later
+on the loop without stalling anything else. A timer task calls `core.tick` at `core.next_deadline_ms()`; a
+metadata task long-polls the controller's `__cluster_metadata` so leadership changes arrive at once. Events go
+to `events.jsonl` after every core call.
 """
 
 from __future__ import annotations
@@ -435,9 +433,8 @@ class BrokerNode(MeteredDispatcher):
 
     async def _run_timers(self, stop: asyncio.Event) -> None:
         """Tick the core when its next deadline comes, as the simulator does (`sim.broker_node`), and at least every
-        TIMER_MAX_MS. `_feed` wakes this early only when a call brought the next deadline forward. (It used to wake
-        this, which then ticked, after every request: a task, a timer and a tick per request, 6-12% of a broker's
-        CPU in py-spy while serving fetches.)"""
+        TIMER_MAX_MS. `_feed` wakes this early only when a call brought the next deadline forward, not after every
+        request: a wake-up per request costs a task, a timer and a tick each, a visible share of a broker's CPU."""
         while not stop.is_set():
             now_ms = self._now()
             if self.core.next_deadline_ms() <= now_ms or self._timer_due_ms <= now_ms:

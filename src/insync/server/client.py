@@ -1,18 +1,14 @@
 """An asyncio Kafka connection for insync's own traffic: follower fetches, broker-to-controller RPCs, tools.
 
 One `KafkaConnection` is one TCP connection to one node. Requests are pipelined: `request()` writes the frame
-and awaits the response matched by correlation id, which a single reader task delivers. In-flight requests are
-bounded (`limits.INFLIGHT_REQUESTS_PER_CONNECTION_MAX`); each request has a timeout; when the connection drops,
-every waiting request fails with `ConnectionError` and the next `request()` reconnects. The reader task is
-owned by the connection and cancelled in `close()`. With an `ssl.SSLContext` the connection speaks TLS (to an SSL or
-SASL_SSL listener), checking the server's host name when the context says so (endpoint identification).
-
-With `SaslCredentials` (a SASL_PLAINTEXT or SASL_SSL listener) each new connection authenticates before its first
-request: SaslHandshake v1, then SaslAuthenticate v2 with each token of `security.sasl_client`; a refusal is a
-`ConnectionError` naming the broker's message, and the caller backs off as after any lost connection. When the
-broker gives the session a lifetime (`connections.max.reauth.ms`), the connection is replaced by a new one once
-the session is over and nothing is in flight, where Kafka's clients re-authenticate on the same connection
-(KIP-368); the broker closes a connection whose session expired, so either way no request is refused for it.
+and awaits the response matched by correlation id, which a single reader task (cancelled in `close()`) delivers.
+In-flight requests are bounded; each has a timeout; when the connection drops, every waiting request fails with
+`ConnectionError` and the next `request()` reconnects. With an `ssl.SSLContext` it speaks TLS, checking the
+server's host name when the context says so. With `SaslCredentials` each new connection authenticates first
+(SaslHandshake v1, then SaslAuthenticate v2 with `security.sasl_client`'s tokens); a refusal is a
+`ConnectionError` and the caller backs off. When the broker gives the session a lifetime
+(`connections.max.reauth.ms`), the connection is replaced once the session is over and nothing is in flight,
+where Kafka's clients re-authenticate on the same connection (KIP-368): either way no request is refused for it.
 """
 
 from __future__ import annotations

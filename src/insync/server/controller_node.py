@@ -1,24 +1,16 @@
 """The controller process: the sans-IO `ControllerCore` on an asyncio loop, behind the Kafka controller listener.
 
-It serves exactly the controller APIs (`wire.versions.CONTROLLER_API_VERSIONS`). The brokers' own requests
-(BrokerRegistration, BrokerHeartbeat, AlterPartition, and Fetch of `__cluster_metadata` or of a replica log
-report) are decoded to `controller.messages`, handed to `ControllerCore.handle` (the code the simulator drives
-too), and each waits for the core's answer to it: at once, or, for a metadata long poll the core parked, when
-the controller publishes past the broker's offset or the fetch's wait ends. The admin APIs (CreateTopics and
-DeleteTopics, which brokers forward from their clients, CreatePartitions, ElectLeaders, the config alterations,
-Alter/ListPartitionReassignments, Create/DeleteAcls) call the `Controller` directly, then let the core answer the fetches a
-publication satisfied. A timer calls
-`ControllerCore.tick` at its next deadline (session fencing, propagation checks, parked fetches' waits). Every
-call's events go to `events.jsonl` in the controller's log dir.
-
-Metadata persists in `metadata.jsonl` there (`metadata.store=local`, one controller), or in ZooKeeper
-(`metadata.store=zookeeper`, any number of controllers, `server.zk_store`). With ZooKeeper a controller first
-campaigns for the ephemeral `/controller` znode and is a standby until it wins: a standby neither listens nor
-holds metadata, so brokers, which try the voters of `controller.quorum.voters` in turn, reach only the active one.
-The winner bumps `/controller_epoch`, loads the records and starts serving. If its session is lost, another
-controller took over, or an append is refused by the epoch check (a paused controller coming back: the fencing
-of DESIGN 4), it stops at once and the process exits non-zero, for its supervisor to restart it as a standby, as
-Kafka's ZooKeeper-era controller resigns. Nothing it did after losing the epoch reached the store.
+It serves exactly `wire.versions.CONTROLLER_API_VERSIONS`. The brokers' requests are decoded to
+`controller.messages`, handed to `ControllerCore.handle` (the code the simulator drives too), and answered at
+once or, for a parked metadata long poll, on publication or at the end of its wait. The admin APIs call the
+`Controller` directly, then let the core answer the fetches a publication satisfied. A timer calls
+`ControllerCore.tick` at its next deadline; every call's events go to `events.jsonl`. Metadata persists in
+`metadata.jsonl` (`metadata.store=local`, one controller) or in ZooKeeper (`server.zk_store`, any number): there
+a controller campaigns for the ephemeral `/controller` znode and is a standby until it wins, neither listening
+nor holding metadata, so brokers reach only the active one. The winner bumps `/controller_epoch`, loads the
+records and serves. If its session is lost, another controller took over, or an append is refused by the epoch
+check (DESIGN 4's fencing), it exits non-zero at once, for its supervisor to restart it as a standby, as Kafka's
+ZooKeeper-era controller resigns; nothing it did after losing the epoch reached the store.
 """
 
 from __future__ import annotations

@@ -1,27 +1,16 @@
 """`__insync_events`: every node's replication-health events, also as records of an internal topic.
 
-`events.jsonl` stays the record of a node's events; this copy is for readers that cannot reach the node's disk:
-`insync monitor` (spark/monitor/) reads the topic as a Spark stream. Each record is one `events.jsonl` line as its
-value, the node id as its key and the event's time as its timestamp, so a reader's event-time watermark follows
-the events and not their delivery.
-
-The topic has one partition per broker registered when it is created, partition `p` led by preference by the
-`p`-th broker in id order (the first replica of its assignment): each broker appends to the partition it leads by
-preference, so its writes stay local (acks=1) and a paused or stopped broker holds up no other broker's events.
-A node that leads no partition by preference (a broker added later, the controller) uses partition
-`node id % partitions`. The first broker that finds the topic missing asks the controller to create it, once
-`insync.events.topic.replication.factor` brokers are registered or CREATE_WAIT_S later with those there are, with
-that replication factor (at most the brokers registered) and `insync.events.topic.retention.ms`.
-
-Writing is off the request path: `offer` puts events on a bounded queue (EVENTS_TOPIC_PENDING_MAX; past it the
-oldest are dropped and counted), and `run` hands them to a librdkafka producer every PUBLISH_INTERVAL_S, whose own
-queue is bounded too (a full queue leaves the rest for the next round). Events offered before the topic exists
-wait for it within the same bound. `insync.events.topic.enable=false` turns all of this off.
-
-Besides the events, each node sends a `heartbeat` record (`{"v", "ts_ms", "broker", "type": "heartbeat"}`, not an
-event: events.jsonl never has it) every HEARTBEAT_INTERVAL_S while it runs. A reader's event time then moves with
-the cluster's clock when nothing happens, and stops when the cluster stops: the monitor's duration alerts (URP for
-N seconds) use it, so a cluster that is shut down raises none.
+`events.jsonl` stays the record of a node's events; this copy is for readers that cannot reach the node's disk
+(`insync monitor`). Each record is one `events.jsonl` line, keyed by node id, timestamped with the event's time,
+so a reader's event-time watermark follows the events and not their delivery. The topic has one partition per
+broker registered at creation, each led by preference by one broker, which appends there (acks=1), so its
+writes stay local and a paused broker holds up no other's events; other nodes use `node id % partitions`. The
+first broker to find it missing asks the controller to create it (`insync.events.topic.*` settings). Writing is
+off the request path: `offer` queues events (bounded, the oldest dropped and counted) and `run` hands them to a
+librdkafka producer every PUBLISH_INTERVAL_S. `insync.events.topic.enable=false` turns all of this off. Each node
+also sends a `heartbeat` record (not an event) every HEARTBEAT_INTERVAL_S, so a reader's event time follows the
+cluster's clock when nothing happens and stops when the cluster stops: a shut-down cluster raises no duration
+alerts.
 """
 
 from __future__ import annotations

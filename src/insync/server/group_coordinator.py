@@ -2,18 +2,15 @@
 
 A group's coordinator is the leader of its `__consumer_offsets` partition (`groups.offsets.partition_for`), as
 in Kafka. This module keeps that true as leadership moves:
-- FindCoordinator names that leader. The first one creates `__consumer_offsets` through the controller (the way
-  brokers forward CreateTopics) and answers COORDINATOR_NOT_AVAILABLE until it has leaders; clients retry.
-- A request for a group whose partition this broker leads but has not replayed at the current leader epoch starts
-  the replay and is answered COORDINATOR_LOAD_IN_PROGRESS (retriable); one whose partition it does not lead gets
-  NOT_COORDINATOR, and the client looks the coordinator up again.
-- Every SYNC_INTERVAL_MS (and on every timer wake-up) partitions no longer led at their loaded epoch are dropped:
-  their offsets leave the cache, and their groups' waiting joins and syncs are answered NOT_COORDINATOR.
-
-Joins and syncs that must wait are held as futures keyed by a token; `GroupMembership` answers them through
-`Completion`s. A commit is appended to the partition through the broker core like a Produce with acks=all
-(errors mapped as Kafka's GroupMetadataManager maps them), and enters the cache once acknowledged. DeleteGroups
-and OffsetDelete (decided in `groups.deletion`) append tombstones the same way.
+- FindCoordinator names that leader; the first creates `__consumer_offsets` through the controller and answers
+  COORDINATOR_NOT_AVAILABLE until it has leaders.
+- A group whose partition this broker leads but has not replayed at the current epoch starts the replay and is
+  answered COORDINATOR_LOAD_IN_PROGRESS; one whose partition it does not lead gets NOT_COORDINATOR.
+- Every SYNC_INTERVAL_MS partitions no longer led at their loaded epoch are dropped, their waiting joins and
+  syncs answered NOT_COORDINATOR.
+Waiting joins and syncs are futures keyed by a token, answered through `GroupMembership`'s `Completion`s. A
+commit is appended through the broker core like an acks=all Produce and enters the cache once acknowledged;
+DeleteGroups and OffsetDelete (`groups.deletion`) append tombstones the same way.
 """
 
 from __future__ import annotations

@@ -1,34 +1,15 @@
 """The Kafka listener: accept connections, frame and decode requests, hand them to a dispatcher, write responses.
 
-This is the only place a broker touches sockets. Each connection is served by one task that reads frames, decodes
-each and starts its handler at once, and a responder task that writes the responses in request order as they
-become ready, at most `INFLIGHT_REQUESTS_PER_CONNECTION_MAX` a connection (beyond it the reading waits).
-Kafka instead "mutes" a connection until its response is sent, one request at a time; insync departs from Kafka
-here because an acks=all produce waits for the followers' next fetch, so one-at-a-time turns a
-librdkafka producer at `linger.ms=0`, which sends a request per record, into a queue that grows without end as
-soon as a round trip takes longer than the gap between records: measured with a tailing consumer at 500 records/s,
-acks p50 went from seconds to milliseconds. Handlers start in arrival order (asyncio runs new tasks
-first come, first served, and the core's work happens before a handler's first wait), so appends keep the
-client's order. A frame over `socket.request.max.bytes`, an unknown api key or version (except ApiVersions,
-answered with error 35), or a body that does not parse closes the connection, after the requests before it are
-answered, with a log line; the broker keeps serving everyone else.
-
-A response is written as the parts `encode_response_parts` makes, so a Fetch response's records (megabytes) go
-from the log's read to the socket without being copied into a frame first.
-
-Accepted connections get `socket.send.buffer.bytes` as their send buffer (SO_SNDBUF; the kernel caps it at
-net.core.wmem_max and doubles it). The default is 4 MiB where Kafka's is 100 KB: a multi-megabyte Fetch response
-then leaves in one or two sends instead of an event-loop wake-up per refill of a small buffer, with the rest
-copied into the transport's buffer meanwhile. Measured serving 1M records of 1 KiB over loopback: 0.26-0.31 s
-of broker CPU against 0.38-0.40 s with the OS's autotuned buffer (three alternating runs each).
-
-A TLS listener (SSL, SASL_SSL) accepts plain TCP and then runs the TLS handshake on the connection, bounded by
-`ssl.handshake.timeout.ms`: a client that stalls mid-handshake, a plaintext client, or a certificate the truststore
-does not vouch for ends that connection only, with Kafka's "Failed authentication" log line. The handshake's
-client certificate gives the connection's principal (`server.tls`), which every request's `Session` carries.
-
-Every connection task is owned by the listener's TaskGroup and every socket is closed in `finally`. `stop()`
-stops accepting, lets in-flight requests finish until the deadline, then cancels what is left.
+This is the only place a broker touches sockets. Each connection has a reader task that decodes each frame and
+starts its handler at once, and a responder task that writes the responses in request order, at most
+`INFLIGHT_REQUESTS_PER_CONNECTION_MAX` a connection. Kafka instead mutes a connection until its response is sent;
+since an acks=all produce waits for the followers' next fetch, that would turn a librdkafka producer at
+`linger.ms=0` (a request per record) into a queue that grows without end once a round trip outlasts the gap
+between records. Handlers start in arrival order, so appends keep the client's order. A bad frame, an unknown api
+key or version (except ApiVersions) or a body that does not parse closes only that connection. Responses are
+written as `encode_response_parts` parts, so a Fetch response's records go uncopied from the log's read to the
+socket, and the 4 MiB default `socket.send.buffer.bytes` (Kafka's: 100 KB) lets one leave in one or two sends.
+A TLS listener bounds its handshake by `ssl.handshake.timeout.ms`; the client certificate gives the principal.
 """
 
 from __future__ import annotations

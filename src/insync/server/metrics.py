@@ -2,17 +2,13 @@
 
 Gauges are read from the node's cores at scrape time through a `snapshot` callable, so there is no second copy
 of replication state to drift: UnderReplicatedPartitions, UnderMinIsrPartitionCount, OfflinePartitionsCount
-(controller), ActiveControllerCount, and the ISR meters IsrShrinksPerSec / IsrExpandsPerSec (Prometheus
-counters, so they carry the `_total` suffix Prometheus requires; `rate()` gives Kafka's per-second figure). The
-replica fetchers' gauges carry Kafka's `clientId` tag (`kafka.server:type=ReplicaFetcherManager,name=MaxLag,
-clientId=Replica` becomes `MaxLag{clientId="Replica"}`; a query for the bare name still finds it):
-FailedPartitionsCount, MaxLag and DeadThreadCount. The purgatories' sizes are
-`PurgatorySize{delayedOperation="Produce"}` and `{delayedOperation="Fetch"}` (Kafka's
-`kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize,delayedOperation=...`): acks=all produces waiting
-for the ISR, and fetches waiting for data; one that only grows is a queue building up. Requests are counted and
-timed per API (`RequestsPerSec{request="Produce"}`, `TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics
-are. SASL listeners count `successful_authentication_total{listener=...}` and `failed_authentication_total`
-(Kafka's socket-server-metrics of those names). Each node owns its own registry.
+(controller), ActiveControllerCount, and IsrShrinksPerSec / IsrExpandsPerSec (Prometheus counters with the
+`_total` suffix; `rate()` gives Kafka's per-second figure). The replica fetchers' FailedPartitionsCount, MaxLag
+and DeadThreadCount carry Kafka's `clientId` tag (`MaxLag{clientId="Replica"}`). `PurgatorySize{delayedOperation=
+"Produce"|"Fetch"}` counts acks=all produces waiting for the ISR and fetches waiting for data: one that only
+grows is a queue building up. Requests are counted and timed per API (`RequestsPerSec{request="Produce"}`,
+`TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics are; SASL listeners count
+`successful_authentication_total` and `failed_authentication_total`. Each node owns its own registry.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ async def serve(config: BrokerConfig) -> int:
 
 def run(config: BrokerConfig) -> int:
     """Run the node until a signal. With `INSYNC_PROFILE_DIR` set, the whole run is profiled (cProfile) and the
-    stats are written to `<dir>/node-<id>.prof` at exit: how the README's CPU profile was taken."""
+    stats are written to `<dir>/node-<id>.prof` at exit, a CPU profile of a real node under real traffic."""
     configure_logging(config.log_dirs()[0])
     malloc.keep_freed_buffers()  # fetch responses are megabyte buffers: reuse them (insync.malloc)
     node_id = config.get_int("node.id")

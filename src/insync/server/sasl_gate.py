@@ -1,23 +1,16 @@
 """The SASL gate of one connection on a SASL listener: the listener's hook into `security.sasl`.
 
 The listener hands every frame to `SaslGate.screen` before decoding it. The gate answers SaslHandshake and
-SaslAuthenticate itself (from the connection's `SaslAuthenticator`), closes the connection on anything the
-authenticator does not admit, and lets everything else through to the broker (None). Until the connection has
-authenticated, its frames are bounded by Kafka's `sasl.server.max.receive.size` (512 KiB) rather than
-`socket.request.max.bytes`, so a stranger cannot make the broker buffer 100 MB; after a SaslHandshake v0 the
-client's tokens come without Kafka headers, so the gate reads them raw. When an exchange completes, the
-connection's `Session` gets the principal, which every later request carries.
-
-Every failure (bad credentials, an unknown mechanism, a malformed exchange, a request out of turn, an expired
-session) costs that connection only: a SaslAuthenticate failure is answered with SASL_AUTHENTICATION_FAILED and
-Kafka's message first, then the connection closes with one log line naming the client's address and the
-principal it claimed, and the `failed_authentication_total` metric counts it.
-
-Settings, as Kafka names them: `sasl.enabled.mechanisms` and `connections.max.reauth.ms` (each also per listener,
-`listener.name.<listener>.<key>`), PLAIN's users from `listener.name.<listener>.plain.sasl.jaas.config`, SCRAM
-credentials from the metadata image. A node's own credentials, for the connections it makes to other brokers
-(`sasl.mechanism.inter.broker.protocol`) and to the controller (`sasl.mechanism.controller.protocol`), are the
-username and password of that listener's JAAS config for that mechanism (`client_credentials`).
+SaslAuthenticate itself, closes the connection on anything the authenticator does not admit, and lets the rest
+through (None). Until the connection has authenticated, frames are bounded by `sasl.server.max.receive.size`
+(512 KiB), not `socket.request.max.bytes`, so a stranger cannot make the broker buffer 100 MB; after a
+SaslHandshake v0 the tokens come without Kafka headers and are read raw. A completed exchange gives the
+connection's `Session` its principal. Every failure costs that connection only: SASL_AUTHENTICATION_FAILED with
+Kafka's message, then a close with one log line (address, claimed principal) and `failed_authentication_total`.
+Settings as Kafka names them: `sasl.enabled.mechanisms` and `connections.max.reauth.ms` (also per listener),
+PLAIN's users from the listener's JAAS config, SCRAM credentials from the metadata image. A node's own
+credentials for other brokers and the controller are its listener's JAAS username and password for that
+mechanism (`client_credentials`).
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """`metadata.store=zookeeper`: the metadata records in ZooKeeper, with controller election and epoch fencing.
 
-Under the chroot of `zookeeper.connect` the store uses Kafka's ZooKeeper-era layout plus one directory of its own:
-
-    /controller                                    ephemeral {"version":1,"brokerid":N,"timestamp":"<ms>"}
-    /controller_epoch                              the epoch as decimal text
-    /insync/metadata/batch-0000000000, ...         persistent sequential: one encode_batch() line each
-    /brokers/topics/<topic>                        {"version":2,"partitions":{"0":[1,2]},...}
-    /brokers/topics/<topic>/partitions/<p>/state   {"controller_epoch":E,"leader":L,"version":1,...}
-    /cluster/id                                    {"version":"1","id":"<the ClusterIdRecord's id>"}
-
-`campaign()` creates `/controller` and bumps `/controller_epoch` in one transaction, so whoever holds the znode
-holds the newest epoch; if the znode exists it waits until it is gone. Every `append()` is one transaction too: a
-version check of `/controller_epoch` (the version this node set when it won), the batch znode, and the partition
-state znodes the batch touches (creates, version-checked updates, deletes of removed topics). A controller that
-was paused while another won fails the check and nothing of its batch is stored; it gets
-`ControllerFencedError` and must stop, as must one whose session is gone. The batches are the source of truth;
-the `/brokers/topics` and `/cluster/id` znodes are a mirror for operators and Kafka tooling, consistent because
-they change in the same transaction. To know topic names, partitions and znode versions the store keeps a
-`MetadataImage`, replayed from `load()` and from each successful append.
-
-Limits: a znode holds at most 1 MB and so does a transaction, so a batch (with its state znodes) must encode
-under 1,000,000 bytes. A larger one (a topic of thousands of partitions) is refused with INVALID_REQUEST before
-anything is written, where a real deployment would chunk it over several znodes.
-Brokers never talk to ZooKeeper.
+Under the chroot of `zookeeper.connect` the store uses Kafka's ZooKeeper-era layout (`/controller`,
+`/controller_epoch`, `/brokers/topics/<topic>[/partitions/<p>/state]`, `/cluster/id`) plus the batches, one
+persistent sequential znode each under `/insync/metadata/`. `campaign()` creates `/controller` and bumps
+`/controller_epoch` in one transaction, so whoever holds the znode holds the newest epoch. Every `append()` is one
+transaction too: a version check of `/controller_epoch`, the batch znode and the partition state znodes it
+touches, so a controller paused while another won stores nothing and gets `ControllerFencedError`, as does one
+whose session is gone. The batches are the source of truth; the Kafka-layout znodes are a mirror for operators
+and Kafka tooling, consistent because they change in the same transaction. The store keeps a `MetadataImage` for
+topic names, partitions and znode versions. A znode and a transaction hold at most 1 MB, so a larger batch is
+refused with INVALID_REQUEST before anything is written. Brokers never talk to ZooKeeper.
 """
 
 from __future__ import annotations

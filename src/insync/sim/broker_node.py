@@ -1,24 +1,16 @@
 """The simulated broker process: a real `BrokerCore` over a `MemoryDisk`, driven by the scheduler.
 
-The node turns the core's commands into simulation: `Outgoing` messages go on the network, a `CompleteAfter`
-(a follower fetch whose disk read is slow, KIP-501) schedules `complete_read` after the read's latency, and the
-core's next deadline becomes one timer. Process faults live here:
-- `pause(ms)`: like a stop-the-world GC pause, nothing runs; messages and finished reads wait in an inbox and are
-  handled, in order, when the pause ends.
-- `kill(torn_tail)`: the process dies: in-flight messages to it are lost (`Network.kill`), its disk keeps only
-  what was fsynced (`MemoryDisk.crash`), and pending reads are forgotten (the incarnation number changes).
-- `stop(then)`: a clean stop with controlled shutdown, as the server does on SIGTERM: the broker asks the
-  controller to move its leaderships away (`BrokerCore.begin_controlled_shutdown`) and keeps serving until that
-  is granted or its session timeout passes; then it writes its checkpoints, flushes and closes every log, leaves
-  the clean-shutdown marker (KIP-966: its next registration is clean), and the process ends with nothing
-  unflushed, closing its connections (`Network.close`: clients hear of it at once, where a killed broker is
-  silent, leaves no marker, and registers again as after an unclean shutdown).
+`Outgoing` messages go on the network, a `CompleteAfter` (a slow follower read, KIP-501) schedules
+`complete_read` after its latency, and the core's next deadline becomes one timer. Process faults:
+- `pause(ms)`: a stop-the-world GC pause; messages and finished reads wait in an inbox until it ends.
+- `kill(torn_tail)`: in-flight messages are lost, the disk keeps only what was fsynced (`MemoryDisk.crash`),
+  pending reads are forgotten, and no clean-shutdown marker is left.
+- `stop(then)`: controlled shutdown, as on SIGTERM: it keeps serving until the controller has moved its
+  leaderships or its session passes, then checkpoints, flushes and closes every log, leaves the clean-shutdown
+  marker (KIP-966) and closes its connections, so clients hear of it at once.
 - `restart()`: a new process recovers the logs from that disk (`LogManager.open`) and registers again.
-Metadata arrives as in production (`server.broker_node`): the node keeps one long poll of the controller's
-metadata log out (`METADATA_POLL_WAIT_MS`), feeds each answer with records to the core and polls again at once;
-a poll unanswered within `REQUEST_TIMEOUT_MS` of its wait (lost on the network) is sent again after
-`METADATA_POLL_RETRY_MS`.
-After every step the node reports itself to `on_step`, where the checker runs its incremental invariants.
+Metadata arrives as in production, by a long poll of the controller's metadata log, sent again when lost. After
+every step the node reports to `on_step`, where the checker runs its incremental invariants.
 """
 
 from __future__ import annotations

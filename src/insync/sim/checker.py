@@ -2,26 +2,15 @@
 
 They are the properties of Kafka's TLA+ model of KIP-966 (github.com/Vanlightly/kafka-tlaplus) and of
 `UnifiedLog.deletableSegments`. The committed offset of a partition is the largest HW any of its leaders has
-had (since the last unclean election, which gives committed records up knowingly).
-After every event (cheap, O(partitions led by the broker that just acted)):
-- a leader's high watermark never goes backwards within one leader epoch (a new leader may start lower and
-  learn the HW from its followers, as in Kafka);
-- at most one broker ever acts as leader for a given (partition, leader epoch);
-- a leader's log start offset is at or below its high watermark (retention, DeleteRecords);
-- leader completeness: a broker that becomes leader of an epoch holds every committed offset (its log end is at
-  or above the committed offset), and no committed record is lost: no leader's log end falls below it later;
-- leader candidate completeness: no running broker (alive, caught up with its own registration) that the
-  controller's image names in the ISR or the ELR (KIP-966) of a partition ends below the committed offset;
-- on every change of the controller's image: the ISR and the ELR of a partition are disjoint, the ELR is within
-  the replicas and empty while the ISR has at least min ISR members, and a leader is an ISR member.
-Every `PREFIX_CHECK_INTERVAL_MS` of virtual time, and at the end: log matching, committed prefixes are identical
-(after a change of leader, from the log start again: the new leader must agree with what was committed before).
-At the end of a run, once every fault is healed and the cluster has quiesced:
-- every batch acknowledged with acks=all is in the final leader's log below its HW, at the offset acknowledged,
-  unless an unclean election happened (then lost writes are reported as such, not as violations);
-- committed prefixes are identical: below min(HW) every replica holds the same batches (offset and CRC);
-- what consumers read below the HW is still there, at the same offsets.
-Violations are collected as readable strings; a run is good when the list is empty.
+had (since the last unclean election). After every event, cheaply: a leader's HW never goes backwards within an
+epoch; one leader per (partition, epoch); a leader's log start is at or below its HW; a new leader holds every
+committed offset and no leader's log end falls below it later; no running broker the controller names in the
+ISR or ELR ends below it; the controller's ISR and ELR are disjoint, the ELR within the replicas and empty while
+the ISR has min ISR members, and a leader is in the ISR. Every `PREFIX_CHECK_INTERVAL_MS`, and at the end,
+committed prefixes are identical. At the end, once faults are healed and the cluster quiesced: every acks=all
+acknowledged batch is in the final leader's log below its HW at its offset (lost writes after an unclean
+election are reported as such), and what consumers read is still there. Violations are readable strings; a run
+is good when there are none.
 """
 
 from __future__ import annotations

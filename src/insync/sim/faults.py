@@ -1,34 +1,15 @@
 """Fault plans: scripted faults from a scenario's `[[faults]]`, and random ones from its `[chaos]` table.
 
-A scripted fault is a table: `at_s` (when), `kind`, `target` and kind-specific fields. `target` is a broker id,
-or `"leader"` / `"follower"` / `"follower2"` resolved when the fault fires against partition `partition`
-(default 0) in the controller's image, so a plan can say "pause a follower" without knowing the placement.
-Kinds:
-- `pause` (`duration_s`): the broker's process stops, like a GC pause: no timers, no messages handled;
-  messages to it wait and are handled when it resumes.
-- `kill` (`restart_after_s`, `torn_tail`): the process dies and its disk keeps only fsynced data (with
-  `torn_tail`, a random prefix of its last unflushed append); it restarts from that disk later.
-- `wipe` (`restart_after_s`): the process dies and comes back on an empty disk, as a broker whose disk was
-  replaced: everything it had, fsynced or not, is gone (KIP-903 and KIP-966 keep it out of ISR and ELR).
-- `stop` (`restart_after_s`): a clean stop, as on SIGTERM: controlled shutdown (the controller moves the
-  broker's leaderships to other in-sync replicas first, bounded by the session timeout), then every log is
-  flushed; it restarts `restart_after_s` after it has stopped.
-- `isolate` (`duration_s`, `one_way`): the broker is cut off from every other node (brokers, controller,
-  clients); `one_way = true` loses only what it sends.
-- `partition` (`side_a`, `side_b` lists of targets, `duration_s`): a symmetric partition between two groups.
-- `clog` (`duration_s`): every link from the broker holds its messages until the end of the fault;
-  `swizzle` (`duration_s`): FoundationDB's swizzle-clog over all brokers.
-- `throttle` (`bytes_per_ms`, `duration_s`): links into the broker carry only that many record bytes per ms,
-  so it fetches steadily but receives data slower than it is produced (a slow follower).
-- `slow_reads` (`ms`, `duration_s`, `all_partitions`): reads of the partition's files on the broker take `ms`.
-- `io_error` (`duration_s`, `on_read`, `on_write`): operations on the partition's files raise EIO.
-- `delete_records` (`offset`: a number, or `"hw"`): the leader's log start moves (DeleteRecords).
-`every_s` and `until_s` repeat a fault periodically (churn). A `duration_s` of 0 or absent means "until the end
-of the run" (healed before the quiesce phase).
-
-`[chaos]` draws faults at random from the run's seed: `kinds` (subset of pause, kill, wipe, stop, isolate, clog,
-swizzle, slow_reads), `gap_s = [min, max]` between faults, `duration_s = [min, max]`, `slow_read_ms = [min, max]`,
-`until_s` (last fault start). One fault is active at a time, so an acks=all cluster with RF 3 and min ISR 2
+A scripted fault has `at_s`, `kind`, `target` (a broker id, or `"leader"` / `"follower"` / `"follower2"` of
+`partition` resolved when it fires, so a plan need not know the placement) and kind-specific fields. Kinds:
+`pause` (a GC pause: nothing runs, messages wait), `kill` (only fsynced data survives, `torn_tail` keeps a random
+prefix of the last append; restarts after `restart_after_s`), `wipe` (back on an empty disk, a replaced one),
+`stop` (controlled shutdown, then every log flushed), `isolate` (`one_way`: only what it sends is lost),
+`partition` (`side_a`, `side_b`), `clog` and `swizzle` (FoundationDB's clogging), `throttle` (`bytes_per_ms`
+into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files) and
+`delete_records` (`offset` or `"hw"`). `every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or
+absent lasts until the quiesce phase. `[chaos]` draws faults from the run's seed (`kinds`, `gap_s`,
+`duration_s`, `slow_read_ms` ranges, `until_s`), one at a time, so an acks=all cluster with RF 3 and min ISR 2
 must lose nothing.
 """
 

@@ -1,25 +1,16 @@
 """A simulated network between named nodes: latency, jitter, loss, reordering, partitions and clogging.
 
-`send(src, dst, message)` schedules the delivery of `message` to `dst`'s handler after the link's latency plus a
-random jitter. By default a link is FIFO like a TCP connection (a message never overtakes an earlier one on the
-same link); `reorder=True` lets jitter reorder messages. A message is lost when:
-- the link is cut (`cut(src, dst)`, or `partition(side_a, side_b)` for both directions: a partition),
-- the random drop rate says so (a connection reset loses what was in flight),
-- the destination process died since the message was sent (its connections died with it: `kill` bumps the
-  node's incarnation, and a delivery addressed to an older incarnation is discarded).
-A process that dies is silent, like a machine that lost power: its peers learn of it from their timeouts. One
-that stops cleanly (`close`) closes its connections, and nodes registered with `hears_disconnects` (clients, and
-brokers for their follower fetches) receive `Disconnected(node)` one link latency later, and again for each
-message they send to it until it is back (`open`): a connection is reset, or refused, at once.
-Clogging (FoundationDB's term) does not lose messages: a clogged link holds them until `unclog` time, so the
-receiver sees a burst later. `swizzle_clog` clogs a random subset of links one after another and unclogs them in
-a different random order, the pattern that shakes out ordering assumptions.
-
-Bandwidth (optional, per link, `throttle` overrides it for one link) charges record bytes: a message carrying
-`n` bytes of record batches occupies its link for `n / bandwidth` ms, and messages queue behind each other on a
-link like bytes on a TCP connection. That is how a burst of large batches takes time to reach followers.
-
-Node handlers are plain callbacks `deliver(src, message)`; pausing a node is the node's business (it buffers).
+`send(src, dst, message)` delivers after the link's latency plus a random jitter; a link is FIFO like a TCP
+connection unless `reorder=True`. A message is lost when the link is cut (`cut`, `partition`), the random drop
+rate says so, or the destination died since it was sent (`kill` bumps its incarnation). A dead process is
+silent, like a machine that lost power; one that stops cleanly (`close`) gives nodes registered with
+`hears_disconnects` a `Disconnected(node)` one latency later, and again for each message sent to it until it
+is back (`open`), as a reset or refused connection. Clogging (FoundationDB's term) holds a link's messages until
+`unclog`, so the receiver sees a burst later; `swizzle_clog` clogs links one after another and unclogs them in
+another order, which shakes out ordering assumptions. Optional bandwidth (per link, `throttle` for one) charges
+record bytes: `n` bytes occupy the link for `n / bandwidth` ms, queued like bytes on a TCP connection, so a
+burst of large batches takes time to reach followers. Handlers are callbacks `deliver(src, message)`; pausing is
+the node's business.
 """
 
 from __future__ import annotations

@@ -2,16 +2,14 @@
 
 Scenarios ship inside the package (`insync/scenarios/<name>.toml`) so `insync sim run stuck-follower` works from
 any installation; a path to a `.toml` file works too. `--set key=value` overrides any value by its dotted path
-(`broker.replica.lag.max.messages=4`, `producers.0.acks=1`, `duration_s=60`); the value is read as a TOML
-literal when it parses as one (`true`, `10`, `1.5`, `"x"`), else as a string. The merged document is the
-effective configuration a result reports.
-
+(`broker.replica.lag.max.messages=4`, `producers.0.acks=1`); the value is read as a TOML literal when it parses
+as one, else as a string. The merged document is the effective configuration a result reports.
 Sections: top-level `name`, `description`, `seed`, `duration_s` (virtual seconds of workload and faults),
 `quiesce_s` (afterwards every fault is healed and the cluster runs on before the final checks); `[cluster]`
 (`brokers`), `[broker]` (broker configs by Kafka name), `[topic]` (`name`, `partitions`, `replication_factor`,
 `configs`), `[network]` (`latency_ms`, `jitter_ms`, `drop_rate`, `reorder`), `[[producers]]` (fields of
-`ProducerSpec` except topic/partitions), `[consumers]` (`count`), `[[faults]]` (see `faults.py`), `[chaos]`
-(random faults, see `faults.py`) and `[expect]` (see `expectations.py`).
+`ProducerSpec` except topic/partitions), `[consumers]` (`count`), `[[faults]]` and `[chaos]` (see `faults.py`)
+and `[expect]` (see `expectations.py`).
 """
 
 from __future__ import annotations

@@ -5,12 +5,11 @@ that no output depends on the machine's zone. For local masters it binds to 127.
 non-loopback address, REFERENCE 14) and runs Python workers with the running interpreter, which has pyarrow.
 
 Local masters also talk to their Python workers over Unix domain sockets instead of loopback TCP
-(`spark.python.unix.domain.socket.enabled`, Spark 4.1+, off by default), where the platform has them. Every
-Arrow batch a Python data source yields crosses that socket: reading 1M records of 1 KiB through
-`format("insync")` took 6-8% less time and 7% less CPU with it (two alternating sessions each, 6 reads per
-session, 2-core machine), and the Arrow-only floor source of the benchmark a quarter less time. pyspark's worker
-daemon removes its socket file only when the session stops, so a session built here is also stopped when the
-interpreter exits (a program that never calls `stop()` would otherwise leave a `.<uuid>.sock` in the temp dir).
+(`spark.python.unix.domain.socket.enabled`, Spark 4.1+, off by default), where the platform has them: every
+Arrow batch a Python data source yields crosses that socket, and a Unix socket costs less time and CPU than TCP.
+pyspark's worker daemon removes its socket file only when the session stops, so a session built here is also
+stopped when the interpreter exits (a program that never calls `stop()` would otherwise leave a `.<uuid>.sock`
+in the temp dir).
 """
 
 from __future__ import annotations
@@ -27,17 +26,16 @@ LOCAL_DRIVER_MEMORY = "4g"  # local masters run the executors inside the driver 
 LOCAL_SHUFFLE_PARTITIONS_PER_CORE = 4
 UTC_JVM = "-Duser.timezone=UTC"
 # Java 17's default collector, G1, runs concurrent marking threads beside the tasks; on a small machine they take
-# the cores the tasks need. The throughput collector suits a batch of short-lived rows: `insync analyze --bench` at
-# 10M events took 151.0 s with it against 171.1 s with G1 (2 cores, same hour; every stage faster, parsing most).
+# the cores the tasks need. The throughput collector suits a batch of short-lived rows: every stage of
+# `insync analyze` runs faster with it, parsing most.
 LOCAL_GC = "-XX:+UseParallelGC"
-# Transparent huge pages for the heap, where the kernel offers them (Linux with THP `always` or `madvise`; elsewhere
-# the JVM would warn at every start): 10M events 151.0 and 151.5 s without, 144.3 and 145.5 s with (alternated).
+# Transparent huge pages for the heap, which shorten `insync analyze`, where the kernel offers them (Linux with THP
+# `always` or `madvise`; elsewhere the JVM would warn at every start).
 LOCAL_HUGE_PAGES = "-XX:+UseTransparentHugePages"
 THP_MODE_FILE = "/sys/kernel/mm/transparent_hugepage/enabled"
 # HotSpot leaves a method of more than 8,000 bytes of bytecode to the interpreter. Spark's generated code for a
-# stage with many expressions (the Kafka log parser's CASE over line kinds) passes that: parsing 2M Kafka lines took
-# 17.5 s with the stage interpreted and 13.5 s compiled; `insync analyze --bench` at 10M 146.4 s -> 140.8 s
-# (task CPU 228.8 s -> 217.2 s; the two runs alternated, same hour).
+# stage with many expressions (the Kafka log parser's CASE over line kinds) passes that, and such a stage runs
+# markedly slower interpreted than compiled.
 LOCAL_JIT = "-XX:-DontCompileHugeMethods"
 
 

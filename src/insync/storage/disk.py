@@ -1,24 +1,16 @@
 """The file interface storage does all its I/O through: a real disk, and an in-memory one for tests and sim.
 
-`Disk` is deliberately small and path-based (string paths, `/`-separated): the storage engine appends to segment
-and index files, reads them back with `pread`, truncates them, fsyncs them, and replaces checkpoint files with
-`write_file` + `fsync` + `rename`; `space` tells a volume's size and free space (DescribeLogDirs). There are no
-file handles in the interface; `RealDisk` caches one OS file descriptor per path (the `OPEN_FILES_MAX` most
-recently used) so the hot path (append, pread) is a single system call.
-
-Faults, on both disks (`FaultHooks`):
-- `set_slow_reads(path_prefix, ms)`: reads of matching paths are slow. Both disks return at once and
-  `read_latency_ms(path)` reports the latency the driver must charge: the simulator on its virtual clock, the
-  server by completing that fetch `ms` later on its event loop (`CompleteAfter`). So a slow read delays the
-  fetches that touch the partition, as one stuck Kafka request handler would (seed 000), without stalling the
-  broker's heartbeats or its other partitions.
-- `set_io_error(path_prefix, on_read=True, on_write=True)`: matching operations raise `OSError(EIO)`.
-- `clear_faults()`.
-
-Crashes (`MemoryDisk.crash`): every file keeps only its durable image, the bytes present at its last `fsync`;
-with `torn_tail=True` the file that took the last unflushed append also keeps a random prefix of that append.
-Metadata operations (create, rename, remove, mkdir, truncate) are durable at once, like a journaling file
-system that orders metadata; truncation also shortens the durable image, so cut data never reappears.
+`Disk` is deliberately small and path-based: append, `pread`, truncate, fsync, and `write_file` + `fsync` +
+`rename` for checkpoints; `space` for DescribeLogDirs. There are no file handles in the interface; `RealDisk`
+caches one OS file descriptor per path (LRU, `OPEN_FILES_MAX`) so the hot path is a single system call.
+Faults, on both disks (`FaultHooks`): `set_io_error(path_prefix, on_read, on_write)` makes matching operations
+raise `OSError(EIO)`; with `set_slow_reads(path_prefix, ms)` both disks return at once and
+`read_latency_ms(path)` reports the latency the driver charges (the simulator on its clock, the server by
+completing that fetch later, `CompleteAfter`), so a slow read delays only that partition's fetches, as one stuck
+Kafka request handler would (seed 000), without stalling heartbeats or other partitions.
+Crashes (`MemoryDisk.crash`): every file keeps only the bytes present at its last `fsync` (with `torn_tail`, a
+random prefix of the last unflushed append too). Metadata operations are durable at once, like a journaling
+file system that orders metadata; truncation also shortens the durable image, so cut data never reappears.
 """
 
 from __future__ import annotations

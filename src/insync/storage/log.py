@@ -1,39 +1,16 @@
 """One partition's log: an ordered list of segments, the leader epoch cache, and Kafka's offsets over them.
 
-Offsets are contiguous: segment i covers [base_i, base_i+1), the last (active) segment takes appends, and
-`log_end_offset` is its next offset. `log_start_offset` may lie inside the first segment (DeleteRecords), and
-`recovery_point` is the offset below which data was fsynced. Batches stay opaque bytes: a leader append
-validates the one produced batch (`records.validate_batches`: CRC, magic, `max.message.bytes`, all or nothing),
-copies it once into a bytearray to stamp base offset and leader epoch, and writes it with one system call.
-
-Opening a log recovers it: segments wholly below the recovery point are trusted (their index files load, or
-are rebuilt when damaged); from the segment holding the recovery point on, every batch is CRC-checked, a torn
-or corrupt tail is cut (logged on `insync.storage` as `Truncated N bytes of corrupt tail in <segment>`), later
-segments are dropped, and indexes are rebuilt.
-
-Errors: an I/O error (`OSError` from the disk) while writing takes the log offline: that call and every later
-one raise KafkaException(KAFKA_STORAGE_ERROR) until the log is reopened, which recovers it; a read error fails
-only that read, with the same code. Bad input raises the `InvalidRecordError` of `records` (CORRUPT_MESSAGE,
-MESSAGE_TOO_LARGE, INVALID_RECORD) and a follower append that does not start at the log end offset raises
-OFFSET_OUT_OF_RANGE; nothing is written in either case.
-
-Choices where Kafka leaves room: a truncation offset inside a batch drops the whole batch, so the log end offset
-can end below the requested one (and when that would put it below the log start offset, the log restarts empty
-at the requested offset). A leader append in an epoch older than the cache's latest is not recorded in the cache
-(the caller fences stale leaders). Time-based rolls, and time retention of segments without timestamps, count
-from the segment's creation or load time on the log's clock. A missing or garbled `leader-epoch-checkpoint` is
-rebuilt from the batches.
-
-Producer-state snapshots (Kafka's `<offset>.snapshot`, 20-digit offset): opaque bytes the replication layer
-makes (`set_producer_snapshot_source`; `set_log_start_listener` tells it when the log start moves), written
-atomically (temp file, fsync, rename) when a segment rolls and when the log closes, at the log end offset of
-that moment. The two newest are kept; a truncation deletes those
-above the new log end, a moving log start those below it, and opening deletes both kinds (a crash may have cost
-the log the tail a snapshot covered).
-
-Beyond the surface in the brief: `roll()` forces a new segment; `segments`, `active_segment`, `size_bytes`;
-`batch_header(offset)`; `update_config()`; `offline`; `ReadResult.read_latency_ms` (the disk's slow-read fault, for the simulator);
-`AppendInfo.log_start_offset`.
+Offsets are contiguous across segments, the last (active) one taking appends; `log_start_offset` may lie inside
+the first segment (DeleteRecords), and `recovery_point` is the offset below which data was fsynced. Batches stay
+opaque bytes: a leader append validates the produced batch, copies it once to stamp base offset and leader epoch,
+and writes it with one system call. Opening a log recovers it: segments below the recovery point are trusted;
+from there every batch is CRC-checked, a torn or corrupt tail cut (and logged), and indexes rebuilt. An I/O error
+while writing takes the log offline (KAFKA_STORAGE_ERROR until it is reopened); a read error fails only that
+read. Bad input raises `InvalidRecordError`, a follower append not at the log end OFFSET_OUT_OF_RANGE; nothing is
+written in either case. Where Kafka leaves room: a truncation inside a batch drops the whole batch; an append in
+an epoch older than the cache's latest is not recorded; time rolls and retention without timestamps count from
+the segment's creation or load. Producer-state snapshots (`<offset>.snapshot`, the replication layer's bytes)
+are written atomically when a segment rolls or the log closes; the two newest are kept.
 """
 
 from __future__ import annotations

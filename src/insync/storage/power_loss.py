@@ -2,17 +2,13 @@
 
 A broker started with `fault.injection.power.loss.enable=true` does its I/O through `JournalingDisk`. Beside
 each write it appends to a journal (`JOURNAL_FILE` in its first log dir) the durable size of the file it touched:
-0 for a file it created or replaced, the file's size after an `fsync`, the smaller of the two after a truncate;
-renames and removals move or drop the entry. The journal itself is written without fsync: the fault it serves
-kills the process (SIGKILL), which loses no page cache, so every line written before the kill is there.
-
+0 for a file it created or replaced, the file's size after an `fsync`, the smaller of the two after a truncate.
+The journal itself is not fsynced: the fault kills the process (SIGKILL), which loses no page cache.
 `lose_unsynced(journal)` is the power cut, run by the harness (`chaos/power.py`) while the broker is dead: every
-file the journal names is cut back to its durable size, so every byte written since that file's last fsync is
-gone (as LazyFS does for Jepsen). With `torn_tail` each cut file keeps a random prefix of what it lost instead,
-a write the disk had half made. Files the journal never names were durable when the broker started. The
-semantics are `MemoryDisk.crash`'s: metadata operations (create, rename, remove, truncate) are durable at once.
-
-The journal is cleared when the disk is made, so it only ever describes the running broker's writes.
+file the journal names is cut back to its durable size (as LazyFS does for Jepsen); with `torn_tail` each keeps
+a random prefix of what it lost, a write the disk had half made. Files the journal never names were durable when
+the broker started; metadata operations are durable at once, as in `MemoryDisk.crash`. The journal is cleared
+when the disk is made, so it only ever describes the running broker's writes.
 """
 
 from __future__ import annotations

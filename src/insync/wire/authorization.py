@@ -1,29 +1,16 @@
 """Authorization of client requests at a broker, after Kafka's `KafkaApis` and `AuthHelper`: what each API needs.
 
-`Authorization` holds the broker's authorizer settings (`authorizer.class.name`, `super.users`,
-`allow.everyone.if.no.acl.found`) and builds the `security.authorizer.Authorizer` from the ACLs of the metadata
-image, again whenever they change; with no authorizer configured it gives no `RequestAccess` and nothing is
-checked (the default: existing clusters behave as before). A `RequestAccess` is one request's view: who asks
-(the connection's principal), from which host, for which API, and the denials it met, which the server logs in
-`kafka.authorizer.logger`'s wording and records as `denied` events.
-
-What each API needs, as Kafka checks it, and how a refusal reads:
-- whole-request refusals before anything happens (`access_refusals`): cluster permissions (ElectLeaders,
-  Alter/ListPartitionReassignments, Create/Delete/DescribeAcls, DescribeLogDirs, AlterReplicaLogDirs:
-  CLUSTER_AUTHORIZATION_FAILED); the single-group APIs (FindCoordinator DESCRIBE, JoinGroup, SyncGroup,
-  Heartbeat, LeaveGroup, OffsetCommit READ, OffsetDelete DELETE: GROUP_AUTHORIZATION_FAILED); OffsetCommit also
-  needs READ on each topic, and commits the others when some are refused (their partitions
-  TOPIC_AUTHORIZATION_FAILED, a `Split` as below).
-- per-resource refusals of CreateTopics (CREATE on the cluster or the topic), DeleteTopics (DELETE),
-  CreatePartitions (ALTER), DeleteGroups (DELETE on each group), (Incremental)AlterConfigs (ALTER_CONFIGS on the
-  topic, or on the cluster for a broker) and FindCoordinator v4+ (DESCRIBE on each key): the request goes on without the refused resources, which the answer
-  lists with the authorization error (`access_refusals.Split`).
-- per-partition refusals (`deny_topics`) of Produce (WRITE), consumer Fetch (READ), ListOffsets and
-  OffsetForLeaderEpoch (DESCRIBE), DeleteRecords (DELETE), DescribeProducers (READ): TOPIC_AUTHORIZATION_FAILED
-  for those partitions while the others go on. A follower Fetch needs CLUSTER_ACTION on the cluster and
-  InitProducerId IDEMPOTENT_WRITE on the cluster or WRITE on some topic (`request_error`).
-- answers that only some resources may see (`access_views`): Metadata, DescribeCluster, DescribeTopicPartitions,
-  DescribeConfigs, DescribeGroups, ListGroups, OffsetFetch.
+`Authorization` holds the broker's authorizer settings and builds the `security.authorizer.Authorizer` from the
+image's ACLs whenever they change; with no authorizer configured nothing is checked (the default: a cluster that
+configures none stays open). A `RequestAccess` is one request's view: principal, host, API, and the denials it
+met, which the server logs in `kafka.authorizer.logger`'s wording and records as `denied` events. As Kafka:
+- whole-request refusals (`access_refusals`): cluster permissions (CLUSTER_AUTHORIZATION_FAILED), the
+  single-group APIs (GROUP_AUTHORIZATION_FAILED), a follower Fetch and InitProducerId (`request_error`);
+- per-resource refusals of CreateTopics, DeleteTopics, CreatePartitions, DeleteGroups, (Incremental)AlterConfigs
+  and FindCoordinator v4+: the rest goes on, the refused listed with their error (`access_refusals.Split`);
+- per-partition refusals (`deny_topics`) of Produce, consumer Fetch, ListOffsets, OffsetForLeaderEpoch,
+  DeleteRecords, DescribeProducers and OffsetCommit's topics: TOPIC_AUTHORIZATION_FAILED for those only;
+- answers that only some resources may see (`access_views`): Metadata, the Describe APIs, ListGroups, OffsetFetch.
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
 """DescribeConfigs (v1-v4): topic configs from the metadata image, broker configs from the broker's effective
-`BrokerConfig` (static settings under the dynamic ones); and IncrementalAlterConfigs (v0-v1) and AlterConfigs
-(v0-v2) of topic configs and dynamic broker configs.
+`BrokerConfig`; and IncrementalAlterConfigs (v0-v1) and AlterConfigs (v0-v2) of topic and dynamic broker configs.
 
-A topic's config is, key by key, its override (a `ConfigRecord` in the image: source TOPIC_CONFIG) or else the
-broker setting that supplies its default (`log.retention.ms` for `retention.ms`, which `log.retention.hours` also
-sets): DYNAMIC_BROKER_CONFIG when set for this broker, DYNAMIC_DEFAULT_BROKER_CONFIG when set cluster-wide,
-STATIC_BROKER_CONFIG when server.properties or `--config` set it, DEFAULT_CONFIG otherwise. With
-`include_synonyms` each entry lists that chain as Kafka's ConfigHelper does (`config_synonyms`), so
-`kafka-configs --describe` reads the same. A BROKER resource named by this broker's id lists every broker config
-the same way (read-only unless in `DYNAMIC_BROKER_CONFIGS`); named "" it lists the cluster-wide dynamic defaults
-only, as Kafka's `--entity-default` shows them.
-
-Values are Kafka's text: `true`/`false`, comma-joined lists, null for unset. `topic_configs` also serves
-CreateTopics v5+, which returns the new topic's resulting configs.
-
-Alterations are forwarded to the controller, as KRaft brokers forward them, and answered per resource: a
-resource's changes are applied all together or not at all (`Controller.alter_topic_configs`,
-`Controller.alter_broker_configs`). AlterConfigs replaces the resource's whole set of overrides (dynamic configs
-for a broker); IncrementalAlterConfigs sets, deletes, appends to or subtracts from single keys. Refused here, per
-resource, as Kafka refuses them: a key listed twice, an unknown operation, another resource type; what the
-controller refuses (a key that cannot change dynamically, a bad value) it says itself. As Kafka's broker does,
-the broker that receives the request first refuses a BROKER resource naming another broker (`preprocess`) and
-forwards the rest.
+A topic's config is, key by key, its override (TOPIC_CONFIG) or the broker setting that supplies its default,
+from DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG; with
+`include_synonyms` each entry lists that chain as Kafka's ConfigHelper does, so `kafka-configs --describe` reads
+the same. A BROKER resource named by this broker's id lists every broker config the same way; named "" only the
+cluster-wide dynamic defaults. Values are Kafka's text; `topic_configs` also serves CreateTopics v5+.
+Alterations are forwarded to the controller, as KRaft brokers forward them, and applied per resource all
+together or not at all. AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfigs
+changes single keys. A key listed twice, an unknown operation or another resource type is refused here, as
+Kafka refuses them, and a BROKER resource naming another broker (`preprocess`); the controller refuses the rest.
 """
 
 from __future__ import annotations

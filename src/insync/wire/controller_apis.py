@@ -1,23 +1,15 @@
 """BrokerRegistration (v0-v4), BrokerHeartbeat (v0-v2) and AlterPartition (v2-v3): broker <-> controller.
 
-Both ends are insync, so each API has its two halves here: the broker encodes `controller.messages` requests
-and decodes the answers (`*_request`, `*_response_from_wire`); the controller listener decodes requests into the
-messages `controller.node.ControllerCore` handles (a `Registration` and a `Heartbeat` also carry what only the
-wire knows) and encodes its answers.
-
-- Registration: the wire carries a UUID incarnation id (the broker's int one is its 128-bit value), the
-  cluster id (checked once the broker has learnt it: INCONSISTENT_CLUSTER_ID), and the broker's listeners:
-  every advertised listener with its name and security protocol. The controller records them all (the first is
-  the registration's host and port); Metadata gives each client the address of the listener it came in on. A
-  registration without listeners is INVALID_REGISTRATION.
-- Heartbeat: the wire has no published metadata offset; over the network a broker learns it from the high
-  watermark of its metadata fetch (`metadata_log.py`), so `heartbeat_response_from_wire` takes the last one
-  it saw. `want_fence`/`want_shut_down` travel as Kafka's flags.
-- AlterPartition names topics by id (v2+), as `controller.replication_control.AlterPartitionData` does. v3
-  lists ISR members with broker epochs (KIP-903): those the leader learnt from the members' fetches (never its
-  metadata image, which would vouch for a restarted broker's new life), -1 when unknown; the controller checks
-  them against the registrations. Results come back grouped by topic; the broker side
-  restores the order of its items, which `ControllerChannel.on_alter_partition` relies on.
+Both ends are insync, so each API has its two halves here: the broker encodes `controller.messages` requests and
+decodes the answers; the controller listener decodes requests into what `ControllerCore` handles and encodes the
+answers.
+- Registration: a UUID incarnation id, the cluster id (INCONSISTENT_CLUSTER_ID once learnt), and every
+  advertised listener, so Metadata gives each client the address of the listener it came in on.
+- Heartbeat: the wire has no published metadata offset, so a broker takes the high watermark of its last
+  metadata fetch (`metadata_log.py`).
+- AlterPartition names topics by id; v3 lists ISR members with the broker epochs the leader learnt from their
+  fetches (KIP-903; never its image, which would vouch for a restarted broker's new life), -1 when unknown.
+  Results come back grouped by topic; the broker side restores its items' order for `ControllerChannel`.
 """
 
 from __future__ import annotations

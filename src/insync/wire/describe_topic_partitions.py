@@ -1,20 +1,16 @@
 """DescribeTopicPartitions (v0, API 75, KIP-966), answered from a `MetadataImage`.
 
-What Metadata answers, plus each partition's eligible leader replicas (ELR) and last known ELR, a page at a
-time. The paging is Kafka's (`DescribeTopicPartitionsRequestHandler` and
-`KRaftMetadataCache.getTopicMetadataForDescribeTopicResponse`):
-- Topics: the named ones, or every topic when none is named; only names at or after the cursor's topic; sorted
-  by name. A named topic the image does not know gets UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for
-  an illegal name); with no topics named, nothing is reported missing. A cursor naming a topic outside the
-  named ones is an invalid request: every named topic gets INVALID_REQUEST.
-- Partitions: the cursor's topic starts at the cursor's partition index, the others at 0. At most
-  min(`response_partition_limit`, 2000) partitions per answer (2000 is Kafka's
-  `max.request.partition.size.limit` default). A topic cut short ends the page with `next_cursor` at its first
-  partition left out; a page that fills up exactly at a topic boundary points `next_cursor` at the next topic,
-  partition 0 (which may turn out not to exist, as in Kafka).
-- Per partition: leader (-1 when offline) and leader epoch, replicas and ISR as registered, offline replicas
-  (on fenced or unregistered brokers), ELR and last known ELR; the error code is always NONE, as in Kafka
-  (a leaderless partition shows leader -1, not LEADER_NOT_AVAILABLE).
+What Metadata answers, plus each partition's ELR and last known ELR, a page at a time, paged as Kafka's
+`DescribeTopicPartitionsRequestHandler` does:
+- Topics: the named ones, or all; only names at or after the cursor's topic; sorted by name. An unknown named
+  topic gets UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for an illegal name); a cursor naming a topic
+  outside the named ones gives every named topic INVALID_REQUEST.
+- Partitions: the cursor's topic starts at the cursor's index, the others at 0; at most
+  min(`response_partition_limit`, 2000) per answer (Kafka's `max.request.partition.size.limit` default). A topic
+  cut short sets `next_cursor` at its first partition left out; a page full at a topic boundary points it at the
+  next topic, partition 0 (which may not exist, as in Kafka).
+- Per partition: leader (-1 when offline), epoch, replicas, ISR, offline replicas, ELR and last known ELR; the
+  error code is always NONE, as in Kafka.
 """
 
 from __future__ import annotations

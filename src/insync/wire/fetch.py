@@ -1,35 +1,16 @@
 """Fetch (v4-v17) <-> replication's `FetchRequest/FetchResponse` and the broker's consumer fetch messages.
 
-Server side. `decode_request` always gives replication's full `FetchRequest` (it keeps every field the wire
-has: `min_bytes` and `max_wait_ms` for the long poll, and per partition the fetch offset, current leader
-epoch, last fetched epoch, log start offset and byte limit). A fetch whose replica id is >= 0 (`replica_id`
-before v15, `replica_state.replica_id` from v15) comes from a follower and goes to replication as it is, with
-its broker epoch from v15 (`replica_state.replica_epoch`, KIP-903; -1 before); any other is a consumer's, and
-`consumer_request` projects it onto the broker's `ConsumerFetchRequest`: from v11, which carries client metadata
-(the rack id), a follower replica may answer it, as Kafka's ReplicaManager allows (KIP-392).
-`encode_response` accepts either core response. Kafka's rules applied here:
-- Topic ids (v13+): an id the image does not know is answered UNKNOWN_TOPIC_ID without the core; the
-  response names topics as the request did.
-- Incremental fetch sessions (KIP-227) are declined: every response carries session id 0, so clients keep
-  sending full fetches. A request that continues a session (epoch other than 0 and -1) can only name a session
-  this broker never created: FETCH_SESSION_ID_NOT_FOUND, as Kafka answers an unknown session.
-- Records are opaque bytes. `last_stable_offset` is the high watermark (no transactions), `preferred_read_replica`
-  -1. Aborted transactions are null unless a consumer asked for READ_COMMITTED (then an empty list), as Kafka
-  fills them only for that isolation level. `diverging_epoch` (v12+) tells a follower where its log diverges.
-- A consumer's partition the core refused carries no offsets (high watermark, last stable offset and log start
-  offset -1), as Kafka's failed log read; a follower's keeps the leader's, which insync's fetcher reads on
-  OFFSET_OUT_OF_RANGE. Partitions refused here (unknown topic id, authorization) are Kafka's
-  `FetchResponse.partitionResponse(error)`.
-- Given the broker's image, a partition refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names the
-  current leader and the response lists its endpoint, from v16 as in Kafka's KafkaApis (KIP-951).
-- A request-level error from the core (replication's top-level `error`) is the top-level error code from v7;
-  older versions carry it on every requested partition.
-- A response whose partitions all succeeded without a diverging epoch (nearly every fetch of the hot path) is
-  written by `insync.protocol.fetch_response` without kio's entities; the same bytes, about a fifth of a leader's
-  time cheaper at one record per request.
-
-Client side (a follower's fetcher): `encode_request` and `decode_response` are the same mapping reversed; the
-version followers send (v15) is written by `insync.protocol.fetch_request` without kio's entities.
+Server side: `decode_request` gives replication's full `FetchRequest`. A replica id >= 0 is a follower's fetch,
+passed to replication with its broker epoch (v15+, KIP-903); any other is a consumer's, projected onto
+`ConsumerFetchRequest` (from v11 a follower may answer it, KIP-392). Kafka's rules applied here:
+- An unknown topic id (v13+) is UNKNOWN_TOPIC_ID without the core; responses name topics as the request did.
+- Incremental fetch sessions (KIP-227) are declined: session id 0, so clients keep sending full fetches; a
+  request continuing a session gets FETCH_SESSION_ID_NOT_FOUND.
+- `last_stable_offset` is the high watermark (no transactions); aborted transactions are null unless a consumer
+  asked for READ_COMMITTED (then empty). A consumer's refused partition carries offsets -1; a follower's keeps
+  the leader's, which the fetcher reads on OFFSET_OUT_OF_RANGE. From v16 NOT_LEADER_OR_FOLLOWER and
+  FENCED_LEADER_EPOCH name the current leader and its endpoint (KIP-951); a request-level error is top-level
+  from v7. Plain successes are written by `protocol.fetch_response`; followers send v15 (`protocol.fetch_request`).
 """
 
 from __future__ import annotations

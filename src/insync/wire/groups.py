@@ -3,15 +3,12 @@ SyncGroup (v0-v5), Heartbeat (v0-v4), LeaveGroup (v0-v5), OffsetCommit (v2-v9), 
 ListGroups (v0-v5), DescribeGroups (v0-v5), DeleteGroups (v0-v2), OffsetDelete (v0).
 
 Version differences handled here, as Kafka's clients expect them:
-- FindCoordinator v0-v3 ask for one key, v4+ for a list (`coordinator_keys`); key type 0 is a group. insync has
-  no transactions (key type 1) or share groups (2): those keys get INVALID_REQUEST, naming why.
-- JoinGroup v0 has no rebalance timeout (the session timeout serves, as in Kafka); from v4 a first join is
-  answered MEMBER_ID_REQUIRED with the id to rejoin with (REFERENCE 13).
-- LeaveGroup v0-v2 name one member by `member_id`; v3+ list members with per-member errors.
-- OffsetCommit's leader epoch comes from v6 (-1 before, as Kafka reads it); OffsetFetch v8+ asks for several groups
-  at once, earlier versions for one with partition-level errors only (v1) or a group error too (v2+).
-- OffsetDelete with a group error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, NOT_COORDINATOR, ...) answers no topics,
-  as Kafka's OffsetDeleteRequest.getErrorResponse does.
+- FindCoordinator v0-v3 ask for one key, v4+ for a list; key type 0 is a group. insync has no transactions
+  (key type 1) or share groups (2): those keys get INVALID_REQUEST, naming why.
+- JoinGroup v0 has no rebalance timeout (the session timeout serves); from v4 a first join is answered
+  MEMBER_ID_REQUIRED with the id to rejoin with (REFERENCE 13). LeaveGroup v3+ lists members with their errors.
+- OffsetCommit's leader epoch comes from v6 (-1 before); OffsetFetch v8+ asks for several groups at once,
+  earlier versions for one. OffsetDelete with a group error answers no topics, as Kafka's getErrorResponse does.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
-"""Metadata (v0-v13) and DescribeCluster (v0-v2), answered from a `MetadataImage`.
+"""Metadata (v0-v13) and DescribeCluster (v0-v2), answered from a `MetadataImage`, as KRaft brokers do.
 
-Both describe the cluster as this broker's image has it, the way KRaft brokers do:
-- Brokers: the registered, unfenced ones (a fenced broker cannot serve; DescribeCluster v2 lists fenced ones
-  on request, flagged).
-- Controller id: clients send admin requests (CreateTopics, DeleteTopics, DescribeConfigs, ...) to "the
-  controller", which must be a broker they can reach, and every broker forwards what needs the controller. KRaft
-  brokers name a random live broker; insync names the answering broker itself, the one broker the client has
-  just reached. (Naming the lowest live id sent admin requests to a broker killed moments ago and not yet
-  fenced: librdkafka waited out its request timeout, 15 s for `insync topics describe`, measured.)
-- Partitions: leader and `leader_epoch` (>= 0, so clients check epochs and call OffsetForLeaderEpoch),
-  replicas, ISR, and offline replicas (on brokers fenced or gone). A partition without a leader, or whose leader
-  is fenced in this image (so not among the brokers listed), carries LEADER_NOT_AVAILABLE and leader -1.
-- Topics: all topics (v0: an empty list; v1+: null), or the ones asked for by name or, from v10, by id
-  (UNKNOWN_TOPIC_ID when unknown). Topic ids are the controller's, identical on every broker.
+- Brokers: the registered, unfenced ones (DescribeCluster v2 lists fenced ones on request, flagged).
+- Controller id: clients send admin requests to "the controller", which every broker forwards. insync names the
+  answering broker itself, the one broker the client has just reached, where KRaft names a random live broker:
+  a broker killed moments ago and not yet fenced would make librdkafka wait out its request timeout.
+- Partitions: leader and `leader_epoch` (>= 0, so clients check epochs), replicas, ISR, offline replicas. A
+  partition without a leader, or whose leader is fenced in this image, carries LEADER_NOT_AVAILABLE, leader -1.
+- Topics: all (v0: an empty list; v1+: null), or those asked by name or, from v10, by id (UNKNOWN_TOPIC_ID).
 - Unknown names (Kafka's `KafkaApis.getTopicMetadata`): an illegal name is INVALID_TOPIC_EXCEPTION; a legal one
-  is LEADER_NOT_AVAILABLE when the request allows auto-creation (`allow_auto_topic_creation`, true before v4)
-  and the broker's `auto.create.topics.enable` is on, UNKNOWN_TOPIC_OR_PARTITION otherwise. Sending the
-  CreateTopics of `topics_to_create` to the controller is the handler's business; clients retry the metadata
-  until the new topic's leaders are in the image. (Kafka answers a name whose creation is still in flight
-  UNKNOWN_TOPIC_OR_PARTITION, an artefact of its in-flight set; insync answers LEADER_NOT_AVAILABLE throughout.)
+  is LEADER_NOT_AVAILABLE when auto-creation is allowed by the request and `auto.create.topics.enable`, else
+  UNKNOWN_TOPIC_OR_PARTITION; the handler sends `topics_to_create` to the controller. insync answers
+  LEADER_NOT_AVAILABLE while a creation is in flight, where Kafka's in-flight set gives UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations

@@ -1,23 +1,16 @@
 """How brokers read the controller's metadata records over the Kafka protocol: a Fetch of `__cluster_metadata`.
 
-The controller's published records (`controller/propagation.py`: offsets 0, 1, 2, ... and a published
-offset) are served as partition 0 of the internal topic `__cluster_metadata` (topic id 1, KRaft's
-METADATA_TOPIC_ID), on the controller listener, with Fetch v4-v17 exactly as any partition:
-- The broker fetches from `fetch_offset` = the number of records it has applied (`BrokerMetadata
-  .applied_offset`), with `replica_id` its broker id, and `max_wait_ms` for a long poll: the controller
-  listener may hold the fetch until something is published past that offset or the wait ends.
-- The answer's records are one v2 record batch whose base offset is the first record's metadata offset and
-  whose record `i` is metadata record `base + i`; each record's value is the record's JSON (`to_dict()`,
-  decoded with `record_from_dict`), its key null. The batch is built by `protocol.records.build_batch`, CRC
-  included, so the broker checks it like any fetched batch.
-- The partition's high watermark is the controller's *published offset*: a broker whose applied offset is
-  below it fetches again at once. The log start offset is 0 (the log is never truncated; no snapshots).
+The controller's published records (`controller/propagation.py`) are served as partition 0 of
+`__cluster_metadata` (topic id 1, KRaft's METADATA_TOPIC_ID) on the controller listener, with Fetch v4-v17:
+- The broker fetches from the number of records it has applied, with `max_wait_ms` for a long poll held until
+  something is published past that offset.
+- The records are one v2 batch whose record `i` is metadata record `base + i`, its value the record's JSON, its
+  key null; built by `protocol.records.build_batch`, CRC included, so the broker checks it like any batch.
+- The high watermark is the *published offset*: a broker below it fetches again at once. The log start is 0.
   A fetch offset above the published offset (a restarted controller that lost an unpublished tail) gets no
   records and the published offset, which the broker must trust (see `MetadataLog.records_since`).
 - Other topics on the controller listener: UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id).
-
-Server side: `decode_fetch`, `metadata_fetch_request`, `encode_fetch_response`. Broker side: `fetch_request`,
-`update_from_fetch`. Records <-> bytes: `encode_records`, `decode_records`.
+Server side: `decode_fetch`, `encode_fetch_response`; broker side: `fetch_request`, `update_from_fetch`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """CreateTopics (v2-v7), DeleteTopics (v1-v6), CreatePartitions (v0-v3), one controller call per topic; and
 ElectLeaders (v0-v2), one call for all its partitions.
 
-CreateTopics: -1 partitions or replication factor mean the broker's defaults (`num.partitions`,
-`default.replication.factor`); manual replica assignments need both at -1 (INVALID_REQUEST otherwise, Kafka's
-words) and the controller checks them. The translator refuses by itself a topic listed twice (INVALID_REQUEST, as
-Kafka) and null config values (INVALID_REQUEST). From v5 a created topic's answer carries
-its partition count, replication factor and resulting configs (an empty list for a refused topic, Kafka's
-default); from v7 its topic id.
-
-DeleteTopics: v6 names topics by name or by id; an id the image does not know is UNKNOWN_TOPIC_ID, a topic
-listed twice INVALID_REQUEST. The answer gives each topic's name (and id from v6) and error (message v5+).
-
-CreatePartitions: each topic grows to `count` partitions, on the replica assignments given (the controller checks
-them as Kafka does) or placed by the controller; a topic listed twice is INVALID_REQUEST.
-
-ElectLeaders: preferred elections (v0 has no type; PREFERRED from v1) of the named partitions, or of every
-partition when none are named (answering only the partitions that moved, as KRaft does); UNCLEAN elections of
-the named offline partitions (or every offline one), by the unclean recovery rule (`controller.unclean_recovery`).
-
-Topic-level refusals are `Rejected` entries with partition -1.
+CreateTopics: -1 partitions or replication factor mean the broker's defaults; manual replica assignments need
+both at -1 (INVALID_REQUEST otherwise) and the controller checks them. A topic listed twice and null config
+values are INVALID_REQUEST. From v5 a created topic's answer carries its partition count, replication factor
+and configs (an empty list for a refused topic), from v7 its topic id. DeleteTopics: v6 names topics by name or
+id; an unknown id is UNKNOWN_TOPIC_ID, a topic listed twice INVALID_REQUEST. CreatePartitions: each topic grows
+to `count` partitions, on the assignments given or placed by the controller; a topic listed twice is
+INVALID_REQUEST. ElectLeaders: preferred elections (v0 has no type) of the named partitions or, when none are
+named, of every partition (answering only those that moved, as KRaft does); UNCLEAN elections of the named or
+every offline partition, by `controller.unclean_recovery`'s rule. Topic-level refusals are `Rejected` entries
+with partition -1.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """ApiVersions: what each listener implements, and the ApiVersions response in every version.
 
-The tables list exactly the APIs this package translates (REFERENCE 13: clients act on what is advertised;
-librdkafka would call GetTelemetrySubscriptions, kafka-python infers a broker version from the table). Floors
-are Kafka 4.0's (it removed older versions; kio 0.6.5 has none below them either). Ceilings are the highest
-versions kio knows and the translators handle, with two deliberate exceptions: Fetch stops at 17 (v18 adds a
-follower high watermark for tiered storage) and InitProducerId at 5 (v6 is two-phase commit).
-
-The broker listener serves clients and follower fetches; the controller listener serves what brokers send the
-controller: registration, heartbeats, AlterPartition, the metadata log as a Fetch of `__cluster_metadata`
-(`metadata_log.py`), and CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, (Incremental)AlterConfigs,
-Alter/ListPartitionReassignments and Create/DeleteAcls that brokers forward.
-
-From v3 the response also carries feature flags (KIP-584): the one insync implements,
-`eligible.leader.replicas.version` (supported 0-1), and the finalized levels of the metadata image with its
-offset as their epoch, as KRaft brokers answer. Features insync does not implement (transaction.version,
-group.version, share.version) are not advertised: clients would use the APIs they stand for. Nor is
-`metadata.version`: Kafka's clients and tools need none (kafka-features lists what is advertised), and insync's
-metadata log is not KRaft's.
-
-An ApiVersions request with a version above the table gets error 35 (UNSUPPORTED_VERSION) in a v0 body that
-lists ApiVersions' own range alone (Kafka's `ApiVersionsRequest.getErrorResponse`, KIP-511), so the client retries
-with a version it can pick; the response header is always v0
-(`protocol.codec`). A request of another API or version outside the table (DescribeQuorum, the transactions' and
-share groups' APIs) gets error 35 in that API's own response (`unsupported_api_response`).
+The tables list exactly the APIs this package translates, since clients act on what is advertised (REFERENCE
+13). Floors are Kafka 4.0's; ceilings the highest versions kio knows and the translators handle, except Fetch at
+17 (v18 is for tiered storage) and InitProducerId at 5 (v6 is two-phase commit). The broker listener serves
+clients and follower fetches; the controller listener what brokers send the controller (`metadata_log.py`
+among it) and the admin requests they forward. From v3 the response carries feature flags (KIP-584):
+`eligible.leader.replicas.version` (0-1) and the metadata image's finalized levels, as KRaft brokers answer;
+features insync does not implement are not advertised, since clients would use their APIs, nor is
+`metadata.version` (insync's metadata log is not KRaft's). An ApiVersions request above the table gets error 35
+in a v0 body listing ApiVersions' own range (KIP-511), so the client retries with a version it can pick; another
+API or version outside the table gets error 35 in that API's own response (`unsupported_api_response`).
 """
 
 from __future__ import annotations

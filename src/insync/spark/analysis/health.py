@@ -1,39 +1,16 @@
 """The replication-health analysis: from the normalised event table to the tables an operator reads after an alert
 storm. Every step is a DataFrame transformation; only small aggregates ever reach the driver.
-
-- `isr_changes`: each partition's ISR as a sequence (shrink, expand, Kafka's `ISR updated to` commit line, and the
-  ISR a new leader starts with), ordered by time. An ISR change is a step of that sequence whose members differ
-  from the step before (a step restating the previous ISR is no change: Kafka 2.x's commit line after its shrink
-  line, or one change read from both a broker's events.jsonl and its server.log). Removed and added replicas
-  are measured against the ISR the event states it had before, else the previous step's; removed replicas keep
-  the details their log gave (insync's `reason`).
-- `intervals`: one mechanism for the three kinds. Each source of evidence becomes a (partition, kind, time, state)
-  row, and an interval is a maximal run of `true` states. Under-replicated: insync's explicit start/end events,
-  and every ISR step whose ISR is smaller than the replica set (when events name it) or else than the largest
-  ISR seen for the partition. Under min ISR: insync's events, Kafka 3.5+'s `(under-min-isr)` marks, min-ISR
-  rejections, and the ISR size against the `min.insync.replicas` a rejection revealed. Offline: insync's
-  `partition_offline`/`partition_online`, and leader changes (to no leader, or to a leader). Shutdown is not an
-  outage: an interval still open when the logs end is cut by the end of a broker's log (a clean stop, a
-  controlled shutdown, `cluster down`), not closed by evidence, so it ends at the last event of the log that last
-  stated it and is marked `open_ended` ("open at end of log"); so does an interval whose evidence a Kafka broker's
-  shutdown lines cut (`broker_shutdown`: the broker that last stated it shut down before anything closed it, in
-  any version's wording), which ends at that shutdown; an interval that began while its partition was
-  going through a controlled shutdown is marked `shutdown`: from a leadership move with reason `shutdown` until
-  the partition's next other leader change or its next full ISR (the second broker of a cluster going down takes
-  the partition under min ISR with no leader change of its own). The summary and the report count neither as
-  under-replicated, under-min-ISR or offline time.
-- `removals`: one row per replica removed from an ISR, with how long it stayed out (until the next ISR change
-  that adds it back to that partition). A flapping episode is a removal re-added within the flap window.
-- `episodes`: removals grouped in time (a gap of more than EPISODE_GAP_S seconds starts a new time group; time is
-  bucketed by second so that the only global sort is over seconds, not rows), then split by cause and by the
-  broker at fault (`blame`): `failed` (the replica had marked the partition failed), `leader` (the removed
-  followers' fetches were pending at the leader, insync's evidence since events version 2; for logs without it,
-  every follower of one leader's partitions removed while staying in sync with other leaders: the slow leader of
-  KIP-501), `follower` (one broker removed from at least FOLLOWER_PARTITIONS_MIN partitions); what no broker is
-  blamed for is one episode per time group, `burst` (every removed replica back within BURST_OUT_MS_MAX and none
-  stuck: seed 001), then insync's own reasons (`stuck` or `slow`, the more frequent), else `unknown`. A removed
-  replica never added back was out until the end of the log that logged its removal, as an interval open at the
-  end of the log.
+- `isr_changes`: each partition's ISR as a time-ordered sequence; a change is a step whose members differ from
+  the step before (one change read from two sources, or Kafka 2.x's commit line after its shrink, is not two).
+- `intervals`: under-replicated, under min ISR and offline, one mechanism: each piece of evidence is a
+  (partition, kind, time, state) row, an interval a maximal run of `true`. Shutdown is not an outage: an interval
+  cut by the end of a broker's log or by a Kafka broker's shutdown lines is `open_ended` or `broker_shutdown`,
+  one begun during a controlled shutdown `shutdown`, and none of them counts as outage time.
+- `removals`: one row per replica removed from an ISR, with how long it stayed out; a flapping episode is a
+  removal re-added within the flap window.
+- `episodes`: removals grouped in time (EPISODE_GAP_S), then by cause and the broker at fault: `failed`,
+  `leader` (fetches pending at the leader, or every follower of one leader removed: KIP-501's slow leader),
+  `follower`; the rest is one episode per group: `burst` (seed 001), insync's `stuck` or `slow`, or `unknown`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ read and parsed once, into events and malformed lines together, and everything a
 `out_dir`: `events/`, `malformed/`, `isr_changes/`, `intervals/`, `flapping_episodes/`, `episodes/`,
 `per_broker/`, `data_at_risk/` (parquet; the event files also hold two always-null columns, `reason` and `text`, see
 `_write_parsed`), `summary.json` (exactly SUMMARY_KEYS) and `report.html`. The summary's interval counts are
-outages only: intervals open at the end of the log or begun by a controlled shutdown are counted apart. Measured on 1M events, caching a
+outages only: intervals open at the end of the log or begun by a controlled shutdown are counted apart. Caching a
 window's result costs more than recomputing it, while caching the removals (read three times) pays.
 """
 

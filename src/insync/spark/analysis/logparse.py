@@ -1,26 +1,16 @@
 """Reading insync `events.jsonl` and Kafka `server.log` / `state-change.log` / `controller.log` files into one
 event table, with the malformed lines aside.
 
-Everything is DataFrame expressions (no Python UDFs), so parsing scales with the cluster:
-- `read_lines` reads text files and numbers their lines. Spark gives no line numbers, so each row takes
-  `monotonically_increasing_id()` (consecutive within a file split), and a small aggregate per split adds the
-  number of lines in the earlier splits of the same file.
-- insync lines are parsed with `from_json` against a schema derived from `events.EVENT_FIELDS`, and validated
-  the way `events.Event` validates (version, required fields per type).
-- Kafka lines are matched against the wordings of REFERENCE 10 and of every version from 0.10 to 4.x, listed in
-  KINDS (tests/spark/fixtures/kafka-logs holds real lines of each version family with their truth). A cheap test
-  (prefix or substring) says what a line announces; one `regexp_replace` of its full pattern with a template then
-  both validates it and rearranges the captured groups into fixed SLOTS, split once, so each line costs a few
-  regular expressions rather than one per field. The log4j timestamp has no zone: it is read in
-  `log_timezone` (UTC unless told) and stored as a UTC instant. The min-ISR rejection is usually the exception
-  line after `Error processing append operation`, without a log4j prefix: it takes the timestamp and broker of
-  that preceding line. A line without a broker id takes the broker most lines of its file name.
-A line is malformed when it cannot be what it claims: an insync line that is not a valid event, a Kafka line
-with a broken log4j prefix, or a Kafka line with one of the parsed phrases in an unrecognised shape. Well-formed
-Kafka lines about other things are ignored: kept as rows with the reason IGNORED (and no text), so they are
-counted, not malformed. Stack-trace lines and other programs' output are not log lines at all and are dropped.
-
-Every event row has EVENT_COLUMNS; ISR lists are sorted (Kafka prints them unsorted).
+Everything is DataFrame expressions (no Python UDFs), so parsing scales with the cluster. `read_lines` numbers
+lines from `monotonically_increasing_id()` plus a per-split count, since Spark gives no line numbers. insync
+lines are parsed with `from_json` against a schema from `events.EVENT_FIELDS` and validated as `events.Event`
+does. Kafka lines are matched against the wordings of every version from 0.10 to 4.x (KINDS; REFERENCE 10): a
+cheap test says what a line announces, then one `regexp_replace` of its full pattern both validates it and
+rearranges the captured groups into fixed SLOTS, so a line costs a few regular expressions, not one per field.
+log4j timestamps are read in `log_timezone` (UTC unless told). A line is malformed when it cannot be what it
+claims; well-formed Kafka lines about other things are kept with the reason IGNORED, so they are counted, and
+stack-trace lines and other programs' output are dropped. Every event row has EVENT_COLUMNS; ISR lists are
+sorted (Kafka prints them unsorted).
 """
 
 from __future__ import annotations
@@ -145,7 +135,6 @@ _JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_re
 # from_json's cost grows with its schema: Spark builds and checks every field of it for each line. So every line is
 # parsed for the fields the analysis reads and those its frequent types require; the fields only rarer types require
 # (broker registration, truncation, denials...) are parsed again from those lines alone, to check they are there.
-# 8M events.jsonl lines through `parse_insync`: 19.5-20.8 s with every field of EVENT_FIELDS, 19.0-19.1 s so.
 _BASE_FIELDS: dict[str, T.DataType] = {"v": T.LongType(), "ts_ms": T.LongType(), "broker": T.LongType(),
                                        "type": T.StringType(), "topic": T.StringType(), "partition": T.LongType(),
                                        "replicas": INT_LIST}

@@ -1,20 +1,15 @@
 """Exactly-once alerts across restarts: the two logs an alert is written to, and what each holds already.
 
-Spark replays a micro-batch that was not committed (the monitor stopped, crashed or failed after its sink wrote)
-with the same batch id, from the same offsets and the same state, so it yields the same alerts. Every alert record
-carries the monitor's id (`monitor_id`, made once per checkpoint directory) and its batch id. On the sink's first
-micro-batch after a (re)start, each log recovers from its own records the last batch of this monitor it holds and
-which alerts of that batch it holds (`Written`); a replayed batch then writes to that log only what it lacks:
-nothing when the whole batch made it, the rest when the stop came in the middle of it. The logs' own records are
-the marker, so there is no window between writing an alert and remembering that it was written.
-
-An alert is identified by `(kind, topic, partition, since_ms)`: the rules alert each episode once.
-
-The logs: `__insync_alerts` (`AlertTopic`, written with the `insync` sink, acks=all; recovered from the last
-TOPIC_TAIL_RECORDS records of each partition, so another monitor writing more than that many alerts to the topic
-between this one's stop and its restart would hide this one's last batch) and the local JSONL file
-(`AlertFile`; recovered from its last FILE_TAIL_BYTES; a last line cut short by a crash is removed, and the
-replay writes that alert again whole).
+Spark replays a micro-batch that was not committed with the same batch id, offsets and state, so it yields the
+same alerts. Every alert record carries the monitor's id (`monitor_id`, one per checkpoint directory) and its
+batch id. On the sink's first micro-batch after a (re)start, each log recovers from its own records which alerts
+of this monitor's last batch it holds (`Written`), and a replayed batch writes to it only what it lacks. The
+logs' own records are the marker, so there is no window between writing an alert and remembering that it was
+written. An alert is identified by `(kind, topic, partition, since_ms)`: the rules alert each episode once.
+The logs: `__insync_alerts` (`AlertTopic`, acks=all; recovered from the last TOPIC_TAIL_RECORDS records of each
+partition, so another monitor writing more than that many alerts between this one's stop and restart would hide
+its last batch) and the local JSONL file (`AlertFile`; recovered from its last FILE_TAIL_BYTES; a line cut short
+by a crash is removed, and the replay writes that alert again whole).
 """
 
 from __future__ import annotations
@@ -142,8 +137,8 @@ class AlertTopic:
 
     def warm(self) -> None:
         """Write nothing, once, before the first alert: a session's first write through the sink starts its Python
-        planner and worker and imports the sink's modules (5.1-5.5 s measured at load average 4; the writes after
-        it 0.2 s), and that time should not be the first alert's."""
+        planner and worker and imports the sink's modules (seconds, where the writes after it take a fraction of
+        one), and that time should not be the first alert's."""
         self._write([])
 
     def append(self, alerts: Sequence[Alert]) -> None:

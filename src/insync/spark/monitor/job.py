@@ -1,23 +1,15 @@
 """`insync monitor`: a Spark Structured Streaming query over `__insync_events`, alerts to `__insync_alerts`.
 
-The query reads the topic with `format("insync")` on the driver (`reader=driver`: `source.driver_reader`), takes
-each record's event time (`ts_ms`) as its event time with a watermark of no delay (`now` for the rules is the
-latest event time the stream has seen: every node sends a heartbeat record every half second, so it follows the
-cluster's clock and stops when the cluster does),
-groups by topic and partition and folds each partition's events into its state with `applyInPandasWithState`
-(`rules.step`; a processing-time timeout brings a partition with an open episode back every second even when no
-event about it arrives). Each micro-batch (1 s trigger) yields the partition's alerts and its status line;
-`foreachBatch` writes the alerts to `__insync_alerts` with the `insync` sink (and to a local JSONL file if asked)
-and hands alerts and statuses to the caller's view.
-
-Restarts: the query's checkpoint holds the offsets read and every partition's state (with the episodes already
-alerted), so a restarted monitor goes on where it was. Alerts are written exactly once across restarts: a
-micro-batch Spark replays after a stop between writing its alerts and committing it writes to each log only the
-alerts that log lacks (`alert_log`, from the logs' own records).
-
-Each alert record: key `topic-partition`, value JSON `{"v": 1, "kind", "topic", "partition", "since_ms",
-"due_ms", "emitted_ms", "cause", "evidence", "monitor", "batch"}`; `emitted_ms - due_ms` is the delay from the
-condition to its alert; `monitor` and `batch` say which monitor wrote it in which micro-batch.
+The query reads the topic with `format("insync")` on the driver (`source.driver_reader`), with each record's
+`ts_ms` as event time and a watermark of no delay (every node sends a heartbeat record every half second, so
+`now` follows the cluster's clock and stops when the cluster does), and folds each partition's events into its
+state with `applyInPandasWithState` (`rules.step`; a processing-time timeout brings a partition with an open
+episode back every second). Each micro-batch (1 s trigger) yields alerts and status lines; `foreachBatch` writes
+the alerts to `__insync_alerts` (and a local JSONL file if asked) and hands both to the caller's view. The
+checkpoint holds the offsets and every partition's state, so a restarted monitor goes on where it was, and
+`alert_log` writes alerts exactly once across restarts. An alert record has key `topic-partition` and value JSON
+`{"v": 1, "kind", "topic", "partition", "since_ms", "due_ms", "emitted_ms", "cause", "evidence", "monitor",
+"batch"}`; `emitted_ms - due_ms` is the delay from the condition to its alert.
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """What `insync monitor` concludes about one partition from its events: the per-partition state and its alerts.
 
-Pure: `step(state, events, now_ms, thresholds)` folds one micro-batch's events of one partition (in time order)
-into its state and returns the alerts due, the partition's status line and when to look again. The Spark job
-(`spark.monitor.job`) keeps the state per partition with `applyInPandasWithState`; the unit tests drive `step`
-directly.
-
-Time is event time: `now_ms` is the stream's watermark (the latest event time seen, every node's heartbeats
-included), never the monitor's clock. A condition alerts when it has lasted its threshold in event time, so a
-cluster that stops (`insync cluster down`) stops its clock with it: shutdown is not an outage.
-
-Alerts (`kind`), each once per episode (the state remembers which it sent, so a restarted monitor does not repeat
-them), with the evidence that raised them:
-- `leader_side`: the leader removed every follower of the partition within LEADER_SIDE_WINDOW_MS (seed 000's
-  symptom: its own reads were slow, the followers were fetching), or removed followers whose fetches it was
-  still serving (`fetch_pending` or `pending_since_ms` on a removed replica). At once.
-- `under_replicated`: the ISR is short of the replicas for `urp_ms`; the cause says who left and why
-  (`stuck`/`slow` from the leader's own shrink, a failed partition, or a replica the controller took out).
-- `flapping`: `flap_count` ISR shrinks within `flap_window_ms`. At once.
-- `under_min_isr`: under min ISR for `min_isr_ms` (acks=all produce refused; the refusals are counted).
-- `offline`: no leader for `offline_ms`.
-- `data_at_risk`: an unclean election or recovery (at once, with the offsets given up), or an ISR of the leader
-  alone for `risk_ms` while not under min ISR (acks=all writes acknowledged by one copy).
-Internal topics raise only `under_min_isr`, `offline` and `data_at_risk`. Episodes that follow a controlled shutdown of the partition's leader (leader_change reason `shutdown`) are
-reported as such in the status and never alerted.
+Pure: `step(state, events, now_ms, thresholds)` folds one micro-batch's events of one partition into its state
+and returns the alerts due, its status line and when to look again. Time is event time: `now_ms` is the
+stream's watermark (heartbeats included), so a cluster that stops stops its clock too: shutdown is not an outage.
+Alerts, each once per episode (the state remembers which it sent), with their evidence:
+- `leader_side`: the leader removed every follower within LEADER_SIDE_WINDOW_MS (seed 000), or removed
+  followers whose fetches it was still serving. At once.
+- `under_replicated` for `urp_ms`, with who left and why; `flapping`: `flap_count` shrinks in `flap_window_ms`;
+- `under_min_isr` for `min_isr_ms`; `offline` for `offline_ms`;
+- `data_at_risk`: an unclean election or recovery (at once), or an ISR of the leader alone for `risk_ms`.
+Internal topics raise only `under_min_isr`, `offline` and `data_at_risk`. Episodes that follow a controlled
+shutdown of the partition's leader are reported in the status and never alerted.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
 """Spark reading a topic through `format("insync")` beside Spark reading the same records from parquet.
 
-`run` fills a topic with `records` records of `size` random bytes over `partitions` partitions, copies the topic to
-a local parquet file through the data source itself (so both sides hold the very same rows, schema included), reads
-each twice untimed (the JVM's JIT), then times, in alternating rounds, a batch read of each into Spark's `noop`
-sink: every column is materialised and nothing is written. Each round starts with the next reader in turn: the
-JVM goes on compiling in the background what the previous read made hot (measured: up to 0.6 s of compiler-thread
-CPU per read over the first twenty rounds), and on two cores that work slows whichever read comes next, so a
-fixed order would charge it to the same reader every round. A third reader, `format("insync-floor")`, is a Python
-data source that only yields ready-made Arrow batches: what Spark itself costs for any Python source. Each round
-times the readers in turn; the result has the best and the median round of each (rows/s, MB/s of record values), the
-ratio insync / parquet for both (the target is >= 0.5), and the floor's ratio to parquet: the most any Python source
-can reach. A fourth, `format("insync-ceiling")`, is the floor that also receives, over loopback TCP, as many bytes
-as the topic's records take on the wire, from a process that only sends them from memory (`ByteSender`): the most
-any Kafka-protocol source can reach here, whatever its broker and decoder, since the bytes must cross a socket. The
-three Python readers run in the same reused Python workers, so the floor and the ceiling also get the heap freeze
-the insync source's first task makes (`worker_gc`).
-
-The last record of each partition is produced on its own, in a one-record batch: some Kafka-compatible brokers
-(Tansu) answer ListOffsets(latest) with the base offset of the newest batch + 1, which is the high watermark
-only when that batch holds one record.
+`run` fills a topic, copies it to a local parquet file through the data source itself (so both sides hold the
+very same rows), reads each twice untimed (the JVM's JIT), then times batch reads into Spark's `noop` sink
+(every column materialised, nothing written). Each round starts with the next reader in turn: the JVM goes on
+compiling in the background what the previous read made hot, and on few cores that slows whichever read comes
+next, so a fixed order would charge it to the same reader every round. `format("insync-floor")` only yields
+ready-made Arrow batches: what Spark itself costs any Python source. `format("insync-ceiling")` also receives,
+over loopback TCP, as many bytes as the records take on the wire: the most any Kafka-protocol source can reach
+here. The result has the best and median round of each, and the ratio insync / parquet (the target is >= 0.5).
+The last record of each partition is produced in a one-record batch: some brokers (Tansu) answer
+ListOffsets(latest) with the newest batch's base offset + 1, the high watermark only for a one-record batch.
 """
 
 from __future__ import annotations

@@ -2,20 +2,12 @@
 
 Spark's Kafka source takes the Java client's settings; the driver's metadata client and the sink's producer are
 librdkafka, and the tasks' reader is insync's own (`fetch_client`). `librdkafka_names` turns the Java settings
-into librdkafka's, so one set of options serves all three:
-
-    kafka.security.protocol=SASL_SSL                   security.protocol (same name)
-    kafka.sasl.mechanism=SCRAM-SHA-512                  sasl.mechanism (same name)
-    kafka.sasl.jaas.config=...ScramLoginModule required username="u" password="p";
-                                                        sasl.username, sasl.password
-    kafka.ssl.truststore.location=ca.pem (type PEM)     ssl.ca.location
-    kafka.ssl.truststore.certificates=<PEM>             ssl.ca.pem
-    kafka.ssl.keystore.location=node.pem (type PEM)     ssl.certificate.location and ssl.key.location
-    kafka.ssl.endpoint.identification.algorithm=        ssl.endpoint.identification.algorithm=none
-
-librdkafka's own names (`kafka.sasl.username`, `kafka.ssl.ca.location`, ...) are accepted as they are. Only
-PEM stores (as the broker's), and the mechanisms insync speaks (PLAIN, SCRAM-SHA-256/512), are accepted: anything
-else is refused when the query is defined, naming the option. `ReaderSecurity` is what the reader needs: a TLS
+into librdkafka's, so one set of options serves all three: `security.protocol` and `sasl.mechanism` keep their
+names, `sasl.jaas.config` gives `sasl.username` and `sasl.password`, PEM truststores and keystores give
+`ssl.ca.location`/`ssl.ca.pem` and `ssl.certificate.location`/`ssl.key.location`, and an empty
+`ssl.endpoint.identification.algorithm` is `none`. librdkafka's own names are accepted as they are. Only PEM
+stores (as the broker's) and the mechanisms insync speaks (PLAIN, SCRAM-SHA-256/512) are accepted: anything else
+is refused when the query is defined, naming the option. `ReaderSecurity` is what the reader needs: a TLS
 context, checking the broker's certificate and host name unless told not to, and the SASL credentials.
 """
 

@@ -1,38 +1,16 @@
 """`format("insync")`: Kafka topics as a Spark source and sink, built on `pyspark.sql.datasource` (Spark 4.2+).
 
-Register it once per session, then use it as Spark's Kafka source:
-
-    from insync.spark.source.datasource import InsyncDataSource
-    spark.dataSource.register(InsyncDataSource)
-    df = (spark.read.format("insync").option("kafka.bootstrap.servers", "127.0.0.1:9092")
-          .option("subscribe", "events").load())
-
-Options, schema and offsets JSON are those of Spark's Kafka source. Offsets are
-`{"topic": {"partition": next_offset}}` with topics and partitions in sorted order, so equal positions are equal
-JSON strings (Spark compares them that way to see whether anything is new). Planning runs on the driver
-(`plan_batch`, `InsyncStreamReader`); each Spark task reads one `OffsetRange` through `kafka_io.RangeFetch`,
-from the partition's leader, up to the high watermark the driver saw: committed data only. A leader that does not
-answer the driver's ListOffsets within `kafka.socket.timeout.ms` holds up only its own partitions: they stay where
-they were for that micro-batch and are read in a later one (`planning.Unanswered`, which logs the skips). A
-stream with `.option("reader", "driver")` is read on the driver instead (`driver_reader`): each micro-batch holds
-what the driver could read of each partition within half a second, so a leader that stops after a batch was
-planned cannot hold that batch up (the tasks reader's range must be read whole).
-
-Data loss (offsets behind the log start, or a log end that went back below offsets already planned or read)
-fails the query under `failOnDataLoss=true` (the default) with the topic, partition and offsets in the message;
-under false it is logged with a count of what was skipped, and reading goes on from what still exists.
-
-The sink (`df.write.format("insync")`, `writeStream`) takes a `value` column and optional `key`, `topic`,
-`partition` and `headers` (the `topic` option overrides the column) and produces with acks=all and the
-idempotent producer. The streaming sink is at-least-once: a retried micro-batch is written again.
-
-Readers and input partitions hold only options and offsets (they are pickled to the workers); Kafka clients are
-opened inside each call and closed before it returns. Options prefixed `kafka.` go as they are to the driver's
-metadata client (librdkafka), except the few whose values the guarantees above depend on and those only the tasks
-use; the tasks' reader (`kafka_io.RangeFetch`) honours `kafka.bootstrap.servers`, `kafka.max.partition.fetch.bytes`,
-`kafka.fetch.wait.max.ms`, `kafka.socket.timeout.ms` and `kafka.check.crcs` (default true: each batch's CRC32C is
-verified, as Kafka's consumer does). `kafka.security.protocol`, `kafka.sasl.*` and `kafka.ssl.*` take Spark's Kafka
-source's (Java) settings or librdkafka's (`client_security`): source, tasks and sink then use TLS and SASL.
+Register it once per session (`spark.dataSource.register(InsyncDataSource)`), then use it as Spark's Kafka
+source: same options, schema and offsets JSON, `{"topic": {"partition": next_offset}}` sorted so equal positions
+are equal strings (Spark compares them so). Planning runs on the driver; each task reads one `OffsetRange` from
+the leader up to the high watermark the driver saw (committed data only). A leader that does not answer the
+driver's ListOffsets holds up only its own partitions (`planning.Unanswered`); `.option("reader", "driver")`
+reads on the driver (`driver_reader`), so a leader that stops after planning cannot hold a batch up. Data loss
+fails the query under `failOnDataLoss=true` (the default), else is logged, counted and skipped. The sink takes
+`value` and optional `key`, `topic`, `partition`, `headers`, producing with acks=all and idempotence; the
+streaming sink is at-least-once. Readers hold only options and offsets (pickled to the workers); clients are
+opened and closed inside each call. `kafka.*` options go to the driver's librdkafka client, except those the
+guarantees depend on; tasks honour the fetch and CRC ones, and `client_security` maps the security settings.
 """
 
 from __future__ import annotations

@@ -1,30 +1,16 @@
 """`.option("reader", "driver")`: a stream of the `insync` source read on the driver, for small topics that must
 keep flowing while one partition's leader does not answer (the monitor's `__insync_events`).
 
-pyspark 4's `SimpleDataSourceStreamReader`: at each trigger Spark calls `read(start)` in the driver's Python
-streaming-source process, which returns the records it read and the offsets it read up to; Spark plans the
-micro-batch from `start` to that end and hands it those records as they are (pyspark's
-`_SimpleStreamReaderWrapper` keeps them until the batch is planned). The end is what was actually read, so a
-partition whose leader does not answer within `READ_WAIT_S` stays where it is: nothing is lost or read twice,
-and it is read from there once a leader answers. The tasks reader (the default) plans ranges from ListOffsets
-and a task must then read all of its range: a range planned just before its leader stopped holds its task, and
-every micro-batch after it, until leadership moves (the broker's session timeout).
-
-Each partition has at most one fetch at a time, in a thread of its own (`_Job`), from the position it was asked
-for: `read` starts a fetch for each partition that has none running, waits at most READ_WAIT_S for them (not
-for a partition that did not answer the last time), and takes those that are done. One still running (a paused leader holds it for `kafka.socket.timeout.ms`) is
-taken by a later `read` whose position is the one it began at. A fetch is one Fetch request the broker answers at
-once (max wait 0), of at most `kafka.max.partition.fetch.bytes`, up to the high watermark (committed records
-only): the most one micro-batch reads of a partition.
-
-A partition new to the query (the topic grew) first enters the offsets at its log start, with no records, so
-every micro-batch's records are known from its start and end offsets alone. That is what a replay needs: after
-a restart Spark reads an uncommitted micro-batch again with `readBetweenOffsets(start, end)`, in a task, through
-`kafka_io.RangeFetch`, which reads exactly that range (waiting for it, as the tasks reader does).
-
-Data loss, a position behind the log start or beyond the log end (truncation), is reported as the tasks reader
-reports it (`failOnDataLoss`), and the partition goes on from its log start or high watermark. Not supported
-here: `maxOffsetsPerTrigger` and `minPartitions` (refused by `options`), and Trigger.AvailableNow.
+pyspark 4's `SimpleDataSourceStreamReader`: at each trigger `read(start)` returns the records read and the
+offsets read up to, and Spark plans the micro-batch from those. The end is what was actually read, so a
+partition whose leader does not answer within `READ_WAIT_S` stays where it is, nothing lost or read twice; the
+tasks reader instead plans ranges a task must read whole, so a silent leader holds every micro-batch until
+leadership moves. Each partition has at most one fetch at a time, in a thread of its own (`_Job`); one still
+running is taken by a later `read` from the position it began at. A fetch is one Fetch answered at once, up to
+the high watermark. A partition new to the query enters at its log start with no records, so every micro-batch
+is known from its offsets alone, which a replay (`kafka_io.RangeFetch` in a task) needs. Data loss is reported
+as the tasks reader reports it (`failOnDataLoss`). `maxOffsetsPerTrigger`, `minPartitions` and
+Trigger.AvailableNow are not supported here.
 """
 
 from __future__ import annotations

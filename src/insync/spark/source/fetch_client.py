@@ -1,22 +1,15 @@
 """A blocking Kafka client for one partition, for the Spark source's tasks: Fetch from the leader, raw records.
 
-A Spark task reads one offset range of one partition, start to end, in one thread. It needs the records as the
-broker sent them (bytes, decoded in bulk by `arrow_records`), not a client library's object per record, so it
-speaks the protocol itself: ApiVersions to agree on versions, Metadata to find the partition's leader, Fetch
-(read_uncommitted, no session) and ListOffsets (log start and high watermark, for data-loss checks). Requests
-are kio entities encoded by `protocol.codec`, like every insync client; so are the responses, except Fetch:
-`fetch_wire` reads those where they were received, and a `FetchResult`'s records are a view into the
-connection's receive buffer, which the next response overwrites (decode them before the next call).
-
-Versions: Fetch up to 12 and Metadata up to 12 (later ones name topics by id only), ListOffsets up to 7, each
-the highest the broker also supports; brokers that removed the old versions (Kafka 4) are served by the same.
-With `ReaderSecurity` (`kafka.security.protocol` SSL, SASL_PLAINTEXT or SASL_SSL) each connection starts with TLS
-and/or a SASL exchange (SaslHandshake v1, SaslAuthenticate v2 with `security.sasl_client`'s tokens); a refused
-authentication is a `FetchError` (retrying cannot fix a wrong password).
-
-Failures: a connection error or a leader-change error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, ...) drops
-the connection and looks the leader up again on the next call; the caller sees an empty, retriable answer and
-bounds its waiting by `kafkaConsumer.pollTimeoutMs`. A non-retriable error raises `FetchError`.
+A Spark task reads one offset range of one partition in one thread, and needs the records as the broker sent
+them (decoded in bulk by `arrow_records`), not a client library's object per record, so it speaks the protocol
+itself: ApiVersions, Metadata (the leader), Fetch (read_uncommitted, no session) and ListOffsets (for data-loss
+checks). Fetch responses are read where they were received (`fetch_wire`): a `FetchResult`'s records are a view
+into the receive buffer, which the next response overwrites. Versions: Fetch and Metadata up to 12 (later ones
+name topics by id only), ListOffsets up to 7, each the highest the broker also supports, which brokers without
+the old versions (Kafka 4) serve too. With `ReaderSecurity` each connection starts with TLS and/or a SASL
+exchange; a refused authentication is a `FetchError` (retrying cannot fix a wrong password). A connection or
+leader-change error drops the connection and looks the leader up again on the next call, the caller seeing an
+empty, retriable answer bounded by `kafkaConsumer.pollTimeoutMs`; a non-retriable error raises `FetchError`.
 """
 
 from __future__ import annotations

@@ -2,23 +2,15 @@
 
 pyspark's daemon runs a full `gc.collect()` after every task of a reused Python worker (`pyspark/daemon.py`,
 `spark.python.worker.reuse`, on by default). A full collection visits every container object in the process,
-and a worker that has read a topic holds about 100k of them: pyarrow, numba, kio's protocol classes and this
-package. Measured: 65-80 ms per collection; in a py-spy profile of `insync bench spark-source` the daemon's
-collections were 14% of the worker's CPU, 4.6% when frozen at the start of the first task (numba compiles
-the decoder, and pyarrow loads kernels, during that task), and none when frozen at its end.
-
-`settle_after_task` therefore runs once per process, at the end of the first task that reads or writes a
-topic or plans a query (`settles`): one collection, then `gc.freeze()` moves what survives (module state, which
-lives as long as the process) to the permanent generation, so later collections visit only what later tasks
-make. The cost: objects the first task still held when it ended are never collected if they later become cyclic
-garbage. That is one task's leftovers, once per process, so it is bounded.
-
-Planning runs in reused workers of its own (`pyspark.sql.worker.create_data_source` calls `schema()`,
-`plan_data_source_read` calls `reader()` and `partitions()`, `write_into_data_source` calls `writer()`, and
-`commit_data_source_write` calls `commit()` or `abort()`). They import the same modules, so the daemon's
-collection after each of those calls cost the same 65-80 ms, two or three times per query: the data source's
-methods that run there are wrapped in `settles`. Measured on a read of 2000 records, alternating sessions: the
-query took 0.18-0.20 s (median of 20) before and 0.13-0.16 s after.
+and a worker that has read a topic holds about 100k of them (pyarrow, numba, kio, this package), so those
+collections are a large share of the worker's CPU. `settle_after_task` therefore runs once per process, at the
+end of the first task that reads or writes a topic or plans a query (`settles`): one collection, then
+`gc.freeze()` moves what survives (module state) to the permanent generation, so later collections visit only
+what later tasks make; at the first task's end, since numba compiles and pyarrow loads kernels during it. The
+cost, bounded: what the first task still held is never collected if it later becomes cyclic garbage. Planning
+runs in reused workers of its own (`create_data_source`, `plan_data_source_read`, `write_into_data_source`,
+`commit_data_source_write`), which import the same modules, so the data source's methods run there are wrapped
+in `settles` too.
 """
 
 from __future__ import annotations
