@@ -64,10 +64,7 @@ class ConfigDef:
 
     def invalid(self, raw: object, why: str) -> ConfigError:
         """Kafka's ConfigException for this key."""
-        text = ("true" if raw else "false") if isinstance(raw, bool) else raw
-        if isinstance(text, tuple | list):
-            text = ",".join(str(item) for item in text)
-        return ConfigError(f"Invalid value {text} for configuration {self.name}: {why}")
+        return ConfigError(f"Invalid value {config_text(raw)} for configuration {self.name}: {why}")
 
     def _coerce(self, raw: object) -> object:
         if raw is None:
@@ -108,13 +105,22 @@ class ConfigDef:
         if self.type == "int" and not -(2**31) <= value <= INT_MAX:
             raise self.invalid(raw, "Not a number of type INT")
         if self.min is not None and value < self.min:
-            raise self.invalid(raw, f"Value must be at least {self._bound(self.min)}")
+            raise self.invalid(raw, f"Value must be at least {self.bound_text(self.min)}")
         if self.max is not None and value > self.max:
-            raise self.invalid(raw, f"Value must be no more than {self._bound(self.max)}")
+            raise self.invalid(raw, f"Value must be no more than {self.bound_text(self.max)}")
 
-    def _bound(self, bound: float) -> str:
+    def bound_text(self, bound: float) -> str:
         """A bound as Java prints the Number of Kafka's Range validator."""
         return str(float(bound)) if self.type == "double" else str(int(bound))
+
+
+def config_text(value: object) -> str:
+    """A config value as Kafka writes it: `true`/`false`, lists joined by commas."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return ",".join(str(item) for item in value)
+    return str(value)
 
 
 def _d(name: str, type_: ConfigType, default: object, doc: str, **kw: object) -> ConfigDef:
@@ -281,6 +287,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
 
 BROKER_CONFIGS.update({key.name: _d(key.name, key.type, key.default, key.doc,  # type: ignore[arg-type]
                                     allowed=key.allowed, min=key.min) for key in SECURITY_CONFIGS})
+
+# Keys Kafka does not have, or no longer has; every other key is Kafka's, with Kafka's meaning.
+INSYNC_KEYS: frozenset[str] = frozenset({
+    "controller.listener", "replica.lag.max.messages", "follower.fetch.pending.reads.insync.enable",
+    "isr.change.propagation.check.interval.ms", "isr.change.propagation.blackout.ms",
+    "isr.change.propagation.max.interval.ms", "metadata.store", "request.timeout.ms", "insync.events.topic.enable",
+    "insync.events.topic.replication.factor", "insync.events.topic.retention.ms", "metrics.port",
+    "fault.injection.enable", "fault.injection.power.loss.enable", "events.enable", "ssl.handshake.timeout.ms"})
+assert BROKER_CONFIGS.keys() >= INSYNC_KEYS, sorted(INSYNC_KEYS - BROKER_CONFIGS.keys())
 
 _DEFAULTS = {name: d.default for name, d in BROKER_CONFIGS.items() if d.default is not None}
 

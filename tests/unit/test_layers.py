@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("storage",),
     ("protocol",),
     # core, with Kafka's log wording (kafkalog) and the allocator tuning (malloc), which import nothing of insync
-    ("errors", "config", "config_synonyms", "security_config", "command_config", "properties", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc"),
+    ("errors", "config", "config_reference", "config_synonyms", "security_config", "command_config", "properties", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc"),
 )
 LAYER_OF = {part: depth for depth, parts in enumerate(LAYERS) for part in parts}
 # DESIGN.md 2: spark/'s data source and its log analysis share nothing.

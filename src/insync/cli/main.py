@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
-    for command in _leaves(parser):
+    for command in _commands(parser):
         options = {option for action in command._actions for option in action.option_strings}
         if options & {"--bootstrap-server", "--dir"} and "--command-config" not in options:
             command.add_argument("--command-config", metavar="FILE",
@@ -53,14 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _leaves(parser: argparse.ArgumentParser, depth: int = 0) -> list[argparse.ArgumentParser]:
-    """The parsers of every command and subcommand that has no subcommands of its own (depth bounded)."""
+def _commands(parser: argparse.ArgumentParser, depth: int = 0) -> list[argparse.ArgumentParser]:
+    """`parser` and the parsers of every command and subcommand below it (depth bounded): a command with
+    subcommands may take options of its own too (`insync configs`)."""
     assert depth < 8, "commands nest a few levels at most"
     children = [choice for action in parser._actions if isinstance(action, argparse._SubParsersAction)
                 for choice in action.choices.values()]
-    if not children:
-        return [parser]
-    return [leaf for child in dict.fromkeys(children) for leaf in _leaves(child, depth + 1)]
+    below = [command for child in dict.fromkeys(children) for command in _commands(child, depth + 1)]
+    return [parser, *below]
 
 
 def _without_kio_test_hooks() -> None:

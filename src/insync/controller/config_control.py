@@ -23,6 +23,7 @@ from insync.config import (
     NotDynamicError,
     altered_broker_configs,
     altered_topic_configs,
+    config_text,
     validate_topic_configs,
 )
 from insync.errors import KafkaException
@@ -40,15 +41,6 @@ class ConfigUpdate:
 
     def changed(self, key: str) -> bool:
         return self.before.get(key) != self.after.get(key)
-
-
-def config_text(value: object) -> str:
-    """Config values are stored as Kafka writes them: `true`/`false`, comma-joined lists."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def new_topic_config_records(name: str, configs: Mapping[str, object]) -> tuple[ConfigRecord, ...]:

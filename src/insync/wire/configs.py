@@ -32,6 +32,7 @@ from insync.config import (
     ConfigSource,
     definition_of,
 )
+from insync.config import config_text as kafka_text
 from insync.errors import KafkaError, KafkaException
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
@@ -68,14 +69,8 @@ class ConfigEntry:
 
 
 def config_text(value: object) -> str | None:
-    """A config value as Kafka prints it."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple):
-        return ",".join(str(v) for v in value)
-    return str(value)
+    """A config value as Kafka prints it; null stays null."""
+    return None if value is None else kafka_text(value)
 
 
 def topic_configs(overrides: Mapping[str, str], config: BrokerConfig) -> list[ConfigEntry]:
