@@ -1,342 +1,52 @@
-"""Broker and topic configuration with Kafka's names and defaults.
+"""A broker's configuration: loaded from `server.properties` and `--config` overrides, validated, immutable.
 
 A `server.properties` file (Java properties syntax) plus `--config key=value` overrides become one validated
-`BrokerConfig`. Every key must be defined in `BROKER_CONFIGS`; an unknown key or a value of the wrong type or out
-of range raises `ConfigError` naming the key and what is allowed. Nothing is half-applied: the whole set
-validates or nothing is returned.
-
-Topic-level overrides (`min.insync.replicas`, `retention.ms`, ...) use `TOPIC_CONFIGS` and resolve against the
-broker's defaults into a `LogConfig`, the one object the storage engine reads. Dynamic broker configs
-(IncrementalAlterConfigs on a BROKER resource) are two more layers over the static ones, as in Kafka: a
-cluster-wide default (resource name "") and a per-broker value, most specific first; only `DYNAMIC_BROKER_CONFIGS`
-may be set so. `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value
-comes from (Kafka's `ConfigSource`).
+`BrokerConfig`, checked against the key table (`config_keys`) by `config_validation`: an unknown key or a bad value
+raises `ConfigError` naming the key, and nothing is half-applied. Topic-level overrides resolve against the broker's
+defaults into a `LogConfig`, the one object the storage engine reads. Dynamic broker configs are two more layers
+over the static ones, as in Kafka: a cluster-wide default and a per-broker value, most specific first.
+`BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
+(Kafka's `ConfigSource`). The names the rest of insync imports about configuration are importable from here.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from pathlib import Path
-from typing import Literal
 
-from insync.config_synonyms import ConfigSource as ConfigSource  # where DescribeConfigs' callers look for it
-from insync.config_synonyms import config_synonyms, resolved
-from insync.properties import ConfigError as ConfigError  # defined there, below this module; raised by both
-from insync.properties import parse_overrides, parse_properties
-from insync.security_config import SECURITY_CONFIGS, listener_config_base
+from insync.config_keys import (
+    BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
+    LONG_MAX,
+    THROTTLED_REPLICAS_KEYS,
+    TOPIC_CONFIGS,
+    TOPIC_TO_BROKER,
+    config_text,
+)
+from insync.config_synonyms import ConfigSource, config_synonyms, resolved
+from insync.config_validation import (
+    ConfigChange,
+    ConfigOp,
+    NotDynamicError,
+    altered_broker_configs,
+    altered_topic_configs,
+    check_relations,
+    definition_of,
+    validate,
+    validate_dynamic,
+    validate_topic_configs,
+)
+from insync.properties import ConfigError, parse_overrides, parse_properties
 
-ConfigType = Literal["int", "long", "bool", "string", "list", "double"]
-
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
-
-
-class NotDynamicError(ConfigError):
-    """A broker config that cannot change while brokers run, or an unknown one; the message names the keys."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    name: str
-    type: ConfigType
-    default: object
-    doc: str
-    min: float | None = None
-    max: float | None = None
-    allowed: tuple[str, ...] | None = None
-    refused: tuple[tuple[str, str], ...] = ()  # (value, why): Kafka takes it, insync does not implement it
-
-    def parse(self, raw: object) -> object:
-        """Parse `raw` (a string from a file, or an already typed value) or raise ConfigError in the words of
-        Kafka's ConfigException ("Invalid value V for configuration K: why")."""
-        try:
-            value = self._coerce(raw)
-        except (TypeError, ValueError):
-            why = ("Expected value to be either true or false" if self.type == "bool"
-                   else f"Not a number of type {self.type.upper()}")
-            raise self.invalid(raw, why) from None
-        self._check_range(raw, value)
-        return value
-
-    def invalid(self, raw: object, why: str) -> ConfigError:
-        """Kafka's ConfigException for this key."""
-        return ConfigError(f"Invalid value {config_text(raw)} for configuration {self.name}: {why}")
-
-    def _coerce(self, raw: object) -> object:
-        if raw is None:
-            return None
-        text = raw.strip() if isinstance(raw, str) else raw
-        if self.type == "bool":
-            if isinstance(text, bool):
-                return text
-            if isinstance(text, str) and text.lower() in ("true", "false"):
-                return text.lower() == "true"
-            raise ValueError(text)
-        if self.type in ("int", "long"):
-            if isinstance(text, bool):
-                raise ValueError(text)
-            return int(text)  # type: ignore[call-overload]
-        if self.type == "double":
-            return float(text)  # type: ignore[arg-type]
-        if self.type == "list":
-            if isinstance(text, list | tuple):
-                return tuple(str(item) for item in text)
-            return tuple(item.strip() for item in str(text).split(",") if item.strip())
-        return str(text)
-
-    def _check_range(self, raw: object, value: object) -> None:
-        if value is None:
-            return
-        items = value if isinstance(value, tuple) else (value,)
-        for item, why in self.refused:  # Kafka's wording, with the reason insync does not apply the value
-            if item in items:
-                raise self.invalid(item, why)
-        if self.allowed is not None:
-            for item in items:
-                if str(item) not in self.allowed:
-                    raise self.invalid(item, f"String must be one of: {', '.join(self.allowed)}")
-            return
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            return
-        if self.type == "int" and not -(2**31) <= value <= INT_MAX:
-            raise self.invalid(raw, "Not a number of type INT")
-        if self.min is not None and value < self.min:
-            raise self.invalid(raw, f"Value must be at least {self.bound_text(self.min)}")
-        if self.max is not None and value > self.max:
-            raise self.invalid(raw, f"Value must be no more than {self.bound_text(self.max)}")
-
-    def bound_text(self, bound: float) -> str:
-        """A bound as Java prints the Number of Kafka's Range validator."""
-        return str(float(bound)) if self.type == "double" else str(int(bound))
-
-
-def config_text(value: object) -> str:
-    """A config value as Kafka writes it: `true`/`false`, lists joined by commas."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple | list):
-        return ",".join(str(item) for item in value)
-    return str(value)
-
-
-def _d(name: str, type_: ConfigType, default: object, doc: str, **kw: object) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, **kw)  # type: ignore[arg-type]
-
-
-# Topic-level settings: the name a topic uses, and the broker key that supplies its default.
-TOPIC_TO_BROKER: dict[str, str] = {
-    "segment.bytes": "log.segment.bytes",
-    "segment.ms": "log.roll.ms",
-    "retention.ms": "log.retention.ms",
-    "retention.bytes": "log.retention.bytes",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "max.message.bytes": "message.max.bytes",
-    "flush.messages": "log.flush.interval.messages",
-    "flush.ms": "log.flush.interval.ms",
-    "min.insync.replicas": "min.insync.replicas",
-    "unclean.leader.election.enable": "unclean.leader.election.enable",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.type": "compression.type",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms",
-}
-
-BROKER_CONFIGS: dict[str, ConfigDef] = {
-    d.name: d
-    for d in (
-        # Identity and roles
-        _d("node.id", "int", 1, "This node's id (broker.id is an alias).", min=0),
-        _d("broker.id", "int", None, "Alias of node.id, as in ZooKeeper-era Kafka.", min=0),
-        _d("process.roles", "list", ("broker", "controller"), "broker, controller, or both.",
-           allowed=("broker", "controller")),
-        _d("listeners", "list", ("PLAINTEXT://127.0.0.1:9092",), "Where clients and followers connect."),
-        _d("advertised.listeners", "list", None, "Addresses given to clients; defaults to listeners."),
-        _d("controller.listener", "string", "CONTROLLER://127.0.0.1:9093", "Where the controller listens."),
-        _d("controller.quorum.voters", "list", ("1@127.0.0.1:9093",), "id@host:port of the controller."),
-        _d("log.dirs", "list", None, "Directories holding partition logs (log.dir is the fallback)."),
-        _d("log.dir", "string", "/tmp/insync-logs", "Fallback when log.dirs is unset."),
-        # Replication and the ISR (seeds 000-004)
-        _d("leader.replication.throttled.rate", "long", LONG_MAX, "Bytes/s a leader sends, over all its "
-           "partitions, to out-of-sync replicas its topics list in leader.replication.throttled.replicas.", min=0),
-        _d("follower.replication.throttled.rate", "long", LONG_MAX, "Bytes/s a follower fetches, over all its "
-           "partitions, for replicas its topics list in follower.replication.throttled.replicas while out of sync.",
-           min=0),
-        # Kafka's throttle of replicas moving between a broker's log directories; an insync broker has one log
-        # directory, so nothing moves and the rate is only kept (kafka-reassign-partitions sets and clears it).
-        _d("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX, "Bytes/s of replicas moving "
-           "between log directories of a broker; accepted, insync brokers have one log directory.", min=0),
-        _d("replication.quota.window.num", "int", 11, "Samples a replication throttle's rate is measured over.",
-           min=1, max=1000),
-        _d("replication.quota.window.size.seconds", "int", 1, "Length of each such sample.", min=1),
-        _d("replica.lag.time.max.ms", "long", 30000, "Out of sync after this long without catching up.", min=1),
-        _d("replica.lag.max.messages", "long", 0, "Legacy count rule (0.8.2); 0 turns it off.", min=0),
-        _d("follower.fetch.pending.reads.insync.enable", "bool", False,
-           "KIP-501: a follower whose fetch is still being read counts as in sync, but only while that read is "
-           "younger than replica.lag.time.max.ms; a completed read counts as a catch-up at its completion time "
-           "only if it took at most that long. A follower cut off while a read longer than that is pending thus "
-           "leaves the ISR within 1.5 x replica.lag.time.max.ms of its last fetch (2.5 x at most otherwise)."),
-        _d("replica.fetch.wait.max.ms", "int", 500, "Longest wait of a follower fetch.", min=0),
-        _d("replica.fetch.min.bytes", "int", 1, "Bytes a follower fetch waits for.", min=1),
-        _d("replica.fetch.max.bytes", "int", 1048576, "Bytes per partition per follower fetch.", min=0),
-        _d("replica.fetch.response.max.bytes", "int", 10485760, "Bytes per follower fetch response.", min=0),
-        _d("replica.fetch.backoff.ms", "int", 1000, "Back-off after a fetch error.", min=0),
-        _d("replica.socket.timeout.ms", "int", 30000, "Follower fetch request timeout.", min=1),
-        _d("num.replica.fetchers", "int", 1, "Fetcher sessions per source broker.", min=1, max=64),
-        _d("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "HW checkpoint interval.", min=1),
-        _d("min.insync.replicas", "int", 1, "ISR size needed for acks=all.", min=1),
-        _d("unclean.leader.election.enable", "bool", False, "Allow an out-of-sync replica to lead."),
-        _d("unclean.recovery.strategy", "string", "Balanced",
-           "KIP-966 unclean recovery of offline partitions, by the replicas' log ends and leader epochs: None "
-           "(never by itself), Balanced (when ISR and ELR are empty and every last known ELR member is back) or "
-           "Aggressive (as soon as no ISR or ELR member can lead; what unclean.leader.election.enable=true means).",
-           allowed=("None", "Balanced", "Aggressive")),
-        _d("eligible.leader.replicas.enable", "bool", True,
-           "KIP-966: replicas removed from the ISR while it was below min.insync.replicas stay eligible to lead, "
-           "a broker back from a crash leaves every ISR and ELR; false gives the Kafka 3.x election to compare."),
-        _d("auto.leader.rebalance.enable", "bool", True,
-           "Move leadership back to each partition's preferred replica by itself, checked "
-           "leader.imbalance.check.interval.seconds after a write leaves a partition led by another replica."),
-        _d("leader.imbalance.check.interval.seconds", "long", 300, "Delay of the automatic leader balance.", min=1),
-        _d("leader.imbalance.per.broker.percentage", "int", 10,
-           "Accepted for compatibility; as in Kafka's KRaft controller, not used (any imbalance is balanced).",
-           min=0, max=100),
-        _d("default.replication.factor", "int", 1, "Replication factor of auto-created topics.", min=1),
-        _d("num.partitions", "int", 1, "Partitions of auto-created topics.", min=1),
-        _d("auto.create.topics.enable", "bool", True, "Create a topic a Metadata request names (allowing it) when it "
-           "does not exist, with num.partitions and default.replication.factor (Kafka's default: true)."),
-        # ISR propagation (seed 003); Kafka hard-codes these three, insync lets tests shorten them.
-        _d("isr.change.propagation.check.interval.ms", "long", 2500, "How often pending ISR changes are checked.",
-           min=1),
-        _d("isr.change.propagation.blackout.ms", "long", 5000, "Publish when the last change is this old.", min=0),
-        _d("isr.change.propagation.max.interval.ms", "long", 60000, "Publish at least this often under churn.",
-           min=0),
-        # Controller and liveness
-        _d("broker.session.timeout.ms", "int", 9000, "Fence a broker after this long without heartbeat.", min=1),
-        _d("broker.heartbeat.interval.ms", "int", 2000, "Broker heartbeat interval.", min=1),
-        _d("controlled.shutdown.enable", "bool", True,
-           "On a clean stop, have the controller move this broker's leaderships away first."),
-        _d("metadata.store", "string", "local", "Where the controller keeps metadata.",
-           allowed=("local", "zookeeper")),
-        _d("zookeeper.connect", "string", None, "host:port/chroot when metadata.store=zookeeper."),
-        _d("zookeeper.session.timeout.ms", "int", 18000, "A controller's ZooKeeper session: a standby takes over "
-           "this long after the active controller stops answering ZooKeeper.", min=1000),
-        # Network and request limits
-        _d("socket.request.max.bytes", "int", 104857600, "Largest request accepted.", min=1),
-        # Kafka's default is 102400; insync's is 4 MiB (see server.listener): a Python broker pays for every
-        # wake-up that refills a small buffer. -1 leaves the OS's own (autotuned) size, as in Kafka.
-        _d("socket.send.buffer.bytes", "int", 4194304, "SO_SNDBUF of accepted connections; -1 for the OS default.",
-           min=-1),
-        _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", min=0),
-        _d("request.timeout.ms", "int", 30000, "Client-side request timeout used by insync's own tools.", min=1),
-        # Log
-        _d("log.segment.bytes", "int", 1073741824, "Roll a segment at this size.", min=14),
-        # Kafka's keys in other units: the first one set wins (config_synonyms), ms, else minutes, else hours.
-        _d("log.roll.ms", "long", None, "Roll a segment after this long.", min=1),
-        _d("log.roll.hours", "int", 168, "log.roll.ms in hours.", min=1),
-        _d("log.retention.ms", "long", None, "Delete segments older than this; -1 keeps forever.", min=-1),
-        _d("log.retention.minutes", "int", None, "log.retention.ms in minutes.", min=-1),
-        _d("log.retention.hours", "int", 168, "log.retention.minutes in hours.", min=-1),
-        _d("log.retention.bytes", "long", -1, "Delete oldest segments beyond this size; -1 keeps all.", min=-1),
-        _d("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", min=1),
-        _d("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", min=0),
-        _d("log.index.size.max.bytes", "int", 10485760, "Largest offset index.", min=4),
-        _d("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", min=1),
-        _d("log.flush.interval.ms", "long", None, "fsync after this long.", min=0),
-        _d("log.flush.scheduler.interval.ms", "long", LONG_MAX, "log.flush.interval.ms when unset.", min=0),
-        _d("log.message.timestamp.type", "string", "CreateTime", "Record timestamp type.",
-           allowed=("CreateTime", "LogAppendTime")),
-        _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",),
-           refused=(("compact", "insync does not implement log compaction; the only cleanup policy is delete"),)),
-        # Accepted and described as Kafka's, for the clients and tools that set them; insync departs from Kafka:
-        # batches are stored as the producer compressed them (Kafka's "producer"), and without log compaction
-        # there are no tombstones for delete.retention.ms to expire.
-        _d("compression.type", "string", "producer", "Accepted; batches stay as the producer compressed them.",
-           allowed=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-        _d("log.cleaner.delete.retention.ms", "long", 86400000,
-           "Accepted; insync has no log compaction, so no tombstones to expire.", min=0),
-        # Consumer groups (the group coordinator and `__consumer_offsets`)
-        _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", min=1, max=1000),
-        _d("offsets.topic.replication.factor", "int", 3, "Replication factor of __consumer_offsets; it is not "
-           "created until this many brokers are registered.", min=1),
-        _d("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", min=14),
-        # `__insync_events` (server/event_topic.py): each node's events.jsonl lines, for `insync monitor`
-        _d("insync.events.topic.enable", "bool", True, "Also append this node's events to __insync_events (acks=1, "
-           "off the request path, bounded in memory; events past the bound are dropped and counted)."),
-        _d("insync.events.topic.replication.factor", "int", 3, "Replication factor of __insync_events (at most "
-           "the brokers registered when it is created).", min=1),
-        _d("insync.events.topic.retention.ms", "long", 86400000, "How long __insync_events keeps events.", min=1),
-        _d("offsets.retention.minutes", "int", 10080, "How long __consumer_offsets keeps a commit.", min=1),
-        _d("offsets.commit.timeout.ms", "int", 5000, "How long a commit waits for its replicas.", min=1),
-        _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.", min=0),
-        _d("group.initial.rebalance.delay.ms", "int", 3000, "How long a new group waits for more members.", min=0),
-        _d("group.min.session.timeout.ms", "int", 6000, "Shortest session timeout a member may ask for.", min=1),
-        _d("group.max.session.timeout.ms", "int", 1800000, "Longest session timeout a member may ask for.", min=1),
-        _d("group.max.size", "int", 1000, "Members per group (Kafka: unbounded; insync bounds it).", min=1),
-        # Operations
-        _d("metrics.port", "int", 0, "Prometheus endpoint port; 0 turns it off.", min=0, max=65535),
-        _d("fault.injection.enable", "bool", False, "Accept chaos commands (slow reads, failing partitions)."),
-        _d("fault.injection.power.loss.enable", "bool", False,
-           "Journal what each file has fsynced, so `insync chaos crash` can drop the rest (power loss)."),
-        _d("events.enable", "bool", True, "Write events.jsonl in the first log dir."),
-    )
-}
-
-BROKER_CONFIGS.update({key.name: _d(key.name, key.type, key.default, key.doc,  # type: ignore[arg-type]
-                                    allowed=key.allowed, min=key.min) for key in SECURITY_CONFIGS})
-
-# Keys Kafka does not have, or no longer has; every other key is Kafka's, with Kafka's meaning.
-INSYNC_KEYS: frozenset[str] = frozenset({
-    "controller.listener", "replica.lag.max.messages", "follower.fetch.pending.reads.insync.enable",
-    "isr.change.propagation.check.interval.ms", "isr.change.propagation.blackout.ms",
-    "isr.change.propagation.max.interval.ms", "metadata.store", "request.timeout.ms", "insync.events.topic.enable",
-    "insync.events.topic.replication.factor", "insync.events.topic.retention.ms", "metrics.port",
-    "fault.injection.enable", "fault.injection.power.loss.enable", "events.enable", "ssl.handshake.timeout.ms"})
-assert BROKER_CONFIGS.keys() >= INSYNC_KEYS, sorted(INSYNC_KEYS - BROKER_CONFIGS.keys())
+# The names the rest of insync imports from here; each is defined in the module it comes from.
+__all__ = [
+    "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
+    "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "LogConfig", "NotDynamicError", "altered_broker_configs",
+    "altered_topic_configs", "config_text", "definition_of", "validate_topic_configs",
+]
 
 _DEFAULTS = {name: d.default for name, d in BROKER_CONFIGS.items() if d.default is not None}
-
-# Broker configs IncrementalAlterConfigs may change while brokers run: Kafka's list (DynamicBrokerConfig) as far
-# as insync has the key, i.e. every log default a topic inherits (DynamicLogConfig), plus replica.lag.time.max.ms,
-# which Kafka reads only at startup; insync applies it at once, since its leaders read it on every ISR check.
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
-    {*TOPIC_TO_BROKER.values(), "log.index.size.max.bytes", "replica.lag.time.max.ms",
-     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
-     "replica.alter.log.dirs.io.max.bytes.per.second"})
-
-TOPIC_CONFIGS: dict[str, ConfigDef] = {
-    topic_key: dataclasses.replace(BROKER_CONFIGS[broker_key], name=topic_key, default=None)
-    for topic_key, broker_key in TOPIC_TO_BROKER.items()
-}
-# Topic configs without a broker default (Kafka's QuotaConfigs): the replicas the replication throttles act on,
-# "partition:broker,..." or "*" for all of them.
-THROTTLED_REPLICAS_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-TOPIC_CONFIGS.update({
-    key: ConfigDef(key, "list", (), f"The replicas {key.split('.')[0]}.replication.throttled.rate acts on: "
-                   "partition:broker pairs, or * for all.")
-    for key in THROTTLED_REPLICAS_KEYS})
-_THROTTLED_REPLICA = re.compile(r"^[0-9]+:[0-9]+$")
-
-
-def _validate(raw: Mapping[str, object], defs: Mapping[str, ConfigDef], what: str) -> dict[str, object]:
-    found = {key: definition_of(key, defs) for key in raw}
-    unknown = sorted(key for key, definition in found.items() if definition is None)
-    if unknown and what == "topic":  # Kafka's LogConfig.validateNames names the first one
-        raise ConfigError(f"Unknown topic config name: {unknown[0]}")
-    if unknown:
-        raise ConfigError(f"unknown {what} config key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}")
-    return {key: found[key].parse(value) for key, value in raw.items()}  # type: ignore[union-attr]
-
-
-def definition_of(key: str, defs: Mapping[str, ConfigDef] = BROKER_CONFIGS) -> ConfigDef | None:
-    """A key's definition; a broker key set for one listener (`listener.name.<l>.<key>`) is its base key's."""
-    if key in defs:
-        return defs[key]
-    prefixed = listener_config_base(key) if defs is BROKER_CONFIGS else None
-    return defs.get(prefixed[1]) if prefixed else None
 
 
 class BrokerConfig:
@@ -349,18 +59,18 @@ class BrokerConfig:
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
-        explicit = _validate(values or {}, BROKER_CONFIGS, "broker")
+        explicit = validate(values or {}, BROKER_CONFIGS, "broker")
         if explicit.get("broker.id") is not None and "node.id" not in explicit:
             explicit["node.id"] = explicit["broker.id"]
         merged = {name: d.default for name, d in BROKER_CONFIGS.items()}
         merged.update(explicit)
-        _check_relations(merged)
-        layers = ((ConfigSource.DYNAMIC_BROKER_CONFIG, _validate_dynamic(broker or {})),
-                  (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, _validate_dynamic(cluster or {})),
+        check_relations(merged)
+        layers = ((ConfigSource.DYNAMIC_BROKER_CONFIG, validate_dynamic(broker or {})),
+                  (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, validate_dynamic(cluster or {})),
                   (ConfigSource.STATIC_BROKER_CONFIG, explicit))
         if cluster or broker:
             merged = {**merged, **layers[1][1], **layers[0][1]}
-            _check_relations(merged)
+            check_relations(merged)
         self._values: dict[str, object] = merged
         self._explicit: dict[str, object] = explicit
         self._layers: tuple[tuple[ConfigSource, dict[str, object]], ...] = layers
@@ -449,131 +159,6 @@ class BrokerConfig:
             min_insync_replicas=int(pick("min.insync.replicas")),  # type: ignore[call-overload]
             unclean_leader_election=bool(pick("unclean.leader.election.enable")),
         )
-
-
-def _check_relations(values: Mapping[str, object]) -> None:
-    """Rules that span keys, checked once the whole set is known."""
-    if values.get("metadata.store") == "zookeeper" and not values.get("zookeeper.connect"):
-        raise ConfigError("zookeeper.connect is required when metadata.store=zookeeper")
-    heartbeat, session = values["broker.heartbeat.interval.ms"], values["broker.session.timeout.ms"]
-    assert isinstance(heartbeat, int) and isinstance(session, int)
-    if heartbeat >= session:
-        raise ConfigError(
-            f"broker.heartbeat.interval.ms ({heartbeat}) must be less than broker.session.timeout.ms ({session})")
-    _check_fetch_wait(values)
-    dirs = values.get("log.dirs") or ()
-    if isinstance(dirs, tuple) and len(dirs) > 1:
-        # Kafka spreads partitions over several log.dirs (JBOD); insync keeps one directory per broker, and a
-        # second one silently unused would look like storage it is not.
-        raise ConfigError(f"log.dirs lists {len(dirs)} directories ({', '.join(dirs)}): insync keeps every "
-                          "partition of a broker in one log directory; give one")
-
-
-def _check_fetch_wait(values: Mapping[str, object]) -> None:
-    """A follower fetch may wait up to replica.fetch.wait.max.ms on the leader: longer than its request timeout it
-    would time out for nothing, longer than the lag its follower would leave the ISR while idle. Kafka's
-    KafkaConfig requires both, with these words (<=, as Kafka)."""
-    wait, socket_timeout, lag = (values[key] for key in (
-        "replica.fetch.wait.max.ms", "replica.socket.timeout.ms", "replica.lag.time.max.ms"))
-    assert isinstance(wait, int) and isinstance(socket_timeout, int) and isinstance(lag, int)
-    if wait > socket_timeout:
-        raise ConfigError(f"replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to "
-                          f"prevent unnecessary socket timeouts (replica.fetch.wait.max.ms={wait}, "
-                          f"replica.socket.timeout.ms={socket_timeout})")
-    if wait > lag:
-        raise ConfigError(f"replica.fetch.wait.max.ms should always be less than or equal to "
-                          f"replica.lag.time.max.ms to prevent frequent changes in ISR "
-                          f"(replica.fetch.wait.max.ms={wait}, replica.lag.time.max.ms={lag})")
-
-
-def _validate_dynamic(raw: Mapping[str, object]) -> dict[str, object]:
-    unknown = sorted(key for key in raw if key not in BROKER_CONFIGS)
-    if unknown:
-        raise NotDynamicError(f"Unknown broker configs: {', '.join(unknown)}")
-    static = sorted(key for key in raw if key not in DYNAMIC_BROKER_CONFIGS)
-    if static:
-        raise NotDynamicError(f"Cannot update these configs dynamically: {', '.join(static)}; set them in "
-                              "server.properties and restart")
-    return _validate(raw, BROKER_CONFIGS, "broker")
-
-
-def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:
-    """Validate topic-level overrides (CreateTopics configs, `--config k=v`); unknown keys are an error."""
-    values = _validate(raw, TOPIC_CONFIGS, "topic")
-    for key in THROTTLED_REPLICAS_KEYS:
-        replicas = values.get(key) or ()
-        assert isinstance(replicas, tuple)
-        if replicas != ("*",) and not all(_THROTTLED_REPLICA.match(r) for r in replicas):
-            raise TOPIC_CONFIGS[key].invalid(raw[key], "must be the literal '*' or a list of replicas in the "
-                                             "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
-    return values
-
-
-class ConfigOp(IntEnum):
-    """Kafka's `AlterConfigOp.OpType`: what an IncrementalAlterConfigs entry does to its key."""
-
-    SET = 0
-    DELETE = 1
-    APPEND = 2  # list configs only: add the items not already there
-    SUBTRACT = 3  # list configs only: remove the items
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigChange:
-    key: str
-    op: ConfigOp
-    value: str | None = None
-
-
-def altered_topic_configs(current: Mapping[str, str], changes: Sequence[ConfigChange], *,
-                          replace: bool = False) -> dict[str, object]:
-    """A topic's overrides after `changes`, validated as CreateTopics validates them (unknown keys and bad values
-    raise ConfigError naming the key). `replace` is the legacy AlterConfigs: the SET changes become the whole set
-    of overrides. APPEND and SUBTRACT start from the current override, else the broker default, as in Kafka."""
-    for change in changes:
-        if change.key not in TOPIC_CONFIGS:
-            raise ConfigError(f"Unknown topic config name: {change.key}")
-    altered = _altered(current, changes, replace, TOPIC_CONFIGS,
-                       lambda key: (BROKER_CONFIGS[TOPIC_TO_BROKER[key]].default if key in TOPIC_TO_BROKER
-                                    else TOPIC_CONFIGS[key].default))
-    return validate_topic_configs(altered)
-
-
-def altered_broker_configs(current: Mapping[str, str], changes: Sequence[ConfigChange], *,
-                           replace: bool = False) -> dict[str, object]:
-    """One dynamic layer (a broker's, or the cluster-wide one) after `changes`, as `altered_topic_configs` does
-    for a topic: a key that is not dynamic, or unknown, raises NotDynamicError; a bad value ConfigError."""
-    _validate_dynamic({change.key: None for change in changes})
-    altered = _altered(current, changes, replace, BROKER_CONFIGS, lambda key: BROKER_CONFIGS[key].default)
-    return _validate_dynamic(altered)
-
-
-def _altered(current: Mapping[str, str], changes: Sequence[ConfigChange], replace: bool,
-             defs: Mapping[str, ConfigDef], default: Callable[[str], object]) -> dict[str, object]:
-    """`current` after `changes` (keys known to `defs`), values left to validate; APPEND and SUBTRACT start from
-    the current value, else `default(key)`."""
-    result: dict[str, object] = {} if replace else dict(current)
-    for change in changes:
-        if change.op is ConfigOp.DELETE:
-            result.pop(change.key, None)
-            continue
-        if change.value is None:
-            raise ConfigError(f"null value for {change.key}: {change.op.name} needs a value")
-        if change.op is ConfigOp.SET:
-            result[change.key] = change.value
-            continue
-        definition = defs[change.key]
-        if definition.type != "list":
-            raise ConfigError(f"{change.op.name} applies to list configs only; {change.key} is {definition.type}")
-        items = list(definition.parse(result.get(change.key, default(change.key))) or ())  # type: ignore[call-overload]
-        operand = definition.parse(change.value) or ()
-        assert isinstance(operand, tuple)
-        if change.op is ConfigOp.APPEND:
-            items.extend(item for item in operand if item not in items)
-        else:
-            items = [item for item in items if item not in operand]
-        result[change.key] = ",".join(items)
-    return result
 
 
 @dataclass(frozen=True, slots=True)

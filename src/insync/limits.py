@@ -1,7 +1,7 @@
 """Every hard bound in insync that is not a user setting, in one place (TigerBeetle style: nothing unbounded).
 
-Settings a Kafka operator knows (`message.max.bytes`, `socket.request.max.bytes`, ...) live in `config.py`.
-These are the limits behind them: sizes of in-memory structures, retry counts, queue depths.
+Settings a Kafka operator knows (`message.max.bytes`, `socket.request.max.bytes`, ...) live in the key table
+(`config_keys.py`). These are the limits behind them: sizes of in-memory structures, retry counts, queue depths.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Java `.properties` files and `key=value` overrides, as Kafka reads its configs: text to pairs, before any key
-is checked (config.py checks them)."""
+is checked (config_validation.py checks them)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from insync.cli.main import main
-from insync.config import BROKER_CONFIGS, INSYNC_KEYS, TOPIC_CONFIGS
+from insync.config_keys import BROKER_CONFIGS, INSYNC_KEYS, TOPIC_CONFIGS
 from insync.config_reference import COMMAND, render
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"

@@ -1,5 +1,5 @@
 """The import graph of src/insync keeps DESIGN.md 2's layers: no import runs up the layers, and no import cycle;
-and no module is over 600 lines.
+and no module is over 800 lines (the hard limit; 600 is the aim).
 
 The graph is read with `ast` from every module, so it holds every `import` and `from ... import`: at module
 level, inside functions, and under `if TYPE_CHECKING:` (a cycle hidden in a function is still a cycle). A part
@@ -37,7 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("storage",),
     ("protocol",),
     # core, with Kafka's log wording (kafkalog) and the allocator tuning (malloc), which import nothing of insync
-    ("errors", "config", "config_reference", "config_synonyms", "security_config", "command_config", "properties", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc"),
+    ("errors", "config", "config_keys", "config_validation", "config_reference", "config_synonyms", "security_config", "command_config", "properties", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc"),
 )
 LAYER_OF = {part: depth for depth, parts in enumerate(LAYERS) for part in parts}
 # DESIGN.md 2: spark/'s data source and its log analysis share nothing.
@@ -166,12 +166,16 @@ def test_spark_source_and_analysis_share_nothing() -> None:
         assert crossing == []
 
 
-MODULE_LINES_MAX = 600  # issue 18: a module that outgrows this is split by responsibility
+# STYLE.md 5: modules aim under 600 lines; past that a module is split where it holds two jobs, never folded to fit
+MODULE_LINES_AIM = 600
+MODULE_LINES_MAX = 800  # the hard limit
 
 
-def test_no_module_is_over_600_lines() -> None:
+def test_no_module_is_over_800_lines() -> None:
     sizes = {name: len(path.read_text().splitlines()) for name, path in module_names(SRC).items()}
-    assert {name: n for name, n in sizes.items() if n > MODULE_LINES_MAX} == {}
+    over = {name: n for name, n in sizes.items() if n > MODULE_LINES_MAX}
+    assert over == {}, (f"over the hard limit of {MODULE_LINES_MAX} lines: split each by responsibility (aim under "
+                        f"{MODULE_LINES_AIM}), never fold docstrings or signatures to fit")
 
 
 def test_the_graph_sees_function_local_and_relative_imports(tmp_path: Path) -> None:
