@@ -130,26 +130,20 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
-CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
-    FETCH: (4, 17),
-    API_VERSIONS: (0, 4),
-    CREATE_TOPICS: (2, 7),
-    DELETE_TOPICS: (1, 6),
-    CREATE_PARTITIONS: (0, 3),
-    ELECT_LEADERS: (0, 2),
-    ALTER_PARTITION_REASSIGNMENTS: (0, 1),
-    LIST_PARTITION_REASSIGNMENTS: (0, 0),
-    ALTER_CONFIGS: (0, 2),
-    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+# The controller listener serves, at the broker listener's versions, Fetch (of the metadata log), ApiVersions, SASL,
+# and the admin requests brokers forward; and, only there, what brokers send about themselves and their ISRs.
+_CONTROLLER_SHARED_APIS = (
+    FETCH, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS,
+    LIST_PARTITION_REASSIGNMENTS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, SASL_HANDSHAKE, SASL_AUTHENTICATE,
+    ALTER_USER_SCRAM_CREDENTIALS, CREATE_ACLS, DELETE_ACLS)
+_CONTROLLER_ONLY_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     ALTER_PARTITION: (2, 3),
     BROKER_REGISTRATION: (0, 4),
     BROKER_HEARTBEAT: (0, 2),
-    SASL_HANDSHAKE: (0, 1),
-    SASL_AUTHENTICATE: (0, 2),
-    ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    CREATE_ACLS: (1, 3),
-    DELETE_ACLS: (1, 3),
 }
+assert not _CONTROLLER_ONLY_API_VERSIONS.keys() & BROKER_API_VERSIONS.keys(), "a shared API takes the broker's range"
+CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
+    **{key: BROKER_API_VERSIONS[key] for key in _CONTROLLER_SHARED_APIS}, **_CONTROLLER_ONLY_API_VERSIONS}
 
 # Lowest versions advertised below what is served: Kafka lists Produce from v0 (PRODUCE_API_VERSIONS_RESPONSE_MIN_
 # VERSION) because librdkafka refuses a broker whose Produce range starts above 0, and closes the connection on a

@@ -36,6 +36,16 @@ def test_kafka_floors_and_client_needs() -> None:
     assert versions.BROKER_REGISTRATION not in table and versions.ALTER_PARTITION not in table
 
 
+def test_the_controller_serves_shared_apis_at_the_brokers_versions() -> None:
+    broker, controller = versions.BROKER_API_VERSIONS, versions.CONTROLLER_API_VERSIONS
+    shared = controller.keys() & broker.keys()
+    assert {versions.FETCH, versions.API_VERSIONS, versions.CREATE_TOPICS, versions.SASL_AUTHENTICATE} <= shared
+    assert {key: controller[key] for key in shared} == {key: broker[key] for key in shared}
+    assert controller.keys() - shared == {versions.ALTER_PARTITION, versions.BROKER_REGISTRATION,
+                                          versions.BROKER_HEARTBEAT}
+    assert versions.PRODUCE not in controller and versions.JOIN_GROUP not in controller
+
+
 @pytest.mark.parametrize("version", [0, 3])
 def test_produce_is_advertised_from_v0_as_kafka_and_v0_to_v2_close_the_connection(version: int) -> None:
     """Kafka 4.x lists Produce 0-13 for librdkafka's sake but serves v3+ only; its SocketServer closes the
