@@ -4,7 +4,7 @@ in `__insync_alerts` and in the alerts file across a failure between writing a m
 it and across a restart from the checkpoint, none for a clean `cluster down`.
 
 One cluster and the suite's SparkSession for the module; the delays from each condition to its alert are printed
-(README figures), never asserted."""
+(docs/benchmarks.md has figures), never asserted."""
 
 from __future__ import annotations
 

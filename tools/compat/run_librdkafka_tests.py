@@ -32,7 +32,7 @@ from insync.chaos import cluster
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_ALLOWLIST = HERE / "librdkafka-allowlist.txt"
-KAFKA_VERSION = "4.0.0"  # the Kafka whose API versions insync advertises (README, ApiVersions)
+KAFKA_VERSION = "4.0.0"  # the Kafka whose API versions insync advertises (docs/compatibility.md, the APIs insync serves)
 TEST_TIMEOUT_S = 150.0  # above the longest test-runner timeout a listed test sets in quick mode
 CLUSTER_UP_TIMEOUT_S = 120.0
 OUTPUT_TAIL_LINES = 15  # of a failed test's output, printed for the reader

@@ -503,10 +503,10 @@ SEEDS: tuple[RealSeed, ...] = (
              duration_s=8.0),
     # Seed 003's first two phases with its timers scaled to a 1.5 s lag (check 1 s, blackout 2 s; the simulator's
     # 2.5 s and 5 s under a 4 s lag), 30 partitions, not 75. Its third phase (pauses in turn, so that ISR changes
-    # never stop for a blackout, published by the 60 s rule) is not made here: see the README. Beside the acks=all
-    # producer, 300 acks=1 records a second (the simulator's producer) reach every partition while broker 2 is
-    # paused: acks=all requests wait for it, so alone they would leave some partitions without new records, and a
-    # follower as far as an idle leader's log end stays in sync (Kafka's rule).
+    # never stop for a blackout, published by the 60 s rule) is not made here: docs/seeds.md says why. Beside the
+    # acks=all producer, 300 acks=1 records a second (the simulator's producer) reach every partition while broker 2
+    # is paused: acks=all requests wait for it, so alone they would leave some partitions without new records, and
+    # a follower as far as an idle leader's log end stays in sync (Kafka's rule).
     RealSeed("isr-propagation", "isr-propagation", "broker 2 paused for 2 lags, then one partition failing on a "
              "follower (a lone ISR change); propagation check 1 s, blackout 2 s", check_isr_propagation,
              (SeedStep(1.0, "pause", 2, for_s=3.0), SeedStep(8.0, "fail-partition", "follower", after="isr-published")),

@@ -4,8 +4,7 @@ For every named seed (all by default; `insync.chaos.seeds.SEEDS`) the simulator 
 3-process cluster plays the same faults in lag times of its own (seconds, not minutes), and the table shows
 both runs' figures and whether each satisfied the seed's claims; a seed that needs network namespaces has no
 real run where they cannot be made (not root, no iproute2/nftables), and says why. `--sim-only` skips the real
-clusters;
-`--markdown` prints the table as README.md has it. Exit status 1 when any claim failed.
+clusters; `--markdown` prints the table as docs/benchmarks.md has it. Exit status 1 when any claim failed.
 """
 
 from __future__ import annotations
