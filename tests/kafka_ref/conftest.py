@@ -32,3 +32,13 @@ def kafka41(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.Cluste
         yield spec
     finally:
         cluster.down(cluster.ClusterSpec.load(spec.directory), 20.0)
+
+
+@pytest.fixture(scope="module")
+def insync3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
+    """A 3-broker insync cluster at its defaults, the counterpart of `kafka41`."""
+    spec = cluster.up(str(tmp_path_factory.mktemp("insync")), 3, 0, [])
+    try:
+        yield spec
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 20.0)
