@@ -6,7 +6,9 @@ raises `ConfigError` naming the key, and nothing is half-applied. Topic-level ov
 defaults into a `LogConfig`, the one object the storage engine reads. Dynamic broker configs are two more layers
 over the static ones, as in Kafka: a cluster-wide default and a per-broker value, most specific first.
 `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
-(Kafka's `ConfigSource`). The names the rest of insync imports about configuration are importable from here.
+(Kafka's `ConfigSource`). Each `BrokerConfig` types its replica settings once (`replication`, a frozen
+`ReplicationConfig`), which the replication cores take instead of reading keys by name. The names the rest of
+insync imports about configuration are importable from here.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from insync.properties import ConfigError, parse_overrides, parse_properties
 # The names the rest of insync imports from here; each is defined in the module it comes from.
 __all__ = [
     "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
-    "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "LogConfig", "NotDynamicError", "altered_broker_configs",
-    "altered_topic_configs", "config_text", "definition_of", "validate_topic_configs",
+    "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "FetcherConfig", "LogConfig", "NotDynamicError",
+    "ReplicationConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
+    "validate_topic_configs",
 ]
 
 _DEFAULTS = {name: d.default for name, d in BROKER_CONFIGS.items() if d.default is not None}
@@ -55,7 +58,7 @@ class BrokerConfig:
     `values` are the static settings (server.properties, `--config`); `cluster` and `broker` the dynamic layers
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
-    __slots__ = ("_values", "_explicit", "_layers")
+    __slots__ = ("_values", "_explicit", "_layers", "replication")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -74,6 +77,7 @@ class BrokerConfig:
         self._values: dict[str, object] = merged
         self._explicit: dict[str, object] = explicit
         self._layers: tuple[tuple[ConfigSource, dict[str, object]], ...] = layers
+        self.replication: ReplicationConfig = _replication_config(self)
 
     @classmethod
     def from_sources(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -176,3 +180,62 @@ class LogConfig:
     index_size_max_bytes: int = 10485760
     min_insync_replicas: int = 1
     unclean_leader_election: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    """A follower's fetch requests: `replica.fetch.*` and `replica.socket.timeout.ms`."""
+
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 10_485_760
+    partition_max_bytes: int = 1_048_576
+    backoff_ms: int = 1_000
+    request_timeout_ms: int = 30_000
+
+    def __post_init__(self) -> None:
+        assert self.max_wait_ms >= 0 and self.min_bytes >= 1 and self.backoff_ms >= 0, self
+        assert self.max_wait_ms <= self.request_timeout_ms, self  # check_relations refuses it in a config
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationConfig:
+    """A broker's replica settings, typed: what its replication cores read, built once per `BrokerConfig` (so a
+    new dynamic layer gives a new one). Names are Kafka's keys, without the `replica.` prefix where it repeats."""
+
+    lag_time_max_ms: int  # replica.lag.time.max.ms
+    lag_max_messages: int  # replica.lag.max.messages: 0 turns the count rule off
+    pending_reads_insync_enable: bool  # follower.fetch.pending.reads.insync.enable (KIP-501)
+    high_watermark_checkpoint_interval_ms: int  # replica.high.watermark.checkpoint.interval.ms
+    fetch: FetcherConfig
+    leader_throttled_rate_bytes_per_s: int  # leader.replication.throttled.rate; LONG_MAX: none
+    follower_throttled_rate_bytes_per_s: int  # follower.replication.throttled.rate; LONG_MAX: none
+    quota_window_num: int  # replication.quota.window.num
+    quota_window_size_ms: int  # replication.quota.window.size.seconds, in ms
+
+    def __post_init__(self) -> None:
+        assert self.lag_time_max_ms > 0 and self.lag_max_messages >= 0, self
+        assert self.fetch.max_wait_ms <= self.lag_time_max_ms, self  # check_relations refuses the rest
+
+    @property
+    def isr_check_interval_ms(self) -> int:
+        """How often a leader checks its followers against the lag: every half lag, as Kafka's ReplicaManager,
+        so that a follower that stops is out between 1 and 1.5 lags after its last catch-up."""
+        return max(1, self.lag_time_max_ms // 2)
+
+
+def _replication_config(config: BrokerConfig) -> ReplicationConfig:
+    fetch = FetcherConfig(config.get_int("replica.fetch.wait.max.ms"), config.get_int("replica.fetch.min.bytes"),
+                          config.get_int("replica.fetch.response.max.bytes"), config.get_int("replica.fetch.max.bytes"),
+                          config.get_int("replica.fetch.backoff.ms"), config.get_int("replica.socket.timeout.ms"))
+    return ReplicationConfig(
+        lag_time_max_ms=config.get_int("replica.lag.time.max.ms"),
+        lag_max_messages=config.get_int("replica.lag.max.messages"),
+        pending_reads_insync_enable=config.get_bool("follower.fetch.pending.reads.insync.enable"),
+        high_watermark_checkpoint_interval_ms=config.get_int("replica.high.watermark.checkpoint.interval.ms"),
+        fetch=fetch,
+        leader_throttled_rate_bytes_per_s=config.get_int("leader.replication.throttled.rate"),
+        follower_throttled_rate_bytes_per_s=config.get_int("follower.replication.throttled.rate"),
+        quota_window_num=config.get_int("replication.quota.window.num"),
+        quota_window_size_ms=config.get_int("replication.quota.window.size.seconds") * 1000,
+    )

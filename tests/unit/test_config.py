@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from insync.config import (
+    LONG_MAX,
     BrokerConfig,
     ConfigChange,
     ConfigError,
@@ -223,3 +224,15 @@ def test_a_negative_retention_in_any_unit_is_kafkas_forever() -> None:
     assert BrokerConfig({"log.retention.hours": -1}).effective("log.retention.ms") == -1
     assert BrokerConfig({"log.retention.minutes": -1}).effective("log.retention.ms") == -1
     assert BrokerConfig({"log.retention.minutes": 2}).effective("log.retention.ms") == 120_000
+
+
+def test_the_replication_settings_are_typed_once_per_config_dynamic_layers_included() -> None:
+    config = BrokerConfig({"replica.lag.time.max.ms": 5000, "replica.fetch.backoff.ms": 250,
+                           "replication.quota.window.size.seconds": 2})
+    replication = config.replication
+    assert (replication.lag_time_max_ms, replication.isr_check_interval_ms) == (5000, 2500)
+    assert replication.fetch.backoff_ms == 250 and replication.fetch.max_wait_ms == 500
+    assert replication.quota_window_size_ms == 2000 and replication.leader_throttled_rate_bytes_per_s == LONG_MAX
+    dynamic = config.with_dynamic({"replica.lag.time.max.ms": "8000"}, {"leader.replication.throttled.rate": "100"})
+    assert dynamic.replication.lag_time_max_ms == 8000 and dynamic.replication.leader_throttled_rate_bytes_per_s == 100
+    assert config.replication.lag_time_max_ms == 5000  # the config it came from is unchanged

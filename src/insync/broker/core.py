@@ -102,13 +102,12 @@ class BrokerCore:
         self.throttles = ReplicationThrottles(broker_id, lambda: self.config, self.metadata.image_configs)
         self.fetch_server = FetchServer(self._leader_partition, self.throttles, self.partitions.get)
         self.produce = ProduceHandler(self._leader_partition)
-        self.fetchers = ReplicaFetchers(broker_id, config, self.partitions, self.events,
+        self.fetchers = ReplicaFetchers(broker_id, config.replication.fetch, self.partitions, self.events,
                                         lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
-        self._isr_check_interval_ms = max(1, config.get_int("replica.lag.time.max.ms") // 2)
-        self._checkpoint_interval_ms = config.get_int("replica.high.watermark.checkpoint.interval.ms")
+        self._checkpoint_interval_ms = config.replication.high_watermark_checkpoint_interval_ms
         self._retention_interval_ms = config.get_int("log.retention.check.interval.ms")
-        self._next_isr_check_ms = now_ms + self._isr_check_interval_ms
+        self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
         self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
         self._next_retention_ms = now_ms + self._retention_interval_ms
         self._proposals: dict[TopicPartition, AlterPartitionItem] = {}
@@ -234,7 +233,7 @@ class BrokerCore:
         self._now_ms = now_ms
         commands: list[Command] = []
         if now_ms >= self._next_isr_check_ms:
-            self._next_isr_check_ms = now_ms + self._isr_check_interval_ms
+            self._next_isr_check_ms = now_ms + self.config.replication.isr_check_interval_ms
             for tp, partition in self.partitions.items():
                 proposal = partition.maybe_shrink_isr(now_ms)
                 if proposal is not None:
@@ -436,8 +435,7 @@ class BrokerCore:
         except ConfigError as exc:
             log.error("Dynamic broker configs not applied, the previous ones stay in force: %s", exc)
             return
-        self._isr_check_interval_ms = max(1, self.config.get_int("replica.lag.time.max.ms") // 2)
-        self._next_isr_check_ms = min(self._next_isr_check_ms, now_ms + self._isr_check_interval_ms)
+        self._next_isr_check_ms = min(self._next_isr_check_ms, now_ms + self.config.replication.isr_check_interval_ms)
         for tp in self.partitions:
             self._reconfigure(now_ms, tp)
 

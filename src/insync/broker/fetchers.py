@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from insync.broker.throttles import ReplicationThrottles
-from insync.config import BrokerConfig
+from insync.config import FetcherConfig
 from insync.limits import BROKERS_MAX
 from insync.replication.event_buffer import EventBuffer
-from insync.replication.fetcher import FetcherConfig, FetcherSession
+from insync.replication.fetcher import FetcherSession
 from insync.replication.follower import FollowerReplica
 from insync.replication.messages import FetchResponse
 from insync.replication.partition import Partition
@@ -35,13 +35,13 @@ NEVER = 2**62
 
 
 class ReplicaFetchers:
-    def __init__(self, broker_id: BrokerId, config: BrokerConfig, partitions: dict[TopicPartition, Partition],
+    def __init__(self, broker_id: BrokerId, config: FetcherConfig, partitions: dict[TopicPartition, Partition],
                  events: EventBuffer, broker_epoch: Callable[[], BrokerEpoch] = lambda: UNKNOWN_BROKER_EPOCH,
                  throttles: ReplicationThrottles | None = None) -> None:
         self.broker_id = broker_id
         self._throttles = throttles  # the follower's replication throttle (`broker.throttles`), if any
         self._broker_epoch = broker_epoch
-        self._config = FetcherConfig.from_config(config)
+        self._config = config
         self._partitions = partitions
         self._events = events
         self.sessions: dict[BrokerId, FetcherSession] = {}

@@ -29,14 +29,14 @@ class ReplicationThrottles:
         self._config = config  # the broker's current config, dynamic layers included
         self._topic_configs = topic_configs
         static = config()
-        quota = QuotaConfig(static.get_int("replication.quota.window.num"),
-                            static.get_int("replication.quota.window.size.seconds") * 1000)
+        quota = QuotaConfig(static.replication.quota_window_num, static.replication.quota_window_size_ms)
         self.leader = ReplicationQuota(quota)
         self.follower = ReplicationQuota(quota)
 
     def _rate(self, leader: bool) -> int:
-        return self._config().get_int("leader.replication.throttled.rate" if leader
-                                      else "follower.replication.throttled.rate")
+        replication = self._config().replication
+        return (replication.leader_throttled_rate_bytes_per_s if leader
+                else replication.follower_throttled_rate_bytes_per_s)
 
     def is_set(self, *, leader: bool) -> bool:
         """Whether the leader (or follower) rate is bounded: when not, nothing is counted or held back."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from insync import errors, kafkalog, limits
-from insync.config import BrokerConfig
+from insync.config import FetcherConfig
 from insync.errors import KafkaException
 from insync.events import Event, EventType
 from insync.replication.event_buffer import EventBuffer
@@ -38,22 +38,6 @@ logger = logging.getLogger(kafkalog.FETCHER_LOGGER)
 
 # Processing errors that a later fetch may not see again (Kafka backs off on corrupt records).
 _BACK_OFF_ON_PROCESSING = frozenset({errors.CORRUPT_MESSAGE, errors.BY_NAME["INVALID_RECORD"]})
-
-
-@dataclass(frozen=True, slots=True)
-class FetcherConfig:
-    max_wait_ms: int = 500
-    min_bytes: int = 1
-    max_bytes: int = 10_485_760
-    partition_max_bytes: int = 1_048_576
-    backoff_ms: int = 1_000
-    request_timeout_ms: int = 30_000
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> FetcherConfig:
-        return cls(config.get_int("replica.fetch.wait.max.ms"), config.get_int("replica.fetch.min.bytes"),
-                   config.get_int("replica.fetch.response.max.bytes"), config.get_int("replica.fetch.max.bytes"),
-                   config.get_int("replica.fetch.backoff.ms"), config.get_int("replica.socket.timeout.ms"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,7 +82,7 @@ class IsrPolicy:
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> IsrPolicy:
-        return cls(config.get_int("replica.lag.time.max.ms"), config.get_int("replica.lag.max.messages"))
+        return cls(config.replication.lag_time_max_ms, config.replication.lag_max_messages)
 
     def out_of_sync_replicas(self, now_ms: int, leader_log_end_offset: Offset,
                              replicas: Iterable[ReplicaState]) -> IsrCheck:

@@ -83,7 +83,7 @@ class PartitionConfig:
     @classmethod
     def from_configs(cls, broker: BrokerConfig, log: LogConfig) -> PartitionConfig:
         return cls(IsrPolicy.from_config(broker), log.min_insync_replicas,
-                   broker.get_bool("follower.fetch.pending.reads.insync.enable"))
+                   broker.replication.pending_reads_insync_enable)
 
 
 def _isr_text(isr: Sequence[int]) -> str:

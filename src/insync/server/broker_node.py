@@ -153,7 +153,7 @@ class BrokerNode(MeteredDispatcher):
         self._controller_timeout_s = min(PEER_TIMEOUT_S, config.get_int("broker.session.timeout.ms") / 1000)
         # replica.socket.timeout.ms: a follower fetch unanswered for this long is given up and its connection
         # dropped (config checks it is at least replica.fetch.wait.max.ms, the time a fetch may park)
-        self._fetch_timeout_s = config.get_int("replica.socket.timeout.ms") / 1000
+        self._fetch_timeout_s = config.replication.fetch.request_timeout_ms / 1000
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
         self.event_topic = EventTopic(config, self.broker_id, lambda: self.core.metadata.image,

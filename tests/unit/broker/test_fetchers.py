@@ -44,7 +44,7 @@ def test_failed_partition_is_isolated_and_unfailed_by_a_new_leader_epoch() -> No
     tps = [TopicPartition("t", p) for p in range(3)]
     followers: dict[TopicPartition, Any] = {tp: FakeFollower() for tp in tps}
     events = EventBuffer()
-    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig(), followers, events)
+    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig().replication.fetch, followers, events)
     for tp in tps:
         fetchers.assign(0, tp, BrokerId(2), LeaderEpoch(5))
     request = _request(fetchers.tick(0))
@@ -68,7 +68,7 @@ def test_failed_partition_is_isolated_and_unfailed_by_a_new_leader_epoch() -> No
 def test_moving_a_partition_to_another_leader_and_stopping() -> None:
     tp = TopicPartition("t", 0)
     followers: dict[TopicPartition, Any] = {tp: FakeFollower()}
-    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig(), followers, EventBuffer())
+    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig().replication.fetch, followers, EventBuffer())
     fetchers.assign(0, tp, BrokerId(2), LeaderEpoch(1))
     fetchers.assign(0, tp, BrokerId(3), LeaderEpoch(2))
     out = fetchers.tick(0)
@@ -81,7 +81,7 @@ def test_stopping_a_failed_partition_clears_the_failure_and_says_so() -> None:
     tps = [TopicPartition("t", p) for p in range(2)]
     followers: dict[TopicPartition, Any] = {tp: FakeFollower() for tp in tps}
     events = EventBuffer()
-    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig(), followers, events)
+    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig().replication.fetch, followers, events)
     for tp in tps:
         fetchers.assign(0, tp, BrokerId(2), LeaderEpoch(5))
     request = _request(fetchers.tick(0))
@@ -99,7 +99,7 @@ def test_every_fetch_carries_the_broker_epoch_of_this_life() -> None:
     tp = TopicPartition("t", 0)
     followers: dict[TopicPartition, Any] = {tp: FakeFollower()}
     epoch = [BrokerEpoch(-1)]  # not registered yet
-    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig(), followers, EventBuffer(), lambda: epoch[0])
+    fetchers = ReplicaFetchers(BrokerId(1), BrokerConfig().replication.fetch, followers, EventBuffer(), lambda: epoch[0])
     fetchers.assign(0, tp, BrokerId(2), LeaderEpoch(1))
     request = _request(fetchers.tick(0))
     assert request.replica_epoch == -1

@@ -8,10 +8,10 @@ from __future__ import annotations
 from repl_helpers import T0, batch, events_of, fetch_round, handle_follower_fetch, ids, leader, new_partition
 
 from insync import errors
-from insync.config import BrokerConfig
+from insync.config import BrokerConfig, FetcherConfig
 from insync.events import EventType
 from insync.replication.event_buffer import EventBuffer
-from insync.replication.fetcher import FetcherConfig, FetcherSession
+from insync.replication.fetcher import FetcherSession
 from insync.replication.follower import FetchPosition, FollowerReplica
 from insync.replication.messages import (
     AlterPartitionItem,
@@ -243,7 +243,7 @@ def test_max_lag_and_config_from_broker_settings() -> None:
     cluster.produce(4, T0 + 2)
     fetch_round(cluster.session, cluster.leaders, T0 + 3, max_bytes=1)
     assert cluster.session.max_lag == 0  # the single-member ISR moved the HW with the leader's appends
-    config = FetcherConfig.from_config(BrokerConfig({"replica.fetch.backoff.ms": "250"}))
+    config = BrokerConfig({"replica.fetch.backoff.ms": "250"}).replication.fetch
     assert config.backoff_ms == 250 and config.max_wait_ms == 500 and config.partition_max_bytes == 1_048_576
 
 

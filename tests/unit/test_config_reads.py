@@ -1,0 +1,95 @@
+"""Config keys are read by name only in the config modules: every other module takes a typed, frozen object that
+`BrokerConfig` builds once (`config.replication`, with its `fetch` settings), as `IsrPolicy` and `FetcherConfig` do.
+
+A read by name is a call of one of `BrokerConfig`'s accessors (`get_int`, `get_bool`, `get_str`, `get_list`,
+`effective`, `is_explicit`) whose arguments hold a broker key, written out or as a string constant of the module.
+`NOT_YET_TYPED` lists the reads that remain, module by module: it only shrinks. A module converted to a typed
+config leaves the list (the test fails until it does, so the list stays true); a new read by name fails it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from insync.config_keys import BROKER_CONFIGS
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "insync"
+ACCESSORS = frozenset({"get_int", "get_bool", "get_str", "get_list", "effective", "is_explicit"})
+CONFIG_MODULES = ("config.py", "config_keys.py", "config_validation.py", "config_reference.py",
+                  "config_synonyms.py", "security_config.py")
+
+NOT_YET_TYPED: dict[str, tuple[str, ...]] = {
+    "broker/core.py": ("broker.heartbeat.interval.ms", "log.retention.check.interval.ms"),
+    "chaos/power.py": ("fault.injection.power.loss.enable",),
+    "controller/config_control.py": ("controller.quorum.voters",),
+    "controller/controller.py": ("broker.session.timeout.ms", "eligible.leader.replicas.enable", "min.insync.replicas",
+                                 "unclean.leader.election.enable", "unclean.recovery.strategy"),
+    "controller/leader_balance.py": ("auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds"),
+    "faults.py": ("fault.injection.enable",),
+    "security/listeners.py": ("controller.listener", "controller.listener.names", "inter.broker.listener.name",
+                              "listener.security.protocol.map", "listeners", "security.inter.broker.protocol"),
+    "server/broker_node.py": ("broker.session.timeout.ms", "controlled.shutdown.enable", "controller.quorum.voters",
+                              "fault.injection.enable", "fault.injection.power.loss.enable", "metrics.port", "node.id"),
+    "server/controller_node.py": ("metadata.store", "metrics.port", "node.id", "zookeeper.connect",
+                                  "zookeeper.session.timeout.ms"),
+    "server/event_topic.py": ("insync.events.topic.enable", "insync.events.topic.replication.factor",
+                              "insync.events.topic.retention.ms"),
+    "server/group_coordinator.py": ("group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
+                                    "group.max.size", "group.min.session.timeout.ms", "offset.metadata.max.bytes",
+                                    "offsets.commit.timeout.ms", "offsets.retention.minutes",
+                                    "offsets.topic.num.partitions", "offsets.topic.replication.factor",
+                                    "offsets.topic.segment.bytes"),
+    "server/node.py": ("node.id", "process.roles"),
+    "server/role.py": ("socket.request.max.bytes", "socket.send.buffer.bytes"),
+    "server/topic_creation.py": ("auto.create.topics.enable", "default.replication.factor", "num.partitions"),
+    "sim/broker_node.py": ("broker.session.timeout.ms",),
+    "sim/cluster.py": ("min.insync.replicas",),
+    "wire/authorization.py": ("allow.everyone.if.no.acl.found", "authorizer.class.name", "super.users"),
+    "wire/topics.py": ("default.replication.factor", "num.partitions"),
+}
+
+
+def keys_read_by_name(source: str) -> set[str]:
+    """The broker keys `source` reads through a BrokerConfig accessor, by literal or module-level constant."""
+    tree = ast.parse(source)
+    constants = {target.id: node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                 for target in node.targets if isinstance(target, ast.Name)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ACCESSORS:
+            found.update(key for arg in node.args for key in _strings(arg, constants) if key in BROKER_CONFIGS)
+    return found
+
+
+def _strings(expression: ast.expr, constants: dict[str, str]) -> Iterator[str]:
+    for node in ast.walk(expression):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.value
+        elif isinstance(node, ast.Name) and node.id in constants:
+            yield constants[node.id]
+
+
+def test_config_keys_are_read_by_name_only_where_not_yet_typed() -> None:
+    found = {}
+    for path in sorted(SRC.rglob("*.py")):
+        module = str(path.relative_to(SRC))
+        keys = keys_read_by_name(path.read_text(encoding="utf-8"))
+        if keys and module not in CONFIG_MODULES:
+            found[module] = tuple(sorted(keys))
+    assert found, "no read found at all: the accessors or the paths are wrong"
+    assert found == NOT_YET_TYPED, ("read config values from a typed config that config.py builds "
+                                    "(BrokerConfig.replication, ...), not by key; a module converted leaves "
+                                    "NOT_YET_TYPED")
+
+
+def test_the_scan_sees_literals_constants_and_conditional_keys() -> None:
+    source = ('LAG = "replica.lag.time.max.ms"\n'
+              'def f(config, leader):\n'
+              '    config.get_int(LAG)\n'
+              '    config.get_int("leader.replication.throttled.rate" if leader else "node.id")\n'
+              '    config.get("num.partitions")\n'  # a dict's get: not an accessor of BrokerConfig
+              '    config.get_str("not.a.key")\n')
+    assert keys_read_by_name(source) == {"replica.lag.time.max.ms", "leader.replication.throttled.rate", "node.id"}
