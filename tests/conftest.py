@@ -9,32 +9,26 @@ import json
 import socket
 import struct
 import subprocess
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from kio.index import load_request_schema
 
+from insync import waiting
 from insync.chaos import cluster
 from insync.protocol.codec import decode_response, encode_request
 from insync.protocol.kio import build, nested
 
 STARTUP_TIMEOUT_S = 20.0
+T = TypeVar("T")
 
 
-def wait_until(predicate: object, timeout_s: float, what: str) -> None:
-    """Poll `predicate` (errors count as not yet) until true; fail naming `what` after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if predicate():  # type: ignore[operator]
-                return
-        except Exception:
-            pass
-        time.sleep(0.25)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
+def wait_until(predicate: Callable[[], T | None], timeout_s: float, what: str | Callable[[], str]) -> T:
+    """`insync.waiting.wait_until` as the tests use it: an error of the predicate counts as not yet (a cluster in
+    the middle of a change refuses or drops requests), and the last one is named if the wait times out."""
+    return waiting.wait_until(predicate, timeout_s, what, interval_s=0.25, retry_on=(Exception,))
 
 
 @pytest.fixture(scope="session")

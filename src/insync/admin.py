@@ -8,13 +8,13 @@ works against any Kafka-compatible cluster. Blocking; every call is bounded by `
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from insync import admin_requests, command_config, errors
 from insync.config import ConfigError
+from insync.waiting import wait_until
 
 ADMIN_TIMEOUT_S = 15.0
 T = TypeVar("T")
@@ -51,20 +51,21 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     except Exception as exc:
         if "TOPIC_ALREADY_EXISTS" not in kafka_error_text(exc):
             raise ConfigError(f"cannot create topic {name}: {kafka_error_text(exc)}") from None
-    deadline = time.monotonic() + deadline_s
     waiting_for = "the cluster's metadata"
-    while time.monotonic() < deadline:
+
+    def led_everywhere() -> bool:
+        nonlocal waiting_for
         metadata = admin.list_topics(name, timeout=ADMIN_TIMEOUT_S)
         topic = metadata.topics.get(name)
-        if topic is not None and topic.error is None and len(topic.partitions) == partitions and all(
-                p.leader >= 0 for p in topic.partitions.values()):
-            behind = _brokers_behind(metadata.brokers.values(), name, partitions,
-                                     min(ADMIN_TIMEOUT_S, max(0.5, deadline - time.monotonic())))
-            if not behind:
-                return
-            waiting_for = f"broker{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))}"
-        time.sleep(0.2)
-    raise TimeoutError(f"topic {name} has no leader for every partition in {waiting_for} after {deadline_s} s")
+        if topic is None or topic.error is not None or len(topic.partitions) != partitions or any(
+                p.leader < 0 for p in topic.partitions.values()):
+            return False
+        behind = _brokers_behind(metadata.brokers.values(), name, partitions, min(ADMIN_TIMEOUT_S, deadline_s))
+        waiting_for = f"broker{'s' if len(behind) > 1 else ''} {', '.join(map(str, behind))}"
+        return not behind
+
+    wait_until(led_everywhere, deadline_s,
+               lambda: f"topic {name} with a leader for every partition in {waiting_for}")
 
 
 def _brokers_behind(brokers: Iterable[Any], name: str, partitions: int, timeout_s: float) -> list[int]:

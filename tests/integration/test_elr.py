@@ -24,6 +24,7 @@ from insync.chaos import cluster, history
 pytestmark = pytest.mark.timeout(240)
 
 TOPIC = "standing"
+RATE = 200  # the workload's writes per second
 
 
 def _row(spec: cluster.ClusterSpec, alive: set[int]) -> PartitionRow:
@@ -31,7 +32,14 @@ def _row(spec: cluster.ClusterSpec, alive: set[int]) -> PartitionRow:
     return next(r for r in describe_rows(bootstrap, [TOPIC]) if r.partition == 0)
 
 
-def _shrink_to_the_leader(spec: cluster.ClusterSpec) -> tuple[cluster.ClusterSpec, int, int, int]:
+def _acknowledged(workload: history.ProduceWorkload, count: int, how: str) -> None:
+    """Until `count` more of the workload's writes are acknowledged."""
+    target = len(workload.history.acked) + count
+    wait_until(lambda: len(workload.history.acked) >= target, 30, f"{count} more writes acknowledged {how}")
+
+
+def _shrink_to_the_leader(spec: cluster.ClusterSpec,
+                          workload: history.ProduceWorkload) -> tuple[cluster.ClusterSpec, int, int, int]:
     """Stop both followers cleanly (the later one while the ISR is below min ISR); returns (spec, leader, first
     follower stopped, second follower stopped)."""
     wait_until(lambda: len(_row(spec, {1, 2, 3}).isr) == 3, 30, "a full ISR")
@@ -41,7 +49,7 @@ def _shrink_to_the_leader(spec: cluster.ClusterSpec) -> tuple[cluster.ClusterSpe
     spec = cluster.stop_node(spec, first, deadline_s=15)
     wait_until(lambda: set(_row(spec, {leader, second}).isr) == {leader, second}, 30,
                f"broker {first} out of the ISR")
-    time.sleep(1)  # writes acknowledged by the ISR {leader, second}
+    _acknowledged(workload, RATE, f"by the ISR {sorted((leader, second))}")
     spec = cluster.stop_node(spec, second, deadline_s=15)
     wait_until(lambda: list(_row(spec, {leader}).isr) == [leader], 30,
                f"the ISR shrunk to the leader {leader}")
@@ -50,12 +58,12 @@ def _shrink_to_the_leader(spec: cluster.ClusterSpec) -> tuple[cluster.ClusterSpe
 
 def _run(tmp_path: Path, elr: bool) -> None:
     spec = start(tmp_path, extra=[f"eligible.leader.replicas.enable={'true' if elr else 'false'}"])
-    workload = history.ProduceWorkload(spec.bootstrap, TOPIC, rate=200, run_id="elr")
+    workload = history.ProduceWorkload(spec.bootstrap, TOPIC, rate=RATE, run_id="elr")
     try:
         ensure_topic(spec.bootstrap, TOPIC, 1, 3, {"min.insync.replicas": "2"})
         workload.start()
-        time.sleep(2)
-        spec, leader, first, second = _shrink_to_the_leader(spec)
+        _acknowledged(workload, 2 * RATE, "by the full ISR")
+        spec, leader, first, second = _shrink_to_the_leader(spec, workload)
         spec = cluster.stop_node(spec, leader, deadline_s=0, sig=signal.SIGKILL)
         for broker in (first, second):
             spec = cluster.start_node(spec, broker)
@@ -64,7 +72,9 @@ def _run(tmp_path: Path, elr: bool) -> None:
             wait_until(lambda: _row(spec, {first, second}).leader == second, 45,
                        f"the eligible replica {second} leading while {leader} is still down")
         else:
-            time.sleep(8)  # both followers registered and unfenced long since: Kafka 3.x keeps waiting
+            # A window in which no leader may be elected: both followers registered and unfenced long since,
+            # Kafka 3.x keeps waiting for the dead leader.
+            time.sleep(8)
             assert _row(spec, {first, second}).leader == -1
             spec = cluster.start_node(spec, leader)
             cluster.wait_listening(spec.node(leader))
@@ -72,7 +82,7 @@ def _run(tmp_path: Path, elr: bool) -> None:
                        f"the old leader {leader} back in charge")
         alive = {first, second} if elr else {1, 2, 3}
         wait_until(lambda: len(_row(spec, alive).isr) >= 2, 45, "the partition back at min ISR")
-        time.sleep(2)  # writes acknowledged again
+        _acknowledged(workload, 2 * RATE, "again, at min ISR")
         produced = workload.stop()
         bootstrap = ",".join(spec.node(b).address for b in alive)
         verdict = history.verdict(produced, history.read_back(bootstrap, TOPIC, "elr"))

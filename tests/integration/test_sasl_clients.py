@@ -222,7 +222,7 @@ def test_session_expires_without_reauthentication(sasl: Sasl) -> None:
         handshake(sock, "PLAIN")
         answer = authenticate(sock, b"\0alice\0alice-secret")
         assert answer.error_code == 0 and answer.session_lifetime.total_seconds() == 1.5
-        time.sleep(1.6)
+        time.sleep(1.6)  # time is the state here: the 1.5 s session lapses (the broker tells only on a request)
         sock.sendall(encode_request(build(request_class(METADATA, 12), topics=None,
                                           allow_auto_topic_creation=False, include_topic_authorized_operations=False),
                                     9))
@@ -246,7 +246,7 @@ def test_reauthentication_keeps_the_connection(sasl: Sasl) -> None:
     with connect(sasl, "REAUTH") as sock:
         handshake(sock, "PLAIN")
         authenticate(sock, b"\0alice\0alice-secret")
-        time.sleep(1.0)
+        time.sleep(1.0)  # time is the state here: within the first 1.5 s session, most of it gone
         handshake(sock, "PLAIN")
         assert authenticate(sock, b"\0alice\0alice-secret").session_lifetime.total_seconds() == 1.5
         time.sleep(1.0)  # past the first session's end, within the second's

@@ -6,14 +6,13 @@ controller logs why."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import FAST
+from conftest import FAST, wait_until
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec
 
@@ -65,9 +64,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterSpec]:
         cluster.wait_listening(spec.controller)
         for broker in spec.brokers:
             spec = cluster.start_node(spec, broker.node_id)
-        deadline = time.monotonic() + 30
-        while brokers_seen(spec) != {1, 2} and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: brokers_seen(spec) == {1, 2}, 30, "brokers 1 and 2 registered")
         yield spec
     finally:
         cluster.down(ClusterSpec.load(spec.directory), 10.0)
@@ -88,10 +85,12 @@ def test_brokers_register_and_replicate_over_sasl(secured: ClusterSpec) -> None:
 
 
 def test_a_broker_with_a_wrong_password_cannot_register(secured: ClusterSpec) -> None:
-    time.sleep(2)  # broker 3 has been retrying for as long as the others took to register, and more
+    refused = re.compile(r"Failed authentication with /127\.0\.0\.1:\d+ \(User:admin, mechanism PLAIN, listener "
+                         r"CONTROLLER\): Authentication failed: Invalid username or password")
+    log = Path(secured.controller.directory) / "stdout.log"
+    # Broker 3 keeps trying: refused twice, and still not registered.
+    wait_until(lambda: len(refused.findall(log.read_text(errors="replace"))) >= 2, 30,
+               "broker 3's authentication refused twice")
     assert brokers_seen(secured) == {1, 2}
-    controller_log = (Path(secured.controller.directory) / "stdout.log").read_text(errors="replace")
-    assert re.search(r"Failed authentication with /127\.0\.0\.1:\d+ \(User:admin, mechanism PLAIN, listener "
-                     r"CONTROLLER\): Authentication failed: Invalid username or password", controller_log)
     broker_log = (Path(secured.node(3).directory) / "stdout.log").read_text(errors="replace")
     assert "refused authentication as admin with PLAIN" in broker_log

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import socket
 import struct
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -111,13 +110,12 @@ def test_kafka_python_group_admin_calls(insync_cluster: ClusterSpec) -> None:
 def _coordinator_connection(spec: ClusterSpec, group: str) -> socket.socket:
     """A connection to the group's coordinator (DescribeGroups is answered there)."""
     host, port = spec.node(1).address.split(":")
-    deadline = time.monotonic() + 10
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         cls = request_class(versions.FIND_COORDINATOR, 3)
-        while True:  # bounded by the deadline
+
+        def coordinator() -> Any:
             found = exchange(sock, build(cls, key=group, key_type=0), 1)
-            if int(found.error_code) == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-    assert int(found.error_code) == 0, found
+            return found if int(found.error_code) == 0 else None
+
+        found = wait_until(coordinator, 10, f"a coordinator for group {group}")
     return socket.create_connection((found.host, int(found.port)), timeout=10)

@@ -30,6 +30,7 @@ from reference import start_kafka
 
 from insync.chaos import cluster
 from insync.protocol.kio import request_class
+from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(900)
 REPORT = Path(__file__).resolve().parents[2] / "build" / "compat" / "differential.md"
@@ -69,13 +70,13 @@ class Side:
 
     def coordinator(self, group: str) -> int:
         """The broker (1-based) coordinating `group`, once the offsets topic has a leader for it."""
-        deadline = time.monotonic() + COORDINATOR_WAIT_S
-        while time.monotonic() < deadline:
-            found = self.send(1, request(10, 3, key=group, key_type=0))
-            if found != CLOSED and int(found.error_code) == 0:
-                return next(i + 1 for i, b in enumerate(self.spec.brokers) if b.node_id == int(found.node_id))
-            time.sleep(0.5)
-        raise AssertionError(f"{self.spec.engine}: no coordinator for group {group!r} after {COORDINATOR_WAIT_S} s")
+        def found() -> Any:
+            answer = self.send(1, request(10, 3, key=group, key_type=0))
+            return answer if answer != CLOSED and int(answer.error_code) == 0 else None
+
+        node_id = int(wait_until(found, COORDINATOR_WAIT_S, f"{self.spec.engine}: a coordinator for group {group!r}",
+                                 interval_s=0.5).node_id)
+        return next(i + 1 for i, b in enumerate(self.spec.brokers) if b.node_id == node_id)
 
     def close(self) -> None:
         for connection in self.connections:
@@ -109,14 +110,13 @@ def _prepare(side: Side) -> None:
               for name, assignment in {**TOPICS, "secret": ((1, 2, 3),)}.items()]
     created = side.send(1, request(19, 7, topics=topics, timeout=30_000 * MS))
     assert all(int(t.error_code) == 0 for t in created.topics), (side.spec.engine, created)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def led() -> Any:
         answer = side.send(1, request(3, 12, topics=[{"name": n} for n in (*TOPICS, "secret")]))
-        if all(int(t.error_code) == 0 and all(p.leader_id >= 0 for p in t.partitions) for t in answer.topics):
-            side.ids = {t.name: t.topic_id for t in answer.topics}
-            break
-        time.sleep(0.5)
-    assert side.ids, f"{side.spec.engine}: topics without leaders after 30 s"
+        return answer if all(int(t.error_code) == 0 and all(p.leader_id >= 0 for p in t.partitions)
+                             for t in answer.topics) else None
+
+    answer = wait_until(led, 30, f"{side.spec.engine}: a leader for every partition", interval_s=0.5)
+    side.ids = {t.name: t.topic_id for t in answer.topics}
     for partition, replicas in enumerate(TOPICS["d"]):
         produced = side.send(replicas[0], _produce(12, "d", partition, batch([b"a", b"b", b"c"])))
         assert int(produced.responses[0].partition_responses[0].error_code) == 0, (side.spec.engine, produced)

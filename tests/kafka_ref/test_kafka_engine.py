@@ -14,6 +14,7 @@ from reference import VERSIONS, start_kafka
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster, kafka_cluster, script
 from insync.config import ConfigError
+from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 RECORDS = 300
@@ -46,14 +47,14 @@ def _consume_all(bootstrap: str, topic: str, count: int, timeout_s: float = 60.0
 
 
 def _wait_isr(bootstrap: str, topic: str, size: int, timeout_s: float = 60.0) -> list[tuple[int, ...]]:
-    deadline = time.monotonic() + timeout_s
     isrs: list[tuple[int, ...]] = []
-    while time.monotonic() < deadline:
+
+    def sized() -> list[tuple[int, ...]] | None:
+        nonlocal isrs
         isrs = [row.isr for row in describe_rows(bootstrap, [topic])]
-        if isrs and all(len(isr) == size for isr in isrs):
-            return isrs
-        time.sleep(0.5)
-    raise AssertionError(f"ISRs of {topic} not of size {size} within {timeout_s} s: {isrs}")
+        return isrs if isrs and all(len(isr) == size for isr in isrs) else None
+
+    return wait_until(sized, timeout_s, lambda: f"ISRs of {topic} of size {size} (last: {isrs})", interval_s=0.5)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -27,6 +27,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
+from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -161,12 +162,15 @@ def test_batch_write_is_read_back_by_confluent_kafka(spark: SparkSession, spec: 
 
 
 def wait_for(query: StreamingQuery, predicate: Any, what: str, timeout_s: int = QUERY_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():  # bounded by the deadline
+    """Until `predicate()` holds; at once if the query failed."""
+    def held() -> bool:
+        if predicate():
+            return True
         if query.exception() is not None:
             raise AssertionError(f"{what}: the query failed: {query.exception()}")
-        assert time.monotonic() < deadline, f"not within {timeout_s} s: {what}; last progress {query.lastProgress}"
-        time.sleep(0.5)
+        return False
+
+    wait_until(held, timeout_s, lambda: f"{what}; last progress {query.lastProgress}", interval_s=0.5)
 
 
 def test_streaming_topic_to_topic_processes_records_produced_while_it_runs(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from insync.admin import describe_rows
 from insync.chaos import cluster, kafka_tools
 from insync.chaos.kafka_dist import KafkaDist
+from insync.waiting import wait_until
 
 Normalize = Callable[[str], str]
 ISR_WAIT_S = 90.0
@@ -101,16 +101,12 @@ class Row:
 
 
 def _wait_isr(spec: cluster.ClusterSpec, topic: str, wanted: Callable[[tuple[int, ...]], bool]) -> None:
-    deadline = time.monotonic() + ISR_WAIT_S
-    while time.monotonic() < deadline:
-        try:
-            rows = describe_rows(spec.bootstrap, [topic])
-        except Exception:
-            rows = []
-        if rows and all(wanted(row.isr) for row in rows):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{spec.engine}: ISRs of {topic} not as wanted within {ISR_WAIT_S} s")
+    def as_wanted() -> bool:
+        rows = describe_rows(spec.bootstrap, [topic])
+        return bool(rows) and all(wanted(row.isr) for row in rows)
+
+    wait_until(as_wanted, ISR_WAIT_S, f"{spec.engine}: ISRs of {topic} as wanted", interval_s=0.5,
+               retry_on=(Exception,))
 
 
 def _stop_broker_3(spec: cluster.ClusterSpec) -> cluster.ClusterSpec:

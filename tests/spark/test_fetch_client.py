@@ -21,6 +21,7 @@ from insync.chaos.cluster import ClusterSpec
 from insync.spark.source import fetch_client
 from insync.spark.source.arrow_records import decode
 from insync.spark.source.fetch_client import FetchResult, PartitionFetcher
+from insync.waiting import wait_until
 
 WAIT_S = 10.0
 Known = list[tuple[bytes | None, bytes | None, list[tuple[str, str | bytes | None]] | None]]
@@ -139,12 +140,7 @@ def test_a_window_in_the_middle(kafka_bootstrap: str, known_topic: str) -> None:
 
 def test_watermarks(kafka_bootstrap: str, known_topic: str) -> None:
     with fetcher(kafka_bootstrap, known_topic) as reader:
-        deadline = time.monotonic() + WAIT_S
-        marks = reader.watermarks()
-        while marks is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-            marks = reader.watermarks()
-        assert marks == (0, len(KNOWN))
+        assert wait_until(reader.watermarks, WAIT_S, "the watermarks", interval_s=0.1) == (0, len(KNOWN))
 
 
 def test_at_the_high_watermark_nothing_yet(kafka_bootstrap: str, known_topic: str) -> None:

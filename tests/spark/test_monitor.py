@@ -23,19 +23,12 @@ from insync.chaos import cluster, script
 from insync.chaos.script import Step
 from insync.spark.monitor import alert_log, delays, job
 from insync.types import ALERTS_TOPIC, EVENTS_TOPIC
+from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(480)
 
 TIMING = delays.TIMING
 THRESHOLDS = delays.THRESHOLDS
-
-
-def wait_until(predicate: Any, timeout_s: float, what: str | Any) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():  # bounded by the deadline
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s: {what if isinstance(what, str) else what()}")
-        time.sleep(0.25)
 
 
 class Monitor:
@@ -145,14 +138,15 @@ def test_alerts_once_each_across_a_crash_and_a_restart_none_for_a_clean_shutdown
 
     again = Monitor(spark, settings)  # from the checkpoint: the state says what was alerted already
     try:
-        wait_until(lambda: again.batches >= 3, 60, "the restarted monitor's micro-batches")
-        time.sleep(3)
+        # Six micro-batches (a 1 s trigger, the cluster's heartbeats in each): an alert it repeats is in them.
+        wait_until(lambda: again.batches >= 6, 60, "six micro-batches of the restarted monitor")
         assert not set(_ids(again.alerts)) & set(_ids(monitor.alerts))
         shown = len(again.alerts)
         in_topic = _in_topic(spec.bootstrap, alert_log.monitor_id(Path(settings.checkpoint)))
         down_ms = int(time.time() * 1000)
         cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
-        time.sleep(THRESHOLDS.urp_ms / 1000 + 4)  # past every threshold, had the cluster's clock gone on
+        # A window for alerts that must not come: past every threshold, had the cluster's clock gone on.
+        time.sleep(THRESHOLDS.urp_ms / 1000 + 4)
     finally:
         again.stop()
     assert [a for a in again.alerts if a["due_ms"] >= down_ms] == []

@@ -65,6 +65,7 @@ from insync.spark.source.kafka_io import (
 )
 from insync.spark.source.options import OptionError
 from insync.types import TopicPartition
+from insync.waiting import wait_until
 
 Record = tuple[int, bytes | None, bytes | None, list[tuple[str, str | bytes | None]] | None]  # partition, key, value, headers
 QUERY_TIMEOUT_S = 60
@@ -417,10 +418,8 @@ def test_stream_picks_up_partitions_added_to_its_topic_from_their_earliest_offse
     assert first == []  # a stream starts at latest
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     admin.create_partitions([NewPartitions(topic, 2)])[topic].result(timeout=10)
-    deadline = time.monotonic() + 10
-    while [r.leader >= 0 for r in describe_rows(kafka_bootstrap, [topic])] != [True, True]:  # bounded: deadline
-        assert time.monotonic() < deadline, "the new partition has no leader after 10 s"
-        time.sleep(0.2)
+    wait_until(lambda: [r.leader >= 0 for r in describe_rows(kafka_bootstrap, [topic])] == [True, True], 10,
+               "a leader for the new partition")
     produce(kafka_bootstrap, topic, [(0, None, b"new0", None), (1, None, b"new1-a", None), (1, None, b"new1-b", None)])
     second = [r for b in run_available_now(insync, kafka_bootstrap, topic, tmp_path / "cp") for r in b]
     assert sorted((r.partition, r.offset, r.value) for r in second) == [

@@ -36,8 +36,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("security",),
     ("storage",),
     ("protocol",),
-    # core, with Kafka's log wording (kafkalog) and the allocator tuning (malloc), which import nothing of insync
-    ("errors", "config", "config_keys", "config_validation", "config_reference", "config_synonyms", "security_config", "command_config", "properties", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc"),
+    # core, with Kafka's log wording (kafkalog), the allocator tuning (malloc) and the polling wait of the harness
+    # and the tests (waiting), which import nothing of insync
+    ("errors", "config", "config_keys", "config_validation", "config_reference", "config_synonyms", "security_config", "command_config", "properties", "clock", "limits", "events", "types", "faults", "kafkalog", "malloc", "waiting"),
 )
 LAYER_OF = {part: depth for depth, parts in enumerate(LAYERS) for part in parts}
 # DESIGN.md 2: spark/'s data source and its log analysis share nothing.

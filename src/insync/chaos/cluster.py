@@ -23,7 +23,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from insync import command_config
 from insync.chaos import kafka_cluster, kafka_dist, netns, secure
 from insync.config import BrokerConfig, ConfigError
 from insync.properties import parse_overrides
+from insync.waiting import WaitTimeout, wait_until
 
 CLUSTER_FILE = "cluster.json"
 CONTROLLER_ID = 0
@@ -327,16 +327,13 @@ def listening(port: int, host: str = "127.0.0.1") -> bool:
 def wait_port(port: int, deadline_s: float, pid: int | None = None, what: str = "the process",
               host: str = "127.0.0.1") -> None:
     """Until something accepts connections on `host`:`port`; fails early if `pid` exits."""
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
+    def accepting() -> bool:
         if pid is not None and not pid_alive(pid):
             raise RuntimeError(f"{what} exited before listening on port {port}")
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise TimeoutError(f"{what} not listening on {host}:{port} after {deadline_s} s")
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+
+    wait_until(accepting, deadline_s, f"{what} listening on {host}:{port}", interval_s=0.1, retry_on=(OSError,))
 
 
 def stop_node(spec: ClusterSpec, node_id: int, deadline_s: float = STOP_DEADLINE_S,
@@ -345,9 +342,7 @@ def stop_node(spec: ClusterSpec, node_id: int, deadline_s: float = STOP_DEADLINE
     node = spec.node(node_id)
     if node.pid is not None and pid_alive(node.pid):
         _signal(node.pid, sig)
-        deadline = time.monotonic() + deadline_s
-        while pid_alive(node.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _reap(node.pid, deadline_s)
         if pid_alive(node.pid):
             _signal(node.pid, signal.SIGKILL)
             _reap(node.pid, 5.0)
@@ -369,9 +364,9 @@ def _signal(pid: int, sig: int) -> None:
 
 
 def _reap(pid: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    """Until `pid` has exited (and is reaped, if it is our child), at most `timeout_s`."""
+    with contextlib.suppress(WaitTimeout):
+        wait_until(lambda: not pid_alive(pid), timeout_s, f"process {pid} exited", interval_s=0.05)
 
 
 def pid_alive(pid: int) -> bool:
@@ -446,9 +441,10 @@ def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
 
     admin = AdminClient({**spec.client_settings(), "bootstrap.servers": spec.bootstrap})
     wanted = {b.node_id for b in spec.brokers}
-    deadline = time.monotonic() + deadline_s
     seen: set[int] = set()
-    while time.monotonic() < deadline:
+
+    def registered() -> bool:
+        nonlocal seen
         # A broker that exited (its port taken by something else after it was picked, say) never registers: fail
         # now, naming its log, rather than at the deadline.
         for broker in spec.brokers:
@@ -459,10 +455,9 @@ def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
             seen = set(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
         except Exception:
             seen = set()
-        if seen >= wanted:
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"brokers {sorted(wanted - seen)} not registered after {deadline_s} s")
+        return seen >= wanted
+
+    wait_until(registered, deadline_s, lambda: f"brokers {sorted(wanted - seen)} registered")
 
 
 def down(spec: ClusterSpec, deadline_s: float) -> ClusterSpec:

@@ -13,14 +13,16 @@ partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/po
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from insync.admin import admin_client
 from insync.chaos import cluster, power, script
 from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
 from insync.config import ConfigError
+from insync.waiting import WaitTimeout, wait_until
 
 INJECTION = ("fault.injection.enable=true",)
 SLOW_READ_MS = 3000
@@ -55,21 +57,29 @@ class Target:
         again for up to `METADATA_WAIT_S`."""
         live = ",".join(b.address for b in self.spec.brokers if b.pid is not None)
         admin = admin_client(live)
-        deadline = time.monotonic() + METADATA_WAIT_S
-        while True:
+        topic: Any = None  # the last answer
+
+        def led() -> bool:
+            nonlocal topic
             topic = admin.list_topics(self.topic, timeout=10).topics[self.topic]
-            if topic.partitions:
-                partition = sorted(topic.partitions)[pick % len(topic.partitions)]
-                metadata = topic.partitions[partition]
-                if metadata.leader >= 0 or time.monotonic() >= deadline:
-                    return partition, int(metadata.leader), tuple(int(r) for r in metadata.replicas)
-            elif time.monotonic() >= deadline:
-                raise ConfigError(f"no partitions of {self.topic} in the metadata after {METADATA_WAIT_S:g} s: "
-                                  f"{topic.error}")
-            time.sleep(0.5)
+            return bool(topic.partitions) and _chosen(topic, pick)[1].leader >= 0
+
+        with contextlib.suppress(WaitTimeout):  # a partition without a leader yet is still a victim
+            wait_until(led, METADATA_WAIT_S, f"a leader for the chosen partition of {self.topic}", interval_s=0.5)
+        if not topic.partitions:
+            raise ConfigError(f"no partitions of {self.topic} in the metadata after {METADATA_WAIT_S:g} s: "
+                              f"{topic.error}")
+        partition, metadata = _chosen(topic, pick)
+        return partition, int(metadata.leader), tuple(int(r) for r in metadata.replicas)
 
     def broker(self, pick: int) -> int:
         return self.spec.brokers[pick % len(self.spec.brokers)].node_id
+
+
+def _chosen(topic: Any, pick: int) -> tuple[int, Any]:
+    """The partition `pick` chooses of a topic's metadata, and its metadata."""
+    partition = sorted(topic.partitions)[pick % len(topic.partitions)]
+    return partition, topic.partitions[partition]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +175,10 @@ def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
 def _active_controller(controllers: tuple[cluster.NodeSpec, ...]) -> int:
     """The controller that listens (only the active one does), waited for up to `METADATA_WAIT_S` while a standby
     is still taking over; controller 0 when none does by then."""
-    deadline = time.monotonic() + METADATA_WAIT_S
-    while True:  # bounded by the deadline
-        active = next((c.node_id for c in controllers if cluster.listening(c.port, c.host)), None)
-        if active is not None or time.monotonic() >= deadline:
-            return CONTROLLER_ID if active is None else active
-        time.sleep(0.2)
+    with contextlib.suppress(WaitTimeout):
+        return wait_until(lambda: next((c for c in controllers if cluster.listening(c.port, c.host)), None),
+                          METADATA_WAIT_S, "a controller listening").node_id
+    return CONTROLLER_ID
 
 
 KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (

@@ -21,12 +21,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from insync.chaos.partitions import Shape
 from insync.config import ConfigError
+from insync.waiting import WaitTimeout, wait_until
 
 IPTABLES_RESTORE = "iptables-legacy-restore"
 DAEMON_MODULE = "insync.chaos.nfqueue"
@@ -108,9 +108,9 @@ def stop(pids: Sequence[int], alive: Callable[[], Iterable[int]]) -> None:
     for pid in pids:
         _signal(pid, signal.SIGTERM)
         _signal(pid, signal.SIGCONT)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while time.monotonic() < deadline and set(pids) & set(alive()):
-        time.sleep(STOP_POLL_S)
+    with contextlib.suppress(WaitTimeout):
+        wait_until(lambda: not set(pids) & set(alive()), STOP_TIMEOUT_S, "the daemons exited",
+                   interval_s=STOP_POLL_S)
     for pid in set(pids) & set(alive()):
         _signal(pid, signal.SIGKILL)
 

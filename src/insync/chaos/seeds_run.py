@@ -32,6 +32,7 @@ from insync.properties import parse_overrides
 from insync.sim.result import SimResult
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario
+from insync.waiting import WaitTimeout, wait_until
 
 NOT_ENOUGH_REPLICAS = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
 ADMIN_TIMEOUT_S = 5.0
@@ -153,23 +154,24 @@ class _RealRun:
         return self.wait_for("isr-full", 0, deadline_s)
 
     def wait_for(self, state: str, partition: int, deadline_s: float) -> bool:
-        """Until `state` (a `SeedStep.after`) holds, as the events tell it (a broker just restarted can answer
-        Metadata from its old image, full ISR and all, before it has caught up)."""
-        deadline = time.monotonic() + deadline_s
-        while time.monotonic() < deadline:
+        """Whether `state` (a `SeedStep.after`) holds within `deadline_s`, as the events tell it (a broker just
+        restarted can answer Metadata from its old image, full ISR and all, before it has caught up)."""
+        def reached() -> bool:
             self.admin.poll(0)  # serve its queued log lines to the clients' logger
             events = read_events(self.spec, self.topic)
             if state in ("isr-full", "isr-published"):
-                reached = full_isr(events, self.seed.partitions, self.seed.replication_factor)
-                reached = reached and (state == "isr-full" or published_since_isr_change(events))
-            else:
-                leader, isr = isr_now(events, partition)
-                reached = (len(isr) < self.seed.replication_factor if state == "isr-shrunk"
-                           else leader >= 0 and isr == [leader])
-            if reached:
-                return True
-            time.sleep(POLL_S)
-        return False
+                full = full_isr(events, self.seed.partitions, self.seed.replication_factor)
+                return full and (state == "isr-full" or published_since_isr_change(events))
+            leader, isr = isr_now(events, partition)
+            if state == "isr-shrunk":
+                return len(isr) < self.seed.replication_factor
+            return leader >= 0 and isr == [leader]
+
+        try:
+            wait_until(reached, deadline_s, f"{state} (partition {partition})", interval_s=POLL_S)
+        except WaitTimeout:
+            return False
+        return True
 
 
 def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambda _: None) -> SeedRun:
@@ -213,11 +215,10 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
 
 
 def _first_ack(workload: history.ProduceWorkload, deadline_s: float) -> bool:
-    deadline = time.monotonic() + deadline_s
-    while not workload.history.acked:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL_S / 5)
+    try:
+        wait_until(lambda: workload.history.acked, deadline_s, "a first acknowledged write", interval_s=POLL_S / 5)
+    except WaitTimeout:
+        return False
     return True
 
 

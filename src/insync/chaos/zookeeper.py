@@ -12,10 +12,10 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 from insync.config import ConfigError
+from insync.waiting import WaitTimeout, wait_until
 
 ZOOKEEPER_JARS = ("/usr/share/java/zookeeper.jar", "/etc/zookeeper/conf")
 START_DEADLINE_S = 30.0
@@ -72,13 +72,19 @@ class ZooKeeperServer:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             log.close()
-        deadline = time.monotonic() + START_DEADLINE_S
-        while not _ruok(self.port):  # bounded by the deadline
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise ConfigError(f"ZooKeeper did not start on 127.0.0.1:{self.port}; see "
-                                  f"{self.directory / 'zookeeper.log'}")
-            time.sleep(0.1)
+        process = self._process
+
+        def answering() -> bool:
+            if process.poll() is not None:
+                raise ConfigError(f"it exited with status {process.returncode}")
+            return _ruok(self.port)
+
+        try:
+            wait_until(answering, START_DEADLINE_S, "ruok answered", interval_s=0.1)
+        except (ConfigError, WaitTimeout) as exc:
+            self.stop()
+            raise ConfigError(f"ZooKeeper did not start on 127.0.0.1:{self.port} ({exc}); see "
+                              f"{self.directory / 'zookeeper.log'}") from None
         return self
 
     def stop(self) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from insync.chaos.cluster import ClusterSpec
 from insync.spark.monitor.rules import Thresholds
 from insync.spark.monitor.view import MonitorView
+from insync.waiting import WaitTimeout, wait_until
 
 if TYPE_CHECKING:
     from insync.spark.monitor.job import Monitor
@@ -89,9 +89,9 @@ class DemoMonitor:
         """Let the query read what the cluster wrote last (a killed broker's query restarts first): wait for
         DRAIN_BATCHES more micro-batches, at most `deadline_s`."""
         target = self.view.batches + DRAIN_BATCHES
-        deadline = time.monotonic() + deadline_s
-        while self._monitor is not None and self.view.batches < target and time.monotonic() < deadline:
-            time.sleep(0.2)  # bounded by the deadline
+        with contextlib.suppress(WaitTimeout):
+            wait_until(lambda: self._monitor is None or self.view.batches >= target, deadline_s,
+                       f"{DRAIN_BATCHES} more micro-batches")
 
     def stop(self) -> None:
         if self._monitor is not None:

@@ -163,10 +163,10 @@ class Demo:
     def _until_monitoring(self) -> None:
         """Hold the acts until the monitor has run its first micro-batch (a cold Spark takes tens of seconds to
         plan and start its Python workers), or MONITOR_START_MAX_S."""
-        assert self.monitor is not None
-        deadline = time.monotonic() + MONITOR_START_MAX_S
-        while self.monitor.view.batches == 0 and time.monotonic() < deadline:  # bounded by the deadline
-            self._watch(1.0, "waiting for insync monitor's first micro-batch")
+        monitor = self.monitor
+        assert monitor is not None
+        self._until("waiting for insync monitor's first micro-batch", MONITOR_START_MAX_S,
+                    lambda: monitor.view.batches > 0)
 
     def _watch(self, seconds: float, title: str) -> None:
         deadline = time.monotonic() + seconds

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from insync import waiting
 from insync.chaos import campaign, checker, cluster, nemesis, report
 from insync.chaos.ops import HistoryWriter, Op, read_history
 from insync.config import ConfigError
@@ -143,7 +144,7 @@ class FakeAdmin:
 def test_a_victim_is_chosen_once_the_metadata_has_the_partitions(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     target = nemesis.Target(cluster.layout(tmp_path, brokers=3, port=0), "t")
-    monkeypatch.setattr(nemesis.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(waiting.time, "sleep", lambda _s: None)
     ready = {p: SimpleNamespace(leader=p + 1, replicas=[p + 1, 3]) for p in range(3)}
     no_leader = {p: SimpleNamespace(leader=-1, replicas=[1, 2]) for p in range(3)}
     monkeypatch.setattr(nemesis, "admin_client", lambda _b: FakeAdmin([{}, no_leader, ready]))

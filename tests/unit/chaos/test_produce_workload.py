@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import confluent_kafka
@@ -10,6 +9,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from insync.chaos import history
+from insync.waiting import wait_until
 
 
 class FakeProducer:
@@ -65,10 +65,11 @@ def run_workload(monkeypatch: pytest.MonkeyPatch, flush_error: BaseException | N
     monkeypatch.setattr(confluent_kafka, "Producer", FakeProducer)
     workload = history.ProduceWorkload("127.0.0.1:9", "t", rate=2000, run_id="r")
     workload.start()
-    deadline = time.monotonic() + 10
-    while len(workload.history.acked) < 20 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return workload.stop()
+    try:
+        wait_until(lambda: len(workload.history.acked) >= 20, 10, "20 records acknowledged", interval_s=0.01)
+    finally:
+        produced = workload.stop()
+    return produced
 
 
 def test_a_fatal_error_is_recorded_and_a_new_producer_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from insync.chaos import certs
 from insync.config import BrokerConfig, ConfigError
 from insync.security.principal import ANONYMOUS, user
 from insync.server.tls import client_tls, server_tls, setting
+from insync.waiting import wait_until
 
 
 class PeerCertificate:
@@ -105,6 +106,11 @@ def test_a_tls_listener_logs_a_refused_handshake_as_failed_authentication_and_a_
         def supported_versions(self) -> dict[int, tuple[int, int]]:
             return {}
 
+    def both_logged() -> bool:
+        messages = [r.getMessage() for r in caplog.records]
+        return any("Failed authentication with /127.0.0.1:" in m for m in messages) and any(
+            "closed during its TLS handshake" in m for m in messages)
+
     async def scenario() -> None:
         tls = server_tls(BrokerConfig({"ssl.keystore.location": str(files.node)}), "SSL")
         listener = Listener(Nothing(), "127.0.0.1", 0, 1024, name="SSL", security_protocol="SSL", tls=tls)  # type: ignore[arg-type]
@@ -112,7 +118,8 @@ def test_a_tls_listener_logs_a_refused_handshake_as_failed_authentication_and_a_
         socket.create_connection(("127.0.0.1", listener.port)).close()  # a port probe
         with socket.create_connection(("127.0.0.1", listener.port)) as plaintext:
             plaintext.sendall(b"\x00\x00\x00\x0a" + bytes(10))  # a Kafka frame where a ClientHello belongs
-            await asyncio.sleep(0.5)
+            # Waited for in a thread: the listener serves both connections on this event loop meanwhile.
+            await asyncio.to_thread(wait_until, both_logged, 10, "the probe and the plaintext client logged")
         await listener.stop(1.0)
 
     with caplog.at_level(logging.INFO, logger="insync.server"):

@@ -22,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from insync.chaos.script import Step
 from insync.spark.monitor import alert_log, job
 from insync.spark.monitor.rules import Thresholds
 from insync.types import ALERTS_TOPIC
+from insync.waiting import wait_until
 
 TIMING = ["insync.events.topic.enable=true", "fault.injection.enable=true", "replica.lag.time.max.ms=3000",
           "broker.session.timeout.ms=6000", "broker.heartbeat.interval.ms=500", "replica.fetch.backoff.ms=200",
@@ -95,25 +95,13 @@ class _Alerts:
     def wait(self, kind: str, topic: str, partition: int, since_ms: int) -> dict[str, Any]:
         """The first alert of `kind` about the partition whose episode began at `since_ms` or later: a fault on a
         broker makes every partition it holds a replica of an episode, and the faults come one after the other."""
-        found: dict[str, Any] = self._until(lambda: next((a for a in self.seen if a["kind"] == kind and a["topic"] ==
-                                                          topic and a["partition"] == partition and
-                                                          a["since_ms"] >= since_ms), None),
-                                            f"no {kind} alert for {topic}-{partition}")
-        return found
+        return wait_until(lambda: next((a for a in self.seen if a["kind"] == kind and a["topic"] == topic and
+                                        a["partition"] == partition and a["since_ms"] >= since_ms), None),
+                          FAULT_HOLD_S, f"a {kind} alert for {topic}-{partition}")
 
     def wait_batches(self, count: int) -> None:
         """The query runs: faults before its first micro-batch would come before its starting offsets."""
-        self._until(lambda: self.batches >= count or None, f"not {count} micro-batches")
-
-    @staticmethod
-    def _until(found: Callable[[], Any], what: str) -> Any:
-        deadline = time.monotonic() + FAULT_HOLD_S
-        while time.monotonic() < deadline:  # bounded by the deadline
-            result = found()
-            if result is not None:
-                return result
-            time.sleep(0.2)
-        raise TimeoutError(f"{what} within {FAULT_HOLD_S:.0f} s")
+        wait_until(lambda: self.batches >= count, FAULT_HOLD_S, f"{count} micro-batches")
 
 
 def _target(bootstrap: str, topic: str, leader: bool) -> tuple[int, int]:
@@ -132,11 +120,14 @@ def _settled(bootstrap: str) -> None:
     """Wait until every replica of every partition is in sync again: a broker killed while it is the last replica
     in sync of a partition (the slow leader's followers are still catching up, say) takes that partition offline,
     its partition of `__insync_events` included, and the events in it with it."""
-    deadline = time.monotonic() + FAULT_HOLD_S
-    while lagging := [f"{r.topic}-{r.partition}" for r in describe_rows(bootstrap) if set(r.isr) != set(r.replicas)]:
-        if time.monotonic() > deadline:  # bounded by the deadline
-            raise TimeoutError(f"partitions still under-replicated after {FAULT_HOLD_S:.0f} s: {lagging}")
-        time.sleep(0.5)
+    lagging: list[str] = []
+
+    def in_sync() -> bool:
+        nonlocal lagging
+        lagging = [f"{r.topic}-{r.partition}" for r in describe_rows(bootstrap) if set(r.isr) != set(r.replicas)]
+        return not lagging
+
+    wait_until(in_sync, FAULT_HOLD_S, lambda: f"every replica in sync (under-replicated: {lagging})", interval_s=0.5)
 
 
 def _faults(spec: cluster.ClusterSpec, alerts: _Alerts) -> list[tuple[str, dict[str, Any]]]:

@@ -32,6 +32,7 @@ from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from insync.spark.monitor import alert_log, rules
 from insync.spark.monitor.rules import Thresholds
 from insync.types import ALERTS_TOPIC, EVENTS_TOPIC
+from insync.waiting import WaitTimeout, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -167,23 +168,28 @@ def wait_for_events_topic(bootstrap: str, deadline_s: float) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # public, not in stubs
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:  # bounded by the deadline
+
+    def ready() -> bool:
         try:
             topics = admin.list_topics(timeout=2).topics
             topic = topics.get(EVENTS_TOPIC)
-            if topic is not None and topic.error is None and topic.partitions and all(
-                    p.leader >= 0 for p in topic.partitions.values()):
-                if ALERTS_TOPIC not in topics:
-                    factor = len(next(iter(topic.partitions.values())).replicas)
-                    admin.create_topics([NewTopic(ALERTS_TOPIC, num_partitions=1, replication_factor=factor)])[
-                        ALERTS_TOPIC].result(timeout=max(1.0, deadline - time.monotonic()))
-                return
+            if topic is None or topic.error is not None or not topic.partitions or any(
+                    p.leader < 0 for p in topic.partitions.values()):
+                return False
+            if ALERTS_TOPIC not in topics:
+                factor = len(next(iter(topic.partitions.values())).replicas)
+                admin.create_topics([NewTopic(ALERTS_TOPIC, num_partitions=1, replication_factor=factor)])[
+                    ALERTS_TOPIC].result(timeout=deadline_s)
+            return True
         except Exception as exc:  # noqa: BLE001 - the cluster is not up yet, or another monitor created it: try again
             log.info("waiting for %s: %s", EVENTS_TOPIC, exc)
-        time.sleep(0.5)
-    raise MonitorError(f"no {EVENTS_TOPIC} topic at {bootstrap} within {deadline_s:.0f} s: is the cluster up, "
-                       "with insync.events.topic.enable=true (the default)?")
+            return False
+
+    try:
+        wait_until(ready, deadline_s, f"{EVENTS_TOPIC} with a leader for each partition", interval_s=0.5)
+    except WaitTimeout:
+        raise MonitorError(f"no {EVENTS_TOPIC} topic at {bootstrap} within {deadline_s:.0f} s: is the cluster up, "
+                           "with insync.events.topic.enable=true (the default)?") from None
 
 
 class Monitor:
