@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.chaos import netns, seeds
+from insync.chaos import netns, seed_table, seeds
 from insync.chaos.seeds_run import run_real
 
 pytestmark = pytest.mark.timeout(120)
@@ -30,7 +30,7 @@ def check_seed(name: str, tmp_path: Path) -> None:
     if unavailable:
         pytest.skip(f"needs network namespaces: {unavailable}")
     run = run_real(seed, tmp_path)
-    assert seed.check(run) == [], seeds.render([seeds.figures(name, run, seed.check(run))])
+    assert seed.check(run) == [], seed_table.render([seed_table.figures(name, run, seed.check(run))])
     # The idempotent producer's retries through the faults wrote nothing twice (a power loss under the Kafka 3.x
     # election truncates its acknowledged writes away, and its retries of the lost ones are no duplicates).
     assert run.duplicated == 0

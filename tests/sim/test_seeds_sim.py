@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.chaos import seeds
+from insync.chaos import seed_table, seeds
 from insync.chaos.seeds_run import run_sim
 from insync.cli.main import main
 
@@ -18,7 +18,7 @@ def test_seed_claims_hold_in_the_simulator(name: str) -> None:
     seed = seeds.seed_named(name)
     run = run_sim(seed)
     assert run.side == "sim"
-    assert seed.check(run) == [], seeds.render([seeds.figures(name, run, seed.check(run))])
+    assert seed.check(run) == [], seed_table.render([seed_table.figures(name, run, seed.check(run))])
 
 
 def test_seeds_command_prints_the_simulator_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,7 @@ Dynamic broker configs are applied as their records arrive, without a restart: `
 under them, topic log defaults follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next
 pass. Metadata drives roles: published records are replayed into the image, and the partitions they touch become
 leader, follower (moving to the fetcher session of the new leader), adopt a new ISR, or stop. ISR proposals go
-to the controller through the channel, one AlterPartition request in flight.
+to the controller through the channel (`IsrProposals`), one AlterPartition request in flight.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from insync import errors
 from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from insync.broker.controller_channel import ControllerChannel
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
+from insync.broker.isr_proposals import IsrProposals
 from insync.broker.log_dirs import (
     AlterReplicaLogDirsRequest,
     DescribeLogDirsRequest,
@@ -57,24 +57,13 @@ from insync.controller.messages import (
     MetadataUpdate,
     ReplicaLogReportRequest,
 )
-from insync.controller.replication_control import AlterPartitionData
 from insync.events import Event, EventType
-from insync.metadata.records import LEADER_RECOVERED
 from insync.replication.event_buffer import EventBuffer
-from insync.replication.messages import AlterPartitionItem, AlterPartitionResult, FetchRequest, FetchResponse
+from insync.replication.messages import FetchRequest, FetchResponse
 from insync.replication.partition import Partition, PartitionConfig
-from insync.replication.results import AlterOutcome
 from insync.storage.checkpoint import CheckpointError
 from insync.storage.log_manager import LogManager
-from insync.types import (
-    UNKNOWN_BROKER_EPOCH,
-    Address,
-    BrokerId,
-    LeaderEpoch,
-    Outgoing,
-    PartitionEpoch,
-    TopicPartition,
-)
+from insync.types import Address, BrokerId, LeaderEpoch, Outgoing, PartitionEpoch, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +88,7 @@ class BrokerCore:
         self.channel = ControllerChannel(broker_id, incarnation_id, config.get_int("broker.heartbeat.interval.ms"),
                                          previous_epoch)
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.proposals = IsrProposals(broker_id, self.channel, self.metadata)
         self.throttles = ReplicationThrottles(broker_id, lambda: self.config, self.metadata.image_configs)
         self.fetch_server = FetchServer(self._leader_partition, self.throttles, self.partitions.get)
         self.produce = ProduceHandler(self._leader_partition)
@@ -110,7 +100,6 @@ class BrokerCore:
         self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
         self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
         self._next_retention_ms = now_ms + self._retention_interval_ms
-        self._proposals: dict[TopicPartition, AlterPartitionItem] = {}
         self._next_rejected_report_ms = now_ms
         self._now_ms = now_ms
         self._caught_up = False
@@ -237,8 +226,8 @@ class BrokerCore:
             for tp, partition in self.partitions.items():
                 proposal = partition.maybe_shrink_isr(now_ms)
                 if proposal is not None:
-                    commands.extend(self._propose(now_ms, tp, proposal))
-                commands.extend(self._propose_recovered(now_ms, tp, partition))  # an answer lost or refused
+                    commands.extend(self.proposals.propose(now_ms, tp, proposal))
+                commands.extend(self.proposals.propose_recovered(now_ms, tp, partition))  # an answer lost or refused
         if now_ms >= self._next_checkpoint_ms:
             self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
             self.checkpoint()
@@ -308,7 +297,7 @@ class BrokerCore:
         advanced: list[TopicPartition] = []
         for partition, result in outcome.results:
             if result.alter_partition is not None:
-                commands.extend(self._propose(now_ms, partition.topic_partition, result.alter_partition))
+                commands.extend(self.proposals.propose(now_ms, partition.topic_partition, result.alter_partition))
             if result.high_watermark_advanced:
                 advanced.append(partition.topic_partition)
         if advanced:
@@ -391,8 +380,7 @@ class BrokerCore:
         tp = delta.topic_partition
         if delta.kind is DeltaKind.STOP:
             self.fetchers.remove(now_ms, tp)
-            self.channel.withdraw(tp)
-            self._proposals.pop(tp, None)
+            self.proposals.withdraw(tp)
             if self.partitions.pop(tp, None) is not None:
                 self.log_manager.delete(tp)
             return []
@@ -409,14 +397,12 @@ class BrokerCore:
             if partition.make_leader(leader_epoch, partition_epoch, isr, replicas, now_ms, reg.is_recovering):
                 self.fetchers.remove(now_ms, tp)
                 if delta.kind is DeltaKind.LEADER:
-                    self.channel.withdraw(tp)
-                    self._proposals.pop(tp, None)
-            return list(self._propose_recovered(now_ms, tp, partition))
+                    self.proposals.withdraw(tp)
+            return list(self.proposals.propose_recovered(now_ms, tp, partition))
         restart = partition.make_follower(BrokerId(reg.leader), leader_epoch, partition_epoch, isr, replicas,
                                           now_ms)
         if restart or delta.kind is DeltaKind.FOLLOWER:
-            self.channel.withdraw(tp)
-            self._proposals.pop(tp, None)
+            self.proposals.withdraw(tp)
             self.fetchers.assign(now_ms, tp, BrokerId(reg.leader), leader_epoch)
         return []
 
@@ -463,58 +449,9 @@ class BrokerCore:
 
     # AlterPartition -----------------------------------------------------------------------------------
 
-    def _propose(self, now_ms: int, tp: TopicPartition, item: AlterPartitionItem, retry: bool = False
-                 ) -> list[Outgoing]:
-        topic_id = self.metadata.topic_id(tp.topic)
-        if topic_id is None:
-            return []
-        self._proposals[tp] = item
-        # Every proposal says RECOVERED: like Kafka's leader, this one counts itself recovered once it leads.
-        wire = AlterPartitionData(topic_id, tp.partition, item.leader_epoch, item.partition_epoch,
-                                  tuple(item.new_isr), LEADER_RECOVERED, self._isr_broker_epochs(item))
-        return self.channel.propose(now_ms, tp, wire, retry)
-
-    def _isr_broker_epochs(self, item: AlterPartitionItem) -> tuple[int, ...]:
-        """KIP-903: each member's broker epoch as the partition knows it from its fetches (-1: unknown), and this
-        broker's own from its registration, which the partition does not know."""
-        known = item.new_isr_broker_epochs or tuple(UNKNOWN_BROKER_EPOCH for _ in item.new_isr)
-        return tuple(self.channel.broker_epoch if broker == self.broker_id else epoch
-                     for broker, epoch in zip(item.new_isr, known, strict=True))
-
-    def _propose_recovered(self, now_ms: int, tp: TopicPartition, partition: Partition) -> list[Outgoing]:
-        """KIP-704: a leader the controller still records RECOVERING (elected uncleanly) asks at once, with its
-        ISR unchanged, to be recorded RECOVERED: insync's log needs no recovery beyond what opening it did.
-        Consumers get NOT_LEADER_OR_FOLLOWER from it until the controller accepts."""
-        if not (partition.is_leader and partition.recovering) or partition.isr_state.is_inflight \
-                or tp in self._proposals:
-            return []
-        item = AlterPartitionItem(tp, self.broker_id, partition.leader_epoch, partition.partition_epoch,
-                                  partition.isr)
-        return self._propose(now_ms, tp, item)
-
     def _on_alter_partition_response(self, now_ms: int, response: AlterPartitionResponse) -> list[Command]:
-        matched, commands_out = self.channel.on_alter_partition(now_ms, response)
-        commands: list[Command] = list(commands_out)
-        advanced: list[TopicPartition] = []
-        for tp, _, raw in matched:
-            item = self._proposals.get(tp)
-            partition = self.partitions.get(tp)
-            if item is None or partition is None:
-                continue
-            result = AlterPartitionResult(tp, raw.error, BrokerId(raw.leader), LeaderEpoch(raw.leader_epoch),
-                                          PartitionEpoch(raw.partition_epoch), tuple(BrokerId(b) for b in raw.isr))
-            outcome = partition.on_alter_partition_result(item, result, now_ms)
-            if outcome.outcome is AlterOutcome.RETRY:
-                commands.extend(self._propose(now_ms, tp, item, retry=True))
-            elif outcome.outcome is not AlterOutcome.AWAITING_METADATA:
-                self._proposals.pop(tp, None)
-            if (partition.is_leader and partition.recovering and raw.error is errors.NONE
-                    and raw.leader_epoch == partition.leader_epoch and raw.leader_recovery_state == LEADER_RECOVERED):
-                # The controller recorded RECOVERED: adopt its answer as metadata (as Kafka's Partition does).
-                partition.make_leader(result.leader_epoch, result.partition_epoch, result.isr, partition.replicas,
-                                      now_ms)
-            if outcome.high_watermark_advanced:
-                advanced.append(tp)
+        outgoing, advanced = self.proposals.on_response(now_ms, response, self.partitions)
+        commands: list[Command] = list(outgoing)
         if advanced:
             commands.extend(self.produce.check(now_ms, advanced))
             commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms, hw_advanced=advanced)))

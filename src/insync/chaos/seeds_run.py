@@ -26,7 +26,7 @@ from insync import admin_requests
 from insync.admin import ensure_topic
 from insync.chaos import cluster, history, network, power, script
 from insync.chaos.script import Step
-from insync.chaos.seeds import RealSeed, SeedRun, SeedStep
+from insync.chaos.seed_model import RealSeed, SeedRun, SeedStep
 from insync.controller.propagation import PropagationConfig
 from insync.properties import parse_overrides
 from insync.sim.result import SimResult

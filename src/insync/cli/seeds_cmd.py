@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from insync.chaos import netns, seeds, seeds_run
+from insync.chaos import netns, seed_table, seeds, seeds_run
 from insync.cli.logs import client_log, quiet_logs
 
 
@@ -51,11 +51,11 @@ def _seeds(args: argparse.Namespace) -> int:
             for run in runs:
                 failures = seed.check(run)
                 ok = ok and not failures
-                rows.append(seeds.figures(seed.name, run, failures))
+                rows.append(seed_table.figures(seed.name, run, failures))
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(seeds.render(rows, args.markdown))
+        print(seed_table.render(rows, args.markdown))
         if not args.sim_only:
             print(f"real clusters' logs and events under {root}")
     return 0 if ok else 1

@@ -9,8 +9,8 @@ while writing takes the log offline (KAFKA_STORAGE_ERROR until it is reopened); 
 read. Bad input raises `InvalidRecordError`, a follower append not at the log end OFFSET_OUT_OF_RANGE; nothing is
 written in either case. Where Kafka leaves room: a truncation inside a batch drops the whole batch; an append in
 an epoch older than the cache's latest is not recorded; time rolls and retention without timestamps count from
-the segment's creation or load. Producer-state snapshots (`<offset>.snapshot`, the replication layer's bytes)
-are written atomically when a segment rolls or the log closes; the two newest are kept.
+the segment's creation or load. A producer-state snapshot (producer_snapshots.py) is taken when a segment rolls
+or the log closes, and the snapshots outside the log's offsets are deleted as its ends move.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
 from insync.storage.disk import Disk, RealDisk
 from insync.storage.index import RELATIVE_OFFSET_MAX
 from insync.storage.leader_epoch import LeaderEpochCache
+from insync.storage.producer_snapshots import ProducerSnapshotFiles
 from insync.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -50,8 +51,6 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
-_SNAPSHOT_NAME = re.compile(r"^(\d{20})\.snapshot$")
-PRODUCER_SNAPSHOTS_KEPT = 2
 
 
 def _writes(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
@@ -123,7 +122,7 @@ class Log:
         self._owns_disk = owns_disk
         self._unflushed_messages = 0
         self._last_flush_ms = clock.monotonic_ms()
-        self._producer_snapshot_source: Callable[[int], bytes] | None = None
+        self.producer_snapshots = ProducerSnapshotFiles(disk, directory)
         self._log_start_listener: Callable[[int], None] | None = None
 
     # --- Opening and recovery ------------------------------------------------------------------------------
@@ -212,7 +211,7 @@ class Log:
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self.recovery_point = min(max(recovery_point, self.segments[0].base_offset), self.log_end_offset)
-        self._delete_producer_snapshots(lambda offset: not self.log_start_offset <= offset <= self.log_end_offset)
+        self.producer_snapshots.delete_where(lambda offset: not self.log_start_offset <= offset <= self.log_end_offset)
 
     # --- Offsets -------------------------------------------------------------------------------------------
 
@@ -318,7 +317,7 @@ class Log:
         self.segments.append(LogSegment.create(self.disk, self.directory, self.log_end_offset,
                                                self.clock.now_ms(), self.config.index_interval_bytes))
         # Before the append that caused the roll: the source's table covers exactly the batches below the end.
-        self._take_producer_snapshot()
+        self.producer_snapshots.take(self.log_end_offset)
 
     def _maybe_flush(self) -> None:
         flush_ms = self.config.flush_interval_ms
@@ -436,7 +435,7 @@ class Log:
             return
         self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        self._delete_producer_snapshots(lambda snapshot: snapshot > self.log_end_offset)
+        self.producer_snapshots.delete_where(lambda snapshot: snapshot > self.log_end_offset)
 
     @_writes
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -448,7 +447,7 @@ class Log:
                                            self.config.index_interval_bytes)]
         self.log_start_offset = self.recovery_point = offset
         self.leader_epoch_cache.clear()
-        self._delete_producer_snapshots(lambda _snapshot: True)
+        self.producer_snapshots.delete_where(lambda _snapshot: True)
         self._tell_log_start()
 
     @_writes
@@ -501,7 +500,7 @@ class Log:
         need not read the log to rebuild them."""
         self.active_segment.seal()
         self.flush()
-        self._take_producer_snapshot()
+        self.producer_snapshots.take(self.log_end_offset)
         if self._owns_disk and isinstance(self.disk, RealDisk):
             self.disk.close()
 
@@ -509,31 +508,25 @@ class Log:
 
     def set_producer_snapshot_source(self, source: Callable[[int], bytes] | None) -> None:
         """`source(offset)`: the snapshot bytes for the batches below `offset`, asked when one is taken."""
-        self._producer_snapshot_source = source
+        self.producer_snapshots.source = source
 
     def producer_snapshot_offsets(self) -> list[int]:
         """Offsets of the snapshot files in the directory, ascending."""
-        names = (_SNAPSHOT_NAME.match(name) for name in self.disk.listdir(self.directory))
-        return sorted(int(match.group(1)) for match in names if match)
+        return self.producer_snapshots.offsets()
 
     @_reads
     def read_producer_snapshot(self, offset: int) -> bytes:
-        return self.disk.read_file(self._snapshot_path(offset))
+        return self.producer_snapshots.read(offset)
 
     @_writes
     def write_producer_snapshot(self, offset: int, data: bytes) -> None:
         """Replace the snapshot at `offset` atomically, then keep only the newest few."""
         assert self.log_start_offset <= offset <= self.log_end_offset, (offset, self.log_end_offset)
-        path = self._snapshot_path(offset)
-        self.disk.write_file(path + ".tmp", data)
-        self.disk.fsync(path + ".tmp")
-        self.disk.rename(path + ".tmp", path)
-        stale = set(self.producer_snapshot_offsets()[:-PRODUCER_SNAPSHOTS_KEPT])
-        self._delete_producer_snapshots(lambda snapshot: snapshot in stale)
+        self.producer_snapshots.write(offset, data)
 
     @_writes
     def delete_producer_snapshot(self, offset: int) -> None:
-        self.disk.remove(self._snapshot_path(offset))
+        self.producer_snapshots.delete(offset)
 
     def set_log_start_listener(self, listener: Callable[[int], None] | None) -> None:
         """`listener(log_start_offset)` after the log start moved up (DeleteRecords, retention, a restart at a
@@ -541,25 +534,12 @@ class Log:
         self._log_start_listener = listener
 
     def _log_start_moved(self) -> None:
-        self._delete_producer_snapshots(lambda snapshot: snapshot < self.log_start_offset)
+        self.producer_snapshots.delete_where(lambda snapshot: snapshot < self.log_start_offset)
         self._tell_log_start()
 
     def _tell_log_start(self) -> None:
         if self._log_start_listener is not None:
             self._log_start_listener(self.log_start_offset)
-
-    def _take_producer_snapshot(self) -> None:
-        if self._producer_snapshot_source is not None:
-            offset = self.log_end_offset
-            self.write_producer_snapshot(offset, self._producer_snapshot_source(offset))
-
-    def _delete_producer_snapshots(self, doomed: Callable[[int], bool]) -> None:
-        for offset in self.producer_snapshot_offsets():
-            if doomed(offset):
-                self.disk.remove(self._snapshot_path(offset))
-
-    def _snapshot_path(self, offset: int) -> str:
-        return f"{self.directory}/{offset:020d}.snapshot"
 
 
 def _base_offset(segment: LogSegment) -> int:
