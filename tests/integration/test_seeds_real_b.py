@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_seeds_real import NAMES, check_seed
+from seed_checks import NAMES, check_seed
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from test_membership import join, join_request, member_id_for, stable_group
+from membership_helpers import join, join_request, member_id_for, stable_group
 
 from insync import errors
 from insync.groups import deletion

@@ -7,10 +7,22 @@ exactly once.
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
+from membership_helpers import (
+    REBALANCE_MS,
+    SESSION_MS,
+    join,
+    join_request,
+    join_result,
+    member_id_for,
+    stable_group,
+    state,
+    sync,
+    sync_result,
+    tokens,
+)
 
 from insync import errors
 from insync.errors import KafkaError
@@ -18,11 +30,9 @@ from insync.groups.membership import GroupMembership
 from insync.groups.messages import (
     Completion,
     Heartbeat,
-    JoinGroup,
     JoinResult,
     LeaveGroup,
     SyncGroup,
-    SyncResult,
 )
 
 UNKNOWN_MEMBER_ID = errors.BY_NAME["UNKNOWN_MEMBER_ID"]
@@ -37,82 +47,9 @@ INVALID_GROUP_ID = errors.BY_NAME["INVALID_GROUP_ID"]
 NOT_COORDINATOR = errors.BY_NAME["NOT_COORDINATOR"]
 COORDINATOR_NOT_AVAILABLE = errors.BY_NAME["COORDINATOR_NOT_AVAILABLE"]
 
-SESSION_MS = 10_000
-REBALANCE_MS = 30_000
-_tokens = itertools.count(1)
-
-
-def join_request(
-    member_id: str = "",
-    *,
-    group: str = "g",
-    instance: str | None = None,
-    protocols: tuple[tuple[str, bytes], ...] = (("range", b"sub-range"), ("roundrobin", b"sub-rr")),
-    protocol_type: str = "consumer",
-    session_ms: int = SESSION_MS,
-    rebalance_ms: int = REBALANCE_MS,
-    client: str = "client",
-) -> JoinGroup:
-    return JoinGroup(group, member_id, instance, session_ms, rebalance_ms, protocol_type, protocols, True, client, "/127.0.0.1")
-
-
-def join(gm: GroupMembership, now_ms: int, request: JoinGroup) -> tuple[int, list[Completion]]:
-    token = next(_tokens)
-    return token, gm.join(now_ms, token, request)
-
-
-def sync(
-    gm: GroupMembership, now_ms: int, member_id: str, generation: int, assignments: tuple[tuple[str, bytes], ...] = (),
-    instance: str | None = None,
-) -> tuple[int, list[Completion]]:
-    token = next(_tokens)
-    return token, gm.sync(now_ms, token, SyncGroup("g", generation, member_id, instance, "consumer", None, assignments))
-
 
 def heartbeat(gm: GroupMembership, now_ms: int, member_id: str, generation: int, instance: str | None = None) -> KafkaError:
     return gm.heartbeat(now_ms, Heartbeat("g", generation, member_id, instance))
-
-
-def join_result(completions: list[Completion], token: int) -> JoinResult:
-    [result] = [c.result for c in completions if c.token == token]
-    assert isinstance(result, JoinResult)
-    return result
-
-
-def sync_result(completions: list[Completion], token: int) -> SyncResult:
-    [result] = [c.result for c in completions if c.token == token]
-    assert isinstance(result, SyncResult)
-    return result
-
-
-def member_id_for(gm: GroupMembership, now_ms: int, client: str, group: str = "g",
-                  protocols: tuple[tuple[str, bytes], ...] = (("range", b"sub-range"),)) -> str:
-    """The first join of a v4+ client: answered MEMBER_ID_REQUIRED with the id to rejoin with."""
-    token, out = join(gm, now_ms, join_request(client=client, group=group, protocols=protocols))
-    result = join_result(out, token)
-    assert result.error == MEMBER_ID_REQUIRED and result.member_id.startswith(f"{client}-")
-    return result.member_id
-
-
-def stable_group(gm: GroupMembership, now_ms: int = 0) -> tuple[str, str, int]:
-    """Two members a (leader) and b, joined, synced and Stable: returns (a, b, generation)."""
-    a, b = member_id_for(gm, now_ms, "a"), member_id_for(gm, now_ms, "b")
-    token_a, out_a = join(gm, now_ms, join_request(a))
-    token_b, out_b = join(gm, now_ms, join_request(b))
-    assert out_a == []
-    generation = join_result(out_b, token_a).generation_id
-    token, out = sync(gm, now_ms, a, generation, ((a, b"A"), (b, b"B")))
-    assert sync_result(out, token).assignment == b"A"
-    token, out = sync(gm, now_ms, b, generation)
-    assert sync_result(out, token).assignment == b"B"
-    assert state(gm) == "Stable"
-    return a, b, generation
-
-
-def state(gm: GroupMembership) -> str:
-    description = gm.describe("g")
-    assert description is not None
-    return description.state
 
 
 @pytest.fixture
@@ -181,7 +118,7 @@ def test_sync_errors(gm: GroupMembership) -> None:
         (SyncGroup("g", generation, a, None, None, "sticky", ()), INCONSISTENT_GROUP_PROTOCOL),
         (SyncGroup("other", generation, a, None, None, None, ()), UNKNOWN_MEMBER_ID),
     ]:
-        token = next(_tokens)
+        token = next(tokens)
         assert sync_result(gm.sync(1, token, request), token).error == error
     join(gm, 2, join_request(a, protocols=(("roundrobin", b"new"),)))  # new subscription: rebalance
     token, out = sync(gm, 3, b, generation)
@@ -530,7 +467,7 @@ def _random_step(gm: GroupMembership, rng: random.Random, now: int, known: dict[
     member = rng.choice(rng.choices([members, known[group_id][-3:], [""]], weights=[6, 3, 1])[0] or [""])
     generation = rng.choice([generations[group_id]] * 4 + [generations[group_id] - 1, -1])
     instance = rng.choice([None, None, None, "s1"])
-    token = next(_tokens)
+    token = next(tokens)
     action = rng.choices(["join", "sync", "heartbeat", "commit", "leave", "tick", "remove"], [30, 25, 15, 5, 8, 15, 2])[0]
     if action == "join":
         protocols = rng.choice([(("range", b"r"),), (("range", b"r"), ("rr", b"x")), (("rr", b"y"),)])

@@ -4,7 +4,7 @@ server that cannot prove it knows the key."""
 from __future__ import annotations
 
 import pytest
-from test_scram import RFC_CLIENT_FINAL, RFC_CLIENT_FIRST, RFC_SERVER_FINAL, RFC_SERVER_FIRST
+from scram_vectors import RFC_CLIENT_FINAL, RFC_CLIENT_FIRST, RFC_SERVER_FINAL, RFC_SERVER_FIRST
 
 from insync.security.plain import PlainServer
 from insync.security.sasl_client import SaslClientError, SaslCredentials, tokens

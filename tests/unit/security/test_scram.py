@@ -8,6 +8,14 @@ import hashlib
 import hmac
 
 import pytest
+from scram_vectors import (
+    RFC_CLIENT_FINAL,
+    RFC_CLIENT_FIRST,
+    RFC_SALT,
+    RFC_SERVER_FINAL,
+    RFC_SERVER_FIRST,
+    RFC_SERVER_NONCE,
+)
 
 from insync.security.sasl_errors import SaslAuthenticationError
 from insync.security.scram import (
@@ -19,15 +27,6 @@ from insync.security.scram import (
     salted_password,
     username,
 )
-
-# RFC 7677 section 3
-RFC_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
-RFC_CLIENT_FIRST = b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
-RFC_SERVER_NONCE = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0"
-RFC_SERVER_FIRST = b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
-RFC_CLIENT_FINAL = (b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                    b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
-RFC_SERVER_FINAL = b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
 
 
 def rfc_server(users: dict[str, ScramCredential] | None = None) -> ScramServer:

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from test_group_coordinator_deletion import Appends, coordinator
+from coordinator_harness import Appends, coordinator
 
 from insync import errors
 from insync.protocol.codec import DecodedRequest

@@ -1,9 +1,12 @@
-"""Shared pieces of the API translation tests: a small cluster image, and real byte round trips through kio."""
+"""Shared pieces of the API translation tests: a small cluster image, real byte round trips through kio, the
+requests several tests send, and a principal's access."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import random
+import uuid
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
@@ -32,11 +35,28 @@ from insync.protocol.codec import (
     response_schema,
 )
 from insync.protocol.kio import build, nested, request_class
-from insync.wire.versions import BROKER_API_VERSIONS, CONTROLLER_API_VERSIONS
+from insync.protocol.records import build_batch
+from insync.security.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from insync.security.authorizer import Authorizer
+from insync.security.listeners import Endpoint
+from insync.security.principal import user
+from insync.wire.authorization import RequestAccess
+from insync.wire.versions import BROKER_API_VERSIONS, CONTROLLER_API_VERSIONS, PRODUCE
 
 TOPIC_ID = "5f2b6c1e-8a3d-4f6e-9b7a-1c2d3e4f5a6b"
 OTHER_ID = "0b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e"
 UNKNOWN_ID = "ffffffff-0000-4000-8000-000000000001"
+BATCH = build_batch([(b"k", b"v")], base_timestamp=1_700_000_000_000)
+PLAIN = (Endpoint("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),)
+ALICE = user("alice")
 
 
 def cluster_image() -> MetadataImage:
@@ -110,3 +130,43 @@ def read_encoded(body: EncodedBody) -> Any:
     parsed, size = entity_reader(schema(body.api_key, body.api_version))(data, 0)
     assert size == len(data)
     return parsed
+
+
+def topics_request(version: int, *names: str, ids: tuple[str, ...] = ()) -> tuple[object, ...]:
+    by_name = tuple(request_entity(3, version, "MetadataRequestTopic", name=n, topic_id=None) for n in names)
+    by_id = tuple(request_entity(3, version, "MetadataRequestTopic", name=None, topic_id=uuid.UUID(i)) for i in ids)
+    return by_name + by_id
+
+
+def produce_request(version: int, acks: int = -1) -> DecodedRequest:
+    def topic(name: str, topic_id: str, partitions: tuple[int, ...]) -> object:
+        data = tuple(request_entity(0, version, "PartitionProduceData", index=p, records=BATCH) for p in partitions)
+        return request_entity(0, version, "TopicProduceData", name=name, topic_id=uuid.UUID(topic_id),
+                              partition_data=data)
+
+    topics = (topic("orders", TOPIC_ID, (0, 1)), topic("ghost", UNKNOWN_ID, (0,)))
+    return client_request(0, version, acks=acks, timeout=datetime.timedelta(milliseconds=1500),
+                          topic_data=topics)
+
+
+def arrive(body: object, correlation_id: int = 9) -> DecodedRequest:
+    """A request body as the controller listener decodes it after the wire."""
+    return DecodedRequest(int(body.__api_key__), int(body.__version__), correlation_id, "broker",  # type: ignore[attr-defined]
+                          wire(body))
+
+
+def incremental(version: int, *resources: tuple[int, str, tuple[tuple[str, int, str | None], ...]],
+                validate_only: bool = False) -> Any:
+    entities = tuple(request_entity(44, version, "AlterConfigsResource", resource_type=t, resource_name=n, configs=tuple(
+        request_entity(44, version, "AlterableConfig", name=k, config_operation=op, value=v) for k, op, v in c))
+        for t, n, c in resources)
+    return client_request(44, version, resources=entities, validate_only=validate_only)
+
+
+def allow(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+    return AclBinding(ResourcePattern(resource_type, name, PatternType.LITERAL),
+                      AccessControlEntry(str(ALICE), "*", operation, AclPermissionType.ALLOW))
+
+
+def access(*acls: AclBinding, api_key: int = PRODUCE) -> RequestAccess:
+    return RequestAccess(Authorizer.create(acls, (), False), ALICE, "127.0.0.1", api_key)

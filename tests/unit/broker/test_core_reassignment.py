@@ -1,11 +1,11 @@
-"""Reassignment through real broker cores and a controller (the test_broker_core harness): an added broker follows
+"""Reassignment through real broker cores and a controller (broker_harness.py): an added broker follows
 from the leader outside the ISR, joins it once caught up, and the reassignment then completes, the removed leader
 handing over and deleting its log; a broker that was down while its replica was moved away deletes the stray log
 once it has caught up with the metadata."""
 
 from __future__ import annotations
 
-from test_broker_core import TP, Harness
+from broker_harness import TP, Harness
 
 from insync.broker.core import BrokerCore
 from insync.config import BrokerConfig

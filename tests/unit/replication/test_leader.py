@@ -1,6 +1,6 @@
 """Leader, the leader role of one partition on its own: starting an epoch (the leader-epoch cache entry, the
 followers' states reset), new metadata within the epoch, a fetch's two halves across epochs, and the high
-watermark rule. Partition-level behaviour (roles, ISR proposals, produce) is in test_repl_partition.py."""
+watermark rule. Partition-level behaviour (roles, ISR proposals, produce) is in test_partition.py."""
 
 from __future__ import annotations
 

@@ -6,26 +6,30 @@ import dataclasses
 import datetime
 
 import pytest
-from apis_helpers import client_request, cluster_image, request_entity, wire
-from test_api_metadata import topics_request
-from test_api_produce import produce_request
+from apis_helpers import (
+    ALICE,
+    PLAIN,
+    access,
+    allow,
+    arrive,
+    client_request,
+    cluster_image,
+    incremental,
+    produce_request,
+    request_entity,
+    topics_request,
+    wire,
+)
 
 from insync import errors
 from insync.config import BrokerConfig, ConfigError
 from insync.protocol.kio import build, code, nested, response_class
 from insync.security.acl import (
-    AccessControlEntry,
-    AclBinding,
     AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourcePattern,
     ResourceType,
 )
-from insync.security.authorizer import Authorizer
-from insync.security.principal import user
 from insync.wire import access_refusals, access_views, describe_topic_partitions, metadata, produce
-from insync.wire.authorization import Authorization, RequestAccess, deny_topics, request_error
+from insync.wire.authorization import Authorization, deny_topics, request_error
 from insync.wire.versions import (
     CREATE_TOPICS,
     DESCRIBE_GROUPS,
@@ -41,19 +45,9 @@ from insync.wire.versions import (
     SYNC_GROUP,
 )
 
-ALICE = user("alice")
 Op = AclOperation
 MS = datetime.timedelta(milliseconds=1)
 CONFIG = BrokerConfig({"node.id": 1})
-
-
-def allow(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:
-    return AclBinding(ResourcePattern(resource_type, name, PatternType.LITERAL),
-                      AccessControlEntry(str(ALICE), "*", operation, AclPermissionType.ALLOW))
-
-
-def access(*acls: AclBinding, api_key: int = PRODUCE) -> RequestAccess:
-    return RequestAccess(Authorizer.create(acls, (), False), ALICE, "127.0.0.1", api_key)
 
 
 def test_no_authorizer_configured_checks_nothing() -> None:
@@ -207,7 +201,6 @@ def test_an_unknown_authorizer_is_refused_naming_the_key() -> None:
 
 
 def test_the_controller_needs_cluster_action_for_all_but_the_handshake() -> None:
-    from test_api_controller_apis import PLAIN, arrive
 
     from insync.controller.messages import BrokerRegistrationRequest
     from insync.types import BrokerId
@@ -229,7 +222,6 @@ def test_the_controller_needs_cluster_action_for_all_but_the_handshake() -> None
 
 
 def test_controller_refusals_of_heartbeats_partition_changes_and_metadata_fetches() -> None:
-    from test_api_controller_apis import arrive
 
     from insync.controller.messages import AlterPartitionRequest, BrokerHeartbeatRequest
     from insync.types import BrokerEpoch, BrokerId
@@ -245,7 +237,6 @@ def test_controller_refusals_of_heartbeats_partition_changes_and_metadata_fetche
 
 def test_metadata_by_topic_id_does_not_reveal_an_undescribable_topic() -> None:
     from apis_helpers import OTHER_ID, TOPIC_ID
-    from test_api_metadata import topics_request
 
     image = cluster_image()
     view = access(allow(ResourceType.TOPIC, "orders", Op.DESCRIBE), api_key=METADATA)
@@ -283,7 +274,6 @@ def test_only_the_refused_topics_of_an_admin_request_are_refused() -> None:
 
 
 def test_config_alterations_and_group_deletions_refuse_only_what_is_refused() -> None:
-    from test_api_configs import incremental
 
     request = incremental(1, (2, "orders", (("retention.ms", 0, "1"),)), (4, "1", (("log.retention.ms", 0, "1"),)),
                           (2, "logs", (("retention.ms", 0, "1"),)))

@@ -3,7 +3,7 @@ keeps its HW frozen, and acks=1 writes go on; size retention must not delete wha
 
 from __future__ import annotations
 
-from test_broker_core import TP, Harness
+from broker_harness import TP, Harness
 
 from insync.broker.messages import ProduceResponse
 

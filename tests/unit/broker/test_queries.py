@@ -3,9 +3,7 @@ and the simulator drive them: the core answers its source at once, one result pe
 
 from __future__ import annotations
 
-from typing import TypeVar
-
-from test_broker_core import TP, Harness, _cluster
+from broker_harness import CORRELATION_ID, TP, Harness, answer, cluster_with_topic, follower
 
 from insync import errors
 from insync.broker.core import BrokerCore
@@ -28,25 +26,7 @@ from insync.broker.messages import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from insync.types import UNDEFINED_EPOCH, BrokerId, LeaderEpoch, Offset, Outgoing, TopicPartition
-
-CORRELATION_ID = 9
-
-
-Response = TypeVar("Response", ListOffsetsResponse, OffsetForLeaderEpochResponse, DeleteRecordsResponse,
-                   InitProducerIdResponse)
-
-
-def answer(h: Harness, core: BrokerCore, request: object, kind: type[Response]) -> Response:
-    """The one message `core` sends back to the client asking `request`: a `kind` with the request's id."""
-    [reply] = core.handle(h.clock.now, "client", request)
-    assert isinstance(reply, Outgoing) and reply.destination == "client"
-    assert isinstance(reply.message, kind) and reply.message.correlation_id == CORRELATION_ID
-    return reply.message
-
-
-def follower(h: Harness) -> BrokerCore:
-    return next(core for core in h.cores.values() if core is not h.leader())
+from insync.types import UNDEFINED_EPOCH, BrokerId, LeaderEpoch, Offset, TopicPartition
 
 
 def epochs(h: Harness, core: BrokerCore, replica_id: int = CONSUMER_REPLICA_ID, tp: TopicPartition = TP
@@ -72,7 +52,7 @@ def init_producer_id(h: Harness, producer_id: int = NO_PRODUCER_ID, producer_epo
 
 
 def test_offset_for_leader_epoch_is_the_leaders_and_a_debugging_tool_reads_a_followers() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(-1, 1, records=4)
     h.run(600)
     epoch = h.leader().partitions[TP].leader_epoch
@@ -83,7 +63,7 @@ def test_offset_for_leader_epoch_is_the_leaders_and_a_debugging_tool_reads_a_fol
 
 
 def test_delete_records_moves_the_log_start_never_past_the_high_watermark() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(-1, 1, records=5)
     h.run(600)
     assert delete(h, 2) == (errors.NONE, 2)
@@ -95,7 +75,7 @@ def test_delete_records_moves_the_log_start_never_past_the_high_watermark() -> N
 
 
 def test_init_producer_id_hands_out_new_ids_and_bumps_an_existing_producers_epoch() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     first, second = init_producer_id(h), init_producer_id(h)
     assert (first.error, first.producer_epoch) == (errors.NONE, 0)
     assert second.producer_id != first.producer_id

@@ -6,7 +6,7 @@ although acks=all producers go on, then completes once the throttle is lifted.""
 from __future__ import annotations
 
 import pytest
-from test_broker_core import TP, Harness
+from broker_harness import TP, Harness
 
 from insync.broker.throttles import ReplicationThrottles
 from insync.config import BrokerConfig, ConfigChange, ConfigError, ConfigOp, validate_topic_configs

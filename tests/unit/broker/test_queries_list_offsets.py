@@ -6,7 +6,7 @@ start; LATEST_TIERED offset and epoch -1; consumers see up to the high watermark
 from __future__ import annotations
 
 import pytest
-from test_broker_core import TP, Harness, _cluster
+from broker_harness import TP, Harness, cluster_with_topic
 
 from insync import errors
 from insync.broker.messages import (
@@ -50,7 +50,7 @@ def ask(h: Harness, timestamp: int, replica_id: int = CONSUMER_REPLICA_ID) -> tu
 @pytest.fixture
 def h() -> Harness:
     """Offsets 0-4 with timestamps T0 + 100, 300, 200 | 300, 150 (two batches), all below the high watermark."""
-    cluster = _cluster()
+    cluster = cluster_with_topic()
     produce(cluster, -1, 100, 300, 200)
     produce(cluster, -1, 300, 150)
     assert cluster.leader().high_watermark(TP) == 5
@@ -70,7 +70,7 @@ def test_max_timestamp_is_the_first_record_with_the_largest_timestamp(h: Harness
 
 
 def test_max_timestamp_of_an_empty_log_finds_nothing() -> None:
-    assert ask(_cluster(), MAX_TIMESTAMP) == (-1, -1, -1)
+    assert ask(cluster_with_topic(), MAX_TIMESTAMP) == (-1, -1, -1)
 
 
 def test_tiered_storage_positions_of_a_broker_without_it(h: Harness) -> None:

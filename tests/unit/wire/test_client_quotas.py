@@ -81,11 +81,13 @@ def test_a_malformed_entity_or_key_is_refused_in_kafkas_words(entity: list[tuple
 
 
 def test_describing_needs_describe_configs_and_altering_alter_configs_on_the_cluster() -> None:
-    from test_api_authorization import CONFIG, access, allow
+    from apis_helpers import access, allow
 
+    from insync.config import BrokerConfig
     from insync.security.acl import AclOperation, ResourceType
     from insync.wire import access_refusals
 
+    CONFIG = BrokerConfig({"node.id": 1})
     request = client_request(DESCRIBE_CLIENT_QUOTAS, 1, strict=False, components=())
     refused = wire(access_refusals.refusal(request, access(api_key=DESCRIBE_CLIENT_QUOTAS), CONFIG, cluster_image()))
     assert (refused.error_code, refused.entries) == (31, None)

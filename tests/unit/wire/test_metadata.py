@@ -10,7 +10,7 @@ from apis_helpers import (
     client_request,
     cluster_image,
     cluster_records,
-    request_entity,
+    topics_request,
     wire,
 )
 
@@ -18,12 +18,6 @@ from insync import errors
 from insync.metadata.image import MetadataImage
 from insync.metadata.records import FenceBrokerRecord
 from insync.wire import metadata
-
-
-def topics_request(version: int, *names: str, ids: tuple[str, ...] = ()) -> tuple[object, ...]:
-    by_name = tuple(request_entity(3, version, "MetadataRequestTopic", name=n, topic_id=None) for n in names)
-    by_id = tuple(request_entity(3, version, "MetadataRequestTopic", name=None, topic_id=uuid.UUID(i)) for i in ids)
-    return by_name + by_id
 
 
 @pytest.mark.parametrize("version", [0, 1, 4, 7, 9, 10, 12, 13])

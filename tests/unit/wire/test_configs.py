@@ -4,7 +4,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from apis_helpers import client_request, cluster_image, request_entity, wire
+from apis_helpers import client_request, cluster_image, incremental, request_entity, wire
 
 from insync import errors
 from insync.config import BrokerConfig, ConfigChange, ConfigOp, ConfigSource
@@ -126,14 +126,6 @@ class Recorder:
         if name in self.refuse:
             raise KafkaException(self.refuse[name], f"refused {name}")
         self.calls.append((name, changes, replace, validate_only))
-
-
-def incremental(version: int, *resources: tuple[int, str, tuple[tuple[str, int, str | None], ...]],
-                validate_only: bool = False) -> Any:
-    entities = tuple(request_entity(44, version, "AlterConfigsResource", resource_type=t, resource_name=n, configs=tuple(
-        request_entity(44, version, "AlterableConfig", name=k, config_operation=op, value=v) for k, op, v in c))
-        for t, n, c in resources)
-    return client_request(44, version, resources=entities, validate_only=validate_only)
 
 
 @pytest.mark.parametrize("version", [0, 1])

@@ -3,8 +3,7 @@ the simulator drive them: the core answers at once, from its log manager and par
 
 from __future__ import annotations
 
-from test_broker_core import TP, Harness, _cluster
-from test_broker_queries import CORRELATION_ID, answer, follower
+from broker_harness import CORRELATION_ID, TP, Harness, answer, cluster_with_topic, follower
 
 from insync import errors
 from insync.broker.core import BrokerCore
@@ -48,7 +47,7 @@ def producers(h: Harness, core: BrokerCore, tp: TopicPartition = TP
 
 
 def test_describe_log_dirs_lists_each_log_with_its_size_and_the_volume() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(-1, 1, records=4)
     h.run(600)
     for core in h.cores.values():
@@ -63,7 +62,7 @@ def test_describe_log_dirs_lists_each_log_with_its_size_and_the_volume() -> None
 
 
 def test_a_log_without_a_hosted_replica_has_no_offset_lag_and_an_offline_log_is_left_out() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     core = h.leader()
     stray = TopicPartition("gone", 0)
     core.log_manager.get_or_create(stray)  # a log on disk this broker no longer hosts a replica of
@@ -75,14 +74,14 @@ def test_a_log_without_a_hosted_replica_has_no_offset_lag_and_an_offline_log_is_
 
 
 def test_a_volume_that_cannot_be_read_makes_the_log_dir_a_storage_error() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     core = h.leader()
     h.disks[core.broker_id].set_io_error(core.log_manager.log_dir, on_read=True, on_write=False)
     assert describe(h, core) == LogDirDescription(core.log_manager.log_dir, errors.KAFKA_STORAGE_ERROR)
 
 
 def test_alter_replica_log_dirs_with_one_log_dir() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     core = h.leader()
     own = core.log_manager.log_dir
     fits, too_long = TopicPartition("x" * 213, 0), TopicPartition("x" * 214, 0)  # + ".<32 hex>-future" <= 255
@@ -106,7 +105,7 @@ def produce_idempotent(h: Harness, records: int) -> bytes:
 
 
 def test_describe_producers_answers_each_replicas_own_producer_state() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     batch = produce_idempotent(h, 3)
     expected = (ActiveProducer(PRODUCER_ID, PRODUCER_EPOCH, 2, parse_header(batch, 0).max_timestamp),)
     assert producers(h, h.leader()) == (errors.NONE, None, expected)
@@ -117,7 +116,7 @@ def test_describe_producers_answers_each_replicas_own_producer_state() -> None:
 
 
 def test_describe_producers_errors() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     h.controller.create_topic("one", 1, 1, {}, h.clock.now)
     h.run(1_000)
     single = TopicPartition("one", 0)
@@ -134,7 +133,7 @@ def test_describe_producers_errors() -> None:
 
 
 def test_a_producers_last_timestamp_is_unknown_when_its_batch_cannot_be_read() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     produce_idempotent(h, 3)
     core = h.leader()
     h.disks[core.broker_id].set_io_error(f"{core.log_manager.log_dir}/{TP}", on_read=True, on_write=False)

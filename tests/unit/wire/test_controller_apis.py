@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from apis_helpers import TOPIC_ID, wire
+from apis_helpers import PLAIN, TOPIC_ID, arrive, wire
 
 from insync import errors
 from insync.controller.messages import (
@@ -16,19 +16,9 @@ from insync.controller.messages import (
 )
 from insync.controller.replication_control import AlterPartitionData
 from insync.controller.results import AlterPartitionDataResult
-from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import Endpoint
 from insync.types import BrokerEpoch, BrokerId
 from insync.wire import controller_apis
-
-
-def arrive(body: object, correlation_id: int = 9) -> DecodedRequest:
-    """A request body as the controller listener decodes it after the wire."""
-    return DecodedRequest(int(body.__api_key__), int(body.__version__), correlation_id, "broker",  # type: ignore[attr-defined]
-                          wire(body))
-
-
-PLAIN = (Endpoint("PLAINTEXT", "127.0.0.1", 9092, "PLAINTEXT"),)
 
 
 @pytest.mark.parametrize("version", [0, 4])

@@ -2,171 +2,25 @@
 
 from __future__ import annotations
 
-import random
-from collections import deque
+from broker_harness import TP, Harness, cluster_with_topic
 
 from insync import errors
 from insync.broker.core import BrokerCore
 from insync.broker.messages import (
-    CompleteAfter,
     ConsumerFetchRequest,
     ConsumerFetchResponse,
     ProduceRequest,
     ProduceResponse,
 )
 from insync.config import BrokerConfig, ConfigChange, ConfigOp
-from insync.controller.controller import Controller
-from insync.controller.messages import (
-    CONTROLLER,
-    AlterPartitionRequest,
-    AlterPartitionResponse,
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-    MetadataFetchRequest,
-    MetadataUpdate,
-)
-from insync.controller.store import MemoryStore
-from insync.errors import KafkaException
 from insync.protocol.records import build_batch
 from insync.server.metrics import snapshot as metrics_snapshot
-from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
-from insync.types import BrokerEpoch, BrokerId, Offset, Outgoing, TopicPartition
-
-TP = TopicPartition("t", 0)
-START = 1_700_000_000_000
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def now_ms(self) -> int:
-        return self.now
-
-    def monotonic_ms(self) -> int:
-        return self.now
-
-
-class Harness:
-    def __init__(self, config: dict[str, object] | None = None, brokers: int = 2,
-                 broker_config: dict[str, object] | None = None) -> None:
-        """`config` for the controller and the brokers, `broker_config` for the brokers alone."""
-        self.clock = Clock()
-        base = {"replica.lag.time.max.ms": 10_000, "min.insync.replicas": brokers, **(config or {})}
-        self.controller = Controller(0, BrokerConfig(base), MemoryStore(), START, random.Random(1))
-        self.disks = {b: MemoryDisk() for b in range(1, brokers + 1)}
-        self.cores: dict[int, BrokerCore] = {}
-        self.queue: deque[tuple[int | str, int | str, object]] = deque()
-        self.client: list[object] = []
-        self.pushed = self.controller.published_offset
-        self.reads: list[tuple[int, int, int]] = []  # (due, broker, token)
-        for b in self.disks:
-            config_b = BrokerConfig({**base, **(broker_config or {}), "node.id": b})
-            manager = LogManager.open(f"/b{b}", config_b, self.disks[b], self.clock)
-            self.cores[b] = BrokerCore(BrokerId(b), config_b, manager, 1, START)
-            self._send(b, self.cores[b].start(START))
-        self.run(0)
-
-    def _send(self, src: int | str, commands: list[Outgoing | CompleteAfter]) -> None:
-        for command in commands:
-            if isinstance(command, CompleteAfter):
-                assert isinstance(src, int)
-                self.reads.append((self.clock.now + command.delay_ms, src, command.token))
-            else:
-                self.queue.append((src, command.destination, command.message))
-
-    def _controller(self, src: int | str, message: object) -> None:
-        now = self.clock.now
-        c = self.controller
-        reply: object
-        if isinstance(message, BrokerRegistrationRequest):
-            try:
-                epoch = c.register_broker(message.broker_id, f"i{message.incarnation_id}", "h", 1, now).response
-                reply = BrokerRegistrationResponse(message.correlation_id, errors.NONE, BrokerEpoch(epoch))
-            except KafkaException as exc:
-                reply = BrokerRegistrationResponse(message.correlation_id, exc.error, BrokerEpoch(-1))
-        elif isinstance(message, BrokerHeartbeatRequest):
-            hb = c.heartbeat(message.broker_id, message.broker_epoch, now, message.metadata_offset).response
-            reply = BrokerHeartbeatResponse(message.correlation_id, errors.NONE, hb.is_fenced, c.published_offset)
-        elif isinstance(message, AlterPartitionRequest):
-            try:
-                results = c.alter_partition(message.broker_id, message.broker_epoch, message.items, now).response
-                reply = AlterPartitionResponse(message.correlation_id, errors.NONE, results)
-            except KafkaException as exc:
-                reply = AlterPartitionResponse(message.correlation_id, exc.error, ())
-        else:
-            assert isinstance(message, MetadataFetchRequest)
-            records, published = c.records_since(message.from_offset, message.max_records)
-            reply = MetadataUpdate(message.correlation_id, tuple(records), published)
-        self.queue.append((CONTROLLER, src, reply))
-
-    def _push(self) -> None:
-        records, published = self.controller.records_since(self.pushed, 10_000)
-        if records:
-            self.pushed = published
-            for b in self.cores:
-                self.queue.append((CONTROLLER, b, MetadataUpdate(0, tuple(records), published)))
-
-    def run(self, ms: int, step_ms: int = 10) -> None:
-        """Deliver everything (in order), then move time in steps, ticking whatever is due."""
-        end = self.clock.now + ms
-        for _ in range(100_000):
-            self._push()
-            if self.queue:
-                src, dst, message = self.queue.popleft()
-                if dst == CONTROLLER:
-                    self._controller(src, message)
-                elif isinstance(dst, int):
-                    if dst not in self.cores:
-                        continue  # a stopped broker: the message is lost
-                    self._send(dst, self.cores[dst].handle(self.clock.now, src, message))
-                else:
-                    self.client.append(message)
-                continue
-            due = [r for r in self.reads if r[0] <= self.clock.now]
-            if due:
-                self.reads = [r for r in self.reads if r not in due]
-                for _, b, token in due:
-                    self._send(b, self.cores[b].complete_read(self.clock.now, token))
-                continue
-            ticked = False
-            for b, core in self.cores.items():
-                if core.next_deadline_ms() <= self.clock.now:
-                    self._send(b, core.tick(self.clock.now))
-                    ticked = True
-            if self.controller.next_deadline_ms() <= self.clock.now:
-                self.controller.tick(self.clock.now)
-                ticked = True
-            if ticked:
-                continue
-            if self.clock.now >= end:
-                return
-            self.clock.now = min(end, self.clock.now + step_ms)
-        raise AssertionError("no quiescence")
-
-    def leader(self) -> BrokerCore:
-        reg = self.controller.image.topic("t")
-        assert reg is not None
-        return self.cores[reg.partitions[0].leader]
-
-    def produce(self, acks: int, correlation: int, records: int = 3) -> None:
-        batch = build_batch([(b"k", b"v%d" % i) for i in range(records)])
-        self.queue.append(("client", self.leader().broker_id, ProduceRequest(correlation, acks, 30_000, ((TP, batch),))))
-
-
-def _cluster(config: dict[str, object] | None = None, broker_config: dict[str, object] | None = None) -> Harness:
-    h = Harness(config, broker_config=broker_config)
-    h.run(3_000)
-    h.controller.create_topic("t", 1, 2, {}, h.clock.now)
-    h.run(1_000)
-    return h
+from insync.types import Offset
 
 
 def test_topic_creation_makes_one_leader_and_one_follower() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     leaders = [b for b, core in h.cores.items() if core.leader_states()]
     assert len(leaders) == 1
     follower = 3 - leaders[0]
@@ -174,7 +28,7 @@ def test_topic_creation_makes_one_leader_and_one_follower() -> None:
 
 
 def test_acks_all_is_answered_once_the_follower_has_the_batch() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(-1, 7)
     h.run(600)  # the follower learns the new HW on its next fetch, at the latest after replica.fetch.wait.max.ms
     [response] = [m for m in h.client if isinstance(m, ProduceResponse)]
@@ -185,7 +39,7 @@ def test_acks_all_is_answered_once_the_follower_has_the_batch() -> None:
 def test_produce_answers_carry_the_log_start_offset_as_kafka() -> None:
     """Kafka's ReplicaManager: the log start offset after an append; -1 for a refusal made without the log
     (a corrupt batch), the current one for any other."""
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(1, 1)
     corrupt = bytearray(build_batch([(b"k", b"v")]))
     corrupt[-1] ^= 0xFF  # the CRC no longer matches
@@ -197,7 +51,7 @@ def test_produce_answers_carry_the_log_start_offset_as_kafka() -> None:
 
 
 def test_acks_zero_gets_no_answer_and_acks_one_gets_one_at_once() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(0, 1)
     h.produce(1, 2)
     h.run(50)
@@ -206,7 +60,7 @@ def test_acks_zero_gets_no_answer_and_acks_one_gets_one_at_once() -> None:
 
 
 def test_follower_stuck_leaves_isr_then_acks_all_is_refused_below_min_isr() -> None:
-    h = _cluster({"broker.session.timeout.ms": 60_000})
+    h = cluster_with_topic({"broker.session.timeout.ms": 60_000})
     follower = next(b for b, core in h.cores.items() if not core.leader_states())
     stuck = h.cores.pop(follower)  # it stops processing anything: a stuck follower
     h.produce(1, 1)
@@ -224,7 +78,7 @@ def test_follower_stuck_leaves_isr_then_acks_all_is_refused_below_min_isr() -> N
 
 
 def test_slow_leader_reads_come_back_as_complete_after() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     leader = h.leader()
     h.disks[leader.broker_id].set_slow_reads(f"/b{leader.broker_id}/t-0/", 2_000)
     h.produce(1, 1)
@@ -237,7 +91,7 @@ def test_slow_leader_reads_come_back_as_complete_after() -> None:
 
 
 def test_consumer_reads_only_below_the_high_watermark() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(-1, 1)
     h.run(100)
     leader = h.leader()
@@ -251,7 +105,7 @@ def test_consumer_reads_only_below_the_high_watermark() -> None:
 def test_a_follower_answers_a_consumer_fetch_that_allows_it_below_its_own_high_watermark() -> None:
     """KIP-392: a consumer's Fetch v11+ (`leader_only` False) may read a follower; an older one may not. A
     fetch parked there is answered when the follower's high watermark advances, not at its deadline."""
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(-1, 1)
     h.run(600)
     follower = next(core for core in h.cores.values() if core is not h.leader())
@@ -277,7 +131,7 @@ def test_a_restarted_broker_takes_no_role_before_it_catches_up_with_its_own_regi
     """A crash without fsync empties the leader's log; the image it replays on restart still names it leader at
     the old epoch. Acting on that would make followers truncate committed data, so it waits until the
     controller fenced the old incarnation and registered the new one, and then follows."""
-    h = _cluster()
+    h = cluster_with_topic()
     h.produce(-1, 1)
     h.run(600)
     old = h.leader()
@@ -299,7 +153,7 @@ def test_a_restarted_broker_takes_no_role_before_it_catches_up_with_its_own_regi
 
 
 def test_acks_all_times_out_while_a_stuck_follower_is_still_in_the_isr() -> None:
-    h = _cluster({"broker.session.timeout.ms": 60_000})
+    h = cluster_with_topic({"broker.session.timeout.ms": 60_000})
     follower = next(b for b, core in h.cores.items() if not core.leader_states())
     h.cores.pop(follower)
     batch = build_batch([(b"k", b"v")])
@@ -313,7 +167,7 @@ def test_acks_all_times_out_while_a_stuck_follower_is_still_in_the_isr() -> None
 
 
 def test_purgatory_size_metric_counts_the_parked_acks_all_produce_until_it_expires() -> None:
-    h = _cluster({"broker.session.timeout.ms": 60_000})
+    h = cluster_with_topic({"broker.session.timeout.ms": 60_000})
     h.cores.pop(next(b for b, core in h.cores.items() if not core.leader_states()))
     batch = build_batch([(b"k", b"v")])
     h.queue.append(("client", h.leader().broker_id, ProduceRequest(3, -1, 1_000, ((TP, batch),))))
@@ -324,7 +178,7 @@ def test_purgatory_size_metric_counts_the_parked_acks_all_produce_until_it_expir
 
 
 def test_an_altered_min_insync_replicas_governs_the_next_produce_at_once() -> None:
-    h = _cluster({"broker.session.timeout.ms": 60_000})
+    h = cluster_with_topic({"broker.session.timeout.ms": 60_000})
     follower = next(b for b, core in h.cores.items() if not core.leader_states())
     stuck = h.cores.pop(follower)
     h.produce(1, 1)  # the follower falls behind
@@ -353,7 +207,7 @@ def _set(h: Harness, broker: str, **values: str) -> None:
 
 
 def test_dynamic_broker_configs_reach_the_partitions_without_a_restart() -> None:
-    h = _cluster({"broker.session.timeout.ms": 60_000})
+    h = cluster_with_topic({"broker.session.timeout.ms": 60_000})
     leader = h.leader()
     follower = next(b for b in h.cores if b != leader.broker_id)
     stuck = h.cores.pop(follower)
@@ -374,7 +228,7 @@ def test_dynamic_broker_configs_reach_the_partitions_without_a_restart() -> None
 def test_dynamic_configs_this_brokers_static_settings_refuse_leave_the_previous_ones() -> None:
     """The controller checks rules between keys against its own static settings; a broker whose own refuse the
     result (a fetch wait above the new lag) keeps what it had, as Kafka's broker does."""
-    h = _cluster(broker_config={"replica.fetch.wait.max.ms": 3_000})
+    h = cluster_with_topic(broker_config={"replica.fetch.wait.max.ms": 3_000})
     _set(h, "", log_retention_ms="60000")
     h.run(10)
     _set(h, "", replica_lag_time_max_ms="2000", log_retention_ms="70000")
@@ -385,7 +239,7 @@ def test_dynamic_configs_this_brokers_static_settings_refuse_leave_the_previous_
 
 
 def test_a_restarted_broker_applies_the_dynamic_configs_it_finds_in_the_metadata() -> None:
-    h = _cluster()
+    h = cluster_with_topic()
     _set(h, "", log_retention_ms="60000")
     h.run(10)
     old = h.leader()

@@ -1,30 +1,21 @@
 from __future__ import annotations
 
-import datetime
 import uuid
 
 import pytest
-from apis_helpers import TOPIC_ID, UNKNOWN_ID, client_request, cluster_image, request_entity, wire
+from apis_helpers import (
+    BATCH,
+    TOPIC_ID,
+    UNKNOWN_ID,
+    cluster_image,
+    produce_request,
+    wire,
+)
 
 from insync import errors
 from insync.broker.messages import PartitionProduceResult, ProduceResponse
-from insync.protocol.codec import DecodedRequest
-from insync.protocol.records import build_batch
 from insync.types import Offset, TopicPartition
 from insync.wire import produce
-
-BATCH = build_batch([(b"k", b"v")], base_timestamp=1_700_000_000_000)
-
-
-def produce_request(version: int, acks: int = -1) -> DecodedRequest:
-    def topic(name: str, topic_id: str, partitions: tuple[int, ...]) -> object:
-        data = tuple(request_entity(0, version, "PartitionProduceData", index=p, records=BATCH) for p in partitions)
-        return request_entity(0, version, "TopicProduceData", name=name, topic_id=uuid.UUID(topic_id),
-                              partition_data=data)
-
-    topics = (topic("orders", TOPIC_ID, (0, 1)), topic("ghost", UNKNOWN_ID, (0,)))
-    return client_request(0, version, acks=acks, timeout=datetime.timedelta(milliseconds=1500),
-                          topic_data=topics)
 
 
 @pytest.mark.parametrize("version", [3, 8, 9, 12, 13])
