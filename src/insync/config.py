@@ -6,8 +6,8 @@ raises `ConfigError` naming the key, and nothing is half-applied. Topic-level ov
 defaults into a `LogConfig`, the one object the storage engine reads. Dynamic broker configs are two more layers
 over the static ones, as in Kafka: a cluster-wide default and a per-broker value, most specific first.
 `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
-(Kafka's `ConfigSource`). Each `BrokerConfig` types its replica settings once (`replication`, a frozen
-`ReplicationConfig`), which the replication cores take instead of reading keys by name. The names the rest of
+(Kafka's `ConfigSource`). Each `BrokerConfig` types its settings once into frozen objects (`replication`,
+`lifecycle`, `storage`, `groups`), which the cores take instead of reading keys by name. The names the rest of
 insync imports about configuration are importable from here.
 """
 
@@ -44,8 +44,8 @@ from insync.properties import ConfigError, parse_overrides, parse_properties
 # The names the rest of insync imports from here; each is defined in the module it comes from.
 __all__ = [
     "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
-    "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "FetcherConfig", "LogConfig", "NotDynamicError",
-    "ReplicationConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
+    "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "FetcherConfig", "GroupCoordinatorConfig",
+    "LifecycleConfig", "LogConfig", "NotDynamicError", "ReplicationConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
     "validate_topic_configs",
 ]
 
@@ -58,7 +58,7 @@ class BrokerConfig:
     `values` are the static settings (server.properties, `--config`); `cluster` and `broker` the dynamic layers
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
-    __slots__ = ("_values", "_explicit", "_layers", "replication")
+    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "storage", "groups")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -78,6 +78,12 @@ class BrokerConfig:
         self._explicit: dict[str, object] = explicit
         self._layers: tuple[tuple[ConfigSource, dict[str, object]], ...] = layers
         self.replication: ReplicationConfig = _replication_config(self)
+        self.lifecycle = LifecycleConfig(self.get_int("broker.heartbeat.interval.ms"),
+                                         self.get_int("broker.session.timeout.ms"),
+                                         self.get_bool("controlled.shutdown.enable"))
+        self.storage = StorageConfig(self.get_int("log.retention.check.interval.ms"),
+                                     self.get_bool("fault.injection.power.loss.enable"))
+        self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
 
     @classmethod
     def from_sources(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -238,4 +244,67 @@ def _replication_config(config: BrokerConfig) -> ReplicationConfig:
         follower_throttled_rate_bytes_per_s=config.get_int("follower.replication.throttled.rate"),
         quota_window_num=config.get_int("replication.quota.window.num"),
         quota_window_size_ms=config.get_int("replication.quota.window.size.seconds") * 1000,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleConfig:
+    """A broker's life with the controller: how often it heartbeats, how long its session lasts without one (which
+    also bounds its wait for a controlled shutdown), and whether it asks for one before stopping."""
+
+    heartbeat_interval_ms: int  # broker.heartbeat.interval.ms
+    session_timeout_ms: int  # broker.session.timeout.ms
+    controlled_shutdown_enable: bool  # controlled.shutdown.enable
+
+    def __post_init__(self) -> None:
+        assert 0 < self.heartbeat_interval_ms < self.session_timeout_ms, self  # check_relations keeps it so
+
+
+@dataclass(frozen=True, slots=True)
+class StorageConfig:
+    """How a broker keeps its log dir: how often retention runs over its logs, and whether its disk journals what
+    it fsynced so that a simulated power loss can cut it back (insync's fault injection)."""
+
+    retention_check_interval_ms: int  # log.retention.check.interval.ms
+    power_loss_journal: bool  # fault.injection.power.loss.enable
+
+    def __post_init__(self) -> None:
+        assert self.retention_check_interval_ms > 0, self
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorConfig:
+    """The group coordinator's settings, as Kafka's GroupCoordinatorConfig gathers them: the `group.*` bounds on
+    members and sessions, and `__consumer_offsets` (its layout when created, what a commit may carry, how long a
+    commit's write may take)."""
+
+    min_session_timeout_ms: int  # group.min.session.timeout.ms
+    max_session_timeout_ms: int  # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int  # group.initial.rebalance.delay.ms
+    max_size: int  # group.max.size
+    offset_metadata_max_bytes: int  # offset.metadata.max.bytes
+    offsets_commit_timeout_ms: int  # offsets.commit.timeout.ms
+    offsets_retention_ms: int  # offsets.retention.minutes, in ms
+    offsets_topic_num_partitions: int  # offsets.topic.num.partitions
+    offsets_topic_replication_factor: int  # offsets.topic.replication.factor
+    offsets_topic_segment_bytes: int  # offsets.topic.segment.bytes
+
+    def __post_init__(self) -> None:
+        # the key table's bounds; min <= max is GroupMembership's to assert, when a coordinator starts
+        assert self.min_session_timeout_ms > 0 and self.max_session_timeout_ms > 0, self
+        assert self.offsets_topic_num_partitions > 0 and self.offsets_retention_ms > 0, self
+
+
+def _group_coordinator_config(config: BrokerConfig) -> GroupCoordinatorConfig:
+    return GroupCoordinatorConfig(
+        min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
+        max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
+        initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
+        max_size=config.get_int("group.max.size"),
+        offset_metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
+        offsets_commit_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
+        offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
+        offsets_topic_num_partitions=config.get_int("offsets.topic.num.partitions"),
+        offsets_topic_replication_factor=config.get_int("offsets.topic.replication.factor"),
+        offsets_topic_segment_bytes=config.get_int("offsets.topic.segment.bytes"),
     )

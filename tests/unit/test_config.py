@@ -236,3 +236,15 @@ def test_the_replication_settings_are_typed_once_per_config_dynamic_layers_inclu
     dynamic = config.with_dynamic({"replica.lag.time.max.ms": "8000"}, {"leader.replication.throttled.rate": "100"})
     assert dynamic.replication.lag_time_max_ms == 8000 and dynamic.replication.leader_throttled_rate_bytes_per_s == 100
     assert config.replication.lag_time_max_ms == 5000  # the config it came from is unchanged
+
+
+def test_the_lifecycle_storage_and_group_settings_are_typed_once_per_config() -> None:
+    config = BrokerConfig({"broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000,
+                           "controlled.shutdown.enable": "false", "log.retention.check.interval.ms": 1000,
+                           "fault.injection.power.loss.enable": "true", "offsets.retention.minutes": 2,
+                           "offsets.topic.num.partitions": 1, "group.max.size": 7})
+    assert (config.lifecycle.heartbeat_interval_ms, config.lifecycle.session_timeout_ms) == (500, 3000)
+    assert not config.lifecycle.controlled_shutdown_enable
+    assert config.storage.retention_check_interval_ms == 1000 and config.storage.power_loss_journal
+    assert config.groups.offsets_retention_ms == 120_000 and config.groups.offsets_topic_num_partitions == 1
+    assert config.groups.max_size == 7 and config.groups.offsets_topic_replication_factor == 3

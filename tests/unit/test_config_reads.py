@@ -1,5 +1,6 @@
 """Config keys are read by name only in the config modules: every other module takes a typed, frozen object that
-`BrokerConfig` builds once (`config.replication`, with its `fetch` settings), as `IsrPolicy` and `FetcherConfig` do.
+`BrokerConfig` builds once (`config.replication` with its `fetch` settings, `config.lifecycle`, `config.storage`,
+`config.groups`), as `IsrPolicy` and `FetcherConfig` do.
 
 A read by name is a call of one of `BrokerConfig`'s accessors (`get_int`, `get_bool`, `get_str`, `get_list`,
 `effective`, `is_explicit`) whose arguments hold a broker key, written out or as a string constant of the module.
@@ -21,8 +22,6 @@ CONFIG_MODULES = ("config.py", "config_keys.py", "config_validation.py", "config
                   "config_synonyms.py", "security_config.py")
 
 NOT_YET_TYPED: dict[str, tuple[str, ...]] = {
-    "broker/core.py": ("broker.heartbeat.interval.ms", "log.retention.check.interval.ms"),
-    "chaos/power.py": ("fault.injection.power.loss.enable",),
     "controller/config_control.py": ("controller.quorum.voters",),
     "controller/controller.py": ("broker.session.timeout.ms", "eligible.leader.replicas.enable", "min.insync.replicas",
                                  "unclean.leader.election.enable", "unclean.recovery.strategy"),
@@ -30,21 +29,14 @@ NOT_YET_TYPED: dict[str, tuple[str, ...]] = {
     "faults.py": ("fault.injection.enable",),
     "security/listeners.py": ("controller.listener", "controller.listener.names", "inter.broker.listener.name",
                               "listener.security.protocol.map", "listeners", "security.inter.broker.protocol"),
-    "server/broker_node.py": ("broker.session.timeout.ms", "controlled.shutdown.enable", "controller.quorum.voters",
-                              "fault.injection.enable", "fault.injection.power.loss.enable", "metrics.port", "node.id"),
+    "server/broker_node.py": ("controller.quorum.voters", "fault.injection.enable", "metrics.port", "node.id"),
     "server/controller_node.py": ("metadata.store", "metrics.port", "node.id", "zookeeper.connect",
                                   "zookeeper.session.timeout.ms"),
     "server/event_topic.py": ("insync.events.topic.enable", "insync.events.topic.replication.factor",
                               "insync.events.topic.retention.ms"),
-    "server/group_coordinator.py": ("group.initial.rebalance.delay.ms", "group.max.session.timeout.ms",
-                                    "group.max.size", "group.min.session.timeout.ms", "offset.metadata.max.bytes",
-                                    "offsets.commit.timeout.ms", "offsets.retention.minutes",
-                                    "offsets.topic.num.partitions", "offsets.topic.replication.factor",
-                                    "offsets.topic.segment.bytes"),
     "server/node.py": ("node.id", "process.roles"),
     "server/role.py": ("socket.request.max.bytes", "socket.send.buffer.bytes"),
     "server/topic_creation.py": ("auto.create.topics.enable", "default.replication.factor", "num.partitions"),
-    "sim/broker_node.py": ("broker.session.timeout.ms",),
     "sim/cluster.py": ("min.insync.replicas",),
     "wire/authorization.py": ("allow.everyone.if.no.acl.found", "authorizer.class.name", "super.users"),
     "wire/topics.py": ("default.replication.factor", "num.partitions"),

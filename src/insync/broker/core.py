@@ -85,7 +85,7 @@ class BrokerCore:
         self.events = EventBuffer()
         self.metadata = BrokerMetadata(broker_id)
         previous_epoch = take_previous_broker_epoch(log_manager.disk, log_manager.log_dir)
-        self.channel = ControllerChannel(broker_id, incarnation_id, config.get_int("broker.heartbeat.interval.ms"),
+        self.channel = ControllerChannel(broker_id, incarnation_id, config.lifecycle.heartbeat_interval_ms,
                                          previous_epoch)
         self.partitions: dict[TopicPartition, Partition] = {}
         self.proposals = IsrProposals(broker_id, self.channel, self.metadata)
@@ -96,7 +96,7 @@ class BrokerCore:
                                         lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
         self._checkpoint_interval_ms = config.replication.high_watermark_checkpoint_interval_ms
-        self._retention_interval_ms = config.get_int("log.retention.check.interval.ms")
+        self._retention_interval_ms = config.storage.retention_check_interval_ms
         self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
         self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
         self._next_retention_ms = now_ms + self._retention_interval_ms

@@ -24,7 +24,7 @@ def crash(spec: cluster.ClusterSpec, node_id: int, torn_tail: bool = False, rng:
     """Kill node `node_id`, drop its unsynced bytes and (unless `restart` is False) start it again."""
     node = spec.node(node_id)
     config = BrokerConfig.from_sources(node.config_path)
-    if not config.get_bool(POWER_LOSS_CONFIG):
+    if not config.storage.power_loss_journal:
         raise ConfigError(f"node {node_id} was not started with {POWER_LOSS_CONFIG}=true, so what it fsynced is "
                           f"unknown; restart it with --config {POWER_LOSS_CONFIG}=true to crash it")
     spec = cluster.stop_node(spec, node_id, deadline_s=0, sig=signal.SIGKILL)

@@ -133,7 +133,7 @@ class BrokerNode(MeteredDispatcher):
         self._now = monotonic_now(self.clock)
         self.broker_id = BrokerId(config.get_int("node.id"))
         self.log_dir = str(Path(config.log_dirs()[0]).absolute())  # DescribeLogDirs names it so, as Kafka
-        self.disk = open_disk(self.log_dir, config.get_bool("fault.injection.power.loss.enable"))
+        self.disk = open_disk(self.log_dir, config.storage.power_loss_journal)
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
         self.endpoints = broker_listeners(config)
@@ -150,7 +150,7 @@ class BrokerNode(MeteredDispatcher):
                                           "sasl.mechanism.inter.broker.protocol")
         # A controller that does not answer within a broker session is not the active one any more (it may be a
         # paused process whose socket still accepts): give up on it then, and try the next voter.
-        self._controller_timeout_s = min(PEER_TIMEOUT_S, config.get_int("broker.session.timeout.ms") / 1000)
+        self._controller_timeout_s = min(PEER_TIMEOUT_S, config.lifecycle.session_timeout_ms / 1000)
         # replica.socket.timeout.ms: a follower fetch unanswered for this long is given up and its connection
         # dropped (config checks it is at least replica.fetch.wait.max.ms, the time a fetch may park)
         self._fetch_timeout_s = config.replication.fetch.request_timeout_ms / 1000
@@ -169,7 +169,8 @@ class BrokerNode(MeteredDispatcher):
         self._timer_due_ms = 0  # when `_run_timers` next ticks unless woken: at once, until it first runs
         self._published_offset = 0
         self._faults = FaultSpec()
-        self.groups = GroupCoordinator(config, self.core, self.log_manager, self.controller, self._call, self._now)
+        self.groups = GroupCoordinator(config.groups, self.core, self.log_manager, self.controller, self._call,
+                                       self._now)
         self.topic_creator = TopicCreator(config, self.controller, self._spawn, self.groups.create_offsets_topic)
         self.gate = AccessGate(config, self.broker_id, self.event_log, self._now, lambda: self.core.metadata.image)
 
@@ -506,7 +507,7 @@ class BrokerNode(MeteredDispatcher):
                 if self.config.get_bool("fault.injection.enable"):
                     group.create_task(self._run_faults(halt))
                 await stop.wait()
-                if self.config.get_bool("controlled.shutdown.enable"):
+                if self.config.lifecycle.controlled_shutdown_enable:
                     await self._controlled_shutdown()
                 await self.event_topic.close()  # while the listener still serves its own partition
                 # Stop accepting and answer what is in flight while the timers still complete parked requests.
@@ -524,7 +525,7 @@ class BrokerNode(MeteredDispatcher):
         its partitions stay online, and its restart registers at once because the controller has fenced it. Bounded
         by the session timeout, after which the controller would fence it anyway."""
         self._feed(self.core.begin_controlled_shutdown(self._now()))
-        deadline_ms = self._now() + self.config.get_int("broker.session.timeout.ms")
+        deadline_ms = self._now() + self.config.lifecycle.session_timeout_ms
         while not self.core.shutdown_granted and self._now() < deadline_ms:  # bounded by the deadline
             await asyncio.sleep(CONTROLLED_SHUTDOWN_POLL_S)
         if self.core.shutdown_granted:

@@ -27,7 +27,7 @@ from typing import Any
 from insync import errors
 from insync.broker.core import BrokerCore
 from insync.broker.messages import ProduceRequest, ProduceResponse
-from insync.config import BrokerConfig
+from insync.config import GroupCoordinatorConfig
 from insync.errors import KafkaError, KafkaException
 from insync.groups import deletion
 from insync.groups.membership import GroupMembership
@@ -70,15 +70,14 @@ E = errors.BY_NAME
 
 
 class GroupCoordinator:
-    def __init__(self, config: BrokerConfig, core: BrokerCore, log_manager: LogManager, controller: FailoverConnection,
+    def __init__(self, config: GroupCoordinatorConfig, core: BrokerCore, log_manager: LogManager, controller: FailoverConnection,
                  append: Callable[[ProduceRequest], Awaitable[ProduceResponse]], now: Callable[[], int]) -> None:
         self.config, self.core, self.log_manager, self.controller = config, core, log_manager, controller
         self._append, self._now = append, now
         self.membership = GroupMembership(
-            seed=random.getrandbits(62), min_session_timeout_ms=config.get_int("group.min.session.timeout.ms"),
-            max_session_timeout_ms=config.get_int("group.max.session.timeout.ms"),
-            initial_rebalance_delay_ms=config.get_int("group.initial.rebalance.delay.ms"),
-            group_max_size=config.get_int("group.max.size"))
+            seed=random.getrandbits(62), min_session_timeout_ms=config.min_session_timeout_ms,
+            max_session_timeout_ms=config.max_session_timeout_ms,
+            initial_rebalance_delay_ms=config.initial_rebalance_delay_ms, group_max_size=config.max_size)
         self.cache = OffsetCache()
         self._loaded: dict[int, int] = {}  # offsets partition -> the leader epoch it was replayed at
         self._loading: dict[int, asyncio.Task[None]] = {}
@@ -234,11 +233,11 @@ class GroupCoordinator:
             self._creating = asyncio.get_running_loop().create_task(self._create())
 
     async def _create(self) -> None:
-        configs = (("retention.ms", str(self.config.get_int("offsets.retention.minutes") * 60_000)),
-                   ("segment.bytes", str(self.config.get_int("offsets.topic.segment.bytes"))))
+        configs = (("retention.ms", str(self.config.offsets_retention_ms)),
+                   ("segment.bytes", str(self.config.offsets_topic_segment_bytes)))
         body = topics.create_topics_request((NewTopic(
-            OFFSETS_TOPIC, self.config.get_int("offsets.topic.num.partitions"),
-            self.config.get_int("offsets.topic.replication.factor"), configs),), int(CREATE_TIMEOUT_S * 1000))
+            OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self.config.offsets_topic_replication_factor,
+            configs),), int(CREATE_TIMEOUT_S * 1000))
         try:
             response = await self.controller.request(body, CREATE_TIMEOUT_S)
         except (ConnectionError, OSError, TimeoutError) as exc:
@@ -249,7 +248,7 @@ class GroupCoordinator:
                 log.warning("Could not create %s: %s %s (consumer groups wait for it; with fewer brokers than "
                             "offsets.topic.replication.factor=%d, lower that setting)", OFFSETS_TOPIC,
                             errors.by_code(int(result.error_code)).name, result.error_message or "",
-                            self.config.get_int("offsets.topic.replication.factor"))
+                            self.config.offsets_topic_replication_factor)
 
     async def join(self, request: DecodedRequest, client_host: str) -> Any:
         join = api.decode_join(request, client_host)
@@ -257,7 +256,7 @@ class GroupCoordinator:
         error = self._member_status(join.group_id)
         if error is not errors.NONE:
             return api.encode_join(request, dataclasses.replace(failed, error=error))
-        wait_s = join.rebalance_timeout_ms / 1000 + self.config.get_int("group.initial.rebalance.delay.ms") / 1000
+        wait_s = join.rebalance_timeout_ms / 1000 + self.config.initial_rebalance_delay_ms / 1000
         result = await self._hold(lambda token: self.membership.join(self._now(), token, join),
                                   wait_s + JOIN_WAIT_MARGIN_S, dataclasses.replace(failed, error=E["REBALANCE_IN_PROGRESS"]))
         assert isinstance(result, JoinResult)
@@ -271,7 +270,7 @@ class GroupCoordinator:
             self._member_status(sync.group_id)
         if error is not errors.NONE:
             return api.encode_sync(request, dataclasses.replace(failed, error=error))
-        wait_s = self.config.get_int("group.max.session.timeout.ms") / 1000
+        wait_s = self.config.max_session_timeout_ms / 1000
         result = await self._hold(lambda token: self.membership.sync(self._now(), token, sync), wait_s,
                                   dataclasses.replace(failed, error=E["REBALANCE_IN_PROGRESS"]))
         assert isinstance(result, SyncResult)
@@ -305,7 +304,7 @@ class GroupCoordinator:
         results: dict[TopicPartition, KafkaError] = {}
         now_ms = self._now()
         valid: list[tuple[OffsetKey, CommittedOffset]] = []
-        metadata_max = self.config.get_int("offset.metadata.max.bytes")
+        metadata_max = self.config.offset_metadata_max_bytes
         for tp, offset in commit.offsets:
             if len(offset.metadata.encode()) > metadata_max:
                 results[tp] = E["OFFSET_METADATA_TOO_LARGE"]
@@ -330,7 +329,7 @@ class GroupCoordinator:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
         batch = build_batch([RecordSpec(key=encode_key(k), value=None if v is None else encode_value(v))
                              for k, v in commits], base_timestamp=now_ms)
-        response = await self._append(ProduceRequest(0, -1, self.config.get_int("offsets.commit.timeout.ms"),
+        response = await self._append(ProduceRequest(0, -1, self.config.offsets_commit_timeout_ms,
                                                      ((tp, batch),)))
         (result,) = response.results
         if result.error is not errors.NONE:

@@ -246,7 +246,7 @@ class SimBroker:
         now = self._scheduler.now_ms
         if not self.paused:
             self._apply(self.core.begin_controlled_shutdown(now))
-        deadline_ms = now + self.config.get_int("broker.session.timeout.ms")
+        deadline_ms = now + self.config.lifecycle.session_timeout_ms
         self._scheduler.after(CONTROLLED_SHUTDOWN_POLL_MS,
                               functools.partial(self._stop_when_let_go, self.incarnation, deadline_ms, then))
 

@@ -37,4 +37,4 @@ def coordinator(appends: Appends) -> GroupCoordinator:
     empty_log = SimpleNamespace(log_start_offset=0, log_end_offset=0)
     log_manager: Any = SimpleNamespace(get=lambda tp: empty_log)
     config = BrokerConfig({"offsets.topic.num.partitions": "1"})
-    return GroupCoordinator(config, core, log_manager, None, appends, lambda: 1_000)  # type: ignore[arg-type]
+    return GroupCoordinator(config.groups, core, log_manager, None, appends, lambda: 1_000)  # type: ignore[arg-type]
