@@ -7,7 +7,7 @@ defaults into a `LogConfig`, the one object the storage engine reads. Dynamic br
 over the static ones, as in Kafka: a cluster-wide default and a per-broker value, most specific first.
 `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
 (Kafka's `ConfigSource`). Each `BrokerConfig` types its settings once into frozen objects (`replication`,
-`lifecycle`, `storage`, `groups`), which the cores take instead of reading keys by name. The names the rest of
+`lifecycle`, `storage`, `groups`, `listeners`), which the cores take instead of reading keys by name. The names the rest of
 insync imports about configuration are importable from here.
 """
 
@@ -45,7 +45,7 @@ from insync.properties import ConfigError, parse_overrides, parse_properties
 __all__ = [
     "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
     "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "FetcherConfig", "GroupCoordinatorConfig",
-    "LifecycleConfig", "LogConfig", "NotDynamicError", "ReplicationConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
+    "LifecycleConfig", "ListenerConfig", "LogConfig", "NotDynamicError", "ReplicationConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
     "validate_topic_configs",
 ]
 
@@ -58,7 +58,7 @@ class BrokerConfig:
     `values` are the static settings (server.properties, `--config`); `cluster` and `broker` the dynamic layers
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
-    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "storage", "groups")
+    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "storage", "groups", "listeners")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -84,6 +84,7 @@ class BrokerConfig:
         self.storage = StorageConfig(self.get_int("log.retention.check.interval.ms"),
                                      self.get_bool("fault.injection.power.loss.enable"))
         self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
+        self.listeners: ListenerConfig = _listener_config(self)
 
     @classmethod
     def from_sources(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -307,4 +308,32 @@ def _group_coordinator_config(config: BrokerConfig) -> GroupCoordinatorConfig:
         offsets_topic_num_partitions=config.get_int("offsets.topic.num.partitions"),
         offsets_topic_replication_factor=config.get_int("offsets.topic.replication.factor"),
         offsets_topic_segment_bytes=config.get_int("offsets.topic.segment.bytes"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerConfig:
+    """A node's listener settings as given: security/listeners.py parses them into endpoints, refusing what is
+    malformed in Kafka's words when a role needs them (a controller-only node has no broker listener)."""
+
+    listeners: tuple[str, ...]  # listeners
+    advertised_listeners: tuple[str, ...]  # advertised.listeners
+    security_protocol_map: tuple[str, ...]  # listener.security.protocol.map: NAME:PROTOCOL entries
+    controller_listener_names: tuple[str, ...] | None  # controller.listener.names; None when not set
+    controller_listener: str | None  # insync's controller.listener
+    inter_broker_listener_name: str | None  # inter.broker.listener.name
+    security_inter_broker_protocol: str | None  # security.inter.broker.protocol; None when not set
+
+
+def _listener_config(config: BrokerConfig) -> ListenerConfig:
+    names = "controller.listener.names"
+    protocol = "security.inter.broker.protocol"
+    return ListenerConfig(
+        listeners=config.get_list("listeners"),
+        advertised_listeners=config.get_list("advertised.listeners"),
+        security_protocol_map=config.get_list("listener.security.protocol.map"),
+        controller_listener_names=config.get_list(names) if config.is_explicit(names) else None,
+        controller_listener=config.get_str("controller.listener"),
+        inter_broker_listener_name=config.get_str("inter.broker.listener.name"),
+        security_inter_broker_protocol=config.get_str(protocol) if config.is_explicit(protocol) else None,
     )

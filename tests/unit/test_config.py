@@ -248,3 +248,12 @@ def test_the_lifecycle_storage_and_group_settings_are_typed_once_per_config() ->
     assert config.storage.retention_check_interval_ms == 1000 and config.storage.power_loss_journal
     assert config.groups.offsets_retention_ms == 120_000 and config.groups.offsets_topic_num_partitions == 1
     assert config.groups.max_size == 7 and config.groups.offsets_topic_replication_factor == 3
+
+
+def test_the_listener_settings_are_typed_as_given_with_what_was_set() -> None:
+    assert BrokerConfig({}).listeners.controller_listener_names is None
+    assert BrokerConfig({}).listeners.security_inter_broker_protocol is None  # its default is not a choice
+    config = BrokerConfig({"listeners": "A://h:1,B://h:2", "controller.listener.names": "B",
+                           "security.inter.broker.protocol": "SSL"})
+    assert config.listeners.listeners == ("A://h:1", "B://h:2") and config.listeners.controller_listener_names == ("B",)
+    assert config.listeners.security_inter_broker_protocol == "SSL"

@@ -1,6 +1,6 @@
 """Config keys are read by name only in the config modules: every other module takes a typed, frozen object that
 `BrokerConfig` builds once (`config.replication` with its `fetch` settings, `config.lifecycle`, `config.storage`,
-`config.groups`), as `IsrPolicy` and `FetcherConfig` do.
+`config.groups`, `config.listeners`), as `IsrPolicy` and `FetcherConfig` do.
 
 A read by name is a call of one of `BrokerConfig`'s accessors (`get_int`, `get_bool`, `get_str`, `get_list`,
 `effective`, `is_explicit`) whose arguments hold a broker key, written out or as a string constant of the module.
@@ -27,8 +27,6 @@ NOT_YET_TYPED: dict[str, tuple[str, ...]] = {
                                  "unclean.leader.election.enable", "unclean.recovery.strategy"),
     "controller/leader_balance.py": ("auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds"),
     "faults.py": ("fault.injection.enable",),
-    "security/listeners.py": ("controller.listener", "controller.listener.names", "inter.broker.listener.name",
-                              "listener.security.protocol.map", "listeners", "security.inter.broker.protocol"),
     "server/broker_node.py": ("controller.quorum.voters", "fault.injection.enable", "metrics.port", "node.id"),
     "server/controller_node.py": ("metadata.store", "metrics.port", "node.id", "zookeeper.connect",
                                   "zookeeper.session.timeout.ms"),

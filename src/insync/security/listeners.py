@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from insync.config import BrokerConfig, ConfigError
+from insync.config import BrokerConfig, ConfigError, ListenerConfig
 from insync.security_config import SECURITY_PROTOCOLS
 
 DEFAULT_CONTROLLER_LISTENER = "CONTROLLER"
@@ -52,9 +52,9 @@ class BrokerListeners:
         assert self.inter_broker in self.advertised
 
 
-def protocol_map(config: BrokerConfig) -> dict[str, str]:
+def protocol_map(settings: ListenerConfig) -> dict[str, str]:
     result: dict[str, str] = {}
-    for entry in config.get_list("listener.security.protocol.map"):
+    for entry in settings.security_protocol_map:
         name, colon, protocol = entry.partition(":")
         if not colon or not name or protocol not in SECURITY_PROTOCOLS:
             raise ConfigError(f"invalid value {entry!r} in listener.security.protocol.map: expected "
@@ -80,14 +80,18 @@ def parse_endpoint(url: str, protocols: dict[str, str], key: str, controller_nam
 
 
 def controller_names(config: BrokerConfig) -> tuple[str, ...]:
-    return tuple(n.upper() for n in config.get_list("controller.listener.names")) or (DEFAULT_CONTROLLER_LISTENER,)
+    return _controller_names(config.listeners)
 
 
-def _endpoints(config: BrokerConfig, key: str) -> tuple[Endpoint, ...]:
-    urls = config.get_list(key)
+def _controller_names(settings: ListenerConfig) -> tuple[str, ...]:
+    return tuple(n.upper() for n in settings.controller_listener_names or ()) or (DEFAULT_CONTROLLER_LISTENER,)
+
+
+def _endpoints(settings: ListenerConfig, urls: tuple[str, ...], key: str) -> tuple[Endpoint, ...]:
+    """The endpoints of `urls`, the value of `key`."""
     if len(urls) > LISTENERS_MAX:
         raise ConfigError(f"{key} names {len(urls)} listeners; at most {LISTENERS_MAX}")
-    endpoints = tuple(parse_endpoint(url, protocol_map(config), key, controller_names(config)) for url in urls)
+    endpoints = tuple(parse_endpoint(url, protocol_map(settings), key, _controller_names(settings)) for url in urls)
     names = [e.name for e in endpoints]
     if len(set(names)) != len(names):
         raise ConfigError(f"Each listener must have a different name, {key}: {','.join(urls)}")
@@ -95,31 +99,33 @@ def _endpoints(config: BrokerConfig, key: str) -> tuple[Endpoint, ...]:
 
 
 def broker_listeners(config: BrokerConfig) -> BrokerListeners:
-    controllers = controller_names(config)
-    bound = tuple(e for e in _endpoints(config, "listeners") if e.name not in controllers)
+    settings = config.listeners
+    controllers = _controller_names(settings)
+    bound = tuple(e for e in _endpoints(settings, settings.listeners, "listeners") if e.name not in controllers)
     if not bound:
         raise ConfigError("listeners names no broker listener (only controller listeners: "
-                          f"{','.join(config.get_list('listeners'))})")
+                          f"{','.join(settings.listeners)})")
     ports = [e.port for e in bound if e.port]
     if len(set(ports)) != len(ports):
         raise ConfigError(f"Each listener must have a different port, listeners: {','.join(map(str, bound))}")
-    advertised_by_name = {e.name: e for e in _endpoints(config, "advertised.listeners")}
+    advertised_by_name = {e.name: e for e in _endpoints(settings, settings.advertised_listeners,
+                                                        "advertised.listeners")}
     unknown = sorted(set(advertised_by_name) - {e.name for e in bound})
     if unknown:
         raise ConfigError(f"advertised.listeners listener names must be equal to or a subset of the ones defined "
                           f"in listeners. Found {','.join(unknown)}")
     advertised = tuple(advertised_by_name.get(e.name, e) for e in bound)
-    return BrokerListeners(bound, advertised, _inter_broker(config, advertised),
-                           protocol_map(config).get(controllers[0], "PLAINTEXT"))
+    return BrokerListeners(bound, advertised, _inter_broker(settings, advertised),
+                           protocol_map(settings).get(controllers[0], "PLAINTEXT"))
 
 
-def _inter_broker(config: BrokerConfig, advertised: tuple[Endpoint, ...]) -> Endpoint:
-    name = config.get_str("inter.broker.listener.name")
-    if name is None and not config.is_explicit("security.inter.broker.protocol") and len(advertised) == 1:
+def _inter_broker(settings: ListenerConfig, advertised: tuple[Endpoint, ...]) -> Endpoint:
+    name, protocol = settings.inter_broker_listener_name, settings.security_inter_broker_protocol
+    if name is None and protocol is None and len(advertised) == 1:
         return advertised[0]  # insync's shortcut: a broker with one listener uses it, whatever it is named
-    if name is not None and config.is_explicit("security.inter.broker.protocol"):
+    if name is not None and protocol is not None:
         raise ConfigError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.")
-    wanted = (name or config.get_str("security.inter.broker.protocol") or "PLAINTEXT").upper()
+    wanted = (name or protocol or "PLAINTEXT").upper()
     for endpoint in advertised:
         if endpoint.name == wanted:
             return endpoint
@@ -131,10 +137,10 @@ def _inter_broker(config: BrokerConfig, advertised: tuple[Endpoint, ...]) -> End
 def controller_endpoint(config: BrokerConfig) -> Endpoint:
     """Where the controller listens: the first of `listeners` named in controller.listener.names, else
     insync's `controller.listener`."""
-    names = controller_names(config)
-    if config.is_explicit("controller.listener.names"):
-        for endpoint in _endpoints(config, "listeners"):
+    settings = config.listeners
+    names = _controller_names(settings)
+    if settings.controller_listener_names is not None:
+        for endpoint in _endpoints(settings, settings.listeners, "listeners"):
             if endpoint.name in names:
                 return endpoint
-    return parse_endpoint(config.get_str("controller.listener") or "", protocol_map(config), "controller.listener",
-                          names)
+    return parse_endpoint(settings.controller_listener or "", protocol_map(settings), "controller.listener", names)
