@@ -7,7 +7,8 @@ defaults into a `LogConfig`, the one object the storage engine reads. Dynamic br
 over the static ones, as in Kafka: a cluster-wide default and a per-broker value, most specific first.
 `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
 (Kafka's `ConfigSource`). Each `BrokerConfig` types its settings once into frozen objects (`replication`,
-`lifecycle`, `storage`, `groups`, `listeners`), which the cores take instead of reading keys by name. The names the rest of
+`lifecycle`, `storage`, `groups`, `listeners`, `sockets`, `authorizer`, `auto_create`, `events`), which the cores
+take instead of reading keys by name. The names the rest of
 insync imports about configuration are importable from here.
 """
 
@@ -44,8 +45,9 @@ from insync.properties import ConfigError, parse_overrides, parse_properties
 # The names the rest of insync imports from here; each is defined in the module it comes from.
 __all__ = [
     "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
-    "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "FetcherConfig", "GroupCoordinatorConfig",
-    "LifecycleConfig", "ListenerConfig", "LogConfig", "NotDynamicError", "ReplicationConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
+    "AuthorizerConfig", "AutoCreateConfig", "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "EventsTopicConfig",
+    "FetcherConfig", "GroupCoordinatorConfig", "LifecycleConfig", "ListenerConfig", "LogConfig", "NotDynamicError",
+    "ReplicationConfig", "SocketConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
     "validate_topic_configs",
 ]
 
@@ -58,7 +60,8 @@ class BrokerConfig:
     `values` are the static settings (server.properties, `--config`); `cluster` and `broker` the dynamic layers
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
-    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "storage", "groups", "listeners")
+    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "storage", "groups", "listeners",
+                 "sockets", "authorizer", "auto_create", "events")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -85,6 +88,16 @@ class BrokerConfig:
                                      self.get_bool("fault.injection.power.loss.enable"))
         self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
         self.listeners: ListenerConfig = _listener_config(self)
+        self.sockets = SocketConfig(self.get_int("socket.request.max.bytes"), self.get_int("socket.send.buffer.bytes"))
+        self.authorizer = AuthorizerConfig(
+            bool(self.get_str("authorizer.class.name")),
+            frozenset(p.strip() for p in (self.get_str("super.users") or "").split(";") if p.strip()),
+            self.get_bool("allow.everyone.if.no.acl.found"))
+        self.auto_create = AutoCreateConfig(self.get_bool("auto.create.topics.enable"), self.get_int("num.partitions"),
+                                            self.get_int("default.replication.factor"))
+        self.events = EventsTopicConfig(self.get_bool("insync.events.topic.enable"),
+                                        self.get_int("insync.events.topic.replication.factor"),
+                                        self.get_int("insync.events.topic.retention.ms"))
 
     @classmethod
     def from_sources(cls, path: str | Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -337,3 +350,42 @@ def _listener_config(config: BrokerConfig) -> ListenerConfig:
         inter_broker_listener_name=config.get_str("inter.broker.listener.name"),
         security_inter_broker_protocol=config.get_str(protocol) if config.is_explicit(protocol) else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SocketConfig:
+    """What a listener allows each connection: the largest request, and its send buffer (-1: the OS default)."""
+
+    request_max_bytes: int  # socket.request.max.bytes
+    send_buffer_bytes: int  # socket.send.buffer.bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizerConfig:
+    """Whether requests are authorized against the ACLs, who is allowed everything, and what a resource without ACLs
+    allows."""
+
+    enabled: bool  # authorizer.class.name is set
+    super_users: frozenset[str]  # super.users, principals separated by semicolons
+    allow_everyone_if_no_acl_found: bool  # allow.everyone.if.no.acl.found
+
+
+@dataclass(frozen=True, slots=True)
+class AutoCreateConfig:
+    """Topics a Metadata request names and no one created: whether they are created, and their layout."""
+
+    enable: bool  # auto.create.topics.enable
+    num_partitions: int  # num.partitions
+    replication_factor: int  # default.replication.factor
+
+    def __post_init__(self) -> None:
+        assert self.num_partitions > 0 and self.replication_factor > 0, self
+
+
+@dataclass(frozen=True, slots=True)
+class EventsTopicConfig:
+    """insync's own `__insync_events`: whether a node appends its events there, and the topic's layout."""
+
+    enable: bool  # insync.events.topic.enable
+    replication_factor: int  # insync.events.topic.replication.factor
+    retention_ms: int  # insync.events.topic.retention.ms

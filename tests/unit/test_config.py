@@ -257,3 +257,15 @@ def test_the_listener_settings_are_typed_as_given_with_what_was_set() -> None:
                            "security.inter.broker.protocol": "SSL"})
     assert config.listeners.listeners == ("A://h:1", "B://h:2") and config.listeners.controller_listener_names == ("B",)
     assert config.listeners.security_inter_broker_protocol == "SSL"
+
+
+def test_the_socket_authorizer_auto_create_and_events_settings_are_typed_once_per_config() -> None:
+    config = BrokerConfig({"socket.request.max.bytes": 1000, "super.users": "User:admin; User:alice ;",
+                           "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                           "num.partitions": 3, "insync.events.topic.enable": "false"})
+    assert config.sockets.request_max_bytes == 1000
+    assert config.authorizer.enabled and config.authorizer.super_users == {"User:admin", "User:alice"}
+    assert not BrokerConfig({}).authorizer.enabled
+    assert (config.auto_create.enable, config.auto_create.num_partitions, config.auto_create.replication_factor) == (
+        True, 3, 1)
+    assert not config.events.enable and config.events.retention_ms == 86_400_000

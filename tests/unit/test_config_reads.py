@@ -1,6 +1,6 @@
 """Config keys are read by name only in the config modules: every other module takes a typed, frozen object that
-`BrokerConfig` builds once (`config.replication` with its `fetch` settings, `config.lifecycle`, `config.storage`,
-`config.groups`, `config.listeners`), as `IsrPolicy` and `FetcherConfig` do.
+`BrokerConfig` builds once (`config.replication` with its `fetch` settings, `config.groups`, `config.listeners` and
+the others config.py defines), as `IsrPolicy` and `FetcherConfig` do.
 
 A read by name is a call of one of `BrokerConfig`'s accessors (`get_int`, `get_bool`, `get_str`, `get_list`,
 `effective`, `is_explicit`) whose arguments hold a broker key, written out or as a string constant of the module.
@@ -30,13 +30,8 @@ NOT_YET_TYPED: dict[str, tuple[str, ...]] = {
     "server/broker_node.py": ("controller.quorum.voters", "fault.injection.enable", "metrics.port", "node.id"),
     "server/controller_node.py": ("metadata.store", "metrics.port", "node.id", "zookeeper.connect",
                                   "zookeeper.session.timeout.ms"),
-    "server/event_topic.py": ("insync.events.topic.enable", "insync.events.topic.replication.factor",
-                              "insync.events.topic.retention.ms"),
     "server/node.py": ("node.id", "process.roles"),
-    "server/role.py": ("socket.request.max.bytes", "socket.send.buffer.bytes"),
-    "server/topic_creation.py": ("auto.create.topics.enable", "default.replication.factor", "num.partitions"),
     "sim/cluster.py": ("min.insync.replicas",),
-    "wire/authorization.py": ("allow.everyone.if.no.acl.found", "authorizer.class.name", "super.users"),
     "wire/topics.py": ("default.replication.factor", "num.partitions"),
 }
 

@@ -42,7 +42,7 @@ class AccessGate:
                  image: Callable[[], MetadataImage]) -> None:
         self.config = config
         self._image = image  # the broker's current metadata image, whose ACLs decide
-        self.authorization = Authorization(config)
+        self.authorization = Authorization(config.authorizer)
         self._broker_id = broker_id
         self._event_log = event_log
         self._now = now

@@ -171,7 +171,7 @@ class BrokerNode(MeteredDispatcher):
         self._faults = FaultSpec()
         self.groups = GroupCoordinator(config.groups, self.core, self.log_manager, self.controller, self._call,
                                        self._now)
-        self.topic_creator = TopicCreator(config, self.controller, self._spawn, self.groups.create_offsets_topic)
+        self.topic_creator = TopicCreator(config.auto_create, self.controller, self._spawn, self.groups.create_offsets_topic)
         self.gate = AccessGate(config, self.broker_id, self.event_log, self._now, lambda: self.core.metadata.image)
 
     # Feeding the core ------------------------------------------------------------------------------------

@@ -77,8 +77,8 @@ class EventTopic:
     def __init__(self, config: BrokerConfig, node_id: int, image: Callable[[], MetadataImage],
                  bootstrap: Callable[[], str], controller: FailoverConnection | None,
                  client: Mapping[str, str] | None = None) -> None:
-        self.enabled = config.get_bool("insync.events.topic.enable")
-        self._config = config
+        self.enabled = config.events.enable
+        self._config = config.events
         self._node_id = node_id
         self._image = image
         self._bootstrap = bootstrap
@@ -154,11 +154,11 @@ class EventTopic:
         if not live:
             return
         self._first_try_s = self._first_try_s or time.monotonic()
-        factor = self._config.get_int("insync.events.topic.replication.factor")
+        factor = self._config.replication_factor
         waited_s = time.monotonic() - self._first_try_s
         if len(live) < factor and waited_s < CREATE_WAIT_S:
             return  # the brokers of a cluster start together: give the others a moment to register
-        configs = (("retention.ms", str(self._config.get_int("insync.events.topic.retention.ms"))),)
+        configs = (("retention.ms", str(self._config.retention_ms)),)
         new = NewTopic(EVENTS_TOPIC, len(live), min(factor, len(live)), configs, assignment(live, factor))
         self._creating = True
         try:

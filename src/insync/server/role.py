@@ -72,8 +72,8 @@ def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: Bro
     gate on each connection when it is SASL_PLAINTEXT or SASL_SSL."""
     gate = gate_factory(config, endpoint.name, dispatcher.supported_versions(), dispatcher.scram_credential,
                         dispatcher.observe_authentication) if endpoint.security_protocol.startswith("SASL_") else None
-    return Listener(dispatcher, endpoint.host, endpoint.port, config.get_int("socket.request.max.bytes"),
-                    config.get_int("socket.send.buffer.bytes"), name=endpoint.name,
+    return Listener(dispatcher, endpoint.host, endpoint.port, config.sockets.request_max_bytes,
+                    config.sockets.send_buffer_bytes, name=endpoint.name,
                     security_protocol=endpoint.security_protocol,
                     tls=server_tls(config, endpoint.name, sasl=gate is not None) if endpoint.uses_tls else None,
                     gate=gate)

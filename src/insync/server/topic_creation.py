@@ -20,7 +20,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from insync import errors
-from insync.config import BrokerConfig
+from insync.config import AutoCreateConfig
 from insync.server.client import FailoverConnection
 from insync.types import OFFSETS_TOPIC
 from insync.wire import topics
@@ -34,11 +34,11 @@ CREATE_TIMEOUT_MS = 30_000
 
 
 class TopicCreator:
-    def __init__(self, config: BrokerConfig, controller: FailoverConnection,
+    def __init__(self, config: AutoCreateConfig, controller: FailoverConnection,
                  spawn: Callable[[Coroutine[Any, Any, None]], None], create_offsets_topic: Callable[[], None]) -> None:
-        self.enabled = config.get_bool("auto.create.topics.enable")
-        self._num_partitions = config.get_int("num.partitions")
-        self._replication_factor = config.get_int("default.replication.factor")
+        self.enabled = config.enable
+        self._num_partitions = config.num_partitions
+        self._replication_factor = config.replication_factor
         self._controller = controller
         self._spawn = spawn
         self._create_offsets_topic = create_offsets_topic

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from insync import errors
-from insync.config import BrokerConfig
+from insync.config import AuthorizerConfig
 from insync.errors import KafkaError
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
@@ -108,11 +108,10 @@ class RequestAccess:
 class Authorization:
     """The broker's authorizer settings; `access` gives a request's view, or None when no authorizer is set."""
 
-    def __init__(self, config: BrokerConfig) -> None:
-        self.enabled = bool(config.get_str("authorizer.class.name"))
-        self._super_users = frozenset(p.strip() for p in (config.get_str("super.users") or "").split(";")
-                                      if p.strip())
-        self._allow_if_no_acl = config.get_bool("allow.everyone.if.no.acl.found")
+    def __init__(self, config: AuthorizerConfig) -> None:
+        self.enabled = config.enabled
+        self._super_users = config.super_users
+        self._allow_if_no_acl = config.allow_everyone_if_no_acl_found
         self._acls: Mapping[str, AclBinding] | None = None
         self._authorizer = Authorizer()
 

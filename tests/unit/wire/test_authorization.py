@@ -51,10 +51,10 @@ CONFIG = BrokerConfig({"node.id": 1})
 
 
 def test_no_authorizer_configured_checks_nothing() -> None:
-    assert Authorization(CONFIG).access(cluster_image(), ALICE, "h", PRODUCE) is None
+    assert Authorization(CONFIG.authorizer).access(cluster_image(), ALICE, "h", PRODUCE) is None
     on = BrokerConfig({"node.id": 1, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                        "super.users": "User:admin; User:alice"})
-    view = Authorization(on).access(cluster_image(), ALICE, "h", PRODUCE)
+    view = Authorization(on.authorizer).access(cluster_image(), ALICE, "h", PRODUCE)
     assert view is not None and view.allows(Op.WRITE, ResourceType.TOPIC, "anything")  # a super user
 
 
