@@ -7,8 +7,8 @@ defaults into a `LogConfig`, the one object the storage engine reads. Dynamic br
 over the static ones, as in Kafka: a cluster-wide default and a per-broker value, most specific first.
 `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
 (Kafka's `ConfigSource`). Each `BrokerConfig` types its settings once into frozen objects (`replication`,
-`lifecycle`, `storage`, `groups`, `listeners`, `sockets`, `authorizer`, `auto_create`, `events`), which the cores
-take instead of reading keys by name. The names the rest of
+`node`, `lifecycle`, `storage`, `groups`, `listeners`, `sockets`, `authorizer`, `auto_create`, `events`), which
+the cores take instead of reading keys by name. The names the rest of
 insync imports about configuration are importable from here.
 """
 
@@ -46,7 +46,8 @@ from insync.properties import ConfigError, parse_overrides, parse_properties
 __all__ = [
     "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
     "AuthorizerConfig", "AutoCreateConfig", "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "EventsTopicConfig",
-    "FetcherConfig", "GroupCoordinatorConfig", "LifecycleConfig", "ListenerConfig", "LogConfig", "NotDynamicError",
+    "FetcherConfig", "GroupCoordinatorConfig", "LifecycleConfig", "ListenerConfig", "LogConfig", "NodeConfig",
+    "NotDynamicError",
     "ReplicationConfig", "SocketConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
     "validate_topic_configs",
 ]
@@ -61,7 +62,7 @@ class BrokerConfig:
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
     __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "storage", "groups", "listeners",
-                 "sockets", "authorizer", "auto_create", "events")
+                 "sockets", "authorizer", "auto_create", "events", "node")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -81,6 +82,8 @@ class BrokerConfig:
         self._explicit: dict[str, object] = explicit
         self._layers: tuple[tuple[ConfigSource, dict[str, object]], ...] = layers
         self.replication: ReplicationConfig = _replication_config(self)
+        self.node = NodeConfig(self.get_int("node.id"), self.get_list("process.roles"), self.get_int("metrics.port"),
+                               self.get_list("controller.quorum.voters"), self.get_bool("fault.injection.enable"))
         self.lifecycle = LifecycleConfig(self.get_int("broker.heartbeat.interval.ms"),
                                          self.get_int("broker.session.timeout.ms"),
                                          self.get_bool("controlled.shutdown.enable"))
@@ -389,3 +392,18 @@ class EventsTopicConfig:
     enable: bool  # insync.events.topic.enable
     replication_factor: int  # insync.events.topic.replication.factor
     retention_ms: int  # insync.events.topic.retention.ms
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    """Who a node is and what it runs: its id and roles, where it serves metrics, how it finds the controller, and
+    whether it takes insync's injected faults (its fault file)."""
+
+    node_id: int  # node.id (broker.id)
+    process_roles: tuple[str, ...]  # process.roles
+    metrics_port: int  # metrics.port; 0: none
+    controller_quorum_voters: tuple[str, ...]  # controller.quorum.voters: id@host:port entries
+    fault_injection_enable: bool  # fault.injection.enable
+
+    def __post_init__(self) -> None:
+        assert self.node_id >= 0 and 0 <= self.metrics_port <= 65535, self

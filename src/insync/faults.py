@@ -57,7 +57,7 @@ def read_faults(node_directory: str | Path) -> FaultSpec:
 
 def write_faults(node_directory: str | Path, spec: FaultSpec) -> None:
     config = BrokerConfig.from_sources(Path(node_directory) / "server.properties")
-    if not config.get_bool("fault.injection.enable"):
+    if not config.node.fault_injection_enable:
         raise ConfigError(f"the broker in {node_directory} was not started with fault.injection.enable=true; "
                           "restart it with --config fault.injection.enable=true to inject faults")
     path = Path(node_directory) / FAULTS_FILE

@@ -269,3 +269,10 @@ def test_the_socket_authorizer_auto_create_and_events_settings_are_typed_once_pe
     assert (config.auto_create.enable, config.auto_create.num_partitions, config.auto_create.replication_factor) == (
         True, 3, 1)
     assert not config.events.enable and config.events.retention_ms == 86_400_000
+
+
+def test_the_node_settings_are_typed_once_per_config() -> None:
+    config = BrokerConfig({"broker.id": 4, "process.roles": "broker", "metrics.port": 9400,
+                           "controller.quorum.voters": "1@h:9093", "fault.injection.enable": "true"})
+    assert (config.node.node_id, config.node.process_roles, config.node.metrics_port) == (4, ("broker",), 9400)
+    assert config.node.controller_quorum_voters == ("1@h:9093",) and config.node.fault_injection_enable

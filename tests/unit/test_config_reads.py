@@ -26,12 +26,8 @@ NOT_YET_TYPED: dict[str, tuple[str, ...]] = {
     "controller/controller.py": ("broker.session.timeout.ms", "eligible.leader.replicas.enable", "min.insync.replicas",
                                  "unclean.leader.election.enable", "unclean.recovery.strategy"),
     "controller/leader_balance.py": ("auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds"),
-    "faults.py": ("fault.injection.enable",),
-    "server/broker_node.py": ("controller.quorum.voters", "fault.injection.enable", "metrics.port", "node.id"),
     "server/controller_node.py": ("metadata.store", "metrics.port", "node.id", "zookeeper.connect",
                                   "zookeeper.session.timeout.ms"),
-    "server/node.py": ("node.id", "process.roles"),
-    "sim/cluster.py": ("min.insync.replicas",),
     "wire/topics.py": ("default.replication.factor", "num.partitions"),
 }
 

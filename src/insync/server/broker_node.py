@@ -131,7 +131,7 @@ class BrokerNode(MeteredDispatcher):
         self.config = config
         self.clock = clock or SystemClock()
         self._now = monotonic_now(self.clock)
-        self.broker_id = BrokerId(config.get_int("node.id"))
+        self.broker_id = BrokerId(config.node.node_id)
         self.log_dir = str(Path(config.log_dirs()[0]).absolute())  # DescribeLogDirs names it so, as Kafka
         self.disk = open_disk(self.log_dir, config.storage.power_loss_journal)
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
@@ -493,8 +493,8 @@ class BrokerNode(MeteredDispatcher):
     async def run(self, stop: asyncio.Event) -> None:
         for listener in self.listeners:
             await listener.start()
-        if self.config.get_int("metrics.port"):
-            self.metrics.serve(self.config.get_int("metrics.port"))
+        if self.config.node.metrics_port:
+            self.metrics.serve(self.config.node.metrics_port)
         self._feed(self.core.start(self._now()))
         log.info("Broker %d serving on %s", self.broker_id, ",".join(str(e) for e in self._advertised()))
         halt = asyncio.Event()  # the background loops outlive `stop` until requests in flight are answered
@@ -504,7 +504,7 @@ class BrokerNode(MeteredDispatcher):
                 group.create_task(self._run_metadata(halt))
                 group.create_task(self.groups.run(halt))
                 group.create_task(self.event_topic.run(halt))
-                if self.config.get_bool("fault.injection.enable"):
+                if self.config.node.fault_injection_enable:
                     group.create_task(self._run_faults(halt))
                 await stop.wait()
                 if self.config.lifecycle.controlled_shutdown_enable:
@@ -552,7 +552,7 @@ class BrokerNode(MeteredDispatcher):
 
 def _controller_addresses(config: BrokerConfig) -> list[tuple[str, int]]:
     """Every voter's host and port, in the order given (only the active controller listens)."""
-    voters = config.get_list("controller.quorum.voters")
+    voters = config.node.controller_quorum_voters
     if not voters:
         raise ConfigError("controller.quorum.voters is empty: a broker needs its controller's id@host:port")
     addresses = []

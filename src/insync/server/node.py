@@ -40,7 +40,7 @@ async def serve(config: BrokerConfig) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    roles = set(config.get_list("process.roles"))
+    roles = set(config.node.process_roles)
     controller = ControllerNode(config) if "controller" in roles else None
     async with asyncio.TaskGroup() as group:
         if controller is not None:
@@ -55,9 +55,9 @@ def run(config: BrokerConfig) -> int:
     stats are written to `<dir>/node-<id>.prof` at exit, a CPU profile of a real node under real traffic."""
     configure_logging(config.log_dirs()[0])
     malloc.keep_freed_buffers()  # fetch responses are megabyte buffers: reuse them (insync.malloc)
-    node_id = config.get_int("node.id")
+    node_id = config.node.node_id
     logging.getLogger("insync.node").info("Starting node %d with roles %s", node_id,
-                                          ",".join(config.get_list("process.roles")))
+                                          ",".join(config.node.process_roles))
     profile_dir = os.environ.get("INSYNC_PROFILE_DIR")
     if not profile_dir:
         return asyncio.run(serve(config))

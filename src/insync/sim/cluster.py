@@ -44,7 +44,7 @@ class SimCluster:
         self._health_since_ms = scheduler.now_ms
         self._last_image: object = None
         self.urp_ms = self.under_min_isr_ms = self.offline_ms = 0
-        self._min_isr_default = int(BrokerConfig(broker_config).get_int("min.insync.replicas"))
+        self._min_isr_default = BrokerConfig(broker_config).log_config().min_insync_replicas
         self.controller = SimController(BrokerConfig(broker_config), scheduler, network=self.network,
                                         sink=self._collect, on_step=self.update_health)
         self.brokers: dict[int, SimBroker] = {}
