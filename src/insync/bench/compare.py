@@ -1,16 +1,14 @@
-"""`insync bench compare`: every client benchmark on a local insync cluster and on Tansu, in one session.
+"""`insync bench compare`: every client benchmark on a local insync cluster and on a peer, in one session.
 
-insync: a controller and 3 brokers, RF 3, min ISR 2, acks=all. Tansu: one node, memory storage, RF 1
-(`insync.bench.targets`). Each gets, in turn and on the same machine:
-- throughput (`insync.bench.steady`): produce (acks=all) and consume of 1 KiB records with the server CPU per MB
-  (consume twice: at librdkafka's defaults and with `fetch.queue.backoff.ms` at 10 ms);
-- produce on a one-broker insync cluster (RF 1) beside Tansu's RF 1: the same work per node on both sides, since
-  on a machine of few cores the RF 3 run measures the replication factor as much as the broker;
-- latency (`insync.bench.latency`): a producer and a tailing consumer in their own processes, acks=all, linger 0:
-  confluent-kafka at 500 and 2,000 records/s, kafka-python and aiokafka at 500 records/s with their defaults;
-- the highest rate whose end-to-end p99 stays under 50 ms (`latency.find_max_rate`, from 500 records/s).
-`table` prints each figure for both and the ratio insync / Tansu (above 1 is better for MB/s and the rate, below
-1 for milliseconds).
+The peer is Apache Kafka (`--peer kafka[:VERSION]`: as many brokers, RF 3, min ISR 2) or Tansu (one node in memory,
+RF 1, with insync's one-node row beside it). Each side gets, in turn, on the same machine:
+- throughput (`insync.bench.steady`): produce (acks=all) and consume of 1 KiB records with confluent-kafka, with the
+  servers' CPU per MB (consume twice: librdkafka's defaults and `fetch.queue.backoff.ms` at 10 ms);
+- latency (`insync.bench.latency`): a producer and a tailing consumer in their own processes, acks=all, linger 0,
+  at 500 and 2,000 records/s, and the highest rate whose end-to-end p99 stays under 50 ms;
+- beside Kafka also the request rate at one record per request (`insync.bench.requests`) and Kafka's own
+  producer and consumer perf tests (`insync.bench.java_perf`).
+`table` prints each row both sides ran, and insync / peer.
 """
 from __future__ import annotations
 
@@ -18,11 +16,15 @@ import time
 from dataclasses import asdict, replace
 from typing import Any
 
-from insync.bench import latency, steady, targets
+from insync.bench import java_perf, latency, requests, steady, targets
 from insync.bench.targets import Target
+from insync.chaos import kafka_cluster
+from insync.chaos.kafka_dist import KafkaDist
 
 TOPIC = "bench"
 LATENCY_TOPIC = "bench-latency"
+REQUESTS_TOPIC = "bench-requests"
+JAVA_TOPIC = "bench-java"
 RECORD_BYTES = 1024
 TANSU_SETTLE_S = 0.5
 # (name, producer client, records/s) of the latency runs
@@ -67,16 +69,45 @@ def _run(target: Target, seconds: float, steps: int) -> dict[str, Any]:
     return {"target": target.name, **_throughput(target, seconds), **_latencies(target, seconds, steps)}
 
 
-def compare(seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int = 3) -> dict[str, Any]:
+def _request_rates(target: Target, seconds: float) -> dict[str, Any]:
+    """Produce requests per second the leader of a one-partition topic serves at one record per request."""
+    target.ensure_topic(REQUESTS_TOPIC, 1)
+    address, leader_pid = requests.leader_of(target, REQUESTS_TOPIC)
+    return {f"requests-acks-{name}": asdict(requests.run(address, REQUESTS_TOPIC, acks, leader_pid, target.pids,
+                                                         seconds))
+            for name, acks in (("1", 1), ("all", -1))}
+
+
+def _java_clients(target: Target, dist: KafkaDist, seconds: float) -> dict[str, Any]:
+    """Kafka's producer and consumer perf tests: the Java client's batching as the load."""
+    target.ensure_topic(JAVA_TOPIC, 3)
+    produced = java_perf.produce(dist, target, JAVA_TOPIC, seconds)
+    return {"java-produce": asdict(produced),
+            "java-consume": asdict(java_perf.consume(dist, target, JAVA_TOPIC, produced.records))}
+
+
+def compare(seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int = 3, peer: str = "tansu"
+            ) -> dict[str, Any]:
+    """Every row on insync and on the peer: Tansu (one node in memory, with insync's one-node row beside it) or
+    Apache Kafka (`kafka[:VERSION]`, as many brokers as insync, with the request rate and Kafka's own clients)."""
     assert seconds > 0 and steps > 0
-    with targets.insync_cluster(brokers) as target:
-        insync = _run(target, seconds, steps)
-    insync["produce-one-node"] = _produce_one_node(seconds)
-    with targets.tansu() as target:
-        time.sleep(TANSU_SETTLE_S)
-        tansu = _run(target, seconds, steps)
-    tansu["produce-one-node"] = tansu["produce"]  # Tansu is one node already
-    return {"insync": insync, "tansu": tansu}
+    if peer == "tansu":
+        with targets.insync_cluster(brokers) as target:
+            insync = _run(target, seconds, steps)
+        insync["produce-one-node"] = _produce_one_node(seconds)
+        with targets.tansu() as target:
+            time.sleep(TANSU_SETTLE_S)
+            other = _run(target, seconds, steps)
+        other["produce-one-node"] = other["produce"]  # Tansu is one node already
+        return {"insync": insync, "peer": other}
+    engine = kafka_cluster.parse_engine(peer)
+    dist = kafka_cluster.dist_for(engine)
+    runs = {}
+    for side, engine_of in (("insync", kafka_cluster.ENGINE_INSYNC), ("peer", engine)):
+        with targets.insync_cluster(brokers, engine=engine_of) as target:
+            runs[side] = {**_run(target, seconds, steps), **_request_rates(target, seconds),
+                          **_java_clients(target, dist, seconds)}
+    return runs
 
 
 ROWS = (
@@ -89,14 +120,28 @@ ROWS = (
     *((f"{name} {label}", name, key) for name, _, _ in LATENCY_RUNS
       for label, key in (("ack p99 ms", "ack_p99_ms"), ("e2e p99 ms", "e2e_p99_ms"))),
     ("max rate, e2e p99 < 50 ms", "max-rate", "max_rate"),
+    ("Produce requests/s, acks=1", "requests-acks-1", "requests_per_s"),
+    ("  server CPU ms/request", "requests-acks-1", "cluster_cpu_ms_per_request"),
+    ("Produce requests/s, acks=all", "requests-acks-all", "requests_per_s"),
+    ("  server CPU ms/request", "requests-acks-all", "cluster_cpu_ms_per_request"),
+    ("produce MB/s, Java perf-test", "java-produce", "mb_per_s"),
+    ("  its ack p99 ms", "java-produce", "p99_ms"),
+    ("  its server CPU ms/MB", "java-produce", "server_cpu_ms_per_mb"),
+    ("consume MB/s, Java perf-test", "java-consume", "mb_per_s"),
+    ("  its server CPU ms/MB", "java-consume", "server_cpu_ms_per_mb"),
 )
 
 
 def table(result: dict[str, Any]) -> str:
-    lines = [f"{'':36} {result['insync']['target']:>12} {result['tansu']['target']:>12} {'ratio':>7}"]
+    """Each row both sides ran: insync, the peer, and insync / peer (above 1 is better for MB/s and rates, below
+    1 for milliseconds and CPU)."""
+    insync, peer = result["insync"], result["peer"]
+    lines = [f"{'':36} {insync['target']:>14} {peer['target']:>14} {'ratio':>7}"]
     for label, mode, key in ROWS:
-        mine, theirs = result["insync"][mode][key], result["tansu"][mode][key]
+        if mode not in insync or mode not in peer:
+            continue
+        mine, theirs = insync[mode][key], peer[mode][key]
         ratio = f"{mine / theirs:.2f}" if mine and theirs else "-"
-        lines.append(f"{label:36} {mine if mine is not None else '-':>12} {theirs if theirs is not None else '-':>12}"
+        lines.append(f"{label:36} {mine if mine is not None else '-':>14} {theirs if theirs is not None else '-':>14}"
                      f" {ratio:>7}")
     return "\n".join(lines)

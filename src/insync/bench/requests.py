@@ -27,7 +27,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from insync.bench.targets import server_cpu_s
+from insync.admin import admin_client, describe_rows
+from insync.bench.targets import Target, server_cpu_s
 from insync.protocol.codec import decode_response, encode_request
 from insync.protocol.kio import build, nested, request_class
 from insync.protocol.records import build_batch
@@ -128,6 +129,13 @@ def _check(payload: bytes, correlation_id: int) -> None:
     codes = [p.error_code for t in body.responses for p in t.partition_responses]
     if codes != [0]:
         raise RuntimeError(f"Produce answered error codes {codes}")
+
+
+def leader_of(target: Target, topic: str) -> tuple[tuple[str, int], int | None]:
+    """The address and pid of the leader of `topic`'s partition 0 on `target` (a pid only for a local cluster)."""
+    leader = describe_rows(target.bootstrap, [topic])[0].leader
+    broker = admin_client(target.bootstrap).list_topics(timeout=10).brokers[leader]
+    return (broker.host, broker.port), target.pid_of(leader)
 
 
 def run(address: tuple[str, int], topic: str, acks: int, leader_pid: int | None, pids: tuple[int, ...],

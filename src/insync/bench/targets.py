@@ -1,4 +1,4 @@
-"""What the client benchmarks run against: a local insync cluster, Tansu, or a broker given by address.
+"""What the client benchmarks run against: a local insync or Apache Kafka cluster, Tansu, or a broker by address.
 
 A `Target` is a bootstrap address, the replication factor its benchmark topics get, and the pids of its server
 processes, whose CPU time (`server_cpu_s`, read from /proc) the benchmarks divide by the megabytes they moved:
@@ -71,16 +71,18 @@ def cpu_ms_per_mb(cpu_before: float | None, cpu_after: float | None, megabytes: 
 
 
 @contextmanager
-def insync_cluster(brokers: int = 3, security: str = "plaintext") -> Iterator[Target]:
+def insync_cluster(brokers: int = 3, security: str = "plaintext", engine: str = "insync") -> Iterator[Target]:
+    """A cluster started for the run: insync's, or Apache Kafka's with `engine` `kafka[:VERSION]` (the peer of
+    `insync bench compare --peer kafka`), laid out alike; every node's pid is counted."""
     assert brokers > 0
     with tempfile.TemporaryDirectory(prefix="insync-bench-") as directory:
-        spec = cluster.up(str(Path(directory) / "cluster"), brokers, 0, [], security=security)
+        spec = cluster.up(str(Path(directory) / "cluster"), brokers, 0, [], security=security, engine=engine)
         previous = command_config.current()
         try:
             command_config.use({**previous, **spec.client_settings()})
-            nodes = tuple((node.node_id, node.pid) for node in (*spec.controllers, *spec.brokers)
-                          if node.pid is not None)
-            yield Target(f"insync RF{min(3, brokers)}", spec.bootstrap, min(3, brokers),
+            nodes = tuple((node.node_id, node.pid) for node in spec.nodes if node.pid is not None)  # ZooKeeper too
+            name = "insync" if spec.engine == "insync" else spec.engine.replace("kafka:", "Kafka ")
+            yield Target(f"{name} RF{min(3, brokers)}", spec.bootstrap, min(3, brokers),
                          tuple(pid for _, pid in nodes), nodes)
         finally:
             command_config.use(previous)

@@ -2,7 +2,7 @@
 (`insync.bench.storage`), client throughput and latency over the Kafka protocol (`insync.bench.clients`), acks and
 end-to-end latency with a producer and a tailing consumer in their own processes (`insync.bench.latency`), the
 Produce requests per second a leader serves and where its time goes (`insync.bench.requests`), and
-all of them on insync and on Tansu side by side (`insync.bench.compare`), as JSON or a table."""
+all of them on insync and on a peer, Apache Kafka or Tansu, side by side (`insync.bench.compare`), as JSON or a table."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import json
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
-from insync.admin import admin_client, describe_rows
 from insync.bench import clients, latency, requests, storage, targets
 from insync.bench import compare as compare_bench
 from insync.bench.latency_workers import CLIENTS, HEADER
+from insync.chaos import kafka_cluster
 from insync.config import ConfigError
 
 
@@ -43,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _register_security(commands)
     _register_latency(commands)
     _register_requests(commands)
-    compare = commands.add_parser("compare", help="every client benchmark on a local insync cluster and on Tansu")
+    compare = commands.add_parser("compare", help="every client benchmark on a local insync cluster and on a peer: "
+                                  "Apache Kafka (--peer kafka[:VERSION]) or Tansu")
+    compare.add_argument("--peer", default="tansu", help="tansu (default) or kafka[:VERSION], e.g. kafka:4.1")
     compare.add_argument("--seconds", type=float, default=latency.SECONDS_MIN,
                          help=f"measured per throughput and latency run (at least {latency.SECONDS_MIN:g})")
     compare.add_argument("--steps", type=int, default=6, help="runs of the highest-rate search at most (default 6)")
@@ -162,10 +164,9 @@ def run_requests(args: argparse.Namespace) -> int:
     with targets.insync_cluster(3) as target:
         topic = "insync-requests"
         target.ensure_topic(topic, 1)
-        leader = describe_rows(target.bootstrap, [topic])[0].leader
-        broker = admin_client(target.bootstrap).list_topics(timeout=10).brokers[leader]
+        address, leader_pid = requests.leader_of(target, topic)
         for acks in acks_list:
-            result = requests.run((broker.host, broker.port), topic, acks, target.pid_of(leader), target.pids,
+            result = requests.run(address, topic, acks, leader_pid, target.pids,
                                   args.seconds, args.warmup_seconds, args.inflight, args.profile)
             print(result.to_json(), flush=True)
     return 0
@@ -204,7 +205,9 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.seconds < latency.SECONDS_MIN or not 1 <= args.steps <= latency.SEARCH_STEPS_MAX:
         raise ConfigError(f"--seconds must be at least {latency.SECONDS_MIN:g} and --steps 1 to "
                           f"{latency.SEARCH_STEPS_MAX}")
-    result = compare_bench.compare(args.seconds, args.steps)
+    if args.peer != "tansu":
+        kafka_cluster.parse_engine(args.peer)  # names a release insync can assemble, before anything starts
+    result = compare_bench.compare(args.seconds, args.steps, peer=args.peer)
     print(json.dumps(result) if args.json else compare_bench.table(result))
     return 0
 
