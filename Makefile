@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # per version outside the repo (tools/compat/build.sh).
 COMPAT_VERSION := 1.10.1
 
-.PHONY: setup test demo bench lint clean compat kafka spark-kafka-jars
+.PHONY: setup test test-slow demo bench lint clean compat kafka spark-kafka-jars
 
 setup: $(STAMP)
 
@@ -30,8 +30,12 @@ $(STAMP): pyproject.toml Makefile
 # workers the suite kept the cores half busy: 9.6 CPU minutes in 9.6 minutes). One test file per worker, so a
 # module's shared cluster stays in one process; then the Spark tests on their own, one Spark session at a time.
 test: setup
-	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/spark --ignore=tests/kafka_ref
+	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/spark --ignore=tests/kafka_ref -m "not slow"
 	$(PY) -m pytest tests/spark
+
+# Tests that keep both cores busy for minutes (10,000 partitions on real processes), on their own.
+test-slow: setup
+	$(PY) -m pytest -m slow tests/integration
 
 # Spark's own Kafka connector and its jars, for `make compat` (tests/kafka_ref/test_spark_kafka_connector.py): fetched
 # once with Maven into a cache outside the repository (insync/spark/connector_jars.py).

@@ -30,7 +30,7 @@ from insync.controller.messages import (
 )
 from insync.controller.replication_control import AlterPartitionData
 from insync.controller.results import AlterPartitionDataResult
-from insync.limits import ALTER_PARTITION_ITEMS_MAX, METADATA_RECORDS_PER_BATCH_MAX
+from insync.limits import ALTER_PARTITION_ITEMS_MAX, METADATA_RECORDS_PER_FETCH_MAX
 from insync.types import BrokerEpoch, BrokerId, Outgoing, TopicPartition
 
 # How long a request to the controller may go unanswered before it is considered lost and retried.
@@ -175,7 +175,7 @@ class ControllerChannel:
         correlation = self._next_correlation()
         self._metadata_fetch = _InFlight(correlation, now_ms + REQUEST_TIMEOUT_MS)
         return [Outgoing(CONTROLLER, MetadataFetchRequest(correlation, self.broker_id, applied_offset,
-                                                          METADATA_RECORDS_PER_BATCH_MAX, 0))]
+                                                          METADATA_RECORDS_PER_FETCH_MAX, 0))]
 
     # AlterPartition -----------------------------------------------------------------------------------
 

@@ -68,7 +68,6 @@ class BrokerMetadata:
         touched: dict[tuple[str, int], None] = {}
         removed: list[str] = []
         configured: dict[str, None] = {}
-        image = before
         for _, record in batch:
             if isinstance(record, PartitionRecord | PartitionChangeRecord):
                 touched[(record.topic_id, record.partition)] = None
@@ -76,8 +75,7 @@ class BrokerMetadata:
                 removed.append(record.topic_id)
             elif isinstance(record, ConfigRecord) and before.topic(record.topic) is not None:
                 configured[record.topic] = None  # a new topic's configs come with it: nothing to re-apply
-            image = image.replay(record)
-        self.image = image
+        self.image = before.replay_all(record for _, record in batch)
         assert self.image.offset == batch[-1][0] + 1
         deltas = [delta for key in touched if (delta := self._delta(before, key[0], key[1])) is not None]
         for topic_id in removed:

@@ -1,10 +1,11 @@
 """The active controller: broker liveness, topics and their configs, leader election and ISR commits, as records.
 
-Every operation follows KRaft's shape: decide from the current image, produce a batch of records and a
-response, append the batch to the store, then apply it by replaying it (`MetadataImage.replay`), nothing else.
-Request-level errors (unknown broker, stale epoch, bad topic) raise `KafkaException` before anything is
-written; per-partition errors of AlterPartition travel in the response. Decisions that build on each other in
-one operation (fence two brokers, commit several AlterPartition items) are staged on a scratch image first.
+Every operation follows KRaft's shape: decide from the current image, produce records and a response, append
+them to the store, then apply them by replay (`MetadataImage.replay_all`), nothing else. Records are staged on a
+scratch image first (`controller.batch`), so decisions of one operation build on each other; a user's request is
+one metadata batch, the controller's own work as many as it takes. Request-level errors (unknown broker, stale
+epoch, bad topic, too large) raise `KafkaException` before anything is written; per-partition errors of
+AlterPartition travel in the response.
 
 Time is the `now_ms` argument of each call (never decreasing); the owner (server or simulator) calls `tick`
 by `next_deadline_ms()` to fence brokers whose session expired and to run seed 003's propagation check.
@@ -20,7 +21,8 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from insync import errors
-from insync.config import TOPIC_CONFIGS, BrokerConfig, ConfigChange
+from insync.config import BrokerConfig, ConfigChange
+from insync.controller.batch import Batch, check_request_records
 from insync.controller.brokers import (
     BrokerSessions,
     BrokerState,
@@ -42,8 +44,6 @@ from insync.controller.reassignment import ReassignmentTarget, reassignment_chan
 from insync.controller.replication_control import (
     AlterPartitionData,
     ElectionPolicy,
-    TopicPartitionChange,
-    change_events,
     check_alter_partition,
     check_manual_assignments,
     check_new_topic,
@@ -82,7 +82,6 @@ from insync.limits import (
     ALTER_PARTITION_ITEMS_MAX,
     BROKERS_MAX,
     EVENTS_BUFFERED_MAX,
-    METADATA_RECORDS_PER_BATCH_MAX,
 )
 from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.metadata.records import (
@@ -101,32 +100,6 @@ from insync.metadata.records import (
     new_cluster_id,
 )
 from insync.types import NO_LEADER, OFFSETS_TOPIC, BrokerId
-
-# One CreateTopics batch holds the topic, its configs and its partitions.
-TOPIC_PARTITIONS_MAX = METADATA_RECORDS_PER_BATCH_MAX - 1 - len(TOPIC_CONFIGS)
-
-
-class _Batch:
-    """Records staged on a scratch image, so that later decisions of one operation see the earlier ones."""
-
-    def __init__(self, image: MetadataImage, node_id: int, now_ms: int) -> None:
-        self.image = image
-        self.records: list[Record] = []
-        self.events: list[Event] = []
-        self._node_id = node_id
-        self._now_ms = now_ms
-
-    def add(self, record: Record) -> None:
-        self.records.append(record)
-        self.image = self.image.replay(record)
-
-    def add_changes(self, changes: Sequence[TopicPartitionChange]) -> None:
-        for change in changes:
-            self.add(change.change.record)
-            self.events.extend(change_events(self._now_ms, self._node_id, change))
-
-    def event(self, event_type: EventType, **fields: int) -> None:
-        self.events.append(Event(self._now_ms, self._node_id, event_type, fields=fields))
 
 
 class Controller:
@@ -160,7 +133,7 @@ class Controller:
         for broker in self._image.brokers.values():
             if not broker.fenced:
                 self._sessions.touch(broker.broker_id, now_ms)
-        batch = self._batch(now_ms)
+        batch = self._batch(now_ms, internal=True)
         if self._image.cluster_id is None:  # a new metadata store: the cluster is made now, as Kafka's format does
             batch.add(ClusterIdRecord(new_cluster_id(rng)))
         elr_level = 1 if self._policy.elr_enabled else 0  # the ELR feature brokers advertise in ApiVersions
@@ -230,7 +203,7 @@ class Controller:
             raise KafkaException(errors.BY_NAME["DUPLICATE_BROKER_REGISTRATION"],
                                  f"broker {broker_id} is registered by incarnation {existing.incarnation_id} "
                                  "whose session has not expired")
-        batch = self._batch(now_ms)
+        batch = self._batch(now_ms, internal=True)
         if existing is not None and not existing.fenced:
             self._fence(batch, existing, str(LeaderChangeReason.FENCED))  # a restart the session did not see
         if (existing is not None and existing.incarnation_id != incarnation_id
@@ -252,7 +225,7 @@ class Controller:
         shutting_down = want_shutdown or broker.in_controlled_shutdown
         has_leaderships = shutting_down and bool(self._image.partitions_led_by(broker_id))  # a scan: only if asked
         state = next_broker_state(broker, current_metadata_offset, want_fence, want_shutdown, has_leaderships)
-        batch = self._batch(now_ms)
+        batch = self._batch(now_ms, internal=True)
         if state is not current_state(broker):
             if state is BrokerState.UNFENCED:
                 self._unfence(batch, broker)
@@ -273,7 +246,7 @@ class Controller:
         """Fence brokers whose sessions expired, balance leaders and check ISR propagation when due."""
         self._advance(now_ms)
         live = [b.broker_id for b in self._image.brokers.values() if not b.fenced]
-        batch = self._batch(now_ms)
+        batch = self._batch(now_ms, internal=True)
         for broker_id in self._sessions.expired(live, now_ms):
             self._fence(batch, batch.image.brokers[broker_id], str(LeaderChangeReason.FENCED))
         records = self._commit(batch, now_ms)
@@ -284,7 +257,7 @@ class Controller:
 
     def _balance_leaders(self, now_ms: int) -> tuple[Record, ...]:
         """One round of the automatic leader balance (`controller.leader_balance`)."""
-        batch = self._batch(now_ms)
+        batch = self._batch(now_ms, internal=True)
         changes = preferred_leader_changes(self._image, self._policy)
         batch.add_changes(changes[:MAX_ELECTIONS_PER_IMBALANCE])
         self._balance = self._balance.after_balance(len(changes) > MAX_ELECTIONS_PER_IMBALANCE, now_ms)
@@ -298,13 +271,15 @@ class Controller:
                      now_ms: int, assignments: Sequence[tuple[int, Sequence[int]]] = (), *,
                      validate_only: bool = False) -> ControllerResult[CreateTopicResponse]:
         """CreateTopics for one topic, on the (partition, replicas) `assignments` given (`check_topic_assignments`) or
-        placed round-robin over eligible brokers, first replica leading; `validate_only` checks all, writes nothing."""
+        placed round-robin over eligible brokers, first replica leading; `validate_only` checks all, writes nothing.
+        One batch: the topic, its configs and its partitions, refused whole above the batch limit."""
         self._advance(now_ms)
-        check_new_topic(self._image, name, len(assignments) or num_partitions,
-                        None if assignments else replication_factor, TOPIC_PARTITIONS_MAX)
+        partitions = len(assignments) or num_partitions
+        check_new_topic(self._image, name, partitions, None if assignments else replication_factor)
+        config_records = new_topic_config_records(name, configs)
+        check_request_records(1 + len(config_records) + partitions)  # before placing them
         placed = (check_topic_assignments(self._image, assignments) if assignments else
                   place_replicas(self._image.eligible_brokers(), num_partitions, replication_factor, self._rng))
-        config_records = new_topic_config_records(name, configs)
         if validate_only:
             return ControllerResult((), CreateTopicResponse("", tuple(placed)))
         topic_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
@@ -322,8 +297,8 @@ class Controller:
         list per new partition, checked as Kafka checks them: `check_manual_assignments`) or placed as at creation
         (the topic's replication factor over the eligible brokers). Each is led by its first replica able to lead,
         its ISR the replicas able to join one. Answers the new partitions' replicas. Refused (Kafka's wording): an
-        unknown topic, a count that is not an increase or over the limit, too few brokers to place on, and
-        `__consumer_offsets` (its partition count decides where each group's offsets live)."""
+        unknown topic, a count that is not an increase, more new partitions than one batch holds, too few brokers
+        to place on, and `__consumer_offsets` (its partition count decides where each group's offsets live)."""
         self._advance(now_ms)
         topic = self._image.topic(name)
         if topic is None:  # no message, as Kafka's ReplicationControlManager answers
@@ -336,9 +311,7 @@ class Controller:
             raise KafkaException(errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s)." if
                                  count == current else f"The topic {name} currently has {current} partition(s); "
                                  f"{count} would not be an increase.")
-        if count > TOPIC_PARTITIONS_MAX:
-            raise KafkaException(errors.INVALID_PARTITIONS,
-                                 f"{count} partitions: must be between 1 and {TOPIC_PARTITIONS_MAX}")
+        check_request_records(count - current)  # before placing them
         replication_factor = len(topic.partitions[0].replicas)
         if assignments is not None:
             check_manual_assignments(self._image, current, count - current, assignments, replication_factor)
@@ -352,17 +325,19 @@ class Controller:
         self._add_partitions(batch, name, topic.topic_id, current, placed, now_ms)
         return ControllerResult(self._commit(batch, now_ms), tuple(placed))
 
-    def _add_partitions(self, batch: _Batch, name: str, topic_id: str, first: int,
+    def _add_partitions(self, batch: Batch, name: str, topic_id: str, first: int,
                         assignments: Sequence[tuple[BrokerId, ...]], now_ms: int) -> None:
         """New partitions, their ISR the replicas able to join one (all of them when placed by the controller,
         which places on eligible brokers only), led by the first (Kafka's buildPartitionRegistration)."""
+        records = []
         for partition, replicas in enumerate(assignments, start=first):
             isr = tuple(r for r in replicas if batch.image.is_eligible(r))
             assert isr, (name, partition, replicas)  # placement and check_manual_assignments see to it
-            batch.add(PartitionRecord(topic_id, partition, replicas, isr, isr[0], 0, 0))
+            records.append(PartitionRecord(topic_id, partition, replicas, isr, isr[0], 0, 0))
             fields = {"leader_before": NO_LEADER, "leader_after": isr[0], "leader_epoch": 0,
                       "isr": list(isr), "reason": str(LeaderChangeReason.CREATED)}
             batch.events.append(Event(now_ms, self.node_id, EventType.LEADER_CHANGE, name, partition, fields))
+        batch.add_all(records)
 
     def alter_topic_configs(self, name: str, changes: Sequence[ConfigChange], now_ms: int, *, replace: bool = False,
                             validate_only: bool = False) -> ControllerResult[None]:
@@ -383,19 +358,23 @@ class Controller:
 
     def _apply_config_update(self, update: ConfigUpdate, topics: Sequence[str], now_ms: int,
                              validate_only: bool) -> ControllerResult[None]:
-        """Commit `update`; in `topics`, a new min.insync.replicas judges the ELRs again, and unclean election
-        allowed elects leaders for offline partitions now rather than at the next broker event."""
+        """Commit `update` with, in `topics`, the ELRs a new min.insync.replicas judges again (one batch, as Kafka's
+        incrementalAlterConfigs); then, as the controller's own work, where unclean election is now allowed,
+        leaders for offline partitions at once rather than at the next broker event."""
         if validate_only:
             return ControllerResult((), None)
         batch = self._batch(now_ms)
         for record in update.records:
             batch.add(record)
-        for topic in topics:
-            if update.changed("min.insync.replicas"):
+        if update.changed("min.insync.replicas"):
+            for topic in topics:
                 batch.add_changes(min_isr_changes(batch.image, topic, self._policy))
-            if self._policy.unclean_allowed(batch.image, topic):
-                batch.add_changes(offline_topic_changes(batch.image, topic, self._policy))
-        return ControllerResult(self._commit(batch, now_ms), None)
+        records = self._commit(batch, now_ms)
+        elections = self._batch(now_ms, internal=True)
+        for topic in topics:
+            if self._policy.unclean_allowed(elections.image, topic):
+                elections.add_changes(offline_topic_changes(elections.image, topic, self._policy))
+        return ControllerResult(records + self._commit(elections, now_ms), None)
 
     def commit_records(self, records: Sequence[Record], now_ms: int) -> ControllerResult[None]:
         """Commit what a pure `*_control` module decided from this image (ACLs), on which nothing else depends."""
@@ -428,7 +407,7 @@ class Controller:
                                  f"broker {broker_id} epoch {broker_epoch} is not the registered one")
         if len(items) > ALTER_PARTITION_ITEMS_MAX:
             raise KafkaException(errors.INVALID_REQUEST, f"{len(items)} partitions > {ALTER_PARTITION_ITEMS_MAX}")
-        batch = self._batch(now_ms)
+        batch = self._batch(now_ms, internal=True)  # a leader's, not a user's: not atomic in Kafka either
         results = []
         for item in items:
             outcome = check_alter_partition(batch.image, broker_id, item, self._policy)
@@ -455,17 +434,19 @@ class Controller:
 
     def alter_partition_reassignments(self, targets: Sequence[ReassignmentTarget], now_ms: int
                                       ) -> ControllerResult[tuple[KafkaException | None, ...]]:
-        """AlterPartitionReassignments (`controller.reassignment`): each target's refusal (None: accepted)."""
-        assert len(targets) <= METADATA_RECORDS_PER_BATCH_MAX, len(targets)  # the translator refuses more
+        """AlterPartitionReassignments (`controller.reassignment`): each target's refusal (None: accepted). One
+        batch: more changes than it holds refuse the whole request (`targets` is bounded by the request's size)."""
         self._advance(now_ms)
         batch = self._batch(now_ms)
         outcomes: list[KafkaException | None] = []
         for target in targets:
             try:
-                batch.add_changes(reassignment_changes(batch.image, target, self._policy))
-                outcomes.append(None)
+                changes = reassignment_changes(batch.image, target, self._policy)
             except KafkaException as exc:
                 outcomes.append(exc)
+                continue
+            batch.add_changes(changes)
+            outcomes.append(None)
         return ControllerResult(self._commit(batch, now_ms), tuple(outcomes))
 
     def report_replica_logs(self, broker_id: BrokerId, broker_epoch: int, reports: Sequence[ReplicaLogReport],
@@ -480,7 +461,7 @@ class Controller:
                     if (r.topic_id, r.partition) in offline and r.log.broker == broker_id]
         for r in reported:
             self._reports.record(r.topic_id, r.partition, broker_epoch, r.leader_epoch, r.log)
-        batch = self._batch(now_ms)
+        batch = self._batch(now_ms, internal=True)
         for r in reported:
             self._recover(batch, offline[(r.topic_id, r.partition)], manual=False)
         return ControllerResult(self._commit(batch, now_ms), None)
@@ -510,7 +491,7 @@ class Controller:
 
     # ---- internals
 
-    def _recover(self, batch: _Batch, view: PartitionView, manual: bool) -> bool:
+    def _recover(self, batch: Batch, view: PartitionView, manual: bool) -> bool:
         """Elect `view`'s partition by the recovery rule if the strategy (or, `manual`, an operator) wants it."""
         strategy = effective_strategy(self._recovery, self._policy.unclean_allowed(batch.image, view.topic))
         if not manual and not recovery_due(strategy, view.registration, batch.image.is_eligible):
@@ -530,25 +511,28 @@ class Controller:
         assert now_ms >= self._now_ms, f"time went backwards: {now_ms} < {self._now_ms}"
         self._now_ms = now_ms
 
-    def _batch(self, now_ms: int) -> _Batch:
-        return _Batch(self._image, self.node_id, now_ms)
+    def _batch(self, now_ms: int, *, internal: bool = False) -> Batch:
+        """A batch for a user's request (atomic, bounded), or, `internal`, for the controller's own work."""
+        return Batch(self._image, self.node_id, now_ms, internal=internal)
 
-    def _commit(self, batch: _Batch, now_ms: int) -> tuple[Record, ...]:
-        """Append to the store, then apply by replay: the one place controller state changes."""
+    def _commit(self, batch: Batch, now_ms: int) -> tuple[Record, ...]:
+        """Append each metadata batch to the store, then apply it by replay: the one place controller state
+        changes. A store that fails between two batches of internal work leaves the image at the last one."""
         records = tuple(batch.records)
         if not records:
             assert not batch.events
             return records
-        self._store.append(records)
-        publication = self._log.append(records, now_ms)
-        image = self._image
-        for record in records:
-            image = image.replay(record)
-        assert image.offset == self._log.end_offset == batch.image.offset, (image.offset, self._log.end_offset)
-        self._image = image
-        self._balance = self._balance.after_write(image, now_ms)
+        publications = []
+        for chunk in batch.chunks():
+            self._store.append(chunk)
+            publications.append(self._log.append(chunk, now_ms))
+            self._image = self._image.replay_all(chunk)
+        assert self._image.offset == self._log.end_offset == batch.image.offset, (self._image.offset,
+                                                                                  self._log.end_offset)
+        self._balance = self._balance.after_write(self._image, now_ms)
         self._emit(batch.events)
-        self._note_publication(publication, now_ms)
+        for publication in publications:
+            self._note_publication(publication, now_ms)
         return records
 
     def _note_publication(self, publication: Publication | None, now_ms: int) -> None:
@@ -570,15 +554,16 @@ class Controller:
                                  f"broker {broker_id} epoch {broker_epoch}, registered {broker.broker_epoch}")
         return broker
 
-    def _fence(self, batch: _Batch, broker: BrokerRegistration, reason: str) -> None:
+    def _fence(self, batch: Batch, broker: BrokerRegistration, reason: str) -> None:
         batch.add_changes(leaving_broker_changes(batch.image, broker.broker_id, reason, self._policy))
         batch.add(FenceBrokerRecord(broker.broker_id, broker.broker_epoch))
         batch.event(EventType.BROKER_FENCED, broker_id=broker.broker_id)
 
-    def _unfence(self, batch: _Batch, broker: BrokerRegistration) -> None:
-        changes = returning_broker_changes(batch.image, broker.broker_id, self._policy)
+    def _unfence(self, batch: Batch, broker: BrokerRegistration) -> None:
+        """The elections the broker's return allows, then its UnfenceBrokerRecord: last, so a controller that stops
+        between two batches of this unfences it again at its next heartbeat, electing the rest."""
+        batch.add_changes(returning_broker_changes(batch.image, broker.broker_id, self._policy))
         batch.add(UnfenceBrokerRecord(broker.broker_id, broker.broker_epoch))
-        batch.add_changes(changes)
         batch.event(EventType.BROKER_UNFENCED, broker_id=broker.broker_id)
 
     @staticmethod

@@ -28,6 +28,7 @@ from insync.controller.election import (
 )
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType, LeaderChangeReason
+from insync.limits import METADATA_RECORDS_PER_BATCH_MAX
 from insync.metadata.image import MetadataImage, PartitionView
 from insync.metadata.records import LEADER_RECOVERED, LEADER_RECOVERING
 from insync.types import NO_LEADER, BrokerId
@@ -272,12 +273,22 @@ def check_topic_name(name: str) -> None:
         raise KafkaException(errors.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {why}")
 
 
-def check_new_topic(image: MetadataImage, name: str, num_partitions: int, replication_factor: int | None,
-                    partitions_max: int) -> None:
+def check_partitions_per_request(partition_counts: Sequence[int]) -> None:
+    """Kafka's first check of a CreateTopics request (`ReplicationControlManager.validateTotalNumberOfPartitions`):
+    more partitions in all than one metadata batch holds refuse the whole request, in Kafka's words."""
+    total = 0
+    for count in partition_counts:
+        total += max(count, 0)
+        if total > METADATA_RECORDS_PER_BATCH_MAX:
+            raise KafkaException(errors.BY_NAME["POLICY_VIOLATION"],
+                                 "Excessively large number of partitions per request.")
+
+
+def check_new_topic(image: MetadataImage, name: str, num_partitions: int, replication_factor: int | None) -> None:
     """CreateTopics refusals of one topic: its name (`check_topic_name`), an existing topic of that name or one
-    differing only by '.' versus '_' (Kafka: their metric names would collide), a partition count outside
-    [1, partitions_max], and a replication factor the eligible brokers cannot hold (None: manual assignments,
-    checked by `check_topic_assignments`)."""
+    differing only by '.' versus '_' (Kafka: their metric names would collide), a partition count below 1, and a
+    replication factor the eligible brokers cannot hold (None: manual assignments, checked by
+    `check_topic_assignments`). How many partitions one topic may have is the batch limit's to say."""
     check_topic_name(name)
     if name in image.topic_ids_by_name:
         raise KafkaException(errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -287,9 +298,6 @@ def check_new_topic(image: MetadataImage, name: str, num_partitions: int, replic
                                  f"Topic '{name}' collides with existing topic: {existing}")
     if num_partitions < 1:
         raise KafkaException(errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
-    if num_partitions > partitions_max:
-        raise KafkaException(errors.INVALID_PARTITIONS,
-                             f"{num_partitions} partitions: must be between 1 and {partitions_max}")
     if replication_factor is not None and replication_factor < 1:
         raise KafkaException(errors.INVALID_REPLICATION_FACTOR,
                              "Replication factor must be larger than 0, or -1 to use the default value.")

@@ -1,9 +1,10 @@
 """The metadata image: cluster state as a fold over metadata records.
 
-`MetadataImage.replay(record)` returns a NEW image and is the only way an image changes; the controller, a
-restarted controller and every broker build identical images from the same records. Images are immutable
-(frozen dataclasses over mappings that are copied on write, level by level), so a broker or the simulator may
-hold one while the controller moves on.
+`MetadataImage.replay_all(records)` (and `replay(record)`, one record) returns a NEW image and is the only way an
+image changes; the controller, a restarted controller and every broker build identical images from the same
+records. Images are immutable (frozen dataclasses over mappings that are copied on write, level by level), so a
+broker or the simulator may hold one while the controller moves on. A run of partition records copies each
+topic's partition map once, not once per record, so a batch over a topic of thousands of partitions stays linear.
 
 Replay checks what the controller promised: a partition change carries the next partition epoch and, for a
 leadership change, the next leader epoch. A record that does not fit the image is a programmer error (the
@@ -148,10 +149,7 @@ class MetadataImage:
 
     @staticmethod
     def from_records(records: Iterable[Record]) -> MetadataImage:
-        image = MetadataImage()
-        for record in records:
-            image = image.replay(record)
-        return image
+        return MetadataImage().replay_all(records)
 
     # ---- queries
 
@@ -217,9 +215,28 @@ class MetadataImage:
     # ---- replay
 
     def replay(self, record: Record) -> MetadataImage:
-        """The image after `record`; the one place metadata state changes."""
-        image = self._apply(record)
-        return replace(image, offset=self.offset + 1)
+        """The image after `record`."""
+        return self.replay_all((record,))
+
+    def replay_all(self, records: Iterable[Record]) -> MetadataImage:
+        """The image after `records`, in order; the one place metadata state changes. Partition records collect
+        in a copy of their topic's partition map, written back before any other record (which may read it)."""
+        image = self
+        replayed = 0
+        pending: dict[str, dict[int, PartitionRegistration]] = {}  # partition maps by topic id, being changed
+        for record in records:
+            replayed += 1
+            if isinstance(record, PartitionRecord | PartitionChangeRecord):
+                if record.topic_id not in pending:
+                    topic = image.topics_by_id.get(record.topic_id)
+                    assert topic is not None, record
+                    pending[record.topic_id] = dict(topic.partitions)
+                partitions = pending[record.topic_id]
+                partitions[record.partition] = image._registration_after(partitions.get(record.partition), record)
+                continue
+            image = image._with_partitions(pending)._apply(record)
+            pending = {}
+        return replace(image._with_partitions(pending), offset=self.offset + replayed)
 
     def _apply(self, record: Record) -> MetadataImage:
         match record:
@@ -228,10 +245,6 @@ class MetadataImage:
                 assert record.topic_id not in self.topics_by_id, record
                 topic = TopicImage(record.name, record.topic_id, MappingProxyType({}))
                 return self._with_topic(topic, names={**self.topic_ids_by_name, record.name: record.topic_id})
-            case PartitionRecord():
-                return self._replay_partition(record)
-            case PartitionChangeRecord():
-                return self._replay_partition_change(record)
             case RemoveTopicRecord():
                 return self._replay_remove_topic(record)
             case RegisterBrokerRecord():
@@ -277,21 +290,16 @@ class MetadataImage:
                 return replace(self, finalized_features=MappingProxyType(features))
         raise AssertionError(f"unhandled record {record!r}")
 
-    def _replay_partition(self, record: PartitionRecord) -> MetadataImage:
-        topic = self.topics_by_id.get(record.topic_id)
-        assert topic is not None, record
-        assert record.partition not in topic.partitions, record
-        assert all(b in self.brokers for b in record.replicas), record
-        registration = PartitionRegistration(record.replicas, record.isr, record.leader, record.leader_epoch,
-                                              record.partition_epoch, record.eligible_leader_replicas,
-                                              record.last_known_elr, record.leader_recovery_state,
-                                              record.adding_replicas, record.removing_replicas)
-        return self._with_partition(topic, record.partition, registration)
-
-    def _replay_partition_change(self, record: PartitionChangeRecord) -> MetadataImage:
-        topic = self.topics_by_id.get(record.topic_id)
-        assert topic is not None, record
-        old = topic.partitions.get(record.partition)
+    def _registration_after(self, old: PartitionRegistration | None,
+                            record: PartitionRecord | PartitionChangeRecord) -> PartitionRegistration:
+        """The partition's registration after `record`, `old` the one before it (None: no such partition)."""
+        if isinstance(record, PartitionRecord):
+            assert old is None, record
+            assert all(b in self.brokers for b in record.replicas), record
+            return PartitionRegistration(record.replicas, record.isr, record.leader, record.leader_epoch,
+                                         record.partition_epoch, record.eligible_leader_replicas,
+                                         record.last_known_elr, record.leader_recovery_state,
+                                         record.adding_replicas, record.removing_replicas)
         assert old is not None, record
         assert record.partition_epoch == old.partition_epoch + 1, (old, record)
         expected_leader_epoch = old.leader_epoch if record.leader is None else old.leader_epoch + 1
@@ -312,7 +320,7 @@ class MetadataImage:
         assert set(new.isr) | set(new.elr) <= set(new.replicas) and not set(new.isr) & set(new.elr), (old, record)
         assert set(new.adding_replicas) | set(new.removing_replicas) <= set(new.replicas), (old, record)
         assert new.leader == NO_LEADER or new.leader in new.isr, (old, record)
-        return self._with_partition(topic, record.partition, new)
+        return new
 
     def _replay_remove_topic(self, record: RemoveTopicRecord) -> MetadataImage:
         topic = self.topics_by_id.get(record.topic_id)
@@ -337,10 +345,14 @@ class MetadataImage:
             return replace(self, topics_by_id=topics)
         return replace(self, topics_by_id=topics, topic_ids_by_name=MappingProxyType(names))
 
-    def _with_partition(self, topic: TopicImage, partition: int,
-                        registration: PartitionRegistration) -> MetadataImage:
-        partitions = MappingProxyType({**topic.partitions, partition: registration})
-        return self._with_topic(replace(topic, partitions=partitions))
+    def _with_partitions(self, partitions: Mapping[str, dict[int, PartitionRegistration]]) -> MetadataImage:
+        """This image with the partition maps of `partitions` (by topic id) in place of its own."""
+        if not partitions:
+            return self
+        topics = dict(self.topics_by_id)
+        for topic_id, changed in partitions.items():
+            topics[topic_id] = replace(topics[topic_id], partitions=MappingProxyType(changed))
+        return replace(self, topics_by_id=MappingProxyType(topics))
 
 
 def _with_config(configs: Mapping[str, Mapping[str, str]], resource: str, key: str,

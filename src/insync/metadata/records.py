@@ -22,7 +22,7 @@ import re
 import types
 import typing
 import uuid
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from typing import Any, ClassVar, Union
 
 from insync.errors import KafkaException
@@ -92,9 +92,9 @@ class _Record:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.TYPE}
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+        for name in _SCHEMAS[type(self)][0]:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
 
@@ -403,6 +403,12 @@ Record = (
 RECORD_TYPES: dict[str, type[_Record]] = {
     cls.TYPE: cls for cls in typing.get_args(Record)
 }
+# Each record class's field names, annotations and fields, read once: the controller encodes, and every broker
+# decodes, thousands of records a batch.
+_SCHEMAS: dict[type[_Record], tuple[tuple[str, ...], dict[str, Any], tuple[Field[Any], ...]]] = {
+    cls: (tuple(f.name for f in fields(cls)), typing.get_type_hints(cls), fields(cls))  # type: ignore[arg-type]
+    for cls in RECORD_TYPES.values()
+}
 
 
 def _decode(value: object, hint: object, where: str) -> object:
@@ -443,13 +449,12 @@ def record_from_dict(data: object) -> Record:
     cls = RECORD_TYPES.get(tag) if isinstance(tag, str) else None
     if cls is None:
         raise RecordError(f"unknown record type {tag!r}; known: {', '.join(sorted(RECORD_TYPES))}")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    names, hints, record_fields = _SCHEMAS[cls]
     unknown = sorted(set(data) - set(names) - {"type"})
     if unknown:
         raise RecordError(f"{cls.__name__}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     kwargs: dict[str, object] = {}
-    for f in fields(cls):  # type: ignore[arg-type]
+    for f in record_fields:
         if f.name not in data:
             if f.default is not MISSING:  # a field with a default (rack) may be absent
                 continue

@@ -30,6 +30,7 @@ from insync.controller import acl_control, scram_control
 from insync.controller.controller import Controller
 from insync.controller.node import ControllerCore
 from insync.controller.reassignment import ReassignmentTarget
+from insync.controller.replication_control import check_partitions_per_request
 from insync.controller.scram_control import CredentialDeletion, CredentialUpsertion, UserResult
 from insync.controller.store import ControllerFencedError, LocalFileStore, MetadataStore
 from insync.errors import KafkaError, KafkaException
@@ -64,6 +65,7 @@ from insync.wire.internal import (
     CreateTopicsResponse,
     DeleteTopicResult,
     DeleteTopicsResponse,
+    NewTopic,
     created,
 )
 
@@ -189,20 +191,25 @@ class ControllerNode(MeteredDispatcher):
 
     def _create_topics(self, request: DecodedRequest) -> Any:
         decoded = topics.decode_create_topics(request, self.config)
-        results: list[CreateTopicResult] = []
-        for topic in decoded.request.topics:
-            try:
-                outcome = self.controller.create_topic(topic.name, topic.num_partitions, topic.replication_factor,
-                                                       dict(topic.configs), self._now(), topic.assignments,
-                                                       validate_only=decoded.request.validate_only)
-                results.append(created(topic, outcome.response.topic_id))
-            except KafkaException as exc:
-                results.append(CreateTopicResult(topic.name, exc.error, exc.detail))
+        try:
+            check_partitions_per_request([topic.num_partitions for topic in decoded.request.topics])
+            results = [self._create_topic(topic, decoded.request.validate_only) for topic in decoded.request.topics]
+        except KafkaException as exc:  # the whole request, as Kafka refuses it
+            results = [CreateTopicResult(topic.name, exc.error, exc.detail) for topic in decoded.request.topics]
         self._drain()
         response = CreateTopicsResponse(request.correlation_id, tuple(results))
         # The new topic's configs as brokers resolve them, the cluster-wide dynamic defaults included.
         resolved = self.config.with_dynamic(self.controller.image.dynamic_configs(""), {})
         return topics.encode_create_topics(response, decoded, resolved)
+
+    def _create_topic(self, topic: NewTopic, validate_only: bool) -> CreateTopicResult:
+        try:
+            outcome = self.controller.create_topic(topic.name, topic.num_partitions, topic.replication_factor,
+                                                   dict(topic.configs), self._now(), topic.assignments,
+                                                   validate_only=validate_only)
+        except KafkaException as exc:
+            return CreateTopicResult(topic.name, exc.error, exc.detail)
+        return created(topic, outcome.response.topic_id)
 
     def _delete_topics(self, request: DecodedRequest) -> Any:
         decoded = topics.decode_delete_topics(request, self.controller.image)

@@ -264,9 +264,7 @@ class ZooKeeperStore:
             raise ControllerFencedError(f"controller {self.node_id} is not connected to ZooKeeper "
                                         f"({self._client.state}); another controller may be active")
         batch = encode_batch(records)
-        image = self._image
-        for record in records:
-            image = image.replay(record)
+        image = self._image.replay_all(records)
         writes = _plan(self._image, image, records, self._versions, self._epoch)
         size = len(batch) + sum(len(w.data) for w in writes)
         if size >= MAX_TRANSACTION_BYTES:  # e.g. a topic of thousands of partitions: refused, nothing stored

@@ -31,7 +31,7 @@ from insync.broker.messages import CompleteAfter
 from insync.config import BrokerConfig
 from insync.controller.messages import CONTROLLER, MetadataFetchRequest, MetadataUpdate
 from insync.events import Event
-from insync.limits import METADATA_RECORDS_PER_BATCH_MAX
+from insync.limits import METADATA_RECORDS_PER_FETCH_MAX
 from insync.sim.network import Disconnected, Network, NodeId
 from insync.sim.scheduler import Scheduler, SchedulerClock, Timer
 from insync.storage.disk import MemoryDisk
@@ -127,7 +127,7 @@ class SimBroker:
         self._poll_timer = self._scheduler.after(METADATA_POLL_WAIT_MS + REQUEST_TIMEOUT_MS,
                                                  functools.partial(self._poll_lost, self.incarnation, correlation))
         return [Outgoing(CONTROLLER, MetadataFetchRequest(correlation, self.broker_id, core.metadata.applied_offset,
-                                                          METADATA_RECORDS_PER_BATCH_MAX, METADATA_POLL_WAIT_MS))]
+                                                          METADATA_RECORDS_PER_FETCH_MAX, METADATA_POLL_WAIT_MS))]
 
     def _on_poll_answer(self, update: MetadataUpdate) -> list[Outgoing | CompleteAfter]:
         core = self.core

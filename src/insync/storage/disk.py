@@ -239,6 +239,9 @@ class MemoryDisk(_FaultInjecting):
         self.faults = FaultHooks()
         self._files: dict[str, _MemoryFile] = {}
         self._dirs: set[str] = {"", "/"}
+        # The names in each directory, so listing one costs its own entries, not every file of the disk (a
+        # broker of thousands of partitions lists each partition's directory as it opens the partition).
+        self._children: dict[str, set[str]] = {}
         self._last_append: str | None = None  # the file that took the last unflushed append
 
     def _file(self, path: str) -> _MemoryFile:
@@ -256,6 +259,7 @@ class MemoryDisk(_FaultInjecting):
         path = _norm(path)
         for _ in range(path.count("/") + 1):
             self._dirs.add(path)
+            self._link(path)
             path = os.path.dirname(path)
 
     def listdir(self, path: str) -> list[str]:
@@ -263,14 +267,25 @@ class MemoryDisk(_FaultInjecting):
         path = _norm(path)
         if path not in self._dirs:
             raise FileNotFoundError(errno.ENOENT, "no such directory", path)
-        names = {os.path.basename(p) for p in (*self._files, *self._dirs) if p and os.path.dirname(p) == path}
-        return sorted(name for name in names if name)
+        return sorted(self._children.get(path, ()))
 
     def rmdir(self, path: str) -> None:
         self.faults.check(path, write=True)
         if self.listdir(path):
             raise OSError(errno.ENOTEMPTY, "directory not empty", path)
         self._dirs.discard(_norm(path))
+        self._unlink(_norm(path))
+
+    def _link(self, key: str) -> None:
+        """Enter `key` (a normalised path) in its directory's names."""
+        name = os.path.basename(key)
+        if name:
+            self._children.setdefault(os.path.dirname(key), set()).add(name)
+
+    def _unlink(self, key: str) -> None:
+        names = self._children.get(os.path.dirname(key))
+        if names is not None:
+            names.discard(os.path.basename(key))
 
     def size(self, path: str) -> int:
         return len(self._file(path).data)
@@ -285,7 +300,10 @@ class MemoryDisk(_FaultInjecting):
         self.faults.check(path, write=True)
         key = _norm(path)
         assert os.path.dirname(key) in self._dirs, f"no directory for {path}"
-        file = self._files.setdefault(key, _MemoryFile())
+        file = self._files.get(key)
+        if file is None:
+            file = self._files[key] = _MemoryFile()
+            self._link(key)
         position = len(file.data)
         file.data += data
         self._last_append = key
@@ -305,6 +323,7 @@ class MemoryDisk(_FaultInjecting):
         key = _norm(path)
         assert os.path.dirname(key) in self._dirs, f"no directory for {path}"
         self._files[key] = _MemoryFile(bytearray(data), b"")
+        self._link(key)
 
     def truncate(self, path: str, size: int) -> None:
         assert size >= 0
@@ -324,12 +343,15 @@ class MemoryDisk(_FaultInjecting):
         self.faults.check(target, write=True)
         file = self._file(source)
         del self._files[_norm(source)]
+        self._unlink(_norm(source))
         self._files[_norm(target)] = file
+        self._link(_norm(target))
 
     def remove(self, path: str) -> None:
         self.faults.check(path, write=True)
         self._file(path)
         del self._files[_norm(path)]
+        self._unlink(_norm(path))
 
     def crash(self, torn_tail: bool = False, rng: random.Random | None = None) -> None:
         """Lose everything not fsynced; with `torn_tail`, keep a random prefix of the last unflushed append."""

@@ -24,7 +24,7 @@ from typing import Any
 from insync import errors
 from insync.controller.messages import MetadataFetchRequest, MetadataUpdate
 from insync.errors import KafkaException
-from insync.limits import METADATA_RECORDS_PER_BATCH_MAX
+from insync.limits import METADATA_RECORDS_PER_FETCH_MAX
 from insync.metadata.image import MetadataImage, TopicImage
 from insync.metadata.records import RECORD_TYPES, Record, RecordError, record_from_dict
 from insync.protocol.codec import DecodedRequest
@@ -52,7 +52,7 @@ def encode_records(records: Sequence[tuple[int, object]]) -> bytes:
     `MetadataUpdate` carries them); empty bytes for none."""
     if not records:
         return b""
-    assert len(records) <= METADATA_RECORDS_PER_BATCH_MAX, len(records)
+    assert len(records) <= METADATA_RECORDS_PER_FETCH_MAX, len(records)
     base = records[0][0]
     assert all(offset == base + i for i, (offset, _) in enumerate(records)), "metadata offsets are consecutive"
     values = []
@@ -89,7 +89,7 @@ def metadata_fetch_request(decoded: Decoded[FetchRequest]) -> MetadataFetchReque
     if partition is None or decoded.error is not errors.NONE:
         return None
     return MetadataFetchRequest(decoded.request.correlation_id, decoded.request.replica_id,
-                                max(0, partition.fetch_offset), METADATA_RECORDS_PER_BATCH_MAX,
+                                max(0, partition.fetch_offset), METADATA_RECORDS_PER_FETCH_MAX,
                                 decoded.request.max_wait_ms)
 
 

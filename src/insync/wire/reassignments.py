@@ -4,7 +4,8 @@ as KRaft brokers do, so that a list right after an alteration sees it.
 AlterPartitionReassignments: each partition's target replicas (null cancels) go to the controller in one call
 (`Controller.alter_partition_reassignments`); each partition is answered with its own error and Kafka's message
 (null when accepted), the top-level error NONE. v1's `allow_replication_factor_change` (KIP-860) is echoed. A
-request naming more partitions than one metadata batch holds is refused whole with INVALID_REQUEST.
+request whose changes would not fit in one metadata batch is refused whole with the controller's error (Kafka's
+POLICY_VIOLATION) as the top-level error.
 
 ListPartitionReassignments: the partitions being reassigned, with their replicas, adding and removing replicas,
 of the topics named (null: all); partitions that do not exist or are not being reassigned are left out, as Kafka
@@ -19,13 +20,13 @@ from typing import Any
 from insync import errors
 from insync.controller.reassignment import ReassignmentTarget, ongoing_reassignments
 from insync.errors import KafkaError, KafkaException
-from insync.limits import METADATA_RECORDS_PER_BATCH_MAX
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import NO_THROTTLE, build, check_body, code, field_or, nested, response_class
 from insync.wire.versions import ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS
 
-# The targets, in request order -> each one's refusal (None: accepted); `Controller.alter_partition_reassignments`.
+# The targets, in request order -> each one's refusal (None: accepted), or KafkaException for the whole request;
+# `Controller.alter_partition_reassignments`.
 Reassign = Callable[[list[ReassignmentTarget]], Sequence[KafkaException | None]]
 
 
@@ -37,10 +38,10 @@ def alter_partition_reassignments(request: DecodedRequest, reassign: Reassign) -
     targets = [ReassignmentTarget(t.name, int(p.partition_index),
                                   None if p.replicas is None else tuple(int(b) for b in p.replicas), allow)
                for t in body.topics for p in t.partitions]
-    if len(targets) > METADATA_RECORDS_PER_BATCH_MAX:
-        message = f"{len(targets)} partitions in one request: at most {METADATA_RECORDS_PER_BATCH_MAX}"
-        return refuse(request, errors.INVALID_REQUEST, message)
-    outcomes = reassign(targets)
+    try:
+        outcomes = reassign(targets)
+    except KafkaException as exc:  # the whole request (more changes than one metadata batch holds)
+        return refuse(request, exc.error, exc.detail or "")
     assert len(outcomes) == len(targets), (len(outcomes), len(targets))
     results = [(target, (errors.NONE, None) if outcome is None else (outcome.error, outcome.detail or None))
                for target, outcome in zip(targets, outcomes, strict=True)]

@@ -236,8 +236,8 @@ def _partitions_response(request: DecodedRequest, results: dict[str, tuple[Kafka
 PREFERRED_ELECTION = 0
 UNCLEAN_ELECTION = 1
 
-# (election type, the partitions asked for (None: all)) -> each one's outcome; the controller's
-# `elect_preferred_leaders` or `elect_unclean_leaders`.
+# (election type, the partitions asked for (None: all)) -> each one's outcome, or KafkaException for the whole
+# request; the controller's `elect_preferred_leaders` or `elect_unclean_leaders`.
 Elect = Callable[[int, list[tuple[str, int]] | None], dict[tuple[str, int], KafkaError]]
 
 
@@ -252,7 +252,10 @@ def elect_leaders(request: DecodedRequest, elect: Elect) -> Any:
         message = f"unknown election type {election_type}"
         return _election_response(request, {tp: (errors.INVALID_REQUEST, message) for tp in asked or ()},
                                   errors.INVALID_REQUEST if asked is None else errors.NONE)
-    outcomes = elect(election_type, asked)
+    try:
+        outcomes = elect(election_type, asked)
+    except KafkaException as exc:  # the whole request, as Kafka's ElectLeadersRequest.getErrorResponse answers it
+        return _election_response(request, {tp: (exc.error, exc.detail) for tp in asked or ()}, exc.error)
     return _election_response(request, {tp: (error, None) for tp, error in outcomes.items()}, errors.NONE)
 
 

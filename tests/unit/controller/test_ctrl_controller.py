@@ -498,7 +498,7 @@ def test_create_partitions_adds_led_partitions_at_the_topics_replication_factor(
 @pytest.mark.parametrize(("topic", "count", "error", "words"), [
     ("t", 1, "INVALID_PARTITIONS", "Topic already has 1 partition(s)."),
     ("t", 0, "INVALID_PARTITIONS", "The topic t currently has 1 partition(s); 0 would not be an increase."),
-    ("t", 10**6, "INVALID_PARTITIONS", "must be between"),
+    ("t", 10**6, "POLICY_VIOLATION", "Unable to perform excessively large batch operation."),
     ("nope", 2, "UNKNOWN_TOPIC_OR_PARTITION", ""),  # Kafka's answer has no message (null)
     ("__consumer_offsets", 60, "INVALID_REQUEST", "cannot change"),
 ])

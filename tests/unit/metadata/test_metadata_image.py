@@ -109,6 +109,18 @@ def test_replay_is_deterministic() -> None:
     assert MetadataImage.from_records(RECORDS) == MetadataImage.from_records(list(RECORDS))
 
 
+def test_replaying_a_batch_is_replaying_its_records_one_by_one() -> None:
+    records = [*RECORDS, PartitionRecord(A, 2, (1, 2, 3), (1, 2), 1, 0, 0), RemoveTopicRecord(B),
+               PartitionChangeRecord(A, 2, (1,), None, 0, 1)]
+    one_by_one = MetadataImage()
+    for record in records:
+        one_by_one = one_by_one.replay(record)
+    for split in (0, 9, 13, 17, len(records)):  # batches cut inside and between runs of partition records
+        start = MetadataImage.from_records(records[:split])
+        assert start.replay_all(records[split:]) == one_by_one
+        assert start == MetadataImage.from_records(records[:split])  # the image it started from is unchanged
+
+
 def test_replay_fills_the_elr_fields_and_a_change_record_leaves_unset_ones_alone() -> None:
     image = MetadataImage.from_records(RECORDS[:10])
     shrink = PartitionChangeRecord(A, 0, (1,), None, 0, 1, eligible_leader_replicas=(2, 3))

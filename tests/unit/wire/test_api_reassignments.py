@@ -8,7 +8,10 @@ import pytest
 from apis_helpers import client_request, request_entity, running_controller, wire
 
 from insync import errors
+from insync.controller.batch import excessive_batch
 from insync.controller.controller import Controller
+from insync.controller.reassignment import ReassignmentTarget
+from insync.errors import KafkaException
 from insync.wire import reassignments
 from insync.wire.versions import ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS
 
@@ -91,8 +94,12 @@ def test_without_a_controller_the_whole_request_is_refused_not_controller(api_ke
     assert (int(body.error_code), body.error_message) == (errors.NOT_CONTROLLER.code, "the controller did not answer")
 
 
-def test_too_many_partitions_in_one_request_are_refused_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reassignments, "METADATA_RECORDS_PER_BATCH_MAX", 1)
+def test_a_request_the_controller_refuses_whole_gets_its_error_at_the_top() -> None:
+    def too_large(targets: list[ReassignmentTarget]) -> list[KafkaException | None]:
+        raise excessive_batch()
+
     body = wire(reassignments.alter_partition_reassignments(alter_request(0, {"orders": {0: (1,), 1: (2,)}}),
-                                                            lambda targets: pytest.fail("not for the controller")))
-    assert int(body.error_code) == errors.INVALID_REQUEST.code and body.responses == ()
+                                                            too_large))
+    assert (int(body.error_code), body.error_message) == (errors.BY_NAME["POLICY_VIOLATION"].code,
+                                                          "Unable to perform excessively large batch operation.")
+    assert body.responses == ()

@@ -242,3 +242,14 @@ def test_elect_leaders_refused_without_a_controller() -> None:
                                   errors.NOT_CONTROLLER, "no"))
     assert [(p.partition_id, p.error_code) for r in body.replica_election_results for p in r.partition_result] == [
         (0, errors.NOT_CONTROLLER.code), (1, errors.NOT_CONTROLLER.code)]
+
+
+def test_an_election_the_controller_refuses_whole_gets_its_error_at_the_top_and_for_each_partition() -> None:
+    def too_large(election_type: int, partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], Any]:
+        raise KafkaException(errors.BY_NAME["POLICY_VIOLATION"], "Unable to perform excessively large batch operation.")
+
+    body = wire(topics.elect_leaders(elect_request(2, {"a": (0, 1)}), too_large))
+    assert body.error_code == errors.BY_NAME["POLICY_VIOLATION"].code
+    assert [(p.partition_id, p.error_code, p.error_message) for r in body.replica_election_results
+            for p in r.partition_result] == [(p, 44, "Unable to perform excessively large batch operation.")
+                                             for p in (0, 1)]
