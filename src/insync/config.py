@@ -7,7 +7,8 @@ defaults into a `LogConfig`, the one object the storage engine reads. Dynamic br
 over the static ones, as in Kafka: a cluster-wide default and a per-broker value, most specific first.
 `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
 (Kafka's `ConfigSource`). Each `BrokerConfig` types its settings once into frozen objects (`replication`,
-`node`, `lifecycle`, `storage`, `groups`, `listeners`, `sockets`, `authorizer`, `auto_create`, `events`), which
+`node`, `lifecycle`, `controller`, `storage`, `groups`, `listeners`, `sockets`, `authorizer`, `auto_create`,
+`events`), which
 the cores take instead of reading keys by name. The names the rest of
 insync imports about configuration are importable from here.
 """
@@ -45,7 +46,8 @@ from insync.properties import ConfigError, parse_overrides, parse_properties
 # The names the rest of insync imports from here; each is defined in the module it comes from.
 __all__ = [
     "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
-    "AuthorizerConfig", "AutoCreateConfig", "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "EventsTopicConfig",
+    "AuthorizerConfig", "AutoCreateConfig", "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "ControllerConfig",
+    "EventsTopicConfig",
     "FetcherConfig", "GroupCoordinatorConfig", "LifecycleConfig", "ListenerConfig", "LogConfig", "NodeConfig",
     "NotDynamicError",
     "ReplicationConfig", "SocketConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
@@ -61,8 +63,8 @@ class BrokerConfig:
     `values` are the static settings (server.properties, `--config`); `cluster` and `broker` the dynamic layers
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
-    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "storage", "groups", "listeners",
-                 "sockets", "authorizer", "auto_create", "events", "node")
+    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "controller", "storage", "groups",
+                 "listeners", "sockets", "authorizer", "auto_create", "events", "node")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -87,6 +89,7 @@ class BrokerConfig:
         self.lifecycle = LifecycleConfig(self.get_int("broker.heartbeat.interval.ms"),
                                          self.get_int("broker.session.timeout.ms"),
                                          self.get_bool("controlled.shutdown.enable"))
+        self.controller: ControllerConfig = _controller_config(self)
         self.storage = StorageConfig(self.get_int("log.retention.check.interval.ms"),
                                      self.get_bool("fault.injection.power.loss.enable"))
         self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
@@ -275,6 +278,37 @@ class LifecycleConfig:
 
     def __post_init__(self) -> None:
         assert 0 < self.heartbeat_interval_ms < self.session_timeout_ms, self  # check_relations keeps it so
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """The controller's own settings: where it keeps the metadata, how it elects (KIP-966) and balances leaders. The
+    election defaults a topic inherits (min ISR, unclean election) are in `log_config()`, since the cluster-wide
+    dynamic configs in the metadata override them."""
+
+    metadata_store: str  # metadata.store: local or zookeeper
+    zookeeper_connect: str | None  # zookeeper.connect
+    zookeeper_session_timeout_ms: int  # zookeeper.session.timeout.ms
+    eligible_leader_replicas_enable: bool  # eligible.leader.replicas.enable
+    unclean_recovery_strategy: str  # unclean.recovery.strategy
+    auto_leader_rebalance_enable: bool  # auto.leader.rebalance.enable
+    leader_imbalance_check_interval_ms: int  # leader.imbalance.check.interval.seconds, in ms
+
+    def __post_init__(self) -> None:
+        assert self.metadata_store in ("local", "zookeeper"), self
+        assert self.zookeeper_session_timeout_ms > 0 and self.leader_imbalance_check_interval_ms > 0, self
+
+
+def _controller_config(config: BrokerConfig) -> ControllerConfig:
+    return ControllerConfig(
+        metadata_store=config.get_str("metadata.store") or "local",
+        zookeeper_connect=config.get_str("zookeeper.connect"),
+        zookeeper_session_timeout_ms=config.get_int("zookeeper.session.timeout.ms"),
+        eligible_leader_replicas_enable=config.get_bool("eligible.leader.replicas.enable"),
+        unclean_recovery_strategy=config.get_str("unclean.recovery.strategy") or "Balanced",
+        auto_leader_rebalance_enable=config.get_bool("auto.leader.rebalance.enable"),
+        leader_imbalance_check_interval_ms=config.get_int("leader.imbalance.check.interval.seconds") * 1000,
+    )
 
 
 @dataclass(frozen=True, slots=True)

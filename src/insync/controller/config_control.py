@@ -94,7 +94,7 @@ def _check_elr_min_isr(broker: str, before: Mapping[str, str], after: Mapping[st
 
 def _controller_ids(static: BrokerConfig, image: MetadataImage) -> set[int]:
     """Every controller the quorum lists (standbys too, as Kafka accepts any controller id), and the active one."""
-    voters = {int(v.split("@", 1)[0]) for v in static.get_list("controller.quorum.voters")
+    voters = {int(v.split("@", 1)[0]) for v in static.node.controller_quorum_voters
               if v.split("@", 1)[0].isdigit()}
     return {*voters, image.controller_id}
 

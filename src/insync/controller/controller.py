@@ -116,17 +116,17 @@ class Controller:
         records = store.load()
         self._image = MetadataImage.from_records(records)
         self._log = MetadataLog(PropagationConfig.from_broker_config(config), records, now_ms)
-        session_timeout_ms = config.get_int("broker.session.timeout.ms")
         # KIP-966 unclean recovery: with a strategy, unclean elections wait for the replicas' log reports.
-        self._recovery = UncleanRecoveryStrategy(config.get_str("unclean.recovery.strategy") or "Balanced")
+        self._recovery = UncleanRecoveryStrategy(config.controller.unclean_recovery_strategy)
         self._reports = RecoveryReports()
-        self._policy = ElectionPolicy(config.get_bool("unclean.leader.election.enable"),
-                                      config.get_int("min.insync.replicas"),
-                                      config.get_bool("eligible.leader.replicas.enable"),
+        # The topics' static defaults: the cluster-wide dynamic configs in the image override them at each election.
+        defaults = config.log_config()
+        self._policy = ElectionPolicy(defaults.unclean_leader_election, defaults.min_insync_replicas,
+                                      config.controller.eligible_leader_replicas_enable,
                                       first_out_of_sync if self._recovery is UncleanRecoveryStrategy.NONE
                                       else wait_for_recovery)
-        self._sessions = BrokerSessions(session_timeout_ms)
-        self._balance = LeaderBalance.from_config(config)
+        self._sessions = BrokerSessions(config.lifecycle.session_timeout_ms)
+        self._balance = LeaderBalance.from_config(config.controller)
         self._events: deque[Event] = deque(maxlen=EVENTS_BUFFERED_MAX)
         self.events_dropped = 0
         # Like Kafka's newly active controller, give live brokers a full session instead of fencing them all.
@@ -142,7 +142,7 @@ class Controller:
         epoch = self._image.controller_epoch + 1
         batch.add(ControllerChangeRecord(node_id, epoch))
         if self._policy.elr_enabled:
-            for record in elr_safety_records(self._image, config.get_int("min.insync.replicas")):
+            for record in elr_safety_records(self._image, defaults.min_insync_replicas):
                 batch.add(record)
         batch.event(EventType.CONTROLLER_ELECTED, controller_epoch=epoch)
         self._commit(batch, now_ms)

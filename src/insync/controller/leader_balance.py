@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from insync.config import BrokerConfig
+from insync.config import ControllerConfig
 from insync.metadata.image import MetadataImage
 
 MAX_ELECTIONS_PER_IMBALANCE = 1000  # Kafka's ReplicationControlManager.maxElectionsPerImbalance
@@ -39,10 +39,8 @@ class LeaderBalance:
         assert self.due_ms is None or self.interval_ms is not None, self
 
     @classmethod
-    def from_config(cls, config: BrokerConfig) -> LeaderBalance:
-        if not config.get_bool("auto.leader.rebalance.enable"):
-            return cls(None)
-        return cls(config.get_int("leader.imbalance.check.interval.seconds") * 1000)
+    def from_config(cls, config: ControllerConfig) -> LeaderBalance:
+        return cls(config.leader_imbalance_check_interval_ms if config.auto_leader_rebalance_enable else None)
 
     def after_write(self, image: MetadataImage, now_ms: int) -> LeaderBalance:
         """After a write: a balance one interval from now if the image is imbalanced and none is pending."""

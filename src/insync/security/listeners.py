@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from insync.config import BrokerConfig, ConfigError, ListenerConfig
+from insync.config import ConfigError, ListenerConfig
 from insync.security_config import SECURITY_PROTOCOLS
 
 DEFAULT_CONTROLLER_LISTENER = "CONTROLLER"
@@ -79,11 +79,7 @@ def parse_endpoint(url: str, protocols: dict[str, str], key: str, controller_nam
     return Endpoint(name, host.strip("[]"), int(port), protocol)
 
 
-def controller_names(config: BrokerConfig) -> tuple[str, ...]:
-    return _controller_names(config.listeners)
-
-
-def _controller_names(settings: ListenerConfig) -> tuple[str, ...]:
+def controller_names(settings: ListenerConfig) -> tuple[str, ...]:
     return tuple(n.upper() for n in settings.controller_listener_names or ()) or (DEFAULT_CONTROLLER_LISTENER,)
 
 
@@ -91,16 +87,15 @@ def _endpoints(settings: ListenerConfig, urls: tuple[str, ...], key: str) -> tup
     """The endpoints of `urls`, the value of `key`."""
     if len(urls) > LISTENERS_MAX:
         raise ConfigError(f"{key} names {len(urls)} listeners; at most {LISTENERS_MAX}")
-    endpoints = tuple(parse_endpoint(url, protocol_map(settings), key, _controller_names(settings)) for url in urls)
+    endpoints = tuple(parse_endpoint(url, protocol_map(settings), key, controller_names(settings)) for url in urls)
     names = [e.name for e in endpoints]
     if len(set(names)) != len(names):
         raise ConfigError(f"Each listener must have a different name, {key}: {','.join(urls)}")
     return endpoints
 
 
-def broker_listeners(config: BrokerConfig) -> BrokerListeners:
-    settings = config.listeners
-    controllers = _controller_names(settings)
+def broker_listeners(settings: ListenerConfig) -> BrokerListeners:
+    controllers = controller_names(settings)
     bound = tuple(e for e in _endpoints(settings, settings.listeners, "listeners") if e.name not in controllers)
     if not bound:
         raise ConfigError("listeners names no broker listener (only controller listeners: "
@@ -134,11 +129,10 @@ def _inter_broker(settings: ListenerConfig, advertised: tuple[Endpoint, ...]) ->
                       f"{','.join(e.name for e in advertised)}")
 
 
-def controller_endpoint(config: BrokerConfig) -> Endpoint:
+def controller_endpoint(settings: ListenerConfig) -> Endpoint:
     """Where the controller listens: the first of `listeners` named in controller.listener.names, else
     insync's `controller.listener`."""
-    settings = config.listeners
-    names = _controller_names(settings)
+    names = controller_names(settings)
     if settings.controller_listener_names is not None:
         for endpoint in _endpoints(settings, settings.listeners, "listeners"):
             if endpoint.name in names:

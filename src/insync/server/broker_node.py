@@ -136,9 +136,9 @@ class BrokerNode(MeteredDispatcher):
         self.disk = open_disk(self.log_dir, config.storage.power_loss_journal)
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
-        self.endpoints = broker_listeners(config)
+        self.endpoints = broker_listeners(config.listeners)
         self.listeners = [make_listener(self, endpoint, config) for endpoint in self.endpoints.bound]
-        controller_listener = controller_names(config)[0]
+        controller_listener = controller_names(config.listeners)[0]
         self.controller = FailoverConnection(
             _controller_addresses(config), client_id=f"broker-{self.broker_id}",
             tls=client_tls_for(config, controller_listener, self.endpoints.controller_protocol),
@@ -156,7 +156,7 @@ class BrokerNode(MeteredDispatcher):
         self._fetch_timeout_s = config.replication.fetch.request_timeout_ms / 1000
         self.peers: dict[int, KafkaConnection] = {}
         self.event_log = EventLog(self.log_dir)
-        self.event_topic = EventTopic(config, self.broker_id, lambda: self.core.metadata.image,
+        self.event_topic = EventTopic(config.events, self.broker_id, lambda: self.core.metadata.image,
                                       self._inter_broker_address, self.controller,
                                       librdkafka_settings(config, inter_broker, "sasl.mechanism.inter.broker.protocol"))
         self.metrics = NodeMetrics(self._snapshot)

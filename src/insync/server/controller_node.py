@@ -83,17 +83,17 @@ class ControllerNode(MeteredDispatcher):
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
-        self.node_id = config.get_int("node.id")
+        self.node_id = config.node.node_id
         self.log_dir = config.log_dirs()[0]
         self._now = monotonic_now(self.clock)
         self.core: ControllerCore  # set by `_become_active`, before the listener opens
         self.exit_code = 0  # FENCED_EXIT_CODE once it lost its epoch, STORE_UNAVAILABLE_EXIT_CODE without a store
         self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
-        self.event_topic = EventTopic(config, self.node_id, lambda: self.controller.image, self._brokers, None,
-                                      librdkafka_settings(config, controller_endpoint(config),
-                                                          "sasl.mechanism.controller.protocol"))
-        self.listener = make_listener(self, controller_endpoint(config), config)
+        endpoint = controller_endpoint(config.listeners)
+        self.event_topic = EventTopic(config.events, self.node_id, lambda: self.controller.image, self._brokers, None,
+                                      librdkafka_settings(config, endpoint, "sasl.mechanism.controller.protocol"))
+        self.listener = make_listener(self, endpoint, config)
         self.metrics = NodeMetrics(self._snapshot)
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core
         self._sources = itertools.count(1)
@@ -313,12 +313,13 @@ class ControllerNode(MeteredDispatcher):
         """Open the store (campaigning first when it is ZooKeeper) and load the controller; False if `stop` came
         first."""
         store: MetadataStore
-        if self.config.get_str("metadata.store") == "zookeeper":
+        settings = self.config.controller
+        if settings.metadata_store == "zookeeper":
             from insync.server.zk_store import ZooKeeperStore  # kazoo: only controllers that use it
 
-            connect = self.config.get_str("zookeeper.connect") or ""
+            connect = settings.zookeeper_connect or ""
+            session_ms = settings.zookeeper_session_timeout_ms
             try:
-                session_ms = self.config.get_int("zookeeper.session.timeout.ms")
                 # Kafka's zookeeper.connection.timeout.ms defaults to the session timeout: so does this wait.
                 zk = await asyncio.to_thread(ZooKeeperStore, connect, self.node_id, session_timeout_ms=session_ms,
                                              connect_timeout_s=session_ms / 1000)
@@ -365,7 +366,7 @@ class ControllerNode(MeteredDispatcher):
             self.event_log.close()
             return
         await self.listener.start()
-        metrics_port = self.config.get_int("metrics.port")
+        metrics_port = self.config.node.metrics_port
         if metrics_port:
             self.metrics.serve(metrics_port)
         log.info("Controller %d serving on %s", self.node_id, self.listener.endpoint)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from confluent_kafka import KafkaException, Producer
 
 from insync import errors
-from insync.config import BrokerConfig
+from insync.config import EventsTopicConfig
 from insync.events import SCHEMA_VERSION, Event
 from insync.metadata.image import MetadataImage, TopicImage
 from insync.server.client import FailoverConnection
@@ -74,11 +74,11 @@ class EventTopic:
     """One node's writer to `__insync_events`. `controller` is given on brokers only: they create the topic.
     `client` are the producer's security settings (librdkafka's names) on a secured cluster."""
 
-    def __init__(self, config: BrokerConfig, node_id: int, image: Callable[[], MetadataImage],
+    def __init__(self, config: EventsTopicConfig, node_id: int, image: Callable[[], MetadataImage],
                  bootstrap: Callable[[], str], controller: FailoverConnection | None,
                  client: Mapping[str, str] | None = None) -> None:
-        self.enabled = config.events.enable
-        self._config = config.events
+        self.enabled = config.enable
+        self._config = config
         self._node_id = node_id
         self._image = image
         self._bootstrap = bootstrap

@@ -100,8 +100,9 @@ def _new_topic(topic: Any, config: BrokerConfig) -> NewTopic:
         assignments = tuple((int(a.partition_index), tuple(int(b) for b in a.broker_ids)) for a in topic.assignments)
         return NewTopic(topic.name, len(assignments), len(assignments[0][1]), configs, assignments)
     num_partitions, replication_factor = int(topic.num_partitions), int(topic.replication_factor)
-    return NewTopic(topic.name, config.get_int("num.partitions") if num_partitions == -1 else num_partitions,
-                    config.get_int("default.replication.factor") if replication_factor == -1 else replication_factor,
+    defaults = config.auto_create  # Kafka's CreateTopics defaults are the auto-created topics' layout
+    return NewTopic(topic.name, defaults.num_partitions if num_partitions == -1 else num_partitions,
+                    defaults.replication_factor if replication_factor == -1 else replication_factor,
                     configs)
 
 

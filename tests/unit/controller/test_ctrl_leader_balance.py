@@ -79,8 +79,9 @@ def test_the_schedule_runs_rounds_back_to_back_while_elections_wait() -> None:
     assert not balance.is_due(4_999) and balance.is_due(5_000)
     assert balance.after_balance(True, 5_000).due_ms == 5_000  # more than one round's worth: the next at once
     assert balance.after_balance(False, 5_000).due_ms is None
-    assert LeaderBalance.from_config(BrokerConfig({"auto.leader.rebalance.enable": False})) == LeaderBalance(None)
-    assert LeaderBalance.from_config(BrokerConfig({})) == LeaderBalance(INTERVAL_MS)
+    off = BrokerConfig({"auto.leader.rebalance.enable": False})
+    assert LeaderBalance.from_config(off.controller) == LeaderBalance(None)
+    assert LeaderBalance.from_config(BrokerConfig({}).controller) == LeaderBalance(INTERVAL_MS)
 
 
 def test_bad_balance_settings_are_refused_naming_the_key() -> None:
