@@ -23,14 +23,6 @@ CROSS_CUTTING = {
     "tools/test_compat_runner.py": "tools/compat/run_librdkafka_tests.py, a script outside src/",
     "wire/test_api_fuzz.py": "every translator of wire/ under Hypothesis-built requests",
 }
-# Files another change is editing while this layout came in; each moves to mirror its module (controller/test_ctrl_x.py
-# to controller/test_<module>.py, with its shared helpers in ctrl_harness.py) once that change has landed. May only
-# shrink.
-NOT_YET_MOVED = {
-    *(f"controller/{path.name}" for path in (UNIT / "controller").glob("test_ctrl_*.py")),
-    "metadata/test_metadata_image.py",
-    "wire/test_api_reassignments.py",
-}
 
 
 def unit_test_modules() -> list[str]:
@@ -54,15 +46,15 @@ def mirrored_module(test_path: str) -> str | None:
 
 def test_every_unit_test_module_mirrors_a_module_of_src() -> None:
     unmirrored = [path for path in unit_test_modules()
-                  if path not in CROSS_CUTTING and path not in NOT_YET_MOVED and mirrored_module(path) is None]
+                  if path not in CROSS_CUTTING and mirrored_module(path) is None]
     assert unmirrored == [], ("name each after the module it tests, tests/unit/<package>/test_<module>[_<aspect>].py,"
                               " or say in CROSS_CUTTING why it tests no one module")
 
 
-def test_the_allow_lists_name_existing_files_that_need_them() -> None:
+def test_the_cross_cutting_list_names_existing_files_that_need_it() -> None:
     present = set(unit_test_modules())
     assert set(CROSS_CUTTING) <= present
-    assert {path for path in NOT_YET_MOVED if mirrored_module(path) is not None} == set()
+    assert {path for path in CROSS_CUTTING if mirrored_module(path) is not None} == set()
 
 
 def test_the_mirror_rule_reads_packages_modules_and_aspects() -> None:
@@ -98,8 +90,6 @@ def test_no_test_module_imports_another() -> None:
     of it, under a name that another folder's test module of the same basename could take."""
     importing = []
     for path in sorted(TESTS.rglob("test_*.py")):
-        if path.is_relative_to(UNIT) and str(path.relative_to(UNIT)) in NOT_YET_MOVED:
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])

@@ -1,12 +1,16 @@
-"""A small harness: a controller on a MemoryStore with brokers that register and heartbeat on command."""
+"""A small harness: a controller on a MemoryStore with brokers that register and heartbeat on command, and the
+steps several controller tests share."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
 
+from insync import errors
 from insync.config import BrokerConfig
 from insync.controller.controller import Controller
+from insync.controller.replication_control import AlterPartitionData
+from insync.controller.results import AlterPartitionDataResult
 from insync.controller.store import MemoryStore, MetadataStore
 from insync.events import Event
 
@@ -65,3 +69,45 @@ class Harness:
         t = self.controller.image.topic(topic)
         assert t is not None
         return t.topic_id
+
+
+SESSION_MS = 9000  # broker.session.timeout.ms default
+
+
+def set_isr(h: Harness, topic: str, isr: tuple[int, ...], partition: int = 0) -> AlterPartitionDataResult:
+    reg = h.partition(topic, partition)
+    item = AlterPartitionData(h.topic_id(topic), partition, reg.leader_epoch, reg.partition_epoch, isr)
+    result = h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now).response[0]
+    assert result.error is errors.NONE, result
+    return result
+
+
+def expire(h: Harness, dead: set[int], live: tuple[int, ...]) -> None:
+    """Let `dead` brokers' sessions run out while `live` ones keep heartbeating."""
+    for _ in range(SESSION_MS // 1000 + 1):
+        h.advance(1000)
+        h.heartbeat_all(*live)
+        h.controller.tick(h.now)
+    assert all(h.controller.image.brokers[b].fenced for b in dead)
+
+
+# Kafka 3.x's unclean election (the first live replica, at once): unclean recovery off. With a recovery strategy
+# the election waits for the replicas' log reports (test_unclean_recovery.py).
+RECOVERY_OFF = {"unclean.recovery.strategy": "None"}
+
+
+def three_broker_topic(overrides: Mapping[str, object] | None = None,
+                       topic_configs: Mapping[str, object] | None = None) -> Harness:
+    h = Harness(overrides)
+    h.start(1, 2, 3)
+    h.controller.create_topic("t", 1, 3, topic_configs or {}, h.now)
+    return h
+
+
+def below_min_isr() -> tuple[Harness, int]:
+    """A topic with min.insync.replicas=2 whose ISR is down to its leader, the other two replicas in its ELR."""
+    h = three_broker_topic({"min.insync.replicas": 2})
+    leader = h.partition("t").leader
+    set_isr(h, "t", (leader,))
+    assert len(h.partition("t").elr) == 2
+    return h, leader

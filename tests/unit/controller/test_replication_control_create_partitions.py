@@ -4,7 +4,7 @@ them (its error and wording for each refusal), and the new partitions' ISR and l
 from __future__ import annotations
 
 import pytest
-from test_ctrl_controller import expire, three_broker_topic
+from ctrl_harness import expire, three_broker_topic
 
 from insync import errors
 from insync.errors import KafkaException

@@ -5,8 +5,7 @@ ISR; rounds of at most MAX_ELECTIONS_PER_IMBALANCE; off when the switch is off."
 from __future__ import annotations
 
 import pytest
-from ctrl_harness import Harness
-from test_ctrl_controller import expire, set_isr, three_broker_topic
+from ctrl_harness import Harness, expire, set_isr, three_broker_topic
 
 from insync import errors
 from insync.config import BrokerConfig, ConfigError

@@ -2,10 +2,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping
 
 import pytest
-from ctrl_harness import Harness
+from ctrl_harness import RECOVERY_OFF, Harness, expire, set_isr, three_broker_topic
 
 from insync import errors
 from insync.config import ConfigChange, ConfigOp
@@ -20,39 +19,6 @@ from insync.metadata.records import (
     PartitionRecord,
     TopicRecord,
 )
-
-SESSION_MS = 9000
-
-
-def set_isr(h: Harness, topic: str, isr: tuple[int, ...], partition: int = 0) -> AlterPartitionDataResult:
-    reg = h.partition(topic, partition)
-    item = AlterPartitionData(h.topic_id(topic), partition, reg.leader_epoch, reg.partition_epoch, isr)
-    result = h.controller.alter_partition(reg.leader, h.epochs[reg.leader], [item], h.now).response[0]
-    assert result.error is errors.NONE, result
-    return result
-
-
-def expire(h: Harness, dead: set[int], live: tuple[int, ...]) -> None:
-    """Let `dead` brokers' sessions run out while `live` ones keep heartbeating."""
-    for _ in range(SESSION_MS // 1000 + 1):
-        h.advance(1000)
-        h.heartbeat_all(*live)
-        h.controller.tick(h.now)
-    assert all(h.controller.image.brokers[b].fenced for b in dead)
-
-
-# Kafka 3.x's unclean election (the first live replica, at once): unclean recovery off. With a recovery strategy
-# the election waits for the replicas' log reports (test_ctrl_unclean_recovery.py).
-RECOVERY_OFF = {"unclean.recovery.strategy": "None"}
-
-
-def three_broker_topic(overrides: Mapping[str, object] | None = None,
-                       topic_configs: Mapping[str, object] | None = None) -> Harness:
-    h = Harness(overrides)
-    h.start(1, 2, 3)
-    h.controller.create_topic("t", 1, 3, topic_configs or {}, h.now)
-    return h
-
 
 # ---- election on fencing
 

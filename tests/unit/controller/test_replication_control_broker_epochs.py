@@ -4,8 +4,7 @@ registered one, as Kafka's ReplicationControlManager.ineligibleReplicasForIsr do
 
 from __future__ import annotations
 
-from ctrl_harness import Harness
-from test_ctrl_controller import expire, three_broker_topic
+from ctrl_harness import Harness, expire, three_broker_topic
 
 from insync import errors
 from insync.controller.replication_control import AlterPartitionData

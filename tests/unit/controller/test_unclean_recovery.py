@@ -3,8 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from ctrl_harness import Harness
-from test_ctrl_controller import expire, set_isr
+from ctrl_harness import Harness, expire, set_isr
 
 from insync import errors
 from insync.controller.unclean_recovery import (

@@ -6,8 +6,7 @@ errors and words for each refusal."""
 from __future__ import annotations
 
 import pytest
-from ctrl_harness import Harness
-from test_ctrl_controller import expire, set_isr
+from ctrl_harness import Harness, expire, set_isr
 
 from insync import errors
 from insync.controller.reassignment import ReassignmentTarget, ongoing_reassignments

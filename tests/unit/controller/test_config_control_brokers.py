@@ -6,9 +6,15 @@ from __future__ import annotations
 import random
 
 import pytest
-from ctrl_harness import CONTROLLER_ID, Harness
-from test_ctrl_controller import RECOVERY_OFF, expire, set_isr, three_broker_topic
-from test_ctrl_elr_min_isr import _below_min_isr
+from ctrl_harness import (
+    CONTROLLER_ID,
+    RECOVERY_OFF,
+    Harness,
+    below_min_isr,
+    expire,
+    set_isr,
+    three_broker_topic,
+)
 
 from insync import errors
 from insync.config import BrokerConfig, ConfigChange, ConfigOp
@@ -78,7 +84,7 @@ def test_a_cluster_wide_unclean_election_default_elects_offline_partitions_at_on
 
 
 def test_a_cluster_wide_min_isr_judges_elrs_again() -> None:
-    h, leader = _below_min_isr()  # static min.insync.replicas=2, the ISR down to the leader
+    h, leader = below_min_isr()  # static min.insync.replicas=2, the ISR down to the leader
     h.controller.alter_broker_configs("", [_set("min.insync.replicas", "1")], h.now)
     reg = h.partition("t")
     assert (reg.leader, reg.isr, reg.elr) == (leader, (leader,), ())

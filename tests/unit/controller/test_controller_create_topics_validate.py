@@ -5,8 +5,7 @@ writes no record."""
 from __future__ import annotations
 
 import pytest
-from ctrl_harness import Harness
-from test_ctrl_controller import three_broker_topic
+from ctrl_harness import Harness, three_broker_topic
 
 from insync import errors
 from insync.errors import KafkaException
