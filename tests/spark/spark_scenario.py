@@ -16,7 +16,7 @@ from insync.events import Event, EventType
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z, insync events
 T1 = 1_709_294_400_000  # 2024-03-01T12:00:00Z, Kafka 3.x server.log
 T2 = 1_559_347_200_000  # 2019-06-01T00:00:00Z, Kafka 2.x server.log
-HORIZON = T1 + 180_000  # the last event: the fetcher failure in the 3.x log
+HORIZON = T1 + 300_000  # the last event: the broker's start line in the 3.x log
 
 
 def _removed(brokers: list[int], reason: str, ts: int) -> list[dict[str, Any]]:

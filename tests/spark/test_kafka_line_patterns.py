@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.spark.analysis import logparse
+from insync.spark.analysis import kafka_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka-logs"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -20,17 +20,17 @@ FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 def _body(line: str) -> tuple[str, str] | None:
     """The message of a log4j line, and the message without its context and logger suffix; None for a line that is
     not log4j's."""
-    prefixed = re.match(logparse.LOG4J_RX, line)
+    prefixed = re.match(kafka_lines.LOG4J_RX, line)
     if prefixed is None:
         return None
-    body = re.match(logparse.BODY_RX, prefixed.group(3))
+    body = re.match(kafka_lines.BODY_RX, prefixed.group(3))
     assert body is not None
     return prefixed.group(3), body.group(1)
 
 
 def _matching_kinds(said: tuple[str, str]) -> set[str]:
     msg, body = said
-    return {kind.name for kind in logparse.KINDS
+    return {kind.name for kind in kafka_lines.KINDS
             if re.match(kind.pattern, body) and (kind.context is None or re.match(kind.context, msg))}
 
 

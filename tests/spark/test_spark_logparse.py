@@ -44,6 +44,7 @@ def test_kafka_3x_lines(parsed: DataFrame) -> None:
         (8, T1 + 61_000, 1, "logs", 3, "follower_start", 2, 2, None, None, None, 5, 5, None, None),
         (10, T1 + 120_000, 1, "logs", 4, "produce_rejected", None, None, None, [1], None, None, None, None, 2),
         (12, T1 + 180_000, 1, "logs", 5, "partition_failed", 3, None, None, None, None, None, None, None, None),
+        (15, T1 + 300_000, 1, None, None, "broker_started", None, None, None, None, None, None, None, None, None),
     ]
 
 

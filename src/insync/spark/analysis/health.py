@@ -22,7 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import WindowSpec
 
 from insync.events import LeaderChangeReason
-from insync.spark.analysis.logparse import BROKER_SHUTDOWN, ISR_CHANGE_REFUSED, ISR_UPDATE, removed_entry
+from insync.spark.analysis import lifecycle
+from insync.spark.analysis.kafka_lines import BROKER_SHUTDOWN, ISR_CHANGE_REFUSED, ISR_UPDATE
+from insync.spark.analysis.logparse import removed_entry
 
 EPISODE_GAP_S = 10
 BURST_OUT_MS_MAX = 5_000
@@ -75,12 +77,28 @@ def isr_steps(events: DataFrame) -> DataFrame:
     steps = (candidates.join(refusing, same[0] & same[1] & same[2], "left_anti")
              .where(F.col("type").isin(*kinds)).unionByName(judged))
     by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER)
-    return (steps.withColumn("previous_isr", F.lag("isr_after").over(by_partition))
+    return (_current(steps, by_partition).withColumn("previous_isr", F.lag("isr_after").over(by_partition))
             .withColumn("isr_before", F.coalesce("isr_before", "previous_isr")))
 
 
+def _current(steps: DataFrame, by_partition: WindowSpec) -> DataFrame:
+    """The ISR steps that state the partition as it is, without those of Kafka's that are out of date:
+    - a state older (a lower partition epoch) than one already stated: a broker that learns metadata late (it was
+      paused, say) restates what others learnt long before;
+    - a shrink or expand by a broker that another line already says is no longer the leader: a paused leader, once
+      resumed, proposes an AlterPartition from its old view before it learns it was replaced (nothing commits it)."""
+    before = by_partition.rowsBetween(Window.unboundedPreceding, -1)
+    proposal = F.col("type").isin("isr_shrink", "isr_expand")
+    leader_now = F.last(F.when(~proposal, F.col("leader")), ignorenulls=True).over(before)
+    stale = ((F.col("partition_epoch") < F.max("partition_epoch").over(before))
+             | (proposal & (F.col("source") == "kafka") & (F.col("leader") != leader_now)))
+    return steps.withColumn("_stale", F.coalesce(stale, F.lit(False))).where(~F.col("_stale")).drop("_stale")
+
+
 def isr_changes(steps: DataFrame) -> DataFrame:
-    """Shrinks and expands: ISR steps (other than a new leader's) that change the members."""
+    """Shrinks and expands: ISR steps that change the members. A Kafka broker's `Leader ... starts at leader epoch`
+    line states the ISR its controller left (a replica it fenced is gone); insync reports its controller's changes
+    with their own events, and its leader changes are none."""
     removed_ids = F.array_except("isr_before", "isr_after")
     added_ids = F.array_except("isr_after", "isr_before")
 
@@ -91,7 +109,8 @@ def isr_changes(steps: DataFrame) -> DataFrame:
     # A step that restates the ISR the partition already had is no change: Kafka 2.x's commit line after its
     # shrink line, or the same change read from both a broker's events.jsonl and its server.log.
     restated = F.coalesce(F.col("previous_isr") == F.col("isr_after"), F.lit(False))
-    changes = (steps.where((F.col("type") != "leader_change") & F.col("isr_before").isNotNull() & ~restated)
+    counted = (F.col("type") != "leader_change") | (F.col("source") == "kafka")
+    changes = (steps.where(counted & F.col("isr_before").isNotNull() & ~restated)
                .withColumn("removed", F.transform(removed_ids, logged_or_bare))
                .withColumn("added", added_ids)
                .where((F.size("removed") > 0) | (F.size("added") > 0)))
@@ -116,21 +135,38 @@ def replica_counts(events: DataFrame) -> DataFrame:
              F.col("replicas_named").isNotNull().alias("replicas_known"), "partition_min_isr")
 
 
+_SHUTDOWN_REMOVAL = "_shutdown_removal"  # the column `_with_shutdown_removals` adds to ISR steps
+
+
 def _state(df: DataFrame, kind: str, state: Column, full_isr: Column | None = None) -> DataFrame:
-    """A state row; `shutdown_move` says, on a leader change only, whether it was a controlled shutdown's;
-    `full_isr`, where given, whether the row's ISR is the whole replica set (an under-replicated row's own state
-    says so without it)."""
-    # insync keeps a leader change's reason in `detail`; Kafka's lines do not say why a leader changed.
-    shutdown = F.coalesce(F.col("detail") == str(LeaderChangeReason.SHUTDOWN), F.lit(False))
+    """A state row; `shutdown_move` says whether the row moved the partition for a controlled shutdown (a leader
+    change whose reason says so, or an ISR step that removed only replicas shutting down: `_with_shutdown_removals`)
+    or for anything else (any other leader change or removal), and is null for other rows; `full_isr`, where
+    given, whether the row's ISR is the whole replica set (an under-replicated row's own state says so without it)."""
+    # insync keeps a leader change's reason in `detail`; Kafka's lines do not say why a leader changed, but the
+    # brokers' and controller's lines say which brokers were shutting down.
+    by_reason = F.coalesce(F.col("detail") == str(LeaderChangeReason.SHUTDOWN), F.lit(False))
+    removal = F.col(_SHUTDOWN_REMOVAL) if _SHUTDOWN_REMOVAL in df.columns else F.lit(None).cast("boolean")
+    move = F.when(F.col("type") == "leader_change", by_reason | F.coalesce(removal, F.lit(False))).otherwise(removal)
     full = F.lit(None).cast("boolean") if full_isr is None else full_isr
     return df.select("topic", "partition", F.lit(kind).alias("kind"), *_ORDER, state.alias("state"),
-                     F.when(F.col("type") == "leader_change", shutdown).alias("shutdown_move"), full.alias("full_isr"))
+                     move.alias("shutdown_move"), full.alias("full_isr"))
+
+
+def _with_shutdown_removals(steps: DataFrame, events: DataFrame) -> DataFrame:
+    """ISR steps with `_shutdown_removal`: whether every replica the step removed was shutting down then (null when
+    it removed none)."""
+    removed = F.when(F.col("isr_before").isNotNull(), F.array_except("isr_before", "isr_after"))
+    only_shutdowns = F.forall(removed, lambda r: F.coalesce(
+        lifecycle.state_of(r, F.col("ts_ms")) == lifecycle.SHUTDOWN, F.lit(False)))
+    return (lifecycle.with_lifecycles(steps, events)
+            .withColumn(_SHUTDOWN_REMOVAL, F.when(F.size(removed) > 0, only_shutdowns)).drop(lifecycle.LIFECYCLES))
 
 
 def state_rows(events: DataFrame, steps: DataFrame, counts: DataFrame) -> DataFrame:
     """(topic, partition, kind, ts_ms, file, line, state) from every source of evidence; null states dropped."""
     typ = F.col("type")
-    sized = steps.join(counts, ["topic", "partition"], "left")
+    sized = _with_shutdown_removals(steps, events).join(counts, ["topic", "partition"], "left")
     isr_size = F.size("isr_after")
     explicit = events.where(typ.isin("under_replicated_start", "under_replicated_end", "under_min_isr_start",
                                      "under_min_isr_end", "partition_offline", "partition_online"))
@@ -227,8 +263,9 @@ def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
 
 def removals(changes: DataFrame, events: DataFrame) -> DataFrame:
     """One row per replica removed from an ISR, with `back_ms` until it was added back (null if never), whether a
-    fetch from it was pending at the leader (`fetch_pending`: null when the log does not say), and whether it had
-    reported the partition failed since it last moved in or out of that ISR (`failed`)."""
+    fetch from it was pending at the leader (`fetch_pending`: null when the log does not say), whether it had
+    reported the partition failed since it last moved in or out of that ISR (`failed`), and whether its broker was
+    shutting down (`shutdown`) or fenced by the controller (`fenced`) then (`lifecycle`)."""
     assert {"removed", "added", "isr_after", "leader"} <= set(changes.columns), changes.columns
     outs = changes.select("ts_ms", "topic", "partition", "leader", "isr_after", F.explode("removed").alias("r"),
                           "file", "line").select(
@@ -249,11 +286,14 @@ def removals(changes: DataFrame, events: DataFrame) -> DataFrame:
     failed = F.exists(F.coalesce("failed_at", F.array().cast("array<long>")),
                       lambda t: (t <= F.col("ts_ms")) & (t > since))
     all_followers_out = (F.size("isr_after") == 1) & F.array_contains("isr_after", F.col("leader"))
-    return moves.where(F.col("move") == "out").join(
-        F.broadcast(failures), ["topic", "partition", "replica"], "left").select(
+    state = lifecycle.state_of(F.col("replica"), F.col("ts_ms"))
+    outs = lifecycle.with_lifecycles(moves.where(F.col("move") == "out"), events)
+    return outs.join(F.broadcast(failures), ["topic", "partition", "replica"], "left").select(
         "ts_ms", "topic", "partition", "leader", "replica", "reason", "fetch_pending", failed.alias("failed"),
         F.coalesce(all_followers_out, F.lit(False)).alias("all_followers_out"),
-        F.when(F.col("next_move") == "in", F.col("next_ms") - F.col("ts_ms")).alias("back_ms"), "file", "line")
+        F.when(F.col("next_move") == "in", F.col("next_ms") - F.col("ts_ms")).alias("back_ms"),
+        F.coalesce(state == lifecycle.SHUTDOWN, F.lit(False)).alias("shutdown"),
+        F.coalesce(state == lifecycle.FENCED, F.lit(False)).alias("fenced"), "file", "line")
 
 
 def flapping(outs: DataFrame, flap_window_ms: int) -> DataFrame:
@@ -265,8 +305,10 @@ def flapping(outs: DataFrame, flap_window_ms: int) -> DataFrame:
 
 
 def assign_episodes(outs: DataFrame) -> DataFrame:
-    """Removals with an `episode` number: seconds with removals, split where the gap exceeds EPISODE_GAP_S."""
-    assert "ts_ms" in outs.columns, outs.columns
+    """Removals with an `episode` number: seconds with removals, split where the gap exceeds EPISODE_GAP_S. A
+    replica removed because its broker was shutting down is no fault: it has no episode, and is no flap."""
+    assert {"ts_ms", "shutdown"} <= set(outs.columns), outs.columns
+    outs = outs.where(~F.col("shutdown"))
     seconds = outs.select(F.floor(F.col("ts_ms") / 1000).alias("second")).distinct()
     in_time = Window.orderBy("second")
     new = F.when(F.col("second") - F.lag("second").over(in_time) <= EPISODE_GAP_S, 0).otherwise(1)
@@ -282,6 +324,8 @@ def blame(outs: DataFrame) -> DataFrame:
     """Each removal of a time group (`episode`, from `assign_episodes`) with the cause (`blame`) and the broker at
     fault (`at_fault`) that the removal or its group's pattern shows, checked in this order (null when none):
     - `failed`: the removed replica had reported the partition failed since it last moved (its own disk);
+    - `follower`: the removed replica's broker had been fenced by the controller (it stopped heartbeating: paused,
+      killed, cut off), whether it followed or led the partition;
     - `leader`: a fetch from the replica was pending at the leader when it was removed (insync's evidence), or,
       where the log does not say (Kafka, events before version 2), every follower of each partition the leader
       had removals on was removed in the group, at least two followers, none of them was removed by another
@@ -291,7 +335,7 @@ def blame(outs: DataFrame) -> DataFrame:
       and the removals that broker made itself as a leader in the group (a paused broker, resumed, drops the
       followers that could not fetch from it meanwhile).
     """
-    assert {"episode", "fetch_pending", "failed", "all_followers_out"} <= set(outs.columns), outs.columns
+    assert {"episode", "fetch_pending", "failed", "fenced", "all_followers_out"} <= set(outs.columns), outs.columns
     by_leader = Window.partitionBy("episode", "leader")
     by_replica = Window.partitionBy("episode", "replica")
     by_partition = Window.partitionBy("episode", "topic", "partition")
@@ -306,10 +350,11 @@ def blame(outs: DataFrame) -> DataFrame:
     pattern = (every(F.col("fetch_pending").isNull(), by_leader) & every(F.col("_emptied"), by_leader)
                & every(F.col("_one_leader"), by_leader) & (F.size(F.collect_set("replica").over(by_leader)) >= 2)
                & ~every(burst_like, by_leader))
-    first = (F.when(F.col("failed"), F.lit("failed"))
+    first = (F.when(F.col("failed"), F.lit("failed")).when(F.col("fenced"), F.lit("follower"))
              .when(F.coalesce("fetch_pending", F.lit(False)) | pattern, F.lit("leader")))
     marked = marked.withColumn("blame", first).withColumn(
-        "at_fault", F.when(F.col("blame") == "failed", F.col("replica")).when(F.col("blame") == "leader", F.col("leader")))
+        "at_fault", F.when(F.col("blame").isin("failed", "follower"), F.col("replica"))
+        .when(F.col("blame") == "leader", F.col("leader")))
     # Distinct partitions per replica among its unblamed removals, counted by marking each one's first removal:
     # a set collected over the window would be copied into every row (quadratic in an episode's removals).
     by_rest = Window.partitionBy("episode", "replica", "topic", "partition", F.col("blame").isNull()).orderBy(*_ORDER)
@@ -342,7 +387,10 @@ def _evidence() -> Column:
     removed, leaders = _ids_text(F.col("removed_brokers")), _ids_text(F.col("leaders"))
     named = F.array_join(F.col("topic_partitions"), ", ")
     cause = F.col("cause")
-    return (F.when(cause == "follower", F.format_string(
+    return (F.when((cause == "follower") & (F.col("fenced") > 0), F.format_string(
+                "broker %s fenced by the controller (it stopped heartbeating) and removed from %d partitions "
+                "(leaders %s) within %.1f s", removed, "partitions", leaders, span_s))
+            .when(cause == "follower", F.format_string(
                 "broker %s removed from %d partitions (leaders %s) within %.1f s", removed, "partitions", leaders,
                 span_s))
             .when((cause == "leader") & (F.col("pending") > 0), F.format_string(
@@ -375,6 +423,7 @@ def episodes(outs_with_episode: DataFrame, ends: DataFrame) -> DataFrame:
         F.array_sort(F.collect_set("replica")).alias("removed_brokers"),
         F.array_sort(F.collect_set("leader")).alias("leaders"),
         F.sum(F.coalesce("fetch_pending", F.lit(False)).cast("int")).alias("pending"),
+        F.sum(F.col("fenced").cast("int")).alias("fenced"),
         F.sum(F.col("back_ms").isNull().cast("int")).alias("not_back"), F.max("back_ms").alias("max_out_ms"),
         F.sum(F.coalesce(reason == "stuck", F.lit(False)).cast("int")).alias("stuck"),
         F.sum(F.coalesce(reason == "slow", F.lit(False)).cast("int")).alias("slow"),
@@ -389,7 +438,7 @@ def episodes(outs_with_episode: DataFrame, ends: DataFrame) -> DataFrame:
                       (F.col("end_ms") - F.col("start_ms")).alias("duration_ms"),
                       (F.col("not_back") > 0).alias("open_ended"), "cause", "broker_at_fault", "evidence",
                       "partitions", "removals", "topic_partitions", "removed_brokers", "leaders", "max_out_ms",
-                      "not_back", "pending", "stuck", "slow", "messages")
+                      "not_back", "pending", "stuck", "slow", "messages", "fenced")
 
 
 def per_broker(events: DataFrame, outs: DataFrame, episode_table: DataFrame, flap_window_ms: int) -> DataFrame:

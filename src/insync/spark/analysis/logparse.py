@@ -15,8 +15,7 @@ sorted (Kafka prints them unsorted).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -26,6 +25,22 @@ from pyspark.sql import types as T
 from insync.events import BROKER_LEVEL, EVENT_FIELDS, SCHEMA_VERSIONS_READ, EventType, LeaderChangeReason
 from insync.limits import ANALYSIS_MALFORMED_TEXT_CHARS_MAX
 from insync.spark.analysis.inputs import Inputs
+from insync.spark.analysis.kafka_lines import (
+    APPEND_ERROR_PHRASE,
+    BODY_RX,
+    BROKER_SHUTDOWN,
+    BROKER_STARTED,
+    CONTEXT_RX,
+    ISR_CHANGE_REFUSED,
+    ISR_UPDATE,
+    KINDS,
+    LOG4J_FORMAT,
+    LOG4J_RX,
+    PARTITION_CONTEXT_RX,
+    SEP,
+    SLOTS,
+    LineKind,
+)
 
 TS_MS_MAX = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later instants overflow Spark's timestamp
 
@@ -61,10 +76,14 @@ EVENT_SCHEMA = T.StructType([
     T.StructField("hw", T.LongType()), T.StructField("leo", T.LongType()),
     T.StructField("under_min_isr", T.BooleanType()), T.StructField("min_isr", T.IntegerType()),
     T.StructField("detail", T.StringType()), T.StructField("records", T.LongType()),
-    T.StructField("topic_id", T.StringType())])
+    T.StructField("topic_id", T.StringType()), T.StructField("partition_epoch", T.IntegerType()),
+    T.StructField("broker_id", T.IntegerType())])
 # `records`: how many records or requests an event is about (produce_rejected's count, one per Kafka rejection
 # line; unclean_recovery's records_lost). `topic_id`: a KRaft line's topic id; a line naming only the id takes the
 # topic name another line gives with it (`Leader t-0 with topic id Some(id) ...`), else the id as its topic.
+# `partition_epoch`: Kafka's partition epoch (ZooKeeper's zkVersion) of the state a line states, which orders what
+# brokers learn at different times. `broker_id`: the broker a broker-level event is about (fenced, unfenced, shut
+# down, started), not the one that logged it.
 EVENT_COLUMNS = tuple(f.name for f in EVENT_SCHEMA.fields)
 MALFORMED_COLUMNS = ("source", "file", "line", "reason", "text")
 # What parsing yields: every line that is an event, ignored or malformed; `reason` is null for an event, IGNORED
@@ -72,24 +91,6 @@ MALFORMED_COLUMNS = ("source", "file", "line", "reason", "text")
 PARSED_COLUMNS = (*EVENT_COLUMNS, "reason", "text")
 IGNORED = "ignored"
 
-# Types that only Kafka logs produce (insync reports these facts with its own types).
-ISR_UPDATE = "isr_update"  # the commit line `ISR updated to ...` (2.8+ has no expand line, only this)
-FOLLOWER_START = "follower_start"
-# Before 2.7 a leader wrote its ISR change to ZooKeeper itself; `Cached zkVersion [v] not equal to that in zookeeper,
-# skip updating ISR` says the write lost (the controller had changed the partition) and the ISR stayed as it was:
-# the shrink or expand line just before it, for that partition, did not happen (KAFKA-2729 loops on it).
-ISR_CHANGE_REFUSED = "isr_change_refused"
-# A broker (or KRaft controller) beginning or ending its shutdown: 0.10's `[Kafka Server 0], shutting down`, 1.x-3.x
-# ZooKeeper mode's `[KafkaServer id=1] shutting down` / `Starting controlled shutdown` / `shut down completed`, KRaft's
-# `[BrokerServer id=1] Transition from STARTED to SHUTTING_DOWN`, `[BrokerLifecycleManager id=1] Beginning controlled
-# shutdown.` and `[ControllerServer id=1] shutting down`. What its log said before is no evidence after it (`health`).
-BROKER_SHUTDOWN = "broker_shutdown"
-SHUTDOWN_PHRASES = ("shutting down", "shut down completed", "Starting controlled shutdown",
-                    "Beginning controlled shutdown.")
-# Who says it: the server (its context, or none while it starts: `shutting down (kafka.server.KafkaServer)`).
-SHUTDOWN_CONTEXT_RX = (r"^(?:\[(?:(?:Kafka|Broker|Controller)Server|BrokerLifecycleManager) id=\d+\] |"
-                       r"\[Kafka Server \d+\], (?:shutting down|shut down completed|Starting controlled shutdown)"
-                       r"(?: \(|$)|(?:shutting down|shut down completed)(?: \(|$))")
 
 # ---------------------------------------------------------------------------------------------------------------
 # Lines
@@ -229,126 +230,10 @@ def parse_insync(lines: DataFrame) -> DataFrame:
         j["hw"].alias("hw"), j["leo"].alias("leo"), F.lit(None).cast("boolean").alias("under_min_isr"),
         F.lit(None).cast("int").alias("min_isr"), F.coalesce(j["reason"], j["error"]).alias("detail"),
         F.coalesce(j["count"], j["records_lost"]).alias("records"), F.lit(None).cast("string").alias("topic_id"),
+        F.lit(None).cast("int").alias("partition_epoch"), F.col("r")["broker_id"].try_cast("int").alias("broker_id"),
         "reason", _malformed_text())
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Kafka server.log
-
-# `docker compose logs` puts `service  | ` before each line: the log4j line follows it unchanged.
-LOG4J_RX = r"^(?:[\w.-]+ *\| )?\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3})\] ([A-Z]+) (.*)$"
-LOG4J_FORMAT = "yyyy-MM-dd HH:mm:ss,SSS"
-# The message without its context (`[Partition t-0 broker=1] `, before 1.0 `Partition [t,0] on broker 1: `) and
-# log4j's `%c` suffix (` (kafka.cluster.Partition)`).
-OLD_CONTEXT = r"Partition \[[^\]]*\] on broker \d+"
-BODY_RX = rf"^(?:\[[^\]]*\] |{OLD_CONTEXT}: )?(.*?)(?: \([\w.$]+\))?$"
-CONTEXT_RX = rf"^(?:\[([^\]]*)\]|({OLD_CONTEXT}):) "
-# A line's context naming its partition: `Partition t-0 broker=1`, or before 1.0 `Partition [t,0] on broker 1`.
-PARTITION_CONTEXT_RX = r"^Partition (?:(.+)-(\d+) broker=|\[(.+),(\d+)\] on broker )\d+$"
-SEP = "\u0001"  # joins the captured groups of a line into one string, split once
-MIN_ISR_PHRASE = "min.isr requirement"
-APPEND_ERROR_PHRASE = "Error processing append operation"
-
-# Slots every kind's groups are rearranged into (empty when the line's wording has no such value).
-SLOTS = ("topic", "partition", "isr_before", "isr_after", "leader_epoch", "hw", "leo", "out_of_sync",
-         "commit_flag", "min_isr", "leader", "detail", "topic_id", "broker")
-
-
-@dataclass(frozen=True, slots=True)
-class LineKind:
-    name: str  # the event type it becomes
-    announce: Callable[[Column], Column]  # cheap test: the line claims to be this kind
-    pattern: str  # full-line pattern it must then match
-    groups: Mapping[str, int]  # slot -> capture group
-    # Who must say it: a pattern the message with its context must match too (a line said by another is ignored).
-    context: str | None = None
-
-    def claims(self, body: Column, msg: Column) -> Column:
-        """The line announces this kind (and is said by whom the kind requires)."""
-        announced = self.announce(body)
-        return announced if self.context is None else announced & msg.rlike(self.context)
-
-    def template(self) -> str:
-        return SEP.join(f"${self.groups[slot]}" if slot in self.groups else "" for slot in SLOTS)
-
-
-KINDS: tuple[LineKind, ...] = (
-    # Before 1.0 the shrink and expand lines name their partition again: `Shrinking ISR for partition [t,0] from`.
-    LineKind("isr_shrink", lambda b: b.startswith("Shrinking ISR "),
-             r"^Shrinking ISR (?:for partition \[[^\]]*\] )?from ([0-9,]*) to ([0-9,]*)(?:\. Leader: \(highWatermark: (-?\d+|unknown), "
-             r"endOffset: (-?\d+|unknown)\)\. Out of sync replicas: (.*?))?\.?$",
-             {"isr_before": 1, "isr_after": 2, "hw": 3, "leo": 4, "out_of_sync": 5}),
-    LineKind("isr_expand", lambda b: b.startswith("Expanding ISR "),
-             r"^Expanding ISR (?:for partition \[[^\]]*\] )?from ([0-9,]*) to ([0-9,]*)\.?$", {"isr_before": 1, "isr_after": 2}),
-    # 2.4-2.7 `[1,2] and zkVersion updated to [7]`, 2.8-3.4 `1,2 and version ...`, 3.5+ `1,2  and` or
-    # `1,2 (under-min-isr) and`: the group between the list and `and` tells which.
-    LineKind(ISR_UPDATE, lambda b: b.startswith("ISR updated to "),
-             r"^ISR updated to \[?([0-9,]*)\]?( \(under-min-isr\) |  | )and (?:zkVersion|version) updated to "
-             r"\[?\d+\]?\.?$", {"isr_after": 1, "commit_flag": 2}),
-    LineKind(ISR_CHANGE_REFUSED, lambda b: b.startswith("Cached zkVersion "),
-             r"^Cached zkVersion \[?-?\d+\]? not equal to that in zookeeper, skip updating ISR\.?$", {}),
-    # 3.3+: an AlterPartition the controller refused; the line restates the ISR that stays committed.
-    LineKind(ISR_UPDATE, lambda b: b.startswith("Failed to alter partition to ")
-             & b.contains(" reset to the latest committed state "),
-             r"^Failed to alter partition to .* since the controller rejected the request with \w+\. Partition state "
-             r"has been reset to the latest committed state CommittedPartitionState\(isr=Set\(([0-9, ]*)\),.*$",
-             {"isr_after": 1}),
-    LineKind("leader_change", lambda b: b.startswith("Leader ") & b.contains(" starts at leader epoch "),
-             r"^Leader (.+?)-(\d+)(?: with topic id (?:Some\()?([\w-]+)\)?)? starts at leader epoch (\d+) from offset "
-             r"(-?\d+) with (?:partition epoch \d+, )?high watermark (-?\d+),? ISR \[([0-9,]*)\].*$",
-             {"topic": 1, "partition": 2, "topic_id": 3, "leader_epoch": 4, "leo": 5, "hw": 6, "isr_after": 7}),
-    LineKind("leader_change", lambda b: b.contains(" starts at Leader Epoch "),  # 2.0-2.5
-             r"^(.+?)-(\d+) starts at Leader Epoch (\d+) from offset (-?\d+)\. Previous Leader Epoch was: -?\d+$",
-             {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4}),
-    # The ZooKeeper controller's unclean election (controller.log; 0.10 `[t,0]` and `3,4`, later `t-0` and `[3,4]`):
-    # the new leader is the ISR, and the records only the old ISR had are lost.
-    LineKind("leader_change", lambda b: b.contains("No broker in ISR is alive for "),
-             r"^(?:\[\w+\]: )?No broker in ISR is alive for \[(.+),(\d+)\]\. Elect leader ((\d+)) from live brokers "
-             r"[0-9,]+\. There's potential data (loss)\.$",
-             {"topic": 1, "partition": 2, "leader": 3, "isr_after": 4, "detail": 5}),
-    LineKind("leader_change", lambda b: b.contains("No broker in ISR is alive for "),
-             r"^(?:\[\w+\]: )?No broker in ISR is alive for (.+)-(\d+)\. Elect leader ((\d+)) from live brokers "
-             r"\[[0-9,]*\]\. There's potential data (loss)\.$",
-             {"topic": 1, "partition": 2, "leader": 3, "isr_after": 4, "detail": 5}),
-    # The KRaft controller's unclean election (PartitionChangeBuilder, 3.x and 4.x, which adds the previous partition
-    # and the change record): by topic id; the new leader alone is the ISR.
-    LineKind("leader_change", lambda b: b.startswith("Setting new leader for topicId ")
-             & b.contains(" using an unclean election"),
-             r"^Setting new leader for topicId ([\w-]+), partition (\d+) to (\d+) using an unclean (election)"
-             r"(?:\. Previous partition: .*)?$", {"topic_id": 1, "partition": 2, "leader": 3, "isr_after": 3, "detail": 4}),
-    LineKind(FOLLOWER_START, lambda b: b.startswith("Follower ") & b.contains(" starts at leader epoch "),
-             r"^Follower (.+?)-(\d+) starts at leader epoch (\d+) from offset (-?\d+) with "
-             r"(?:partition epoch \d+ and )?high watermark (-?\d+)\.(?: Current leader is (-?\d+)\.)?.*$",
-             {"topic": 1, "partition": 2, "leader_epoch": 3, "leo": 4, "hw": 5, "leader": 6}),
-    LineKind("produce_rejected", lambda b: b.contains(MIN_ISR_PHRASE),
-             r"^.*The size of the current ISR \w*[(\[]([0-9, ]*)[)\]] is insufficient to satisfy the min\.isr "
-             r"requirement of (\d+) for partition (.+)-(\d+)\s*$",
-             {"isr_after": 1, "min_isr": 2, "topic": 3, "partition": 4}),
-    LineKind("partition_failed", lambda b: b.contains(" marked as failed"),
-             r"^.*Partition (.+)-(\d+) marked as failed.*$", {"topic": 1, "partition": 2}),
-    # The ZooKeeper controller's state-change.log (TRACE before 2.6, INFO since KAFKA-8470). A failed election
-    # out of OfflinePartition leaves the partition offline, so it counts as offline too. It is listed before the
-    # online kind, whose announcement it also makes.
-    LineKind("partition_offline", lambda b: b.contains(" failed to change state for partition ")
-             & b.contains(" from OfflinePartition to OnlinePartition"),
-             r"^Controller \d+ epoch \d+ failed to change state for partition (.+)-(\d+) from OfflinePartition to "
-             r"OnlinePartition$", {"topic": 1, "partition": 2}),
-    LineKind("partition_offline", lambda b: b.startswith("Changed partition ") & b.endswith(" to OfflinePartition"),
-             r"^Changed partition (.+)-(\d+) state from \w+ to OfflinePartition$", {"topic": 1, "partition": 2}),
-    LineKind("partition_online", lambda b: b.startswith("Changed partition ")
-             & b.contains(" from OfflinePartition to OnlinePartition"),
-             r"^Changed partition (.+)-(\d+) (?:state )?from OfflinePartition to OnlinePartition(?: with .*)?$",
-             {"topic": 1, "partition": 2}),
-    # Only the server's own lines: a fetcher manager also logs `[ReplicaFetcherManager on broker 0] shutting down`.
-    # 0.10's server names itself with a comma, which is no context (`[Kafka Server 0], shutting down`): the broker
-    # id is taken from the line. Later versions' context (`[KafkaServer id=1] `) gives it.
-    LineKind(BROKER_SHUTDOWN, lambda b: b.isin(*SHUTDOWN_PHRASES)
-             | (b.startswith("Transition from ") & b.endswith(" to SHUTTING_DOWN"))
-             | (b.startswith("[Kafka Server ") & b.contains("], ")),
-             r"^(?:\[Kafka Server (\d+)\], )?(?:shutting down|shut down completed|Starting controlled shutdown|"
-             r"Beginning controlled shutdown\.|Transition from \w+ to SHUTTING_DOWN)$", {"broker": 1},
-             SHUTDOWN_CONTEXT_RX),
-)
 
 
 def _by_kind(value: Callable[[int, LineKind], Column]) -> Column:
@@ -390,7 +275,7 @@ def _with_context(k: DataFrame) -> DataFrame:
             .withColumn("context", context).drop("said")
             .withColumn("ctx_broker", F.regexp_extract(
                 "context", r"(?:(?:broker|Broker id|replicaId|Controller id|(?:Kafka|Broker|Controller)Server id"
-                           r"|BrokerLifecycleManager id)=|on broker )(\d+)", 1).try_cast("int")))
+                           r"|BrokerLifecycleManager id|KafkaRaftServer nodeId)=|on broker )(\d+)", 1).try_cast("int")))
 
 
 def _slot(name: str) -> Column:
@@ -429,6 +314,10 @@ def _kafka_fields() -> list[Column]:
     context = F.col("context")
     ctx_leader = F.regexp_extract(context, r"leaderId=(\d+)", 1)
     flag = _slot("commit_flag")
+    # A broker's own shutdown or start is about itself; the controller's lines name the broker.
+    broker = F.coalesce(_slot("broker").try_cast("int"), F.col("broker"))
+    broker_id = F.coalesce(_slot("broker_id").try_cast("int"),
+                           F.when(typ.isin(BROKER_SHUTDOWN, BROKER_STARTED), broker))
     under_min_isr = (F.when(F.col("body").contains("(under-min-isr)"), F.lit(True))
                      .when(flag == "  ", F.lit(False))
                      .when((typ == "leader_change") & F.col("body").contains("with partition epoch"), F.lit(False)))
@@ -438,11 +327,12 @@ def _kafka_fields() -> list[Column]:
               .when(typ == "partition_failed", F.when(ctx_leader != "", ctx_leader).try_cast("int")))
     return [
         F.col("ts"), F.unix_millis("ts").alias("ts_ms"), F.lit("kafka").alias("source"), F.col("file"),
-        F.col("line"), F.coalesce(_slot("broker").try_cast("int"), F.col("broker")).alias("broker"),
+        F.col("line"), broker.alias("broker"),
         F.coalesce(_slot("topic"), F.get("ctx_partition", 1)).alias("topic"),
         F.coalesce(_slot("partition"), F.get("ctx_partition", 0)).try_cast("int").alias("partition"),
         typ, leader.alias("leader"), _slot("leader_epoch").try_cast("int").alias("leader_epoch"),
-        F.col("isr_before"), F.col("isr_after"), F.lit(None).cast(INT_LIST).alias("replicas"),
+        F.col("isr_before"), F.col("isr_after"),
+        F.when(_slot("replicas").isNotNull(), _sorted_ids(_slot("replicas"))).alias("replicas"),
         _removed_from_shrink().alias("removed"),
         F.when(typ == "isr_expand", F.array_except("isr_after", "isr_before")).alias("added"),
         _slot("hw").try_cast("long").alias("hw"), _slot("leo").try_cast("long").alias("leo"),
@@ -450,6 +340,7 @@ def _kafka_fields() -> list[Column]:
         F.when(typ == "produce_rejected", F.lit("NOT_ENOUGH_REPLICAS"))
         .when(_slot("detail").isin("loss", "election"), F.lit(str(LeaderChangeReason.UNCLEAN))).alias("detail"),
         F.when(typ == "produce_rejected", F.lit(1)).cast("long").alias("records"), _slot("topic_id").alias("topic_id"),
+        _slot("partition_epoch").try_cast("int").alias("partition_epoch"), broker_id.alias("broker_id"),
     ]
 
 
