@@ -2,7 +2,7 @@
 made of the run's logs. Shared by the fixtures' test (tests/spark/test_kafka_log_truth.py, `make test`) and the
 live runs (tests/kafka_ref/test_kafka_log_truth_live.py, `make compat`).
 
-What must hold, for the run's topic:
+What must hold, for the run's topic (its own: the logs of several runs can be analysed together):
 - the episodes are exactly the fault's: its cause, the broker at fault and the partitions it left (a controlled
   shutdown makes none);
 - the leader changes between the fault and the ISRs whole again are exactly the partitions the broker led (a
@@ -64,7 +64,8 @@ def _name(row: dict[str, Any]) -> str:
 
 
 def _episodes(truth: dict[str, Any], found: list[dict[str, Any]]) -> list[str]:
-    got = sorted((e["cause"], e["broker_at_fault"], sorted(e["topic_partitions"])) for e in found)
+    mine = [e for e in found if any(p.rpartition("-")[0] == truth["topic"] for p in e["topic_partitions"])]
+    got = sorted((e["cause"], e["broker_at_fault"], sorted(e["topic_partitions"])) for e in mine)
     want = sorted((e["cause"], e["broker"], e["partitions"]) for e in truth["expected"]["episodes"])
     return [] if got == want else [f"episodes (cause, broker, partitions): {got}, expected {want}"]
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(600)
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka-logs"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 TRUTH_FIELDS = ("line", "type", "broker", "topic", "partition", "leader", "leader_epoch", "isr_before", "isr_after",
-                "detail")
+                "detail", "broker_id")
 
 
 def _logs(family: str) -> list[Path]:

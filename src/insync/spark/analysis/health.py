@@ -3,14 +3,14 @@ storm. Every step is a DataFrame transformation; only small aggregates ever reac
 - `isr_changes`: each partition's ISR as a time-ordered sequence; a change is a step whose members differ from
   the step before (one change read from two sources, or Kafka 2.x's commit line after its shrink, is not two).
 - `intervals`: under-replicated, under min ISR and offline, one mechanism: each piece of evidence is a
-  (partition, kind, time, state) row, an interval a maximal run of `true`. Shutdown is not an outage: an interval
-  cut by the end of a broker's log or by a Kafka broker's shutdown lines is `open_ended` or `broker_shutdown`,
-  one begun during a controlled shutdown `shutdown`, and none of them counts as outage time.
-- `removals`: one row per replica removed from an ISR, with how long it stayed out; a flapping episode is a
-  removal re-added within the flap window.
-- `episodes`: removals grouped in time (EPISODE_GAP_S), then by cause and the broker at fault: `failed`,
-  `leader` (fetches pending at the leader, or every follower of one leader removed: KIP-501's slow leader),
-  `follower`; the rest is one episode per group: `burst` (seed 001), insync's `stuck` or `slow`, or `unknown`.
+  (partition, kind, time, state) row, an interval a maximal run of `true`. Shutdown is no outage: an interval cut
+  by the end of a broker's log or its shutdown lines is `open_ended`, one begun by a controlled shutdown `shutdown`.
+- `removals`: one row per replica removed from an ISR, with how long it stayed out and what its broker was doing
+  (`lifecycle`); a flapping episode is a removal re-added within the flap window, a shutdown's is none.
+- `episodes`: removals (but a shutdown's) grouped in time (EPISODE_GAP_S), then by cause and the broker at fault:
+  `failed`, `follower` (fenced by the controller, or out of several partitions), `leader` (fetches pending at the
+  leader, or every follower of one leader removed: KIP-501's slow leader); the rest is one episode per group:
+  `burst` (seed 001), insync's `stuck` or `slow`, or `unknown`.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ def _current(steps: DataFrame, by_partition: WindowSpec) -> DataFrame:
 
 def isr_changes(steps: DataFrame) -> DataFrame:
     """Shrinks and expands: ISR steps that change the members. A Kafka broker's `Leader ... starts at leader epoch`
-    line states the ISR its controller left (a replica it fenced is gone); insync reports its controller's changes
-    with their own events, and its leader changes are none."""
+    line states the ISR its controller left (a replica it fenced is gone); insync's `leader_change` events are not
+    counted (its leaders report their shrinks and expands as events of their own)."""
     removed_ids = F.array_except("isr_before", "isr_after")
     added_ids = F.array_except("isr_after", "isr_before")
 
