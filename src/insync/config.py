@@ -8,7 +8,7 @@ over the static ones, as in Kafka: a cluster-wide default and a per-broker value
 `BrokerConfig.with_dynamic` gives the effective config and `BrokerConfig.synonyms` where each value comes from
 (Kafka's `ConfigSource`). Each `BrokerConfig` types its settings once into frozen objects (`replication`,
 `node`, `lifecycle`, `controller`, `storage`, `groups`, `listeners`, `sockets`, `authorizer`, `auto_create`,
-`events`), which
+`events`, `cleaner`), which
 the cores take instead of reading keys by name. The names the rest of
 insync imports about configuration are importable from here.
 """
@@ -46,7 +46,7 @@ from insync.properties import ConfigError, parse_overrides, parse_properties
 # The names the rest of insync imports from here; each is defined in the module it comes from.
 __all__ = [
     "DYNAMIC_BROKER_CONFIGS", "LONG_MAX", "THROTTLED_REPLICAS_KEYS", "TOPIC_CONFIGS", "TOPIC_TO_BROKER", "BrokerConfig",
-    "AuthorizerConfig", "AutoCreateConfig", "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "ControllerConfig",
+    "AuthorizerConfig", "AutoCreateConfig", "CleanerConfig", "ConfigChange", "ConfigError", "ConfigOp", "ConfigSource", "ControllerConfig",
     "EventsTopicConfig",
     "FetcherConfig", "GroupCoordinatorConfig", "LifecycleConfig", "ListenerConfig", "LogConfig", "NodeConfig",
     "NotDynamicError",
@@ -64,7 +64,7 @@ class BrokerConfig:
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
     __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "controller", "storage", "groups",
-                 "listeners", "sockets", "authorizer", "auto_create", "events", "node")
+                 "listeners", "sockets", "authorizer", "auto_create", "events", "node", "cleaner")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -93,6 +93,7 @@ class BrokerConfig:
         self.storage = StorageConfig(self.get_int("log.retention.check.interval.ms"),
                                      self.get_bool("fault.injection.power.loss.enable"))
         self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
+        self.cleaner: CleanerConfig = _cleaner_config(self)
         self.listeners: ListenerConfig = _listener_config(self)
         self.sockets = SocketConfig(self.get_int("socket.request.max.bytes"), self.get_int("socket.send.buffer.bytes"))
         self.authorizer = AuthorizerConfig(
@@ -138,6 +139,11 @@ class BrokerConfig:
         value = self.get(name)
         assert isinstance(value, int) and not isinstance(value, bool), f"{name} is not an integer"
         return value
+
+    def get_float(self, name: str) -> float:
+        value = self.get(name)
+        assert isinstance(value, float | int) and not isinstance(value, bool), f"{name} is not a number"
+        return float(value)
 
     def get_bool(self, name: str) -> bool:
         value = self.get(name)
@@ -188,6 +194,11 @@ class BrokerConfig:
             index_size_max_bytes=self.get_int("log.index.size.max.bytes"),
             min_insync_replicas=int(pick("min.insync.replicas")),  # type: ignore[call-overload]
             unclean_leader_election=bool(pick("unclean.leader.election.enable")),
+            cleanup_policy=tuple(pick("cleanup.policy")),  # type: ignore[arg-type]
+            delete_retention_ms=int(pick("delete.retention.ms")),  # type: ignore[call-overload]
+            min_cleanable_dirty_ratio=float(pick("min.cleanable.dirty.ratio")),  # type: ignore[arg-type]
+            min_compaction_lag_ms=int(pick("min.compaction.lag.ms")),  # type: ignore[call-overload]
+            max_compaction_lag_ms=int(pick("max.compaction.lag.ms")),  # type: ignore[call-overload]
         )
 
 
@@ -206,6 +217,21 @@ class LogConfig:
     index_size_max_bytes: int = 10485760
     min_insync_replicas: int = 1
     unclean_leader_election: bool = False
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    delete_retention_ms: int = 86400000  # how long a tombstone outlives the clean that first saw it
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+
+    @property
+    def compact(self) -> bool:
+        """The log cleaner keeps only the last record of each key (cleanup.policy has compact)."""
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """Retention by time and size deletes old segments (cleanup.policy has delete)."""
+        return "delete" in self.cleanup_policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +347,35 @@ class StorageConfig:
 
     def __post_init__(self) -> None:
         assert self.retention_check_interval_ms > 0, self
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """The log cleaner's settings, as Kafka's CleanerConfig gathers them (`log.cleaner.*`)."""
+
+    enable: bool  # log.cleaner.enable
+    threads: int  # log.cleaner.threads
+    dedupe_buffer_bytes: int  # log.cleaner.dedupe.buffer.size, over all threads
+    dedupe_buffer_load_factor: float  # log.cleaner.io.buffer.load.factor
+    io_buffer_bytes: int  # log.cleaner.io.buffer.size, over all threads
+    io_max_bytes_per_second: float  # log.cleaner.io.max.bytes.per.second
+    backoff_ms: int  # log.cleaner.backoff.ms
+
+    def __post_init__(self) -> None:
+        assert self.threads >= 0 and self.backoff_ms >= 0, self
+        assert self.io_max_bytes_per_second > 0, self
+
+
+def _cleaner_config(config: BrokerConfig) -> CleanerConfig:
+    return CleanerConfig(
+        enable=config.get_bool("log.cleaner.enable"),
+        threads=config.get_int("log.cleaner.threads"),
+        dedupe_buffer_bytes=config.get_int("log.cleaner.dedupe.buffer.size"),
+        dedupe_buffer_load_factor=config.get_float("log.cleaner.io.buffer.load.factor"),
+        io_buffer_bytes=config.get_int("log.cleaner.io.buffer.size"),
+        io_max_bytes_per_second=config.get_float("log.cleaner.io.max.bytes.per.second"),
+        backoff_ms=config.get_int("log.cleaner.backoff.ms"),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,8 +96,8 @@ class ConfigDef:
             raise self.invalid(raw, f"Value must be no more than {self.bound_text(self.max)}")
 
     def bound_text(self, bound: float) -> str:
-        """A bound as Java prints the Number of Kafka's Range validator."""
-        return str(float(bound)) if self.type == "double" else str(int(bound))
+        """A bound as Java prints the Number of Kafka's Range validator (`between(0, 1)` holds Integers)."""
+        return str(bound) if self.type == "double" and isinstance(bound, float) else str(int(bound))
 
 
 def config_text(value: object) -> str:
@@ -129,6 +129,9 @@ TOPIC_TO_BROKER: dict[str, str] = {
     "cleanup.policy": "log.cleanup.policy",
     "compression.type": "compression.type",
     "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
 }
 
 BROKER_CONFIGS: dict[str, ConfigDef] = {
@@ -235,15 +238,30 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.flush.scheduler.interval.ms", "long", LONG_MAX, "log.flush.interval.ms when unset.", min=0),
         _d("log.message.timestamp.type", "string", "CreateTime", "Record timestamp type.",
            allowed=("CreateTime", "LogAppendTime")),
-        _d("log.cleanup.policy", "list", ("delete",), "Only delete is implemented.", allowed=("delete",),
-           refused=(("compact", "insync does not implement log compaction; the only cleanup policy is delete"),)),
-        # Accepted and described as Kafka's, for the clients and tools that set them; insync departs from Kafka:
-        # batches are stored as the producer compressed them (Kafka's "producer"), and without log compaction
-        # there are no tombstones for delete.retention.ms to expire.
+        _d("log.cleanup.policy", "list", ("delete",), "delete (retention by time and size), compact (keep the last "
+           "record of each key), or both.", allowed=("compact", "delete")),
+        # Accepted and described as Kafka's, for the clients and tools that set it; insync departs from Kafka:
+        # batches are stored as the producer compressed them (Kafka's "producer").
         _d("compression.type", "string", "producer", "Accepted; batches stay as the producer compressed them.",
            allowed=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-        _d("log.cleaner.delete.retention.ms", "long", 86400000,
-           "Accepted; insync has no log compaction, so no tombstones to expire.", min=0),
+        # The log cleaner (Kafka's CleanerConfig): compaction of logs whose cleanup.policy includes compact.
+        _d("log.cleaner.enable", "bool", True, "Run the log cleaner; without it compacted topics are not cleaned "
+           "and grow."),
+        _d("log.cleaner.threads", "int", 1, "Background threads cleaning logs.", min=0),
+        _d("log.cleaner.dedupe.buffer.size", "long", 134217728, "Memory of the offset maps (key hash to last "
+           "offset) over all cleaner threads; a log with more keys is cleaned in several passes."),
+        _d("log.cleaner.io.buffer.load.factor", "double", 0.9, "How full an offset map may become."),
+        _d("log.cleaner.io.buffer.size", "int", 524288, "Memory of the cleaner's read and write buffers.", min=0),
+        _d("log.cleaner.io.max.bytes.per.second", "double", 1.7976931348623157e308, "The cleaners' read plus write "
+           "rate, averaged."),
+        _d("log.cleaner.backoff.ms", "long", 15000, "How long a cleaner sleeps when no log needs cleaning.", min=0),
+        _d("log.cleaner.min.cleanable.ratio", "double", 0.5, "Dirty bytes over all bytes (below the first "
+           "uncleanable offset) above which a log is cleaned.", min=0, max=1),
+        _d("log.cleaner.delete.retention.ms", "long", 86400000, "How long a tombstone stays after its segment "
+           "was first cleaned.", min=0),
+        _d("log.cleaner.min.compaction.lag.ms", "long", 0, "The least time a record stays uncompacted.", min=0),
+        _d("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "The most time a record stays ineligible for "
+           "compaction.", min=1),
         # Consumer groups (the group coordinator and `__consumer_offsets`)
         _d("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", min=1, max=1000),
         _d("offsets.topic.replication.factor", "int", 3, "Replication factor of __consumer_offsets; it is not "

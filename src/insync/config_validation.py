@@ -109,7 +109,20 @@ def validate_topic_configs(raw: Mapping[str, object]) -> dict[str, object]:
         if replicas != ("*",) and not all(_THROTTLED_REPLICA.match(r) for r in replicas):
             raise TOPIC_CONFIGS[key].invalid(raw[key], "must be the literal '*' or a list of replicas in the "
                                              "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    _check_compaction_lags(values)
     return values
+
+
+def _check_compaction_lags(values: Mapping[str, object]) -> None:
+    """Kafka's `LogConfig.validateValues`: a record may not be protected from compaction for longer than the
+    lag that forces it; a key the set leaves alone counts at Kafka's default (0, Long.MAX_VALUE)."""
+    least, most = values.get("min.compaction.lag.ms"), values.get("max.compaction.lag.ms")
+    least = 0 if least is None else least
+    most = BROKER_CONFIGS["log.cleaner.max.compaction.lag.ms"].default if most is None else most
+    assert isinstance(least, int) and isinstance(most, int)
+    if least > most:
+        raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({least}) > "
+                          f"max.compaction.lag.ms ({most})")
 
 
 class ConfigOp(IntEnum):

@@ -1,7 +1,7 @@
 """Admin requests librdkafka's own test suite (0081_admin, `make compat`) makes, answered as Kafka 4.0 answers
 them, with confluent-kafka's AdminClient: CreateTopics with validate_only checks everything (an unknown config key
-is INVALID_CONFIG) and creates nothing; the topic configs compression.type and delete.retention.ms are accepted
-and described."""
+is INVALID_CONFIG) and creates nothing; the topic configs compression.type, delete.retention.ms and the cleaner's
+are accepted and described."""
 
 from __future__ import annotations
 
@@ -43,30 +43,25 @@ def test_compression_type_and_delete_retention_are_topic_configs(insync_cluster:
     assert entries["compression.type"].value == "lz4" and entries["delete.retention.ms"].value == "900"
 
 
-def test_a_compacted_topic_is_refused_with_kafkas_invalid_config(insync_cluster: ClusterSpec) -> None:
-    """insync has no log compaction: cleanup.policy=compact is refused at creation and by both alterations, with
-    INVALID_CONFIG in Kafka's words and the reason; nothing is created or changed."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry  # type: ignore[attr-defined]
-
+def test_a_compacted_topic_is_created_and_conflicting_lags_are_refused(insync_cluster: ClusterSpec) -> None:
+    """cleanup.policy=compact is a topic config as in Kafka; min.compaction.lag.ms above max.compaction.lag.ms is
+    INVALID_CONFIG in Kafka's words, and nothing is changed."""
     admin = AdminClient({"bootstrap.servers": insync_cluster.bootstrap})
-    wording = ("Invalid value compact for configuration cleanup.policy: insync does not implement log compaction; "
-               "the only cleanup policy is delete")
-    created = admin.create_topics([NewTopic("compat-compacted", 1, 1, config={"cleanup.policy": "compact"})],
-                                  operation_timeout=10)
-    with pytest.raises(Exception) as refused:
-        created["compat-compacted"].result(timeout=10)
-    assert (refused.value.args[0].code(), refused.value.args[0].str()) == (KafkaError.INVALID_CONFIG, wording)
-    assert "compat-compacted" not in admin.list_topics(timeout=10).topics
-
-    admin.create_topics([NewTopic("compat-deleting", 1, 1)], operation_timeout=10)["compat-deleting"].result(10)
-    resource = ConfigResource("topic", "compat-deleting")
-    wait_until(lambda: admin.describe_configs([resource])[resource].result(timeout=10) is not None, 10,
-               "the new topic described")
-    incremental = ConfigResource("topic", "compat-deleting", incremental_configs=[
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
-    legacy = ConfigResource("topic", "compat-deleting", set_config={"cleanup.policy": "compact,delete"})
-    for futures in (admin.incremental_alter_configs([incremental]), admin.alter_configs([legacy])):
-        with pytest.raises(Exception) as altered:
-            list(futures.values())[0].result(timeout=10)
-        assert (altered.value.args[0].code(), altered.value.args[0].str()) == (KafkaError.INVALID_CONFIG, wording)
-    assert admin.describe_configs([resource])[resource].result(timeout=10)["cleanup.policy"].value == "delete"
+    created = admin.create_topics([NewTopic("compat-compacted", 1, 1, config={
+        "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "max.compaction.lag.ms": "1000"})],
+        operation_timeout=10)
+    created["compat-compacted"].result(timeout=10)
+    resource = ConfigResource("topic", "compat-compacted")
+    described: list[dict] = []
+    wait_until(lambda: described.append(admin.describe_configs([resource])[resource].result(timeout=10)) is None,
+               10, "the new topic's configs described")
+    assert described[-1]["cleanup.policy"].value == "compact"
+    assert described[-1]["min.cleanable.dirty.ratio"].value == "0.01"
+    legacy = ConfigResource("topic", "compat-compacted", set_config={
+        "cleanup.policy": "compact,delete", "min.compaction.lag.ms": "5000", "max.compaction.lag.ms": "1000"})
+    with pytest.raises(Exception) as altered:
+        list(admin.alter_configs([legacy]).values())[0].result(timeout=10)
+    assert (altered.value.args[0].code(), altered.value.args[0].str()) == (
+        KafkaError.INVALID_CONFIG, "conflict topic config setting min.compaction.lag.ms (5000) > "
+                                   "max.compaction.lag.ms (1000)")
+    assert admin.describe_configs([resource])[resource].result(timeout=10)["cleanup.policy"].value == "compact"

@@ -135,8 +135,12 @@ def test_altered_topic_configs_set_delete_append_subtract() -> None:
                                                     "true or false"),
     (("min.insync.replicas", 0, None), "null value for min.insync.replicas"),
     (("retention.ms", 2, "5"), "APPEND applies to list configs only; retention.ms is long"),
-    (("cleanup.policy", 2, "compact"), "Invalid value compact for configuration cleanup.policy: insync does not "
-                                          "implement log compaction"),
+    (("cleanup.policy", 2, "shrink"), "Invalid value shrink for configuration cleanup.policy: String must be one "
+                                         "of: compact, delete"),
+    (("min.cleanable.dirty.ratio", 0, "1.5"), "Invalid value 1.5 for configuration min.cleanable.dirty.ratio: Value "
+                                              "must be no more than 1"),
+    (("max.compaction.lag.ms", 0, "0"), "Invalid value 0 for configuration max.compaction.lag.ms: Value must be at "
+                                        "least 1"),
 ])
 def test_altered_topic_configs_errors_name_the_key(change: tuple[str, int, str | None], message: str) -> None:
     from insync.config import ConfigChange, ConfigOp, altered_topic_configs
@@ -144,6 +148,31 @@ def test_altered_topic_configs_errors_name_the_key(change: tuple[str, int, str |
     key, op, value = change
     with pytest.raises(ConfigError, match=message):
         altered_topic_configs({}, [ConfigChange("retention.ms", ConfigOp.SET, "5"), ConfigChange(key, ConfigOp(op), value)])
+
+
+def test_compaction_lags_conflict_in_kafkas_words() -> None:
+    from insync.config import validate_topic_configs
+
+    with pytest.raises(ConfigError, match=r"^conflict topic config setting min.compaction.lag.ms \(10\) > "
+                                          r"max.compaction.lag.ms \(5\)$"):
+        validate_topic_configs({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
+    assert validate_topic_configs({"min.compaction.lag.ms": "10"}) == {"min.compaction.lag.ms": 10}
+
+
+def test_cleaner_settings_have_kafkas_names_and_defaults() -> None:
+    config = BrokerConfig()
+    cleaner = config.cleaner
+    assert (cleaner.enable, cleaner.threads, cleaner.dedupe_buffer_bytes, cleaner.backoff_ms) == (
+        True, 1, 134217728, 15000)
+    assert cleaner.io_max_bytes_per_second == 1.7976931348623157e308 and cleaner.dedupe_buffer_load_factor == 0.9
+    log = config.log_config()
+    assert (log.cleanup_policy, log.min_cleanable_dirty_ratio, log.min_compaction_lag_ms, log.max_compaction_lag_ms,
+            log.delete_retention_ms) == (("delete",), 0.5, 0, 2**63 - 1, 86400000)
+    assert (log.delete, log.compact) == (True, False)
+    topic = BrokerConfig({"log.cleaner.min.cleanable.ratio": "0.1"}).log_config(
+        {"cleanup.policy": "compact,delete", "min.compaction.lag.ms": "100"})
+    assert (topic.compact, topic.delete, topic.min_cleanable_dirty_ratio, topic.min_compaction_lag_ms) == (
+        True, True, 0.1, 100)
 
 
 def test_dynamic_layers_over_static_settings_with_their_sources() -> None:

@@ -76,6 +76,8 @@ class PartitionProduceResult:
     error: KafkaError
     base_offset: Offset
     log_start_offset: Offset = Offset(-1)  # -1 where Kafka answers no log (see broker.produce)
+    # INVALID_RECORD's words, with the index of the batch (always 0: one batch a partition) as a record error
+    error_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

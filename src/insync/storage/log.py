@@ -22,7 +22,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Concatenate, ParamSpec, TypeVar
 
 from insync import errors
@@ -30,7 +30,14 @@ from insync.clock import Clock, SystemClock
 from insync.config import LogConfig
 from insync.errors import KafkaException
 from insync.limits import SEGMENTS_PER_PARTITION_MAX
-from insync.protocol.records import BatchHeader, iter_batches, stamp, validate_batches
+from insync.protocol.records import (
+    BatchHeader,
+    InvalidRecordError,
+    decode_records,
+    iter_batches,
+    stamp,
+    validate_batches,
+)
 from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
 from insync.storage.disk import Disk, RealDisk
 from insync.storage.index import RELATIVE_OFFSET_MAX
@@ -243,6 +250,8 @@ class Log:
         """Validate the produced batch, give it the next offsets and `leader_epoch`, and append it."""
         assert leader_epoch >= 0
         (header,) = validate_batches(records, max_message_bytes=self.config.max_message_bytes)
+        if self.config.compact:
+            self._check_keys(records)
         base_offset = self.log_end_offset
         buffer = bytearray(records)  # the one copy: stamping writes into it, the caller's bytes stay as sent
         stamp(buffer, 0, base_offset=base_offset, partition_leader_epoch=leader_epoch)
@@ -250,6 +259,13 @@ class Log:
         info = self._append(buffer, [stamped])
         self._assign_epochs([(leader_epoch, base_offset)])
         return info
+
+    def _check_keys(self, records: bytes | bytearray | memoryview) -> None:
+        """A compacted log keeps the last record of each key: a record without one is refused (Kafka's
+        LogValidator, INVALID_RECORD, in its words)."""
+        if any(record.key is None for record in decode_records(records)):
+            raise InvalidRecordError(errors.BY_NAME["INVALID_RECORD"], "Compacted topic cannot accept message without key in "
+                                     f"topic partition {PurePosixPath(self.directory).name}")
 
     @_writes
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
@@ -472,6 +488,8 @@ class Log:
         a segment goes only when its successor starts at or below the high watermark), so the log start never
         passes it: what no follower may have yet stays. Returns how many were deleted."""
         assert high_watermark <= self.log_end_offset, (high_watermark, self.log_end_offset)
+        if not self.config.delete:  # cleanup.policy=compact alone: the cleaner, not retention, keeps it small
+            return 0
         deleted = 0
         retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
         excess_bytes = self.size_bytes - retention_bytes if retention_bytes >= 0 else -1

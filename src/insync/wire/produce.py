@@ -21,7 +21,16 @@ from insync.broker.messages import ProduceRequest, ProduceResponse
 from insync.metadata.image import MetadataImage
 from insync.protocol import produce_response
 from insync.protocol.codec import DecodedRequest, EncodedBody
-from insync.protocol.kio import NO_THROTTLE, build, check_body, code, millis, nested, response_class
+from insync.protocol.kio import (
+    NO_THROTTLE,
+    build,
+    check_body,
+    code,
+    field_names,
+    millis,
+    nested,
+    response_class,
+)
 from insync.types import TopicPartition
 from insync.wire.entities import (
     NEW_LEADER_ERRORS,
@@ -74,18 +83,23 @@ def encode_response(response: ProduceResponse, decoded: Decoded[ProduceRequest],
                     image: MetadataImage | None = None) -> Any:
     """The Kafka response; with `image`, partitions refused for leadership name the current leader (KIP-951)."""
     assert response.correlation_id == decoded.request.correlation_id, (response, decoded.request)
-    if not decoded.rejected and all(r.error not in NEW_LEADER_ERRORS for r in response.results):
+    if not decoded.rejected and all(r.error not in NEW_LEADER_ERRORS and r.error_message is None
+                                    for r in response.results):
         return _encode_plain(response, decoded)
     cls = response_class(PRODUCE, decoded.version)
     partition_cls = nested(cls, "PartitionProduceResponse")
 
-    def partition(tp: TopicPartition, error: errors.KafkaError, base_offset: int, log_start_offset: int) -> Any:
+    def partition(tp: TopicPartition, error: errors.KafkaError, base_offset: int, log_start_offset: int,
+                  message: str | None = None) -> Any:
+        record_errors = () if message is None or "record_errors" not in field_names(partition_cls) else (
+            build(nested(partition_cls, "BatchIndexAndErrorMessage"), batch_index=0, batch_index_error_message=message),)
         return build(partition_cls, index=tp.partition, error_code=code(error), base_offset=base_offset,
-                     log_append_time=None, log_start_offset=log_start_offset, record_errors=(),
-                     **current_leader(partition_cls, image, tp.topic, tp.partition, error))
+                     log_append_time=None, log_start_offset=log_start_offset, record_errors=record_errors,
+                     error_message=message, **current_leader(partition_cls, image, tp.topic, tp.partition, error))
 
     items = [(decoded.key(r.topic_partition.topic),
-              partition(r.topic_partition, r.error, r.base_offset, r.log_start_offset)) for r in response.results]
+              partition(r.topic_partition, r.error, r.base_offset, r.log_start_offset, r.error_message))
+             for r in response.results]
     items.extend((r.topic, partition(TopicPartition(r.topic.name or "", r.partition), r.error, -1, -1))
                  for r in decoded.rejected)
     topics = topic_entities(nested(cls, "TopicProduceResponse"), "partition_responses", group(items))

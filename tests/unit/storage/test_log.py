@@ -236,3 +236,25 @@ def test_read_error_fails_only_that_read() -> None:
     assert info.value.error == errors.KAFKA_STORAGE_ERROR and not log.offline
     disk.clear_faults()
     assert bases(log.read(0, 100).records) == [0]
+
+
+def test_a_compacted_log_refuses_records_without_a_key_in_kafkas_words() -> None:
+    log = Log.open(DIR, LogConfig(cleanup_policy=("compact",)), MemoryDisk(), clock=ManualClock())
+    log.append_as_leader(build_batch([(b"k", b"v"), (b"k", None)]), leader_epoch=0)  # a tombstone has a key
+    with pytest.raises(KafkaException) as refused:
+        log.append_as_leader(build_batch([(b"k", b"v"), (None, b"v")]), leader_epoch=0)
+    assert refused.value.error is errors.BY_NAME["INVALID_RECORD"]
+    assert refused.value.detail == "Compacted topic cannot accept message without key in topic partition t-0"
+    assert log.log_end_offset == 2
+
+
+def test_compact_alone_keeps_segments_past_retention() -> None:
+    clock = ManualClock()
+    log = Log.open(DIR, LogConfig(cleanup_policy=("compact",), retention_ms=10), MemoryDisk(), clock=clock)
+    log.append_as_leader(batch(1), leader_epoch=0)
+    log.roll()
+    log.append_as_leader(batch(1), leader_epoch=0)
+    clock.advance(10_000_000_000_000)
+    assert log.apply_retention(clock.now_ms(), high_watermark=2) == 0
+    log.update_config(LogConfig(cleanup_policy=("compact", "delete"), retention_ms=10))
+    assert log.apply_retention(clock.now_ms(), high_watermark=2) == 1
