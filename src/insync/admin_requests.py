@@ -8,8 +8,8 @@
 - `delete_group_offsets`: OffsetDelete to the group's coordinator, retried while it moves or loads.
 - `describe_broker_configs` and `alter_broker_configs`: DescribeConfigs v4 and IncrementalAlterConfigs v1 of one
   BROKER resource, including "" (the cluster-wide defaults), which the client libraries refuse to name.
-- `alter_partition_reassignments`, `list_partition_reassignments`; `leaders_known`: Metadata v4 of one topic
-  asked of one broker, for what that broker itself has applied.
+- `alter_partition_reassignments`, `list_partition_reassignments`; `metadata_partitions` and `leaders_known`:
+  Metadata v7 of one topic asked of one broker, for what that broker itself has applied.
 One short blocking connection per request; an unreachable broker raises, Kafka error codes are returned.
 """
 
@@ -34,7 +34,7 @@ from insync.wire import sasl_exchange
 
 DESCRIBE_TOPIC_PARTITIONS, OFFSET_FOR_LEADER_EPOCH, LIST_OFFSETS = 75, 23, 2
 FIND_COORDINATOR, OFFSET_DELETE = 10, 47
-METADATA, METADATA_VERSION = 3, 4  # Kafka 1.0 first answered v4, Kafka 4 still does (KIP-896 kept it)
+METADATA, METADATA_VERSION = 3, 7  # with each partition's leader epoch; Kafka 2.0 to 4.x answer v7
 FIND_COORDINATOR_VERSION = 4  # coordinator_keys; Kafka 4 and insync
 COORDINATOR_ATTEMPTS = 10
 COORDINATOR_BACKOFF_S = 0.5
@@ -247,12 +247,22 @@ def alter_partition_reassignments(address: str, targets: Mapping[tuple[str, int]
 def leaders_known(address: str, topic: str, timeout_s: float) -> int | None:
     """How many partitions of `topic` the broker at `address` knows a leader for, from its own metadata; None when
     it does not know the topic (or answers it with an error)."""
+    rows = metadata_partitions(address, topic, timeout_s)
+    return None if rows is None else sum(1 for row in rows if row.leader >= 0)
+
+
+def metadata_partitions(address: str, topic: str, timeout_s: float) -> list[PartitionDescription] | None:
+    """`topic`'s partitions as the broker at `address` has them in its own metadata (Metadata v7, which every Kafka
+    since 2.0 answers, ZooKeeper-mode ones too, where DescribeTopicPartitions does not exist); None when it does not
+    know the topic (or answers it with an error). Metadata carries no ELR."""
     cls = request_class(METADATA, METADATA_VERSION)
     body = request(address, build(cls, topics=(build(nested(cls, "MetadataRequestTopic"), name=topic),),
                                   allow_auto_topic_creation=False), timeout_s)
     for answer in body.topics:
         if answer.name == topic and error_of(answer.error_code) is errors.NONE:
-            return sum(1 for p in answer.partitions if int(p.leader_id) >= 0)
+            return [PartitionDescription(topic, "", int(p.partition_index), int(p.leader_id), int(p.leader_epoch),
+                                         tuple(p.replica_nodes), tuple(p.isr_nodes), (), (), tuple(p.offline_replicas))
+                    for p in answer.partitions]
     return None
 
 

@@ -16,13 +16,16 @@ Each node is `java ... kafka.Kafka server.properties` with a small heap, the rel
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from insync.admin_requests import PartitionDescription
 from insync.chaos import kafka_dist, secure
 from insync.config import ConfigError
+from insync.waiting import wait_until
 
 ENGINE_INSYNC = "insync"
 ZOOKEEPER_ROLE = "zookeeper"
@@ -36,6 +39,10 @@ ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 CONFIG_FILE_NAME = "server.properties"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+# A killed ZooKeeper-mode broker stays registered until ZooKeeper expires its session (zookeeper.session.timeout.ms,
+# 18 s by default; ZooKeeper may round it up to 20 ticks).
+SESSION_EXPIRY_WAIT_S = 90.0
+ZOOKEEPER_CONNECT_S = 10.0
 
 
 def parse_engine(engine: str) -> str:
@@ -161,3 +168,52 @@ def settings_lines(dist: kafka_dist.KafkaDist) -> list[str]:
             f"heaps: {heaps}; JVM: {' '.join(JVM_OPTS)}",
             "each node: server.properties, server.log, controller.log, state-change.log, stdout.log in DIR/node-<id>,"
             " data in DIR/node-<id>/data, JMX on its metrics port"]
+
+
+class ZooKeeperState:
+    """What a ZooKeeper-mode Kafka cluster's controller wrote to ZooKeeper of a topic's partitions (each one's
+    leader, leader epoch and ISR in `/brokers/topics/T/partitions/P/state`, a leader without a registration in
+    `/brokers/ids` being none): the controller's own view, which stays readable when the brokers cannot be
+    reached."""
+
+    def __init__(self, zookeeper: str) -> None:
+        from kazoo.client import KazooClient
+
+        self.client = KazooClient(hosts=zookeeper, timeout=ZOOKEEPER_CONNECT_S)
+        self.client.start(timeout=ZOOKEEPER_CONNECT_S)
+
+    def partitions(self, topic: str) -> list[PartitionDescription]:
+        """The topic's partitions, [] before the controller has written them; a ZooKeeper error is an OSError."""
+        from kazoo.exceptions import KazooException
+
+        try:
+            assigned = self.client.get(f"/brokers/topics/{topic}")[0] if self.client.exists(
+                f"/brokers/topics/{topic}") else None
+            if assigned is None:
+                return []
+            replicas = {int(p): tuple(r) for p, r in json.loads(assigned)["partitions"].items()}
+            live = {int(b) for b in self.client.get_children("/brokers/ids")}
+            rows = []
+            for partition in sorted(replicas):
+                path = f"/brokers/topics/{topic}/partitions/{partition}/state"
+                if self.client.exists(path):
+                    state = json.loads(self.client.get(path)[0])
+                    # The controller leaves a dead leader in place when no replica of the ISR is alive: offline.
+                    leader = int(state["leader"]) if int(state["leader"]) in live else -1
+                    rows.append(PartitionDescription(topic, "", partition, leader,
+                                                     int(state["leader_epoch"]), replicas[partition],
+                                                     tuple(state["isr"]), (), (), ()))
+            return rows
+        except KazooException as e:
+            raise OSError(f"ZooKeeper: {e!r}") from e
+
+    def wait_registration_gone(self, broker_id: int, timeout_s: float = SESSION_EXPIRY_WAIT_S) -> None:
+        """Wait for a broker's old registration (the ephemeral `/brokers/ids/N` of a session that was never
+        closed, after a kill) to expire: a broker started before that dies of NodeExists at start-up, so a restart
+        waits as an operator's supervisor would retry."""
+        wait_until(lambda: self.client.exists(f"/brokers/ids/{broker_id}") is None, timeout_s,
+                   f"broker {broker_id}'s old ZooKeeper session to expire", interval_s=0.2)
+
+    def close(self) -> None:
+        self.client.stop()
+        self.client.close()

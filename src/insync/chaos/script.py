@@ -117,6 +117,13 @@ def apply(spec: cluster.ClusterSpec, step: Step) -> cluster.ClusterSpec:
     elif step.action == "kill":
         return cluster.stop_node(spec, step.broker, deadline_s=0, sig=signal.SIGKILL)
     elif step.action == "restart":
+        if node.roles == "broker" and spec.engine != kafka_cluster.ENGINE_INSYNC and not kafka_cluster.dist_for(
+                spec.engine).kraft_only:
+            zookeeper = kafka_cluster.ZooKeeperState(spec.node(0).address)  # node 0 runs ZooKeeper
+            try:
+                zookeeper.wait_registration_gone(step.broker)
+            finally:
+                zookeeper.close()
         spec = cluster.start_node(spec, step.broker)
         if node.roles != "controller" or len(spec.controllers) == 1:  # a standby controller does not listen
             cluster.wait_listening(spec.node(step.broker), spec.start_deadline_s)

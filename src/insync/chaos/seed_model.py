@@ -19,6 +19,7 @@ STEP_ACTIONS = ("pause", "kill", "stop", "crash", "isolate", "throttle", "slow-r
                 "delete-records")
 STEP_TARGETS = ("leader", "follower", "follower2")
 STEP_WAITS = ("", "isr-full", "isr-published", "isr-shrunk", "leader-alone")
+LAG_REMOVAL = "lag"  # a Kafka leader's removal: Kafka has one rule, and names no finer reason (stuck, slow)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ class SeedRun:
     """What one run of a seed showed, from the simulator or a real cluster: the topic's events (as
     events.jsonl has them, in time order) and the workload's outcome."""
 
-    side: str  # "sim" or "real"
+    side: str  # "sim", "real" (insync), or "kafka <version>"
     lag_ms: int
     events: tuple[dict[str, Any], ...]
     acked: int
@@ -77,6 +78,14 @@ class SeedRun:
     # A real run's watch of the brokers' metadata (`RealSeed.watch_metadata`): {ts_ms, broker, partition, isr}
     # each time a broker's answer for a partition changed. The simulator's runs have none.
     seen: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def on_kafka(self) -> bool:
+        return self.side.startswith("kafka")
+
+    def removed_for(self, reason: str) -> set[str]:
+        """The removal reasons that mean `reason` in this run: on Kafka its one rule, the lag, too."""
+        return {reason, LAG_REMOVAL} if self.on_kafka else {reason}
 
     def of(self, kind: str, partition: int | None = None) -> list[dict[str, Any]]:
         return [e for e in self.events if e["type"] == kind and (partition is None or e.get("partition") == partition)]

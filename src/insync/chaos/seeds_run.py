@@ -24,9 +24,10 @@ from typing import Any
 
 from insync import admin_requests
 from insync.admin import ensure_topic
-from insync.chaos import cluster, history, network, power, script
+from insync.chaos import cluster, history, kafka_cluster, kafka_power, network, power, script, seeds_kafka
 from insync.chaos.script import Step
 from insync.chaos.seed_model import RealSeed, SeedRun, SeedStep
+from insync.chaos.seeds_kafka import Fired, PartitionState
 from insync.controller.propagation import PropagationConfig
 from insync.properties import parse_overrides
 from insync.sim.result import SimResult
@@ -76,10 +77,16 @@ def propagation_ms(broker_config: Mapping[str, object]) -> tuple[int, int]:
 class _RealRun:
     """The state of one real run: the cluster as it now is, and what must be undone at the end."""
 
-    def __init__(self, seed: RealSeed, directory: Path, log: Callable[[str], None]) -> None:
+    def __init__(self, seed: RealSeed, directory: Path, log: Callable[[str], None], engine: str) -> None:
         self.seed, self.log = seed, log
         self.topic = seed.name
-        self.spec = cluster.up(str(directory), seed.brokers, 0, seed.broker_configs(), namespaces=seed.namespaces)
+        self.kafka = engine != kafka_cluster.ENGINE_INSYNC
+        configs = seed.broker_configs()
+        if self.kafka:
+            configs = seeds_kafka.kafka_configs(configs, kafka_cluster.dist_for(engine).kraft_only)
+        self.spec = cluster.up(str(directory), seed.brokers, 0, configs, namespaces=seed.namespaces, engine=engine)
+        self.watch = _MetadataWatch(*_sources(self.spec, self.topic))
+        self.fired: list[Fired] = []
         # The faults on now, by how each is undone: resumed, fault file cleared, restarted, network healed.
         self.held: dict[str, set[int]] = {kind: set() for kind in UNDO}
         self.deleted_before: dict[int, int] = {}  # partition -> the log start DeleteRecords set
@@ -93,6 +100,8 @@ class _RealRun:
         was created with."""
         if isinstance(target, int):
             return target
+        if self.kafka:
+            return self._kafka_role(target, partition)
         changes = [e for e in read_events(self.spec, self.topic)
                    if e["type"] == "leader_change" and e.get("partition") == partition]
         assert changes, f"{self.topic}-{partition} has no leader yet"
@@ -102,12 +111,29 @@ class _RealRun:
         followers = [int(b) for b in changes[0]["isr"] if b != leader]
         return followers[1] if target == "follower2" else followers[0]
 
+    def _kafka_role(self, target: str, partition: int) -> int:
+        """The broker `target` names now, from the brokers' metadata as the watch merged it (Kafka has no events):
+        the leader, or the followers in the order of the partition's replicas."""
+        def state() -> PartitionState | None:
+            states = [s for s in seeds_kafka.consolidate(self.watch.snapshot()) if s.partition == partition]
+            return states[-1] if states and states[-1].leader >= 0 else None
+
+        now = wait_until(state, self.seed.settle_s, f"a leader of {self.topic}-{partition} in the watch",
+                         interval_s=POLL_S)
+        if target == "leader":
+            return now.leader
+        followers = [b for b in self.watch.replicas(partition) if b != now.leader]
+        return followers[1] if target == "follower2" else followers[0]
+
     def fire(self, step: SeedStep) -> tuple[int, str]:
         """Carry out `step`; returns the broker it hit and the kind of fault to undo there."""
         broker = self.role(step.target, step.partition)
         self.log(f"{step.action} broker {broker} ({step.target} of {self.topic}-{step.partition})")
+        start_ms = _now_ms()
         if step.action == "stop":
             self.spec = cluster.stop_node(self.spec, broker, sig=signal.SIGTERM)
+        elif step.action == "crash" and self.kafka:
+            self.spec = kafka_power.crash(self.spec, broker)
         elif step.action == "crash":
             self.spec, _ = power.crash(self.spec, broker, restart=False)
         elif step.action == "delete-records":
@@ -124,6 +150,7 @@ class _RealRun:
         kind = KIND_OF.get(step.action, "faulted")
         if step.action != "delete-records":
             self.held[kind].add(broker)
+        self.fired.append(Fired(step.action, broker, start_ms, _now_ms()))
         return broker, kind
 
     def undo(self, broker: int, kind: str) -> None:
@@ -158,6 +185,8 @@ class _RealRun:
         restarted can answer Metadata from its old image, full ISR and all, before it has caught up)."""
         def reached() -> bool:
             self.admin.poll(0)  # serve its queued log lines to the clients' logger
+            if self.kafka:
+                return self._kafka_reached(state, partition)
             events = read_events(self.spec, self.topic)
             if state in ("isr-full", "isr-published"):
                 full = full_isr(events, self.seed.partitions, self.seed.replication_factor)
@@ -174,8 +203,25 @@ class _RealRun:
         return True
 
 
-def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambda _: None) -> SeedRun:
-    run = _RealRun(seed, directory, log)
+    def _kafka_reached(self, state: str, partition: int) -> bool:
+        """`wait_for`'s states from the brokers' metadata (a change a broker shows is one it was told of, so
+        "isr-published" is "isr-full" here)."""
+        latest = {s.partition: s for s in seeds_kafka.consolidate(self.watch.snapshot())}
+        if state in ("isr-full", "isr-published"):
+            return len(latest) == self.seed.partitions and all(
+                s.leader >= 0 and len(s.isr) == self.seed.replication_factor for s in latest.values())
+        now = latest.get(partition)
+        if now is None:
+            return False
+        if state == "isr-shrunk":
+            return len(now.isr) < self.seed.replication_factor
+        return now.leader >= 0 and list(now.isr) == [now.leader]
+
+
+def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambda _: None,
+             engine: str = kafka_cluster.ENGINE_INSYNC) -> SeedRun:
+    """One real run of `seed` on insync, or on Kafka (`engine`, `kafka:VERSION`; see seeds_kafka.py)."""
+    run = _RealRun(seed, directory, log, kafka_cluster.parse_engine(engine))
     try:
         ensure_topic(run.spec.bootstrap, run.topic, seed.partitions, seed.replication_factor,
                      {"min.insync.replicas": str(seed.min_isr)})
@@ -190,23 +236,27 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
             run.log(f"no write acknowledged after {seed.settle_s} s: the faults start anyway")
         if seed.side_records:
             side.start()
-        watch = _MetadataWatch({b.node_id: b.address for b in run.spec.brokers}, run.topic)
-        if seed.watch_metadata:
+        watch = run.watch
+        if seed.watch_metadata or run.kafka:
             watch.start()
         try:
             _play(run, seed.steps, seed.duration_s, seed.settle_s)
         finally:
-            seen = watch.stop()
+            # On Kafka the watch is the only view of the ISRs: it goes on until they are whole again.
+            seen = watch.snapshot() if run.kafka else watch.stop()
             side.stop()
             run.undo_all()
             if not run.wait_full_isr(seed.settle_s):
                 run.log(f"not every ISR of {run.topic} full after {seed.settle_s} s")
+            seen = watch.stop() if run.kafka else seen
             produced = workload.stop()
         # What DeleteRecords removed on purpose is not lost: only acknowledgements at or above the new log start.
         produced.acked = [a for a in produced.acked if a[1] >= run.deleted_before.get(a[0], 0)]
         verdict = history.verdict(produced, history.read_back(run.spec.bootstrap, run.topic, seed.name))
-        if seed.watch_metadata:
+        if seed.watch_metadata or run.kafka:
             (Path(run.spec.directory) / WATCH_FILE).write_text("".join(json.dumps(entry) + "\n" for entry in seen))
+        if run.kafka:
+            return seeds_kafka.seed_run(seed, run.spec, seen, run.fired, verdict, _now_ms())
         return _seed_run(seed, read_events(run.spec, run.topic), verdict, seen)
     finally:
         # The run has read what it needs: the nodes are killed, not given the full deadline to close their logs
@@ -247,37 +297,80 @@ def _play(run: _RealRun, steps: tuple[SeedStep, ...], duration_s: float, settle_
     time.sleep(max(0.0, start + duration_s - time.monotonic()))
 
 
-class _MetadataWatch(threading.Thread):
-    """Asks every broker for the topic's partitions (DescribeTopicPartitions, answered from the broker's own
-    metadata image) every `WATCH_S`, and records each answer that differs from that broker's last one: when each
-    ISR change reached each broker. A broker that does not answer in time (paused) is asked again later."""
+Source = Callable[[], list[admin_requests.PartitionDescription]]
+ZOOKEEPER_SOURCE = 0  # the watch's name for ZooKeeper's answers: node 0 runs it in a ZooKeeper-mode Kafka cluster
 
-    def __init__(self, brokers: dict[int, str], topic: str) -> None:
+
+def _sources(spec: cluster.ClusterSpec, topic: str) -> tuple[dict[int, Source], list[Callable[[], None]]]:
+    """Whom the watch asks for a topic's partitions, by node id, and what to close after: every broker,
+    DescribeTopicPartitions (with the ELR) where the broker has it (insync, KRaft Kafka), Metadata v7 on a
+    ZooKeeper-mode Kafka, and there ZooKeeper too, where the controller writes each partition's state (what a
+    watch of brokers cut off or down cannot see)."""
+    def describe(address: str) -> Source:
+        return lambda: admin_requests.describe_topic_partitions(address, [topic], WATCH_TIMEOUT_S)[0]
+
+    def metadata(address: str) -> Source:
+        return lambda: admin_requests.metadata_partitions(address, topic, WATCH_TIMEOUT_S) or []
+
+    if spec.engine == kafka_cluster.ENGINE_INSYNC or kafka_cluster.dist_for(spec.engine).kraft_only:
+        return {b.node_id: describe(b.address) for b in spec.brokers}, []
+    zookeeper = kafka_cluster.ZooKeeperState(spec.node(0).address)
+    sources = {b.node_id: metadata(b.address) for b in spec.brokers}
+    return {**sources, ZOOKEEPER_SOURCE: lambda: zookeeper.partitions(topic)}, [zookeeper.close]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)  # the brokers' events' clock
+
+
+class _MetadataWatch(threading.Thread):
+    """Asks every broker for the topic's partitions from the broker's own metadata every `WATCH_S`, and records
+    each answer that differs from that broker's last one: when each ISR or leader change reached each broker. A
+    broker that does not answer in time (paused) is asked again later."""
+
+    def __init__(self, sources: dict[int, Source], closers: list[Callable[[], None]]) -> None:
         super().__init__(name="seed-metadata-watch", daemon=True)
-        self.brokers, self.topic = brokers, topic
+        self.sources, self.closers = sources, closers
         self.seen: list[dict[str, Any]] = []
-        self._last: dict[tuple[int, int], list[int]] = {}
+        self._last: dict[tuple[int, int], tuple[Any, ...]] = {}
+        self._replicas: dict[int, list[int]] = {}
+        self._lock = threading.Lock()
         self._stop_event = threading.Event()
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.seen)
+
+    def replicas(self, partition: int) -> list[int]:
+        with self._lock:
+            return list(self._replicas.get(partition, ()))
 
     def stop(self) -> list[dict[str, Any]]:
         self._stop_event.set()
         if self.is_alive():
-            self.join(WATCH_TIMEOUT_S * len(self.brokers) + WATCH_S)
-        return list(self.seen)
+            self.join(WATCH_TIMEOUT_S * len(self.sources) + WATCH_S)
+        for close in self.closers:
+            close()
+        self.closers = []
+        return self.snapshot()
 
     def run(self) -> None:
         while not self._stop_event.wait(WATCH_S):
-            for broker, address in self.brokers.items():
+            for broker, ask in self.sources.items():
                 try:
-                    rows, _ = admin_requests.describe_topic_partitions(address, [self.topic], WATCH_TIMEOUT_S)
+                    rows = ask()
                 except OSError:
                     continue
-                now_ms = int(time.time() * 1000)  # the brokers' events' clock
-                for row in rows:
-                    if self._last.get((broker, row.partition)) != list(row.isr):
-                        self._last[(broker, row.partition)] = list(row.isr)
-                        self.seen.append({"ts_ms": now_ms, "broker": broker, "partition": row.partition,
-                                          "isr": list(row.isr)})
+                now_ms = _now_ms()
+                with self._lock:
+                    for row in rows:
+                        self._replicas.setdefault(row.partition, list(row.replicas))
+                        state = (row.leader, row.leader_epoch, row.isr, row.elr)
+                        if self._last.get((broker, row.partition)) != state:
+                            self._last[(broker, row.partition)] = state
+                            self.seen.append({"ts_ms": now_ms, "broker": broker, "partition": row.partition,
+                                              "isr": list(row.isr), "leader": row.leader,
+                                              "leader_epoch": row.leader_epoch, "elr": list(row.elr)})
 
 
 class _SideProducer(threading.Thread):

@@ -4,7 +4,9 @@ For every named seed (all by default; `insync.chaos.seeds.SEEDS`) the simulator 
 3-process cluster plays the same faults in lag times of its own (seconds, not minutes), and the table shows
 both runs' figures and whether each satisfied the seed's claims; a seed that needs network namespaces has no
 real run where they cannot be made (not root, no iproute2/nftables), and says why. `--sim-only` skips the real
-clusters; `--markdown` prints the table as docs/benchmarks.md has it. Exit status 1 when any claim failed.
+clusters; `--markdown` prints the table as docs/benchmarks.md has it. `--engine kafka:VERSION` (repeatable, beside
+`insync`, the default) plays the same faults on a real Apache Kafka cluster too, every seed whose faults can be made
+from outside a Kafka process (the others say why). Exit status 1 when any claim failed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from insync.chaos import netns, seed_table, seeds, seeds_run
+from insync.chaos import kafka_cluster, netns, seed_table, seeds, seeds_kafka, seeds_run
+from insync.chaos.seed_model import RealSeed, SeedRun
 from insync.cli.logs import client_log, quiet_logs
 
 
@@ -30,12 +33,16 @@ def register(commands: Any) -> None:
     sub.add_argument("--sim-only", action="store_true", help="only the simulator's runs")
     sub.add_argument("--markdown", action="store_true", help="print the table in Markdown")
     sub.add_argument("--json", action="store_true", help="print the rows as JSON")
+    sub.add_argument("--engine", action="append", metavar="ENGINE",
+                     help="insync (the default) or kafka:VERSION; repeat for several, e.g. --engine kafka:3.9 "
+                          "--engine kafka:4.1 --engine insync")
     sub.set_defaults(func=_seeds)
 
 
 def _seeds(args: argparse.Namespace) -> int:
     quiet_logs(logging.CRITICAL)  # the simulated brokers' log lines: the table says it all
     chosen = [seeds.seed_named(name) for name in args.names] or list(seeds.SEEDS)
+    engines = [kafka_cluster.parse_engine(engine) for engine in args.engine or [kafka_cluster.ENGINE_INSYNC]]
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="insync-seeds-"))
     root.mkdir(parents=True, exist_ok=True)
     rows, ok = [], True
@@ -47,7 +54,7 @@ def _seeds(args: argparse.Namespace) -> int:
             if unavailable:
                 print(f"{seed.name}: no real run, {unavailable}", file=sys.stderr)
             elif not args.sim_only:
-                runs.append(seeds_run.run_real(seed, root / seed.name))
+                runs.extend(_real_runs(seed, engines, root))
             for run in runs:
                 failures = seed.check(run)
                 ok = ok and not failures
@@ -59,3 +66,18 @@ def _seeds(args: argparse.Namespace) -> int:
         if not args.sim_only:
             print(f"real clusters' logs and events under {root}")
     return 0 if ok else 1
+
+
+def _real_runs(seed: RealSeed, engines: list[str], root: Path) -> list[SeedRun]:
+    """`seed` on each engine that can make its faults, in its own directory."""
+    runs = []
+    for engine in engines:
+        why = None if engine == kafka_cluster.ENGINE_INSYNC else seeds_kafka.unavailable(
+            seed, kafka_cluster.dist_for(engine).kraft_only)
+        if why:
+            print(f"{seed.name}: no run on {engine}, {why}", file=sys.stderr)
+            continue
+        where = root / (seed.name if engine == kafka_cluster.ENGINE_INSYNC
+                        else f"{seed.name}-{engine.replace(':', '-')}")
+        runs.append(seeds_run.run_real(seed, where, engine=engine))
+    return runs
