@@ -112,7 +112,6 @@ class LogCleaner:
         self.uncleanable: set[TopicPartition] = set()
         self._in_progress: dict[TopicPartition, CleanJob] = {}
         self._aborting: set[TopicPartition] = set()
-        self._paused: dict[TopicPartition, int] = {}
         self._next_pick_ms = 0
 
     def _read_checkpoints(self) -> dict[TopicPartition, int]:
@@ -213,7 +212,7 @@ class LogCleaner:
         return _job(now_ms, chosen, log, producers(chosen.topic_partition))
 
     def _may_clean(self, tp: TopicPartition, log: Log) -> bool:
-        return (log.config.compact and not log.offline and tp not in self._in_progress and tp not in self._paused
+        return (log.config.compact and not log.offline and tp not in self._in_progress
                 and tp not in self.uncleanable)
 
     def _candidate(self, now_ms: int, tp: TopicPartition, log: Log, stable: int) -> tuple[LogToClean, int]:
@@ -228,7 +227,7 @@ class LogCleaner:
         delay_ms = max_compaction_delay_ms(infos, offsets.first_dirty_offset, now_ms, config.max_compaction_lag_ms)
         return log_to_clean(tp, infos, offsets, delay_ms > 0), delay_ms
 
-    # --- Pausing --------------------------------------------------------------------------------------------
+    # --- Aborting --------------------------------------------------------------------------------------------
 
     def abort_and_wait(self, tp: TopicPartition) -> None:
         """Stop a clean of `tp` (before its log is deleted) and wait for it to let go of the files, as Kafka's
@@ -238,14 +237,6 @@ class LogCleaner:
         self._aborting.add(tp)
         if not self.executor.wait(tp, ABORT_WAIT_S):
             logger.error("The cleaner of %s did not stop within %.0f s", tp, ABORT_WAIT_S)
-
-    def pause(self, tp: TopicPartition) -> None:
-        self._paused[tp] = self._paused.get(tp, 0) + 1
-
-    def resume(self, tp: TopicPartition) -> None:
-        count = self._paused.pop(tp, 0) - 1
-        if count > 0:
-            self._paused[tp] = count
 
     def forget(self, tp: TopicPartition) -> None:
         """The log is gone: drop its checkpoint (Kafka's `updateCheckpoints` removing the partition)."""
