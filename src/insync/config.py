@@ -391,6 +391,7 @@ class GroupCoordinatorConfig:
     offset_metadata_max_bytes: int  # offset.metadata.max.bytes
     offsets_commit_timeout_ms: int  # offsets.commit.timeout.ms
     offsets_retention_ms: int  # offsets.retention.minutes, in ms
+    offsets_retention_check_interval_ms: int  # offsets.retention.check.interval.ms
     offsets_topic_num_partitions: int  # offsets.topic.num.partitions
     offsets_topic_replication_factor: int  # offsets.topic.replication.factor
     offsets_topic_segment_bytes: int  # offsets.topic.segment.bytes
@@ -410,6 +411,7 @@ def _group_coordinator_config(config: BrokerConfig) -> GroupCoordinatorConfig:
         offset_metadata_max_bytes=config.get_int("offset.metadata.max.bytes"),
         offsets_commit_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
         offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
+        offsets_retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
         offsets_topic_num_partitions=config.get_int("offsets.topic.num.partitions"),
         offsets_topic_replication_factor=config.get_int("offsets.topic.replication.factor"),
         offsets_topic_segment_bytes=config.get_int("offsets.topic.segment.bytes"),

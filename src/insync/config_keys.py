@@ -273,7 +273,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("insync.events.topic.replication.factor", "int", 3, "Replication factor of __insync_events (at most "
            "the brokers registered when it is created).", min=1),
         _d("insync.events.topic.retention.ms", "long", 86400000, "How long __insync_events keeps events.", min=1),
-        _d("offsets.retention.minutes", "int", 10080, "How long __consumer_offsets keeps a commit.", min=1),
+        _d("offsets.retention.minutes", "int", 10080, "How long a group without members keeps a commit.", min=1),
+        _d("offsets.retention.check.interval.ms", "long", 600000, "How often the group coordinator expires "
+           "offsets past offsets.retention.minutes.", min=1),
         _d("offsets.commit.timeout.ms", "int", 5000, "How long a commit waits for its replicas.", min=1),
         _d("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.", min=0),
         _d("group.initial.rebalance.delay.ms", "int", 3000, "How long a new group waits for more members.", min=0),

@@ -4,7 +4,9 @@ A `.log` file prints one line per batch (Kafka's field names and order); `--prin
 record. The walk is `storage.segment.BatchScan` without CRC checks, so a batch whose CRC is wrong still prints,
 with `isvalid: false`; where the structure itself breaks (torn write, garbage) the rest of the file is reported
 as one `corrupt region at position P: N bytes: <reason>` line. `.index` and `.timeindex` files print their
-entries; a directory prints each of its segment files in offset order. Damage is output, not an error: the
+entries; a directory prints each of its segment files in offset order, after the log cleaner's checkpoint of the
+partition when it has one (the segments below it are cleaned; a cleaned batch whose tombstones were kept shows
+its `deleteHorizonMs`). Damage is output, not an error: the
 exit status is 0 unless PATH cannot be read.
 """
 
@@ -18,8 +20,10 @@ from typing import TextIO
 
 from insync.errors import KafkaException
 from insync.protocol.records import BatchHeader, crc_is_valid, decode_records
+from insync.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
 from insync.storage.disk import RealDisk
 from insync.storage.index import OFFSET_ENTRY, TIME_ENTRY
+from insync.storage.log_manager import tp_of
 from insync.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchScan
 
 _CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -45,12 +49,30 @@ def dump_path(path: str, print_data_log: bool, out: TextIO) -> None:
     try:
         if os.path.isdir(path):
             names = sorted(n for n in os.listdir(path) if n.endswith((LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)))
+            _print_cleaner_checkpoint(disk, path, out)
             for name in names:
                 _dump_file(disk, os.path.join(path, name), print_data_log, out)
         else:
             _dump_file(disk, path, print_data_log, out)
     finally:
         disk.close()
+
+
+def _print_cleaner_checkpoint(disk: RealDisk, path: str, out: TextIO) -> None:
+    """Where the log cleaner's checkpoint (at the log dir's root) puts a compacted partition: the segments below
+    its first dirty offset are cleaned."""
+    tp = tp_of(os.path.basename(os.path.normpath(path)))
+    checkpoint = os.path.join(os.path.dirname(os.path.normpath(path)), CLEANER_OFFSET_CHECKPOINT)
+    if tp is None or not os.path.exists(checkpoint):
+        return
+    try:
+        first_dirty = read_offset_checkpoint(disk, checkpoint).get(tp)
+    except CheckpointError as exc:
+        print(f"{CLEANER_OFFSET_CHECKPOINT}: unreadable: {exc}", file=out)
+        return
+    if first_dirty is not None:
+        print(f"Cleaned below offset {first_dirty} ({CLEANER_OFFSET_CHECKPOINT}); first dirty offset: {first_dirty}",
+              file=out)
 
 
 def _dump_file(disk: RealDisk, path: str, print_data_log: bool, out: TextIO) -> None:
@@ -106,12 +128,14 @@ def _dump_segment(disk: RealDisk, path: str, print_data_log: bool, out: TextIO) 
 def _batch_line(position: int, header: BatchHeader, valid: bool) -> str:
     codec = _CODECS[header.attributes & 0x07] if header.attributes & 0x07 < len(_CODECS) else "unknown"
     time_type = "LogAppendTime" if header.timestamp_type else "CreateTime"
+    # Set by the log cleaner on a batch whose tombstones it kept (Java's OptionalLong, as Kafka prints it).
+    horizon = "OptionalLong.empty" if header.delete_horizon_ms is None else f"OptionalLong[{header.delete_horizon_ms}]"
     return (f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} count: {header.record_count} "
             f"baseSequence: {header.base_sequence} lastSequence: {header.last_sequence} "
             f"producerId: {header.producer_id} producerEpoch: {header.producer_epoch} "
             f"partitionLeaderEpoch: {header.partition_leader_epoch} "
             f"isTransactional: {str(header.is_transactional).lower()} isControl: {str(header.is_control).lower()} "
-            f"position: {position} {time_type}: {header.max_timestamp} size: {header.size} magic: {header.magic} "
+            f"deleteHorizonMs: {horizon} position: {position} {time_type}: {header.max_timestamp} size: {header.size} magic: {header.magic} "
             f"compresscodec: {codec} crc: {header.crc} isvalid: {str(valid).lower()}")
 
 

@@ -6,16 +6,16 @@ commit is a record in Kafka's formats (`OffsetCommitKey` v1, `OffsetCommitValue`
 it survives the coordinator's failure like any record; a tombstone deletes the offset. The cache is rebuilt by
 replaying the partition when a broker becomes its leader (`OffsetCache.load`) and updated as commits are
 acknowledged; each entry keeps the log offset of its record, so a late acknowledgement never overwrites a newer
-commit. insync has no log compaction, so the topic uses the delete policy with `offsets.retention.minutes`
-(Kafka's default, 7 days) and a coordinator replays every commit still retained: an offset is lost with its
-segment when Kafka would expire it too. Group membership is not written to the log, so members rejoin after a
+commit. The topic is compacted, as in Kafka: the cleaner keeps the last commit of each group and partition.
+A commit of a group without members expires `offsets.retention.minutes` after it was made (`expired`): the
+coordinator writes its tombstone, which the cleaner drops in turn after `delete.retention.ms`. Group membership is not written to the log, so members rejoin after a
 coordinator moves (they would rebalance anyway).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from insync.protocol.records import Record
@@ -173,6 +173,19 @@ class OffsetCache:
     def get(self, group_id: str, tp: TopicPartition) -> CommittedOffset | None:
         entry = self._groups.get(group_id, {}).get(tp)
         return None if entry is None else entry[1]
+
+    def expired(self, now_ms: int, retention_ms: int, has_members: Callable[[str], bool]) -> dict[int, list[OffsetKey]]:
+        """The commits older than `retention_ms` of the groups without members, by partition (Kafka's
+        `GroupMetadataManager.cleanupGroupMetadata`, counted from each commit rather than from when the group
+        emptied)."""
+        found: dict[int, list[OffsetKey]] = {}
+        for group_id, offsets in self._groups.items():
+            if has_members(group_id):
+                continue
+            for tp, (_, value) in offsets.items():
+                if 0 <= value.commit_timestamp_ms <= now_ms - retention_ms:
+                    found.setdefault(self._partition_of[group_id], []).append(OffsetKey(group_id, tp))
+        return found
 
     def group_ids(self) -> list[str]:
         return [g for g, offsets in self._groups.items() if offsets]

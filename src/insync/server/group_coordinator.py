@@ -57,6 +57,7 @@ LOAD_CHUNK_BYTES = 1024 * 1024
 HELD_MAX = 10_000  # joins and syncs waiting at once
 JOIN_WAIT_MARGIN_S = 5.0  # a held join is answered by the rebalance timeout; this bounds the wait past it
 CREATE_TIMEOUT_S = 30.0
+TOMBSTONES_PER_BATCH = 500  # expired offsets written a batch at a time, well within max.message.bytes
 # Kafka's GroupMetadataManager: how an append error reads to a client committing offsets.
 _COMMIT_ERRORS = {
     **dict.fromkeys(("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
@@ -85,6 +86,7 @@ class GroupCoordinator:
         self._tokens = itertools.count(1)
         self._wake = asyncio.Event()
         self._creating: asyncio.Task[None] | None = None
+        self._expiring: asyncio.Task[None] | None = None
 
     # Which groups this broker coordinates --------------------------------------------------------------------
 
@@ -186,9 +188,13 @@ class GroupCoordinator:
             self._held.pop(token, None)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Session and rebalance deadlines, and leadership changes, until `stop`."""
+        """Session and rebalance deadlines, leadership changes and offset expiry, until `stop`."""
+        next_expiry_ms = self._now() + self.config.offsets_retention_check_interval_ms
         while not stop.is_set():
             now_ms = self._now()
+            if now_ms >= next_expiry_ms and (self._expiring is None or self._expiring.done()):
+                next_expiry_ms = now_ms + self.config.offsets_retention_check_interval_ms
+                self._expiring = asyncio.get_running_loop().create_task(self._expire_offsets(now_ms))
             self._sync_leadership()
             self._deliver(self.membership.tick(now_ms))
             deadline = self.membership.next_deadline_ms()
@@ -197,11 +203,26 @@ class GroupCoordinator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
 
+    async def _expire_offsets(self, now_ms: int) -> None:
+        """Tombstones for the commits past offsets.retention.minutes of groups without members, in the partitions
+        this broker has loaded."""
+        def has_members(group_id: str) -> bool:
+            described = self.membership.describe(group_id)
+            return described is not None and bool(described.members)
+
+        expired = self.cache.expired(now_ms, self.config.offsets_retention_ms, has_members)
+        for partition, keys in expired.items():
+            for start in range(0, len(keys), TOMBSTONES_PER_BATCH) if partition in self._loaded else ():
+                chunk = keys[start:start + TOMBSTONES_PER_BATCH]
+                error = await self._write(partition, [(key, None) for key in chunk], now_ms)
+                log.info("Expired %d offsets of %s-%d: %s", len(chunk), OFFSETS_TOPIC, partition, error.name)
+
     def close(self) -> None:
         for task in list(self._loading.values()):
             task.cancel()
-        if self._creating is not None:
-            self._creating.cancel()
+        for pending in (self._creating, self._expiring):
+            if pending is not None:
+                pending.cancel()
 
     # The APIs -------------------------------------------------------------------------------------------------
 
@@ -233,7 +254,8 @@ class GroupCoordinator:
             self._creating = asyncio.get_running_loop().create_task(self._create())
 
     async def _create(self) -> None:
-        configs = (("retention.ms", str(self.config.offsets_retention_ms)),
+        # Kafka's GroupMetadataManager.offsetsTopicConfigs
+        configs = (("cleanup.policy", "compact"), ("compression.type", "producer"),
                    ("segment.bytes", str(self.config.offsets_topic_segment_bytes)))
         body = topics.create_topics_request((NewTopic(
             OFFSETS_TOPIC, self.config.offsets_topic_num_partitions, self.config.offsets_topic_replication_factor,

@@ -7,14 +7,15 @@ of replication state to drift: UnderReplicatedPartitions, UnderMinIsrPartitionCo
 and DeadThreadCount carry Kafka's `clientId` tag (`MaxLag{clientId="Replica"}`). `PurgatorySize{delayedOperation=
 "Produce"|"Fetch"}` counts acks=all produces waiting for the ISR and fetches waiting for data: one that only
 grows is a queue building up. Requests are counted and timed per API (`RequestsPerSec{request="Produce"}`,
-`TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics are; SASL listeners count
+`TotalTimeMs{request="Fetch"}`), as Kafka's RequestMetrics are; the log cleaner's gauges keep Kafka's names
+(`max_dirty_percent`, `max_clean_time_secs`, `cleaner_recopy_percent`, ...); SASL listeners count
 `successful_authentication_total` and `failed_authentication_total`. Each node owns its own registry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
@@ -22,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from insync.broker.core import BrokerCore
+from insync.storage.log_cleaner import CleanerMetrics
 
 LATENCY_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 REPLICA_FETCHER_CLIENT_ID = "Replica"  # Kafka's clientId of the follower fetchers' ReplicaFetcherManager
@@ -39,6 +41,8 @@ class MetricsSnapshot:
     isr_expands: int = 0
     produce_purgatory_size: int = 0
     fetch_purgatory_size: int = 0
+    cleaner: CleanerMetrics = field(default_factory=CleanerMetrics)
+    uncleanable_partitions: int = 0
 
 
 class _CoreCollector(Collector):
@@ -73,10 +77,32 @@ class _CoreCollector(Collector):
         purgatory.add_metric(["Produce"], s.produce_purgatory_size)
         purgatory.add_metric(["Fetch"], s.fetch_purgatory_size)
         yield purgatory
+        yield from _cleaner_gauges(s)
         yield CounterMetricFamily("IsrShrinksPerSec", "ISR shrinks committed by partitions led here",
                                   value=s.isr_shrinks)
         yield CounterMetricFamily("IsrExpandsPerSec", "ISR expansions committed by partitions led here",
                                   value=s.isr_expands)
+
+
+def _cleaner_gauges(s: MetricsSnapshot) -> Iterator[Any]:
+    """Kafka's log cleaner gauges, JMX `kafka.log:type=LogCleaner,name=<name>` and `type=LogCleanerManager`, with
+    the name's dashes as underscores (Prometheus names take none)."""
+    c = s.cleaner
+    gauges = (
+        ("max_dirty_percent", "LogCleanerManager: the cleanable ratio of the dirtiest compacted log, in percent",
+         c.max_dirty_percent),
+        ("uncleanable_partitions_count", "LogCleanerManager: compacted logs an unexpected error stopped cleaning",
+         s.uncleanable_partitions),
+        ("max_clean_time_secs", "LogCleaner: how long the last clean took", c.max_clean_time_secs),
+        ("cleaner_recopy_percent", "LogCleaner: bytes written over bytes read by the last clean, in percent",
+         c.cleaner_recopy_percent),
+        ("max_buffer_utilization_percent", "LogCleaner: how full the last clean's offset map was, in percent",
+         c.max_buffer_utilization_percent),
+        ("max_compaction_delay_secs", "LogCleaner: how far past max.compaction.lag.ms the most overdue log was",
+         c.max_compaction_delay_secs),
+    )
+    for name, doc, value in gauges:
+        yield GaugeMetricFamily(name, doc, value=value)
 
 
 class NodeMetrics:
@@ -130,4 +156,6 @@ def snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> MetricsSnap
         isr_expands=events_written.get("isr_expand", 0),
         produce_purgatory_size=core.produce.purgatory_size,
         fetch_purgatory_size=core.fetch_server.purgatory_size,
+        cleaner=replace(cleaner.metrics) if (cleaner := core.log_manager.cleaner) is not None else CleanerMetrics(),
+        uncleanable_partitions=len(cleaner.uncleanable) if cleaner is not None else 0,
     )

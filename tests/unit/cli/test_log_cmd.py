@@ -30,7 +30,8 @@ def test_dump_segment_prints_one_line_per_batch(tmp_path: Path, capsys: pytest.C
     assert lines[1] == "Log starting offset: 0"
     assert lines[2].startswith("baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 "
                                "producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 3 isTransactional: false "
-                               "isControl: false position: 0 CreateTime: 1700000000000 size: ")
+                               "isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: "
+                               "1700000000000 size: ")
     assert lines[2].endswith("isvalid: true") and "compresscodec: none" in lines[2]
     assert lines[3].startswith("baseOffset: 2 lastOffset: 2 count: 1 ")
     assert len(lines) == 4
@@ -44,6 +45,30 @@ def test_dump_directory_with_records_and_indexes(tmp_path: Path, capsys: pytest.
     assert "| offset: 2 CreateTime: 1700000000500 keySize: -1 valueSize: 1 headerKeys: [] key: null payload: x" in out
     assert "00000000000000000000.index" in out and "offset: 2 position: " in out
     assert "timestamp: 1700000000500 offset: 2" in out
+
+
+def test_dump_shows_what_the_cleaner_did(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from insync.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, write_offset_checkpoint
+    from insync.storage.disk import RealDisk
+    from insync.types import TopicPartition
+
+    directory = tmp_path / "orders-0"
+    log = Log.open(directory, LogConfig())
+    log.append_as_leader(build_batch([(b"k", None)], base_timestamp=1), leader_epoch=0)
+    header = log.batch_header(0)
+    assert header is not None
+    from insync.protocol.records import decode_records, rebuild_batch
+
+    cleaned = rebuild_batch(header, decode_records(log.read(0, 1000).records), delete_horizon_ms=86_400_001)
+    log.close()
+    (directory / "00000000000000000000.log").write_bytes(cleaned)
+    disk = RealDisk()
+    write_offset_checkpoint(disk, str(tmp_path / CLEANER_OFFSET_CHECKPOINT), {TopicPartition("orders", 0): 1})
+    disk.close()
+    assert main(["log", "dump", str(directory)]) == 0
+    out = capsys.readouterr().out
+    assert "Cleaned below offset 1 (cleaner-offset-checkpoint); first dirty offset: 1" in out
+    assert "deleteHorizonMs: OptionalLong[86400001]" in out
 
 
 def test_dump_reports_corruption_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

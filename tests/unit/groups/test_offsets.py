@@ -89,3 +89,13 @@ def test_unload_forgets_only_that_partitions_groups() -> None:
     assert cache.unload(1) == ["a"]
     assert cache.offsets("a") == {}
     assert cache.get("b", TP) == CommittedOffset(2, -1, "", 1)
+
+
+def test_commits_of_groups_without_members_expire_after_the_retention() -> None:
+    cache = OffsetCache()
+    other = TopicPartition("orders", 4)
+    cache.commit(1, 0, OffsetKey("quiet", TP), CommittedOffset(1, -1, "", 1_000))
+    cache.commit(1, 1, OffsetKey("quiet", other), CommittedOffset(1, -1, "", 5_000))
+    cache.commit(2, 0, OffsetKey("busy", TP), CommittedOffset(1, -1, "", 1_000))
+    expired = cache.expired(now_ms=4_000, retention_ms=3_000, has_members=lambda group: group == "busy")
+    assert expired == {1: [OffsetKey("quiet", TP)]}

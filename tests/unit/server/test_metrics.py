@@ -4,6 +4,7 @@ from prometheus_client import generate_latest
 
 from insync.chaos.cluster import free_ports
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
+from insync.storage.log_cleaner import CleanerMetrics
 
 
 def test_kafka_names_from_a_live_snapshot() -> None:
@@ -25,6 +26,15 @@ def test_kafka_names_from_a_live_snapshot() -> None:
     assert 'TotalTimeMs_bucket{le="5.0",request="Produce"} 1.0' in text
     state["urp"] = 0
     assert "UnderReplicatedPartitions 0.0" in generate_latest(metrics.registry).decode()
+
+
+def test_the_log_cleaners_gauges_have_kafkas_names() -> None:
+    cleaner = CleanerMetrics(max_dirty_percent=62, max_clean_time_secs=3, cleaner_recopy_percent=40)
+    metrics = NodeMetrics(lambda: MetricsSnapshot(cleaner=cleaner, uncleanable_partitions=1))
+    text = generate_latest(metrics.registry).decode()
+    for line in ("max_dirty_percent 62.0", "max_clean_time_secs 3.0", "cleaner_recopy_percent 40.0",
+                 "uncleanable_partitions_count 1.0", "max_buffer_utilization_percent 0.0"):
+        assert line in text
 
 
 def test_http_endpoint_on_loopback() -> None:
