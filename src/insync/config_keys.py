@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Literal
 
 from insync.properties import ConfigError
@@ -101,12 +102,26 @@ class ConfigDef:
 
 
 def config_text(value: object) -> str:
-    """A config value as Kafka writes it: `true`/`false`, lists joined by commas."""
+    """A config value as Kafka writes it: `true`/`false`, lists joined by commas, doubles as Java prints them."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return java_double(value)
     if isinstance(value, tuple | list):
         return ",".join(str(item) for item in value)
     return str(value)
+
+
+def java_double(value: float) -> str:
+    """Java's `Double.toString`: plain between 10^-3 and 10^7 (`0.5`, `15000.0`), else `d.dddE<exponent>`
+    (`1.7976931348623157E308`, Double.MAX_VALUE), with the shortest digits that read back as the value."""
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(float(value))
+    sign, digits, exponent = Decimal(repr(float(value))).normalize().as_tuple()
+    assert isinstance(exponent, int), value
+    text = "".join(map(str, digits))
+    mantissa = f"{text[0]}.{text[1:] or '0'}"
+    return f"{'-' if sign else ''}{mantissa}E{len(text) - 1 + exponent}"
 
 
 def _d(name: str, type_: ConfigType, default: object, doc: str, **kw: object) -> ConfigDef:

@@ -150,14 +150,17 @@ def test_every_replica_keeps_the_last_value_of_each_key_at_the_same_offsets(tmp_
                              "auto.offset.reset": "earliest", "enable.auto.commit": False})
         consumer.assign([TopicPartition(TOPIC, 0, 0)])
         consumed: dict[bytes, bytes | None] = {}
-        count = 0
-        deadline = time.monotonic() + 30
-        while len(consumed) < len(expected) and time.monotonic() < deadline:
+        count = [0]
+
+        def read_all() -> bool:
             for message in consumer.consume(num_messages=500, timeout=1):
                 assert message.error() is None, message.error()
                 consumed[message.key()] = message.value()
-                count += 1
+                count[0] += 1
+            return len(consumed) >= len(expected)
+
+        wait_until(read_all, 30, "the consumer to read every key")
         consumer.close()
-        assert consumed == expected and count == len(expected)
+        assert consumed == expected and count[0] == len(expected)
     finally:
         cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)

@@ -305,3 +305,10 @@ def test_the_node_settings_are_typed_once_per_config() -> None:
                            "controller.quorum.voters": "1@h:9093", "fault.injection.enable": "true"})
     assert (config.node.node_id, config.node.process_roles, config.node.metrics_port) == (4, ("broker",), 9400)
     assert config.node.controller_quorum_voters == ("1@h:9093",) and config.node.fault_injection_enable
+
+
+def test_doubles_read_as_java_prints_them() -> None:
+    from insync.config_keys import config_text
+
+    assert [config_text(v) for v in (0.5, 15000.0, 1.7976931348623157e308, 1e-05, 12345678.0)] == [
+        "0.5", "15000.0", "1.7976931348623157E308", "1.0E-5", "1.2345678E7"]

@@ -76,8 +76,8 @@ class PartitionProduceResult:
     error: KafkaError
     base_offset: Offset
     log_start_offset: Offset = Offset(-1)  # -1 where Kafka answers no log (see broker.produce)
-    # INVALID_RECORD's words, with the index of the batch (always 0: one batch a partition) as a record error
-    error_message: str | None = None
+    error_message: str | None = None  # INVALID_RECORD's words (KIP-467)
+    record_errors: tuple[tuple[int, str], ...] = ()  # (index of the record in the batch, why)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,7 +71,8 @@ class ProduceHandler:
                 log_start = NO_OFFSET if exc.error in NO_LOG_ERRORS else Offset(partition.log.log_start_offset)
                 results[tp] = self._error(tp, exc.error, log_start)
                 if exc.error.name == "INVALID_RECORD":  # Kafka answers its LogValidator's words (KIP-467)
-                    results[tp] = replace(results[tp], error_message=exc.detail)
+                    results[tp] = replace(results[tp], error_message=exc.detail,
+                                          record_errors=getattr(exc, "record_errors", ()))
                 continue
             appended[tp] = len(records)
             if append.high_watermark_advanced:

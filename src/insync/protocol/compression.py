@@ -22,7 +22,7 @@ from types import ModuleType
 import cramjam
 
 from insync import errors
-from insync.errors import KafkaException
+from insync.errors import KafkaError, KafkaException
 
 
 class Compression(IntEnum):
@@ -36,7 +36,13 @@ class Compression(IntEnum):
 
 
 class InvalidRecordError(KafkaException):
-    """A record batch that a broker must refuse; `error` is the Kafka code to answer with."""
+    """A record batch that a broker must refuse; `error` is the Kafka code to answer with. `record_errors` names
+    the records at fault, (index in the batch, why), as Kafka's RecordValidationException does (KIP-467)."""
+
+    def __init__(self, error: KafkaError, detail: str = "",
+                 record_errors: tuple[tuple[int, str], ...] = ()) -> None:
+        super().__init__(error, detail)
+        self.record_errors = record_errors
 
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"

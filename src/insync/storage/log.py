@@ -270,11 +270,15 @@ class Log:
         return info
 
     def _check_keys(self, records: bytes | bytearray | memoryview) -> None:
-        """A compacted log keeps the last record of each key: a record without one is refused (Kafka's
-        LogValidator, INVALID_RECORD, in its words)."""
-        if any(record.key is None for record in decode_records(records)):
-            raise InvalidRecordError(errors.BY_NAME["INVALID_RECORD"], "Compacted topic cannot accept message without key in "
-                                     f"topic partition {PurePosixPath(self.directory).name}")
+        """A compacted log keeps the last record of each key: a batch with a record without one is refused (Kafka's
+        LogValidator: INVALID_RECORD, a record error naming each such record, and Kafka's summary)."""
+        why = f"Compacted topic cannot accept message without key in topic partition {PurePosixPath(self.directory).name}"
+        keyless = tuple((i, why) for i, record in enumerate(decode_records(records)) if record.key is None)
+        if keyless:
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{message}')" for i, message in keyless[:3])
+            raise InvalidRecordError(errors.BY_NAME["INVALID_RECORD"], "One or more records have been rejected due "
+                                     f"to {len(keyless)} record errors in total, and only showing the first three "
+                                     f"errors at most: [{shown}]", keyless)
 
     @_writes
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:

@@ -90,16 +90,17 @@ def encode_response(response: ProduceResponse, decoded: Decoded[ProduceRequest],
     partition_cls = nested(cls, "PartitionProduceResponse")
 
     def partition(tp: TopicPartition, error: errors.KafkaError, base_offset: int, log_start_offset: int,
-                  message: str | None = None) -> Any:
-        record_errors = () if message is None or "record_errors" not in field_names(partition_cls) else (
-            build(nested(partition_cls, "BatchIndexAndErrorMessage"), batch_index=0, batch_index_error_message=message),)
+                  message: str | None = None, record_errors: tuple[tuple[int, str], ...] = ()) -> Any:
+        entries = () if "record_errors" not in field_names(partition_cls) else tuple(
+            build(nested(partition_cls, "BatchIndexAndErrorMessage"), batch_index=index,
+                  batch_index_error_message=why) for index, why in record_errors)
         return build(partition_cls, index=tp.partition, error_code=code(error), base_offset=base_offset,
-                     log_append_time=None, log_start_offset=log_start_offset, record_errors=record_errors,
+                     log_append_time=None, log_start_offset=log_start_offset, record_errors=entries,
                      error_message=message, **current_leader(partition_cls, image, tp.topic, tp.partition, error))
 
     items = [(decoded.key(r.topic_partition.topic),
-              partition(r.topic_partition, r.error, r.base_offset, r.log_start_offset, r.error_message))
-             for r in response.results]
+              partition(r.topic_partition, r.error, r.base_offset, r.log_start_offset, r.error_message,
+                        r.record_errors)) for r in response.results]
     items.extend((r.topic, partition(TopicPartition(r.topic.name or "", r.partition), r.error, -1, -1))
                  for r in decoded.rejected)
     topics = topic_entities(nested(cls, "TopicProduceResponse"), "partition_responses", group(items))

@@ -244,7 +244,10 @@ def test_a_compacted_log_refuses_records_without_a_key_in_kafkas_words() -> None
     with pytest.raises(KafkaException) as refused:
         log.append_as_leader(build_batch([(b"k", b"v"), (None, b"v")]), leader_epoch=0)
     assert refused.value.error is errors.BY_NAME["INVALID_RECORD"]
-    assert refused.value.detail == "Compacted topic cannot accept message without key in topic partition t-0"
+    why = "Compacted topic cannot accept message without key in topic partition t-0"
+    assert refused.value.record_errors == ((1, why),)  # type: ignore[attr-defined]
+    assert refused.value.detail == ("One or more records have been rejected due to 1 record errors in total, and only "
+                                    f"showing the first three errors at most: [RecordError(batchIndex=1, message='{why}')]")
     assert log.log_end_offset == 2
 
 
