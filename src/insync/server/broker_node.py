@@ -546,7 +546,8 @@ class BrokerNode(MeteredDispatcher):
         for connection in self.peers.values():
             await connection.close()
         self.core.checkpoint()
-        self.cleaner_threads.close()  # a clean in progress is dropped: the logs' close voids it
+        self.log_manager.stop_cleaning()  # a clean in progress stops at its next batch and is dropped
+        self.cleaner_threads.close()
         self.log_manager.close()
         self.core.mark_clean_shutdown()  # every log is flushed: the next registration is clean (KIP-966)
         self.metrics.close()

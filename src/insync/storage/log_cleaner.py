@@ -154,7 +154,8 @@ class LogCleaner:
     def _finish(self, job: CleanJob, result: Outcome, log: Log | None) -> int:
         tp = job.topic_partition
         self._in_progress.pop(tp, None)
-        void = log is None or log.offline or log.cleaning_generation != job.generation or tp in self._aborting
+        void = (log is None or log.offline or log.cleaning_generation != job.generation or tp in self._aborting
+                or not _still_holds(log, job))
         self._aborting.discard(tp)
         if isinstance(result, BaseException) or void or log is None:
             self._drop(job, result, void)
@@ -238,6 +239,10 @@ class LogCleaner:
         if not self.executor.wait(tp, ABORT_WAIT_S):
             logger.error("The cleaner of %s did not stop within %.0f s", tp, ABORT_WAIT_S)
 
+    def abort_all(self) -> None:
+        """Have every running clean stop at its next batch (the broker is stopping); nothing they did is kept."""
+        self._aborting.update(self._in_progress)
+
     def forget(self, tp: TopicPartition) -> None:
         """The log is gone: drop its checkpoint (Kafka's `updateCheckpoints` removing the partition)."""
         self.uncleanable.discard(tp)
@@ -253,3 +258,9 @@ def _job(now_ms: int, chosen: LogToClean, log: Log, producers: Mapping[int, int]
                     tuple(infos[i] for i in below), chosen.first_dirty_offset, chosen.first_uncleanable_offset, now_ms,
                     config.segment_bytes, config.index_size_max_bytes, config.index_interval_bytes,
                     config.delete_retention_ms, dict(producers), log.cleaning_generation)
+
+
+def _still_holds(log: Log, job: CleanJob) -> bool:
+    """The log still has the segments the job read (not a new log of the same partition, created since)."""
+    held = {id(segment) for segment in log.segments}
+    return all(id(segment) in held for segment in job.segments)

@@ -172,6 +172,11 @@ class LogManager:
         for log in self._logs.values():
             log.flush()
 
+    def stop_cleaning(self) -> None:
+        """Have the cleans in progress stop at their next batch, before the cleaner's threads are joined."""
+        assert self.cleaner is not None
+        self.cleaner.abort_all()
+
     def close(self) -> None:
         """Flush every log and write the checkpoints, so the next open trusts all the data."""
         for log in self._logs.values():

@@ -3,6 +3,8 @@ passes with a small offset map, and the checkpoint."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from cleaner_helpers import (
     CONFIG,
     DIR,
@@ -17,10 +19,12 @@ from cleaner_helpers import (
 
 from insync.clock import ManualClock
 from insync.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, read_offset_checkpoint
+from insync.storage.cleaner import CleaningAborted, CleanJob, run_clean
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
 from insync.storage.log_cleaner import InlineExecutor, LogCleaner
 from insync.storage.offset_map import ENTRY_BYTES, OffsetMap
+from insync.types import TopicPartition
 
 
 def clean(cleaner: LogCleaner, log: Log, clock: ManualClock, stable: int | None = None) -> bool:
@@ -152,3 +156,62 @@ def test_a_producers_last_batch_is_kept_empty() -> None:
     cleaner = cleaner_of(disk)
     assert cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {7: 2}) == 1
     assert (2, 2, 0) in batch_offsets(log) and (1, 1, 1) not in batch_offsets(log)
+
+
+class DeferredExecutor:
+    """Runs a job only when the test says so, as a thread would later."""
+
+    def __init__(self, disk: MemoryDisk) -> None:
+        self.disk = disk
+        self.pending: list[tuple[CleanJob, Callable[[], None]]] = []
+        self.done: list[tuple[CleanJob, object]] = []
+
+    def room(self) -> int:
+        return 1 - len(self.pending)
+
+    def submit(self, job: CleanJob, check_done: Callable[[], None]) -> None:
+        self.pending.append((job, check_done))
+
+    def run(self) -> None:
+        for job, check_done in self.pending:
+            self.done.append((job, run_clean(job, self.disk, OffsetMap(1 << 20, 0.9), lambda _n: None, check_done)))
+        self.pending.clear()
+
+    def completed(self) -> list[tuple[CleanJob, object]]:
+        done, self.done = self.done, []
+        return done
+
+    def wait(self, tp: TopicPartition, timeout_s: float) -> bool:
+        self.run()
+        return True
+
+
+def test_a_clean_of_a_log_truncated_meanwhile_is_dropped() -> None:
+    disk, clock = MemoryDisk(), ManualClock()
+    log = compacted_log(disk, clock)
+    produce(log, clock, keyed(40, 5))
+    executor = DeferredExecutor(disk)
+    cleaner = LogCleaner("/logs", disk, CONFIG, executor)  # type: ignore[arg-type]
+    assert cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
+    assert executor.pending
+    log.truncate_to(30)  # a follower truncating while its cleaner thread works
+    before = consumed(log)
+    executor.run()
+    assert cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
+    assert consumed(log) == before and TP not in cleaner.checkpoints
+    assert not [name for name in disk.listdir(DIR) if name.endswith(".cleaned")]
+    assert cleaner.metrics.aborted == 1 and not cleaner.uncleanable
+
+
+def test_deleting_a_log_aborts_its_clean_at_the_next_batch() -> None:
+    disk, clock = MemoryDisk(), ManualClock()
+    log = compacted_log(disk, clock)
+    produce(log, clock, keyed(40, 5))
+    executor = DeferredExecutor(disk)
+    cleaner = LogCleaner("/logs", disk, CONFIG, executor)  # type: ignore[arg-type]
+    cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {})
+    cleaner.abort_and_wait(TP)  # runs the job: its check_done raises at the first batch
+    (_, outcome), = executor.done
+    assert isinstance(outcome, CleaningAborted)
+    assert cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
+    assert not cleaner.uncleanable

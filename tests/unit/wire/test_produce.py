@@ -80,3 +80,21 @@ def test_the_log_start_offset_is_the_cores(version: int, error: errors.KafkaErro
     assert answered.base_offset == 7 and rejected.base_offset == -1
     if version >= 5:  # the translator's own refusal has no log
         assert (answered.log_start_offset, rejected.log_start_offset) == (5, -1)
+
+
+@pytest.mark.parametrize("version", [3, 8, 13])
+def test_record_errors_and_the_error_message_as_kafka_answers_them(version: int) -> None:
+    """KIP-467 (Produce v8+): INVALID_RECORD carries each record at fault (its index in the batch) and a message."""
+    image = cluster_image()
+    decoded = produce.decode_request(produce_request(version), image)
+    why = "Compacted topic cannot accept message without key in topic partition orders-0"
+    results = (PartitionProduceResult(TopicPartition("orders", 0), errors.BY_NAME["INVALID_RECORD"], Offset(-1),
+                                      Offset(0), "One or more records have been rejected", ((3, why), (9, why))),)
+    body = wire(produce.encode_response(ProduceResponse(42, results), decoded, image))
+    refused = body.responses[0].partition_responses[0]
+    assert refused.error_code == errors.BY_NAME["INVALID_RECORD"].code
+    if version >= 8:
+        assert [(e.batch_index, e.batch_index_error_message) for e in refused.record_errors] == [(3, why), (9, why)]
+        assert refused.error_message == "One or more records have been rejected"
+    else:
+        assert not hasattr(refused, "record_errors")
