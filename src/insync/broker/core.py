@@ -68,6 +68,9 @@ from insync.types import Address, BrokerId, LeaderEpoch, Outgoing, PartitionEpoc
 log = logging.getLogger(__name__)
 
 REJECTED_REPORT_INTERVAL_MS = 1_000
+# How often finished cleans are swapped in and the log cleaner may start another (Kafka's cleaner threads pick the
+# next log at once; log.cleaner.backoff.ms still spaces the picks that find nothing).
+CLEANER_CHECK_INTERVAL_MS = 500
 # Answered at once from the partitions' state, without purgatory (`broker.queries`, `log_dirs`, `producers`).
 Query = (ListOffsetsRequest | OffsetForLeaderEpochRequest | DeleteRecordsRequest | InitProducerIdRequest
          | DescribeLogDirsRequest | AlterReplicaLogDirsRequest | DescribeProducersRequest)
@@ -100,6 +103,7 @@ class BrokerCore:
         self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
         self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
         self._next_retention_ms = now_ms + self._retention_interval_ms
+        self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
         self._next_rejected_report_ms = now_ms
         self._now_ms = now_ms
         self._caught_up = False
@@ -237,6 +241,9 @@ class BrokerCore:
             self._next_retention_ms = now_ms + self._retention_interval_ms
             # Followers bound it by their own HW, as Kafka's deletableSegments does on every replica.
             self.log_manager.apply_retention(now_ms, self._high_watermarks())
+        if now_ms >= self._next_clean_ms:
+            self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
+            self.log_manager.clean(now_ms, self._stable_offsets_of_compacted(), self._producer_last_offsets)
         commands.extend(self.produce.check(now_ms, ()))
         commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms)))
         commands.extend(self.fetchers.tick(now_ms))
@@ -258,7 +265,7 @@ class BrokerCore:
                                                              heartbeat.broker_epoch, reports))]
 
     def next_deadline_ms(self) -> int:
-        deadlines = [self._next_isr_check_ms, self._next_checkpoint_ms, self._next_retention_ms,
+        deadlines = [self._next_isr_check_ms, self._next_checkpoint_ms, self._next_retention_ms, self._next_clean_ms,
                      self.channel.next_deadline_ms(), self.fetchers.next_deadline_ms()]
         if self.produce.rejected:
             deadlines.append(self._next_rejected_report_ms)
@@ -280,6 +287,21 @@ class BrokerCore:
 
     def _high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: partition.high_watermark for tp, partition in self.partitions.items()}
+
+    def _stable_offsets_of_compacted(self) -> dict[TopicPartition, int]:
+        """What bounds each compacted log's cleaning: its last stable offset, which is its high watermark until
+        transactions exist (Kafka's `UnifiedLog.lastStableOffset` without an open transaction). Followers bound it
+        by their own high watermark, as every Kafka replica cleans its own copy."""
+        return {tp: partition.high_watermark for tp, partition in self.partitions.items()
+                if (log := self.log_manager.get(tp)) is not None and log.config.compact}
+
+    def _producer_last_offsets(self, tp: TopicPartition) -> dict[int, int]:
+        """Each producer's last offset in the partition: the cleaner keeps that batch (its last sequence)."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return {}
+        return {producer_id: entry.batches[-1].last_offset
+                for producer_id, entry in partition.producer_state.entries() if entry.batches}
 
     def delete_records(self, now_ms: int, tp: TopicPartition, offset: int | None) -> list[Command]:
         """DeleteRecords on the leader: move the log start offset (None: to the high watermark). Raises

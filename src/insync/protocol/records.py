@@ -34,6 +34,8 @@ __all__ = [
     "Record",
     "RecordSpec",
     "build_batch",
+    "empty_batch",
+    "rebuild_batch",
     "crc_is_valid",
     "decode_records",
     "iter_batches",
@@ -68,6 +70,7 @@ _COMPRESSION_MASK = 0x07
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
 _CONTROL_BIT = 0x20
+_DELETE_HORIZON_BIT = 0x40  # the base timestamp is the batch's delete horizon (Kafka's log cleaner, KIP-534)
 _INT32_MAX = 2**31 - 1
 # A record is at least 7 bytes: length, attributes, timestamp delta, offset delta, key, value, header count.
 _MIN_RECORD_BYTES = 7
@@ -124,6 +127,11 @@ class BatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the cleaner may drop this batch's tombstones (its base timestamp, once a clean has set it)."""
+        return self.base_timestamp if self.attributes & _DELETE_HORIZON_BIT else None
 
     @property
     def last_sequence(self) -> int:
@@ -448,6 +456,39 @@ def build_batch(
     batch_length = _PREFIX.size - LOG_OVERHEAD + len(crc_range)
     prefix = _PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC, crc32c(crc_range))
     return prefix + crc_range
+
+
+def rebuild_batch(header: BatchHeader, records: Sequence[Record], delete_horizon_ms: int | None) -> bytes:
+    """The batch `header` with only `records` (some of its own) in it, as Kafka's cleaner rebuilds one: base and
+    last offset, producer fields, leader epoch and compression kept; with `delete_horizon_ms` the base timestamp
+    becomes the delete horizon and its attribute bit is set (record timestamps stay as they were)."""
+    assert records and all(header.base_offset <= r.offset <= header.last_offset for r in records), header
+    base_timestamp = records[0].timestamp if delete_horizon_ms is None else delete_horizon_ms
+    body = bytearray()
+    for record in records:
+        delta = 0 if header.timestamp_type == 1 else record.timestamp - base_timestamp
+        _write_record(body, RecordSpec(record.key, record.value, record.headers), record.offset - header.base_offset,
+                      delta)
+    attributes = header.attributes & ~_DELETE_HORIZON_BIT | (_DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0)
+    max_timestamp = header.max_timestamp if header.timestamp_type == 1 else max(r.timestamp for r in records)
+    return _assemble(header, attributes, base_timestamp, max_timestamp, len(records),
+                     compress(header.compression, body))
+
+
+def empty_batch(header: BatchHeader) -> bytes:
+    """The header of batch `header` with no records: what Kafka's cleaner keeps of a batch that holds a producer's
+    last sequence, or ends a cleaning round (`DefaultRecordBatch.writeEmptyHeader`)."""
+    attributes = header.attributes & ~_COMPRESSION_MASK
+    return _assemble(header, attributes, header.max_timestamp, header.max_timestamp, 0, b"")
+
+
+def _assemble(header: BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int, count: int,
+              body: bytes) -> bytes:
+    crc_range = _CRC_RANGE_HEADER.pack(attributes, header.last_offset_delta, base_timestamp, max_timestamp,
+                                       header.producer_id, header.producer_epoch, header.base_sequence, count) + body
+    batch_length = _PREFIX.size - LOG_OVERHEAD + len(crc_range)
+    return _PREFIX.pack(header.base_offset, batch_length, header.partition_leader_epoch, MAGIC,
+                        crc32c(crc_range)) + crc_range
 
 
 def _write_record(out: bytearray, spec: RecordSpec, offset_delta: int, timestamp_delta: int) -> None:

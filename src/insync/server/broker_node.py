@@ -50,6 +50,7 @@ from insync.replication.messages import FetchRequest
 from insync.security.listeners import Endpoint, broker_listeners, controller_names
 from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.access_gate import AccessGate
+from insync.server.cleaner_threads import CleanerThreads
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
@@ -134,7 +135,8 @@ class BrokerNode(MeteredDispatcher):
         self.broker_id = BrokerId(config.node.node_id)
         self.log_dir = str(Path(config.log_dirs()[0]).absolute())  # DescribeLogDirs names it so, as Kafka
         self.disk = open_disk(self.log_dir, config.storage.power_loss_journal)
-        self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock)
+        self.cleaner_threads = CleanerThreads(config.cleaner, self.disk)
+        self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock, self.cleaner_threads)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
         self.endpoints = broker_listeners(config.listeners)
         self.listeners = [make_listener(self, endpoint, config) for endpoint in self.endpoints.bound]
@@ -496,6 +498,7 @@ class BrokerNode(MeteredDispatcher):
         if self.config.node.metrics_port:
             self.metrics.serve(self.config.node.metrics_port)
         self._feed(self.core.start(self._now()))
+        self.cleaner_threads.start()
         log.info("Broker %d serving on %s", self.broker_id, ",".join(str(e) for e in self._advertised()))
         halt = asyncio.Event()  # the background loops outlive `stop` until requests in flight are answered
         try:
@@ -543,6 +546,7 @@ class BrokerNode(MeteredDispatcher):
         for connection in self.peers.values():
             await connection.close()
         self.core.checkpoint()
+        self.cleaner_threads.close()  # a clean in progress is dropped: the logs' close voids it
         self.log_manager.close()
         self.core.mark_clean_shutdown()  # every log is flushed: the next registration is clean (KIP-966)
         self.metrics.close()

@@ -39,6 +39,7 @@ from insync.protocol.records import (
     validate_batches,
 )
 from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
+from insync.storage.cleaner_plan import SegmentInfo
 from insync.storage.disk import Disk, RealDisk
 from insync.storage.index import RELATIVE_OFFSET_MAX
 from insync.storage.leader_epoch import LeaderEpochCache
@@ -51,6 +52,7 @@ from insync.storage.segment import (
     LogSegment,
     TimestampAndOffset,
 )
+from insync.storage.segment_swap import recover_swaps, swap_in
 
 logger = logging.getLogger("insync.storage")
 
@@ -131,6 +133,9 @@ class Log:
         self._last_flush_ms = clock.monotonic_ms()
         self.producer_snapshots = ProducerSnapshotFiles(disk, directory)
         self._log_start_listener: Callable[[int], None] | None = None
+        # Moves on every change that removes segments a clean may have read (truncation, deletion, retention,
+        # closing): a clean prepared under an older generation is void (Kafka aborts and pauses its cleaning).
+        self.cleaning_generation = 0
 
     # --- Opening and recovery ------------------------------------------------------------------------------
 
@@ -151,6 +156,7 @@ class Log:
             logger.warning("Rebuilding the leader epoch cache of %s from its batches: %s", path, exc)
             cache, rebuild_epochs = LeaderEpochCache(real_disk, epoch_path), True
         log = cls(path, config, real_disk, clock or SystemClock(), cache, owns_disk=disk is None)
+        recover_swaps(real_disk, path)
         log._load_segments(recovery_point or 0, rebuild_epochs, log_start_offset or 0)
         log._finish_open(recovery_point or 0, log_start_offset or 0)
         return log
@@ -183,12 +189,15 @@ class Log:
                     self._assign_epochs(_epoch_starts(segment))
             if segment is None:
                 segment, epoch_starts = LogSegment.recover(self.disk, self.directory, base, now_ms,
-                                                           self.config.index_interval_bytes)
+                                                           self.config.index_interval_bytes, self.config.compact)
                 self._assign_epochs(epoch_starts)
             self.segments.append(segment)
             if following is not None:
                 segment.seal()
-                if segment.next_offset != following:
+                # A torn segment loses what follows it; so does one ending short of its successor, unless the log
+                # is compacted, where a cleaned segment may (Kafka cannot tell the two apart and keeps both).
+                gap = segment.next_offset < following and not self.config.compact
+                if segment.torn or gap or segment.next_offset > following:
                     self._drop_segment_files(bases[i + 1:])
                     break
         if not self.segments:
@@ -269,18 +278,21 @@ class Log:
 
     @_writes
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
-        """Append batches copied from the leader, offsets and epochs as they are; they must start at the
-        log end offset and follow each other without gaps. CRC-checked, all or nothing."""
+        """Append batches copied from the leader, offsets and epochs as they are; they must start at the log end
+        offset and follow each other without gaps, except in a compacted log (what the leader's cleaner removed).
+        CRC-checked, all or nothing."""
         headers = [header for _, header in iter_batches(records, verify_crc=True)]
         if not headers:
             raise KafkaException(errors.CORRUPT_MESSAGE, f"{self.directory}: follower append without batches")
         expected = self.log_end_offset
-        if headers[0].base_offset != expected:
+        # In a compacted log a gap is where the leader's cleaner removed batches (Kafka allows it).
+        if headers[0].base_offset < expected or (headers[0].base_offset > expected and not self.config.compact):
             kind = "gap" if headers[0].base_offset > expected else "overlap"
             raise KafkaException(errors.OFFSET_OUT_OF_RANGE, f"{self.directory}: follower append at offset "
                                  f"{headers[0].base_offset} would leave a {kind}: log end offset is {expected}")
         for previous, header in zip(headers, headers[1:], strict=False):
-            if header.base_offset != previous.next_offset:
+            if header.base_offset < previous.next_offset or (
+                    header.base_offset > previous.next_offset and not self.config.compact):
                 raise KafkaException(errors.UNKNOWN_SERVER_ERROR, f"{self.directory}: batch at offset "
                                      f"{header.base_offset} does not follow {previous.last_offset}")
         for header in headers:
@@ -430,6 +442,30 @@ class Log:
         return segment.first_record(max(segment.offset_of_max_timestamp, self.log_start_offset),
                                     lambda ts: ts == largest)
 
+    # --- Compaction ---------------------------------------------------------------------------------------------
+
+    def segment_infos(self, first_batch_timestamps: bool) -> tuple[SegmentInfo, ...]:
+        """What the cleaner's planning needs of each segment (the first batch's timestamp costs a read, so only
+        when `max.compaction.lag.ms` is set)."""
+        return tuple(SegmentInfo(s.base_offset, s.size, s.max_timestamp,
+                                 self._first_batch_timestamp(s) if first_batch_timestamps else -1,
+                                 len(s.offset_index), len(s.time_index)) for s in self.segments)
+
+    def _first_batch_timestamp(self, segment: LogSegment) -> int:
+        found = segment.find_batch(segment.base_offset) if segment.size else None
+        return -1 if found is None else found[1].max_timestamp
+
+    @_writes
+    def replace_segments(self, cleaned: LogSegment, old: tuple[LogSegment, ...]) -> None:
+        """Swap the cleaned segment in for `old`, consecutive segments of this log below the active one
+        (`segment_swap.swap_in`: each step survives a crash)."""
+        first = next(i for i, segment in enumerate(self.segments) if segment is old[0])
+        assert tuple(self.segments[first:first + len(old)]) == old and first + len(old) < len(self.segments)
+        cleaned.use_disk(self.disk)
+        swap_in(cleaned, old)
+        self.segments[first:first + len(old)] = [cleaned]
+        assert all(a.base_offset < b.base_offset for a, b in zip(self.segments, self.segments[1:], strict=False))
+
     # --- Truncation and deletion ---------------------------------------------------------------------------
 
     @_writes
@@ -439,6 +475,7 @@ class Log:
         if offset >= self.log_end_offset:
             self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return
+        self.cleaning_generation += 1
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
@@ -457,6 +494,7 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the log, empty, at `offset`."""
         assert offset >= 0
+        self.cleaning_generation += 1
         for segment in self.segments:
             segment.delete()
         self.segments = [LogSegment.create(self.disk, self.directory, offset, self.clock.now_ms(),
@@ -474,6 +512,7 @@ class Log:
             raise KafkaException(errors.OFFSET_OUT_OF_RANGE, f"{self.directory}: cannot move the log start "
                                  f"offset to {offset}, past the log end offset {self.log_end_offset}")
         if offset > self.log_start_offset:
+            self.cleaning_generation += 1
             self.log_start_offset = offset
             while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
                 self.segments.pop(0).delete()
@@ -505,6 +544,7 @@ class Log:
             self.segments.pop(0).delete()
             deleted += 1
         if deleted:
+            self.cleaning_generation += 1
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
@@ -516,6 +556,7 @@ class Log:
     def close(self) -> None:
         """Seal and flush, so the next open trusts everything below the end, and snapshot the producers so it
         need not read the log to rebuild them."""
+        self.cleaning_generation += 1
         self.active_segment.seal()
         self.flush()
         self.producer_snapshots.take(self.log_end_offset)

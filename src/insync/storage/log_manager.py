@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from insync.clock import Clock, SystemClock
-from insync.config import BrokerConfig, LogConfig
+from insync.config import BrokerConfig, CleanerConfig, LogConfig
 from insync.errors import KafkaException
 from insync.limits import PARTITIONS_PER_BROKER_MAX
 from insync.storage.checkpoint import (
@@ -33,6 +33,14 @@ from insync.storage.checkpoint import (
 )
 from insync.storage.disk import Disk, RealDisk
 from insync.storage.log import Log
+from insync.storage.log_cleaner import (
+    CleanExecutor,
+    InlineExecutor,
+    LogCleaner,
+    Producers,
+    map_bytes_per_thread,
+)
+from insync.storage.offset_map import OffsetMap
 from insync.types import TopicPartition
 
 logger = logging.getLogger("insync.storage")
@@ -56,14 +64,20 @@ class LogManager:
         self.clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._owns_disk = owns_disk
+        self.cleaner: LogCleaner | None = None  # set by open()
 
     @classmethod
     def open(cls, log_dir: str | Path, config: BrokerConfig | LogConfig, disk: Disk | None = None,
-             clock: Clock | None = None) -> LogManager:
+             clock: Clock | None = None, executor: CleanExecutor | None = None) -> LogManager:
+        """`executor` runs the log cleaner's jobs (the server's threads); without one they run inline, in
+        `clean` (tests, the simulator)."""
         path = str(log_dir).rstrip("/") or "/"
         log_config = config.log_config() if isinstance(config, BrokerConfig) else config
+        cleaner_config = config.cleaner if isinstance(config, BrokerConfig) else BrokerConfig().cleaner
         manager = cls(path, log_config, disk or RealDisk(), clock or SystemClock(), owns_disk=disk is None)
         manager.disk.mkdir(path)
+        manager.cleaner = LogCleaner(path, manager.disk, cleaner_config,
+                                     executor or _inline_executor(manager.disk, cleaner_config))
         recovery_points = manager._read_or_default(RECOVERY_POINT_CHECKPOINT, "recovering every log in full")
         log_starts = manager._read_or_default(LOG_START_OFFSET_CHECKPOINT, "log start offsets restart at the "
                                               "first segment of each log")
@@ -99,7 +113,10 @@ class LogManager:
         return log
 
     def delete(self, tp: TopicPartition) -> None:
-        """Remove the partition's directory and everything in it."""
+        """Remove the partition's directory and everything in it, once its cleaning has stopped."""
+        assert self.cleaner is not None
+        self.cleaner.abort_and_wait(tp)
+        self.cleaner.forget(tp)
         log = self._logs.pop(tp, None)
         directory = f"{self.log_dir}/{tp}"
         if log is not None:
@@ -145,6 +162,12 @@ class LogManager:
                 deleted += log.apply_retention(now_ms, high_watermark)
         return deleted
 
+    def clean(self, now_ms: int, stable_offsets: Mapping[TopicPartition, int], producers: Producers) -> int:
+        """The log cleaner's turn (`LogCleaner.tick`): swap in finished cleans, start the next. A log without a
+        stable offset (not hosted as a partition) is not cleaned. Returns the cleans swapped in."""
+        assert self.cleaner is not None
+        return self.cleaner.tick(now_ms, self._logs, stable_offsets, producers)
+
     def flush(self) -> None:
         for log in self._logs.values():
             log.flush()
@@ -156,3 +179,7 @@ class LogManager:
         self.checkpoint_recovery_points_and_log_starts()
         if self._owns_disk and isinstance(self.disk, RealDisk):
             self.disk.close()
+
+
+def _inline_executor(disk: Disk, config: CleanerConfig) -> InlineExecutor:
+    return InlineExecutor(disk, OffsetMap(map_bytes_per_thread(config), config.dedupe_buffer_load_factor))

@@ -61,11 +61,13 @@ class BatchScan:
     """Iterate (position, header) over the batches of a `.log` file between `start` and `end`."""
 
     def __init__(self, disk: Disk, path: str, start: int, end: int, *, verify_crc: bool,
-                 expected_offset: int | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES) -> None:
+                 expected_offset: int | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES,
+                 gaps: bool = False) -> None:
         assert 0 <= start <= end and chunk_bytes >= BATCH_HEADER_SIZE
         self.disk, self.path, self.start, self.end = disk, path, start, end
         self.verify_crc = verify_crc
         self.expected_offset = expected_offset
+        self.gaps = gaps  # a batch may start past `expected_offset` (a compacted log's cleaned segments)
         self.chunk_bytes = chunk_bytes
         self.valid_end = start
         self.error: str | None = None
@@ -104,8 +106,9 @@ class BatchScan:
         if pos + header.size > self.end:
             return f"batch at offset {header.base_offset} needs {header.size} bytes, {self.end - pos} left " \
                    "(torn write?)"
-        if self.expected_offset is not None and header.base_offset != self.expected_offset:
-            return f"batch base offset {header.base_offset} where {self.expected_offset} was expected"
+        expected = self.expected_offset
+        if expected is not None and (header.base_offset < expected or (header.base_offset > expected and not self.gaps)):
+            return f"batch base offset {header.base_offset} where {expected} was expected"
         return None
 
 
@@ -130,12 +133,16 @@ class LogSegment:
     """A segment's files and what is known about them in memory."""
 
     def __init__(self, disk: Disk, directory: str, base_offset: int, created_ms: int,
-                 index_interval_bytes: int) -> None:
+                 index_interval_bytes: int, file_suffix: str = "") -> None:
         self.disk = disk
         self.base_offset = base_offset
-        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
-        self.offset_index = OffsetIndex(disk, segment_path(directory, base_offset, INDEX_SUFFIX), base_offset)
-        self.time_index = TimeIndex(disk, segment_path(directory, base_offset, TIME_INDEX_SUFFIX), base_offset)
+        self.directory = directory
+        self.file_suffix = file_suffix  # "" live; ".cleaned" or ".swap" while the log cleaner replaces segments
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX) + file_suffix
+        self.offset_index = OffsetIndex(disk, segment_path(directory, base_offset, INDEX_SUFFIX) + file_suffix,
+                                        base_offset)
+        self.time_index = TimeIndex(disk, segment_path(directory, base_offset, TIME_INDEX_SUFFIX) + file_suffix,
+                                    base_offset)
         self.created_ms = created_ms
         self.index_interval_bytes = index_interval_bytes
         self.size = 0
@@ -144,13 +151,32 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self._bytes_since_index_entry = 0
         self.dirty = False  # written since the last fsync
+        self.torn = False  # recovery cut a torn or corrupt tail off it
         self._read_hint = (base_offset, 0)  # (offset, position) where the last read ended
 
     @classmethod
     def create(cls, disk: Disk, directory: str, base_offset: int, created_ms: int,
-               index_interval_bytes: int) -> LogSegment:
-        disk.write_file(segment_path(directory, base_offset, LOG_SUFFIX), b"")
-        return cls.create_indexes_only(disk, directory, base_offset, created_ms, index_interval_bytes)
+               index_interval_bytes: int, file_suffix: str = "") -> LogSegment:
+        segment = cls(disk, directory, base_offset, created_ms, index_interval_bytes, file_suffix)
+        disk.write_file(segment.log_path, b"")
+        segment.offset_index = OffsetIndex.create(disk, segment.offset_index.path, base_offset)
+        segment.time_index = TimeIndex.create(disk, segment.time_index.path, base_offset)
+        return segment
+
+    def rename_suffix(self, file_suffix: str) -> None:
+        """Rename the three files to carry `file_suffix` (the log cleaner's swap); the `.log` goes last, so a
+        `.log` of the new suffix means its indexes are there too."""
+        for index in (self.offset_index, self.time_index):
+            target = index.path.removesuffix(self.file_suffix) + file_suffix
+            self.disk.rename(index.path, target)
+            index.path = target
+        target = self.log_path.removesuffix(self.file_suffix) + file_suffix
+        self.disk.rename(self.log_path, target)
+        self.log_path, self.file_suffix = target, file_suffix
+
+    def use_disk(self, disk: Disk) -> None:
+        """Go on through `disk` (a segment the cleaner wrote through its own handles joins the log)."""
+        self.disk = self.offset_index.disk = self.time_index.disk = disk
 
     @classmethod
     def open_trusted(cls, disk: Disk, directory: str, base_offset: int, next_offset: int, created_ms: int,
@@ -174,14 +200,16 @@ class LogSegment:
 
     @classmethod
     def recover(cls, disk: Disk, directory: str, base_offset: int, created_ms: int,
-                index_interval_bytes: int) -> tuple[LogSegment, list[tuple[int, int]]]:
-        """Validate every batch, cut a torn or corrupt tail, rebuild both indexes.
+                index_interval_bytes: int, gaps: bool = False) -> tuple[LogSegment, list[tuple[int, int]]]:
+        """Validate every batch, cut a torn or corrupt tail, rebuild both indexes; with `gaps`, offsets may jump
+        where a cleaner removed batches.
 
         Returns the segment and the (leader epoch, base offset) of each batch that starts a newer epoch.
         """
         segment = cls.create_indexes_only(disk, directory, base_offset, created_ms, index_interval_bytes)
         file_size = disk.size(segment.log_path)
-        scan = BatchScan(disk, segment.log_path, 0, file_size, verify_crc=True, expected_offset=base_offset)
+        scan = BatchScan(disk, segment.log_path, 0, file_size, verify_crc=True, expected_offset=base_offset,
+                         gaps=gaps)
         epoch_starts: list[tuple[int, int]] = []
         for position, header in scan:
             segment._note_batch(position, header)
@@ -192,6 +220,7 @@ class LogSegment:
                 epoch_starts.append((epoch, header.base_offset))
         assert scan.valid_end == segment.size
         segment.dirty = True
+        segment.torn = segment.size < file_size
         if segment.size < file_size:
             disk.truncate(segment.log_path, segment.size)
             logger.warning("Truncated %d bytes of corrupt tail in %s (%s)", file_size - segment.size,
@@ -219,8 +248,9 @@ class LogSegment:
         self._bytes_since_index_entry += header.size
 
     def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> None:
-        """Append `data`, which holds exactly the batches `headers`, back to back."""
-        assert headers and headers[0].base_offset == self.next_offset, (headers[0].base_offset, self.next_offset)
+        """Append `data`, which holds exactly the batches `headers`, back to back (after a gap in offsets where
+        the log cleaner removed batches)."""
+        assert headers and headers[0].base_offset >= self.next_offset, (headers[0].base_offset, self.next_offset)
         position = self.disk.append(self.log_path, data)
         assert position == self.size, f"{self.log_path}: wrote at {position}, expected {self.size}"
         for header in headers:
@@ -254,6 +284,8 @@ class LogSegment:
         for found in scan:
             if found[1].last_offset >= offset:
                 return found
+        if scan.error is None:  # `offset` is in a gap the log cleaner left at the segment's end
+            return None
         raise KafkaException(errors.KAFKA_STORAGE_ERROR,
                              f"{self.log_path}: offset {offset} not found from position {position}: {scan.error}")
 

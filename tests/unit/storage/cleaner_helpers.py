@@ -1,0 +1,68 @@
+"""Shared builders for the log cleaner's tests: a compacted log on a memory disk, and what a consumer reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from insync.clock import ManualClock
+from insync.config import CleanerConfig, LogConfig
+from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
+from insync.storage.disk import MemoryDisk
+from insync.storage.log import Log
+from insync.storage.log_cleaner import InlineExecutor, LogCleaner
+from insync.storage.offset_map import OffsetMap
+from insync.types import TopicPartition
+
+TP = TopicPartition("t", 0)
+CONFIG = CleanerConfig(enable=True, threads=1, dedupe_buffer_bytes=1 << 20, dedupe_buffer_load_factor=0.9,
+                       io_buffer_bytes=1 << 19, io_max_bytes_per_second=1e300, backoff_ms=0)
+
+
+def cleaner_of(disk: MemoryDisk) -> LogCleaner:
+    """A log cleaner of /logs cleaning on the caller's thread."""
+    return LogCleaner("/logs", disk, CONFIG, InlineExecutor(disk, OffsetMap(1 << 20, 0.9)))
+DIR = "/logs/t-0"
+
+
+def compacted_log(disk: MemoryDisk, clock: ManualClock, **config: object) -> Log:
+    settings: dict[str, object] = {"cleanup_policy": ("compact",), "segment_bytes": 300,
+                                   "min_cleanable_dirty_ratio": 0.01}
+    settings.update(config)
+    return Log.open(DIR, LogConfig(**settings), disk, clock=clock)  # type: ignore[arg-type]
+
+
+def produce(log: Log, clock: ManualClock, pairs: Sequence[tuple[bytes, bytes | None]], **batch: int) -> None:
+    """One batch per record, each stamped with the clock's time."""
+    for key, value in pairs:
+        log.append_as_leader(build_batch([RecordSpec(key, value, timestamp=clock.now_ms())], **batch),
+                             leader_epoch=0)
+
+
+def consumed(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record a consumer reads from the log start."""
+    found = []
+    offset = log.log_start_offset
+    for _ in range(100_000):
+        if offset >= log.log_end_offset:
+            break
+        result = log.read(offset, 1 << 20)
+        found.extend((r.offset, r.key, r.value) for r in iter_records(result.records))
+        offset = result.next_offset
+    return found
+
+
+def batch_offsets(log: Log) -> list[tuple[int, int, int]]:
+    """(base offset, last offset, record count) of every batch in the log's segments."""
+    found = []
+    for segment in log.segments:
+        data = log.disk.pread(segment.log_path, 0, segment.size)
+        found.extend((h.base_offset, h.last_offset, h.record_count) for _, h in iter_batches(data))
+    return found
+
+
+def last_values(records: Sequence[tuple[int, bytes | None, bytes | None]]) -> dict[bytes | None, tuple[int,
+                                                                                                        bytes | None]]:
+    latest: dict[bytes | None, tuple[int, bytes | None]] = {}
+    for offset, key, value in records:
+        latest[key] = (offset, value)
+    return latest
