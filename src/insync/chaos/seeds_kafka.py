@@ -31,6 +31,8 @@ INSYNC_ONLY_KEYS = ("isr.change.propagation.", "fault.injection.", "follower.fet
                     "replica.lag.max.messages", "eligible.leader.replicas.enable")
 KRAFT_ONLY_KEYS = ("broker.session.timeout.ms", "broker.heartbeat.interval.ms")
 ZOOKEEPER_SESSION_KEY = "zookeeper.session.timeout.ms"
+SEGMENT_BYTES_KEY = "log.segment.bytes"
+KAFKA_4_SEGMENT_BYTES_MIN = 1024 * 1024  # Kafka 4 refuses smaller segments at start-up
 NO_HOOK = {"fail-partition": "a failing partition needs insync's fault file",
            "delay": "delayed fetch answers need insync's fault file"}
 # A shrink's server.log line is matched to the removal the watch saw up to this long after it.
@@ -104,7 +106,7 @@ def unmount_slow_disks(disks: Mapping[Path, subprocess.Popen[bytes]]) -> None:
 
 def kafka_configs(configs: Iterable[str], kraft: bool) -> list[str]:
     """The seed's broker settings as Kafka takes them: insync's own keys dropped; in ZooKeeper mode the broker
-    session is ZooKeeper's, and heartbeats are ZooKeeper's too."""
+    session is ZooKeeper's, and heartbeats are ZooKeeper's too; segments no smaller than Kafka 4 allows."""
     out = []
     for entry in configs:
         key, _, value = entry.partition("=")
@@ -114,6 +116,8 @@ def kafka_configs(configs: Iterable[str], kraft: bool) -> list[str]:
             if key == "broker.session.timeout.ms":
                 out.append(f"{ZOOKEEPER_SESSION_KEY}={value}")
             continue
+        if key == SEGMENT_BYTES_KEY and kraft:
+            entry = f"{key}={max(int(value), KAFKA_4_SEGMENT_BYTES_MIN)}"
         out.append(entry)
     return out
 

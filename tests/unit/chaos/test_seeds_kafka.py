@@ -85,6 +85,9 @@ def test_kafka_settings_drop_insyncs_own_keys_and_zookeeper_mode_takes_its_sessi
     zookeeper = seeds_kafka.kafka_configs(seed.broker_configs(), kraft=False)
     assert "zookeeper.session.timeout.ms=8000" in zookeeper
     assert not [c for c in zookeeper if c.startswith("broker.")]
+    race = seeds.seed_named("log-start-race").broker_configs()
+    assert "log.segment.bytes=1048576" in seeds_kafka.kafka_configs(race, kraft=True)
+    assert "log.segment.bytes=65536" in seeds_kafka.kafka_configs(race, kraft=False)
 
 
 def test_seeds_needing_insyncs_fault_file_or_the_count_rule_say_why_not_on_kafka() -> None:
