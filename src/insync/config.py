@@ -319,10 +319,13 @@ class ControllerConfig:
     unclean_recovery_strategy: str  # unclean.recovery.strategy
     auto_leader_rebalance_enable: bool  # auto.leader.rebalance.enable
     leader_imbalance_check_interval_ms: int  # leader.imbalance.check.interval.seconds, in ms
+    # isr.change.propagation.{check.interval,blackout,max.interval}.ms: Kafka hard-codes them, tests shorten them
+    isr_propagation_ms: tuple[int, int, int]
 
     def __post_init__(self) -> None:
         assert self.metadata_store in ("local", "zookeeper"), self
         assert self.zookeeper_session_timeout_ms > 0 and self.leader_imbalance_check_interval_ms > 0, self
+        assert self.isr_propagation_ms[0] > 0 and min(self.isr_propagation_ms) >= 0, self
 
 
 def _controller_config(config: BrokerConfig) -> ControllerConfig:
@@ -334,6 +337,9 @@ def _controller_config(config: BrokerConfig) -> ControllerConfig:
         unclean_recovery_strategy=config.get_str("unclean.recovery.strategy") or "Balanced",
         auto_leader_rebalance_enable=config.get_bool("auto.leader.rebalance.enable"),
         leader_imbalance_check_interval_ms=config.get_int("leader.imbalance.check.interval.seconds") * 1000,
+        isr_propagation_ms=(config.get_int("isr.change.propagation.check.interval.ms"),
+                            config.get_int("isr.change.propagation.blackout.ms"),
+                            config.get_int("isr.change.propagation.max.interval.ms")),
     )
 
 

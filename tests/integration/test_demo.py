@@ -72,8 +72,9 @@ def _during(episodes: list[dict[str, Any]], act: dict[str, Any]) -> list[dict[st
     return [e for e in episodes if act["start_ms"] <= e["start"].timestamp() * 1000 <= act["end_ms"]]
 
 
+@pytest.mark.slow  # two Spark analyses, six minutes of both cores: `make test-slow`, which CI runs too
 def test_the_analysis_names_the_cause_each_act_created(demo_dir: Path) -> None:
-    """Issue 21's acceptance test: for each act the analysis names the cause the act created."""
+    """For each act the analysis names the cause the act created."""
     acts = {a["name"]: a for a in json.loads((demo_dir / "summary.json").read_text())["acts"]}
     episodes, risk, report = _analysed(demo_dir, "kip501-off")
     paused = acts["pause-follower"]

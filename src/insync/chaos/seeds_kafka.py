@@ -13,13 +13,14 @@ slow reads, a failing partition, delayed fetches) makes a seed unavailable on Ka
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from insync.chaos import cluster, kafka_cluster
+from insync.chaos import cluster, kafka_cluster, slow_disk
 from insync.chaos import history as workload_history
 from insync.chaos.seed_model import LAG_REMOVAL, RealSeed, SeedRun
 from insync.events import LeaderChangeReason
@@ -30,9 +31,9 @@ INSYNC_ONLY_KEYS = ("isr.change.propagation.", "fault.injection.", "follower.fet
                     "replica.lag.max.messages", "eligible.leader.replicas.enable")
 KRAFT_ONLY_KEYS = ("broker.session.timeout.ms", "broker.heartbeat.interval.ms")
 ZOOKEEPER_SESSION_KEY = "zookeeper.session.timeout.ms"
-NO_HOOK = {"slow-reads": "slow reads need insync's fault file (a Kafka broker's reads could be slowed by a FUSE "
-                         "file system with injected latency under its log.dirs; not built yet)",
-           "fail-partition": "a failing partition needs insync's fault file",
+SEGMENT_BYTES_KEY = "log.segment.bytes"
+KAFKA_4_SEGMENT_BYTES_MIN = 1024 * 1024  # Kafka 4 refuses smaller segments at start-up
+NO_HOOK = {"fail-partition": "a failing partition needs insync's fault file",
            "delay": "delayed fetch answers need insync's fault file"}
 # A shrink's server.log line is matched to the removal the watch saw up to this long after it.
 SHRINK_LINE_SLACK_MS = 2000
@@ -70,18 +71,42 @@ def unavailable(seed: RealSeed, kraft: bool) -> str | None:
     """Why `seed` cannot run on a Kafka (KRaft or ZooKeeper mode), or None when every step of it can be made from
     outside a Kafka process and Kafka can be set as the seed sets insync."""
     missing = sorted({step.action for step in seed.steps if step.action in NO_HOOK})
+    no_slow_disk = slow_disk.unavailable() if any(step.action == "slow-reads" for step in seed.steps) else None
+    if no_slow_disk:
+        missing.append(f"slow reads need a slow disk under Kafka's log.dirs: {no_slow_disk}")
     if seed.name.startswith("bursty-producer-count"):
         return "Kafka has no count rule since 0.9 (replica.lag.max.messages is gone; seed 001)"
     if "eligible.leader.replicas.enable=true" in seed.configs and not kraft:
         return "ZooKeeper-mode Kafka has no ELR (KIP-966 came with KRaft, in 4.0)"
     if "eligible.leader.replicas.enable=false" in seed.configs and kraft and not missing:
         return "Kafka 4.x turns ELR off only as a metadata feature (eligible.leader.replicas.version), not a setting"
-    return "; ".join(NO_HOOK[action] for action in missing) or None
+    return "; ".join(NO_HOOK.get(action, action) for action in missing) or None
+
+
+def mount_slow_disks(seed: RealSeed, directory: Path) -> dict[Path, subprocess.Popen[bytes]]:
+    """A slow disk (chaos/slow_disk.py) under each broker's log.dirs when the seed slows reads (the leader is
+    known only once the cluster runs), none otherwise; what is mounted is unmounted if a later one fails."""
+    if not any(step.action == "slow-reads" for step in seed.steps):
+        return {}
+    disks: dict[Path, subprocess.Popen[bytes]] = {}
+    try:
+        for broker in range(1, seed.brokers + 1):
+            node_dir = Path(directory).resolve() / f"node-{broker}"
+            disks[node_dir] = slow_disk.mount(node_dir)
+    except BaseException:
+        unmount_slow_disks(disks)
+        raise
+    return disks
+
+
+def unmount_slow_disks(disks: Mapping[Path, subprocess.Popen[bytes]]) -> None:
+    for node_dir, process in disks.items():
+        slow_disk.unmount(node_dir, process)
 
 
 def kafka_configs(configs: Iterable[str], kraft: bool) -> list[str]:
     """The seed's broker settings as Kafka takes them: insync's own keys dropped; in ZooKeeper mode the broker
-    session is ZooKeeper's, and heartbeats are ZooKeeper's too."""
+    session is ZooKeeper's, and heartbeats are ZooKeeper's too; segments no smaller than Kafka 4 allows."""
     out = []
     for entry in configs:
         key, _, value = entry.partition("=")
@@ -91,6 +116,8 @@ def kafka_configs(configs: Iterable[str], kraft: bool) -> list[str]:
             if key == "broker.session.timeout.ms":
                 out.append(f"{ZOOKEEPER_SESSION_KEY}={value}")
             continue
+        if key == SEGMENT_BYTES_KEY and kraft:
+            entry = f"{key}={max(int(value), KAFKA_4_SEGMENT_BYTES_MIN)}"
         out.append(entry)
     return out
 

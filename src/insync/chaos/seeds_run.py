@@ -24,7 +24,17 @@ from typing import Any
 
 from insync import admin_requests
 from insync.admin import ensure_topic
-from insync.chaos import cluster, history, kafka_cluster, kafka_power, network, power, script, seeds_kafka
+from insync.chaos import (
+    cluster,
+    history,
+    kafka_cluster,
+    kafka_power,
+    network,
+    power,
+    script,
+    seeds_kafka,
+    slow_disk,
+)
 from insync.chaos.script import Step
 from insync.chaos.seed_model import RealSeed, SeedRun, SeedStep
 from insync.chaos.seeds_kafka import Fired, PartitionState
@@ -84,7 +94,14 @@ class _RealRun:
         configs = seed.broker_configs()
         if self.kafka:
             configs = seeds_kafka.kafka_configs(configs, kafka_cluster.dist_for(engine).kraft_only)
-        self.spec = cluster.up(str(directory), seed.brokers, 0, configs, namespaces=seed.namespaces, engine=engine)
+        # Slow reads on Kafka come from a slow disk under each broker's log.dirs, mounted before it starts.
+        self.disks = seeds_kafka.mount_slow_disks(seed, directory) if self.kafka else {}
+        try:
+            self.spec = cluster.up(str(directory), seed.brokers, 0, configs, namespaces=seed.namespaces,
+                                   engine=engine)
+        except BaseException:
+            seeds_kafka.unmount_slow_disks(self.disks)
+            raise
         self.watch = _MetadataWatch(*_sources(self.spec, self.topic))
         self.fired: list[Fired] = []
         # The faults on now, by how each is undone: resumed, fault file cleared, restarted, network healed.
@@ -140,6 +157,8 @@ class _RealRun:
             self._delete_records(step.partition)
         elif step.action == "throttle":
             network.install(self.spec, network.current(self.spec).with_ingress(broker, step.kbit))
+        elif step.action == "slow-reads" and self.kafka:
+            slow_disk.write_control(Path(self.spec.node(broker).directory), {f"{self.topic}-{step.partition}": step.ms})
         else:
             fields: dict[str, Any] = {}
             if step.action in ("slow-reads", "fail-partition"):
@@ -148,6 +167,10 @@ class _RealRun:
                 fields["ms"] = step.ms
             self.spec = script.apply(self.spec, Step(0, step.action, broker, **fields))
         kind = KIND_OF.get(step.action, "faulted")
+        if kind == "down" and self.kafka:
+            # insync's slow reads slow its fetches; a slow disk would slow Kafka's recovery of its logs too,
+            # for minutes: the disk is well again once its broker is down.
+            self.undo(broker, "faulted")
         if step.action != "delete-records":
             self.held[kind].add(broker)
         self.fired.append(Fired(step.action, broker, start_ms, _now_ms()))
@@ -160,7 +183,10 @@ class _RealRun:
         if broker not in self.held[kind]:
             return
         self.held[kind].discard(broker)
-        self.spec = script.apply(self.spec, Step(0, UNDO[kind], None if kind in NETWORK_KINDS else broker))
+        if kind == "faulted" and self.kafka:
+            slow_disk.write_control(Path(self.spec.node(broker).directory), {})
+        else:
+            self.spec = script.apply(self.spec, Step(0, UNDO[kind], None if kind in NETWORK_KINDS else broker))
         self.log(f"{UNDO[kind]} broker {broker}")
 
     def undo_all(self) -> None:
@@ -262,6 +288,7 @@ def run_real(seed: RealSeed, directory: Path, log: Callable[[str], None] = lambd
         # The run has read what it needs: the nodes are killed, not given the full deadline to close their logs
         # (they can linger seconds after their "shut down" line, seconds a suite of seeds would pay each time).
         cluster.down(cluster.ClusterSpec.load(run.spec.directory), DOWN_DEADLINE_S)
+        seeds_kafka.unmount_slow_disks(run.disks)
 
 
 def _first_ack(workload: history.ProduceWorkload, deadline_s: float) -> bool:

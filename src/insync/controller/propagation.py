@@ -31,10 +31,7 @@ class PropagationConfig:
 
     @staticmethod
     def from_broker_config(config: BrokerConfig) -> PropagationConfig:
-        values = [config.get(f"isr.change.propagation.{name}.ms") for name in ("check.interval", "blackout",
-                                                                                  "max.interval")]
-        assert all(isinstance(v, int) for v in values), values
-        return PropagationConfig(*values)  # type: ignore[arg-type]
+        return PropagationConfig(*config.controller.isr_propagation_ms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,14 +85,18 @@ def test_kafka_settings_drop_insyncs_own_keys_and_zookeeper_mode_takes_its_sessi
     zookeeper = seeds_kafka.kafka_configs(seed.broker_configs(), kraft=False)
     assert "zookeeper.session.timeout.ms=8000" in zookeeper
     assert not [c for c in zookeeper if c.startswith("broker.")]
+    race = seeds.seed_named("log-start-race").broker_configs()
+    assert "log.segment.bytes=1048576" in seeds_kafka.kafka_configs(race, kraft=True)
+    assert "log.segment.bytes=65536" in seeds_kafka.kafka_configs(race, kraft=False)
 
 
 def test_seeds_needing_insyncs_fault_file_or_the_count_rule_say_why_not_on_kafka() -> None:
     for kraft, elr_seed in ((True, "last-replica-standing"), (False, "last-replica-standing-kafka-3")):
         why = {seed.name: seeds_kafka.unavailable(seed, kraft) for seed in seeds.SEEDS}
         runnable = sorted(name for name, reason in why.items() if reason is None)
-        assert runnable == sorted([elr_seed, "leader-failover", "rolling-restart", "slow-follower",
-                                   "stuck-follower"]), why
+        slow_leader = ["slow-leader-reads-kip501-on"] + ([] if kraft else ["slow-leader-reads-kip501-off"])
+        assert runnable == sorted([elr_seed, "leader-failover", "rolling-restart", "slow-follower", "stuck-follower",
+                                   "log-start-race", *slow_leader]), why
         assert "fault file" in str(why["failing-partition"]) and "0.9" in str(why["bursty-producer-count-rule"])
         assert "ELR" in str(why["last-replica-standing-kafka-3" if kraft else "last-replica-standing"])
 
