@@ -49,7 +49,7 @@ class ReplicaFetchers:
 
     def _lookup(self, tp: TopicPartition) -> FollowerReplica | None:
         partition = self._partitions.get(tp)
-        return partition if partition is not None and not partition.is_leader else None
+        return partition.follower if partition is not None else None
 
     @property
     def failed_partitions_count(self) -> int:
@@ -63,14 +63,15 @@ class ReplicaFetchers:
             del self._leader_of[tp]
         if leader == NO_LEADER:
             return
-        partition = self._partitions[tp]
+        follower = self._partitions[tp].follower
+        assert follower is not None, f"{tp}: this broker leads it"
         session = self.sessions.get(leader)
         if session is None:
             assert len(self.sessions) < BROKERS_MAX
             session = FetcherSession(self.broker_id, leader, self._lookup, self._config, events=self._events,
                                      held_back=None if self._throttles is None else self._held_back)
             self.sessions[leader] = session
-        session.add_partition(tp, leader_epoch, partition.fetch_position(), now_ms)
+        session.add_partition(tp, leader_epoch, follower.fetch_position(), now_ms)
         self._leader_of[tp] = leader
 
     def remove(self, now_ms: int, tp: TopicPartition) -> None:

@@ -3,7 +3,7 @@
 The session keeps, per partition, where to fetch next (`FetchPosition`), the leader epoch it follows, and a
 back-off deadline. `build_fetch_request(now_ms)` asks for every partition not backing off (one request in
 flight, failed after `replica.socket.timeout.ms`); `handle_fetch_response` applies the answer through the
-follower `Partition`s from `lookup`, except where the partition changed since the request.
+`Follower`s from `lookup`, except where the partition changed since the request.
 Per-partition error isolation (KIP-461, seed 002): whatever goes wrong with one partition stays with it.
 - Appending or truncating raised: the partition is marked failed (`partition_failed`, `failed_partitions_count`)
   and leaves the session until `add_partition` brings a newer epoch; the rest of the response is still applied.

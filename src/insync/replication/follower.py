@@ -1,7 +1,7 @@
-"""The follower's half of a partition: apply fetched data, and truncate so the log never diverges.
+"""The follower role of a partition: apply fetched data, and truncate so the log never diverges.
 
-These functions work on a `LogView` and the follower's high watermark; `Partition` calls them in its follower
-role. They never fail a partition for something the protocol explains:
+A `Follower` lives while this broker does not lead the partition; its fetcher session drives it, and it holds
+the high watermark meanwhile. Its rules never fail a partition for something the protocol explains:
 - `append_fetched`: the batches go in as the leader stamped them; the high watermark is the leader's, bounded by
   the local log end. KAFKA-7104 (seed 004), the half Kafka never merged: the leader's log start may be beyond
   what this follower holds, so it is bounded by the local log end instead of failing, and the log restarts empty
@@ -24,11 +24,14 @@ from insync import errors
 from insync.errors import KafkaException
 from insync.events import EventType
 from insync.protocol.records import parse_header
+from insync.replication import producer_state
 from insync.replication.log_view import LogView
 from insync.replication.messages import EpochEndOffset
+from insync.replication.producer_state import ProducerStateTable
 from insync.types import UNDEFINED_EPOCH, LeaderEpoch, Offset
 
 Emit = Callable[..., None]  # emit(EventType, **fields): the partition adds time, broker and topic-partition
+TimedEmit = Callable[..., None]  # emit(EventType, now_ms, **fields)
 
 
 class TruncateReason(StrEnum):
@@ -47,7 +50,7 @@ class FetchPosition:
 
 
 class FollowerReplica(Protocol):
-    """What a fetcher session needs from a follower partition (`Partition` in its follower role)."""
+    """What a fetcher session needs from a follower partition: a `Follower`, or a test's stand-in."""
 
     def fetch_position(self) -> FetchPosition: ...
 
@@ -58,6 +61,64 @@ class FollowerReplica(Protocol):
 
     def truncate_on_out_of_range(self, leader_log_start_offset: Offset, leader_log_end_offset: Offset,
                                  leader_high_watermark: Offset, now_ms: int) -> FetchPosition: ...
+
+
+class Follower:
+    def __init__(self, log: LogView, producers: ProducerStateTable, high_watermark: Offset,
+                 emit: TimedEmit) -> None:
+        """`high_watermark`: the partition's as this broker stops leading (or from its checkpoint)."""
+        assert 0 <= high_watermark <= log.log_end_offset, (high_watermark, log.log_end_offset)
+        self.log = log
+        self.producers = producers
+        self.high_watermark = high_watermark
+        self._emit = emit
+        self._retired = False
+
+    def retire(self) -> Offset:
+        """This broker leads now: the follower applies nothing more. Returns the high watermark to lead from."""
+        self._retired = True
+        return self.high_watermark
+
+    def fetch_position(self) -> FetchPosition:
+        return position_of(self.log)
+
+    def append_fetched_records(self, fetch_offset: Offset, records: bytes, leader_high_watermark: Offset,
+                               leader_log_start_offset: Offset, now_ms: int) -> FetchPosition:
+        assert not self._retired, "a leader never appends fetched records"
+        self._set_high_watermark(append_fetched(self.log, fetch_offset, records, leader_high_watermark,
+                                                leader_log_start_offset, self._emitter(now_ms)))
+        self._sync_producer_state(records)
+        return self.fetch_position()
+
+    def truncate_on_divergence(self, diverging_epoch: EpochEndOffset, now_ms: int) -> FetchPosition:
+        assert not self._retired, "a leader never truncates on a fetch response"
+        self._set_high_watermark(truncate_on_divergence(self.log, diverging_epoch, self.high_watermark,
+                                                        self._emitter(now_ms)))
+        self._sync_producer_state()
+        return self.fetch_position()
+
+    def truncate_on_out_of_range(self, leader_log_start_offset: Offset, leader_log_end_offset: Offset,
+                                 leader_high_watermark: Offset, now_ms: int) -> FetchPosition:
+        assert not self._retired, "a leader never truncates on a fetch response"
+        self._set_high_watermark(truncate_on_out_of_range(
+            self.log, leader_log_start_offset, leader_log_end_offset, leader_high_watermark, self.high_watermark,
+            self._emitter(now_ms)))
+        self._sync_producer_state()
+        return self.fetch_position()
+
+    def _set_high_watermark(self, high_watermark: Offset) -> None:
+        assert high_watermark <= self.log.log_end_offset, (high_watermark, self.log.log_end_offset)
+        self.high_watermark = high_watermark
+
+    def _sync_producer_state(self, appended: bytes = b"") -> None:
+        """Followers track producers too, so a new leader answers retries as the old one would. A truncation
+        forgets what it cut (a no-op after a plain append: the log only grew)."""
+        self.producers.truncate_to(self.log.log_end_offset)
+        if appended:
+            producer_state.record_batches(self.producers, appended, below_offset=self.log.log_end_offset)
+
+    def _emitter(self, now_ms: int) -> Emit:
+        return lambda event_type, **fields: self._emit(event_type, now_ms, **fields)
 
 
 def position_of(log: LogView) -> FetchPosition:

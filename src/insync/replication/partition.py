@@ -9,8 +9,8 @@ factor), Kafka 3.7+; `produce_status` tells a delayed produce its outcome), serv
 partition moves to PendingExpand / PendingShrink and returns an `AlterPartitionItem`;
 `on_alter_partition_result` commits it or reacts to the controller's error as Kafka does, and newer metadata
 resolves any pending change. Every transition is a pure function of `isr.py`, applied in one place
-(`_enter_isr_state`). As follower, it applies what its fetcher session hands it (`follower.py`). Every state
-change worth reporting becomes an `Event` in `self.events`, which the driver drains.
+(`_enter_isr_state`). Not leading, it holds a `Follower` (`follower.py`) for its fetcher session to drive.
+Every state change worth reporting becomes an `Event` in `self.events`, which the driver drains.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from insync.config import BrokerConfig, LogConfig
 from insync.errors import KafkaError, KafkaException
 from insync.events import Event, EventType
 from insync.protocol.records import parse_header
-from insync.replication import follower, producer_state
+from insync.replication import producer_state
 from insync.replication.event_buffer import EventBuffer
-from insync.replication.follower import Emit, FetchPosition
+from insync.replication.follower import Follower, bounded_high_watermark
 from insync.replication.isr import (
     Committed,
     IsrPolicy,
@@ -45,7 +45,6 @@ from insync.replication.log_view import LogView, ReadResultView
 from insync.replication.messages import (
     AlterPartitionItem,
     AlterPartitionResult,
-    EpochEndOffset,
     FetchPartitionData,
 )
 from insync.replication.replica_state import ReplicaState
@@ -108,9 +107,13 @@ class Partition:
         self._partition_epoch = PartitionEpoch(-1)
         self._replicas: tuple[BrokerId, ...] = ()
         self._isr_state: IsrState = Committed(())
-        self._leader: Leader | None = None  # while this broker leads
-        self._high_watermark = follower.bounded_high_watermark(log, Offset(high_watermark))
         self.producer_state = producer_state.open_table(log)  # also makes the log snapshot it (roll, close)
+        # Exactly one role at a time. The follower holds the high watermark while it lasts; `_high_watermark` is
+        # the leader's, taken over from the follower when this broker starts leading.
+        self._leader: Leader | None = None
+        self._follower: Follower | None = Follower(log, self.producer_state,
+                                                   bounded_high_watermark(log, Offset(high_watermark)), self._emit)
+        self._high_watermark = Offset(0)
         self._under_replicated = False
         self._under_min_isr = False
         self._log_prefix = f"[Partition {topic_partition} broker={local_broker_id}] "
@@ -120,6 +123,11 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self._leader is not None
+
+    @property
+    def follower(self) -> Follower | None:
+        """The follower role, which a fetcher session drives; None while this broker leads."""
+        return self._follower
 
     @property
     def recovering(self) -> bool:
@@ -157,7 +165,7 @@ class Partition:
 
     @property
     def high_watermark(self) -> Offset:
-        return self._high_watermark
+        return self._high_watermark if self._follower is None else self._follower.high_watermark
 
     @property
     def log_end_offset(self) -> Offset:
@@ -196,6 +204,9 @@ class Partition:
         if not (self._leader is None or is_new_epoch or partition_epoch > self._partition_epoch):
             return False
         previous_epoch = self._leader_epoch
+        if self._follower is not None:
+            self._high_watermark = self._follower.retire()
+            self._follower = None
         self._leader_id = self.broker_id
         self._partition_epoch = partition_epoch
         self._replicas = tuple(replicas)
@@ -230,12 +241,14 @@ class Partition:
         self._leader_epoch = leader_epoch
         self._partition_epoch = partition_epoch
         self._replicas = tuple(replicas)
+        if self._follower is None:
+            self._follower = Follower(self.log, self.producer_state, self._high_watermark, self._emit)
         self._leader = None  # drops the followers' states, every pending read with them
         self._enter_isr_state(from_metadata(tuple(isr)), now_ms)
         if restart_fetching:
             tp = self.topic_partition
             logger.info("%s%s", self._log_prefix, kafkalog.follower_message(
-                tp.topic, tp.partition, leader_epoch, self.log.log_end_offset, self._high_watermark, previous_epoch))
+                tp.topic, tp.partition, leader_epoch, self.log.log_end_offset, self.high_watermark, previous_epoch))
         return restart_fetching
 
     def _is_stale(self, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch) -> bool:
@@ -432,7 +445,7 @@ class Partition:
         return True
 
     def _set_high_watermark(self, high_watermark: Offset) -> None:
-        assert not self.is_leader or high_watermark >= self._high_watermark, \
+        assert self.is_leader and high_watermark >= self._high_watermark, \
             f"a leader's high watermark only moves forward: {self._high_watermark} -> {high_watermark}"
         assert high_watermark <= self.log.log_end_offset, (high_watermark, self.log.log_end_offset)
         self._high_watermark = high_watermark
@@ -453,42 +466,3 @@ class Partition:
     def _emit(self, event_type: EventType, now_ms: int, **fields: Any) -> None:
         self.events.emit(Event(now_ms, self.broker_id, event_type, self.topic_partition.topic,
                                self.topic_partition.partition, fields))
-
-    def _emitter(self, now_ms: int) -> Emit:
-        return lambda event_type, **fields: self._emit(event_type, now_ms, **fields)
-
-    # --- Follower role (see follower.py) ----------------------------------------------------------------------
-
-    def fetch_position(self) -> FetchPosition:
-        return follower.position_of(self.log)
-
-    def append_fetched_records(self, fetch_offset: Offset, records: bytes, leader_high_watermark: Offset,
-                               leader_log_start_offset: Offset, now_ms: int) -> FetchPosition:
-        assert not self.is_leader, "a leader never appends fetched records"
-        self._set_high_watermark(follower.append_fetched(self.log, fetch_offset, records, leader_high_watermark,
-                                                         leader_log_start_offset, self._emitter(now_ms)))
-        self._sync_producer_state(records)
-        return self.fetch_position()
-
-    def _sync_producer_state(self, appended: bytes = b"") -> None:
-        """Followers track producers too, so a new leader answers retries as the old one would. A truncation
-        forgets what it cut (a no-op after a plain append: the log only grew)."""
-        self.producer_state.truncate_to(self.log.log_end_offset)
-        if appended:
-            producer_state.record_batches(self.producer_state, appended, below_offset=self.log.log_end_offset)
-
-    def truncate_on_divergence(self, diverging_epoch: EpochEndOffset, now_ms: int) -> FetchPosition:
-        assert not self.is_leader, "a leader never truncates on a fetch response"
-        self._set_high_watermark(follower.truncate_on_divergence(self.log, diverging_epoch, self._high_watermark,
-                                                                 self._emitter(now_ms)))
-        self._sync_producer_state()
-        return self.fetch_position()
-
-    def truncate_on_out_of_range(self, leader_log_start_offset: Offset, leader_log_end_offset: Offset,
-                                 leader_high_watermark: Offset, now_ms: int) -> FetchPosition:
-        assert not self.is_leader, "a leader never truncates on a fetch response"
-        self._set_high_watermark(follower.truncate_on_out_of_range(
-            self.log, leader_log_start_offset, leader_log_end_offset, leader_high_watermark, self._high_watermark,
-            self._emitter(now_ms)))
-        self._sync_producer_state()
-        return self.fetch_position()

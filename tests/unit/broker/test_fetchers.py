@@ -15,13 +15,16 @@ from insync.types import BrokerEpoch, BrokerId, LeaderEpoch, Offset, Outgoing, T
 
 
 class FakeFollower:
-    """Stands in for a follower Partition; `fail` makes its next append raise like a broken disk."""
-
-    is_leader = False
+    """Stands in for a follower Partition and its follower role; `fail` makes its next append raise like a
+    broken disk."""
 
     def __init__(self) -> None:
         self.leo = 0
         self.fail = False
+
+    @property
+    def follower(self) -> FakeFollower:
+        return self
 
     def fetch_position(self) -> FetchPosition:
         return FetchPosition(Offset(self.leo), LeaderEpoch(-1), Offset(0))

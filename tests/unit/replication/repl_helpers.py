@@ -14,6 +14,7 @@ from insync.events import Event, EventType
 from insync.protocol.records import build_batch
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.fetcher import FetcherSession, FetchOutcome
+from insync.replication.follower import Follower
 from insync.replication.isr import IsrPolicy
 from insync.replication.log_view import ReadResultView
 from insync.replication.messages import AlterPartitionItem, FetchPartitionData, FetchResponse
@@ -66,6 +67,13 @@ def leader(broker: int = 1, *, isr: Sequence[int] = (1, 2, 3), replicas: Sequenc
     assert partition.make_leader(LeaderEpoch(epoch), PartitionEpoch(partition_epoch), ids(isr), ids(replicas),
                                  now_ms)
     return partition
+
+
+def follower_of(partition: Partition) -> Follower:
+    """The partition's follower role, which must be there (this broker does not lead it)."""
+    found = partition.follower
+    assert found is not None, f"broker {partition.broker_id} leads {partition.topic_partition}"
+    return found
 
 
 def ids(brokers: Sequence[int]) -> tuple[BrokerId, ...]:

@@ -5,14 +5,24 @@ AbstractFetcherManagerTest: testMetricFailedPartitionCount)."""
 
 from __future__ import annotations
 
-from repl_helpers import T0, batch, events_of, fetch_round, handle_follower_fetch, ids, leader, new_partition
+from repl_helpers import (
+    T0,
+    batch,
+    events_of,
+    fetch_round,
+    follower_of,
+    handle_follower_fetch,
+    ids,
+    leader,
+    new_partition,
+)
 
 from insync import errors
 from insync.config import BrokerConfig, FetcherConfig
 from insync.events import EventType
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.fetcher import FetcherSession
-from insync.replication.follower import FetchPosition, FollowerReplica
+from insync.replication.follower import FetchPosition, Follower, FollowerReplica
 from insync.replication.messages import (
     AlterPartitionItem,
     AlterPartitionResult,
@@ -39,9 +49,13 @@ class Cluster:
             found = new_partition(2, topic_partition=tp, events=self.events)
             found.make_follower(BrokerId(1), LeaderEpoch(1), PartitionEpoch(1), ids((1, 2)), ids((1, 2)), T0)
             self.followers[tp] = found
-        self.session = FetcherSession(BrokerId(2), BrokerId(1), self.followers.get, events=self.events)
+        self.session = FetcherSession(BrokerId(2), BrokerId(1), self.lookup, events=self.events)
         for tp, found in self.followers.items():
-            self.session.add_partition(tp, LeaderEpoch(1), found.fetch_position(), T0)
+            self.session.add_partition(tp, LeaderEpoch(1), follower_of(found).fetch_position(), T0)
+
+    def lookup(self, tp: TopicPartition) -> Follower | None:
+        found = self.followers.get(tp)
+        return None if found is None else found.follower
 
     def produce(self, count: int = 3, now_ms: int = T0) -> None:
         for found in self.leaders.values():
@@ -81,13 +95,14 @@ def test_fetcher_handles_partition_failure_during_appending() -> None:
     assert failed.partition == 1 and failed.fields["leader"] == 1 and failed.broker == 2
     assert cluster.requested(T0 + 2) == {TPS[0], TPS[2]}
     # The same epoch again does not revive it; the next leader epoch does.
-    assert not cluster.session.add_partition(broken, LeaderEpoch(1), cluster.followers[broken].fetch_position(), T0)
+    position = follower_of(cluster.followers[broken]).fetch_position()
+    assert not cluster.session.add_partition(broken, LeaderEpoch(1), position, T0)
     # Storage takes a log offline after an I/O error; the broker brings the replica back on a fresh log.
     replacement = new_partition(2, topic_partition=broken, events=cluster.events)
     cluster.followers[broken] = replacement
     cluster.leaders[broken].make_leader(LeaderEpoch(2), PartitionEpoch(2), ids((1, 2)), ids((1, 2)), T0 + 3)
     replacement.make_follower(BrokerId(1), LeaderEpoch(2), PartitionEpoch(2), ids((1, 2)), ids((1, 2)), T0 + 3)
-    assert cluster.session.add_partition(broken, LeaderEpoch(2), cluster.followers[broken].fetch_position(), T0 + 3)
+    assert cluster.session.add_partition(broken, LeaderEpoch(2), follower_of(replacement).fetch_position(), T0 + 3)
     assert [e.type for e in cluster.events.drain()] == [EventType.PARTITION_UNFAILED]
     assert cluster.session.failed_partitions_count == 0
     for _ in range(3):
@@ -98,7 +113,7 @@ def test_fetcher_handles_partition_failure_during_appending() -> None:
 class _TruncationFails:
     """A follower whose truncation raises, as a broken disk would."""
 
-    def __init__(self, wrapped: Partition) -> None:
+    def __init__(self, wrapped: Follower) -> None:
         self.wrapped = wrapped
 
     def fetch_position(self) -> FetchPosition:
@@ -120,8 +135,8 @@ class _TruncationFails:
 def test_fetcher_handles_partition_failure_during_truncation() -> None:
     cluster = Cluster(TPS[:2])
     cluster.produce()
-    wrapped: dict[TopicPartition, FollowerReplica] = {TPS[0]: cluster.followers[TPS[0]],
-                                                      TPS[1]: _TruncationFails(cluster.followers[TPS[1]])}
+    wrapped: dict[TopicPartition, FollowerReplica] = {TPS[0]: follower_of(cluster.followers[TPS[0]]),
+                                                      TPS[1]: _TruncationFails(follower_of(cluster.followers[TPS[1]]))}
     session = FetcherSession(BrokerId(2), BrokerId(1), wrapped.get, events=cluster.events)
     for tp in TPS[:2]:
         session.add_partition(tp, LeaderEpoch(1), FetchPosition(Offset(3), LeaderEpoch(0), Offset(0)), T0)
@@ -150,7 +165,8 @@ def test_unknown_leader_epoch_and_other_errors_back_off_that_partition_only() ->
     cluster = Cluster()
     ahead = cluster.followers[TPS[2]]
     ahead.make_follower(BrokerId(1), LeaderEpoch(5), PartitionEpoch(5), ids((1, 2)), ids((1, 2)), T0)
-    cluster.session.add_partition(TPS[2], LeaderEpoch(5), ahead.fetch_position(), T0)  # the leader has not heard
+    position = follower_of(ahead).fetch_position()
+    cluster.session.add_partition(TPS[2], LeaderEpoch(5), position, T0)  # the leader has not heard
     outcome = fetch_round(cluster.session, cluster.leaders, T0)
     assert outcome is not None and outcome.backed_off == (TPS[2],) and outcome.failed == ()
     assert cluster.session.next_fetch_ms() == 0  # the two healthy partitions are due at once
@@ -176,8 +192,8 @@ def test_corrupt_message_backs_off_and_is_not_a_failure() -> None:
 def test_stale_responses_are_ignored_and_a_lost_request_times_out() -> None:
     config = FetcherConfig(request_timeout_ms=30_000, backoff_ms=1_000)
     cluster = Cluster(TPS[:1])
-    session = FetcherSession(BrokerId(2), BrokerId(1), cluster.followers.get, config)
-    session.add_partition(TPS[0], LeaderEpoch(1), cluster.followers[TPS[0]].fetch_position(), T0)
+    session = FetcherSession(BrokerId(2), BrokerId(1), cluster.lookup, config)
+    session.add_partition(TPS[0], LeaderEpoch(1), follower_of(cluster.followers[TPS[0]]).fetch_position(), T0)
     request = session.build_fetch_request(T0)
     assert request is not None and session.next_fetch_ms() == T0 + 30_000
     stray = FetchResponse(request.correlation_id + 1, errors.NONE, ())
@@ -208,7 +224,8 @@ def test_answers_for_partitions_changed_since_the_request_are_dropped() -> None:
         BrokerId(2), p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset, 1 << 20,
         T0).data for p in request.partitions)
     cluster.session.remove_partition(TPS[0], T0)
-    cluster.session.add_partition(TPS[1], LeaderEpoch(2), cluster.followers[TPS[1]].fetch_position(), T0)
+    cluster.session.add_partition(TPS[1], LeaderEpoch(2), follower_of(cluster.followers[TPS[1]]).fetch_position(),
+                                  T0)
     outcome = cluster.session.handle_fetch_response(FetchResponse(request.correlation_id, errors.NONE, answers), T0)
     assert outcome.appended == () and [cluster.followers[tp].log_end_offset for tp in TPS[:2]] == [0, 0]
 
@@ -230,7 +247,7 @@ def test_log_start_race_is_handled_by_truncation_never_failure() -> None:
     for round_ms in range(T0 + 20_003, T0 + 20_013):
         fetch_round(cluster.session, cluster.leaders, round_ms, alter_items=items)
     assert cluster.session.failed_partitions_count == 0
-    assert target.fetch_position() == FetchPosition(Offset(10), LeaderEpoch(1), Offset(6))
+    assert follower_of(target).fetch_position() == FetchPosition(Offset(10), LeaderEpoch(1), Offset(6))
     (item,) = items  # caught up: the follower rejoins
     assert item.new_isr == (1, 2)
     assert [e.fields["reason"] for e in events_of(cluster.events, EventType.TRUNCATE)] == ["offset_out_of_range"]
@@ -277,7 +294,8 @@ def test_one_failing_partition_leaves_the_other_nine_in_sync_and_rejoins_on_a_ne
     source.make_leader(LeaderEpoch(2), PartitionEpoch(source.partition_epoch + 1), ids((1,)), ids((1, 2)), T0 + 30_000)
     replacement.make_follower(BrokerId(1), LeaderEpoch(2), PartitionEpoch(source.partition_epoch), ids((1,)),
                               ids((1, 2)), T0 + 30_000)
-    assert cluster.session.add_partition(broken, LeaderEpoch(2), replacement.fetch_position(), T0 + 30_000)
+    position = follower_of(replacement).fetch_position()
+    assert cluster.session.add_partition(broken, LeaderEpoch(2), position, T0 + 30_000)
     run(T0 + 30_000, 10)
     assert all(p.isr == (1, 2) for p in cluster.leaders.values())
     assert cluster.session.failed_partitions_count == 0

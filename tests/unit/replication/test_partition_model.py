@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from repl_helpers import T0, TP, batch, config, fetch_round, ids, log_bytes, new_partition
+from repl_helpers import T0, TP, batch, config, fetch_round, follower_of, ids, log_bytes, new_partition
 
 from insync import errors
 from insync.errors import KafkaException
@@ -62,8 +62,8 @@ class Model:
             self.sessions.pop(broker, None)
             return
         partition = self.partitions[broker]
-        session = FetcherSession(BrokerId(broker), BrokerId(self.leader), lambda _tp: partition)
-        session.add_partition(TP, LeaderEpoch(self.epoch), partition.fetch_position(), self.now)
+        session = FetcherSession(BrokerId(broker), BrokerId(self.leader), lambda _tp: partition.follower)
+        session.add_partition(TP, LeaderEpoch(self.epoch), follower_of(partition).fetch_position(), self.now)
         self.sessions[broker] = session
 
     def alter_partition(self, item: AlterPartitionItem) -> None:

@@ -65,7 +65,7 @@ def test_truncation_forgets_later_batches() -> None:
 
 
 def test_leader_answers_a_retry_with_the_original_offsets_and_a_new_leader_does_too() -> None:
-    from repl_helpers import T0, ids, leader, log_bytes, new_partition
+    from repl_helpers import T0, follower_of, ids, leader, log_bytes, new_partition
 
     from insync.protocol.records import build_batch
     from insync.replication.producer_state import rebuild_from_log
@@ -86,7 +86,8 @@ def test_leader_answers_a_retry_with_the_original_offsets_and_a_new_leader_does_
     # A follower that replicated the batches knows the producer: as the new leader it dedupes the retry.
     follower = new_partition(2)
     follower.make_follower(BrokerId(1), LeaderEpoch(1), PartitionEpoch(1), ids((1, 2)), ids((1, 2)), T0)
-    follower.append_fetched_records(follower.fetch_position().fetch_offset, log_bytes(old.log), 3, 0, T0)
+    replica = follower_of(follower)
+    replica.append_fetched_records(replica.fetch_position().fetch_offset, log_bytes(old.log), 3, 0, T0)
     assert follower.make_leader(LeaderEpoch(2), PartitionEpoch(2), ids((2,)), ids((1, 2)), T0)
     assert follower.append_records_as_leader(second, 1, T0).first_offset == 2
     assert follower.log.log_end_offset == 3
