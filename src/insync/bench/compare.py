@@ -166,6 +166,7 @@ ROWS = (
     ("  sender behind schedule ms, max", "connections-active", "send_behind_ms_max"),
     ("reconnect storm: all answered s", "reconnect-storm", "seconds"),
     ("  slow connects (SYN resent)", "reconnect-storm", "slow_connects"),
+    ("  connections made again", "reconnect-storm", "reconnects"),
     ("scale: partitions", "scale", "partitions"),
     ("  broker resident MB, max", "scale", "rss_mb_max"),
     ("  broker idle CPU %, max", "scale", "idle_cpu_percent_max"),

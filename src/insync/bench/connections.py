@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import errno
+import os
 import selectors
 import socket
 import struct
@@ -83,6 +84,7 @@ class StormResult:
     answered: int
     seconds: float | None  # None: not every connection was answered in time
     slow_connects: int
+    reconnects: int  # connections refused, reset or closed before their answer, and made again
 
 
 def api_versions_frame(correlation_id: int = 0) -> bytes:
@@ -287,13 +289,15 @@ def storm(target: Target, count: int) -> StormResult:
     """Restart the last broker, then `count` clients connect to it at once (see the module's docstring)."""
     node = brokers(target)[-1]
     restart_broker(target, node.node_id)
-    answered, seconds, slow = connect_at_once((node.host, node.port), count, STORM_TIMEOUT_S)
-    return StormResult(count, node.node_id, answered, seconds, slow)
+    answered, seconds, slow, retried = connect_at_once((node.host, node.port), count, STORM_TIMEOUT_S)
+    return StormResult(count, node.node_id, answered, seconds, slow, retried)
 
 
-def connect_at_once(address: tuple[str, int], count: int, timeout_s: float) -> tuple[int, float | None, int]:
-    """(answered, seconds until the last was answered or None, connects slower than a SYN retransmission) of
-    `count` non-blocking connects to `address` started together, each then sending one ApiVersions request."""
+def connect_at_once(address: tuple[str, int], count: int, timeout_s: float
+                    ) -> tuple[int, float | None, int, int]:
+    """(answered, seconds until the last was answered or None, connects slower than a SYN retransmission,
+    connections made again after a failure) of `count` non-blocking connects to `address` started together, each
+    then sending one ApiVersions request."""
     assert count > 0 and timeout_s > 0
     selector = selectors.DefaultSelector()
     frame = api_versions_frame()
@@ -303,7 +307,7 @@ def connect_at_once(address: tuple[str, int], count: int, timeout_s: float) -> t
         for index in range(count):
             states[index] = _Storming(address, started)
             selector.register(states[index].sock, selectors.EVENT_WRITE, index)
-        answered = slow = 0
+        answered = slow = retried = 0
         last = started
         while answered < count and time.monotonic() - started < timeout_s:  # bounded by the timeout
             for key, _ in selector.select(WAIT_S_MAX):
@@ -314,10 +318,12 @@ def connect_at_once(address: tuple[str, int], count: int, timeout_s: float) -> t
                 elif outcome == "answered":
                     answered += 1
                     last = time.monotonic()
+                elif outcome == "retrying":
+                    retried += 1
     finally:
         selector.close()
         close_all([state.sock for state in states.values()])
-    return answered, (round(last - started, 3) if answered == count else None), slow
+    return answered, (round(last - started, 3) if answered == count else None), slow, retried
 
 
 class _Storming:
@@ -340,16 +346,26 @@ class _Storming:
         return sock
 
     def step(self, frame: bytes, selector: selectors.BaseSelector, index: int) -> str:
+        """Whatever the socket is ready for; a failed connection (refused, reset, or closed before the answer, as
+        a broker may do to a handshake it dropped from a full queue) is made again, as a client would."""
+        try:
+            return self._step(frame, selector, index)
+        except OSError:
+            if self.attempts >= CONNECT_ATTEMPTS_MAX:
+                raise
+            selector.unregister(self.sock)
+            self.sock.close()
+            self.connected_at = 0.0
+            self.decoder = frames()
+            self.sock = self._connect()
+            selector.register(self.sock, selectors.EVENT_WRITE, index)
+            return "retrying"
+
+    def _step(self, frame: bytes, selector: selectors.BaseSelector, index: int) -> str:
         if not self.connected_at:
             code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code != 0:
-                if self.attempts >= CONNECT_ATTEMPTS_MAX:
-                    raise ConnectionError(f"connecting to {self.address}: {errno.errorcode.get(code, code)}")
-                selector.unregister(self.sock)
-                self.sock.close()
-                self.sock = self._connect()
-                selector.register(self.sock, selectors.EVENT_WRITE, index)
-                return "retrying"
+                raise OSError(code, f"connecting to {self.address}: {os.strerror(code)}")
             self.connected_at = time.monotonic()
             self.sock.send(frame)  # a few dozen bytes into an empty send buffer
             selector.modify(self.sock, selectors.EVENT_READ, index)

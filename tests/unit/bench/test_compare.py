@@ -9,7 +9,7 @@ def side(name: str, kb: float, p99: float, storm_s: float | None, leaders_s: flo
     return {"target": name,
             "connections-idle": {"kb_per_connection": kb, "slow_connects": 0},
             "connections-active": {"ack_p50_ms": 2.0, "ack_p99_ms": p99, "send_behind_ms_max": 1.0},
-            "reconnect-storm": {"seconds": storm_s, "slow_connects": 3},
+            "reconnect-storm": {"seconds": storm_s, "slow_connects": 3, "reconnects": 0},
             "scale": {"partitions": 100, "rss_mb_max": 80.0, "idle_cpu_percent_max": 2.0, "produce_ack_p50_ms": 3.0,
                       "produce_ack_p99_ms": 9.0, "killed_leaderships": 34, "leaders_after_kill_s": leaders_s,
                       "restart_to_isr_whole_s": 4.0, "shutdown_leaderships": 50, "controlled_shutdown_s": 1.0}}

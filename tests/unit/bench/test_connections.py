@@ -57,8 +57,35 @@ def test_a_storm_counts_every_client_answered() -> None:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        answered, seconds, slow = connections.connect_at_once(server.getsockname(), count, timeout_s=20)
+        answered, seconds, slow, retried = connections.connect_at_once(server.getsockname(), count, timeout_s=20)
     finally:
         thread.join(10)
         server.close()
-    assert (answered, slow) == (count, 0) and seconds is not None
+    assert (answered, slow, retried) == (count, 0, 0) and seconds is not None
+
+
+def test_a_storm_client_whose_connection_is_reset_connects_again() -> None:
+    """The server resets the first connection it accepts (SO_LINGER 0) and answers the rest."""
+    server = socket.create_server(("127.0.0.1", 0), backlog=16)
+    count = 3
+
+    def serve() -> None:
+        for index in range(count + 1):
+            conn, _ = server.accept()
+            with conn:
+                if index == 0:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    continue
+                (size,) = struct.unpack(">i", conn.recv(4))
+                while size > 0:
+                    size -= len(conn.recv(size))
+                conn.sendall(frame(b""))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        answered, seconds, _, retried = connections.connect_at_once(server.getsockname(), count, timeout_s=20)
+    finally:
+        thread.join(10)
+        server.close()
+    assert (answered, retried) == (count, 1) and seconds is not None
