@@ -22,6 +22,7 @@ import logging
 import os
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -89,6 +90,10 @@ class ConnectionQuotas:
     def count(self, ip: str) -> int:
         return self._counts.get(ip, 0)
 
+    def slot_available(self, protected: bool) -> bool:
+        """Whether `admit` would count a connection at once (not waiting for one to close)."""
+        return protected or self._total < self.max_connections
+
     def admit(self, ip: str, protected: bool, stopping: threading.Event) -> bool:
         """Count a new connection from `ip`: wait while the node is at `max_connections` (not on a `protected`
         listener); TooManyConnections when `ip` is at its own maximum; False when `stopping` is set meanwhile."""
@@ -150,7 +155,7 @@ def accept_fd(listening_fd: int) -> tuple[int, str] | None:
 
 def peer_ip(sockaddr: bytes) -> str:
     """The IP address of a `struct sockaddr_in` or `sockaddr_in6`, as Python's socket module writes it."""
-    family = int.from_bytes(sockaddr[:2], "little")  # sa_family_t in the host's order: x86 and arm64 are little
+    family = int.from_bytes(sockaddr[:2], sys.byteorder)  # sa_family_t, in the host's byte order
     if family == socket.AF_INET:
         return socket.inet_ntop(socket.AF_INET, sockaddr[4:8])
     assert family == socket.AF_INET6, f"a TCP listener's peer is IPv4 or IPv6, not family {family}"
@@ -207,7 +212,12 @@ class Acceptor:
                         log.error("Error accepting a connection on port %d: %s", self.sock.getsockname()[1], exc)
                         time.sleep(RESOURCE_WAIT_S)
                     return
-                if accepted is None or not self._admit(*accepted, batch):
+                if accepted is None:
+                    return
+                if not self.quotas.slot_available(self.protected):
+                    self._hand_over(batch)  # what was admitted is served while the acceptor waits for a slot
+                    batch = []
+                if not self._admit(*accepted, batch):
                     return
         finally:
             self._hand_over(batch)

@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from insync.config import BrokerConfig, ConfigError
 from insync.protocol.codec import decode_response, encode_request
-from insync.server.acceptor import ConnectionQuotas, TooManyConnections, listening_socket
+from insync.server.acceptor import ConnectionQuotas, TooManyConnections, listening_socket, peer_ip
 from insync.server.listener import Listener
 
 pytestmark = pytest.mark.timeout(30)
@@ -178,20 +178,23 @@ def test_the_connection_beyond_the_per_ip_maximum_is_closed_and_logged(caplog: p
 
 
 def test_max_connections_leaves_the_next_connection_unaccepted_until_one_closes() -> None:
-    listener = Listener(ApiVersionsOnly(), "127.0.0.1", 0, 1024, quotas=ConnectionQuotas(max_connections=1))
+    """Three connections made at once, likely one accept batch: the two admitted are served while the acceptor
+    waits with the third."""
+    listener = Listener(ApiVersionsOnly(), "127.0.0.1", 0, 1024, quotas=ConnectionQuotas(max_connections=2))
     thread, loop = serve_in_thread(listener)
     try:
-        first = socket.create_connection(("127.0.0.1", listener.port), timeout=5)
-        assert answered(first, 1)
-        waiting = socket.create_connection(("127.0.0.1", listener.port), timeout=5)  # in the kernel's backlog
-        waiting.sendall(api_versions(2))
+        first, second, waiting = (socket.create_connection(("127.0.0.1", listener.port), timeout=5)
+                                  for _ in range(3))
+        assert answered(first, 1) and answered(second, 2)
+        waiting.sendall(api_versions(3))
         waiting.settimeout(0.5)
         with pytest.raises(TimeoutError):
             waiting.recv(4)
         first.close()
         waiting.settimeout(5)
         assert len(waiting.recv(4)) == 4  # accepted and answered once a slot freed
-        waiting.close()
+        for sock in (second, waiting):
+            sock.close()
     finally:
         stop(listener, thread, loop)
 
@@ -220,3 +223,10 @@ def test_connections_are_accepted_while_the_event_loop_is_busy() -> None:
         for sock in clients:
             sock.close()
         stop(listener, thread, loop)
+
+
+def test_the_peer_address_is_read_from_ipv4_and_ipv6_sockaddrs() -> None:
+    v4 = struct.pack("=H", socket.AF_INET) + struct.pack("!H4s", 9092, socket.inet_aton("10.1.2.3")) + bytes(8)
+    v6 = (struct.pack("=H", socket.AF_INET6) + struct.pack("!HI16sI", 9092, 0, socket.inet_pton(socket.AF_INET6,
+                                                                                           "fd00::7"), 0))
+    assert (peer_ip(v4), peer_ip(v6)) == ("10.1.2.3", "fd00::7")
