@@ -28,3 +28,10 @@ def test_isr_whole_wants_every_replica_in_every_isr() -> None:
     assert scale.isr_whole([(0, 1, (1, 2, 3), (3, 1, 2))], 1)
     assert not scale.isr_whole([(0, 1, (1, 2, 3), (1, 2))], 1)
     assert not scale.isr_whole([], 1)
+
+
+def test_timed_counts_until_the_condition_holds_and_gives_up_at_the_timeout() -> None:
+    answers = iter([False, False, True])
+    took = scale.timed(lambda: next(answers), timeout_s=10)
+    assert took is not None and 2 * scale.POLL_S <= took < 10
+    assert scale.timed(lambda: False, timeout_s=0.3) is None
