@@ -124,12 +124,14 @@ def compare(seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int =
     assert scale_partitions is None or scale_partitions > 0
     if peer == "tansu":
         with targets.insync_cluster(brokers) as target:
-            insync = _run(target, seconds, steps)  # the groups of the Tansu comparison are throughput and latency
-        insync["produce-one-node"] = _produce_one_node(seconds)
+            insync = _run(target, seconds, steps, only)  # the Tansu comparison's groups: throughput and latency
+        if "throughput" in only:
+            insync["produce-one-node"] = _produce_one_node(seconds)
         with targets.tansu() as target:
             time.sleep(TANSU_SETTLE_S)
-            other = _run(target, seconds, steps)
-        other["produce-one-node"] = other["produce"]  # Tansu is one node already
+            other = _run(target, seconds, steps, only)
+        if "throughput" in only:
+            other["produce-one-node"] = other["produce"]  # Tansu is one node already
         return {"insync": insync, "peer": other}
     engine = kafka_cluster.parse_engine(peer)
     dist = kafka_cluster.dist_for(engine)
