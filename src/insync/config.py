@@ -95,7 +95,7 @@ class BrokerConfig:
         self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
         self.cleaner: CleanerConfig = _cleaner_config(self)
         self.listeners: ListenerConfig = _listener_config(self)
-        self.sockets = SocketConfig(self.get_int("socket.request.max.bytes"), self.get_int("socket.send.buffer.bytes"))
+        self.sockets = _socket_config(self)
         self.authorizer = AuthorizerConfig(
             bool(self.get_str("authorizer.class.name")),
             frozenset(p.strip() for p in (self.get_str("super.users") or "").split(";") if p.strip()),
@@ -454,10 +454,40 @@ def _listener_config(config: BrokerConfig) -> ListenerConfig:
 
 @dataclass(frozen=True, slots=True)
 class SocketConfig:
-    """What a listener allows each connection: the largest request, and its send buffer (-1: the OS default)."""
+    """What a listener allows each connection (the largest request, its send buffer, -1 the OS default), how many
+    connections may wait to be accepted, and how many may be open in all and from one IP address."""
 
     request_max_bytes: int  # socket.request.max.bytes
     send_buffer_bytes: int  # socket.send.buffer.bytes
+    listen_backlog_size: int  # socket.listen.backlog.size
+    max_connections: int  # max.connections
+    max_connections_per_ip: int  # max.connections.per.ip
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...]  # (host or IP, its maximum)
+
+
+def _socket_config(config: BrokerConfig) -> SocketConfig:
+    overrides_key = "max.connections.per.ip.overrides"
+    return SocketConfig(config.get_int("socket.request.max.bytes"), config.get_int("socket.send.buffer.bytes"),
+                        config.get_int("socket.listen.backlog.size"), config.get_int("max.connections"),
+                        config.get_int("max.connections.per.ip"),
+                        connection_overrides(overrides_key, config.get_str(overrides_key) or ""))
+
+
+def connection_overrides(key: str, text: str) -> tuple[tuple[str, int], ...]:
+    """`host:count,...` as Kafka's `Csv.parseCsvMap` reads it (the last colon splits, so an IPv6 address keeps
+    its own), each count an int; ConfigError in KafkaConfig's words otherwise."""
+    pairs = []
+    for entry in (item.strip() for item in text.split(",")):
+        if not entry:
+            continue
+        host, colon, count = entry.rpartition(":")
+        try:
+            if not colon:
+                raise ValueError(f"no ':' in {entry!r}")
+            pairs.append((host.strip(), int(count.strip())))
+        except ValueError as exc:
+            raise ConfigError(f"Error parsing configuration property '{key}': {exc}") from None
+    return tuple(pairs)
 
 
 @dataclass(frozen=True, slots=True)

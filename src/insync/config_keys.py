@@ -234,6 +234,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         # wake-up that refills a small buffer. -1 leaves the OS's own (autotuned) size, as in Kafka.
         _d("socket.send.buffer.bytes", "int", 4194304, "SO_SNDBUF of accepted connections; -1 for the OS default.",
            min=-1),
+        _d("socket.listen.backlog.size", "int", 50, "The maximum number of pending connections on the socket "
+           "(Linux also caps it at net.core.somaxconn).", min=1),
+        _d("max.connections", "int", INT_MAX, "The maximum number of connections allowed in the broker at any time, "
+           "in addition to the per-IP limits. New connections wait to be accepted while it is reached; connections "
+           "on the inter-broker listener are permitted even then.", min=0),
+        _d("max.connections.per.ip", "int", INT_MAX, "The maximum number of connections allowed from each IP "
+           "address (0 if there are overrides). New connections from the IP address are dropped if the limit is "
+           "reached.", min=0),
+        _d("max.connections.per.ip.overrides", "string", "", "A comma-separated list of per-IP or hostname "
+           "overrides to the default maximum number of connections, e.g. hostName:100,127.0.0.1:200."),
         _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", min=0),
         _d("request.timeout.ms", "int", 30000, "Client-side request timeout used by insync's own tools.", min=1),
         # Log

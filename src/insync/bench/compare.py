@@ -6,9 +6,10 @@ RF 1, with insync's one-node row beside it). Each side gets, in turn, on the sam
   servers' CPU per MB (consume twice: librdkafka's defaults and `fetch.queue.backoff.ms` at 10 ms);
 - latency (`insync.bench.latency`): a producer and a tailing consumer in their own processes, acks=all, linger 0,
   at 500 and 2,000 records/s, and the highest rate whose end-to-end p99 stays under 50 ms;
-- beside Kafka also the request rate at one record per request (`insync.bench.requests`) and Kafka's own
-  producer and consumer perf tests (`insync.bench.java_perf`).
-`table` prints each row both sides ran, and insync / peer.
+- beside Kafka also the request rate at one record per request (`insync.bench.requests`), Kafka's own perf
+  tests (`insync.bench.java_perf`), the connection rows (`insync.bench.connections`) and, given a partition
+  count, the scale rows (`insync.bench.scale`), which restart brokers and so come last.
+`only` runs some of the row groups (`GROUPS`). `table` prints each row both sides ran, and insync / peer.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import time
 from dataclasses import asdict, replace
 from typing import Any
 
-from insync.bench import java_perf, latency, requests, steady, targets
+from insync.bench import connections, java_perf, latency, requests, scale, steady, targets
 from insync.bench.targets import Target
 from insync.chaos import kafka_cluster
 from insync.chaos.kafka_dist import KafkaDist
@@ -31,6 +32,13 @@ TANSU_SETTLE_S = 0.5
 LATENCY_RUNS = (("latency-500", "confluent", 500.0), ("latency-2000", "confluent", 2000.0),
                 ("latency-kafka-python-500", "kafka-python", 500.0), ("latency-aiokafka-500", "aiokafka", 500.0))
 SEARCH_START_RATE = 500.0
+CONNECTIONS_TOPIC = "bench-connections"
+IDLE_CONNECTIONS = 1_000  # to each broker
+ACTIVE_CLIENTS = 100
+ACTIVE_RATE = 2_000.0  # records/s of the active clients together
+SCALE_RATE = 1_000.0  # records/s round-robin over the scale topic's partitions
+# Row groups, in the order they run on each side.
+GROUPS = ("throughput", "latency", "requests", "java", "connections", "scale")
 # The second consume run: librdkafka's fetch.queue.backoff.ms lowered from 1,000 ms (see insync.bench.steady)
 EAGER_FETCH_QUEUE_BACKOFF_MS = 10
 
@@ -65,8 +73,9 @@ def _latencies(target: Target, seconds: float, steps: int) -> dict[str, Any]:
     return out
 
 
-def _run(target: Target, seconds: float, steps: int) -> dict[str, Any]:
-    return {"target": target.name, **_throughput(target, seconds), **_latencies(target, seconds, steps)}
+def _run(target: Target, seconds: float, steps: int, only: frozenset[str] = frozenset(GROUPS)) -> dict[str, Any]:
+    return {"target": target.name, **(_throughput(target, seconds) if "throughput" in only else {}),
+            **(_latencies(target, seconds, steps) if "latency" in only else {})}
 
 
 def _request_rates(target: Target, seconds: float) -> dict[str, Any]:
@@ -86,27 +95,50 @@ def _java_clients(target: Target, dist: KafkaDist, seconds: float) -> dict[str, 
             "java-consume": asdict(java_perf.consume(dist, target, JAVA_TOPIC, produced.records))}
 
 
-def compare(seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int = 3, peer: str = "tansu"
-            ) -> dict[str, Any]:
+def _connections(target: Target, seconds: float) -> dict[str, Any]:
+    target.ensure_topic(CONNECTIONS_TOPIC, 3)
+    return connections.run(target, IDLE_CONNECTIONS, ACTIVE_CLIENTS, ACTIVE_RATE, CONNECTIONS_TOPIC, seconds)
+
+
+def _peer_rows(target: Target, dist: KafkaDist, seconds: float, steps: int, only: frozenset[str],
+               partitions: int | None) -> dict[str, Any]:
+    """The rows of one side of a Kafka comparison, in `GROUPS` order."""
+    out = _run(target, seconds, steps, only)
+    if "requests" in only:
+        out.update(_request_rates(target, seconds))
+    if "java" in only:
+        out.update(_java_clients(target, dist, seconds))
+    if "connections" in only:
+        out.update(_connections(target, seconds))
+    if partitions is not None and "scale" in only:
+        out.update(scale.run(target, partitions, SCALE_RATE, seconds))
+    return out
+
+
+def compare(seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int = 3, peer: str = "tansu",
+            scale_partitions: int | None = None, only: frozenset[str] = frozenset(GROUPS)) -> dict[str, Any]:
     """Every row on insync and on the peer: Tansu (one node in memory, with insync's one-node row beside it) or
-    Apache Kafka (`kafka[:VERSION]`, as many brokers as insync, with the request rate and Kafka's own clients)."""
-    assert seconds > 0 and steps > 0
+    Apache Kafka (`kafka[:VERSION]`, as many brokers as insync, with the request rate, Kafka's own clients, the
+    connection rows and, given `scale_partitions`, the scale rows). `only`: the row groups to run."""
+    assert seconds > 0 and steps > 0 and only <= frozenset(GROUPS), only
+    assert scale_partitions is None or scale_partitions > 0
     if peer == "tansu":
         with targets.insync_cluster(brokers) as target:
-            insync = _run(target, seconds, steps)
-        insync["produce-one-node"] = _produce_one_node(seconds)
+            insync = _run(target, seconds, steps, only)  # the Tansu comparison's groups: throughput and latency
+        if "throughput" in only:
+            insync["produce-one-node"] = _produce_one_node(seconds)
         with targets.tansu() as target:
             time.sleep(TANSU_SETTLE_S)
-            other = _run(target, seconds, steps)
-        other["produce-one-node"] = other["produce"]  # Tansu is one node already
+            other = _run(target, seconds, steps, only)
+        if "throughput" in only:
+            other["produce-one-node"] = other["produce"]  # Tansu is one node already
         return {"insync": insync, "peer": other}
     engine = kafka_cluster.parse_engine(peer)
     dist = kafka_cluster.dist_for(engine)
     runs = {}
     for side, engine_of in (("insync", kafka_cluster.ENGINE_INSYNC), ("peer", engine)):
         with targets.insync_cluster(brokers, engine=engine_of) as target:
-            runs[side] = {**_run(target, seconds, steps), **_request_rates(target, seconds),
-                          **_java_clients(target, dist, seconds)}
+            runs[side] = _peer_rows(target, dist, seconds, steps, only, scale_partitions)
     return runs
 
 
@@ -129,6 +161,24 @@ ROWS = (
     ("  its server CPU ms/MB", "java-produce", "server_cpu_ms_per_mb"),
     ("consume MB/s, Java perf-test", "java-consume", "mb_per_s"),
     ("  its server CPU ms/MB", "java-consume", "server_cpu_ms_per_mb"),
+    ("idle connections: KB/connection", "connections-idle", "kb_per_connection"),
+    ("  slow connects (SYN resent)", "connections-idle", "slow_connects"),
+    ("active producers: ack p50 ms", "connections-active", "ack_p50_ms"),
+    ("  ack p99 ms", "connections-active", "ack_p99_ms"),
+    ("  sender behind schedule ms, max", "connections-active", "send_behind_ms_max"),
+    ("reconnect storm: all answered s", "reconnect-storm", "seconds"),
+    ("  slow connects (SYN resent)", "reconnect-storm", "slow_connects"),
+    ("  connections made again", "reconnect-storm", "reconnects"),
+    ("scale: partitions", "scale", "partitions"),
+    ("  broker resident MB, max", "scale", "rss_mb_max"),
+    ("  broker idle CPU %, max", "scale", "idle_cpu_percent_max"),
+    ("  produce ack p50 ms, all partitions", "scale", "produce_ack_p50_ms"),
+    ("  produce ack p99 ms, all partitions", "scale", "produce_ack_p99_ms"),
+    ("  partitions the killed broker led", "scale", "killed_leaderships"),
+    ("  all led again after the kill s", "scale", "leaders_after_kill_s"),
+    ("  its restart to every ISR whole s", "scale", "restart_to_isr_whole_s"),
+    ("  partitions the stopped broker led", "scale", "shutdown_leaderships"),
+    ("  its controlled shutdown s", "scale", "controlled_shutdown_s"),
 )
 
 

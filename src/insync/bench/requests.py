@@ -62,12 +62,12 @@ class RequestRateResult:
         return json.dumps(asdict(self))
 
 
-def produce_frame(topic: str, acks: int, record_bytes: int = RECORD_BYTES) -> bytes:
-    """A framed Produce v9 request (correlation id 0) of one batch holding one record."""
-    assert acks in (1, -1) and record_bytes > 0
+def produce_frame(topic: str, acks: int, record_bytes: int = RECORD_BYTES, partition: int = 0) -> bytes:
+    """A framed Produce v9 request (correlation id 0) of one batch holding one record, to `partition`."""
+    assert acks in (1, -1) and record_bytes > 0 and partition >= 0
     cls = request_class(PRODUCE, PRODUCE_VERSION)
     batch = build_batch([(None, os.urandom(record_bytes))], base_timestamp=int(time.time() * 1000))
-    data = build(nested(cls, "PartitionProduceData"), index=0, records=batch)
+    data = build(nested(cls, "PartitionProduceData"), index=partition, records=batch)
     topics = (build(nested(cls, "TopicProduceData"), name=topic, partition_data=(data,)),)
     body = build(cls, transactional_id=None, acks=acks, timeout=datetime.timedelta(seconds=30), topic_data=topics)
     return encode_request(body, 0, "insync-bench-requests")

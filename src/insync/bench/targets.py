@@ -36,6 +36,7 @@ class Target:
     replication_factor: int
     pids: tuple[int, ...] = field(default=())
     node_pids: tuple[tuple[int, int], ...] = field(default=())  # (node id, pid) of each insync node
+    directory: str | None = None  # a local cluster's (`chaos.cluster.ClusterSpec`), whose brokers a row restarts
 
     def pid_of(self, node_id: int) -> int | None:
         return dict(self.node_pids).get(node_id)
@@ -64,6 +65,18 @@ def server_cpu_s(pids: Sequence[int]) -> float | None:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def rss_kb(pid: int) -> int | None:
+    """The resident memory of process `pid` in KiB (VmRSS), or None without /proc or the process."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return None
+
+
 def cpu_ms_per_mb(cpu_before: float | None, cpu_after: float | None, megabytes: float) -> float | None:
     if cpu_before is None or cpu_after is None or megabytes <= 0:
         return None
@@ -83,7 +96,7 @@ def insync_cluster(brokers: int = 3, security: str = "plaintext", engine: str = 
             nodes = tuple((node.node_id, node.pid) for node in spec.nodes if node.pid is not None)  # ZooKeeper too
             name = "insync" if spec.engine == "insync" else spec.engine.replace("kafka:", "Kafka ")
             yield Target(f"{name} RF{min(3, brokers)}", spec.bootstrap, min(3, brokers),
-                         tuple(pid for _, pid in nodes), nodes)
+                         tuple(pid for _, pid in nodes), nodes, spec.directory)
         finally:
             command_config.use(previous)
             cluster.down(cluster.ClusterSpec.load(spec.directory), STOP_TIMEOUT_S)

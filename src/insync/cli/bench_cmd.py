@@ -49,6 +49,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     compare.add_argument("--seconds", type=float, default=latency.SECONDS_MIN,
                          help=f"measured per throughput and latency run (at least {latency.SECONDS_MIN:g})")
     compare.add_argument("--steps", type=int, default=6, help="runs of the highest-rate search at most (default 6)")
+    compare.add_argument("--scale", type=int, nargs="?", const=1000, default=None, metavar="PARTITIONS",
+                         help="with --peer kafka, also the scale rows on a topic of PARTITIONS (default 1000), RF 3; "
+                              "slow, so off unless asked")
+    compare.add_argument("--only", default=None, metavar="GROUPS",
+                         help=f"comma-separated row groups to run, of {','.join(compare_bench.GROUPS)} (default all)")
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(func=run_compare)
     source = commands.add_parser("spark-source", help="Spark reading a topic through format(\"insync\") vs parquet")
@@ -207,7 +212,14 @@ def run_compare(args: argparse.Namespace) -> int:
                           f"{latency.SEARCH_STEPS_MAX}")
     if args.peer != "tansu":
         kafka_cluster.parse_engine(args.peer)  # names a release insync can assemble, before anything starts
-    result = compare_bench.compare(args.seconds, args.steps, peer=args.peer)
+    only = frozenset(compare_bench.GROUPS if args.only is None else
+                     (group.strip() for group in args.only.split(",") if group.strip()))
+    unknown = sorted(only - frozenset(compare_bench.GROUPS))
+    if unknown:
+        raise ConfigError(f"--only takes {', '.join(compare_bench.GROUPS)}, not {', '.join(unknown)}")
+    if args.scale is not None and args.scale < 1:
+        raise ConfigError("--scale takes a number of partitions, 1 or more")
+    result = compare_bench.compare(args.seconds, args.steps, peer=args.peer, scale_partitions=args.scale, only=only)
     print(json.dumps(result) if args.json else compare_bench.table(result))
     return 0
 

@@ -49,6 +49,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
 from insync.security.listeners import Endpoint, broker_listeners, controller_names
 from insync.security.scram import ScramCredential, ScramMechanism
+from insync.server.acceptor import ConnectionQuotas
 from insync.server.access_gate import AccessGate
 from insync.server.cleaner_threads import CleanerThreads
 from insync.server.client import FailoverConnection, KafkaConnection
@@ -139,7 +140,11 @@ class BrokerNode(MeteredDispatcher):
         self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock, self.cleaner_threads)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
         self.endpoints = broker_listeners(config.listeners)
-        self.listeners = [make_listener(self, endpoint, config) for endpoint in self.endpoints.bound]
+        quotas = ConnectionQuotas.from_config(config.sockets)
+        # Kafka protects the inter-broker listener from max.connections when there are others for clients
+        protected = self.endpoints.inter_broker.name if len(self.endpoints.bound) > 1 else None
+        self.listeners = [make_listener(self, endpoint, config, quotas, endpoint.name == protected)
+                          for endpoint in self.endpoints.bound]
         controller_listener = controller_names(config.listeners)[0]
         self.controller = FailoverConnection(
             _controller_addresses(config), client_id=f"broker-{self.broker_id}",

@@ -37,6 +37,7 @@ from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import controller_endpoint
 from insync.security.scram import ScramCredential, ScramMechanism
+from insync.server.acceptor import ConnectionQuotas
 from insync.server.access_gate import AccessGate
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
@@ -93,7 +94,7 @@ class ControllerNode(MeteredDispatcher):
         endpoint = controller_endpoint(config.listeners)
         self.event_topic = EventTopic(config.events, self.node_id, lambda: self.controller.image, self._brokers, None,
                                       librdkafka_settings(config, endpoint, "sasl.mechanism.controller.protocol"))
-        self.listener = make_listener(self, endpoint, config)
+        self.listener = make_listener(self, endpoint, config, ConnectionQuotas.from_config(config.sockets))
         self.metrics = NodeMetrics(self._snapshot)
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core
         self._sources = itertools.count(1)

@@ -10,12 +10,14 @@ key or version (except ApiVersions) or a body that does not parse closes only th
 written as `encode_response_parts` parts, so a Fetch response's records go uncopied from the log's read to the
 socket, and the 4 MiB default `socket.send.buffer.bytes` (Kafka's: 100 KB) lets one leave in one or two sends.
 A TLS listener bounds its handshake by `ssl.handshake.timeout.ms`; the client certificate gives the principal.
+A thread of the listener's own accepts (`server.acceptor`: Kafka's listen backlog and connection quotas).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 import ssl
@@ -36,12 +38,14 @@ from insync.protocol.codec import (
 from insync.protocol.framing import FrameDecoder, FrameError
 from insync.security.listeners import Endpoint
 from insync.security.ssl_principal import NoRuleApplies
+from insync.server.acceptor import Acceptor, ConnectionQuotas, listening_socket
 from insync.server.session import Session
 from insync.server.tls import TlsServer
 
 log = logging.getLogger("insync.server")
 
 READ_CHUNK_BYTES = 256 * 1024
+LISTEN_BACKLOG_SIZE = 50  # socket.listen.backlog.size's default
 
 
 class Dispatcher(Protocol):
@@ -82,8 +86,12 @@ GateFactory = Callable[[Session, FrameDecoder], ConnectionGate]
 class Listener:
     def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_request_bytes: int,
                  send_buffer_bytes: int = -1, *, name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
-                 tls: TlsServer | None = None, gate: GateFactory | None = None) -> None:
-        assert max_request_bytes > 0 and send_buffer_bytes >= -1
+                 tls: TlsServer | None = None, gate: GateFactory | None = None,
+                 backlog: int = LISTEN_BACKLOG_SIZE, quotas: ConnectionQuotas | None = None,
+                 protected: bool = False) -> None:
+        """`quotas`: the node's, shared by its listeners (None: no limits); `protected`: the inter-broker
+        listener, which accepts beyond `max.connections` as Kafka's does."""
+        assert max_request_bytes > 0 and send_buffer_bytes >= -1 and backlog >= 1
         assert (tls is not None) == security_protocol.endswith("SSL"), (security_protocol, tls)
         self.dispatcher = dispatcher
         self.host = host
@@ -94,17 +102,21 @@ class Listener:
         self.gate = gate
         self.max_request_bytes = max_request_bytes
         self.send_buffer_bytes = send_buffer_bytes
-        self._server: asyncio.Server | None = None
+        self.backlog = backlog
+        self.quotas = quotas or ConnectionQuotas()
+        self.protected = protected
+        self._acceptor: Acceptor | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._busy: set[asyncio.Task[None]] = set()  # connections with a request being handled
         self._stopping = False
         self.ready = asyncio.Event()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._connected, self.host, self.port, limit=READ_CHUNK_BYTES)
-        sockets = self._server.sockets
-        assert sockets, "listener has no socket"
-        self.port = sockets[0].getsockname()[1]
+        sock = listening_socket(self.host, self.port, self.backlog)
+        self.port = sock.getsockname()[1]
+        self._acceptor = Acceptor(sock, self.backlog, self.quotas, self.protected, asyncio.get_running_loop(),
+                                  self._handed_over)
+        self._acceptor.start()
         self.ready.set()
         log.info("Listening on %s", self.endpoint)
 
@@ -116,8 +128,8 @@ class Listener:
         """Stop accepting; close idle connections at once; give requests in flight until the deadline; then
         cancel what is left."""
         self._stopping = True
-        if self._server is not None:
-            self._server.close()
+        if self._acceptor is not None:
+            await asyncio.to_thread(self._acceptor.stop)
         for task in self._connections - self._busy:
             task.cancel()
         pending = set(self._connections)
@@ -127,28 +139,60 @@ class Listener:
                 task.cancel()
             if still_running:
                 await asyncio.wait(still_running, timeout=1.0)
-        if self._server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), timeout=1.0)
 
-    def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Called as the connection is made, before anything is read from it: a TLS listener stops the reading
-        there, so the client's first bytes (its ClientHello) reach the TLS handshake (`start_tls`), not the
-        plaintext stream. (asyncio's own `start_server(ssl=...)` would handshake before the listener sees the
-        connection, and fail it without a word.)"""
-        if self.tls is not None:
-            transport = writer.transport
-            assert isinstance(transport, asyncio.ReadTransport)  # a socket transport reads and writes
-            transport.pause_reading()
-        task = asyncio.get_running_loop().create_task(self._accept(reader, writer))
-        self._connections.add(task)
+    def _handed_over(self, batch: list[tuple[int, str]]) -> None:
+        """On the loop: connections the acceptor admitted, each a descriptor and its peer's IP, to be served."""
+        loop = asyncio.get_running_loop()
+        for fd, ip in batch:
+            sock = socket.socket(fileno=fd)
+            if self._stopping:
+                sock.close()
+                self.quotas.release(ip)
+                continue
+            task = loop.create_task(self._accept(sock, ip))
+            self._connections.add(task)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, sock: socket.socket, ip: str) -> None:
         task = asyncio.current_task()
         assert task is not None and task in self._connections
+        try:
+            reader, writer = await self._streams(sock)
+        except BaseException as exc:
+            self._connections.discard(task)
+            self.quotas.release(ip)
+            sock.close()
+            if isinstance(exc, OSError):
+                return  # the client went away before its transport was made
+            raise
+        try:
+            await self._serve_connection(reader, writer)
+        finally:
+            self._connections.discard(task)
+            self.quotas.release(ip)
+
+    async def _streams(self, sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """`sock` as a stream pair. A TLS listener stops the reading as the transport is made, before anything is
+        read, so the client's first bytes (its ClientHello) reach the TLS handshake (`start_tls`), not the
+        plaintext stream. (asyncio's own TLS server would handshake before the listener sees the connection, and
+        fail it without a word.)"""
+        made: list[asyncio.StreamWriter] = []
+
+        def connection_made(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if self.tls is not None:
+                transport = writer.transport
+                assert isinstance(transport, asyncio.ReadTransport)  # a socket transport reads and writes
+                transport.pause_reading()
+            made.append(writer)
+
+        reader = asyncio.StreamReader(limit=READ_CHUNK_BYTES)
+        await asyncio.get_running_loop().connect_accepted_socket(
+            functools.partial(asyncio.StreamReaderProtocol, reader, connection_made), sock)
+        assert len(made) == 1, "the protocol saw its connection made"
+        return reader, made[0]
+
+    async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if len(self._connections) > limits.CONNECTIONS_MAX:
             log.warning("Refusing connection: %d connections open", len(self._connections) - 1)
-            self._connections.discard(task)
             writer.close()
             return
         peer = _peer_name(writer)
@@ -168,7 +212,6 @@ class Listener:
             # A bug in a handler must cost one connection, never the broker.
             log.exception("Error handling a request from %s; closing the connection", peer)
         finally:
-            self._connections.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

@@ -17,6 +17,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.security.listeners import Endpoint
 from insync.security.sasl_client import SaslCredentials
 from insync.security.scram import ScramCredential, ScramMechanism
+from insync.server.acceptor import ConnectionQuotas
 from insync.server.listener import Listener
 from insync.server.metrics import NodeMetrics
 from insync.server.sasl_gate import client_credentials, gate_factory
@@ -67,16 +68,18 @@ class MeteredDispatcher:
         raise NotImplementedError
 
 
-def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: BrokerConfig) -> Listener:
-    """A listener for `endpoint`, with TLS (its `ssl.*` settings) when its security protocol has it, and a SASL
-    gate on each connection when it is SASL_PLAINTEXT or SASL_SSL."""
+def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: BrokerConfig, quotas: ConnectionQuotas,
+                  protected: bool = False) -> Listener:
+    """A listener for `endpoint`, with TLS (its `ssl.*` settings) when its security protocol has it, a SASL gate
+    on each connection when it is SASL_PLAINTEXT or SASL_SSL, and the node's connection `quotas` (a `protected`
+    listener, the inter-broker one, accepts beyond max.connections)."""
     gate = gate_factory(config, endpoint.name, dispatcher.supported_versions(), dispatcher.scram_credential,
                         dispatcher.observe_authentication) if endpoint.security_protocol.startswith("SASL_") else None
     return Listener(dispatcher, endpoint.host, endpoint.port, config.sockets.request_max_bytes,
                     config.sockets.send_buffer_bytes, name=endpoint.name,
                     security_protocol=endpoint.security_protocol,
                     tls=server_tls(config, endpoint.name, sasl=gate is not None) if endpoint.uses_tls else None,
-                    gate=gate)
+                    gate=gate, backlog=config.sockets.listen_backlog_size, quotas=quotas, protected=protected)
 
 
 def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) -> ssl.SSLContext | None:

@@ -135,7 +135,8 @@ def test_compare_table_has_every_mode_and_the_ratio() -> None:
                           "peer": {**side, "target": "Tansu RF1", "max-rate": {"max_rate": 2000.0}}})
     lines = text.splitlines()
     assert "insync RF3" in lines[0] and "Tansu RF1" in lines[0]
-    beside_kafka_only = {"requests-acks-1", "requests-acks-all", "java-produce", "java-consume"}
+    beside_kafka_only = {"requests-acks-1", "requests-acks-all", "java-produce", "java-consume", "connections-idle",
+                         "connections-active", "reconnect-storm", "scale"}
     assert len(lines) == 1 + len([row for row in compare.ROWS if row[1] not in beside_kafka_only])
     assert any(line.startswith("latency-2000 e2e p99 ms") and line.endswith("1.00") for line in lines)
     assert any(line.startswith("max rate, e2e p99 < 50 ms") and line.endswith("2.00") for line in lines)

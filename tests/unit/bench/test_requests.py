@@ -20,6 +20,12 @@ def test_produce_frame_is_one_record_at_the_asked_acks() -> None:
         assert (topic.name, data.index) == ("orders", 0)
 
 
+def test_produce_frame_names_the_partition_asked_for() -> None:
+    request = decode_request(requests.produce_frame("orders", -1, record_bytes=10, partition=7)[4:],
+                             BROKER_API_VERSIONS)
+    assert [data.index for topic in request.body.topic_data for data in topic.partition_data] == [7]
+
+
 def test_samples_sorted_by_where_the_time_went() -> None:
     lines = [
         f"{LOOP};BrokerNode._call (insync/server/broker_node.py:160);BrokerCore.handle (core.py:149) 5",
