@@ -282,21 +282,20 @@ class Log:
 
     @_writes
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
-        """Append batches copied from the leader, offsets and epochs as they are; they must start at the log end
-        offset and follow each other without gaps, except in a compacted log (what the leader's cleaner removed).
-        CRC-checked, all or nothing."""
+        """Append batches copied from the leader, offsets and epochs as they are; they must start at or after the
+        log end offset and follow each other in order (gaps are what the leader's cleaner removed). CRC-checked,
+        all or nothing."""
         headers = [header for _, header in iter_batches(records, verify_crc=True)]
         if not headers:
             raise KafkaException(errors.CORRUPT_MESSAGE, f"{self.directory}: follower append without batches")
         expected = self.log_end_offset
-        # In a compacted log a gap is where the leader's cleaner removed batches (Kafka allows it).
-        if headers[0].base_offset < expected or (headers[0].base_offset > expected and not self.config.compact):
-            kind = "gap" if headers[0].base_offset > expected else "overlap"
+        # A gap is where the leader's cleaner removed batches: Kafka allows one in any log, since a topic compacted
+        # once keeps its gaps when its policy changes (a new replica must still copy it).
+        if headers[0].base_offset < expected:
             raise KafkaException(errors.OFFSET_OUT_OF_RANGE, f"{self.directory}: follower append at offset "
-                                 f"{headers[0].base_offset} would leave a {kind}: log end offset is {expected}")
+                                 f"{headers[0].base_offset} would leave an overlap: log end offset is {expected}")
         for previous, header in zip(headers, headers[1:], strict=False):
-            if header.base_offset < previous.next_offset or (
-                    header.base_offset > previous.next_offset and not self.config.compact):
+            if header.base_offset < previous.next_offset:
                 raise KafkaException(errors.UNKNOWN_SERVER_ERROR, f"{self.directory}: batch at offset "
                                      f"{header.base_offset} does not follow {previous.last_offset}")
         for header in headers:
