@@ -40,7 +40,7 @@ ROUNDS = 5
 TOMBSTONED = range(0, KEYS, 10)
 SENTINEL = b"~sentinel"
 SEGMENT_MS = 3000
-# 128 bytes an offset map entry: about 100 keys a pass, so 300 keys take several passes.
+# 176 bytes an offset map entry: about 70 keys a pass, so 300 keys take several passes.
 CLEANER = ["log.cleaner.backoff.ms=200", "log.cleaner.dedupe.buffer.size=14336"]
 _RECORD_LINE = re.compile(r"^\| offset: (\d+) .* key: (.*) payload: (.*)$")
 
