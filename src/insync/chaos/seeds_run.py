@@ -47,6 +47,9 @@ from insync.waiting import WaitTimeout, wait_until
 
 NOT_ENOUGH_REPLICAS = ("NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND")
 ADMIN_TIMEOUT_S = 5.0
+# A leader answers DeleteRecords once its followers in the ISR have moved their log start too: with its reads
+# slow (log-start-race), that takes a few of them.
+DELETE_RECORDS_TIMEOUT_S = 30.0
 POLL_S = 0.25
 DOWN_DEADLINE_S = 0.0
 EVENTS_FILE = "events.jsonl"
@@ -198,8 +201,8 @@ class _RealRun:
         from confluent_kafka import OFFSET_END, TopicPartition
 
         futures = self.admin.delete_records([TopicPartition(self.topic, partition, OFFSET_END)],
-                                            request_timeout=ADMIN_TIMEOUT_S)
-        [result] = [f.result(ADMIN_TIMEOUT_S) for f in futures.values()]
+                                            request_timeout=DELETE_RECORDS_TIMEOUT_S)
+        [result] = [f.result(DELETE_RECORDS_TIMEOUT_S) for f in futures.values()]
         self.deleted_before[partition] = int(result.low_watermark)
         self.log(f"DeleteRecords {self.topic}-{partition}: log start now {result.low_watermark}")
 

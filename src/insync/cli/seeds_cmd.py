@@ -46,7 +46,7 @@ def _seeds(args: argparse.Namespace) -> int:
     engines = [kafka_cluster.parse_engine(engine) for engine in args.engine or [kafka_cluster.ENGINE_INSYNC]]
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="insync-seeds-"))
     root.mkdir(parents=True, exist_ok=True)
-    rows, ok = [], True
+    rows, ok, failed = [], True, list[str]()
     with client_log(root / "clients.log"):
         for seed in chosen:
             print(f"{seed.name}: {seed.description}", file=sys.stderr)
@@ -55,7 +55,7 @@ def _seeds(args: argparse.Namespace) -> int:
             if unavailable:
                 print(f"{seed.name}: no real run, {unavailable}", file=sys.stderr)
             elif not args.sim_only:
-                runs.extend(_real_runs(seed, engines, root))
+                runs.extend(_real_runs(seed, engines, root, failed))
             for run in runs:
                 failures = seed.check(run)
                 ok = ok and not failures
@@ -66,11 +66,14 @@ def _seeds(args: argparse.Namespace) -> int:
         print(seed_table.render(rows, args.markdown))
         if not args.sim_only:
             print(f"real clusters' logs and events under {root}")
-    return 0 if ok else 1
+    if failed:
+        print(f"runs that failed (see above): {', '.join(failed)}", file=sys.stderr)
+    return 0 if ok and not failed else 1
 
 
-def _real_runs(seed: RealSeed, engines: list[str], root: Path) -> list[SeedRun]:
-    """`seed` on each engine that can make its faults, in its own directory."""
+def _real_runs(seed: RealSeed, engines: list[str], root: Path, failed: list[str]) -> list[SeedRun]:
+    """`seed` on each engine that can make its faults, in its own directory; a run that fails is named in
+    `failed`."""
     runs = []
     for engine in engines:
         why = None if engine == kafka_cluster.ENGINE_INSYNC else seeds_kafka.unavailable(
@@ -84,4 +87,7 @@ def _real_runs(seed: RealSeed, engines: list[str], root: Path) -> list[SeedRun]:
             runs.append(seeds_run.run_real(seed, where, engine=engine))
         except ConfigError as e:  # a setting the engine refuses: that engine's row is missing, the others stand
             print(f"{seed.name}: no run on {engine}, {e}", file=sys.stderr)
+        except Exception as e:  # noqa: BLE001 - one run's failure is that run's row; the table goes on
+            print(f"{seed.name}: the run on {engine} failed: {type(e).__name__}: {e}", file=sys.stderr)
+            failed.append(f"{seed.name} on {engine}")
     return runs
