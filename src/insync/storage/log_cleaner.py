@@ -218,6 +218,7 @@ class LogCleaner:
 
     def _candidate(self, now_ms: int, tp: TopicPartition, log: Log, stable: int) -> tuple[LogToClean, int]:
         config = log.config
+        self._follow_truncation(tp, log)
         infos = log.segment_infos(first_batch_timestamps=config.max_compaction_lag_ms < LONG_MAX)
         stable = max(stable, log.log_start_offset)
         offsets = cleanable_offsets(infos, log.log_start_offset, log.log_end_offset, self.checkpoints.get(tp),
@@ -227,6 +228,14 @@ class LogCleaner:
             self._write_checkpoints()
         delay_ms = max_compaction_delay_ms(infos, offsets.first_dirty_offset, now_ms, config.max_compaction_lag_ms)
         return log_to_clean(tp, infos, offsets, delay_ms > 0), delay_ms
+
+    def _follow_truncation(self, tp: TopicPartition, log: Log) -> None:
+        """Kafka's `maybeTruncateCheckpoint`: a log truncated below its checkpoint is dirty again from there."""
+        truncated_to, log.truncated_to = log.truncated_to, None
+        checkpoint = self.checkpoints.get(tp)
+        if truncated_to is not None and checkpoint is not None and checkpoint > truncated_to:
+            self.checkpoints[tp] = truncated_to
+            self._write_checkpoints()
 
     # --- Aborting --------------------------------------------------------------------------------------------
 
