@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from insync.config import LONG_MAX, CleanerConfig
+from insync.errors import KafkaException
 from insync.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     CheckpointError,
@@ -123,7 +124,11 @@ class LogCleaner:
             return {}
 
     def _write_checkpoints(self) -> None:
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{CLEANER_OFFSET_CHECKPOINT}", self.checkpoints)
+        """Written whole at each change; a failed write costs only work (the next clean maps from further back)."""
+        try:
+            write_offset_checkpoint(self.disk, f"{self.log_dir}/{CLEANER_OFFSET_CHECKPOINT}", self.checkpoints)
+        except OSError as exc:
+            logger.error("Could not write %s: %s", CLEANER_OFFSET_CHECKPOINT, exc)
 
     def tick(self, now_ms: int, logs: Mapping[TopicPartition, Log], stable_offsets: Mapping[TopicPartition, int],
              producers: Producers) -> int:
@@ -160,8 +165,13 @@ class LogCleaner:
         if isinstance(result, BaseException) or void or log is None:
             self._drop(job, result, void)
             return 0
-        for old, cleaned in result.replacements:
-            log.replace_segments(cleaned, old)
+        try:
+            for old, cleaned in result.replacements:
+                log.replace_segments(cleaned, old)
+        except KafkaException as exc:  # an I/O error took the log offline; its reopening finishes or undoes it
+            logger.error("Swapping cleaned segments into %s failed: %s", tp, exc)
+            self.metrics.aborted += 1
+            return 0
         self.checkpoints[tp] = result.end_offset
         self._write_checkpoints()
         self._record(result)
