@@ -210,7 +210,12 @@ class LogCleaner:
             stable = stable_offsets.get(tp)
             if not self._may_clean(tp, log) or stable is None:
                 continue
-            candidate, delay_ms = self._candidate(now_ms, tp, log, min(stable, log.log_end_offset))
+            try:
+                candidate, delay_ms = self._candidate(now_ms, tp, log, min(stable, log.log_end_offset))
+            except (KafkaException, OSError) as exc:  # Kafka's LogCleaningException: the log is left alone
+                self.uncleanable.add(tp)
+                logger.error("Failed to calculate log cleaning stats for partition %s: %s", tp, exc)
+                continue
             delays.append(delay_ms)
             if candidate.total_bytes > 0:
                 candidates.append((candidate, log))
