@@ -136,6 +136,9 @@ class Log:
         # Moves on every change that removes segments a clean may have read (truncation, deletion, retention,
         # closing): a clean prepared under an older generation is void (Kafka aborts and pauses its cleaning).
         self.cleaning_generation = 0
+        # The lowest offset truncated to since the cleaner last looked: its checkpoint may not stay above it
+        # (Kafka's LogCleanerManager.maybeTruncateCheckpoint).
+        self.truncated_to: int | None = None
 
     # --- Opening and recovery ------------------------------------------------------------------------------
 
@@ -479,6 +482,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return
         self.cleaning_generation += 1
+        self._note_truncation(offset)
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
@@ -493,11 +497,15 @@ class Log:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.producer_snapshots.delete_where(lambda snapshot: snapshot > self.log_end_offset)
 
+    def _note_truncation(self, offset: int) -> None:
+        self.truncated_to = offset if self.truncated_to is None else min(self.truncated_to, offset)
+
     @_writes
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the log, empty, at `offset`."""
         assert offset >= 0
         self.cleaning_generation += 1
+        self._note_truncation(offset)
         for segment in self.segments:
             segment.delete()
         self.segments = [LogSegment.create(self.disk, self.directory, offset, self.clock.now_ms(),

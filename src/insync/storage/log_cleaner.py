@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from insync.config import LONG_MAX, CleanerConfig
+from insync.errors import KafkaException
 from insync.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     CheckpointError,
@@ -123,7 +124,11 @@ class LogCleaner:
             return {}
 
     def _write_checkpoints(self) -> None:
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{CLEANER_OFFSET_CHECKPOINT}", self.checkpoints)
+        """Written whole at each change; a failed write costs only work (the next clean maps from further back)."""
+        try:
+            write_offset_checkpoint(self.disk, f"{self.log_dir}/{CLEANER_OFFSET_CHECKPOINT}", self.checkpoints)
+        except OSError as exc:
+            logger.error("Could not write %s: %s", CLEANER_OFFSET_CHECKPOINT, exc)
 
     def tick(self, now_ms: int, logs: Mapping[TopicPartition, Log], stable_offsets: Mapping[TopicPartition, int],
              producers: Producers) -> int:
@@ -160,8 +165,13 @@ class LogCleaner:
         if isinstance(result, BaseException) or void or log is None:
             self._drop(job, result, void)
             return 0
-        for old, cleaned in result.replacements:
-            log.replace_segments(cleaned, old)
+        try:
+            for old, cleaned in result.replacements:
+                log.replace_segments(cleaned, old)
+        except KafkaException as exc:  # an I/O error took the log offline; its reopening finishes or undoes it
+            logger.error("Swapping cleaned segments into %s failed: %s", tp, exc)
+            self.metrics.aborted += 1
+            return 0
         self.checkpoints[tp] = result.end_offset
         self._write_checkpoints()
         self._record(result)
@@ -200,7 +210,12 @@ class LogCleaner:
             stable = stable_offsets.get(tp)
             if not self._may_clean(tp, log) or stable is None:
                 continue
-            candidate, delay_ms = self._candidate(now_ms, tp, log, min(stable, log.log_end_offset))
+            try:
+                candidate, delay_ms = self._candidate(now_ms, tp, log, min(stable, log.log_end_offset))
+            except (KafkaException, OSError) as exc:  # Kafka's LogCleaningException: the log is left alone
+                self.uncleanable.add(tp)
+                logger.error("Failed to calculate log cleaning stats for partition %s: %s", tp, exc)
+                continue
             delays.append(delay_ms)
             if candidate.total_bytes > 0:
                 candidates.append((candidate, log))
@@ -218,6 +233,7 @@ class LogCleaner:
 
     def _candidate(self, now_ms: int, tp: TopicPartition, log: Log, stable: int) -> tuple[LogToClean, int]:
         config = log.config
+        self._follow_truncation(tp, log)
         infos = log.segment_infos(first_batch_timestamps=config.max_compaction_lag_ms < LONG_MAX)
         stable = max(stable, log.log_start_offset)
         offsets = cleanable_offsets(infos, log.log_start_offset, log.log_end_offset, self.checkpoints.get(tp),
@@ -227,6 +243,14 @@ class LogCleaner:
             self._write_checkpoints()
         delay_ms = max_compaction_delay_ms(infos, offsets.first_dirty_offset, now_ms, config.max_compaction_lag_ms)
         return log_to_clean(tp, infos, offsets, delay_ms > 0), delay_ms
+
+    def _follow_truncation(self, tp: TopicPartition, log: Log) -> None:
+        """Kafka's `maybeTruncateCheckpoint`: a log truncated below its checkpoint is dirty again from there."""
+        truncated_to, log.truncated_to = log.truncated_to, None
+        checkpoint = self.checkpoints.get(tp)
+        if truncated_to is not None and checkpoint is not None and checkpoint > truncated_to:
+            self.checkpoints[tp] = truncated_to
+            self._write_checkpoints()
 
     # --- Aborting --------------------------------------------------------------------------------------------
 

@@ -215,3 +215,16 @@ def test_deleting_a_log_aborts_its_clean_at_the_next_batch() -> None:
     assert isinstance(outcome, CleaningAborted)
     assert cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
     assert not cleaner.uncleanable
+
+
+def test_a_truncation_below_the_checkpoint_brings_it_down() -> None:
+    disk, clock = MemoryDisk(), ManualClock()
+    log = compacted_log(disk, clock)
+    produce(log, clock, keyed(40, 5))
+    cleaner = cleaner_of(disk)
+    assert clean(cleaner, log, clock)
+    checkpoint = cleaner.checkpoints[TP]
+    log.truncate_to(checkpoint - 5)  # a follower truncated to its leader's epoch end
+    produce(log, clock, keyed(20, 5))
+    cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_start_offset}, lambda tp: {})  # nothing cleanable yet
+    assert cleaner.checkpoints[TP] == checkpoint - 5

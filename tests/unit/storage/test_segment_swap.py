@@ -59,8 +59,8 @@ def test_a_crash_at_any_step_of_a_swap_recovers_to_one_side(crash_at: int) -> No
     after = consumed(clean_log)
     assert before != after
     disk.countdown = crash_at
-    with pytest.raises(Exception):  # noqa: B017 - the crash surfaces as the log going offline
-        cleaner_of(disk).tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {})
+    # The crash takes the log offline, or fails the checkpoint's write: the owner goes on either way.
+    cleaner_of(disk).tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {})
     disk.countdown = None
     reopened = Log.open(DIR, log.config, disk, clock=clock)
     found = consumed(reopened)
