@@ -197,10 +197,11 @@ class Log:
             self.segments.append(segment)
             if following is not None:
                 segment.seal()
-                # A torn segment loses what follows it; so does one ending short of its successor, unless the log
-                # is compacted, where a cleaned segment may (Kafka cannot tell the two apart and keeps both).
-                gap = segment.next_offset < following and not self.config.compact
-                if segment.torn or gap or segment.next_offset > following:
+                # A segment that does not end where its successor starts loses what follows it; in a compacted
+                # log one may end short (a clean removed its last batches), so there, as in Kafka, only a torn or
+                # overlapping one does.
+                if (segment.next_offset != following if not self.config.compact
+                        else segment.torn or segment.next_offset > following):
                     self._drop_segment_files(bases[i + 1:])
                     break
         if not self.segments:
