@@ -21,6 +21,7 @@ from insync.config import BrokerConfig, ConfigError
 from insync.protocol.codec import decode_response, encode_request
 from insync.server.acceptor import ConnectionQuotas, TooManyConnections, listening_socket, peer_ip
 from insync.server.listener import Listener
+from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -165,9 +166,8 @@ def test_the_connection_beyond_the_per_ip_maximum_is_closed_and_logged(caplog: p
         assert ("Rejected connection from 127.0.0.1, address already has the configured maximum of 3 connections."
                 in caplog.messages)
         allowed[0].close()
-        deadline = time.monotonic() + 5
-        while listener.quotas.count("127.0.0.1") >= 3 and time.monotonic() < deadline:  # the close is seen
-            time.sleep(0.01)
+        wait_until(lambda: listener.quotas.count("127.0.0.1") < 3, 5, "the listener to see the close",
+                   interval_s=0.01)
         again = socket.create_connection(("127.0.0.1", listener.port), timeout=5)
         assert answered(again, 10)
         for sock in (*allowed, refused, again):
