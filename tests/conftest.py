@@ -133,3 +133,21 @@ def _read(sock: Any, n: int) -> bytes:
         assert chunk, "connection closed"
         out += chunk
     return out
+
+
+def fetch_partition(address: str, topic: str, version: int, offset: int = 0) -> Any:
+    """One consumer Fetch of partition 0 of `topic` (by name, so v12 at most) at broker `address`, which may be a
+    follower (KIP-392); the partition's answer."""
+    cls = load_request_schema(1, version)
+    partition = build(nested(cls, "FetchPartition"), partition=0, current_leader_epoch=-1, fetch_offset=offset,
+                      last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)
+    body = build(cls, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
+                 isolation_level=0, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
+                 topics=(build(nested(cls, "FetchTopic"), topic=topic, partitions=(partition,)),))
+    host, port = address.split(":")
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        sock.sendall(encode_request(body, 78))
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        _, response = decode_response(1, version, _read(sock, size))
+    assert int(response.error_code) == 0
+    return response.responses[0].partitions[0]

@@ -11,25 +11,18 @@ the same offsets, below the cleaner's checkpoint.
 
 from __future__ import annotations
 
-import datetime
 import re
-import socket
-import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from kio.index import load_request_schema
 
-from conftest import _read, start, wait_until
+from conftest import fetch_partition, start, wait_until
 from insync.admin import describe_rows, ensure_topic
 from insync.chaos import cluster
-from insync.protocol.codec import decode_response, encode_request
-from insync.protocol.kio import build, nested
 from insync.protocol.records import iter_batches, iter_records
 
 pytestmark = pytest.mark.timeout(240)
@@ -69,30 +62,13 @@ def _produce(bootstrap: str) -> None:
     assert producer.flush(30) == 0
 
 
-def _fetch(address: str, offset: int) -> Any:
-    """One consumer Fetch v12 of partition 0 at broker `address` (a follower answers it too, KIP-392)."""
-    cls = load_request_schema(1, 12)
-    partition = build(nested(cls, "FetchPartition"), partition=0, current_leader_epoch=-1, fetch_offset=offset,
-                      last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20)
-    body = build(cls, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
-                 isolation_level=0, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
-                 topics=(build(nested(cls, "FetchTopic"), topic=TOPIC, partitions=(partition,)),))
-    host, port = address.split(":")
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        sock.sendall(encode_request(body, 79))
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        _, response = decode_response(1, 12, _read(sock, size))
-    answer = response.responses[0].partitions[0]
-    assert int(answer.error_code) == 0, answer.error_code
-    return answer
-
-
 def _read_replica(address: str) -> list[tuple[int, bytes | None, bytes | None]]:
     """Every record from the log start to the replica's high watermark, by raw Fetch."""
     found: list[tuple[int, bytes | None, bytes | None]] = []
     offset = 0
     for _ in range(10_000):
-        answer = _fetch(address, offset)
+        answer = fetch_partition(address, TOPIC, 12, offset)
+        assert int(answer.error_code) == 0, answer.error_code
         if offset >= answer.high_watermark:
             return found
         records = list(iter_records(bytes(answer.records or b"")))

@@ -20,6 +20,14 @@ def frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
+def _answer(conn: socket.socket) -> None:
+    """Read one request frame whole and answer it with an empty one."""
+    (size,) = struct.unpack(">i", conn.recv(4))
+    while size > 0:
+        size -= len(conn.recv(size))
+    conn.sendall(frame(b""))
+
+
 def test_response_frames_come_whole_however_the_bytes_are_cut() -> None:
     stream = frame(b"one") + frame(b"") + frame(b"three")
     decoder = connections.frames()
@@ -48,11 +56,7 @@ def test_a_storm_counts_every_client_answered() -> None:
         for _ in range(count):
             conn, _ = server.accept()
             with conn:
-                head = conn.recv(4)
-                (size,) = struct.unpack(">i", head)
-                while size > 0:
-                    size -= len(conn.recv(size))
-                conn.sendall(frame(b""))
+                _answer(conn)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -76,10 +80,7 @@ def test_a_storm_client_whose_connection_is_reset_connects_again() -> None:
                 if index == 0:
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     continue
-                (size,) = struct.unpack(">i", conn.recv(4))
-                while size > 0:
-                    size -= len(conn.recv(size))
-                conn.sendall(frame(b""))
+                _answer(conn)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
