@@ -27,16 +27,16 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q -e '.[spark,test,dev]'
 	@touch $(STAMP)
 
-# Four workers on the CI machine's two cores: most integration tests wait on clusters rather than compute (with two
-# workers the suite kept the cores half busy: 9.6 CPU minutes in 9.6 minutes). One test file per worker, so a
-# module's shared cluster stays in one process; then the Spark tests on their own, one Spark session at a time.
+# Four workers on the CI machine's two cores: most tests wait on clusters or on Spark rather than compute. Each test
+# file is one unit of work (a module's shared cluster stays in one process) and the Spark tests are one unit, beside
+# the rest (tests/conftest.py). The long real-process scenarios are marked slow.
 test: setup
-	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/spark --ignore=tests/kafka_ref -m "not slow"
-	$(PY) -m pytest tests/spark
+	$(PY) -m pytest -n 4 --dist loadfile --ignore=tests/kafka_ref -m "not slow"
 
-# Tests that keep both cores busy for minutes (10,000 partitions on real processes), on their own.
+# The long real-process scenarios (campaigns, the seeds on real processes, the demo, 10,000 partitions): minutes of
+# both cores each, two at a time. CI runs them after make test and make compat.
 test-slow: setup
-	$(PY) -m pytest -m slow tests/integration
+	$(PY) -m pytest -n 2 --dist loadfile --ignore=tests/kafka_ref -m slow
 
 # Spark's own Kafka connector and its jars, for `make compat` (tests/kafka_ref/test_spark_kafka_connector.py): fetched
 # once with Maven into a cache outside the repository (insync/spark/connector_jars.py).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import re
 import socket
 import struct
 import subprocess
@@ -29,6 +30,28 @@ def wait_until(predicate: Callable[[], T | None], timeout_s: float, what: str | 
     """`insync.waiting.wait_until` as the tests use it: an error of the predicate counts as not yet (a cluster in
     the middle of a change refuses or drops requests), and the last one is named if the wait times out."""
     return waiting.wait_until(predicate, timeout_s, what, interval_s=0.25, retry_on=(Exception,))
+
+
+SPARK_ANALYSIS_FILES = re.compile(r"test_spark_(analysis|causes|report|bench|sweep|logparse|analyze_cmd|inputs)")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadfile` (the Makefile) with one change: the Spark tests are two units of work (the log analysis,
+    and the rest), so two Spark sessions run at most, beside the other workers' test files (each file one unit: a
+    module's cluster stays in one process). xdist's own `--dist loadgroup` does not group under pytest 9, which no
+    longer reads `item._nodeid`."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FilesAndSpark(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            if not path.startswith("tests/spark/"):
+                return path
+            return "tests/spark:analysis" if SPARK_ANALYSIS_FILES.search(path) else "tests/spark"
+
+    return FilesAndSpark(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ import pytest
 
 from insync.chaos import campaign, nemesis
 
-pytestmark = pytest.mark.timeout(420)
+pytestmark = [pytest.mark.timeout(420), pytest.mark.slow]
 
 SEED, RUNS, DURATION_S = 13, 2, 40.0
 

@@ -17,7 +17,7 @@ import pytest
 
 from insync.chaos import campaign, nemesis, netns
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 REASON = netns.unavailable()
 if REASON is not None:

@@ -19,7 +19,7 @@ import pytest
 from insync.chaos import campaign, cluster
 from insync.chaos.zookeeper import available
 
-pytestmark = [pytest.mark.timeout(240),
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow,
               pytest.mark.skipif(available() is not None, reason=f"ZooKeeper: {available()}")]
 
 SEED, DURATION_S = 5, 30.0

@@ -99,6 +99,7 @@ def _cleaned(log_dir: Path) -> bool:
     return len(keys) == len(set(keys)) == KEYS + 1
 
 
+@pytest.mark.slow
 def test_every_replica_keeps_the_last_value_of_each_key_at_the_same_offsets(tmp_path: Path) -> None:
     spec = start(tmp_path, brokers=3, extra=CLEANER)
     try:

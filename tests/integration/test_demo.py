@@ -20,6 +20,7 @@ def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+@pytest.mark.slow  # the whole fast demo on real processes, two minutes of both cores
 def test_fast_demo_summary(demo_dir: Path, capfd: pytest.CaptureFixture[str]) -> None:
     tmp_path = demo_dir
     # The clients' connection errors while brokers are paused and killed go to clients.log, not the terminal.

@@ -99,5 +99,6 @@ def test_the_eligible_replica_leads_when_the_last_isr_member_dies(tmp_path: Path
     _run(tmp_path, elr=True)
 
 
+@pytest.mark.slow
 def test_without_elr_the_partition_waits_for_the_dead_leader(tmp_path: Path) -> None:
     _run(tmp_path, elr=False)

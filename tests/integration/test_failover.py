@@ -46,6 +46,7 @@ def dumped_batches(spec: cluster.ClusterSpec, broker: int, partition: int, below
     return batches
 
 
+@pytest.mark.slow
 def test_leader_sigkill_and_restart_loses_nothing(tmp_path: Path) -> None:
     spec = start(tmp_path)
     try:

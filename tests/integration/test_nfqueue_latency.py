@@ -160,6 +160,7 @@ def test_destroying_the_namespaces_stops_the_daemons(tmp_path: Path) -> None:
     assert nfqueue_ctl.running(running) == {}  # the daemons were stopped, not left holding the namespaces
 
 
+@pytest.mark.slow
 def test_a_campaign_under_latency_loses_no_acknowledged_write(tmp_path: Path) -> None:
     seed, duration_s = 1, 18.0
     plan = campaign.plan_run(0, seed, duration_s, ("latency",))

@@ -145,6 +145,7 @@ def read_all(spec: ClusterSpec, topic: str) -> set[int]:
         consumer.close()
 
 
+@pytest.mark.slow
 def test_a_partition_moves_from_1_2_3_to_2_3_4_under_acks_all_with_nothing_lost(four_brokers: ClusterSpec) -> None:
     spec = four_brokers
     create(spec, "moving", [1, 2, 3], {"min.insync.replicas": "2"})

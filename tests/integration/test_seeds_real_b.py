@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from seed_checks import NAMES, check_seed
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 
 @pytest.mark.parametrize("name", NAMES[1::2])

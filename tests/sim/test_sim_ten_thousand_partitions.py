@@ -48,6 +48,7 @@ def led_everywhere(cluster: SimCluster, dead: int | None = None) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1])
 def test_every_partition_is_led_again_after_the_controller_and_a_broker_restart(seed: int) -> None:
     scheduler = Scheduler(seed)

@@ -96,6 +96,7 @@ def _in_topic(bootstrap: str, monitor: str) -> list[dict[str, Any]]:
     return [r for r in records if r.get("monitor") == monitor]
 
 
+@pytest.mark.slow
 def test_alerts_once_each_across_a_crash_and_a_restart_none_for_a_clean_shutdown_none_held_up_by_a_paused_broker(
         spark: SparkSession, spec: cluster.ClusterSpec, tmp_path: Path) -> None:
     for topic in ("paused", "slow"):

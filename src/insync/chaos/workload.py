@@ -28,7 +28,8 @@ POLL_TIMEOUT_S = 0.2
 POLL_BATCH = 500
 COMMIT_EVERY_S = 1.0
 REREAD_EVERY_S = 8.0
-FINAL_READ_IDLE_S = 10.0
+# A partition may still be electing its leader after the last fault heals; a loaded machine takes longer.
+FINAL_READ_IDLE_S = 30.0
 JOIN_TIMEOUT_S = DELIVERY_TIMEOUT_S + 15.0
 INFO_ERRORS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_QUEUE", "_PURGE_INFLIGHT"})
 
