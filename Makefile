@@ -53,10 +53,11 @@ kafka: setup
 	@java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])' || { echo "Kafka 4 needs Java 17 or later: $$(java -version 2>&1 | head -1)"; exit 1; }
 	$(PY) tools/kafka/assemble.py
 
+# tests/kafka_ref on two workers, a test file each: its tests mostly wait on JVMs and clusters.
 compat: setup kafka spark-kafka-jars
 	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
 		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
-	$(PY) -m pytest tests/kafka_ref
+	$(PY) -m pytest -n 2 --dist loadfile tests/kafka_ref
 
 demo: setup
 	$(VENV)/bin/insync demo

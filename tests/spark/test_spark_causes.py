@@ -91,6 +91,19 @@ CONTROLLER = [
           strategy="Balanced", reported=[], lost=[{"broker": 6, "from_offset": 40, "to_offset": 52, "records": 12}],
           records_lost=12),
 ]
+PAUSED = RISK + 3 * GROUP
+LEADERS_4_5 = [
+    # Broker 7 paused: leader 4's lag check drops it 0.4 s before the controller fences it, leader 5 just after;
+    # both removals are broker 7's fault. Broker 8 lags on two partitions later in the same time group.
+    shrink(PAUSED, 4, "paused", 0, [4, 7, 9], [7], False),
+    plain(PAUSED + 400, 0, EventType.BROKER_FENCED, None, None, broker_id=7),
+    shrink(PAUSED + 450, 5, "paused", 1, [5, 7, 9], [7], False),
+    plain(PAUSED + 2_900, 0, EventType.BROKER_UNFENCED, None, None, broker_id=7),
+    expand(PAUSED + 3_000, 4, "paused", 0, [4, 9], [7]),
+    expand(PAUSED + 3_000, 5, "paused", 1, [5, 9], [7]),
+    shrink(PAUSED + 8_000, 4, "late", 0, [4, 8, 9], [8], False),
+    shrink(PAUSED + 8_200, 5, "late", 1, [5, 8, 9], [8], False),
+]
 FOLLOWER_3 = [
     Event(T + 4 * GROUP, 3, EventType.PARTITION_FAILED, "disk", 1, {"leader": 2, "error": "KAFKA_STORAGE_ERROR"})
     .to_json(),
@@ -101,7 +114,7 @@ FOLLOWER_3 = [
 def out(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     logs = tmp_path_factory.mktemp("logs")
     for name, lines in (("b1", LEADER_1), ("b2", LEADER_2), ("b3", FOLLOWER_3), ("b4", LEADER_4),
-                        ("controller", CONTROLLER)):
+                        ("controller", CONTROLLER), ("b45", LEADERS_4_5)):
         (logs / name).mkdir()
         (logs / name / "events.jsonl").write_text("\n".join(lines) + "\n")
     out_dir = tmp_path_factory.mktemp("out")
@@ -122,9 +135,11 @@ def test_episodes_are_split_by_cause_and_broker_at_fault(spark: SparkSession, ou
         (7, "failed", 3, ["disk-1"], 0),
         (8, "stuck", None, ["risk-0"], 0),
         (9, "stuck", None, ["refused-0"], 0),
+        (10, "follower", 7, ["paused-0", "paused-1"], 0),  # dropped before its fence, and after it
+        (11, "follower", 8, ["late-0", "late-1"], 0),
     ]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["episodes_by_cause"] == {"follower": 2, "leader": 2, "failed": 1, "burst": 0, "stuck": 4,
+    assert summary["episodes_by_cause"] == {"follower": 4, "leader": 2, "failed": 1, "burst": 0, "stuck": 4,
                                             "slow": 0, "unknown": 0}
     assert summary["malformed_lines"] == 0  # version 1 and version 2 lines both read
 

@@ -325,7 +325,8 @@ def blame(outs: DataFrame) -> DataFrame:
     fault (`at_fault`) that the removal or its group's pattern shows, checked in this order (null when none):
     - `failed`: the removed replica had reported the partition failed since it last moved (its own disk);
     - `follower`: the removed replica's broker had been fenced by the controller (it stopped heartbeating: paused,
-      killed, cut off), whether it followed or led the partition;
+      killed, cut off), whether it followed or led the partition, or was fenced later in the group before it came
+      back (a leader's lag check can drop a stopped broker before the controller's session timeout fences it);
     - `leader`: a fetch from the replica was pending at the leader when it was removed (insync's evidence), or,
       where the log does not say (Kafka, events before version 2), every follower of each partition the leader
       had removals on was removed in the group, at least two followers, none of them was removed by another
@@ -343,6 +344,11 @@ def blame(outs: DataFrame) -> DataFrame:
     def every(condition: Column, window: WindowSpec) -> Column:
         return F.min(F.coalesce(condition, F.lit(False)).cast("int")).over(window) == 1
 
+    # The first removal of the same replica, at or after this one, that found its broker fenced.
+    fenced_next = F.min(F.when(F.col("fenced"), F.col("ts_ms"))).over(
+        by_replica.orderBy(*_ORDER).rowsBetween(0, Window.unboundedFollowing))
+    outs = outs.withColumn("fenced", F.coalesce(fenced_next.isNotNull() & (
+        F.col("back_ms").isNull() | (F.col("ts_ms") + F.col("back_ms") >= fenced_next)), F.lit(False)))
     marked = (outs.withColumn("_emptied", F.max(F.col("all_followers_out").cast("int")).over(by_partition) == 1)
               .withColumn("_one_leader", F.size(F.collect_set("leader").over(by_replica)) == 1))
     # A burst (every follower back within seconds, none stuck: the count rule's large batch) empties ISRs too.
