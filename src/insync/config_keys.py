@@ -169,10 +169,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("follower.replication.throttled.rate", "long", LONG_MAX, "Bytes/s a follower fetches, over all its "
            "partitions, for replicas its topics list in follower.replication.throttled.replicas while out of sync.",
            min=0),
-        # Kafka's throttle of replicas moving between a broker's log directories; an insync broker has one log
-        # directory, so nothing moves and the rate is only kept (kafka-reassign-partitions sets and clears it).
         _d("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX, "Bytes/s of replicas moving "
-           "between log directories of a broker; accepted, insync brokers have one log directory.", min=0),
+           "between log directories of a broker (AlterReplicaLogDirs), over all of them.", min=0),
         _d("replication.quota.window.num", "int", 11, "Samples a replication throttle's rate is measured over.",
            min=1, max=1000),
         _d("replication.quota.window.size.seconds", "int", 1, "Length of each such sample.", min=1),

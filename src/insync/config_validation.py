@@ -10,6 +10,7 @@ Kafka's words, naming the key.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,11 +65,11 @@ def check_relations(values: Mapping[str, object]) -> None:
             f"broker.heartbeat.interval.ms ({heartbeat}) must be less than broker.session.timeout.ms ({session})")
     _check_fetch_wait(values)
     dirs = values.get("log.dirs") or ()
-    if isinstance(dirs, tuple) and len(dirs) > 1:
-        # Kafka spreads partitions over several log.dirs (JBOD); insync keeps one directory per broker, and a
-        # second one silently unused would look like storage it is not.
-        raise ConfigError(f"log.dirs lists {len(dirs)} directories ({', '.join(dirs)}): insync keeps every "
-                          "partition of a broker in one log directory; give one")
+    if isinstance(dirs, tuple):
+        normalised = [os.path.normpath(str(d)) for d in dirs]
+        repeated = sorted({d for d in normalised if normalised.count(d) > 1})
+        if repeated:  # Kafka's LogManager refuses them too: one dir would be opened twice
+            raise ConfigError(f"log.dirs lists the same directory twice: {', '.join(repeated)}")
 
 
 def _check_fetch_wait(values: Mapping[str, object]) -> None:

@@ -243,10 +243,11 @@ def test_kafka_keys_in_hours_and_minutes_set_the_millisecond_configs() -> None:
     assert hours.synonyms("log.retention.ms") == ()
 
 
-def test_several_log_dirs_are_refused_by_name_rather_than_left_unused() -> None:
-    with pytest.raises(ConfigError, match=r"log.dirs lists 2 directories \(/a, /b\): insync keeps every partition"):
-        BrokerConfig({"log.dirs": "/a,/b"})
+def test_several_log_dirs_are_kept_and_a_repeated_one_is_refused_by_name() -> None:
+    assert BrokerConfig({"log.dirs": "/a,/b"}).log_dirs() == ("/a", "/b")
     assert BrokerConfig({"log.dirs": "/a"}).log_dirs() == ("/a",)
+    with pytest.raises(ConfigError, match=r"log.dirs lists the same directory twice: /a"):
+        BrokerConfig({"log.dirs": "/a,/b,/a/"})
 
 
 def test_a_negative_retention_in_any_unit_is_kafkas_forever() -> None:

@@ -71,6 +71,8 @@ REJECTED_REPORT_INTERVAL_MS = 1_000
 # How often finished cleans are swapped in and the log cleaner may start another (Kafka's cleaner threads pick the
 # next log at once; log.cleaner.backoff.ms still spaces the picks that find nothing).
 CLEANER_CHECK_INTERVAL_MS = 500
+# How often a replica moving between log dirs copies its next share (`storage.replica_moves`), while one moves.
+REPLICA_MOVE_STEP_INTERVAL_MS = 10
 # Answered at once from the partitions' state, without purgatory (`broker.queries`, `log_dirs`, `producers`).
 Query = (ListOffsetsRequest | OffsetForLeaderEpochRequest | DeleteRecordsRequest | InitProducerIdRequest
          | DescribeLogDirsRequest | AlterReplicaLogDirsRequest | DescribeProducersRequest)
@@ -104,6 +106,7 @@ class BrokerCore:
         self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
         self._next_retention_ms = now_ms + self._retention_interval_ms
         self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
+        self._next_move_ms = now_ms
         self._next_rejected_report_ms = now_ms
         self._now_ms = now_ms
         self._caught_up = False
@@ -244,6 +247,9 @@ class BrokerCore:
         if now_ms >= self._next_clean_ms:
             self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
             self.log_manager.clean(now_ms, self._stable_offsets_of_compacted(), self._producer_last_offsets)
+        if now_ms >= self._next_move_ms:
+            self._next_move_ms = now_ms + REPLICA_MOVE_STEP_INTERVAL_MS
+            self.log_manager.moves.step(now_ms)
         commands.extend(self.produce.check(now_ms, ()))
         commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms)))
         commands.extend(self.fetchers.tick(now_ms))
@@ -269,6 +275,8 @@ class BrokerCore:
                      self.channel.next_deadline_ms(), self.fetchers.next_deadline_ms()]
         if self.produce.rejected:
             deadlines.append(self._next_rejected_report_ms)
+        if self.log_manager.moves.active:
+            deadlines.append(self._next_move_ms)
         for deadline in (self.produce.next_deadline_ms(), self.fetch_server.next_deadline_ms()):
             if deadline is not None:
                 deadlines.append(deadline)
@@ -443,6 +451,7 @@ class BrokerCore:
         except ConfigError as exc:
             log.error("Dynamic broker configs not applied, the previous ones stay in force: %s", exc)
             return
+        self.log_manager.moves.set_rate(self.config.get_int("replica.alter.log.dirs.io.max.bytes.per.second"))
         self._next_isr_check_ms = min(self._next_isr_check_ms, now_ms + self.config.replication.isr_check_interval_ms)
         for tp in self.partitions:
             self._reconfigure(now_ms, tp)

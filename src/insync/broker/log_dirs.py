@@ -1,20 +1,24 @@
-"""DescribeLogDirs and AlterReplicaLogDirs: what a broker holds in its log directory, answered at once.
+"""DescribeLogDirs and AlterReplicaLogDirs: what a broker holds in each of its log dirs, answered at once.
 
-Kafka's `ReplicaManager.describeLogDirs` and `alterReplicaLogDirs` (KIP-113), for a broker with one log dir
-(insync reads only the first of `log.dirs`):
-- DescribeLogDirs lists the log dir by the path the broker was given, its volume's size and usable bytes (v4),
+Kafka's `ReplicaManager.describeLogDirs` and `alterReplicaLogDirs` (KIP-113), over every dir of `log.dirs`:
+- DescribeLogDirs lists each log dir by the path the broker was given, its volume's size and usable bytes (v4),
   and per log the bytes of its segments and its offset lag (high watermark less log end offset, floored at 0,
-  or -1 for a log this broker no longer hosts a replica of). Only the partitions asked for are listed; a volume
-  that fails to answer makes the dir KAFKA_STORAGE_ERROR.
-- AlterReplicaLogDirs: with one dir there is nowhere to move to: the broker's own dir answers NONE for a replica
-  it hosts, REPLICA_NOT_AVAILABLE for one it does not, any other path LOG_DIR_NOT_FOUND, and a name too long for
-  Kafka's "-future" directory INVALID_TOPIC_EXCEPTION, in Kafka's order of checks.
+  or -1 for a log this broker no longer hosts a replica of); a future copy being moved there is listed with
+  `is_future_key` and its lag behind the current log's end. Only the partitions asked for are listed. An
+  offline dir, or one whose volume fails to answer, is KAFKA_STORAGE_ERROR with no partitions.
+- AlterReplicaLogDirs, in Kafka's order of checks: a name too long for Kafka's "-future" directory is
+  INVALID_TOPIC_EXCEPTION; a path that is not one of the broker's dirs LOG_DIR_NOT_FOUND (paths compared as
+  given, absolute); an offline dir KAFKA_STORAGE_ERROR; a partition this broker does not host REPLICA_NOT_AVAILABLE,
+  remembering the dir so that the log is created there if it comes (Kafka's `maybeUpdatePreferredLogDir`); an
+  offline log, or any offline dir while a future copy would be made, KAFKA_STORAGE_ERROR. Otherwise NONE and the
+  move starts (`storage.replica_moves`), or is cancelled when the log is already in the dir asked for.
 An I/O error takes one log offline (`Log.offline`), where Kafka takes the whole dir offline: such a log is left
 out of DescribeLogDirs and answers AlterReplicaLogDirs with KAFKA_STORAGE_ERROR, as Kafka's offline ones do.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from insync import errors
@@ -40,7 +44,8 @@ class DescribeLogDirsRequest:
 class LogDirPartition:
     topic_partition: TopicPartition
     size_bytes: int
-    offset_lag: int  # insync never has future logs (is_future_key is always false)
+    offset_lag: int
+    is_future: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +77,29 @@ class AlterReplicaLogDirsResponse:
 
 def describe_log_dirs(log_manager: LogManager, partitions: Partitions, request: DescribeLogDirsRequest
                       ) -> DescribeLogDirsResponse:
-    path = log_manager.log_dir
+    return DescribeLogDirsResponse(request.correlation_id, tuple(
+        _describe_dir(log_manager, partitions, path, request.partitions) for path in log_manager.log_dirs))
+
+
+def _describe_dir(log_manager: LogManager, partitions: Partitions, path: str,
+                  asked: frozenset[TopicPartition] | None) -> LogDirDescription:
+    if path in log_manager.offline_dirs:
+        return LogDirDescription(path, errors.KAFKA_STORAGE_ERROR)
     try:
         space = log_manager.disk.space(path)
     except OSError:
-        return DescribeLogDirsResponse(request.correlation_id, (LogDirDescription(path, errors.KAFKA_STORAGE_ERROR),))
-    asked = request.partitions
-    described = tuple(LogDirPartition(tp, log.size_bytes, _offset_lag(partitions, tp, log))
-                      for tp, log in sorted(log_manager.all_logs().items())
-                      if not log.offline and (asked is None or tp in asked))
-    found = LogDirDescription(path, errors.NONE, described, space.total_bytes, space.usable_bytes)
-    return DescribeLogDirsResponse(request.correlation_id, (found,))
+        return LogDirDescription(path, errors.KAFKA_STORAGE_ERROR)
+    described = [LogDirPartition(tp, log.size_bytes, _offset_lag(partitions, tp, log), False)
+                 for tp, log in sorted(log_manager.all_logs().items())
+                 if not log.offline and (asked is None or tp in asked) and os.path.dirname(log.directory) == path]
+    for tp, future in sorted(log_manager.moves.future_logs().items()):
+        current = log_manager.get(tp)
+        if current is None or future.offline or (asked is not None and tp not in asked):
+            continue
+        if os.path.dirname(future.directory) == path:  # Kafka's lag of a future copy: behind the current log
+            lag = max(current.log_end_offset - future.log_end_offset, 0)
+            described.append(LogDirPartition(tp, future.size_bytes, lag, True))
+    return LogDirDescription(path, errors.NONE, tuple(described), space.total_bytes, space.usable_bytes)
 
 
 def _offset_lag(partitions: Partitions, tp: TopicPartition, log: Log) -> int:
@@ -102,10 +119,17 @@ def _alter_replica_log_dir(log_manager: LogManager, partitions: Partitions, tp: 
                            path: str) -> KafkaError:
     if len(f"{tp.topic}-{tp.partition}") + _FUTURE_DIR_EXTRA_CHARS > FILE_NAME_MAX:
         return errors.INVALID_TOPIC_EXCEPTION
-    if path != log_manager.log_dir:  # Kafka compares absolute paths as given: no normalising
+    if path not in log_manager.log_dirs:  # Kafka compares absolute paths as given: no normalising
         return errors.BY_NAME["LOG_DIR_NOT_FOUND"]
-    if tp not in partitions:
-        return errors.BY_NAME["REPLICA_NOT_AVAILABLE"]
+    if path in log_manager.offline_dirs:
+        return errors.KAFKA_STORAGE_ERROR
     log = log_manager.get(tp)
-    assert log is not None, f"{tp} is hosted without a log"
-    return errors.KAFKA_STORAGE_ERROR if log.offline else errors.NONE
+    if log is not None and log.offline:
+        return errors.KAFKA_STORAGE_ERROR
+    if tp not in partitions or log is None:
+        log_manager.preferred_dirs[tp] = path
+        return errors.BY_NAME["REPLICA_NOT_AVAILABLE"]
+    if os.path.dirname(log.directory) != path and log_manager.offline_dirs:
+        return errors.KAFKA_STORAGE_ERROR  # Kafka makes no future copy while a dir is offline: it may hold one
+    log_manager.moves.start(tp, path)
+    return errors.NONE

@@ -134,10 +134,12 @@ class BrokerNode(MeteredDispatcher):
         self.clock = clock or SystemClock()
         self._now = monotonic_now(self.clock)
         self.broker_id = BrokerId(config.node.node_id)
-        self.log_dir = str(Path(config.log_dirs()[0]).absolute())  # DescribeLogDirs names it so, as Kafka
+        # DescribeLogDirs names them so, as Kafka; the first also holds what is not a partition's (events)
+        self.log_dirs = tuple(str(Path(d).absolute()) for d in config.log_dirs())
+        self.log_dir = self.log_dirs[0]
         self.disk = open_disk(self.log_dir, config.storage.power_loss_journal)
         self.cleaner_threads = CleanerThreads(config.cleaner, self.disk)
-        self.log_manager = LogManager.open(self.log_dir, config, self.disk, self.clock, self.cleaner_threads)
+        self.log_manager = LogManager.open(self.log_dirs, config, self.disk, self.clock, self.cleaner_threads)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
         self.endpoints = broker_listeners(config.listeners)
         quotas = ConnectionQuotas.from_config(config.sockets)
@@ -489,9 +491,11 @@ class BrokerNode(MeteredDispatcher):
         log.warning("Applying injected faults: %s", spec.to_json())
         self.disk.clear_faults()
         for key, ms in spec.slow_reads_ms.items():
-            self.disk.set_slow_reads(f"{self.log_dir}/{key}/", ms)
+            for log_dir in self.log_dirs:
+                self.disk.set_slow_reads(f"{log_dir}/{key}/", ms)
         for key in spec.failed_partitions:
-            self.disk.set_io_error(f"{self.log_dir}/{key}/", on_read=False, on_write=True)
+            for log_dir in self.log_dirs:
+                self.disk.set_io_error(f"{log_dir}/{key}/", on_read=False, on_write=True)
         self._faults = spec
 
     def _snapshot(self) -> MetricsSnapshot:

@@ -60,6 +60,9 @@ class Disk(Protocol):
 
     def fsync(self, path: str) -> None: ...
 
+    def rename_dir(self, source: str, target: str) -> None:
+        """Move a directory and everything in it (a log moving between names, `replica_move`); durable at once."""
+
     def rename(self, source: str, target: str) -> None:
         """Atomically replace `target` with `source`."""
 
@@ -220,6 +223,21 @@ class RealDisk(_FaultInjecting):
         finally:
             os.close(directory)
 
+    def rename_dir(self, source: str, target: str) -> None:
+        self.faults.check(target, write=True)
+        prefix = source.rstrip("/") + "/"
+        for path in [path for path in self._fds if path.startswith(prefix)]:
+            self._forget(path)  # a cached descriptor would keep writing under the old name's meaning
+        if os.path.exists(target):
+            raise FileExistsError(errno.EEXIST, "directory exists", target)
+        os.rename(source, target)
+        for parent in {os.path.dirname(source) or ".", os.path.dirname(target) or "."}:
+            directory = os.open(parent, os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+
     def remove(self, path: str) -> None:
         self.faults.check(path, write=True)
         self._forget(path)
@@ -346,6 +364,28 @@ class MemoryDisk(_FaultInjecting):
         self._unlink(_norm(source))
         self._files[_norm(target)] = file
         self._link(_norm(target))
+
+    def rename_dir(self, source: str, target: str) -> None:
+        self.faults.check(target, write=True)
+        old, new = _norm(source), _norm(target)
+        if old not in self._dirs:
+            raise FileNotFoundError(errno.ENOENT, "no such directory", source)
+        if self.exists(new):
+            raise FileExistsError(errno.EEXIST, "directory exists", target)
+        self.mkdir(os.path.dirname(new))
+        moved_dirs = sorted((d for d in self._dirs if d == old or d.startswith(old + "/")), key=len)
+        moved_files = [f for f in self._files if f.startswith(old + "/")]
+        for key in moved_dirs:
+            self._dirs.discard(key)
+            self._unlink(key)
+        for key in moved_dirs:
+            self._dirs.add(new + key[len(old):])
+            self._link(new + key[len(old):])
+            self._children[new + key[len(old):]] = self._children.pop(key, set())
+        for key in moved_files:
+            self._files[new + key[len(old):]] = self._files.pop(key)
+        if self._last_append is not None and self._last_append.startswith(old + "/"):
+            self._last_append = new + self._last_append[len(old):]
 
     def remove(self, path: str) -> None:
         self.faults.check(path, write=True)

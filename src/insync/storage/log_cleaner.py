@@ -106,29 +106,43 @@ class CleanerMetrics:
 
 
 class LogCleaner:
-    def __init__(self, log_dir: str, disk: Disk, config: CleanerConfig, executor: CleanExecutor) -> None:
-        self.log_dir, self.disk, self.config, self.executor = log_dir, disk, config, executor
-        self.checkpoints: dict[TopicPartition, int] = self._read_checkpoints()
+    """`dir_of(tp)`: the log dir a partition's log is in now; each dir's `cleaner-offset-checkpoint` holds the
+    checkpoints of its own logs, as Kafka keeps them."""
+
+    def __init__(self, log_dirs: tuple[str, ...], disk: Disk, config: CleanerConfig, executor: CleanExecutor,
+                 dir_of: Callable[[TopicPartition], str | None]) -> None:
+        self.log_dirs, self.disk, self.config, self.executor = log_dirs, disk, config, executor
+        self._dir_of = dir_of
+        self.checkpoints: dict[TopicPartition, int] = {}
+        for log_dir in log_dirs:
+            self.checkpoints.update(self._read_checkpoints(log_dir))
         self.metrics = CleanerMetrics()
         self.uncleanable: set[TopicPartition] = set()
         self._in_progress: dict[TopicPartition, CleanJob] = {}
         self._aborting: set[TopicPartition] = set()
         self._next_pick_ms = 0
 
-    def _read_checkpoints(self) -> dict[TopicPartition, int]:
+    def _read_checkpoints(self, log_dir: str) -> dict[TopicPartition, int]:
         try:
-            return read_offset_checkpoint(self.disk, f"{self.log_dir}/{CLEANER_OFFSET_CHECKPOINT}")
+            return read_offset_checkpoint(self.disk, f"{log_dir}/{CLEANER_OFFSET_CHECKPOINT}")
         except CheckpointError as exc:
             logger.warning("Ignoring %s: %s; compacted logs are cleaned from their start", CLEANER_OFFSET_CHECKPOINT,
                            exc)
             return {}
 
-    def _write_checkpoints(self) -> None:
-        """Written whole at each change; a failed write costs only work (the next clean maps from further back)."""
-        try:
-            write_offset_checkpoint(self.disk, f"{self.log_dir}/{CLEANER_OFFSET_CHECKPOINT}", self.checkpoints)
-        except OSError as exc:
-            logger.error("Could not write %s: %s", CLEANER_OFFSET_CHECKPOINT, exc)
+    def write_checkpoints(self) -> None:
+        """Written whole at each change, one file per log dir; a failed write costs only work (the next clean maps
+        from further back). An entry whose log is gone is dropped."""
+        by_dir: dict[str, dict[TopicPartition, int]] = {log_dir: {} for log_dir in self.log_dirs}
+        for tp, offset in self.checkpoints.items():
+            log_dir = self._dir_of(tp)
+            if log_dir in by_dir:
+                by_dir[log_dir][tp] = offset
+        for log_dir, checkpoints in by_dir.items():
+            try:
+                write_offset_checkpoint(self.disk, f"{log_dir}/{CLEANER_OFFSET_CHECKPOINT}", checkpoints)
+            except OSError as exc:
+                logger.error("Could not write %s in %s: %s", CLEANER_OFFSET_CHECKPOINT, log_dir, exc)
 
     def tick(self, now_ms: int, logs: Mapping[TopicPartition, Log], stable_offsets: Mapping[TopicPartition, int],
              producers: Producers) -> int:
@@ -173,7 +187,7 @@ class LogCleaner:
             self.metrics.aborted += 1
             return 0
         self.checkpoints[tp] = result.end_offset
-        self._write_checkpoints()
+        self.write_checkpoints()
         self._record(result)
         logger.info("Cleaned log %s up to offset %d: %d of %d bytes kept in %.3f s", tp, result.end_offset,
                     result.stats.filtered.bytes_retained, result.stats.filtered.bytes_read, result.stats.elapsed_s)
@@ -240,7 +254,7 @@ class LogCleaner:
                                     stable, now_ms, config.min_compaction_lag_ms)
         if offsets.force_update_checkpoint:
             self.checkpoints[tp] = offsets.first_dirty_offset
-            self._write_checkpoints()
+            self.write_checkpoints()
         delay_ms = max_compaction_delay_ms(infos, offsets.first_dirty_offset, now_ms, config.max_compaction_lag_ms)
         return log_to_clean(tp, infos, offsets, delay_ms > 0), delay_ms
 
@@ -250,7 +264,7 @@ class LogCleaner:
         checkpoint = self.checkpoints.get(tp)
         if truncated_to is not None and checkpoint is not None and checkpoint > truncated_to:
             self.checkpoints[tp] = truncated_to
-            self._write_checkpoints()
+            self.write_checkpoints()
 
     # --- Aborting --------------------------------------------------------------------------------------------
 
@@ -271,7 +285,7 @@ class LogCleaner:
         """The log is gone: drop its checkpoint (Kafka's `updateCheckpoints` removing the partition)."""
         self.uncleanable.discard(tp)
         if self.checkpoints.pop(tp, None) is not None:
-            self._write_checkpoints()
+            self.write_checkpoints()
 
 
 def _job(now_ms: int, chosen: LogToClean, log: Log, producers: Mapping[int, int]) -> CleanJob:

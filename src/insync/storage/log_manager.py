@@ -1,22 +1,24 @@
-"""Every partition log of one log dir, and the three offset checkpoint files at its root.
+"""Every partition log of a broker's log dirs (JBOD), and the offset checkpoint files at each dir's root.
 
-`LogManager.open` reads `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`, then opens each
-`<topic>-<partition>` directory as a `Log` from those offsets. A garbled recovery-point checkpoint is not fatal:
-every log is then recovered from its first segment (recovery point 0: slower, never wrong). A garbled log-start
-checkpoint falls back to each log's first segment base offset (what Kafka does for a missing entry: records
-deleted by DeleteRecords but still in that segment become readable again, none are lost). Both are logged on
-`insync.storage`. The high watermark checkpoint (`replication-offset-checkpoint`) is read strictly:
-`read_high_watermarks` raises `CheckpointError` and the caller decides, because a guessed high watermark
-could expose uncommitted data.
-
-Beyond the surface in the brief: `log_dir`, `disk`, and `tp_of(name)` (parse a partition directory name).
+`LogManager.open` lists every log dir; a dir that cannot be created or listed is offline (Kafka starts with the
+others), and start-up fails only when all are. `log_dir_layout.plan_start_up` says what the names found mean:
+`-delete` copies are deleted, a future copy left alone by a crash mid-swap is promoted, a duplicate is refused.
+Each dir's `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` hold its own logs, future copies
+included, as in Kafka; each log is opened from its dir's offsets. A garbled recovery-point checkpoint is not fatal:
+its logs are recovered from their first segment (recovery point 0: slower, never wrong). A garbled log-start
+checkpoint falls back to each log's first segment base offset (records deleted by DeleteRecords but still in that
+segment become readable again, none are lost). Both are logged on `insync.storage`. Each dir's high watermark
+checkpoint (`replication-offset-checkpoint`) is read strictly: `read_high_watermarks` raises `CheckpointError`
+and the caller decides, because a guessed high watermark could expose uncommitted data. A new log goes to the
+online dir with the fewest logs, or to the dir AlterReplicaLogDirs asked for before it existed; moves between
+dirs are `replica_moves.ReplicaMoves`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from insync.clock import Clock, SystemClock
@@ -40,63 +42,146 @@ from insync.storage.log_cleaner import (
     Producers,
     map_bytes_per_thread,
 )
+from insync.storage.log_dir_layout import (
+    LogDirLayoutError,
+    LogKind,
+    StartUpPlan,
+    next_log_dir,
+    parse_log_name,
+    plan_start_up,
+)
 from insync.storage.offset_map import OffsetMap
+from insync.storage.replica_move import delete_log_dir
+from insync.storage.replica_moves import ReplicaMoves
 from insync.types import TopicPartition
 
 logger = logging.getLogger("insync.storage")
 
-_PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
-
 
 def tp_of(name: str) -> TopicPartition | None:
-    """The partition a directory name stands for, or None for anything else (checkpoints, events.jsonl)."""
-    match = _PARTITION_DIR.match(name)
-    if match is None:
-        return None
-    return TopicPartition(match.group("topic"), int(match.group("partition")))
+    """The partition a directory name stands for, or None for anything else (checkpoints, events.jsonl, a
+    future or `-delete` copy)."""
+    parsed = parse_log_name(name)
+    return parsed.topic_partition if parsed is not None and parsed.kind is LogKind.CURRENT else None
+
+
+def parent_dir(log: Log) -> str:
+    return os.path.dirname(log.directory)
 
 
 class LogManager:
-    def __init__(self, log_dir: str, config: LogConfig, disk: Disk, clock: Clock, owns_disk: bool) -> None:
-        self.log_dir = log_dir
+    def __init__(self, log_dirs: tuple[str, ...], config: LogConfig, disk: Disk, clock: Clock,
+                 owns_disk: bool) -> None:
+        assert log_dirs and len(set(log_dirs)) == len(log_dirs), log_dirs
+        self.log_dirs = log_dirs
+        self.offline_dirs: set[str] = set()
         self.config = config
         self.disk = disk
         self.clock = clock
         self._logs: dict[TopicPartition, Log] = {}
         self._owns_disk = owns_disk
+        self.preferred_dirs: dict[TopicPartition, str] = {}  # AlterReplicaLogDirs before the log exists
         self.cleaner: LogCleaner | None = None  # set by open()
+        self.moves = ReplicaMoves(self)
+
+    @property
+    def log_dir(self) -> str:
+        """The first log dir: where the broker keeps what is not a partition's (events, its clean-shutdown
+        marker, the power-loss journal)."""
+        return self.log_dirs[0]
 
     @classmethod
-    def open(cls, log_dir: str | Path, config: BrokerConfig | LogConfig, disk: Disk | None = None,
-             clock: Clock | None = None, executor: CleanExecutor | None = None) -> LogManager:
+    def open(cls, log_dirs: str | Path | Sequence[str | Path], config: BrokerConfig | LogConfig,
+             disk: Disk | None = None, clock: Clock | None = None, executor: CleanExecutor | None = None
+             ) -> LogManager:
         """`executor` runs the log cleaner's jobs (the server's threads); without one they run inline, in
-        `clean` (tests, the simulator)."""
-        path = str(log_dir).rstrip("/") or "/"
+        `clean` (tests, the simulator). Raises LogDirLayoutError when no dir is online or start-up finds copies
+        it cannot choose between."""
+        given = [log_dirs] if isinstance(log_dirs, (str, Path)) else list(log_dirs)
+        paths = tuple(dict.fromkeys(str(d).rstrip("/") or "/" for d in given))
         log_config = config.log_config() if isinstance(config, BrokerConfig) else config
         cleaner_config = config.cleaner if isinstance(config, BrokerConfig) else BrokerConfig().cleaner
-        manager = cls(path, log_config, disk or RealDisk(), clock or SystemClock(), owns_disk=disk is None)
-        manager.disk.mkdir(path)
-        manager.cleaner = LogCleaner(path, manager.disk, cleaner_config,
-                                     executor or _inline_executor(manager.disk, cleaner_config))
-        recovery_points = manager._read_or_default(RECOVERY_POINT_CHECKPOINT, "recovering every log in full")
-        log_starts = manager._read_or_default(LOG_START_OFFSET_CHECKPOINT, "log start offsets restart at the "
-                                              "first segment of each log")
-        for name in manager.disk.listdir(path):
-            tp = tp_of(name)
-            if tp is None:
-                continue
-            assert len(manager._logs) < PARTITIONS_PER_BROKER_MAX
-            manager._logs[tp] = Log.open(f"{path}/{name}", log_config, manager.disk, clock=manager.clock,
-                                         recovery_point=recovery_points.get(tp),
-                                         log_start_offset=log_starts.get(tp))
+        manager = cls(paths, log_config, disk or RealDisk(), clock or SystemClock(), owns_disk=disk is None)
+        if isinstance(config, BrokerConfig):
+            manager.moves.set_rate(config.get_int("replica.alter.log.dirs.io.max.bytes.per.second"))
+        listings = manager._list_dirs()
+        manager.cleaner = LogCleaner(tuple(listings), manager.disk, cleaner_config,
+                                     executor or _inline_executor(manager.disk, cleaner_config), manager.dir_of)
+        plan = plan_start_up(listings)
+        manager._settle(plan)
+        for log_dir in listings:
+            manager._open_logs(log_dir, plan)
         return manager
 
-    def _read_or_default(self, name: str, default_text: str) -> dict[TopicPartition, int]:
+    def _list_dirs(self) -> dict[str, list[str]]:
+        listings: dict[str, list[str]] = {}
+        for path in self.log_dirs:
+            try:
+                self.disk.mkdir(path)
+                listings[path] = self.disk.listdir(path)
+            except OSError as exc:
+                logger.error("Log dir %s is offline: %s", path, exc)
+                self.offline_dirs.add(path)
+        if not listings:
+            raise LogDirLayoutError(f"every log dir is offline: {', '.join(self.log_dirs)}")
+        return listings
+
+    def _settle(self, plan: StartUpPlan) -> None:
+        """Delete the `-delete` copies and promote future copies a crash left alone (see `log_dir_layout`)."""
+        for log_dir, name in plan.delete:
+            delete_log_dir(self.disk, f"{log_dir}/{name}")
+        for tp, (log_dir, name) in sorted(plan.promote.items()):
+            logger.warning("Serving %s/%s as %s: the move that copied it was swapping it in", log_dir, name, tp)
+            self.disk.rename_dir(f"{log_dir}/{name}", f"{log_dir}/{tp}")
+            plan.current[tp] = (log_dir, str(tp))
+
+    def _open_logs(self, log_dir: str, plan: StartUpPlan) -> None:
+        recovery_points = self._read_or_default(log_dir, RECOVERY_POINT_CHECKPOINT, "recovering every log in full")
+        log_starts = self._read_or_default(log_dir, LOG_START_OFFSET_CHECKPOINT, "log start offsets restart at "
+                                           "the first segment of each log")
+        for found, is_future in ((plan.current, False), (plan.future, True)):
+            for tp, (where, name) in sorted(found.items()):
+                if where != log_dir:
+                    continue
+                assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
+                log = Log.open(f"{log_dir}/{name}", self.config, self.disk, clock=self.clock,
+                               recovery_point=recovery_points.get(tp), log_start_offset=log_starts.get(tp))
+                if is_future:
+                    self.moves.resume(tp, log)
+                else:
+                    self._logs[tp] = log
+
+    def _read_or_default(self, log_dir: str, name: str, default_text: str) -> dict[TopicPartition, int]:
         try:
-            return read_offset_checkpoint(self.disk, f"{self.log_dir}/{name}")
+            return read_offset_checkpoint(self.disk, f"{log_dir}/{name}")
         except CheckpointError as exc:
-            logger.warning("Ignoring %s: %s; %s", name, exc, default_text)
+            logger.warning("Ignoring %s in %s: %s; %s", name, log_dir, exc, default_text)
             return {}
+
+    def online_dirs(self) -> tuple[str, ...]:
+        return tuple(d for d in self.log_dirs if d not in self.offline_dirs)
+
+    def dir_of(self, tp: TopicPartition) -> str | None:
+        """The log dir holding the partition's current log, or None without one."""
+        log = self._logs.get(tp)
+        return None if log is None else parent_dir(log)
+
+    def logs_in(self, log_dir: str) -> dict[TopicPartition, Log]:
+        """The current and future logs of one dir: what its checkpoint files list."""
+        found = {tp: log for tp, log in self._logs.items() if parent_dir(log) == log_dir}
+        found.update((tp, log) for tp, log in self.moves.future_logs().items() if parent_dir(log) == log_dir)
+        return found
+
+    def _next_log_dir(self, tp: TopicPartition) -> str:
+        online = self.online_dirs()
+        preferred = self.preferred_dirs.pop(tp, None)
+        if preferred in online:
+            return preferred
+        counts = {log_dir: 0 for log_dir in online}
+        for log in [*self._logs.values(), *self.moves.future_logs().values()]:
+            if parent_dir(log) in counts:
+                counts[parent_dir(log)] += 1
+        return next_log_dir(online, counts)
 
     def get(self, tp: TopicPartition) -> Log | None:
         return self._logs.get(tp)
@@ -106,51 +191,57 @@ class LogManager:
         log = self._logs.get(tp)
         if log is None:
             assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
-            log = Log.open(f"{self.log_dir}/{tp}", config or self.config, self.disk, clock=self.clock)
+            log = Log.open(f"{self._next_log_dir(tp)}/{tp}", config or self.config, self.disk, clock=self.clock)
             self._logs[tp] = log
         elif config is not None:
             log.update_config(config)
         return log
 
     def delete(self, tp: TopicPartition) -> None:
-        """Remove the partition's directory and everything in it, once its cleaning has stopped."""
+        """Remove the partition's directory and everything in it, once its cleaning has stopped; a future copy
+        goes first, so a crash in between leaves the current log, never a future copy alone."""
         assert self.cleaner is not None
         self.cleaner.abort_and_wait(tp)
         self.cleaner.forget(tp)
+        self.moves.cancel(tp)
+        self.preferred_dirs.pop(tp, None)
         log = self._logs.pop(tp, None)
-        directory = f"{self.log_dir}/{tp}"
         if log is not None:
-            directory = log.directory
-        if not self.disk.exists(directory):
-            return
-        for name in self.disk.listdir(directory):
-            self.disk.remove(f"{directory}/{name}")
-        self.disk.rmdir(directory)
+            delete_log_dir(self.disk, log.directory)
 
     def all_logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{REPLICATION_OFFSET_CHECKPOINT}",
-                                {tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
+        """Each online dir's `replication-offset-checkpoint`, with the current logs it holds."""
+        for log_dir in self.online_dirs():
+            write_offset_checkpoint(self.disk, f"{log_dir}/{REPLICATION_OFFSET_CHECKPOINT}",
+                                    {tp: hw for tp, hw in high_watermarks.items() if self.dir_of(tp) == log_dir})
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
-        """The HW checkpoint (empty when missing). Raises CheckpointError, naming file and line, when garbled."""
-        return read_offset_checkpoint(self.disk, f"{self.log_dir}/{REPLICATION_OFFSET_CHECKPOINT}")
+        """Every online dir's HW checkpoint (empty when missing). Raises CheckpointError, naming file and line,
+        when one is garbled."""
+        found: dict[TopicPartition, int] = {}
+        for log_dir in self.online_dirs():
+            found.update(read_offset_checkpoint(self.disk, f"{log_dir}/{REPLICATION_OFFSET_CHECKPOINT}"))
+        return found
 
     def checkpoint_recovery_points_and_log_starts(self) -> None:
-        """Flush what rolled since the last time (`Log.flush_sealed`), then write both checkpoints. A log that
-        fails its fsync goes offline (Log's rule) and keeps its recovery point; the others are written."""
-        for log in self._logs.values():
+        """Flush what rolled since the last time (`Log.flush_sealed`), then write both checkpoints of each online
+        dir. A log that fails its fsync goes offline (Log's rule) and keeps its recovery point; the others are
+        written."""
+        for log in [*self._logs.values(), *self.moves.future_logs().values()]:
             if not log.offline:
                 try:
                     log.flush_sealed()
                 except KafkaException as exc:
                     logger.error("Not moving the recovery point of %s: %s", log.directory, exc)
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{RECOVERY_POINT_CHECKPOINT}",
-                                {tp: log.recovery_point for tp, log in self._logs.items()})
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
-                                {tp: log.log_start_offset for tp, log in self._logs.items()})
+        for log_dir in self.online_dirs():
+            logs = self.logs_in(log_dir)
+            write_offset_checkpoint(self.disk, f"{log_dir}/{RECOVERY_POINT_CHECKPOINT}",
+                                    {tp: log.recovery_point for tp, log in logs.items()})
+            write_offset_checkpoint(self.disk, f"{log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
+                                    {tp: log.log_start_offset for tp, log in logs.items()})
 
     def apply_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
         """Retention on every log with a high watermark in `high_watermarks`, never past it; a log without one
@@ -166,10 +257,12 @@ class LogManager:
         """The log cleaner's turn (`LogCleaner.tick`): swap in finished cleans, start the next. A log without a
         stable offset (not hosted as a partition) is not cleaned. Returns the cleans swapped in."""
         assert self.cleaner is not None
-        return self.cleaner.tick(now_ms, self._logs, stable_offsets, producers)
+        moving = self.moves.future_logs()  # paused while they move, as Kafka's abortAndPauseCleaning
+        logs = {tp: log for tp, log in self._logs.items() if tp not in moving} if moving else self._logs
+        return self.cleaner.tick(now_ms, logs, stable_offsets, producers)
 
     def flush(self) -> None:
-        for log in self._logs.values():
+        for log in [*self._logs.values(), *self.moves.future_logs().values()]:
             log.flush()
 
     def stop_cleaning(self) -> None:
@@ -179,7 +272,7 @@ class LogManager:
 
     def close(self) -> None:
         """Flush every log and write the checkpoints, so the next open trusts all the data."""
-        for log in self._logs.values():
+        for log in [*self._logs.values(), *self.moves.future_logs().values()]:
             log.close()
         self.checkpoint_recovery_points_and_log_starts()
         if self._owns_disk and isinstance(self.disk, RealDisk):

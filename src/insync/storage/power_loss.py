@@ -75,6 +75,13 @@ class JournalingDisk(RealDisk):
         self._durable[target] = self._durable.pop(source)
         self._record("rename", source, target)
 
+    def rename_dir(self, source: str, target: str) -> None:
+        super().rename_dir(source, target)
+        prefix = source.rstrip("/") + "/"
+        for path in [path for path in self._durable if path.startswith(prefix)]:
+            self._durable[target.rstrip("/") + "/" + path[len(prefix):]] = self._durable.pop(path)
+        self._record("rename_dir", source, target)
+
     def remove(self, path: str) -> None:
         super().remove(path)
         self._durable.pop(path, None)
@@ -91,6 +98,10 @@ def durable_sizes(journal_text: str) -> dict[str, int]:
                 sizes[str(args[0])] = int(args[1])
             elif kind == "rename":
                 sizes[str(args[1])] = sizes.pop(str(args[0]))
+            elif kind == "rename_dir":
+                prefix, target = str(args[0]).rstrip("/") + "/", str(args[1]).rstrip("/") + "/"
+                sizes = {target + name[len(prefix):] if name.startswith(prefix) else name: size
+                         for name, size in sizes.items()}
             elif kind == "remove":
                 sizes.pop(str(args[0]), None)
             else:

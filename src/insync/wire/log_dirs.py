@@ -47,7 +47,7 @@ def _log_dir_result(cls: type, log_dir: LogDirDescription) -> Any:
     partition_cls, topic_cls = nested(cls, "DescribeLogDirsPartition"), nested(cls, "DescribeLogDirsTopic")
     items = [(p.topic_partition.topic,
               build(partition_cls, partition_index=p.topic_partition.partition, partition_size=p.size_bytes,
-                    offset_lag=p.offset_lag, is_future_key=False))
+                    offset_lag=p.offset_lag, is_future_key=p.is_future))
              for p in log_dir.partitions]
     topics = tuple(build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in group(items))
     return build(nested(cls, "DescribeLogDirsResult"), error_code=code(log_dir.error), log_dir=log_dir.path,

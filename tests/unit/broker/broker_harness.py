@@ -67,7 +67,9 @@ class Harness:
         self.reads: list[tuple[int, int, int]] = []  # (due, broker, token)
         for b in self.disks:
             config_b = BrokerConfig({**base, **(broker_config or {}), "node.id": b})
-            manager = LogManager.open(f"/b{b}", config_b, self.disks[b], self.clock)
+            # with log.dirs among the broker configs, each broker has those dirs under its own root
+            dirs = tuple(f"/b{b}{d}" for d in config_b.log_dirs()) if "log.dirs" in (broker_config or {}) else f"/b{b}"
+            manager = LogManager.open(dirs, config_b, self.disks[b], self.clock)
             self.cores[b] = BrokerCore(BrokerId(b), config_b, manager, 1, START)
             self._send(b, self.cores[b].start(START))
         self.run(0)

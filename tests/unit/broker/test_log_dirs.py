@@ -139,3 +139,51 @@ def test_a_producers_last_timestamp_is_unknown_when_its_batch_cannot_be_read() -
     h.disks[core.broker_id].set_io_error(f"{core.log_manager.log_dir}/{TP}", on_read=True, on_write=False)
     [producer] = producers(h, core)[2]
     assert (producer.last_sequence, producer.last_timestamp) == (2, -1)
+
+
+def two_dir_cluster() -> Harness:
+    return cluster_with_topic(broker_config={"log.dirs": "/d1,/d2"})
+
+
+def test_describe_log_dirs_answers_each_dir_and_an_offline_one_as_a_storage_error() -> None:
+    h = two_dir_cluster()
+    core = h.leader()
+    first, second = core.log_manager.log_dirs
+    answered = answer(h, core, DescribeLogDirsRequest(CORRELATION_ID, None), DescribeLogDirsResponse).log_dirs
+    assert [(d.path, d.error, [p.topic_partition for p in d.partitions]) for d in answered] == [
+        (first, errors.NONE, [TP]), (second, errors.NONE, [])]
+    core.log_manager.offline_dirs.add(second)
+    answered = answer(h, core, DescribeLogDirsRequest(CORRELATION_ID, None), DescribeLogDirsResponse).log_dirs
+    assert answered[1] == LogDirDescription(second, errors.KAFKA_STORAGE_ERROR)
+    assert alter(h, core, (TP, second)) == [errors.KAFKA_STORAGE_ERROR]
+
+
+def test_alter_replica_log_dirs_moves_the_replica_while_it_is_written() -> None:
+    h = two_dir_cluster()
+    core = h.leader()
+    first, second = core.log_manager.log_dirs
+    h.produce(-1, 1, records=4)
+    h.run(600)
+    core.log_manager.moves.set_rate(0)  # held, so the future copy shows in DescribeLogDirs
+    assert alter(h, core, (TP, second)) == [errors.NONE]
+    answered = answer(h, core, DescribeLogDirsRequest(CORRELATION_ID, None), DescribeLogDirsResponse).log_dirs
+    assert [(p.topic_partition, p.is_future, p.offset_lag) for p in answered[1].partitions] == [(TP, True, 4)]
+    core.log_manager.moves.set_rate(2**63 - 1)
+    h.produce(-1, 1, records=3)
+    h.run(600)
+    log = core.log_manager.get(TP)
+    assert log is not None and core.log_manager.dir_of(TP) == second and not core.log_manager.moves.active
+    assert log.log_end_offset == core.partitions[TP].high_watermark == 7
+    assert alter(h, core, (TP, second)) == [errors.NONE]  # already there: nothing to do
+
+
+def test_a_dir_asked_for_a_replica_not_hosted_yet_is_where_it_is_created() -> None:
+    h = two_dir_cluster()
+    core = h.leader()
+    first = core.log_manager.log_dirs[0]  # it holds TP: without the request, the new log would go to the other
+    coming = TopicPartition("later", 0)
+    assert alter(h, core, (coming, first), (TP, "/b9/d1")) == [
+        errors.BY_NAME["REPLICA_NOT_AVAILABLE"], errors.BY_NAME["LOG_DIR_NOT_FOUND"]]
+    h.controller.create_topic("later", 1, 2, {}, h.clock.now)
+    h.run(1_000)
+    assert core.log_manager.dir_of(coming) == first

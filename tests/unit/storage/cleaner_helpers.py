@@ -20,7 +20,7 @@ CONFIG = CleanerConfig(enable=True, threads=1, dedupe_buffer_bytes=1 << 20, dedu
 
 def cleaner_of(disk: MemoryDisk) -> LogCleaner:
     """A log cleaner of /logs cleaning on the caller's thread."""
-    return LogCleaner("/logs", disk, CONFIG, InlineExecutor(disk, OffsetMap(1 << 20, 0.9)))
+    return LogCleaner(("/logs",), disk, CONFIG, InlineExecutor(disk, OffsetMap(1 << 20, 0.9)), lambda _tp: "/logs")
 DIR = "/logs/t-0"
 
 

@@ -125,3 +125,19 @@ def test_real_disk_bounds_its_open_files(tmp_path: Path) -> None:
     assert [disk.pread(path, 0, 10) for path in paths[:3]] == [b"0", b"1", b"2"]  # reopened on demand
     disk.close()
     assert not disk._fds
+
+
+def test_a_directory_moves_whole_and_never_over_another(disk_and_root: tuple[Disk, str]) -> None:
+    disk, root = disk_and_root
+    disk.mkdir(f"{root}/a/t-0/sub")
+    disk.append(f"{root}/a/t-0/0.log", b"abc")
+    disk.append(f"{root}/a/t-0/sub/x", b"y")
+    disk.mkdir(f"{root}/b")
+    disk.rename_dir(f"{root}/a/t-0", f"{root}/b/t-0")
+    assert disk.listdir(f"{root}/a") == [] and disk.listdir(f"{root}/b/t-0") == ["0.log", "sub"]
+    assert disk.pread(f"{root}/b/t-0/0.log", 0, 3) == b"abc" and disk.read_file(f"{root}/b/t-0/sub/x") == b"y"
+    disk.append(f"{root}/b/t-0/0.log", b"d")  # appends after the move land in the moved file
+    assert disk.size(f"{root}/b/t-0/0.log") == 4
+    disk.mkdir(f"{root}/c")
+    with pytest.raises(FileExistsError):
+        disk.rename_dir(f"{root}/c", f"{root}/b/t-0")

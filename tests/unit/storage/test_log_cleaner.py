@@ -121,7 +121,7 @@ def test_a_small_offset_map_cleans_in_passes() -> None:
     produce(log, clock, keyed(60, 30) + keyed(10, 30))
     before = consumed(log)
     tiny = OffsetMap(8 * ENTRY_BYTES, 1.0)  # eight keys a pass
-    cleaner = LogCleaner("/logs", disk, CONFIG, InlineExecutor(disk, tiny))
+    cleaner = LogCleaner(("/logs",), disk, CONFIG, InlineExecutor(disk, tiny), lambda _tp: "/logs")
     checkpoints = []
     while clean(cleaner, log, clock):
         checkpoints.append(cleaner.checkpoints[TP])
@@ -191,7 +191,7 @@ def test_a_clean_of_a_log_truncated_meanwhile_is_dropped() -> None:
     log = compacted_log(disk, clock)
     produce(log, clock, keyed(40, 5))
     executor = DeferredExecutor(disk)
-    cleaner = LogCleaner("/logs", disk, CONFIG, executor)  # type: ignore[arg-type]
+    cleaner = LogCleaner(("/logs",), disk, CONFIG, executor, lambda _tp: "/logs")  # type: ignore[arg-type]
     assert cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
     assert executor.pending
     log.truncate_to(30)  # a follower truncating while its cleaner thread works
@@ -208,7 +208,7 @@ def test_deleting_a_log_aborts_its_clean_at_the_next_batch() -> None:
     log = compacted_log(disk, clock)
     produce(log, clock, keyed(40, 5))
     executor = DeferredExecutor(disk)
-    cleaner = LogCleaner("/logs", disk, CONFIG, executor)  # type: ignore[arg-type]
+    cleaner = LogCleaner(("/logs",), disk, CONFIG, executor, lambda _tp: "/logs")  # type: ignore[arg-type]
     cleaner.tick(clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {})
     cleaner.abort_and_wait(TP)  # runs the job: its check_done raises at the first batch
     (_, outcome), = executor.done

@@ -103,3 +103,17 @@ def test_the_disk_journals_only_when_power_loss_is_on(tmp_path: Path) -> None:
     journaling = open_disk(str(tmp_path / "on"), power_loss=True)
     assert isinstance(journaling, JournalingDisk) and (tmp_path / "on" / JOURNAL_FILE).exists()
     journaling.close()
+
+
+def test_a_moved_directory_keeps_its_files_unsynced_bytes_under_the_new_name(tmp_path: Path) -> None:
+    disk = JournalingDisk(str(tmp_path / JOURNAL_FILE))
+    disk.mkdir(str(tmp_path / "a" / "t-0"))
+    disk.append(str(tmp_path / "a" / "t-0" / "0.log"), b"synced")
+    disk.fsync(str(tmp_path / "a" / "t-0" / "0.log"))
+    disk.append(str(tmp_path / "a" / "t-0" / "0.log"), b"lost")
+    disk.mkdir(str(tmp_path / "b"))
+    disk.rename_dir(str(tmp_path / "a" / "t-0"), str(tmp_path / "b" / "t-0"))
+    disk.close()
+    assert durable_sizes((tmp_path / JOURNAL_FILE).read_text()) == {str(tmp_path / "b" / "t-0" / "0.log"): 6}
+    lose_unsynced(tmp_path / JOURNAL_FILE)
+    assert (tmp_path / "b" / "t-0" / "0.log").read_bytes() == b"synced"

@@ -34,14 +34,15 @@ def test_describe_log_dirs_round_trip(version: int) -> None:
     decoded = log_dirs.decode_describe_log_dirs(client_request(35, version, topics=topics))
     assert decoded.request.partitions == frozenset({A0, A1, B0})
 
-    found = LogDirDescription("/data/b1", errors.NONE, (LogDirPartition(A0, 100, 0), LogDirPartition(A1, 50, 0),
-                                                        LogDirPartition(B0, 7, -1)), 1000, 400)
+    found = LogDirDescription("/data/b1", errors.NONE, (LogDirPartition(A0, 100, 0, False),
+                                                        LogDirPartition(A1, 50, 0, True),
+                                                        LogDirPartition(B0, 7, -1, False)), 1000, 400)
     failed = LogDirDescription("/data/b1", errors.KAFKA_STORAGE_ERROR)
     body = wire(log_dirs.encode_describe_log_dirs(DescribeLogDirsResponse(42, (found, failed)), decoded))
     ok, bad = body.results
     assert (ok.error_code, ok.log_dir, bad.error_code, bad.topics) == (0, "/data/b1", 56, ())
     assert [(t.name, [(p.partition_index, p.partition_size, p.offset_lag, p.is_future_key) for p in t.partitions])
-            for t in ok.topics] == [("a", [(0, 100, 0, False), (1, 50, 0, False)]), ("b", [(0, 7, -1, False)])]
+            for t in ok.topics] == [("a", [(0, 100, 0, False), (1, 50, 0, True)]), ("b", [(0, 7, -1, False)])]
     assert (getattr(body, "error_code", None) == 0) == (version >= 3)  # the request-level error code, v3+
     if version >= 4:
         assert (ok.total_bytes, ok.usable_bytes, bad.total_bytes) == (1000, 400, -1)
