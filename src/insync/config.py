@@ -91,7 +91,8 @@ class BrokerConfig:
                                          self.get_bool("controlled.shutdown.enable"))
         self.controller: ControllerConfig = _controller_config(self)
         self.storage = StorageConfig(self.get_int("log.retention.check.interval.ms"),
-                                     self.get_bool("fault.injection.power.loss.enable"))
+                                     self.get_bool("fault.injection.power.loss.enable"),
+                                     self.get_int("replica.alter.log.dirs.io.max.bytes.per.second"))
         self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
         self.cleaner: CleanerConfig = _cleaner_config(self)
         self.listeners: ListenerConfig = _listener_config(self)
@@ -345,14 +346,16 @@ def _controller_config(config: BrokerConfig) -> ControllerConfig:
 
 @dataclass(frozen=True, slots=True)
 class StorageConfig:
-    """How a broker keeps its log dir: how often retention runs over its logs, and whether its disk journals what
-    it fsynced so that a simulated power loss can cut it back (insync's fault injection)."""
+    """How a broker keeps its log dirs: how often retention runs over its logs, how fast a replica moving between
+    its dirs is copied, and whether its disk journals what it fsynced so that a simulated power loss can cut it
+    back (insync's fault injection)."""
 
     retention_check_interval_ms: int  # log.retention.check.interval.ms
     power_loss_journal: bool  # fault.injection.power.loss.enable
+    alter_log_dirs_bytes_per_s: int  # replica.alter.log.dirs.io.max.bytes.per.second
 
     def __post_init__(self) -> None:
-        assert self.retention_check_interval_ms > 0, self
+        assert self.retention_check_interval_ms > 0 and self.alter_log_dirs_bytes_per_s >= 0, self
 
 
 @dataclass(frozen=True, slots=True)

@@ -451,7 +451,7 @@ class BrokerCore:
         except ConfigError as exc:
             log.error("Dynamic broker configs not applied, the previous ones stay in force: %s", exc)
             return
-        self.log_manager.moves.set_rate(self.config.get_int("replica.alter.log.dirs.io.max.bytes.per.second"))
+        self.log_manager.moves.set_rate(self.config.storage.alter_log_dirs_bytes_per_s)
         self._next_isr_check_ms = min(self._next_isr_check_ms, now_ms + self.config.replication.isr_check_interval_ms)
         for tp in self.partitions:
             self._reconfigure(now_ms, tp)

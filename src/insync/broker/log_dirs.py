@@ -1,19 +1,15 @@
 """DescribeLogDirs and AlterReplicaLogDirs: what a broker holds in each of its log dirs, answered at once.
 
-Kafka's `ReplicaManager.describeLogDirs` and `alterReplicaLogDirs` (KIP-113), over every dir of `log.dirs`:
-- DescribeLogDirs lists each log dir by the path the broker was given, its volume's size and usable bytes (v4),
-  and per log the bytes of its segments and its offset lag (high watermark less log end offset, floored at 0,
-  or -1 for a log this broker no longer hosts a replica of); a future copy being moved there is listed with
-  `is_future_key` and its lag behind the current log's end. Only the partitions asked for are listed. An
-  offline dir, or one whose volume fails to answer, is KAFKA_STORAGE_ERROR with no partitions.
-- AlterReplicaLogDirs, in Kafka's order of checks: a name too long for Kafka's "-future" directory is
-  INVALID_TOPIC_EXCEPTION; a path that is not one of the broker's dirs LOG_DIR_NOT_FOUND (paths compared as
-  given, absolute); an offline dir KAFKA_STORAGE_ERROR; a partition this broker does not host REPLICA_NOT_AVAILABLE,
-  remembering the dir so that the log is created there if it comes (Kafka's `maybeUpdatePreferredLogDir`); an
-  offline log, or any offline dir while a future copy would be made, KAFKA_STORAGE_ERROR. Otherwise NONE and the
-  move starts (`storage.replica_moves`), or is cancelled when the log is already in the dir asked for.
-An I/O error takes one log offline (`Log.offline`), where Kafka takes the whole dir offline: such a log is left
-out of DescribeLogDirs and answers AlterReplicaLogDirs with KAFKA_STORAGE_ERROR, as Kafka's offline ones do.
+Kafka's `ReplicaManager.describeLogDirs` and `alterReplicaLogDirs` (KIP-113), over every dir of `log.dirs`.
+DescribeLogDirs lists each dir by its configured path with its volume's size and usable bytes (v4), and per log
+its segments' bytes and offset lag (high watermark less log end, floored at 0; -1 for a replica no longer
+hosted); a future copy moving there has `is_future_key` and its lag behind the current log. An offline dir, or
+one whose volume fails to answer, is KAFKA_STORAGE_ERROR with no partitions; so is an offline log's entry left out.
+AlterReplicaLogDirs checks in Kafka's order: a name too long for "-future" is INVALID_TOPIC_EXCEPTION; a path
+not among the dirs LOG_DIR_NOT_FOUND; an offline dir KAFKA_STORAGE_ERROR; a partition not hosted
+REPLICA_NOT_AVAILABLE, its dir remembered for when the log comes (Kafka's `maybeUpdatePreferredLogDir`); an
+offline log, or any offline dir while a future copy would be made, KAFKA_STORAGE_ERROR. Otherwise the move starts
+(`storage.replica_moves`), or is cancelled when the log is already in the dir asked for.
 """
 
 from __future__ import annotations

@@ -4,10 +4,9 @@
 others), and start-up fails only when all are. `log_dir_layout.plan_start_up` says what the names found mean:
 `-delete` copies are deleted, a future copy left alone by a crash mid-swap is promoted, a duplicate is refused.
 Each dir's `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` hold its own logs, future copies
-included, as in Kafka; each log is opened from its dir's offsets. A garbled recovery-point checkpoint is not fatal:
-its logs are recovered from their first segment (recovery point 0: slower, never wrong). A garbled log-start
-checkpoint falls back to each log's first segment base offset (records deleted by DeleteRecords but still in that
-segment become readable again, none are lost). Both are logged on `insync.storage`. Each dir's high watermark
+included, as in Kafka. A garbled recovery-point checkpoint recovers its logs from their first segment (slower,
+never wrong); a garbled log-start checkpoint falls back to each first segment's base offset (deleted records
+become readable again, none lost); both are logged on `insync.storage`. Each dir's high watermark
 checkpoint (`replication-offset-checkpoint`) is read strictly: `read_high_watermarks` raises `CheckpointError`
 and the caller decides, because a guessed high watermark could expose uncommitted data. A new log goes to the
 online dir with the fewest logs, or to the dir AlterReplicaLogDirs asked for before it existed; moves between
@@ -103,7 +102,7 @@ class LogManager:
         cleaner_config = config.cleaner if isinstance(config, BrokerConfig) else BrokerConfig().cleaner
         manager = cls(paths, log_config, disk or RealDisk(), clock or SystemClock(), owns_disk=disk is None)
         if isinstance(config, BrokerConfig):
-            manager.moves.set_rate(config.get_int("replica.alter.log.dirs.io.max.bytes.per.second"))
+            manager.moves.set_rate(config.storage.alter_log_dirs_bytes_per_s)
         listings = manager._list_dirs()
         manager.cleaner = LogCleaner(tuple(listings), manager.disk, cleaner_config,
                                      executor or _inline_executor(manager.disk, cleaner_config), manager.dir_of)

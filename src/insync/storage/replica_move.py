@@ -107,8 +107,8 @@ def caught_up(current: Log, future: Log) -> bool:
 
 
 def swap(disk: Disk, clock: Clock, current: Log, future: Log, token: str) -> str:
-    """Serve `future`'s copy as `current` (which must be caught up); returns the `-delete` directory the old copy
-    was renamed to, for the caller to delete."""
+    """Serve `future`'s copy as `current` (which must be caught up); returns the `-delete` directory that now
+    holds the old copy, for the caller to delete."""
     assert caught_up(current, future), (current.directory, future.directory)
     for epoch, start_offset in current.leader_epoch_cache.epoch_entries:
         latest = future.latest_epoch()

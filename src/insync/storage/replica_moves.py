@@ -13,17 +13,33 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
+from insync.clock import Clock
 from insync.config import LONG_MAX
 from insync.errors import KafkaException
+from insync.storage.disk import Disk
 from insync.storage.log import Log
+from insync.storage.log_cleaner import LogCleaner
 from insync.storage.log_dir_layout import FUTURE_SUFFIX, future_name
 from insync.storage.replica_move import MoveThrottle, caught_up, copy_step, delete_log_dir, swap
 from insync.types import TopicPartition
 
-if TYPE_CHECKING:
-    from insync.storage.log_manager import LogManager
+
+class MoveHost(Protocol):
+    """What the moves need of the log manager that owns them (`LogManager`), without importing it."""
+
+    disk: Disk
+    clock: Clock
+    cleaner: LogCleaner | None
+
+    def get(self, tp: TopicPartition) -> Log | None: ...
+
+    def online_dirs(self) -> Sequence[str]: ...
+
+    def checkpoint_recovery_points_and_log_starts(self) -> None: ...
+
 
 logger = logging.getLogger("insync.storage")
 
@@ -31,7 +47,7 @@ STEP_BYTES_MAX = 1 << 20  # copied per step over all moves: a step runs on the e
 
 
 class ReplicaMoves:
-    def __init__(self, manager: LogManager) -> None:
+    def __init__(self, manager: MoveHost) -> None:
         self._manager = manager
         self._futures: dict[TopicPartition, Log] = {}
         self._tokens: dict[TopicPartition, str] = {}
