@@ -6,6 +6,7 @@ A state machine free of I/O that returns the requests to send:
   clean-shutdown marker's at start, then this life's own, since a re-registration without restart lost nothing.
 - Heartbeats every `broker.heartbeat.interval.ms` with the metadata offset applied; a broker behind the published
   offset fetches at once, which only repairs a lost or failed long poll (`METADATA_POLL_*`).
+- Failed log directories (`report_offline_log_dirs`) go in every heartbeat from then on, the first sent at once.
 - Controlled shutdown (`begin_shutdown`): heartbeats ask to shut down; the controller moves the leaderships, then
   fences the broker and answers `should_shut_down`, so it restarts without waiting out its old session.
 - AlterPartition (KIP-497): one queued proposal per partition, at most one request in flight carrying them all;
@@ -76,6 +77,7 @@ class ControllerChannel:
         self.published_offset = 0
         self.shutting_down = False
         self.shutdown_granted = False
+        self.offline_log_dirs: tuple[str, ...] = ()  # ids of failed log directories, in every heartbeat
 
     def _next_correlation(self) -> int:
         self._correlation += 1
@@ -89,6 +91,13 @@ class ControllerChannel:
     def epoch_to_remember(self) -> int:
         """What a clean-shutdown marker should hold: this life's epoch, or the one it has not yet replaced."""
         return self.broker_epoch if self.registered else self.previous_broker_epoch
+
+    def report_offline_log_dirs(self, now_ms: int, directory_ids: tuple[str, ...]) -> None:
+        """Tell the controller at once, in a heartbeat sent now, that these log directories failed (Kafka's
+        BrokerLifecycleManager.propagateDirectoryFailure)."""
+        assert len(directory_ids) >= len(self.offline_log_dirs), "a failed log directory stays failed"
+        self.offline_log_dirs = directory_ids
+        self._next_heartbeat_ms = now_ms
 
     def begin_shutdown(self, now_ms: int) -> None:
         """Ask the controller to let us go, from the next heartbeat on (sent at once). An unregistered broker
@@ -136,7 +145,7 @@ class ControllerChannel:
             return Outgoing(CONTROLLER, BrokerRegistrationRequest(correlation, self.broker_id, self.incarnation_id,
                                                                   self.previous_broker_epoch))
         return Outgoing(CONTROLLER, BrokerHeartbeatRequest(correlation, self.broker_id, self.broker_epoch,
-                                                           applied_offset, self.shutting_down))
+                                                           applied_offset, self.shutting_down, self.offline_log_dirs))
 
     # Responses ----------------------------------------------------------------------------------------
 

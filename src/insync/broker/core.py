@@ -10,7 +10,9 @@ Dynamic broker configs are applied as their records arrive, without a restart: `
 under them, topic log defaults follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next
 pass. Metadata drives roles: published records are replayed into the image, and the partitions they touch become
 leader, follower (moving to the fetcher session of the new leader), adopt a new ISR, or stop. ISR proposals go
-to the controller through the channel (`IsrProposals`), one AlterPartition request in flight.
+to the controller through the channel (`IsrProposals`), one AlterPartition request in flight. A log directory
+that fails stops its partitions and is reported to the controller; when all have failed, `halt_message` tells
+the driver to halt the broker (`broker.dir_failure`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Mapping
 
 from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from insync.broker.controller_channel import ControllerChannel
+from insync.broker.dir_failure import LogDirFailures
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
 from insync.broker.isr_proposals import IsrProposals
@@ -98,6 +101,7 @@ class BrokerCore:
         self.fetchers = ReplicaFetchers(broker_id, config.replication.fetch, self.partitions, self.events,
                                         lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
+        self.dir_failures = LogDirFailures((log_manager.log_dir,))
         self._checkpoint_interval_ms = config.replication.high_watermark_checkpoint_interval_ms
         self._retention_interval_ms = config.storage.retention_check_interval_ms
         self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
@@ -165,6 +169,9 @@ class BrokerCore:
         """Process one received message; returns what to send or schedule."""
         assert now_ms >= self._now_ms, (now_ms, self._now_ms)
         self._now_ms = now_ms
+        return self._after_dir_failures(now_ms, self._handle(now_ms, source, message))
+
+    def _handle(self, now_ms: int, source: Address, message: object) -> list[Command]:
         if isinstance(message, FetchRequest):
             return self._after_fetch(now_ms, self.fetch_server.follower_fetch(now_ms, source, message))
         if isinstance(message, FetchResponse):
@@ -219,11 +226,39 @@ class BrokerCore:
     def complete_read(self, now_ms: int, token: int) -> list[Command]:
         assert now_ms >= self._now_ms
         self._now_ms = now_ms
-        return self._after_fetch(now_ms, self.fetch_server.complete(now_ms, token))
+        return self._after_dir_failures(now_ms, self._after_fetch(now_ms, self.fetch_server.complete(now_ms, token)))
+
+    def _after_dir_failures(self, now_ms: int, commands: list[Command]) -> list[Command]:
+        """Stop serving the partitions of log directories that failed during the call (`broker.dir_failure`)."""
+        if not self.log_manager.failure_channel.has_new:
+            return commands
+        for log_dir in self.log_manager.failure_channel.take_new():
+            log.warning("Stopping serving replicas in dir %s because the log directory has failed.", log_dir)
+            offline = self.log_manager.handle_log_dir_failure(log_dir)
+            failure = self.dir_failures.fail(log_dir, [tp for tp in offline if tp in self.partitions])
+            if failure is None:
+                continue
+            for tp in failure.partitions:
+                self.fetchers.remove(now_ms, tp)
+                self.proposals.withdraw(tp)
+            log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory "
+                        "%s.", self.broker_id, ",".join(map(str, failure.partitions)), log_dir)
+        if self.dir_failures.halt_message is None:  # the driver halts the broker otherwise: no one to tell
+            self.channel.report_offline_log_dirs(now_ms, self.dir_failures.offline_directory_ids)
+            commands.extend(self.channel.tick(now_ms, self.metadata.applied_offset))
+        return commands
+
+    @property
+    def halt_message(self) -> str | None:
+        """Set once every log directory has failed: the driver must halt the broker (Kafka's Exit.halt)."""
+        return self.dir_failures.halt_message
 
     def tick(self, now_ms: int) -> list[Command]:
         assert now_ms >= self._now_ms
         self._now_ms = now_ms
+        return self._after_dir_failures(now_ms, self._tick(now_ms))
+
+    def _tick(self, now_ms: int) -> list[Command]:
         commands: list[Command] = []
         if now_ms >= self._next_isr_check_ms:
             self._next_isr_check_ms = now_ms + self.config.replication.isr_check_interval_ms

@@ -56,6 +56,7 @@ from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
+from insync.server.halt import halt_if_failed
 from insync.server.metrics import MetricsSnapshot, NodeMetrics, snapshot
 from insync.server.role import (
     MeteredDispatcher,
@@ -185,6 +186,7 @@ class BrokerNode(MeteredDispatcher):
 
     def _feed(self, commands: list[Any]) -> None:
         """Carry out what the core asked for, record its events, and re-arm the timer."""
+        halt_if_failed(self.core)
         for command in commands:
             if isinstance(command, CompleteAfter):
                 asyncio.get_running_loop().call_later(command.delay_ms / 1000, self._complete_read, command.token)

@@ -9,6 +9,9 @@ deleted by DeleteRecords but still in that segment become readable again, none a
 `read_high_watermarks` raises `CheckpointError` and the caller decides, because a guessed high watermark
 could expose uncommitted data.
 
+An I/O error in any log of the directory, or while writing a checkpoint, goes to `failure_channel` (Kafka's
+LogDirFailureChannel); `handle_log_dir_failure` then takes every log of the directory offline.
+
 Beyond the surface in the brief: `log_dir`, `disk`, and `tp_of(name)` (parse a partition directory name).
 """
 
@@ -40,6 +43,7 @@ from insync.storage.log_cleaner import (
     Producers,
     map_bytes_per_thread,
 )
+from insync.storage.log_dir_failure import LogDirFailureChannel
 from insync.storage.offset_map import OffsetMap
 from insync.types import TopicPartition
 
@@ -65,6 +69,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._owns_disk = owns_disk
         self.cleaner: LogCleaner | None = None  # set by open()
+        self.failure_channel = LogDirFailureChannel()
 
     @classmethod
     def open(cls, log_dir: str | Path, config: BrokerConfig | LogConfig, disk: Disk | None = None,
@@ -89,6 +94,7 @@ class LogManager:
             manager._logs[tp] = Log.open(f"{path}/{name}", log_config, manager.disk, clock=manager.clock,
                                          recovery_point=recovery_points.get(tp),
                                          log_start_offset=log_starts.get(tp))
+            manager._logs[tp].failure_channel = manager.failure_channel
         return manager
 
     def _read_or_default(self, name: str, default_text: str) -> dict[TopicPartition, int]:
@@ -107,6 +113,7 @@ class LogManager:
         if log is None:
             assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
             log = Log.open(f"{self.log_dir}/{tp}", config or self.config, self.disk, clock=self.clock)
+            log.failure_channel = self.failure_channel
             self._logs[tp] = log
         elif config is not None:
             log.update_config(config)
@@ -131,8 +138,30 @@ class LogManager:
         return dict(self._logs)
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{REPLICATION_OFFSET_CHECKPOINT}",
-                                {tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
+        self._write_checkpoint(REPLICATION_OFFSET_CHECKPOINT,
+                               {tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
+
+    def _write_checkpoint(self, name: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """A checkpoint that cannot be written takes the directory offline, as Kafka's does."""
+        if self.failure_channel.is_offline(self.log_dir):
+            return
+        try:
+            write_offset_checkpoint(self.disk, f"{self.log_dir}/{name}", offsets)
+        except OSError as exc:
+            self.failure_channel.maybe_add_offline_log_dir(
+                self.log_dir, f"Disk error while writing {name} in directory {self.log_dir}", exc)
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
+        """Take every log of `log_dir` offline (Kafka's LogManager.handleLogDirFailure); returns their partitions."""
+        assert self.failure_channel.is_offline(log_dir), log_dir
+        offline = sorted(tp for tp, log in self._logs.items() if log.directory.startswith(f"{log_dir}/"))
+        for tp in offline:
+            self._logs[tp].offline = True
+        if offline:
+            self.stop_cleaning()
+        logger.warning("Logs for partitions %s are offline due to failure on log directory %s",
+                       ",".join(map(str, offline)), log_dir)
+        return offline
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         """The HW checkpoint (empty when missing). Raises CheckpointError, naming file and line, when garbled."""
@@ -147,10 +176,9 @@ class LogManager:
                     log.flush_sealed()
                 except KafkaException as exc:
                     logger.error("Not moving the recovery point of %s: %s", log.directory, exc)
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{RECOVERY_POINT_CHECKPOINT}",
-                                {tp: log.recovery_point for tp, log in self._logs.items()})
-        write_offset_checkpoint(self.disk, f"{self.log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
-                                {tp: log.log_start_offset for tp, log in self._logs.items()})
+        self._write_checkpoint(RECOVERY_POINT_CHECKPOINT, {tp: log.recovery_point for tp, log in self._logs.items()})
+        self._write_checkpoint(LOG_START_OFFSET_CHECKPOINT,
+                               {tp: log.log_start_offset for tp, log in self._logs.items()})
 
     def apply_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
         """Retention on every log with a high watermark in `high_watermarks`, never past it; a log without one
@@ -170,7 +198,8 @@ class LogManager:
 
     def flush(self) -> None:
         for log in self._logs.values():
-            log.flush()
+            if not log.offline:
+                log.flush()
 
     def stop_cleaning(self) -> None:
         """Have the cleans in progress stop at their next batch, before the cleaner's threads are joined."""
@@ -180,7 +209,8 @@ class LogManager:
     def close(self) -> None:
         """Flush every log and write the checkpoints, so the next open trusts all the data."""
         for log in self._logs.values():
-            log.close()
+            if not log.offline:  # an offline log is left as it is, for recovery at the next start
+                log.close()
         self.checkpoint_recovery_points_and_log_starts()
         if self._owns_disk and isinstance(self.disk, RealDisk):
             self.disk.close()
