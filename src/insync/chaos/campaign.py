@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import ensure_topic
-from insync.chaos import checker, cluster, nemesis, report, workload
+from insync.chaos import checker, cluster, nemesis, report, small_disk, workload
 from insync.chaos.history import CLIENT_LOGGER
 from insync.chaos.ops import HistoryWriter, Op, read_history
 from insync.chaos.zookeeper import ZooKeeperServer
@@ -41,6 +41,8 @@ FAULTS_PER_RUN_MAX = 100
 CONCURRENCY_MAX = 3
 ZOOKEEPER_SESSION_MS = 2000  # how long a paused or killed active controller keeps its znode before a standby wins
 PARTITIONS = 3
+BROKERS = 3
+SMALL_DISK_MB = 64  # room for a run's segments many times over; `disk-full` fills the rest
 OVERRIDES = (
     "replica.lag.time.max.ms=4000",
     "broker.session.timeout.ms=3000",
@@ -128,6 +130,9 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str],
         raise ConfigError(f"{', '.join(networked)} need a cluster in network namespaces, and metadata.store="
                           "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
                           "--zookeeper or those kinds")
+    small = [kind for kind in kinds if nemesis.REGISTRY[kind].needs_small_disks]
+    if small and small_disk.unavailable():
+        raise ConfigError(f"{', '.join(small)}: {small_disk.unavailable()}")
     if zookeeper and engine != "insync":
         raise ConfigError("--zookeeper is insync's ZooKeeper metadata store; Kafka with ZooKeeper is --engine kafka:3.9")
     return tuple(replace(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper), engine=engine)
@@ -170,7 +175,10 @@ def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: 
             overrides += ["metadata.store=zookeeper", f"zookeeper.connect={zk.connect('/insync')}",
                           f"zookeeper.session.timeout.ms={ZOOKEEPER_SESSION_MS}"]
             controllers = 2
-        spec = cluster.up(str(directory / "cluster"), 3, 0, overrides, controllers,
+        if any(k.needs_small_disks for k in kinds):
+            stack.enter_context(small_disk.mounted(
+                [directory / "cluster" / f"node-{b}" / "data" for b in range(1, BROKERS + 1)], SMALL_DISK_MB))
+        spec = cluster.up(str(directory / "cluster"), BROKERS, 0, overrides, controllers,
                           namespaces=any(k.needs_netns for k in kinds), engine=plan.engine)
         return _workload_under_faults(plan, directory, history, rate, spec)
 

@@ -8,7 +8,9 @@ only when asked for them. A new kind is one more entry in `KINDS`: `pause` (SIGS
 partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/power.py), and `controller-kill` /
 `controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
 `all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
-`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network.
+`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. `disk-full`
+(opt-in too: root mounts a small tmpfs under each broker's log dir, `needs_small_disks`) fills a leader's log
+dir until its writes fail with ENOSPC; undone by freeing the space and restarting the broker.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from insync.admin import admin_client
-from insync.chaos import cluster, power, script
+from insync.chaos import cluster, power, script, small_disk
 from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
 from insync.config import ConfigError
 from insync.waiting import WaitTimeout, wait_until
@@ -94,6 +96,7 @@ class FaultKind:
     start: Callable[[Target, int], Active]
     overrides: tuple[str, ...] = ()  # broker configs the kind needs (its fault injection turned on)
     needs_netns: bool = False  # each node in its own network namespace (cluster.up's namespaces)
+    needs_small_disks: bool = False  # each broker's log dir on a small file system (chaos/small_disk.py)
 
     @property
     def insync_only(self) -> bool:
@@ -150,6 +153,23 @@ def _power_loss(target: Target, pick: int) -> Active:
     target.spec, cut = power.crash(target.spec, leader, restart=False)
     return Active(f"power loss at broker {leader} (leader of {partition}, {cut.bytes_lost} bytes not fsynced)",
                   lambda t: t.heal("restart", leader))
+
+
+def _disk_full(target: Target, pick: int) -> Active:
+    """Fill the log dir of a partition's leader: its next write fails with ENOSPC, so it refuses the produce with
+    KAFKA_STORAGE_ERROR and, its only log dir offline, halts; the others take over its leaderships. Undone by
+    freeing the space and restarting the broker, which recovers its logs and catches up."""
+    partition, leader, _ = target.replicas(pick)
+    if leader < 0:
+        raise ConfigError(f"partition {partition} of {target.topic} has no leader whose disk to fill")
+    log_dir = target.spec.node(leader).log_dir
+    filled = small_disk.fill(log_dir)
+
+    def undo(t: Target) -> None:
+        small_disk.free(log_dir)
+        t.heal("restart", leader)
+
+    return Active(f"fill the log dir of broker {leader} (leader of {partition}, {filled} bytes)", undo)
 
 
 def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
@@ -223,6 +243,7 @@ OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("bandwidth", _network("bandwidth", "broker"), needs_netns=True),
     FaultKind("loss", _network("loss", "broker"), needs_netns=True),
     FaultKind("latency", _network("latency", "broker"), needs_netns=True),
+    FaultKind("disk-full", _disk_full, needs_small_disks=True),
 )}
 REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
 
