@@ -37,10 +37,10 @@ def test_a_full_log_dir_halts_its_broker_and_loses_nothing_acknowledged(tmp_path
         spec = start(tmp_path)
         try:
             ensure_topic(spec.bootstrap, TOPIC, 3, 3, {"min.insync.replicas": "2"})
+            victim = wait_until(lambda: max(leader_of(spec, 0), 0), 30, "a leader for partition 0")
             workload = history.ProduceWorkload(spec.bootstrap, TOPIC, rate=300, run_id="df")
             workload.start()
-            time.sleep(3)
-            victim = leader_of(spec, 0)
+            wait_until(lambda: len(workload.history.acked) > 300, 30, "acks=all traffic flowing")
             pid = spec.node(victim).pid
             assert pid is not None
             assert small_disk.fill(spec.node(victim).log_dir) > 0
