@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import ensure_topic
-from insync.chaos import checker, cluster, nemesis, report, small_disk, workload
+from insync.chaos import checker, cluster, nemesis, report, slow_disk, small_disk, workload
 from insync.chaos.history import CLIENT_LOGGER
 from insync.chaos.ops import HistoryWriter, Op, read_history
 from insync.chaos.zookeeper import ZooKeeperServer
@@ -130,13 +130,27 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str],
         raise ConfigError(f"{', '.join(networked)} need a cluster in network namespaces, and metadata.store="
                           "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
                           "--zookeeper or those kinds")
-    small = [kind for kind in kinds if nemesis.REGISTRY[kind].needs_small_disks]
-    if small and small_disk.unavailable():
-        raise ConfigError(f"{', '.join(small)}: {small_disk.unavailable()}")
+    _check_log_dir_disks(kinds, engine)
     if zookeeper and engine != "insync":
         raise ConfigError("--zookeeper is insync's ZooKeeper metadata store; Kafka with ZooKeeper is --engine kafka:3.9")
     return tuple(replace(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper), engine=engine)
                  for r in range(runs))
+
+
+def _check_log_dir_disks(kinds: Sequence[str], engine: str) -> None:
+    """The kinds that put the brokers' log dirs on a file system of their own: one such file system per run,
+    one that can be made here, under insync's brokers (whose log dir is `node-<id>/data`)."""
+    needs = {name: nemesis.REGISTRY[name].log_dir_disk for name in kinds if nemesis.REGISTRY[name].log_dir_disk}
+    if not needs:
+        return
+    if len(set(needs.values())) > 1:
+        raise ConfigError(f"{' and '.join(needs)} each put the log dirs on a file system of their own: run them "
+                          "in separate campaigns")
+    reason = small_disk.unavailable() if nemesis.SMALL_DISK in needs.values() else slow_disk.unavailable()
+    if reason is not None:
+        raise ConfigError(f"{', '.join(needs)}: {reason}")
+    if engine != "insync":
+        raise ConfigError(f"{', '.join(needs)} run on insync's brokers only, not on {engine}")
 
 
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
@@ -175,9 +189,12 @@ def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: 
             overrides += ["metadata.store=zookeeper", f"zookeeper.connect={zk.connect('/insync')}",
                           f"zookeeper.session.timeout.ms={ZOOKEEPER_SESSION_MS}"]
             controllers = 2
-        if any(k.needs_small_disks for k in kinds):
-            stack.enter_context(small_disk.mounted(
-                [directory / "cluster" / f"node-{b}" / "data" for b in range(1, BROKERS + 1)], SMALL_DISK_MB))
+        node_dirs = [(directory / "cluster" / f"node-{b}").resolve() for b in range(1, BROKERS + 1)]
+        disks = {k.log_dir_disk for k in kinds}
+        if nemesis.SMALL_DISK in disks:
+            stack.enter_context(small_disk.mounted([d / "data" for d in node_dirs], SMALL_DISK_MB))
+        if nemesis.FAILING_DISK in disks:
+            stack.enter_context(slow_disk.mounted(node_dirs))
         spec = cluster.up(str(directory / "cluster"), BROKERS, 0, overrides, controllers,
                           namespaces=any(k.needs_netns for k in kinds), engine=plan.engine)
         return _workload_under_faults(plan, directory, history, rate, spec)

@@ -8,9 +8,10 @@ only when asked for them. A new kind is one more entry in `KINDS`: `pause` (SIGS
 partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/power.py), and `controller-kill` /
 `controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
 `all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
-`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. `disk-full`
-(opt-in too: root mounts a small tmpfs under each broker's log dir, `needs_small_disks`) fills a leader's log
-dir until its writes fail with ENOSPC; undone by freeing the space and restarting the broker.
+`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. `disk-full` and
+`disk-error` (opt-in too: each broker's log dir on a file system of its own, `log_dir_disk`) fill a leader's log
+dir until its writes fail with ENOSPC, or make its reads and writes fail with EIO; undone by freeing the space or
+ending the errors, and restarting the broker.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from insync.admin import admin_client
-from insync.chaos import cluster, power, script, small_disk
+from insync.chaos import cluster, power, script, slow_disk, small_disk
 from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
 from insync.config import ConfigError
 from insync.waiting import WaitTimeout, wait_until
 
 INJECTION = ("fault.injection.enable=true",)
+SMALL_DISK, FAILING_DISK = "small", "failing"  # chaos/small_disk.py's tmpfs, chaos/slow_disk.py's FUSE passthrough
 SLOW_READ_MS = 3000
 METADATA_WAIT_S = 10.0
 DELAY_MS = 1500
@@ -96,7 +99,7 @@ class FaultKind:
     start: Callable[[Target, int], Active]
     overrides: tuple[str, ...] = ()  # broker configs the kind needs (its fault injection turned on)
     needs_netns: bool = False  # each node in its own network namespace (cluster.up's namespaces)
-    needs_small_disks: bool = False  # each broker's log dir on a small file system (chaos/small_disk.py)
+    log_dir_disk: str | None = None  # each broker's log dir on its own file system: SMALL_DISK or FAILING_DISK
 
     @property
     def insync_only(self) -> bool:
@@ -155,21 +158,32 @@ def _power_loss(target: Target, pick: int) -> Active:
                   lambda t: t.heal("restart", leader))
 
 
-def _disk_full(target: Target, pick: int) -> Active:
-    """Fill the log dir of a partition's leader: its next write fails with ENOSPC, so it refuses the produce with
-    KAFKA_STORAGE_ERROR and, its only log dir offline, halts; the others take over its leaderships. Undone by
-    freeing the space and restarting the broker, which recovers its logs and catches up."""
-    partition, leader, _ = target.replicas(pick)
-    if leader < 0:
-        raise ConfigError(f"partition {partition} of {target.topic} has no leader whose disk to fill")
-    log_dir = target.spec.node(leader).log_dir
-    filled = small_disk.fill(log_dir)
+def _disk_fault(name: str) -> Callable[[Target, int], Active]:
+    """`disk-full` fills the log dir of a partition's leader (its small tmpfs) until writes fail with ENOSPC;
+    `disk-error` makes every read and write of it fail with EIO (its FUSE passthrough). Either way the broker
+    refuses what it could not write with KAFKA_STORAGE_ERROR and, its only log dir offline, halts; the others take
+    over its leaderships. Undone by freeing the space or ending the errors and restarting the broker, which
+    recovers its logs and catches up."""
+    def start(target: Target, pick: int) -> Active:
+        partition, leader, _ = target.replicas(pick)
+        if leader < 0:
+            raise ConfigError(f"partition {partition} of {target.topic} has no leader whose log dir to break")
+        node = target.spec.node(leader)
+        if name == "disk-full":
+            what = f"fill the log dir of broker {leader} ({small_disk.fill(node.log_dir)} bytes)"
+        else:
+            slow_disk.write_errors(Path(node.directory), True)
+            what = f"EIO on the log dir of broker {leader}"
 
-    def undo(t: Target) -> None:
-        small_disk.free(log_dir)
-        t.heal("restart", leader)
+        def undo(t: Target) -> None:
+            if name == "disk-full":
+                small_disk.free(node.log_dir)
+            else:
+                slow_disk.write_errors(Path(node.directory), False)
+            t.heal("restart", leader)
 
-    return Active(f"fill the log dir of broker {leader} (leader of {partition}, {filled} bytes)", undo)
+        return Active(f"{what} (leader of {partition})", undo)
+    return start
 
 
 def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
@@ -243,7 +257,8 @@ OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("bandwidth", _network("bandwidth", "broker"), needs_netns=True),
     FaultKind("loss", _network("loss", "broker"), needs_netns=True),
     FaultKind("latency", _network("latency", "broker"), needs_netns=True),
-    FaultKind("disk-full", _disk_full, needs_small_disks=True),
+    FaultKind("disk-full", _disk_fault("disk-full"), log_dir_disk=SMALL_DISK),
+    FaultKind("disk-error", _disk_fault("disk-error"), log_dir_disk=FAILING_DISK),
 )}
 REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
 

@@ -20,5 +20,5 @@ def halt_if_failed(core: BrokerCore) -> None:
     if message is None:
         return
     log.critical(message)
-    logging.shutdown()  # the line above reaches server.log before the process is gone
+    logging.shutdown()  # flush the line above to every handler (server.log only if its disk still takes it)
     os._exit(HALT_STATUS)
