@@ -102,6 +102,9 @@ class BrokerCore:
                                         lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
         self.dir_failures = LogDirFailures((log_manager.log_dir,))
+        # Partitions whose log is in a failed log dir: stopped until the broker restarts (Kafka's
+        # HostedPartition.Offline); metadata no longer moves them, and they propose no ISR change.
+        self.offline_partitions: set[TopicPartition] = set()
         self._checkpoint_interval_ms = config.replication.high_watermark_checkpoint_interval_ms
         self._retention_interval_ms = config.storage.retention_check_interval_ms
         self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
@@ -235,6 +238,7 @@ class BrokerCore:
         for log_dir in self.log_manager.failure_channel.take_new():
             log.warning("Stopping serving replicas in dir %s because the log directory has failed.", log_dir)
             offline = self.log_manager.handle_log_dir_failure(log_dir)
+            self.offline_partitions.update(offline)
             failure = self.dir_failures.fail(log_dir, [tp for tp in offline if tp in self.partitions])
             if failure is None:
                 continue
@@ -263,6 +267,8 @@ class BrokerCore:
         if now_ms >= self._next_isr_check_ms:
             self._next_isr_check_ms = now_ms + self.config.replication.isr_check_interval_ms
             for tp, partition in self.partitions.items():
+                if tp in self.offline_partitions:
+                    continue
                 proposal = partition.maybe_shrink_isr(now_ms)
                 if proposal is not None:
                     commands.extend(self.proposals.propose(now_ms, tp, proposal))
@@ -435,6 +441,10 @@ class BrokerCore:
 
     def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
         tp = delta.topic_partition
+        if tp in self.offline_partitions or self.log_manager.failure_channel.is_offline(self.log_manager.log_dir):
+            if delta.kind is DeltaKind.STOP:  # forgotten, its files left for the restart to find (Kafka's)
+                self.partitions.pop(tp, None)
+            return []
         if delta.kind is DeltaKind.STOP:
             self.fetchers.remove(now_ms, tp)
             self.proposals.withdraw(tp)

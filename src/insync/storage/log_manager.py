@@ -194,6 +194,9 @@ class LogManager:
         """The log cleaner's turn (`LogCleaner.tick`): swap in finished cleans, start the next. A log without a
         stable offset (not hosted as a partition) is not cleaned. Returns the cleans swapped in."""
         assert self.cleaner is not None
+        if any(log.offline for log in self._logs.values()):
+            return self.cleaner.tick(now_ms, {tp: log for tp, log in self._logs.items() if not log.offline},
+                                     stable_offsets, producers)
         return self.cleaner.tick(now_ms, self._logs, stable_offsets, producers)
 
     def flush(self) -> None:

@@ -54,3 +54,20 @@ def test_a_failed_dir_among_several_is_reported_in_the_next_heartbeat_at_once() 
     heartbeats = [o.message for o in sent if isinstance(o.message, BrokerHeartbeatRequest)]
     assert heartbeats and heartbeats[0].offline_log_dirs == (directory_id(f"/b{leader.broker_id}"),)
     assert leader.halt_message is None and leader.fetchers.failed_partitions_count == 0
+
+
+def test_with_another_log_dir_left_the_controller_moves_the_leadership_and_the_broker_keeps_running() -> None:
+    h = cluster_with_topic()
+    failed = h.leader()
+    failed.dir_failures = LogDirFailures((f"/b{failed.broker_id}", "/other"))  # as a broker with two log dirs
+    h.disks[failed.broker_id].set_full(f"/b{failed.broker_id}/")
+    h.produce(-1, 4)
+    h.run(3_000)  # the heartbeat naming the dir, the new leader's metadata, the ISR checks: nothing raises
+    reg = h.controller.image.topic("t").partitions[0]
+    assert reg.leader not in (failed.broker_id, -1) and failed.broker_id not in reg.isr
+    assert TP in failed.offline_partitions and failed.halt_message is None
+    assert not failed.fetchers.sessions  # it fetches nothing for the partition of its failed dir
+    h.produce(-1, 5)
+    h.run(0)
+    answer = next(m for m in h.client if isinstance(m, ProduceResponse) and m.correlation_id == 5)
+    assert answer.results[0].error is errors.NOT_ENOUGH_REPLICAS  # min ISR 2 of the two brokers: one is left
