@@ -155,7 +155,7 @@ class BrokerCore:
 
     def start(self, now_ms: int) -> list[Command]:
         self._now_ms = now_ms
-        return list(self.channel.tick(now_ms, self.metadata.applied_offset))
+        return self._after_dir_failures(now_ms, list(self.channel.tick(now_ms, self.metadata.applied_offset)))
 
     def begin_controlled_shutdown(self, now_ms: int) -> list[Command]:
         """Kafka's controlled shutdown: ask the controller to move this broker's leaderships to other in-sync

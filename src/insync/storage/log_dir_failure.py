@@ -21,7 +21,7 @@ class LogDirFailureChannel:
         self._offline: set[str] = set()
         self._new: deque[str] = deque(maxlen=LOG_DIRS_MAX)
 
-    def maybe_add_offline_log_dir(self, log_dir: str, message: str, error: OSError) -> None:
+    def maybe_add_offline_log_dir(self, log_dir: str, message: str, error: Exception) -> None:
         """Mark `log_dir` offline after `error`; `message` says what was being done (Kafka logs both)."""
         assert log_dir, "a log directory has a path"
         if log_dir in self._offline:

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from insync import errors
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, CleanerConfig, LogConfig
 from insync.errors import KafkaException
@@ -86,16 +87,25 @@ class LogManager:
         recovery_points = manager._read_or_default(RECOVERY_POINT_CHECKPOINT, "recovering every log in full")
         log_starts = manager._read_or_default(LOG_START_OFFSET_CHECKPOINT, "log start offsets restart at the "
                                               "first segment of each log")
-        for name in manager.disk.listdir(path):
+        try:
+            manager._load_logs(log_config, recovery_points, log_starts)
+        except (OSError, KafkaException) as exc:
+            if isinstance(exc, KafkaException) and exc.error is not errors.KAFKA_STORAGE_ERROR:
+                raise
+            # Kafka's loadLogs: the directory is offline, the broker goes on with the others (or halts)
+            manager.failure_channel.maybe_add_offline_log_dir(path, f"Error while loading log dir {path}", exc)
+        return manager
+
+    def _load_logs(self, log_config: LogConfig, recovery_points: Mapping[TopicPartition, int],
+                   log_starts: Mapping[TopicPartition, int]) -> None:
+        for name in self.disk.listdir(self.log_dir):
             tp = tp_of(name)
             if tp is None:
                 continue
-            assert len(manager._logs) < PARTITIONS_PER_BROKER_MAX
-            manager._logs[tp] = Log.open(f"{path}/{name}", log_config, manager.disk, clock=manager.clock,
-                                         recovery_point=recovery_points.get(tp),
-                                         log_start_offset=log_starts.get(tp))
-            manager._logs[tp].failure_channel = manager.failure_channel
-        return manager
+            assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
+            self._logs[tp] = Log.open(f"{self.log_dir}/{name}", log_config, self.disk, clock=self.clock,
+                                      recovery_point=recovery_points.get(tp), log_start_offset=log_starts.get(tp))
+            self._logs[tp].failure_channel = self.failure_channel
 
     def _read_or_default(self, name: str, default_text: str) -> dict[TopicPartition, int]:
         try:

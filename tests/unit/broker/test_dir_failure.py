@@ -7,11 +7,16 @@ import pytest
 from broker_harness import TP, cluster_with_topic
 
 from insync import errors
+from insync.broker.core import BrokerCore
 from insync.broker.dir_failure import LogDirFailures, directory_id
 from insync.broker.messages import ProduceRequest, ProduceResponse
+from insync.clock import ManualClock
+from insync.config import BrokerConfig
 from insync.controller.messages import BrokerHeartbeatRequest
 from insync.protocol.records import build_batch
-from insync.types import TopicPartition
+from insync.storage.disk import MemoryDisk
+from insync.storage.log_manager import LogManager
+from insync.types import BrokerId, TopicPartition
 
 
 def test_the_last_log_dir_to_fail_halts_the_broker_with_kafkas_line() -> None:
@@ -71,3 +76,16 @@ def test_with_another_log_dir_left_the_controller_moves_the_leadership_and_the_b
     h.run(0)
     answer = next(m for m in h.client if isinstance(m, ProduceResponse) and m.correlation_id == 5)
     assert answer.results[0].error is errors.NOT_ENOUGH_REPLICAS  # min ISR 2 of the two brokers: one is left
+
+
+def test_a_log_dir_that_fails_while_its_logs_load_halts_the_broker_at_start() -> None:
+    disk = MemoryDisk()
+    disk.mkdir("/b1/t-0")
+    disk.write_file("/b1/t-0/leader-epoch-checkpoint.tmp", b"")  # a checkpoint never renamed: deleted at open
+    disk.set_full("/b1/")
+    config = BrokerConfig({"node.id": 1})
+    manager = LogManager.open("/b1", config, disk, ManualClock())
+    assert manager.failure_channel.has_new
+    core = BrokerCore(BrokerId(1), config, manager, 1, 0)
+    core.start(0)  # the driver halts before it sends anything (server.halt)
+    assert core.halt_message == "Shutdown broker because all log dirs in /b1 have failed"
