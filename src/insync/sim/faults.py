@@ -26,7 +26,7 @@ from insync.types import TopicPartition
 
 KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "partition", "clog", "swizzle", "slow_reads",
                    "io_error", "disk_full", "delete_records", "throttle"})
-CHAOS_KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "clog", "swizzle", "slow_reads"})
+CHAOS_KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "clog", "swizzle", "slow_reads", "disk_full"})
 FAULTS_PER_RUN_MAX = 100_000
 
 
