@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from insync.broker.controller_channel import ControllerChannel
-from insync.broker.dir_failure import LogDirFailures
+from insync.broker.dir_failure import LogDirFailures, directory_id
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
 from insync.broker.isr_proposals import IsrProposals
@@ -236,7 +236,8 @@ class BrokerCore:
         if not self.log_manager.failure_channel.has_new:
             return commands
         for log_dir in self.log_manager.failure_channel.take_new():
-            log.warning("Stopping serving replicas in dir %s because the log directory has failed.", log_dir)
+            log.warning("Stopping serving replicas in dir %s with uuid %s because the log directory has failed.",
+                        log_dir, directory_id(log_dir))
             offline = self.log_manager.handle_log_dir_failure(log_dir)
             self.offline_partitions.update(offline)
             failure = self.dir_failures.fail(log_dir, [tp for tp in offline if tp in self.partitions])
@@ -247,6 +248,7 @@ class BrokerCore:
                 self.proposals.withdraw(tp)
             log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory "
                         "%s.", self.broker_id, ",".join(map(str, failure.partitions)), log_dir)
+            log.warning("Stopped serving replicas in dir %s", log_dir)
         if self.dir_failures.halt_message is None:  # the driver halts the broker otherwise: no one to tell
             self.channel.report_offline_log_dirs(now_ms, self.dir_failures.offline_directory_ids)
             commands.extend(self.channel.tick(now_ms, self.metadata.applied_offset))
