@@ -4,9 +4,8 @@ A state machine free of I/O that returns the requests to send:
 - Registration with a fresh incarnation id, retried every heartbeat interval until it gets a broker epoch, and
   again after STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED. It names the previous broker epoch (KIP-966): the
   clean-shutdown marker's at start, then this life's own, since a re-registration without restart lost nothing.
-- Heartbeats every `broker.heartbeat.interval.ms` with the metadata offset applied; a broker behind the published
-  offset fetches at once, which only repairs a lost or failed long poll (`METADATA_POLL_*`).
-- Failed log directories (`report_offline_log_dirs`) go in every heartbeat from then on, the first sent at once.
+- Heartbeats every `broker.heartbeat.interval.ms` with the metadata offset applied and the failed log dirs; a
+  broker behind the published offset fetches at once, which only repairs a lost or failed long poll.
 - Controlled shutdown (`begin_shutdown`): heartbeats ask to shut down; the controller moves the leaderships, then
   fences the broker and answers `should_shut_down`, so it restarts without waiting out its old session.
 - AlterPartition (KIP-497): one queued proposal per partition, at most one request in flight carrying them all;

@@ -6,13 +6,12 @@ purgatory (`ProduceHandler`) and the fetcher sessions (`ReplicaFetchers`); what 
 once (`broker.queries`, `broker.log_dirs`, `broker.producers`). It never does I/O and never reads a clock. A
 driver calls `start`, `handle` for every message, `complete_read` when a `CompleteAfter` has elapsed and `tick`
 at `next_deadline_ms()`, each returning commands (`Outgoing`, `CompleteAfter`), and `drain_events()` after each.
-Dynamic broker configs are applied as their records arrive, without a restart: `config` is the static config
-under them, topic log defaults follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next
-pass. Metadata drives roles: published records are replayed into the image, and the partitions they touch become
-leader, follower (moving to the fetcher session of the new leader), adopt a new ISR, or stop. ISR proposals go
-to the controller through the channel (`IsrProposals`), one AlterPartition request in flight. A log directory
-that fails stops its partitions and is reported to the controller; when all have failed, `halt_message` tells
-the driver to halt the broker (`broker.dir_failure`).
+Dynamic broker configs apply as their records arrive: `config` is the static config under them, topic log defaults
+follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next pass. Metadata drives roles: published
+records are replayed into the image, and the partitions they touch become leader, follower (moving to the fetcher
+session of the new leader), adopt a new ISR, or stop. ISR proposals go to the controller through the channel
+(`IsrProposals`), one AlterPartition request in flight. A failed log dir stops its partitions and is reported; when
+all have, the driver halts the broker (`broker.dir_failure`).
 """
 
 from __future__ import annotations

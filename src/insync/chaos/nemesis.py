@@ -8,10 +8,8 @@ only when asked for them. A new kind is one more entry in `KINDS`: `pause` (SIGS
 partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/power.py), and `controller-kill` /
 `controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
 `all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
-`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. `disk-full` and
-`disk-error` (opt-in too: each broker's log dir on a file system of its own, `log_dir_disk`) fill a leader's log
-dir until its writes fail with ENOSPC, or make its reads and writes fail with EIO; undone by freeing the space or
-ending the errors, and restarting the broker.
+`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. Opt-in too,
+`LOG_DIR_KINDS` (`disk-full`, `disk-error`, on log dirs of their own file system) are `_disk_fault`'s.
 """
 
 from __future__ import annotations
@@ -257,10 +255,13 @@ OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("bandwidth", _network("bandwidth", "broker"), needs_netns=True),
     FaultKind("loss", _network("loss", "broker"), needs_netns=True),
     FaultKind("latency", _network("latency", "broker"), needs_netns=True),
+)}
+# Opt-in too: each needs the brokers' log dirs on a file system of its own.
+LOG_DIR_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("disk-full", _disk_fault("disk-full"), log_dir_disk=SMALL_DISK),
     FaultKind("disk-error", _disk_fault("disk-error"), log_dir_disk=FAILING_DISK),
 )}
-REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
+REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS, **LOG_DIR_KINDS}
 
 
 def parse_kinds(text: str, engine: str = "insync") -> tuple[str, ...]:

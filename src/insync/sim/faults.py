@@ -6,12 +6,11 @@ A scripted fault has `at_s`, `kind`, `target` (a broker id, or `"leader"` / `"fo
 prefix of the last append; restarts after `restart_after_s`), `wipe` (back on an empty disk, a replaced one),
 `stop` (controlled shutdown, then every log flushed), `isolate` (`one_way`: only what it sends is lost),
 `partition` (`side_a`, `side_b`), `clog` and `swizzle` (FoundationDB's clogging), `throttle` (`bytes_per_ms`
-into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files),
-`disk_full` (ENOSPC on every write to the broker's log dir: it halts; the heal frees the space and restarts it)
-and `delete_records` (`offset` or `"hw"`). `every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or
-absent lasts until the quiesce phase. `[chaos]` draws faults from the run's seed (`kinds`, `gap_s`,
-`duration_s`, `slow_read_ms` ranges, `until_s`), one at a time, so an acks=all cluster with RF 3 and min ISR 2
-must lose nothing.
+into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files), `disk_full`
+(ENOSPC on the log dir: it halts; healed by space and a restart) and `delete_records` (`offset` or `"hw"`).
+`every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or absent lasts until the quiesce phase.
+`[chaos]` draws faults from the run's seed (`kinds`, `gap_s`, `duration_s`, `slow_read_ms` ranges, `until_s`),
+one at a time, so an acks=all cluster with RF 3 and min ISR 2 must lose nothing.
 """
 
 from __future__ import annotations

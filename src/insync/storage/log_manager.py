@@ -7,11 +7,8 @@ checkpoint falls back to each log's first segment base offset (what Kafka does f
 deleted by DeleteRecords but still in that segment become readable again, none are lost). Both are logged on
 `insync.storage`. The high watermark checkpoint (`replication-offset-checkpoint`) is read strictly:
 `read_high_watermarks` raises `CheckpointError` and the caller decides, because a guessed high watermark
-could expose uncommitted data.
-
-An I/O error in any log of the directory, or while writing a checkpoint, goes to `failure_channel` (Kafka's
-LogDirFailureChannel); `handle_log_dir_failure` then takes every log of the directory offline.
-
+could expose uncommitted data. An I/O error in any log, checkpoint or load of the directory goes to
+`failure_channel` (Kafka's LogDirFailureChannel); `handle_log_dir_failure` then takes every log offline.
 Beyond the surface in the brief: `log_dir`, `disk`, and `tp_of(name)` (parse a partition directory name).
 """
 
