@@ -10,8 +10,7 @@ Dynamic broker configs apply as their records arrive: `config` is the static con
 follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next pass. Metadata drives roles: published
 records are replayed into the image, and the partitions they touch become leader, follower (moving to the fetcher
 session of the new leader), adopt a new ISR, or stop. ISR proposals go to the controller through the channel
-(`IsrProposals`), one AlterPartition request in flight. A failed log dir stops its partitions and is reported; when
-all have, the driver halts the broker (`broker.dir_failure`).
+(`IsrProposals`), one AlterPartition in flight. A failed log dir stops its partitions (`broker.dir_failure`).
 """
 
 from __future__ import annotations
