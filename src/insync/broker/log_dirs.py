@@ -9,8 +9,8 @@ Kafka's `ReplicaManager.describeLogDirs` and `alterReplicaLogDirs` (KIP-113), fo
 - AlterReplicaLogDirs: with one dir there is nowhere to move to: the broker's own dir answers NONE for a replica
   it hosts, REPLICA_NOT_AVAILABLE for one it does not, any other path LOG_DIR_NOT_FOUND, and a name too long for
   Kafka's "-future" directory INVALID_TOPIC_EXCEPTION, in Kafka's order of checks.
-An I/O error takes one log offline (`Log.offline`), where Kafka takes the whole dir offline: such a log is left
-out of DescribeLogDirs and answers AlterReplicaLogDirs with KAFKA_STORAGE_ERROR, as Kafka's offline ones do.
+A failed log dir is KAFKA_STORAGE_ERROR, as Kafka's offline ones; a log offline alone (a fault injected on its
+files) is left out of DescribeLogDirs and answers AlterReplicaLogDirs with KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
@@ -73,10 +73,13 @@ class AlterReplicaLogDirsResponse:
 def describe_log_dirs(log_manager: LogManager, partitions: Partitions, request: DescribeLogDirsRequest
                       ) -> DescribeLogDirsResponse:
     path = log_manager.log_dir
+    failed = DescribeLogDirsResponse(request.correlation_id, (LogDirDescription(path, errors.KAFKA_STORAGE_ERROR),))
+    if log_manager.failure_channel.is_offline(path):
+        return failed
     try:
         space = log_manager.disk.space(path)
     except OSError:
-        return DescribeLogDirsResponse(request.correlation_id, (LogDirDescription(path, errors.KAFKA_STORAGE_ERROR),))
+        return failed
     asked = request.partitions
     described = tuple(LogDirPartition(tp, log.size_bytes, _offset_lag(partitions, tp, log))
                       for tp, log in sorted(log_manager.all_logs().items())
