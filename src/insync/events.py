@@ -62,6 +62,7 @@ class LeaderChangeReason(StrEnum):
     UNCLEAN = "unclean"
     ISR_CHANGE = "isr_change"
     UNFENCED = "unfenced"  # an offline partition back online when an ISR member returns
+    LOG_DIR_FAILURE = "log_dir_failure"  # the leader's log directory failed (KIP-858)
 
 
 # Fields each type must carry, beyond the common ones. Values are JSON Schema type names.

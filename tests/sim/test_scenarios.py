@@ -200,3 +200,17 @@ def test_a_stopped_broker_still_down_when_the_faults_end_restarts_for_the_quiesc
     assert any(a["broker"] == gone for e in events(result, "isr_expand") if e["ts_ms"] > registered[-1]["ts_ms"]
                for a in e["added"])
     assert result.lost_acked == 0 and result.offline_ms == 0
+
+
+def test_disk_full_leader_halts_the_others_lead_and_nothing_acknowledged_is_lost() -> None:
+    result = run("disk-full")
+    assert result.ok, (result.reproduce_command(), result.expectation_failures)
+    assert result.acked > 0 and result.lost_acked == 0 and result.divergent_logs == 0
+    # The first write to fail may be a follower's append: the halt then leaves the leader's produces unanswered.
+    assert set(result.produce_errors) <= {"KAFKA_STORAGE_ERROR", "REQUEST_TIMED_OUT", "NOT_LEADER_OR_FOLLOWER",
+                                          "NOT_ENOUGH_REPLICAS"}, result.produce_errors
+    fill_ms = min(e["ts_ms"] for e in result.events) + 10_000
+    fenced = [e for e in events(result, "broker_fenced") if e["ts_ms"] >= fill_ms]
+    moved = [e for e in events(result, "leader_change", 0) if e["ts_ms"] >= fill_ms and e["reason"] == "fenced"]
+    assert fenced and moved and moved[0]["leader_after"] not in (-1, moved[0]["leader_before"])
+    assert [e for e in events(result, "broker_unfenced") if e["ts_ms"] > fill_ms + 15_000]  # back after the heal

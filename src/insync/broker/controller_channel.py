@@ -4,8 +4,8 @@ A state machine free of I/O that returns the requests to send:
 - Registration with a fresh incarnation id, retried every heartbeat interval until it gets a broker epoch, and
   again after STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED. It names the previous broker epoch (KIP-966): the
   clean-shutdown marker's at start, then this life's own, since a re-registration without restart lost nothing.
-- Heartbeats every `broker.heartbeat.interval.ms` with the metadata offset applied; a broker behind the published
-  offset fetches at once, which only repairs a lost or failed long poll (`METADATA_POLL_*`).
+- Heartbeats every `broker.heartbeat.interval.ms` with the metadata offset applied and the failed log dirs; a
+  broker behind the published offset fetches at once, which only repairs a lost or failed long poll.
 - Controlled shutdown (`begin_shutdown`): heartbeats ask to shut down; the controller moves the leaderships, then
   fences the broker and answers `should_shut_down`, so it restarts without waiting out its old session.
 - AlterPartition (KIP-497): one queued proposal per partition, at most one request in flight carrying them all;
@@ -76,6 +76,7 @@ class ControllerChannel:
         self.published_offset = 0
         self.shutting_down = False
         self.shutdown_granted = False
+        self.offline_log_dirs: tuple[str, ...] = ()  # ids of failed log directories, in every heartbeat
 
     def _next_correlation(self) -> int:
         self._correlation += 1
@@ -89,6 +90,13 @@ class ControllerChannel:
     def epoch_to_remember(self) -> int:
         """What a clean-shutdown marker should hold: this life's epoch, or the one it has not yet replaced."""
         return self.broker_epoch if self.registered else self.previous_broker_epoch
+
+    def report_offline_log_dirs(self, now_ms: int, directory_ids: tuple[str, ...]) -> None:
+        """Tell the controller at once, in a heartbeat sent now, that these log directories failed (Kafka's
+        BrokerLifecycleManager.propagateDirectoryFailure)."""
+        assert len(directory_ids) >= len(self.offline_log_dirs), "a failed log directory stays failed"
+        self.offline_log_dirs = directory_ids
+        self._next_heartbeat_ms = now_ms
 
     def begin_shutdown(self, now_ms: int) -> None:
         """Ask the controller to let us go, from the next heartbeat on (sent at once). An unregistered broker
@@ -136,7 +144,7 @@ class ControllerChannel:
             return Outgoing(CONTROLLER, BrokerRegistrationRequest(correlation, self.broker_id, self.incarnation_id,
                                                                   self.previous_broker_epoch))
         return Outgoing(CONTROLLER, BrokerHeartbeatRequest(correlation, self.broker_id, self.broker_epoch,
-                                                           applied_offset, self.shutting_down))
+                                                           applied_offset, self.shutting_down, self.offline_log_dirs))
 
     # Responses ----------------------------------------------------------------------------------------
 

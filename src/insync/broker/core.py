@@ -6,11 +6,11 @@ purgatory (`ProduceHandler`) and the fetcher sessions (`ReplicaFetchers`); what 
 once (`broker.queries`, `broker.log_dirs`, `broker.producers`). It never does I/O and never reads a clock. A
 driver calls `start`, `handle` for every message, `complete_read` when a `CompleteAfter` has elapsed and `tick`
 at `next_deadline_ms()`, each returning commands (`Outgoing`, `CompleteAfter`), and `drain_events()` after each.
-Dynamic broker configs are applied as their records arrive, without a restart: `config` is the static config
-under them, topic log defaults follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next
-pass. Metadata drives roles: published records are replayed into the image, and the partitions they touch become
-leader, follower (moving to the fetcher session of the new leader), adopt a new ISR, or stop. ISR proposals go
-to the controller through the channel (`IsrProposals`), one AlterPartition request in flight.
+Dynamic broker configs apply as their records arrive: `config` is the static config under them, topic log defaults
+follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next pass. Metadata drives roles: published
+records are replayed into the image, and the partitions they touch become leader, follower (moving to the fetcher
+session of the new leader), adopt a new ISR, or stop. ISR proposals go to the controller through the channel
+(`IsrProposals`), one AlterPartition in flight. A failed log dir stops its partitions (`broker.dir_failure`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from collections.abc import Mapping
 
 from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from insync.broker.controller_channel import ControllerChannel
+from insync.broker.dir_failure import LogDirFailures, directory_id
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
 from insync.broker.isr_proposals import IsrProposals
@@ -100,6 +101,10 @@ class BrokerCore:
         self.fetchers = ReplicaFetchers(broker_id, config.replication.fetch, self.partitions, self.events,
                                         lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
+        self.dir_failures = LogDirFailures((log_manager.log_dir,))
+        # Partitions whose log is in a failed log dir: stopped until the broker restarts (Kafka's
+        # HostedPartition.Offline); metadata no longer moves them, and they propose no ISR change.
+        self.offline_partitions: set[TopicPartition] = set()
         self._checkpoint_interval_ms = config.replication.high_watermark_checkpoint_interval_ms
         self._retention_interval_ms = config.storage.retention_check_interval_ms
         self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
@@ -151,7 +156,7 @@ class BrokerCore:
 
     def start(self, now_ms: int) -> list[Command]:
         self._now_ms = now_ms
-        return list(self.channel.tick(now_ms, self.metadata.applied_offset))
+        return self._after_dir_failures(now_ms, list(self.channel.tick(now_ms, self.metadata.applied_offset)))
 
     def begin_controlled_shutdown(self, now_ms: int) -> list[Command]:
         """Kafka's controlled shutdown: ask the controller to move this broker's leaderships to other in-sync
@@ -168,6 +173,9 @@ class BrokerCore:
         """Process one received message; returns what to send or schedule."""
         assert now_ms >= self._now_ms, (now_ms, self._now_ms)
         self._now_ms = now_ms
+        return self._after_dir_failures(now_ms, self._handle(now_ms, source, message))
+
+    def _handle(self, now_ms: int, source: Address, message: object) -> list[Command]:
         if isinstance(message, FetchRequest):
             return self._after_fetch(now_ms, self.fetch_server.follower_fetch(now_ms, source, message))
         if isinstance(message, FetchResponse):
@@ -222,15 +230,48 @@ class BrokerCore:
     def complete_read(self, now_ms: int, token: int) -> list[Command]:
         assert now_ms >= self._now_ms
         self._now_ms = now_ms
-        return self._after_fetch(now_ms, self.fetch_server.complete(now_ms, token))
+        return self._after_dir_failures(now_ms, self._after_fetch(now_ms, self.fetch_server.complete(now_ms, token)))
+
+    def _after_dir_failures(self, now_ms: int, commands: list[Command]) -> list[Command]:
+        """Stop serving the partitions of log directories that failed during the call (`broker.dir_failure`)."""
+        if not self.log_manager.failure_channel.has_new:
+            return commands
+        for log_dir in self.log_manager.failure_channel.take_new():
+            log.warning("Stopping serving replicas in dir %s with uuid %s because the log directory has failed.",
+                        log_dir, directory_id(log_dir))
+            offline = self.log_manager.handle_log_dir_failure(log_dir)
+            self.offline_partitions.update(offline)
+            failure = self.dir_failures.fail(log_dir, [tp for tp in offline if tp in self.partitions])
+            if failure is None:
+                continue
+            for tp in failure.partitions:
+                self.fetchers.remove(now_ms, tp)
+                self.proposals.withdraw(tp)
+            log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory "
+                        "%s.", self.broker_id, ",".join(map(str, failure.partitions)), log_dir)
+            log.warning("Stopped serving replicas in dir %s", log_dir)
+        if self.dir_failures.halt_message is None:  # the driver halts the broker otherwise: no one to tell
+            self.channel.report_offline_log_dirs(now_ms, self.dir_failures.offline_directory_ids)
+            commands.extend(self.channel.tick(now_ms, self.metadata.applied_offset))
+        return commands
+
+    @property
+    def halt_message(self) -> str | None:
+        """Set once every log directory has failed: the driver must halt the broker (Kafka's Exit.halt)."""
+        return self.dir_failures.halt_message
 
     def tick(self, now_ms: int) -> list[Command]:
         assert now_ms >= self._now_ms
         self._now_ms = now_ms
+        return self._after_dir_failures(now_ms, self._tick(now_ms))
+
+    def _tick(self, now_ms: int) -> list[Command]:
         commands: list[Command] = []
         if now_ms >= self._next_isr_check_ms:
             self._next_isr_check_ms = now_ms + self.config.replication.isr_check_interval_ms
             for tp, partition in self.partitions.items():
+                if tp in self.offline_partitions:
+                    continue
                 proposal = partition.maybe_shrink_isr(now_ms)
                 if proposal is not None:
                     commands.extend(self.proposals.propose(now_ms, tp, proposal))
@@ -408,6 +449,10 @@ class BrokerCore:
 
     def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
         tp = delta.topic_partition
+        if tp in self.offline_partitions or self.log_manager.failure_channel.is_offline(self.log_manager.log_dir):
+            if delta.kind is DeltaKind.STOP:  # forgotten, its files left for the restart to find (Kafka's)
+                self.partitions.pop(tp, None)
+            return []
         if delta.kind is DeltaKind.STOP:
             self.fetchers.remove(now_ms, tp)
             self.proposals.withdraw(tp)

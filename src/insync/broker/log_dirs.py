@@ -4,7 +4,7 @@ Kafka's `ReplicaManager.describeLogDirs` and `alterReplicaLogDirs` (KIP-113), ov
 DescribeLogDirs lists each dir by its configured path with its volume's size and usable bytes (v4), and per log
 its segments' bytes and offset lag (high watermark less log end, floored at 0; -1 for a replica no longer
 hosted); a future copy moving there has `is_future_key` and its lag behind the current log. An offline dir, or
-one whose volume fails to answer, is KAFKA_STORAGE_ERROR with no partitions; so is an offline log's entry left out.
+one whose volume fails to answer, is KAFKA_STORAGE_ERROR with no partitions; an offline log is left out.
 AlterReplicaLogDirs checks in Kafka's order: a name too long for "-future" is INVALID_TOPIC_EXCEPTION; a path
 not among the dirs LOG_DIR_NOT_FOUND; an offline dir KAFKA_STORAGE_ERROR; a partition not hosted
 REPLICA_NOT_AVAILABLE, its dir remembered for when the log comes (Kafka's `maybeUpdatePreferredLogDir`); an

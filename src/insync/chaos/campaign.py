@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import ensure_topic
-from insync.chaos import checker, cluster, nemesis, report, workload
+from insync.chaos import checker, cluster, nemesis, report, slow_disk, small_disk, workload
 from insync.chaos.history import CLIENT_LOGGER
 from insync.chaos.ops import HistoryWriter, Op, read_history
 from insync.chaos.zookeeper import ZooKeeperServer
@@ -41,6 +41,8 @@ FAULTS_PER_RUN_MAX = 100
 CONCURRENCY_MAX = 3
 ZOOKEEPER_SESSION_MS = 2000  # how long a paused or killed active controller keeps its znode before a standby wins
 PARTITIONS = 3
+BROKERS = 3
+SMALL_DISK_MB = 64  # room for a run's segments many times over; `disk-full` fills the rest
 OVERRIDES = (
     "replica.lag.time.max.ms=4000",
     "broker.session.timeout.ms=3000",
@@ -128,10 +130,27 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str],
         raise ConfigError(f"{', '.join(networked)} need a cluster in network namespaces, and metadata.store="
                           "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
                           "--zookeeper or those kinds")
+    _check_log_dir_disks(kinds, engine)
     if zookeeper and engine != "insync":
         raise ConfigError("--zookeeper is insync's ZooKeeper metadata store; Kafka with ZooKeeper is --engine kafka:3.9")
     return tuple(replace(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper), engine=engine)
                  for r in range(runs))
+
+
+def _check_log_dir_disks(kinds: Sequence[str], engine: str) -> None:
+    """The kinds that put the brokers' log dirs on a file system of their own: one such file system per run,
+    one that can be made here, under insync's brokers (whose log dir is `node-<id>/data`)."""
+    needs = {name: nemesis.REGISTRY[name].log_dir_disk for name in kinds if nemesis.REGISTRY[name].log_dir_disk}
+    if not needs:
+        return
+    if len(set(needs.values())) > 1:
+        raise ConfigError(f"{' and '.join(needs)} each put the log dirs on a file system of their own: run them "
+                          "in separate campaigns")
+    reason = small_disk.unavailable() if nemesis.SMALL_DISK in needs.values() else slow_disk.unavailable()
+    if reason is not None:
+        raise ConfigError(f"{', '.join(needs)}: {reason}")
+    if engine != "insync":
+        raise ConfigError(f"{', '.join(needs)} run on insync's brokers only, not on {engine}")
 
 
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
@@ -170,7 +189,13 @@ def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: 
             overrides += ["metadata.store=zookeeper", f"zookeeper.connect={zk.connect('/insync')}",
                           f"zookeeper.session.timeout.ms={ZOOKEEPER_SESSION_MS}"]
             controllers = 2
-        spec = cluster.up(str(directory / "cluster"), 3, 0, overrides, controllers,
+        node_dirs = [(directory / "cluster" / f"node-{b}").resolve() for b in range(1, BROKERS + 1)]
+        disks = {k.log_dir_disk for k in kinds}
+        if nemesis.SMALL_DISK in disks:
+            stack.enter_context(small_disk.mounted([d / "data" for d in node_dirs], SMALL_DISK_MB))
+        if nemesis.FAILING_DISK in disks:
+            stack.enter_context(slow_disk.mounted(node_dirs))
+        spec = cluster.up(str(directory / "cluster"), BROKERS, 0, overrides, controllers,
                           namespaces=any(k.needs_netns for k in kinds), engine=plan.engine)
         return _workload_under_faults(plan, directory, history, rate, spec)
 

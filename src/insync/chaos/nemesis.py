@@ -8,7 +8,8 @@ only when asked for them. A new kind is one more entry in `KINDS`: `pause` (SIGS
 partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/power.py), and `controller-kill` /
 `controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
 `all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
-`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network.
+`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. Opt-in too,
+`LOG_DIR_KINDS` (`disk-full`, `disk-error`, on log dirs of their own file system) are `_disk_fault`'s.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from insync.admin import admin_client
-from insync.chaos import cluster, power, script
+from insync.chaos import cluster, power, script, slow_disk, small_disk
 from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
 from insync.config import ConfigError
 from insync.waiting import WaitTimeout, wait_until
 
 INJECTION = ("fault.injection.enable=true",)
+SMALL_DISK, FAILING_DISK = "small", "failing"  # chaos/small_disk.py's tmpfs, chaos/slow_disk.py's FUSE passthrough
 SLOW_READ_MS = 3000
 METADATA_WAIT_S = 10.0
 DELAY_MS = 1500
@@ -94,6 +97,7 @@ class FaultKind:
     start: Callable[[Target, int], Active]
     overrides: tuple[str, ...] = ()  # broker configs the kind needs (its fault injection turned on)
     needs_netns: bool = False  # each node in its own network namespace (cluster.up's namespaces)
+    log_dir_disk: str | None = None  # each broker's log dir on its own file system: SMALL_DISK or FAILING_DISK
 
     @property
     def insync_only(self) -> bool:
@@ -150,6 +154,34 @@ def _power_loss(target: Target, pick: int) -> Active:
     target.spec, cut = power.crash(target.spec, leader, restart=False)
     return Active(f"power loss at broker {leader} (leader of {partition}, {cut.bytes_lost} bytes not fsynced)",
                   lambda t: t.heal("restart", leader))
+
+
+def _disk_fault(name: str) -> Callable[[Target, int], Active]:
+    """`disk-full` fills the log dir of a partition's leader (its small tmpfs) until writes fail with ENOSPC;
+    `disk-error` makes every read and write of it fail with EIO (its FUSE passthrough). Either way the broker
+    refuses what it could not write with KAFKA_STORAGE_ERROR and, its only log dir offline, halts; the others take
+    over its leaderships. Undone by freeing the space or ending the errors and restarting the broker, which
+    recovers its logs and catches up."""
+    def start(target: Target, pick: int) -> Active:
+        partition, leader, _ = target.replicas(pick)
+        if leader < 0:
+            raise ConfigError(f"partition {partition} of {target.topic} has no leader whose log dir to break")
+        node = target.spec.node(leader)
+        if name == "disk-full":
+            what = f"fill the log dir of broker {leader} ({small_disk.fill(node.log_dir)} bytes)"
+        else:
+            slow_disk.write_errors(Path(node.directory), True)
+            what = f"EIO on the log dir of broker {leader}"
+
+        def undo(t: Target) -> None:
+            if name == "disk-full":
+                small_disk.free(node.log_dir)
+            else:
+                slow_disk.write_errors(Path(node.directory), False)
+            t.heal("restart", leader)
+
+        return Active(f"{what} (leader of {partition})", undo)
+    return start
 
 
 def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
@@ -224,7 +256,12 @@ OPT_IN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("loss", _network("loss", "broker"), needs_netns=True),
     FaultKind("latency", _network("latency", "broker"), needs_netns=True),
 )}
-REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS}
+# Opt-in too: each needs the brokers' log dirs on a file system of its own.
+LOG_DIR_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
+    FaultKind("disk-full", _disk_fault("disk-full"), log_dir_disk=SMALL_DISK),
+    FaultKind("disk-error", _disk_fault("disk-error"), log_dir_disk=FAILING_DISK),
+)}
+REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS, **LOG_DIR_KINDS}
 
 
 def parse_kinds(text: str, engine: str = "insync") -> tuple[str, ...]:

@@ -39,6 +39,7 @@ from insync.controller.config_control import (
 )
 from insync.controller.election import first_out_of_sync
 from insync.controller.leader_balance import MAX_ELECTIONS_PER_IMBALANCE, LeaderBalance
+from insync.controller.log_dirs import OfflineLogDirs, offline_dir_changes
 from insync.controller.propagation import MetadataLog, PropagationConfig, Publication
 from insync.controller.reassignment import ReassignmentTarget, reassignment_changes
 from insync.controller.replication_control import (
@@ -126,6 +127,7 @@ class Controller:
                                       first_out_of_sync if self._recovery is UncleanRecoveryStrategy.NONE
                                       else wait_for_recovery)
         self._sessions = BrokerSessions(config.lifecycle.session_timeout_ms)
+        self._offline_dirs = OfflineLogDirs()
         self._balance = LeaderBalance.from_config(config.controller)
         self._events: deque[Event] = deque(maxlen=EVENTS_BUFFERED_MAX)
         self.events_dropped = 0
@@ -217,8 +219,10 @@ class Controller:
         return ControllerResult(records, epoch)
 
     def heartbeat(self, broker_id: BrokerId, broker_epoch: int, now_ms: int, current_metadata_offset: int,
-                  want_fence: bool = False, want_shutdown: bool = False) -> ControllerResult[HeartbeatResponse]:
-        """BrokerHeartbeat: renews the session and moves the broker through Kafka's state table."""
+                  want_fence: bool = False, want_shutdown: bool = False,
+                  offline_log_dirs: tuple[str, ...] = ()) -> ControllerResult[HeartbeatResponse]:
+        """BrokerHeartbeat: renews the session and moves the broker through Kafka's state table; failed log
+        directories it names for the first time move its leaderships and shrink its ISRs (`controller.log_dirs`)."""
         self._advance(now_ms)
         broker = self._registered(broker_id, broker_epoch)
         self._sessions.touch(broker_id, now_ms)
@@ -237,6 +241,8 @@ class Controller:
                 batch.add(BrokerRegistrationChangeRecord(broker_id, broker.broker_epoch, True))
             elif not broker.fenced:
                 self._fence(batch, broker, str(LeaderChangeReason.SHUTDOWN))
+        if self._offline_dirs.newly_offline(broker_id, broker_epoch, offline_log_dirs):
+            batch.add_changes(offline_dir_changes(batch.image, broker_id, self._policy))
         records = self._commit(batch, now_ms)
         response = HeartbeatResponse(is_caught_up(broker, current_metadata_offset),
                                      self._image.brokers[broker_id].fenced, state is BrokerState.SHUTDOWN_NOW)

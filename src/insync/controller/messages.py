@@ -65,6 +65,7 @@ class BrokerHeartbeatRequest:
     broker_epoch: BrokerEpoch
     metadata_offset: int  # the last metadata record this broker applied
     want_shutdown: bool = False  # controlled shutdown: move my leaderships away, then let me go
+    offline_log_dirs: tuple[str, ...] = ()  # ids of its failed log directories (KIP-858)
 
 
 @dataclass(frozen=True, slots=True)

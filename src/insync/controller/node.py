@@ -129,7 +129,8 @@ class ControllerCore:
         try:
             result = self.controller.heartbeat(request.broker_id, request.broker_epoch, now_ms,
                                                request.metadata_offset, want_fence=heartbeat.want_fence,
-                                               want_shutdown=request.want_shutdown)
+                                               want_shutdown=request.want_shutdown,
+                                               offline_log_dirs=request.offline_log_dirs)
         except KafkaException as exc:
             return BrokerHeartbeatResponse(request.correlation_id, exc.error, True, self.controller.published_offset)
         response = result.response

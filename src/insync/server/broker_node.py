@@ -56,6 +56,7 @@ from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
+from insync.server.halt import Halter
 from insync.server.metrics import MetricsSnapshot, NodeMetrics, snapshot
 from insync.server.role import (
     MeteredDispatcher,
@@ -169,6 +170,7 @@ class BrokerNode(MeteredDispatcher):
                                       self._inter_broker_address, self.controller,
                                       librdkafka_settings(config, inter_broker, "sasl.mechanism.inter.broker.protocol"))
         self.metrics = NodeMetrics(self._snapshot)
+        self.halter = Halter()
         # A client request's answer from the core, and when to give up on it (`_expire_waiters`).
         self._waiters: dict[tuple[object, int], tuple[asyncio.Future[object], int]] = {}
         self._expiry_due_ms = 0
@@ -206,6 +208,7 @@ class BrokerNode(MeteredDispatcher):
             self.event_topic.offer(events)
         if self.core.next_deadline_ms() < self._timer_due_ms:
             self._wake.set()  # the timer sleeps past the core's new deadline: let it sleep less
+        self.halter.check(self.core)
 
     def _complete_read(self, token: int) -> None:
         self._feed(self.core.complete_read(self._now(), token))

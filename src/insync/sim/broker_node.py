@@ -176,6 +176,9 @@ class SimBroker:
         events = core.drain_events()
         if events:
             self._sink(events)
+        if core.halt_message is not None:  # every log dir failed: the process halts, its page cache survives
+            self.kill(torn_tail=False, lose_unsynced=False)
+            return
         self._arm_timer()
         self._on_step(self.broker_id)
 
@@ -216,9 +219,9 @@ class SimBroker:
         if self.core is not None and self._poll is None:
             self._apply(self._poll_metadata())
 
-    def kill(self, torn_tail: bool, *, clean: bool = False) -> None:
+    def kill(self, torn_tail: bool, *, clean: bool = False, lose_unsynced: bool = True) -> None:
         """The process ends: with `clean`, after a clean stop (its clients see their connections close),
-        otherwise silently, like a power loss."""
+        otherwise silently, like a power loss (unless not `lose_unsynced`: a process that halts)."""
         if self.core is None:
             return
         self.core = None
@@ -236,7 +239,8 @@ class SimBroker:
             self._network.close(self.broker_id)
         else:
             self._network.kill(self.broker_id)
-        self.disk.crash(torn_tail=torn_tail, rng=self._scheduler.rng)
+        if lose_unsynced:
+            self.disk.crash(torn_tail=torn_tail, rng=self._scheduler.rng)
 
     def stop(self, then: Callable[[], None]) -> None:
         """Controlled shutdown, then a clean stop (module docstring); `then` runs once the process has ended."""

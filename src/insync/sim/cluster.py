@@ -199,6 +199,16 @@ class SimCluster:
     def clear_disk_faults(self, broker_id: int) -> None:
         self.brokers[broker_id].disk.clear_faults()
 
+    def fill_disk(self, broker_id: int) -> None:
+        self.brokers[broker_id].disk.set_full(self.partition_path(broker_id, None) + "/")
+
+    def free_disk(self, broker_id: int) -> None:
+        """Space returns; a broker that halted on its full log dir is restarted, as an operator would."""
+        self.clear_disk_faults(broker_id)
+        if self.brokers[broker_id].core is None:
+            self.checker.forget_broker(broker_id)
+            self.restart(broker_id)
+
     def delete_records(self, topic_partition: TopicPartition, offset: int | None) -> None:
         reg = self._registration(topic_partition)
         if reg is None or reg.leader == NO_LEADER:

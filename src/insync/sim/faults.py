@@ -6,11 +6,11 @@ A scripted fault has `at_s`, `kind`, `target` (a broker id, or `"leader"` / `"fo
 prefix of the last append; restarts after `restart_after_s`), `wipe` (back on an empty disk, a replaced one),
 `stop` (controlled shutdown, then every log flushed), `isolate` (`one_way`: only what it sends is lost),
 `partition` (`side_a`, `side_b`), `clog` and `swizzle` (FoundationDB's clogging), `throttle` (`bytes_per_ms`
-into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files) and
-`delete_records` (`offset` or `"hw"`). `every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or
-absent lasts until the quiesce phase. `[chaos]` draws faults from the run's seed (`kinds`, `gap_s`,
-`duration_s`, `slow_read_ms` ranges, `until_s`), one at a time, so an acks=all cluster with RF 3 and min ISR 2
-must lose nothing.
+into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files), `disk_full`
+(ENOSPC on the log dir: it halts; healed by space and a restart) and `delete_records` (`offset` or `"hw"`).
+`every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or absent lasts until the quiesce phase.
+`[chaos]` draws faults from the run's seed (`kinds`, `gap_s`, `duration_s`, `slow_read_ms` ranges, `until_s`),
+one at a time, so an acks=all cluster with RF 3 and min ISR 2 must lose nothing.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from insync.sim.scheduler import Scheduler
 from insync.types import TopicPartition
 
 KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "partition", "clog", "swizzle", "slow_reads",
-                   "io_error", "delete_records", "throttle"})
-CHAOS_KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "clog", "swizzle", "slow_reads"})
+                   "io_error", "disk_full", "delete_records", "throttle"})
+CHAOS_KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "clog", "swizzle", "slow_reads", "disk_full"})
 FAULTS_PER_RUN_MAX = 100_000
 
 
@@ -63,6 +63,10 @@ class FaultTarget(Protocol):
     def set_io_error(self, broker_id: int, topic_partition: TopicPartition, on_read: bool, on_write: bool) -> None: ...
 
     def clear_disk_faults(self, broker_id: int) -> None: ...
+
+    def fill_disk(self, broker_id: int) -> None: ...
+
+    def free_disk(self, broker_id: int) -> None: ...
 
     def delete_records(self, topic_partition: TopicPartition, offset: int | None) -> None: ...
 
@@ -187,6 +191,9 @@ class FaultPlan:
         if kind == "io_error":
             cluster.set_io_error(broker, tp, bool(spec.get("on_read", False)), bool(spec.get("on_write", True)))
             return lambda: cluster.clear_disk_faults(broker)
+        if kind == "disk_full":
+            cluster.fill_disk(broker)
+            return lambda: cluster.free_disk(broker)
         assert kind == "delete_records", kind
         offset = spec.get("offset", "hw")
         cluster.delete_records(tp, None if offset == "hw" else int(offset))

@@ -4,7 +4,7 @@
 `rename` for checkpoints; `space` for DescribeLogDirs. There are no file handles in the interface; `RealDisk`
 caches one OS file descriptor per path (LRU, `OPEN_FILES_MAX`) so the hot path is a single system call.
 Faults, on both disks (`FaultHooks`): `set_io_error(path_prefix, on_read, on_write)` makes matching operations
-raise `OSError(EIO)`; with `set_slow_reads(path_prefix, ms)` both disks return at once and
+raise `OSError(EIO)` (`InjectedIOError`); with `set_slow_reads(path_prefix, ms)` both disks return at once and
 `read_latency_ms(path)` reports the latency the driver charges (the simulator on its clock, the server by
 completing that fetch later, `CompleteAfter`), so a slow read delays only that partition's fetches, as one stuck
 Kafka request handler would (seed 000), without stalling heartbeats or other partitions.
@@ -75,12 +75,18 @@ class Disk(Protocol):
         """The size of the volume holding `path` and what of it is free to use (DescribeLogDirs v4)."""
 
 
+class InjectedIOError(OSError):
+    """An I/O error `FaultHooks` injected on a path prefix: a failing partition (seed 002), so it fails that log
+    alone, where an error from the file system takes the whole log directory offline (`log_dir_failure`)."""
+
+
 @dataclass(slots=True)
 class FaultHooks:
     """Slow reads and I/O errors by path prefix; shared by both disks."""
 
     slow_reads_ms: dict[str, int] = field(default_factory=dict)
     io_errors: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+    full: set[str] = field(default_factory=set)
 
     def set_slow_reads(self, path_prefix: str, ms: int) -> None:
         assert ms >= 0
@@ -89,9 +95,14 @@ class FaultHooks:
     def set_io_error(self, path_prefix: str, on_read: bool = True, on_write: bool = True) -> None:
         self.io_errors[path_prefix] = (on_read, on_write)
 
+    def set_full(self, path_prefix: str) -> None:
+        """Writes under `path_prefix` fail with ENOSPC, as on a full file system: the whole log dir goes offline."""
+        self.full.add(path_prefix)
+
     def clear_faults(self) -> None:
         self.slow_reads_ms.clear()
         self.io_errors.clear()
+        self.full.clear()
 
     def read_latency_ms(self, path: str) -> int:
         if not self.slow_reads_ms:
@@ -99,11 +110,13 @@ class FaultHooks:
         return max((ms for prefix, ms in self.slow_reads_ms.items() if path.startswith(prefix)), default=0)
 
     def check(self, path: str, *, write: bool) -> None:
+        if write and self.full and any(path.startswith(prefix) for prefix in self.full):
+            raise OSError(errno.ENOSPC, "No space left on device", path)
         if not self.io_errors:
             return
         for prefix, (on_read, on_write) in self.io_errors.items():
             if path.startswith(prefix) and (on_write if write else on_read):
-                raise OSError(errno.EIO, f"injected I/O error ({'write' if write else 'read'})", path)
+                raise InjectedIOError(errno.EIO, f"injected I/O error ({'write' if write else 'read'})", path)
 
 
 class _FaultInjecting:
@@ -116,6 +129,9 @@ class _FaultInjecting:
 
     def set_io_error(self, path_prefix: str, on_read: bool = True, on_write: bool = True) -> None:
         self.faults.set_io_error(path_prefix, on_read, on_write)
+
+    def set_full(self, path_prefix: str) -> None:
+        self.faults.set_full(path_prefix)
 
     def clear_faults(self) -> None:
         self.faults.clear_faults()

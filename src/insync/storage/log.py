@@ -6,8 +6,8 @@ opaque bytes: a leader append validates the produced batch, copies it once to st
 and writes it with one system call. Opening a log recovers it: segments below the recovery point are trusted;
 from there every batch is CRC-checked, a torn or corrupt tail cut (and logged), and indexes rebuilt. An I/O error
 while writing takes the log offline (KAFKA_STORAGE_ERROR until it is reopened); a read error fails only that
-read. Bad input raises `InvalidRecordError`, a follower append not at the log end OFFSET_OUT_OF_RANGE; nothing is
-written in either case. Where Kafka leaves room: a truncation inside a batch drops the whole batch; an append in
+read; either goes to the log's `failure_channel`, which takes the whole log directory offline. Bad input raises
+`InvalidRecordError`, a follower append not at the log end OFFSET_OUT_OF_RANGE; nothing is written in either case. Where Kafka leaves room: a truncation inside a batch drops the whole batch; an append in
 an epoch older than the cache's latest is not recorded; time rolls and retention without timestamps count from
 the segment's creation or load. A producer-state snapshot (producer_snapshots.py) is taken when a segment rolls
 or the log closes, and the snapshots outside the log's offsets are deleted as its ends move.
@@ -40,9 +40,10 @@ from insync.protocol.records import (
 )
 from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
 from insync.storage.cleaner_plan import SegmentInfo
-from insync.storage.disk import Disk, RealDisk
+from insync.storage.disk import Disk, InjectedIOError, RealDisk
 from insync.storage.index import RELATIVE_OFFSET_MAX
 from insync.storage.leader_epoch import LeaderEpochCache
+from insync.storage.log_dir_failure import LogDirFailureChannel
 from insync.storage.producer_snapshots import ProducerSnapshotFiles
 from insync.storage.segment import (
     INDEX_SUFFIX,
@@ -75,13 +76,15 @@ def _writes(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[
         except OSError as exc:
             log.offline = True
             logger.error("Taking %s offline after an I/O error: %s", log.directory, exc)
+            log.report_io_error(method.__name__, exc)
             raise KafkaException(errors.KAFKA_STORAGE_ERROR, f"{log.directory}: {exc}") from exc
 
     return guarded
 
 
 def _reads(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
-    """An I/O error while reading fails the call with KAFKA_STORAGE_ERROR; the log stays usable."""
+    """An I/O error while reading fails the call with KAFKA_STORAGE_ERROR; the log stays usable unless its
+    directory's failure channel takes the whole directory offline."""
 
     @functools.wraps(method)
     def guarded(log: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -90,6 +93,7 @@ def _reads(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[L
         try:
             return method(log, *args, **kwargs)
         except OSError as exc:
+            log.report_io_error(method.__name__, exc)
             raise KafkaException(errors.KAFKA_STORAGE_ERROR, f"{log.directory}: {exc}") from exc
 
     return guarded
@@ -139,6 +143,16 @@ class Log:
         # The lowest offset truncated to since the cleaner last looked: its checkpoint may not stay above it
         # (Kafka's LogCleanerManager.maybeTruncateCheckpoint).
         self.truncated_to: int | None = None
+        # Where an I/O error from the file system is reported: the log directory then goes offline as a whole.
+        self.failure_channel: LogDirFailureChannel | None = None
+
+    def report_io_error(self, action: str, error: OSError) -> None:
+        """Hand an error of the file system to the failure channel (Kafka's `maybeHandleIOException`); one that
+        `FaultHooks` injected on this partition fails this log alone."""
+        if self.failure_channel is not None and not isinstance(error, InjectedIOError):
+            parent = str(PurePosixPath(self.directory).parent)
+            self.failure_channel.maybe_add_offline_log_dir(
+                parent, f"Error while {action} of {PurePosixPath(self.directory).name} in dir {parent}", error)
 
     # --- Opening and recovery ------------------------------------------------------------------------------
 

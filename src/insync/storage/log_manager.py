@@ -10,7 +10,8 @@ become readable again, none lost); both are logged on `insync.storage`. Each dir
 checkpoint (`replication-offset-checkpoint`) is read strictly: `read_high_watermarks` raises `CheckpointError`
 and the caller decides, because a guessed high watermark could expose uncommitted data. A new log goes to the
 online dir with the fewest logs, or to the dir AlterReplicaLogDirs asked for before it existed; moves between
-dirs are `replica_moves.ReplicaMoves`.
+dirs are `replica_moves.ReplicaMoves`. An I/O error in a dir's logs, checkpoints or start-up load goes to
+`failure_channel` (Kafka's LogDirFailureChannel); `handle_log_dir_failure` then takes that dir's logs offline.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from insync import errors
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, CleanerConfig, LogConfig
 from insync.errors import KafkaException
@@ -41,6 +43,7 @@ from insync.storage.log_cleaner import (
     Producers,
     map_bytes_per_thread,
 )
+from insync.storage.log_dir_failure import LogDirFailureChannel
 from insync.storage.log_dir_layout import (
     LogDirLayoutError,
     LogKind,
@@ -73,7 +76,6 @@ class LogManager:
                  owns_disk: bool) -> None:
         assert log_dirs and len(set(log_dirs)) == len(log_dirs), log_dirs
         self.log_dirs = log_dirs
-        self.offline_dirs: set[str] = set()
         self.config = config
         self.disk = disk
         self.clock = clock
@@ -82,6 +84,11 @@ class LogManager:
         self.preferred_dirs: dict[TopicPartition, str] = {}  # AlterReplicaLogDirs before the log exists
         self.cleaner: LogCleaner | None = None  # set by open()
         self.moves = ReplicaMoves(self)
+        self.failure_channel = LogDirFailureChannel()
+
+    @property
+    def offline_dirs(self) -> frozenset[str]:
+        return frozenset(d for d in self.log_dirs if self.failure_channel.is_offline(d))
 
     @property
     def log_dir(self) -> str:
@@ -109,7 +116,14 @@ class LogManager:
         plan = plan_start_up(listings)
         manager._settle(plan)
         for log_dir in listings:
-            manager._open_logs(log_dir, plan)
+            try:
+                manager._open_logs(log_dir, plan)
+            except (OSError, KafkaException) as exc:
+                if isinstance(exc, KafkaException) and exc.error is not errors.KAFKA_STORAGE_ERROR:
+                    raise
+                # Kafka's loadLogs: the dir is offline, the broker goes on with the others (or halts)
+                manager.failure_channel.maybe_add_offline_log_dir(log_dir, f"Error while loading log dir {log_dir}",
+                                                                  exc)
         return manager
 
     def _list_dirs(self) -> dict[str, list[str]]:
@@ -119,8 +133,7 @@ class LogManager:
                 self.disk.mkdir(path)
                 listings[path] = self.disk.listdir(path)
             except OSError as exc:
-                logger.error("Log dir %s is offline: %s", path, exc)
-                self.offline_dirs.add(path)
+                self.failure_channel.maybe_add_offline_log_dir(path, f"Error while listing log dir {path}", exc)
         if not listings:
             raise LogDirLayoutError(f"every log dir is offline: {', '.join(self.log_dirs)}")
         return listings
@@ -145,6 +158,7 @@ class LogManager:
                 assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
                 log = Log.open(f"{log_dir}/{name}", self.config, self.disk, clock=self.clock,
                                recovery_point=recovery_points.get(tp), log_start_offset=log_starts.get(tp))
+                log.failure_channel = self.failure_channel
                 if is_future:
                     self.moves.resume(tp, log)
                 else:
@@ -191,6 +205,7 @@ class LogManager:
         if log is None:
             assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
             log = Log.open(f"{self._next_log_dir(tp)}/{tp}", config or self.config, self.disk, clock=self.clock)
+            log.failure_channel = self.failure_channel
             self._logs[tp] = log
         elif config is not None:
             log.update_config(config)
@@ -214,8 +229,34 @@ class LogManager:
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Each online dir's `replication-offset-checkpoint`, with the current logs it holds."""
         for log_dir in self.online_dirs():
-            write_offset_checkpoint(self.disk, f"{log_dir}/{REPLICATION_OFFSET_CHECKPOINT}",
-                                    {tp: hw for tp, hw in high_watermarks.items() if self.dir_of(tp) == log_dir})
+            self._write_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT,
+                                   {tp: hw for tp, hw in high_watermarks.items() if self.dir_of(tp) == log_dir})
+
+    def _write_checkpoint(self, log_dir: str, name: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """A checkpoint that cannot be written takes its dir offline, as Kafka's does."""
+        if self.failure_channel.is_offline(log_dir):
+            return
+        try:
+            write_offset_checkpoint(self.disk, f"{log_dir}/{name}", offsets)
+        except OSError as exc:
+            self.failure_channel.maybe_add_offline_log_dir(
+                log_dir, f"Disk error while writing {name} in directory {log_dir}", exc)
+
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
+        """Take every log of `log_dir`, future copies included, offline (Kafka's LogManager.handleLogDirFailure);
+        returns the partitions whose current log is there."""
+        assert self.failure_channel.is_offline(log_dir), log_dir
+        offline = sorted(tp for tp, log in self._logs.items() if parent_dir(log) == log_dir)
+        for tp in offline:
+            self._logs[tp].offline = True
+        for future in self.moves.future_logs().values():
+            if parent_dir(future) == log_dir:
+                future.offline = True  # its move stops at its next step
+        if offline:
+            self.stop_cleaning()
+        logger.warning("Logs for partitions %s are offline due to failure on log directory %s",
+                       ",".join(map(str, offline)), log_dir)
+        return offline
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         """Every online dir's HW checkpoint (empty when missing). Raises CheckpointError, naming file and line,
@@ -237,10 +278,10 @@ class LogManager:
                     logger.error("Not moving the recovery point of %s: %s", log.directory, exc)
         for log_dir in self.online_dirs():
             logs = self.logs_in(log_dir)
-            write_offset_checkpoint(self.disk, f"{log_dir}/{RECOVERY_POINT_CHECKPOINT}",
-                                    {tp: log.recovery_point for tp, log in logs.items()})
-            write_offset_checkpoint(self.disk, f"{log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
-                                    {tp: log.log_start_offset for tp, log in logs.items()})
+            self._write_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT,
+                                   {tp: log.recovery_point for tp, log in logs.items()})
+            self._write_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT,
+                                   {tp: log.log_start_offset for tp, log in logs.items()})
 
     def apply_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
         """Retention on every log with a high watermark in `high_watermarks`, never past it; a log without one
@@ -257,12 +298,15 @@ class LogManager:
         stable offset (not hosted as a partition) is not cleaned. Returns the cleans swapped in."""
         assert self.cleaner is not None
         moving = self.moves.future_logs()  # paused while they move, as Kafka's abortAndPauseCleaning
-        logs = {tp: log for tp, log in self._logs.items() if tp not in moving} if moving else self._logs
+        logs = self._logs
+        if moving or any(log.offline for log in logs.values()):
+            logs = {tp: log for tp, log in logs.items() if tp not in moving and not log.offline}
         return self.cleaner.tick(now_ms, logs, stable_offsets, producers)
 
     def flush(self) -> None:
         for log in [*self._logs.values(), *self.moves.future_logs().values()]:
-            log.flush()
+            if not log.offline:
+                log.flush()
 
     def stop_cleaning(self) -> None:
         """Have the cleans in progress stop at their next batch, before the cleaner's threads are joined."""
@@ -272,7 +316,8 @@ class LogManager:
     def close(self) -> None:
         """Flush every log and write the checkpoints, so the next open trusts all the data."""
         for log in [*self._logs.values(), *self.moves.future_logs().values()]:
-            log.close()
+            if not log.offline:  # an offline log is left as it is, for recovery at the next start
+                log.close()
         self.checkpoint_recovery_points_and_log_starts()
         if self._owns_disk and isinstance(self.disk, RealDisk):
             self.disk.close()

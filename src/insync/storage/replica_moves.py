@@ -93,6 +93,7 @@ class ReplicaMoves:
         manager = self._manager
         self._futures[tp] = Log.open(f"{destination}/{future_name(tp, token)}", current.config, manager.disk,
                                      clock=manager.clock, log_start_offset=current.log_start_offset)
+        self._futures[tp].failure_channel = current.failure_channel
         self._tokens[tp] = token
         logger.info("Moving %s from %s to %s", tp, os.path.dirname(current.directory), destination)
 

@@ -109,7 +109,8 @@ def decode_heartbeat(request: DecodedRequest) -> Heartbeat:
     check_body(body, BROKER_HEARTBEAT)
     internal = BrokerHeartbeatRequest(request.correlation_id, BrokerId(int(body.broker_id)),
                                       BrokerEpoch(int(body.broker_epoch)), int(body.current_metadata_offset),
-                                      bool(body.want_shut_down))
+                                      bool(body.want_shut_down),
+                                      tuple(str(d) for d in getattr(body, "offline_log_dirs", ())))
     return Heartbeat(internal, bool(body.want_fence))
 
 
@@ -126,7 +127,8 @@ def encode_heartbeat_response(response: BrokerHeartbeatResponse, version: int) -
 def heartbeat_request(request: BrokerHeartbeatRequest, version: int, want_fence: bool = False) -> Any:
     return build(request_class(BROKER_HEARTBEAT, version), broker_id=request.broker_id,
                  broker_epoch=request.broker_epoch, current_metadata_offset=request.metadata_offset,
-                 want_fence=want_fence, want_shut_down=request.want_shutdown)
+                 want_fence=want_fence, want_shut_down=request.want_shutdown,
+                 **({"offline_log_dirs": tuple(uuid.UUID(d) for d in request.offline_log_dirs)} if version >= 1 else {}))
 
 
 def heartbeat_response_from_wire(body: Any, correlation_id: int, published_offset: int) -> BrokerHeartbeatResponse:

@@ -93,7 +93,8 @@ class Harness:
             except KafkaException as exc:
                 reply = BrokerRegistrationResponse(message.correlation_id, exc.error, BrokerEpoch(-1))
         elif isinstance(message, BrokerHeartbeatRequest):
-            hb = c.heartbeat(message.broker_id, message.broker_epoch, now, message.metadata_offset).response
+            hb = c.heartbeat(message.broker_id, message.broker_epoch, now, message.metadata_offset,
+                             offline_log_dirs=message.offline_log_dirs).response
             reply = BrokerHeartbeatResponse(message.correlation_id, errors.NONE, hb.is_fenced, c.published_offset)
         elif isinstance(message, AlterPartitionRequest):
             try:

@@ -80,6 +80,14 @@ def test_a_volume_that_cannot_be_read_makes_the_log_dir_a_storage_error() -> Non
     assert describe(h, core) == LogDirDescription(core.log_manager.log_dir, errors.KAFKA_STORAGE_ERROR)
 
 
+def test_a_failed_log_dir_is_a_storage_error() -> None:
+    h = cluster_with_topic()
+    core = h.leader()
+    core.log_manager.failure_channel.maybe_add_offline_log_dir(core.log_manager.log_dir, "Error while append",
+                                                               OSError(28, "No space left on device"))
+    assert describe(h, core) == LogDirDescription(core.log_manager.log_dir, errors.KAFKA_STORAGE_ERROR)
+
+
 def test_alter_replica_log_dirs_with_one_log_dir() -> None:
     h = cluster_with_topic()
     core = h.leader()

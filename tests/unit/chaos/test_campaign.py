@@ -224,3 +224,13 @@ def test_a_kafka_campaign_leaves_out_what_insync_nodes_inject_into_themselves() 
     assert {p.engine for p in plans} == {"kafka:4.1.2"}
     with pytest.raises(ConfigError, match="--engine kafka:3.9"):
         campaign.plan_campaign(1, 7, 30.0, ("kill",), zookeeper=True, engine="kafka:4.1.2")
+
+
+def test_the_log_dir_kinds_are_opt_in_and_each_needs_a_campaign_of_its_own() -> None:
+    assert "disk-full" not in campaign.nemesis.KINDS and "disk-error" not in nemesis.parse_kinds("all")
+    with pytest.raises(ConfigError, match="disk-full and disk-error each put the log dirs on a file system"):
+        campaign.plan_campaign(1, 0, 30.0, ("disk-full", "disk-error"))
+    with pytest.raises(ConfigError, match="run on insync's brokers only, not on kafka:4.1.2"):
+        campaign.plan_campaign(1, 0, 30.0, ("kill", "disk-full"), engine="kafka:4.1.2")
+    [plan] = campaign.plan_campaign(1, 0, 30.0, ("kill", "disk-full"))
+    assert {f.kind for f in plan.faults} == {"kill", "disk-full"}

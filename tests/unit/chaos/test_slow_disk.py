@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import socket
@@ -76,3 +77,20 @@ def test_what_kafka_does_to_its_log_dirs_passes_through(node: Path) -> None:
     assert sorted(p.name for p in (node / slow_disk.DISK_DIR / "t-0").iterdir()) == [
         "00000000000000000000.index", "checkpoint"]  # written through to the disk below
     assert os.statvfs(directory).f_bavail > 0
+
+
+def test_with_errors_on_every_read_and_write_fails_with_eio_and_works_again_after(node: Path) -> None:
+    partition = node / "data" / "t-0"
+    partition.mkdir()
+    segment = partition / "00000000000000000000.log"
+    segment.write_bytes(b"r" * 1000)
+    slow_disk.write_errors(node, True)
+    time.sleep(2 * slow_disk.CONTROL_CHECK_S)
+    for operation in (segment.read_bytes, lambda: segment.write_bytes(b"w"), lambda: (partition / "new").mkdir()):
+        with pytest.raises(OSError) as raised:
+            operation()
+        assert raised.value.errno == errno.EIO
+    assert segment.exists() and [p.name for p in partition.iterdir()] == [segment.name]  # lookups still work
+    slow_disk.write_errors(node, False)
+    time.sleep(2 * slow_disk.CONTROL_CHECK_S)
+    assert segment.read_bytes() == b"r" * 1000

@@ -21,3 +21,17 @@ def test_reopen_appends(tmp_path: Path) -> None:
         log.write([Event(ts, 2, EventType.BROKER_FENCED, fields={"broker_id": 3})])
         log.close()
     assert len((tmp_path / "events.jsonl").read_text().splitlines()) == 2
+
+
+def test_a_disk_that_refuses_the_line_drops_the_event_not_the_broker(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    log = EventLog(tmp_path)
+
+    def full(fd: int, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("insync.server.event_log.os.write", full)
+    log.write([Event(1, 2, EventType.BROKER_FENCED, fields={"broker_id": 3})] * 2)
+    monkeypatch.undo()
+    log.write([Event(2, 2, EventType.BROKER_FENCED, fields={"broker_id": 3})])
+    log.close()
+    assert log.dropped == 2 and log.counts == {"broker_fenced": 1}

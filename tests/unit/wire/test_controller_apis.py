@@ -66,6 +66,13 @@ def test_heartbeat_both_ways(version: int) -> None:
     assert (received.error, received.is_fenced) == (errors.STALE_BROKER_EPOCH, True)
 
 
+def test_heartbeat_names_failed_log_dirs_from_v1() -> None:
+    """KIP-858's OfflineLogDirs, a tagged field of v1+: the ids arrive as sent."""
+    dirs = (str(uuid.uuid4()), str(uuid.uuid4()))
+    sent = BrokerHeartbeatRequest(9, BrokerId(2), BrokerEpoch(17), 120, offline_log_dirs=dirs)
+    assert controller_apis.decode_heartbeat(arrive(controller_apis.heartbeat_request(sent, 1))).request == sent
+
+
 @pytest.mark.parametrize("version", [2, 3])
 def test_alter_partition_both_ways(version: int) -> None:
     other = str(uuid.UUID(int=77))
