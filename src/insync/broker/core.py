@@ -101,7 +101,7 @@ class BrokerCore:
         self.fetchers = ReplicaFetchers(broker_id, config.replication.fetch, self.partitions, self.events,
                                         lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
-        self.dir_failures = LogDirFailures((log_manager.log_dir,))
+        self.dir_failures = LogDirFailures(log_manager.log_dirs)
         # Partitions whose log is in a failed log dir: stopped until the broker restarts (Kafka's
         # HostedPartition.Offline); metadata no longer moves them, and they propose no ISR change.
         self.offline_partitions: set[TopicPartition] = set()
@@ -449,7 +449,7 @@ class BrokerCore:
 
     def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
         tp = delta.topic_partition
-        if tp in self.offline_partitions or self.log_manager.failure_channel.is_offline(self.log_manager.log_dir):
+        if tp in self.offline_partitions or not self.log_manager.online_dirs():
             if delta.kind is DeltaKind.STOP:  # forgotten, its files left for the restart to find (Kafka's)
                 self.partitions.pop(tp, None)
             return []

@@ -6,11 +6,10 @@ others), and start-up fails only when all are. `log_dir_layout.plan_start_up` sa
 Each dir's `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` hold its own logs, future copies
 included, as in Kafka. A garbled recovery-point checkpoint recovers its logs from their first segment (slower,
 never wrong); a garbled log-start checkpoint falls back to each first segment's base offset (deleted records
-become readable again, none lost); both are logged on `insync.storage`. Each dir's high watermark
-checkpoint (`replication-offset-checkpoint`) is read strictly: `read_high_watermarks` raises `CheckpointError`
-and the caller decides, because a guessed high watermark could expose uncommitted data. A new log goes to the
-online dir with the fewest logs, or to the dir AlterReplicaLogDirs asked for before it existed; moves between
-dirs are `replica_moves.ReplicaMoves`. An I/O error in a dir's logs, checkpoints or start-up load goes to
+become readable again, none lost); both are logged. Each dir's high watermark checkpoint is read strictly
+(`read_high_watermarks` raises `CheckpointError`): a guessed high watermark could expose uncommitted data. A new
+log goes to the online dir with the fewest logs, or to the dir AlterReplicaLogDirs asked for before it existed;
+moves between dirs are `replica_moves.ReplicaMoves`. An I/O error in a dir's logs, checkpoints or start-up load goes to
 `failure_channel` (Kafka's LogDirFailureChannel); `handle_log_dir_failure` then takes that dir's logs offline.
 """
 

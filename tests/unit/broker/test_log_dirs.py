@@ -7,6 +7,7 @@ from broker_harness import CORRELATION_ID, TP, Harness, answer, cluster_with_top
 
 from insync import errors
 from insync.broker.core import BrokerCore
+from insync.broker.dir_failure import directory_id
 from insync.broker.log_dirs import (
     AlterReplicaLogDirsRequest,
     AlterReplicaLogDirsResponse,
@@ -18,7 +19,7 @@ from insync.broker.messages import ProduceRequest
 from insync.broker.producers import ActiveProducer, DescribeProducersRequest, DescribeProducersResponse
 from insync.protocol.records import build_batch, parse_header
 from insync.storage.disk import MEMORY_VOLUME_BYTES
-from insync.types import TopicPartition
+from insync.types import Outgoing, TopicPartition
 
 T0 = 1_700_000_000_000
 PRODUCER_ID, PRODUCER_EPOCH = 1000, 2
@@ -160,8 +161,13 @@ def test_describe_log_dirs_answers_each_dir_and_an_offline_one_as_a_storage_erro
     answered = answer(h, core, DescribeLogDirsRequest(CORRELATION_ID, None), DescribeLogDirsResponse).log_dirs
     assert [(d.path, d.error, [p.topic_partition for p in d.partitions]) for d in answered] == [
         (first, errors.NONE, [TP]), (second, errors.NONE, [])]
-    core.log_manager.offline_dirs.add(second)
-    answered = answer(h, core, DescribeLogDirsRequest(CORRELATION_ID, None), DescribeLogDirsResponse).log_dirs
+    core.log_manager.failure_channel.maybe_add_offline_log_dir(second, "a test's failed dir", OSError(5, "EIO"))
+    # The next call takes the failed dir: the answer, and a heartbeat naming the dir to the controller at once.
+    to_client, to_controller = core.handle(h.clock.now, "client", DescribeLogDirsRequest(CORRELATION_ID, None))
+    assert isinstance(to_controller, Outgoing) and to_controller.destination == "controller"
+    assert to_controller.message.offline_log_dirs == (directory_id(second),)
+    assert isinstance(to_client, Outgoing) and isinstance(to_client.message, DescribeLogDirsResponse)
+    answered = to_client.message.log_dirs
     assert answered[1] == LogDirDescription(second, errors.KAFKA_STORAGE_ERROR)
     assert alter(h, core, (TP, second)) == [errors.KAFKA_STORAGE_ERROR]
 
