@@ -9,7 +9,9 @@ pipelined and long-polling requests still overlap as they did.
 Only what each cluster assigns itself is rewritten, learned from that cluster's own earlier answers paired with
 the recorded ones: topic ids (by topic name), consumer group member ids and generations (per group), producer
 ids and epochs (patched into Produce batches, their CRC recomputed), and fetch session ids. A request that
-needs none of this goes out as the very bytes the client wrote."""
+needs none of this goes out as the very bytes the client wrote. After a CreateTopics or DeleteTopics answer the
+replay waits until that cluster's own metadata shows the change: Kafka's broker learns it from the controller
+shortly after answering, and a client asking at once would otherwise see a race, not a difference."""
 
 from __future__ import annotations
 
@@ -23,16 +25,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crc32c import crc32c
+from differential import Connection, request
 from traffic_proxy import ALL_VERSIONS, Exchange
 
 from insync.protocol.codec import decode_request, decode_response, encode_request
+from insync.waiting import wait_until
 
-PRODUCE, FETCH, JOIN_GROUP, INIT_PRODUCER_ID = 0, 1, 11, 22
+PRODUCE, FETCH, JOIN_GROUP, CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 0, 1, 11, 19, 20, 22
+UNKNOWN_TOPIC_OR_PARTITION = 3
+SETTLE_TIMEOUT_S = 30.0
 ANSWER_TIMEOUT_S = 30.0
 REPLAY_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 10.0
 CLOSED = "<connection closed>"
 NO_ANSWER = "<no answer expected>"
+# A request the recording has after one its connection was closed on: the client would have reconnected and
+# sent something else, so it is not compared.
+AFTER_CLOSE = "<after its connection closed>"
 GENERATION_FIELDS = frozenset({"generation_id", "generation_id_or_member_epoch"})
 # v2 batch header offsets (Kafka's DefaultRecordBatch): CRC, the start of what it covers, producer id and epoch.
 _CRC_AT, _ATTRIBUTES_AT, _PRODUCER_ID_AT, _PRODUCER_EPOCH_AT, _BATCH_HEADER_BYTES = 17, 21, 43, 51, 61
@@ -184,8 +193,8 @@ class SideReplay:
             for i in indices:
                 async with self._progress:
                     await self._progress.wait_for(lambda i=i: self._prefix >= self._needed[i])
-                if responses.done():  # the broker closed the connection: the rest is unanswered
-                    await self._complete(i, CLOSED)
+                if responses.done():  # the broker closed the connection
+                    await self._complete(i, AFTER_CLOSE)
                     continue
                 try:
                     writer.write(self.ids.request_frame(self.exchanges[i]))
@@ -213,11 +222,32 @@ class SideReplay:
                 await self._complete(i, CLOSED)
                 while not in_flight.empty():  # bounded: what is queued now; later requests see `done()`
                     if (rest := in_flight.get_nowait()) is not None:
-                        await self._complete(rest, CLOSED)
+                        await self._complete(rest, AFTER_CLOSE)
                 return
             answer = decode_response(exchange.api_key, exchange.api_version, payload)[1]
             self.ids.learn(exchange, recorded_answer(exchange), answer)
+            if exchange.api_key in (CREATE_TOPICS, DELETE_TOPICS):
+                await asyncio.to_thread(settled, self.address, exchange.api_key == CREATE_TOPICS, answer)
             await self._complete(i, answer)
+
+
+def settled(address: str, created: bool, answer: Any) -> None:
+    """Wait until the broker's metadata shows the topics a CreateTopics created (a leader for each partition) or
+    a DeleteTopics deleted (unknown): those its answer says succeeded."""
+    names = [t.name for t in (answer.topics if created else answer.responses) if t.name and not int(t.error_code)]
+    if not names:
+        return
+    connection = Connection(address)
+
+    def shown() -> bool:
+        answer = connection.send(request(3, 12, topics=[{"name": name} for name in names]))
+        return all((int(t.error_code) == 0 and all(p.leader_id >= 0 for p in t.partitions)) if created else
+                   int(t.error_code) == UNKNOWN_TOPIC_OR_PARTITION for t in answer.topics)
+
+    try:
+        wait_until(shown, SETTLE_TIMEOUT_S, f"{address}: the metadata after {names}", interval_s=0.1)
+    finally:
+        connection.close()
 
 
 def replay(exchanges: list[Exchange], sides: dict[str, tuple[str, SideIds]]) -> dict[str, list[Any]]:
