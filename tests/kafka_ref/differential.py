@@ -14,12 +14,15 @@ import dataclasses
 import datetime
 import enum
 import json
+import re
 import socket
 import struct
+import tomllib
 import typing
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from insync.protocol.codec import decode_response, encode_request
@@ -105,12 +108,12 @@ def plain(value: Any) -> Any:
     return value
 
 
-def masked(value: Any) -> Any:
-    """Masked fields replaced by "*"; lists sorted, so order does not count."""
+def masked(value: Any, also: frozenset[str] = frozenset()) -> Any:
+    """Masked fields (MASKED and `also`) replaced by "*"; lists sorted, so order does not count."""
     if isinstance(value, dict):
-        return {k: "*" if k in MASKED else masked(v) for k, v in value.items()}
+        return {k: "*" if k in MASKED or k in also else masked(v, also) for k, v in value.items()}
     if isinstance(value, list):
-        return sorted((masked(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+        return sorted((masked(v, also) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
     return value
 
 
@@ -191,3 +194,41 @@ class Scenario:
     broker: int | str = 1  # or a group: its coordinator on each side
     versions: str = "latest"  # "latest" or "all" (every version both advertise)
     settle_s: float = 0.0  # wait after it: what it changed reaches every broker asynchronously
+
+
+Rows = list[tuple[str, list[str]]]  # (exchange name, its differing lines)
+
+
+def listed(path: Path) -> dict[str, Any]:
+    """A differences file: exchange-name prefix -> {reason, differences (regular expressions)}."""
+    return tomllib.loads(path.read_text())
+
+
+def check_listed(rows: Rows, kept: dict[str, Any], report: Path, title: str, preface: list[str] | None = None
+                 ) -> None:
+    """Write the report of `rows` to `report`; fail on a differing line no entry of `kept` explains, and on an
+    entry no differing exchange needs any more."""
+    differing = [(name, found) for name, found in rows if found]
+    lines = [f"# {title}: {len(rows)} exchanges, {len(differing)} differ", "", *(preface or [])]
+    for name, found in differing:
+        entry = _entry(name, kept)
+        reason = "NOT LISTED" if entry is None else entry["reason"]
+        lines += [f"## {name}", f"listed: {reason}", *(f"- `{line}`" for line in found[:40]), ""]
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text("\n".join(lines) + "\n")
+    unexplained = {name: lines for name, found in rows if (lines := _unexplained(name, found, kept))}
+    assert not unexplained, (f"{len(unexplained)} of {len(rows)} exchanges differ in ways not listed (see {report}): "
+                             f"{unexplained}")
+    needed = {prefix for prefix in kept for name, found in rows if found and name.startswith(prefix)}
+    assert set(kept) == needed, f"listed but no longer differing (remove them): {sorted(set(kept) - needed)}"
+
+
+def _entry(name: str, kept: dict[str, Any]) -> dict[str, Any] | None:
+    return next((entry for prefix, entry in kept.items() if name.startswith(prefix)), None)
+
+
+def _unexplained(name: str, found: list[str], kept: dict[str, Any]) -> list[str]:
+    """The differing lines of an exchange that its listed entry does not explain."""
+    entry = _entry(name, kept)
+    patterns = [] if entry is None else [re.compile(p) for p in entry["differences"]]
+    return [line for line in found if not any(p.search(line) for p in patterns)]

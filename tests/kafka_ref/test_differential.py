@@ -5,9 +5,7 @@ listed in differential_differences.toml with its reason; the report goes to buil
 from __future__ import annotations
 
 import datetime
-import re
 import time
-import tomllib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +19,9 @@ from differential import (
     Connection,
     Scenario,
     batch,
+    check_listed,
     differences,
+    listed,
     masked,
     plain,
     request,
@@ -34,7 +34,7 @@ from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(900)
 REPORT = Path(__file__).resolve().parents[2] / "build" / "compat" / "differential.md"
-LISTED = tomllib.loads((Path(__file__).parent / "differential_differences.toml").read_text())
+LISTED = listed(Path(__file__).parent / "differential_differences.toml")
 MS = datetime.timedelta(milliseconds=1)
 # ACLs on, everyone allowed where no ACL is found, and no super user: the harness's own principal (ANONYMOUS on
 # a plaintext listener) meets the DENY it creates.
@@ -273,31 +273,4 @@ def test_the_same_requests_get_the_same_answers(sides: tuple[Side, Side]) -> Non
             found = _compare(kafka, insync, "" if key in GROUP_APIS else 1,
                              lambda side, k=key, v=version: request(k, v))
             rows.append((f"empty request: api {key} v{version}", found))
-    _report(rows)
-    unexplained = {name: lines for name, found in rows if (lines := _unexplained(name, found))}
-    assert not unexplained, (f"{len(unexplained)} of {len(rows)} exchanges differ in ways not listed (see {REPORT}): "
-                             f"{unexplained}")
-    needed = {prefix for prefix in LISTED for name, found in rows if found and name.startswith(prefix)}
-    assert set(LISTED) == needed, f"listed but no longer differing (remove them): {sorted(set(LISTED) - needed)}"
-
-
-def _entry(name: str) -> dict[str, Any] | None:
-    return next((entry for prefix, entry in LISTED.items() if name.startswith(prefix)), None)
-
-
-def _unexplained(name: str, found: list[str]) -> list[str]:
-    """The differing lines of an exchange that its listed entry does not explain."""
-    entry = _entry(name)
-    patterns = [] if entry is None else [re.compile(p) for p in entry["differences"]]
-    return [line for line in found if not any(p.search(line) for p in patterns)]
-
-
-def _report(rows: list[tuple[str, list[str]]]) -> None:
-    differing = [(name, found) for name, found in rows if found]
-    lines = [f"# Differential check: {len(rows)} exchanges, {len(differing)} differ", ""]
-    for name, found in differing:
-        entry = _entry(name)
-        reason = "NOT LISTED" if entry is None else entry["reason"]
-        lines += [f"## {name}", f"listed: {reason}", *(f"- `{line}`" for line in found[:40]), ""]
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text("\n".join(lines) + "\n")
+    check_listed(rows, LISTED, REPORT, "Differential check")

@@ -32,13 +32,15 @@ class OffsetRecordError(ValueError):
 
 
 def partition_for(group_id: str, partitions: int) -> int:
-    """Kafka's `Utils.abs(groupId.hashCode) % partitions`, with Java's String.hashCode over UTF-16 units."""
+    """Kafka's `Utils.abs(groupId.hashCode) % partitions`, with Java's String.hashCode over UTF-16 units. Kafka's
+    `Utils.abs` is the absolute value of the signed hash (0 for Integer.MIN_VALUE), not the hash's low 31 bits."""
     assert partitions > 0, partitions
     h = 0
     units = group_id.encode("utf-16-be")
     for i in range(0, len(units), 2):  # bounded by the id's length
         h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % partitions
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
 
 
 @dataclass(frozen=True, slots=True)

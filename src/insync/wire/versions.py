@@ -153,6 +153,7 @@ ADVERTISED_MIN_VERSIONS: Mapping[int, int] = {PRODUCE: 0}
 # The feature flags insync implements: (lowest, highest) level.
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {ELR_FEATURE: (0, 1)}
 FEATURES_VERSION = 3
+ZERO_FEATURE_LEVEL_VERSION = 4  # the first ApiVersions response that may list a supported feature from level 0
 
 # Kafka's ApiVersionsRequest.isValid(): client software names and versions (v3+) must look like this.
 _SOFTWARE_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -170,8 +171,10 @@ def api_versions_response(version: int, table: Mapping[int, tuple[int, int]],
     if version < FEATURES_VERSION or image is None:
         return build(cls, error_code=code(error), api_keys=api_keys, throttle_time=NO_THROTTLE)
     supported_cls, finalized_cls = nested(cls, "SupportedFeatureKey"), nested(cls, "FinalizedFeatureKey")
+    # Below v4 Kafka leaves out features whose lowest level is 0: clients older than KIP-1022 reject a minimum of 0.
     supported = tuple(build(supported_cls, name=name, min_version=low, max_version=high)
-                      for name, (low, high) in sorted(SUPPORTED_FEATURES.items()))
+                      for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+                      if low > 0 or version >= ZERO_FEATURE_LEVEL_VERSION)
     finalized = tuple(build(finalized_cls, name=name, min_version_level=level, max_version_level=level)
                       for name, level in sorted(image.finalized_features.items()))
     return build(cls, error_code=code(error), api_keys=api_keys, throttle_time=NO_THROTTLE,

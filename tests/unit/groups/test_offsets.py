@@ -28,10 +28,17 @@ def record(offset: int, key: bytes | None, value: bytes | None) -> Record:
 
 
 @pytest.mark.parametrize(("group_id", "partition"), [
-    ("demo", 1), ("ck", 26), ("my-group", 36), ("console-consumer-12345", 6), ("é€𝄞", 1)])
+    ("demo", 1), ("ck", 26), ("my-group", 12), ("console-consumer-12345", 6), ("é€𝄞", 1),
+    ("traffic.cg", 29), ("traffic.kpg", 45)])
 def test_a_group_maps_to_the_partition_kafka_gives_it(group_id: str, partition: int) -> None:
-    # The expected partitions were computed with Java 17: (s.hashCode() & 0x7fffffff) % 50.
+    # Kafka's Utils.abs(s.hashCode()) % 50. my-group and the last two hash negative: Kafka 4.1 stored the last
+    # two's commits in __consumer_offsets partitions 29 and 45, where the hash's low 31 bits give 19 and 3.
     assert partition_for(group_id, 50) == partition
+
+
+def test_the_lowest_hash_maps_to_partition_zero() -> None:
+    # "polygenelubricants" hashes to Integer.MIN_VALUE, whose Math.abs is negative: Kafka's Utils.abs gives 0.
+    assert partition_for("polygenelubricants", 50) == 0
 
 
 def test_key_and_value_are_kafkas_offset_commit_formats() -> None:

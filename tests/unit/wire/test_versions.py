@@ -85,12 +85,15 @@ def test_from_v3_the_elr_feature_is_advertised_with_the_images_finalized_levels(
     if version < 3:
         assert not hasattr(body, "supported_features")
         return
-    assert [(f.name, f.min_version, f.max_version) for f in body.supported_features] == [(ELR, 0, 1)]
+    # v3 leaves out a feature supported from level 0, as Kafka 4 does (KIP-1022: older clients reject it).
+    supported = [(ELR, 0, 1)] if version >= 4 else []
+    assert [(f.name, f.min_version, f.max_version) for f in body.supported_features] == supported
     assert [(f.name, f.min_version_level, f.max_version_level) for f in body.finalized_features] == [(ELR, 1, 1)]
     assert body.finalized_features_epoch == 1  # the offset of the image's last record
     off = wire(versions.respond(request, versions.BROKER_API_VERSIONS,
                                 image.replay(FeatureLevelRecord(ELR, 0))))  # ELR turned off: not finalized
-    assert (len(off.supported_features), off.finalized_features, off.finalized_features_epoch) == (1, (), 2)
+    assert (len(off.supported_features), off.finalized_features, off.finalized_features_epoch) == (len(supported), (),
+                                                                                                 2)
 
 
 def test_unsupported_version_fallback_is_a_v0_body_with_api_versions_own_range() -> None:
