@@ -149,6 +149,8 @@ KEPT: dict[str, tuple[int, str]] = {
     "tests/integration/test_zookeeper.py": (1, "a read: the test asserts on what was read"),
     "tests/kafka_ref/test_kafka_engine.py": (1, "a read: the test asserts on what was read"),
     "tests/kafka_ref/test_spark_kafka_connector.py": (1, "a read that asserts on each record as it comes"),
+    "tests/kafka_ref/traffic_workloads.py": (2, "a recorded workload's consumers count the records each poll reads "
+                                                "until all came or the deadline passed"),
     "tests/spark/test_fetch_client.py": (2, "fetch_ok returns the last answer, a retriable error included, for "
                                             "the caller to assert on; read_all asserts on each fetch"),
     "tests/unit/server/test_zk_store.py": (1, "not a loop: the give-up callable handed to the store's campaign"),
