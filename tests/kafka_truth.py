@@ -3,8 +3,8 @@ made of the run's logs. Shared by the fixtures' test (tests/spark/test_kafka_log
 live runs (tests/kafka_ref/test_kafka_log_truth_live.py, `make compat`).
 
 What must hold, for the run's topic (its own: the logs of several runs can be analysed together):
-- the episodes are exactly the fault's: its cause, the broker at fault and the partitions it left (a controlled
-  shutdown makes none);
+- the episodes, merged by cause and broker, are exactly the fault's: its cause, the broker at fault and the
+  partitions it left (a controlled shutdown makes none);
 - the leader changes between the fault and the ISRs whole again are exactly the partitions the broker led (a
   slow follower moves none), and no leader moves at another time before the cluster stops;
 - the outages (intervals closed by evidence, not begun by a controlled shutdown) of each kind are on exactly the
@@ -24,7 +24,9 @@ from pyspark.sql import SparkSession
 from insync.spark.analysis import health, job
 from insync.spark.analysis.inputs import discover
 
-SLACK_MS = 2_000  # the harness polls the ISRs every 0.5 s on a loaded machine: it sees them whole a little late
+# The harness polls the ISRs every 0.5 s; under make compat's load a leader logged its ISR whole 2.5 s after the
+# harness saw it in the metadata (Kafka 3.9, ZooKeeper mode).
+SLACK_MS = 5_000
 KINDS = ("under_replicated", "under_min_isr", "offline")
 
 
@@ -65,7 +67,12 @@ def _name(row: dict[str, Any]) -> str:
 
 def _episodes(truth: dict[str, Any], found: list[dict[str, Any]]) -> list[str]:
     mine = [e for e in found if any(p.rpartition("-")[0] == truth["topic"] for p in e["topic_partitions"])]
-    got = sorted((e["cause"], e["broker_at_fault"], sorted(e["topic_partitions"])) for e in mine)
+    # One fault may leave several time groups of the same cause and broker (a slow follower falls behind on its
+    # partitions at different times): the truth is the cause, the broker and the partitions, not the grouping.
+    named: dict[tuple[str, int | None], set[str]] = {}
+    for e in mine:
+        named.setdefault((e["cause"], e["broker_at_fault"]), set()).update(e["topic_partitions"])
+    got = sorted((cause, broker, sorted(partitions)) for (cause, broker), partitions in named.items())
     want = sorted((e["cause"], e["broker"], e["partitions"]) for e in truth["expected"]["episodes"])
     return [] if got == want else [f"episodes (cause, broker, partitions): {got}, expected {want}"]
 

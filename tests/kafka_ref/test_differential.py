@@ -46,8 +46,11 @@ INSYNC_ONLY = ["insync.events.topic.enable=false"]
 FUTURE_VERSION = 127
 COORDINATOR_WAIT_S = 30.0
 GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 47})  # sent to the group's coordinator, on each side
-# Answers that say "not yet" (a coordinator loading or not available): asked again, at most this many times.
+# Answers that say "not yet" (a coordinator loading or not available): asked again, at most this many times. A
+# group's request also meets NOT_COORDINATOR (16) while the offsets topic's leaders settle: its coordinator is
+# looked up again, as a client does.
 TRANSIENT_ERRORS = frozenset({14, 15})
+NOT_COORDINATOR = 16
 TRANSIENT_RETRIES = 10
 # APIs whose empty request is not sent in the sweep: it would change what the scenarios then read.
 SWEEP_SKIPPED = {0, 19, 20, 21, 30, 31, 33, 34, 37, 43, 44, 45, 47, 51}
@@ -228,11 +231,12 @@ def _compare(kafka: Side, insync: Side, broker: int | str, make: Callable[[Side]
 
 
 def _answer(side: Side, broker: int | str, make: Callable[[Side], Any], wire_version: int | None) -> Any:
-    target = side.coordinator(broker) if isinstance(broker, str) else broker
+    transient = TRANSIENT_ERRORS | {NOT_COORDINATOR} if isinstance(broker, str) else TRANSIENT_ERRORS
     answer: Any = CLOSED
-    for _ in range(TRANSIENT_RETRIES):  # bounded: a coordinator still loading is asked again
+    for _ in range(TRANSIENT_RETRIES):  # bounded: a coordinator still loading, or moving, is asked again
+        target = side.coordinator(broker) if isinstance(broker, str) else broker
         answer = plain(side.connections[target - 1].send(make(side), wire_version))
-        if not TRANSIENT_ERRORS & set(_error_codes(answer)):
+        if not transient & set(_error_codes(answer)):
             break
         time.sleep(1.0)
     return answer

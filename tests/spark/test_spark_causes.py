@@ -104,6 +104,26 @@ LEADERS_4_5 = [
     shrink(PAUSED + 8_000, 4, "late", 0, [4, 8, 9], [8], False),
     shrink(PAUSED + 8_200, 5, "late", 1, [5, 8, 9], [8], False),
 ]
+SLOW = RISK + 4 * GROUP
+EARLY = SLOW + GROUP
+BEHIND = [
+    # Broker 6 falls behind on two partitions, then, still out of them, on a third 30 s later (another time
+    # group): all its fault. Back in, its lone removal 20 s later is no one's.
+    shrink(SLOW, 4, "behind", 0, [4, 6, 9], [6], False),
+    shrink(SLOW + 200, 5, "behind", 1, [5, 6, 9], [6], False),
+    shrink(SLOW + 30_000, 4, "behind", 2, [4, 6, 9], [6], False),
+    expand(SLOW + 40_000, 4, "behind", 0, [4, 9], [6]),
+    expand(SLOW + 40_000, 5, "behind", 1, [5, 9], [6]),
+    expand(SLOW + 40_000, 4, "behind", 2, [4, 9], [6]),
+    shrink(SLOW + 60_000, 4, "behind", 3, [4, 6, 9], [6], False),
+    # Broker 10 falls behind on one partition first, then on two more 20 s later while still out of the first.
+    shrink(EARLY, 4, "early", 0, [4, 9, 10], [10], False),
+    shrink(EARLY + 20_000, 4, "early", 1, [4, 9, 10], [10], False),
+    shrink(EARLY + 20_200, 5, "early", 2, [5, 9, 10], [10], False),
+    expand(EARLY + 40_000, 4, "early", 0, [4, 9], [10]),
+    expand(EARLY + 40_000, 4, "early", 1, [4, 9], [10]),
+    expand(EARLY + 40_000, 5, "early", 2, [5, 9], [10]),
+]
 FOLLOWER_3 = [
     Event(T + 4 * GROUP, 3, EventType.PARTITION_FAILED, "disk", 1, {"leader": 2, "error": "KAFKA_STORAGE_ERROR"})
     .to_json(),
@@ -114,7 +134,7 @@ FOLLOWER_3 = [
 def out(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
     logs = tmp_path_factory.mktemp("logs")
     for name, lines in (("b1", LEADER_1), ("b2", LEADER_2), ("b3", FOLLOWER_3), ("b4", LEADER_4),
-                        ("controller", CONTROLLER), ("b45", LEADERS_4_5)):
+                        ("controller", CONTROLLER), ("b45", LEADERS_4_5), ("b6", BEHIND)):
         (logs / name).mkdir()
         (logs / name / "events.jsonl").write_text("\n".join(lines) + "\n")
     out_dir = tmp_path_factory.mktemp("out")
@@ -137,9 +157,14 @@ def test_episodes_are_split_by_cause_and_broker_at_fault(spark: SparkSession, ou
         (9, "stuck", None, ["refused-0"], 0),
         (10, "follower", 7, ["paused-0", "paused-1"], 0),  # dropped before its fence, and after it
         (11, "follower", 8, ["late-0", "late-1"], 0),
+        (12, "follower", 6, ["behind-0", "behind-1"], 0),
+        (13, "follower", 6, ["behind-2"], 0),  # still out of behind-0 and behind-1 as a follower at fault
+        (14, "stuck", None, ["behind-3"], 0),  # back in everywhere first
+        (15, "follower", 10, ["early-0"], 0),  # still out when it fell behind on early-1 and early-2
+        (16, "follower", 10, ["early-1", "early-2"], 0),
     ]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["episodes_by_cause"] == {"follower": 4, "leader": 2, "failed": 1, "burst": 0, "stuck": 4,
+    assert summary["episodes_by_cause"] == {"follower": 8, "leader": 2, "failed": 1, "burst": 0, "stuck": 5,
                                             "slow": 0, "unknown": 0}
     assert summary["malformed_lines"] == 0  # version 1 and version 2 lines both read
 

@@ -79,6 +79,18 @@ def test_unseen_when_nothing_read_that_far_and_no_complete_read() -> None:
     assert unseen.kind == "unseen" and unseen.values == ("p0-1",) and not unseen.forbidden and result.ok
 
 
+def test_an_acknowledgement_without_an_offset_is_checked_by_value() -> None:
+    """librdkafka acknowledges a batch whose answer it lost once a later one's sequence is accepted, with no
+    offset: found by value in the complete read, else lost; unseen (never lost) without a complete read."""
+    h = H().send("p0-0", 0, None).send("p0-1", 0, 1).send("p0-2", 0, None)
+    result = h.poll("final", (0, 0, "p0-0"), (0, 1, "p0-1")).complete("final", 0, 2).check()
+    [lost] = result.anomalies
+    assert (lost.kind, lost.offsets, lost.values, lost.detail) == \
+        ("lost-write", (), ("p0-2",), "acknowledged at partition 0")
+    partial = H().send("p0-0", 0, 0).send("p0-1", 0, None).poll("c0", (0, 0, "p0-0")).check()
+    assert kinds(partial) == ["unseen"] and partial.ok
+
+
 def test_acks_1_loss_is_reported_but_not_forbidden() -> None:
     h = H().send("p1-0", 0, 0, label="acks=1").send("p1-1", 0, 1, label="acks=1")
     result = h.poll("final", (0, 0, "p1-0")).complete("final", 0, 1).check()

@@ -334,7 +334,8 @@ def blame(outs: DataFrame) -> DataFrame:
       back within BURST_OUT_MS_MAX unstuck (that is a burst);
     - `follower`: one replica removed from at least FOLLOWER_PARTITIONS_MIN partitions (the rest of its removals),
       and the removals that broker made itself as a leader in the group (a paused broker, resumed, drops the
-      followers that could not fetch from it meanwhile).
+      followers that could not fetch from it meanwhile), and its removals in other time groups while it was out
+      as such.
     """
     assert {"episode", "fetch_pending", "failed", "fenced", "all_followers_out"} <= set(outs.columns), outs.columns
     by_leader = Window.partitionBy("episode", "leader")
@@ -374,9 +375,23 @@ def blame(outs: DataFrame) -> DataFrame:
     stuck_brokers = F.collect_set(F.when(F.col("blame") == "follower", F.col("at_fault"))).over(
         Window.partitionBy("episode"))
     own = F.col("blame").isNull() & F.array_contains(stuck_brokers, F.col("leader"))
-    return (marked.withColumn("at_fault", F.when(own, F.col("leader")).otherwise(F.col("at_fault")))
-            .withColumn("blame", F.when(own, F.lit("follower")).otherwise(F.col("blame")))
-            .drop("_emptied", "_one_leader", "_rest_partitions"))
+    marked = (marked.withColumn("at_fault", F.when(own, F.col("leader")).otherwise(F.col("at_fault")))
+              .withColumn("blame", F.when(own, F.lit("follower")).otherwise(F.col("blame"))))
+    return _overlapping_follower(marked).drop("_emptied", "_one_leader", "_rest_partitions")
+
+
+def _overlapping_follower(marked: DataFrame) -> DataFrame:
+    """A removal no rule blamed, of a replica that was out at the same time, in another time group, as a follower
+    at fault until it came back: the same follower's fault (a slow follower falls behind on its partitions at
+    different times). A removal never followed by the replica's return proves nothing about later ones."""
+    by_replica = Window.partitionBy("replica").orderBy(*_ORDER)
+    as_follower = (F.col("blame") == "follower") & (F.col("at_fault") == F.col("replica")) & F.col("back_ms").isNotNull()
+    end = F.col("ts_ms") + F.coalesce(F.col("back_ms"), F.lit(0))
+    before_end = F.max(F.when(as_follower, end)).over(by_replica.rowsBetween(Window.unboundedPreceding, -1))
+    after_start = F.min(F.when(as_follower, F.col("ts_ms"))).over(by_replica.rowsBetween(1, Window.unboundedFollowing))
+    late = F.col("blame").isNull() & F.coalesce((before_end >= F.col("ts_ms")) | (after_start <= end), F.lit(False))
+    return (marked.withColumn("at_fault", F.when(late, F.col("replica")).otherwise(F.col("at_fault")))
+            .withColumn("blame", F.when(late, F.lit("follower")).otherwise(F.col("blame"))))
 
 
 def _cause() -> Column:
