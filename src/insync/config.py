@@ -42,6 +42,7 @@ from insync.config_validation import (
     validate_topic_configs,
 )
 from insync.properties import ConfigError, parse_overrides, parse_properties
+from insync.security_config import TlsSettings, tls_settings
 
 # The names the rest of insync imports from here; each is defined in the module it comes from.
 __all__ = [
@@ -50,7 +51,7 @@ __all__ = [
     "EventsTopicConfig",
     "FetcherConfig", "GroupCoordinatorConfig", "LifecycleConfig", "ListenerConfig", "LogConfig", "NodeConfig",
     "NotDynamicError",
-    "ReplicationConfig", "SocketConfig", "StorageConfig", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
+    "ReplicationConfig", "SocketConfig", "StorageConfig", "TlsSettings", "altered_broker_configs", "altered_topic_configs", "config_text", "definition_of",
     "validate_topic_configs",
 ]
 
@@ -164,6 +165,18 @@ class BrokerConfig:
     def is_explicit(self, name: str) -> bool:
         """Set in server.properties or by `--config` (a dynamic layer does not count)."""
         return name in self._explicit
+
+    def listener_setting(self, listener: str | None, key: str) -> object:
+        """`listener.name.<listener>.<key>` when set, else `key` (Kafka's per-listener override)."""
+        prefixed = f"listener.name.{listener.lower()}.{key}" if listener else None
+        if prefixed is not None and self.is_explicit(prefixed):
+            return self.get(prefixed)
+        return self.get(key)
+
+    def tls(self, listener: str | None) -> TlsSettings:
+        """The TLS settings of `listener` (None: the general `ssl.*` ones)."""
+        own_client_auth = listener is not None and self.is_explicit(f"listener.name.{listener.lower()}.ssl.client.auth")
+        return tls_settings(lambda key: self.listener_setting(listener, key), own_client_auth)
 
     def with_overrides(self, values: Mapping[str, object]) -> BrokerConfig:
         """More static settings; the dynamic layers are kept."""

@@ -16,6 +16,8 @@ a connection stalled in its TLS handshake only once `connections.max.idle.ms` (1
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -115,3 +117,47 @@ def is_sensitive(key: str) -> bool:
     """A password or private key (Kafka's PASSWORD type), for one listener or all: never shown."""
     prefixed = listener_config_base(key)
     return (prefixed[1] if prefixed else key) in SENSITIVE_CONFIGS
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSettings:
+    """One listener's `ssl.*` settings, each its `listener.name.<listener>.` override where set (Kafka's rule):
+    what `server.tls` builds a listener's or a client's context from."""
+
+    keystore_location: str | None
+    keystore_certificate_chain: str | None
+    keystore_key: str | None
+    key_password: str | None
+    truststore_location: str | None
+    truststore_certificates: str | None
+    client_auth: str  # none | requested | required
+    # KIP-684: set as the listener's own `ssl.client.auth`, which alone asks for a certificate on SASL_SSL
+    client_auth_for_listener: bool
+    principal_mapping_rules: str
+    enabled_protocols: tuple[str, ...]
+    endpoint_identification_algorithm: str  # https, or empty for no host name check
+    handshake_timeout_ms: int
+
+
+def tls_settings(get: Callable[[str], object], client_auth_for_listener: bool) -> TlsSettings:
+    """The TLS settings `get(key)` gives, a listener's override or the general value of each `ssl.*` key."""
+    def optional(key: str) -> str | None:
+        value = get(key)
+        return None if value is None else str(value)
+
+    enabled, timeout_ms = get("ssl.enabled.protocols"), get("ssl.handshake.timeout.ms")
+    assert isinstance(enabled, tuple) and isinstance(timeout_ms, int), (enabled, timeout_ms)
+    return TlsSettings(
+        keystore_location=optional("ssl.keystore.location"),
+        keystore_certificate_chain=optional("ssl.keystore.certificate.chain"),
+        keystore_key=optional("ssl.keystore.key"),
+        key_password=optional("ssl.key.password"),
+        truststore_location=optional("ssl.truststore.location"),
+        truststore_certificates=optional("ssl.truststore.certificates"),
+        client_auth=str(get("ssl.client.auth")),
+        client_auth_for_listener=client_auth_for_listener,
+        principal_mapping_rules=str(get("ssl.principal.mapping.rules")),
+        enabled_protocols=tuple(str(name) for name in enabled),
+        endpoint_identification_algorithm=optional("ssl.endpoint.identification.algorithm") or "",
+        handshake_timeout_ms=timeout_ms,
+    )

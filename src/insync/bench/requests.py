@@ -198,7 +198,7 @@ def breakdown(lines: Iterable[str]) -> dict[str, int]:
     - syscalls: the leaf is asyncio's socket transport (send, recv: their C calls and the Python around them);
     - poll: the leaf is the selector (epoll; py-spy counts a wait that returns at once as busy);
     - asyncio: any other leaf in asyncio (tasks, futures, handles, timers);
-    - other: insync's server glue (listener, `_call`, `_feed`, metrics, event log) and the rest.
+    - other: insync's server glue (listener, `call`, `_feed`, metrics, event log) and the rest.
     A thread of its own waiting in its selector (the metrics endpoint's HTTP server) is idle, whatever py-spy
     says, and not counted."""
     counts = dict.fromkeys(CATEGORIES, 0)

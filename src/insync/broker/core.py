@@ -1,16 +1,16 @@
 """One broker's cores composed, sans-IO: the object both the simulator and the asyncio server drive.
 
-`BrokerCore` owns the partitions this broker hosts, its copy of the metadata (`BrokerMetadata`), its
-conversation with the controller (`ControllerChannel`), the fetches it serves (`FetchServer`), the produce
-purgatory (`ProduceHandler`) and the fetcher sessions (`ReplicaFetchers`); what needs no purgatory it answers at
-once (`broker.queries`, `broker.log_dirs`, `broker.producers`). It never does I/O and never reads a clock. A
-driver calls `start`, `handle` for every message, `complete_read` when a `CompleteAfter` has elapsed and `tick`
-at `next_deadline_ms()`, each returning commands (`Outgoing`, `CompleteAfter`), and `drain_events()` after each.
-Dynamic broker configs apply as their records arrive: `config` is the static config under them, topic log defaults
-follow, and the ISR checks see a new `replica.lag.time.max.ms` at their next pass. Metadata drives roles: published
-records are replayed into the image, and the partitions they touch become leader, follower (moving to the fetcher
-session of the new leader), adopt a new ISR, or stop. ISR proposals go to the controller through the channel
-(`IsrProposals`), one AlterPartition in flight. A failed log dir stops its partitions (`broker.dir_failure`).
+`BrokerCore` owns the partitions this broker hosts (`HostedPartitions`), its copy of the metadata (`BrokerMetadata`),
+its conversation with the controller (`ControllerChannel`), the fetches it serves (`FetchServer`), the produce
+purgatory (`ProduceHandler`) and the fetcher sessions (`ReplicaFetchers`); what needs no purgatory it answers at once
+(`broker.queries`, `broker.log_dirs`, `broker.producers`). It never does I/O and never reads a clock. A driver calls
+`start`, `handle` for every message, `complete_read` when a `CompleteAfter` has elapsed and `tick` at
+`next_deadline_ms()`, each returning commands (`Outgoing`, `CompleteAfter`), and `drain_events()` after each. Dynamic
+broker configs apply as their records arrive: `config` is the static config under them, topic log defaults follow, and
+the ISR checks see a new `replica.lag.time.max.ms` at their next pass. Metadata drives roles: published records are
+replayed into the image, and the partitions they touch become leader, follower (moving to the fetcher session of the
+new leader), adopt a new ISR, or stop. ISR proposals go to the controller through the channel (`IsrProposals`), one
+AlterPartition in flight. A failed log dir stops its partitions (`broker.dir_failure`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from insync.broker.controller_channel import ControllerChannel
 from insync.broker.dir_failure import LogDirFailures, directory_id
 from insync.broker.fetch_serving import FetchOutcome, FetchServer
 from insync.broker.fetchers import ReplicaFetchers
+from insync.broker.hosted_partitions import HostedPartitions
 from insync.broker.isr_proposals import IsrProposals
 from insync.broker.log_dirs import (
     AlterReplicaLogDirsRequest,
@@ -37,9 +38,7 @@ from insync.broker.messages import (
     InitProducerIdRequest,
     ListOffsetsRequest,
     MetadataRequest,
-    MetadataResponse,
     OffsetForLeaderEpochRequest,
-    PartitionMetadata,
     ProduceRequest,
 )
 from insync.broker.metadata import BrokerMetadata, DeltaKind, PartitionDelta
@@ -93,11 +92,11 @@ class BrokerCore:
         previous_epoch = take_previous_broker_epoch(log_manager.disk, log_manager.log_dir)
         self.channel = ControllerChannel(broker_id, incarnation_id, config.lifecycle.heartbeat_interval_ms,
                                          previous_epoch)
-        self.partitions: dict[TopicPartition, Partition] = {}
+        self.partitions = HostedPartitions()
         self.proposals = IsrProposals(broker_id, self.channel, self.metadata)
         self.throttles = ReplicationThrottles(broker_id, lambda: self.config, self.metadata.image_configs)
-        self.fetch_server = FetchServer(self._leader_partition, self.throttles, self.partitions.get)
-        self.produce = ProduceHandler(self._leader_partition)
+        self.fetch_server = FetchServer(self.partitions.leader, self.throttles, self.partitions.get)
+        self.produce = ProduceHandler(self.partitions.leader)
         self.fetchers = ReplicaFetchers(broker_id, config.replication.fetch, self.partitions, self.events,
                                         lambda: self.channel.broker_epoch, self.throttles)
         self.producer_ids = ProducerIdAllocator(broker_id, now_ms)
@@ -122,16 +121,12 @@ class BrokerCore:
 
     # Queries for drivers, tools and the simulator's checker -------------------------------------------------
 
-    def _leader_partition(self, tp: TopicPartition) -> Partition | None:
-        partition = self.partitions.get(tp)
-        return partition if partition is not None and partition.is_leader else None
-
     def leader_states(self) -> list[tuple[TopicPartition, int, int]]:
-        return [(tp, p.leader_epoch, p.high_watermark) for tp, p in self.partitions.items() if p.is_leader]
+        return self.partitions.leader_states()
 
     def leader_epoch(self, tp: TopicPartition) -> int | None:
         """The leader epoch of `tp` if this broker leads it (the group coordinator's test), else None."""
-        partition = self._leader_partition(tp)
+        partition = self.partitions.leader(tp)
         return None if partition is None else partition.leader_epoch
 
     def high_watermark(self, tp: TopicPartition) -> int:
@@ -190,7 +185,7 @@ class BrokerCore:
         if isinstance(message, ConsumerFetchRequest):
             return self._after_fetch(now_ms, self.fetch_server.consumer_fetch(now_ms, source, message))
         if isinstance(message, MetadataRequest):
-            return [Outgoing(source, self._client_metadata(message))]
+            return [Outgoing(source, self.metadata.client_metadata(message))]
         if isinstance(message, Query):
             return [Outgoing(source, self._answer(now_ms, message))]
         if isinstance(message, MetadataUpdate):
@@ -284,10 +279,11 @@ class BrokerCore:
         if now_ms >= self._next_retention_ms:
             self._next_retention_ms = now_ms + self._retention_interval_ms
             # Followers bound it by their own HW, as Kafka's deletableSegments does on every replica.
-            self.log_manager.apply_retention(now_ms, self._high_watermarks())
+            self.log_manager.apply_retention(now_ms, self.partitions.high_watermarks())
         if now_ms >= self._next_clean_ms:
             self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
-            self.log_manager.clean(now_ms, self._stable_offsets_of_compacted(), self._producer_last_offsets)
+            self.log_manager.clean(now_ms, self.partitions.stable_offsets_of_compacted(self.log_manager),
+                                   self.partitions.producer_last_offsets)
         if now_ms >= self._next_move_ms:
             self._next_move_ms = now_ms + REPLICA_MOVE_STEP_INTERVAL_MS
             self.log_manager.moves.step(now_ms)
@@ -325,7 +321,7 @@ class BrokerCore:
 
     def checkpoint(self) -> None:
         """Write the HW checkpoint (and the recovery points and log starts with it)."""
-        self.log_manager.checkpoint_high_watermarks(self._high_watermarks())
+        self.log_manager.checkpoint_high_watermarks(self.partitions.high_watermarks())
         self.log_manager.checkpoint_recovery_points_and_log_starts()
 
     def mark_clean_shutdown(self) -> None:
@@ -334,28 +330,10 @@ class BrokerCore:
         if epoch >= 0:  # never registered, in this life or the last: nothing to prove
             mark_clean_shutdown(self.log_manager.disk, self.log_manager.log_dir, epoch)
 
-    def _high_watermarks(self) -> dict[TopicPartition, int]:
-        return {tp: partition.high_watermark for tp, partition in self.partitions.items()}
-
-    def _stable_offsets_of_compacted(self) -> dict[TopicPartition, int]:
-        """What bounds each compacted log's cleaning: its last stable offset, which is its high watermark until
-        transactions exist (Kafka's `UnifiedLog.lastStableOffset` without an open transaction). Followers bound it
-        by their own high watermark, as every Kafka replica cleans its own copy."""
-        return {tp: partition.high_watermark for tp, partition in self.partitions.items()
-                if (log := self.log_manager.get(tp)) is not None and log.config.compact}
-
-    def _producer_last_offsets(self, tp: TopicPartition) -> dict[int, int]:
-        """Each producer's last offset in the partition: the cleaner keeps that batch (its last sequence)."""
-        partition = self.partitions.get(tp)
-        if partition is None:
-            return {}
-        return {producer_id: entry.batches[-1].last_offset
-                for producer_id, entry in partition.producer_state.entries() if entry.batches}
-
     def delete_records(self, now_ms: int, tp: TopicPartition, offset: int | None) -> list[Command]:
         """DeleteRecords on the leader: move the log start offset (None: to the high watermark). Raises
         KafkaException (OFFSET_OUT_OF_RANGE past the high watermark)."""
-        partition = self._leader_partition(tp)
+        partition = self.partitions.leader(tp)
         if partition is None:
             return []
         partition.delete_records_on_leader(-1 if offset is None else offset)
@@ -391,18 +369,6 @@ class BrokerCore:
         return commands
 
     # Metadata -----------------------------------------------------------------------------------------
-
-    def _client_metadata(self, request: MetadataRequest) -> MetadataResponse:
-        image = self.metadata.image
-        partitions = []
-        for name in request.topics:
-            topic = image.topic(name)
-            if topic is None:
-                continue
-            for number, reg in sorted(topic.partitions.items()):
-                partitions.append(PartitionMetadata(TopicPartition(name, number), BrokerId(reg.leader),
-                                                    LeaderEpoch(reg.leader_epoch), reg.replicas, reg.isr))
-        return MetadataResponse(request.correlation_id, tuple(partitions))
 
     @property
     def caught_up(self) -> bool:

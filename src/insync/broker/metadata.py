@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from insync.broker.messages import MetadataRequest, MetadataResponse, PartitionMetadata
 from insync.metadata.image import MetadataImage, PartitionRegistration
 from insync.metadata.records import (
     ConfigRecord,
@@ -26,7 +27,7 @@ from insync.metadata.records import (
     Record,
     RemoveTopicRecord,
 )
-from insync.types import BrokerId, TopicPartition
+from insync.types import BrokerId, LeaderEpoch, TopicPartition
 
 
 class DeltaKind(Enum):
@@ -130,6 +131,18 @@ class BrokerMetadata:
         return deltas
 
     # Queries ------------------------------------------------------------------------------------------
+
+    def client_metadata(self, request: MetadataRequest) -> MetadataResponse:
+        """Leader, epoch, replicas and ISR of each partition of the topics asked for that the image knows."""
+        partitions = []
+        for name in request.topics:
+            topic = self.image.topic(name)
+            if topic is None:
+                continue
+            for number, reg in sorted(topic.partitions.items()):
+                partitions.append(PartitionMetadata(TopicPartition(name, number), BrokerId(reg.leader),
+                                                    LeaderEpoch(reg.leader_epoch), reg.replicas, reg.isr))
+        return MetadataResponse(request.correlation_id, tuple(partitions))
 
     def registration(self, tp: TopicPartition) -> PartitionRegistration | None:
         topic = self.image.topic(tp.topic)

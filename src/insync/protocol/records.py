@@ -44,6 +44,7 @@ __all__ = [
     "scan_valid_prefix",
     "stamp",
     "validate_batches",
+    "validate_keys",
 ]
 
 Buffer = bytes | bytearray | memoryview
@@ -298,6 +299,18 @@ def _validate_client_batch(header: BatchHeader) -> None:
         )
     if header.timestamp_type == 1:
         raise InvalidRecordError(errors.INVALID_TIMESTAMP, "producers may not set LogAppendTime")
+
+
+def validate_keys(buf: Buffer, topic_partition: str) -> None:
+    """A compacted log keeps the last record of each key: a batch with a record without one is refused (Kafka's
+    LogValidator: INVALID_RECORD, a record error naming each such record, and Kafka's summary)."""
+    why = f"Compacted topic cannot accept message without key in topic partition {topic_partition}"
+    keyless = tuple((i, why) for i, record in enumerate(decode_records(buf)) if record.key is None)
+    if keyless:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{message}')" for i, message in keyless[:3])
+        raise InvalidRecordError(errors.BY_NAME["INVALID_RECORD"], "One or more records have been rejected due "
+                                 f"to {len(keyless)} record errors in total, and only showing the first three "
+                                 f"errors at most: [{shown}]", keyless)
 
 
 # --- Records (consumers and tools) ------------------------------------------------------------------------

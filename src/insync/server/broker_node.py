@@ -1,14 +1,12 @@
 """The broker process: a sans-IO `BrokerCore` on an asyncio loop, behind the Kafka listener.
 
-Requests arrive through the `Listener`; `ROUTES` (at the end) names the method that answers each API. The
-`wire` translators turn most requests into the core's messages, fed to the core with a source address unique to
-the request (`c<n>`), whose `Outgoing` answer resolves the request's future; the group APIs go to the
-`GroupCoordinator`, the admin APIs to the controller, the describe APIs are answered from the metadata image.
-Everything else the core emits is carried out here: `Outgoing` to `CONTROLLER` or a broker id becomes a Kafka
-request on a `KafkaConnection` whose answer goes back into the core (a lost connection fails the fetch, so the
-fetcher backs off); `CompleteAfter(ms, token)`, a follower read reported slow (seed 000), completes `ms` later
-on the loop without stalling anything else. A timer task calls `core.tick` at `core.next_deadline_ms()`; a
-metadata task long-polls the controller's `__cluster_metadata` so leadership changes arrive at once. Events go
+Requests arrive through the `Listener` and are answered by `BrokerApis` (`server.broker_apis`); those the core
+answers are fed to it here with a source address unique to the request (`c<n>`), whose `Outgoing` answer resolves
+the request's future. Everything else the core emits is carried out here: `Outgoing` to `CONTROLLER` or a broker
+id becomes a Kafka request on a `KafkaConnection` whose answer goes back into the core (a lost connection fails the
+fetch, so the fetcher backs off); `CompleteAfter(ms, token)`, a follower read reported slow (seed 000), completes
+`ms` later on the loop without stalling anything else. A timer task calls `core.tick` at `core.next_deadline_ms()`;
+a metadata task long-polls the controller's `__cluster_metadata` so leadership changes arrive at once. Events go
 to `events.jsonl` after every core call.
 """
 
@@ -20,18 +18,17 @@ import dataclasses
 import itertools
 import logging
 import random
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from insync import errors
 from insync.broker.controller_channel import (
     METADATA_POLL_FIRST_CORRELATION,
     METADATA_POLL_RETRY_MS,
     METADATA_POLL_WAIT_MS,
 )
 from insync.broker.core import BrokerCore
-from insync.broker.messages import CompleteAfter, ConsumerFetchResponse, ProduceResponse
+from insync.broker.messages import CompleteAfter
 from insync.clock import Clock, SystemClock
 from insync.config import BrokerConfig, ConfigError
 from insync.controller.messages import (
@@ -44,13 +41,13 @@ from insync.controller.messages import (
 )
 from insync.errors import KafkaException
 from insync.faults import POLL_INTERVAL_MS, FaultSpec, read_faults
-from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.replication.messages import FetchRequest
 from insync.security.listeners import Endpoint, broker_listeners, controller_names
 from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.acceptor import ConnectionQuotas
 from insync.server.access_gate import AccessGate
+from insync.server.broker_apis import BrokerApis
 from insync.server.cleaner_threads import CleanerThreads
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
@@ -71,26 +68,7 @@ from insync.server.topic_creation import TopicCreator
 from insync.storage.log_manager import LogManager
 from insync.storage.power_loss import open_disk
 from insync.types import BrokerId, Outgoing
-from insync.wire import (
-    client_quotas,
-    configs,
-    controller_apis,
-    describe_topic_partitions,
-    fetch,
-    forwarding,
-    log_dirs,
-    metadata,
-    metadata_log,
-    offsets,
-    produce,
-    producer_id,
-    producers,
-    replica_log_report,
-    sasl,
-    scram_credentials,
-    versions,
-)
-from insync.wire.entities import Decoded
+from insync.wire import controller_apis, fetch, metadata_log, replica_log_report, versions
 
 log = logging.getLogger("insync.broker")
 
@@ -105,26 +83,6 @@ VERSION_FOLLOWER_FETCH = 15  # the first with ReplicaState{ReplicaId, ReplicaEpo
 VERSION_REGISTRATION = 3
 VERSION_HEARTBEAT = 1
 VERSION_ALTER = 3
-GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions.SYNC_GROUP, versions.HEARTBEAT,
-                        versions.LEAVE_GROUP, versions.OFFSET_COMMIT, versions.OFFSET_FETCH, versions.LIST_GROUPS,
-                        versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE))
-# What the controller answers: a broker forwards these as they are (`_forward`).
-FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
-                            versions.ELECT_LEADERS, versions.ALTER_PARTITION_REASSIGNMENTS,
-                            versions.LIST_PARTITION_REASSIGNMENTS, versions.CREATE_ACLS, versions.DELETE_ACLS,
-                            versions.ALTER_USER_SCRAM_CREDENTIALS))
-# What the core answers at once (`broker.queries`): each API's (decode, encode) translators.
-Translators = tuple[Callable[[DecodedRequest], Decoded[Any]], Callable[[Any, Decoded[Any]], Any]]
-QUERY_TRANSLATORS: Mapping[int, Translators] = {
-    versions.LIST_OFFSETS: (offsets.decode_list_offsets, offsets.encode_list_offsets),
-    versions.OFFSET_FOR_LEADER_EPOCH: (offsets.decode_offset_for_leader_epoch,
-                                       offsets.encode_offset_for_leader_epoch),
-    versions.DELETE_RECORDS: (offsets.decode_delete_records, offsets.encode_delete_records),
-    versions.INIT_PRODUCER_ID: (producer_id.decode_request, producer_id.encode_response),
-    versions.DESCRIBE_LOG_DIRS: (log_dirs.decode_describe_log_dirs, log_dirs.encode_describe_log_dirs),
-    versions.ALTER_REPLICA_LOG_DIRS: (log_dirs.decode_alter_replica_log_dirs, log_dirs.encode_alter_replica_log_dirs),
-    versions.DESCRIBE_PRODUCERS: (producers.decode_request, producers.encode_response),
-}
 
 
 class BrokerNode(MeteredDispatcher):
@@ -180,10 +138,12 @@ class BrokerNode(MeteredDispatcher):
         self._timer_due_ms = 0  # when `_run_timers` next ticks unless woken: at once, until it first runs
         self._published_offset = 0
         self._faults = FaultSpec()
-        self.groups = GroupCoordinator(config.groups, self.core, self.log_manager, self.controller, self._call,
+        self.groups = GroupCoordinator(config.groups, self.core, self.log_manager, self.controller, self.call,
                                        self._now)
         self.topic_creator = TopicCreator(config.auto_create, self.controller, self._spawn, self.groups.create_offsets_topic)
-        self.gate = AccessGate(config, self.broker_id, self.event_log, self._now, lambda: self.core.metadata.image)
+        gate = AccessGate(config, self.broker_id, self.event_log, self._now, lambda: self.core.metadata.image)
+        self.apis = BrokerApis(config, self, gate, self.groups, self.topic_creator, self.controller,
+                               self._controller_timeout_s)
 
     # Feeding the core ------------------------------------------------------------------------------------
 
@@ -222,7 +182,7 @@ class BrokerNode(MeteredDispatcher):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _call(self, message: Any) -> Any:
+    async def call(self, message: Any) -> Any:
         """Hand a client's request to the core and wait for the core's answer to it (TimeoutError after
         REQUEST_TIMEOUT_MS, `_expire_waiters`)."""
         source = f"c{next(self._sources)}"
@@ -235,6 +195,10 @@ class BrokerNode(MeteredDispatcher):
             return await future
         finally:
             self._waiters.pop(key, None)
+
+    def send(self, message: Any) -> None:
+        """Hand a client's request to the core without waiting for an answer (an acks=0 produce)."""
+        self._feed(self.core.handle(self._now(), f"c{next(self._sources)}", message))
 
     def _expire_waiters(self, now_ms: int) -> None:
         """Fail the requests the core has not answered in REQUEST_TIMEOUT_MS. A guard only: the core answers every
@@ -329,118 +293,10 @@ class BrokerNode(MeteredDispatcher):
     # Dispatcher (what the listener calls) --------------------------------------------------------------------
 
     async def _handle(self, request: DecodedRequest, session: Session) -> Any:
-        route = ROUTES.get(request.api_key)
-        assert route is not None, f"API {request.api_key} is advertised but has no route"
-        # through the authorization gate (server.access_gate), which may route the request without refused topics
-        return await self.gate.answer(request, session, lambda asked: route(self, asked, session))
-
-    async def _api_versions(self, request: DecodedRequest, session: Session) -> Any:
-        return versions.respond(request, versions.BROKER_API_VERSIONS, self.core.metadata.image)
-
-    def _image(self, session: Session) -> MetadataImage:
-        """The metadata image with every broker's address on the client's listener."""
-        return self.core.metadata.image.as_seen_on(session.listener.name)
-
-    async def _metadata(self, request: DecodedRequest, session: Session) -> Any:
-        query, image = metadata.decode_request(request), self._image(session)
-        query, denied, access = self.gate.metadata_query(request, query, session, image)
-        self.topic_creator.create(metadata.topics_to_create(query, image, self.topic_creator.enabled))
-        answer = metadata.encode_response(query, image, image.cluster_id, self.broker_id, self.topic_creator.enabled)
-        return self.gate.metadata_view(request, answer, access, denied)
-
-    async def _describe_cluster(self, request: DecodedRequest, session: Session) -> Any:
-        image = self._image(session)
-        return metadata.describe_cluster(request, image, image.cluster_id or "", self.broker_id)
-
-    async def _describe_topic_partitions(self, request: DecodedRequest, session: Session) -> Any:
-        return describe_topic_partitions.respond(request, self.core.metadata.image)
-
-    async def _describe_configs(self, request: DecodedRequest, session: Session) -> Any:
-        return configs.describe_configs(request, self.core.metadata.image, self.core.config, self.broker_id)
+        return await self.apis.answer(request, session)
 
     def scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
         return self.core.metadata.image.scram_credential(mechanism, user)
-
-    async def _describe_scram_credentials(self, request: DecodedRequest, session: Session) -> Any:
-        return scram_credentials.describe_user_scram_credentials(request, self.core.metadata.image)
-
-    async def _client_quotas(self, request: DecodedRequest, session: Session) -> Any:
-        return client_quotas.respond(request)
-
-    async def _sasl_out_of_turn(self, request: DecodedRequest, session: Session) -> Any:
-        """SaslHandshake or SaslAuthenticate that no SASL exchange expects (a SASL listener's gate answers the
-        others)."""
-        return sasl.illegal_state_response(request)
-
-    async def _group_request(self, request: DecodedRequest, session: Session) -> Any:
-        key, groups = request.api_key, self.groups
-        if key == versions.JOIN_GROUP:
-            return await groups.join(request, session.client_host)
-        if key == versions.SYNC_GROUP:
-            return await groups.sync(request)
-        if key == versions.OFFSET_COMMIT:
-            return await groups.offset_commit(request)
-        if key == versions.DELETE_GROUPS:
-            return await groups.delete_groups(request)
-        if key == versions.OFFSET_DELETE:
-            return await groups.offset_delete(request)
-        if key == versions.FIND_COORDINATOR:
-            return groups.find_coordinator(request, self._image(session))
-        answer = {versions.HEARTBEAT: groups.heartbeat,
-                  versions.LEAVE_GROUP: groups.leave, versions.OFFSET_FETCH: groups.offset_fetch,
-                  versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
-        return answer(request)
-
-    async def _alter_configs(self, request: DecodedRequest, session: Session) -> Any:
-        """(Incremental)AlterConfigs: a BROKER resource naming another broker is refused here, as Kafka's broker
-        refuses it (`configs.preprocess`); the rest goes to the controller."""
-        checked = configs.preprocess(request, self.broker_id)
-        if checked.forward is None:
-            return checked.answer(None)
-        return checked.answer(await self._forward(dataclasses.replace(request, body=checked.forward), session))
-
-    async def _forward(self, request: DecodedRequest, session: Session) -> Any:
-        """CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, config, ACL, SCRAM credential alterations and
-        partition reassignments go to the controller, as KRaft brokers forward them; if no controller answers,
-        every resource is refused NOT_CONTROLLER (`wire.forwarding`)."""
-        address = self.controller.address
-        try:
-            return await self.controller.request(request.body, self._controller_timeout_s)
-        except (ConnectionError, OSError, TimeoutError) as exc:
-            message = f"the controller at {address} did not answer ({exc or 'timeout'})"
-            return forwarding.refuse_forwarded(request, self.config, self.core.metadata.image, message)
-
-    async def _query(self, request: DecodedRequest, session: Session) -> Any:
-        """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId, DescribeLogDirs, AlterReplicaLogDirs,
-        DescribeProducers: the core answers them at once; the translator alone answers what it refuses (a
-        transactional InitProducerId)."""
-        decode, encode = QUERY_TRANSLATORS[request.api_key]
-        decoded = self.gate.checked(decode(request), request, session)
-        if decoded.error is not errors.NONE:
-            return encode(None, decoded)
-        return encode(await self._call(decoded.request), decoded)
-
-    async def _produce(self, request: DecodedRequest, session: Session) -> Any:
-        image = self._image(session)
-        decoded = self.gate.checked(produce.decode_request(request, image), request, session)
-        internal = decoded.request
-        if decoded.error is not errors.NONE or not internal.partitions:
-            return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
-        if internal.acks == 0:
-            self._feed(self.core.handle(self._now(), f"c{next(self._sources)}", internal))
-            return None
-        return produce.encode_response(await self._call(internal), decoded, self._image(session))
-
-    async def _fetch(self, request: DecodedRequest, session: Session) -> Any:
-        image = self._image(session)
-        decoded = self.gate.checked(fetch.decode_request(request, image), request, session)
-        if decoded.error is not errors.NONE:
-            return fetch.encode_response(None, decoded, image)
-        internal: Any = decoded.request if fetch.is_follower_fetch(decoded.request) else \
-            fetch.consumer_request(decoded.request)
-        if not internal.partitions:  # nothing for the core: none asked, or every topic id unknown (UNKNOWN_TOPIC_ID)
-            return fetch.encode_response(ConsumerFetchResponse(internal.correlation_id, ()), decoded, image)
-        return fetch.encode_response(await self._call(internal), decoded, self._image(session))
 
     # Background tasks -----------------------------------------------------------------------------------------
 
@@ -581,26 +437,3 @@ def _controller_addresses(config: BrokerConfig) -> list[tuple[str, int]]:
         addresses.append((host, int(port)))
     return addresses
 
-
-# Which method answers which API: every API in `versions.BROKER_API_VERSIONS` has a route.
-Route = Callable[[BrokerNode, DecodedRequest, Session], Awaitable[Any]]
-ROUTES: Mapping[int, Route] = {
-    versions.PRODUCE: BrokerNode._produce,
-    versions.FETCH: BrokerNode._fetch,
-    versions.API_VERSIONS: BrokerNode._api_versions,
-    versions.METADATA: BrokerNode._metadata,
-    versions.DESCRIBE_CLUSTER: BrokerNode._describe_cluster,
-    versions.DESCRIBE_TOPIC_PARTITIONS: BrokerNode._describe_topic_partitions,
-    versions.DESCRIBE_CONFIGS: BrokerNode._describe_configs,
-    versions.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerNode._describe_scram_credentials,
-    versions.DESCRIBE_CLIENT_QUOTAS: BrokerNode._client_quotas,
-    versions.ALTER_CLIENT_QUOTAS: BrokerNode._client_quotas,
-    versions.SASL_HANDSHAKE: BrokerNode._sasl_out_of_turn,
-    versions.SASL_AUTHENTICATE: BrokerNode._sasl_out_of_turn,
-    **dict.fromkeys(GROUP_APIS, BrokerNode._group_request),
-    **dict.fromkeys(FORWARDED_APIS, BrokerNode._forward),
-    versions.INCREMENTAL_ALTER_CONFIGS: BrokerNode._alter_configs,
-    versions.ALTER_CONFIGS: BrokerNode._alter_configs,
-    **dict.fromkeys(QUERY_TRANSLATORS, BrokerNode._query),
-    versions.DESCRIBE_ACLS: BrokerNode._forward,  # never called: the gate answers it from the image
-}

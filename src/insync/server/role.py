@@ -22,7 +22,7 @@ from insync.server.listener import Listener
 from insync.server.metrics import NodeMetrics
 from insync.server.sasl_gate import client_credentials, gate_factory
 from insync.server.session import Session
-from insync.server.tls import client_tls, server_tls, setting
+from insync.server.tls import client_tls, server_tls
 from insync.wire import versions
 
 API_NAMES: dict[int, str] = {
@@ -98,13 +98,11 @@ def librdkafka_settings(config: BrokerConfig, endpoint: Endpoint, mechanism_key:
     runs itself (the __insync_events producer): its TLS files and SASL credentials, as its own connections use."""
     settings = {"security.protocol": endpoint.security_protocol}
     if endpoint.uses_tls:
-        def get(key: str) -> object:
-            return setting(config, endpoint.name, key)
-
-        pairs = (("ssl.ca.location", get("ssl.truststore.location")), ("ssl.ca.pem", get("ssl.truststore.certificates")),
-                 ("ssl.certificate.location", get("ssl.keystore.location")),
-                 ("ssl.key.location", get("ssl.keystore.location")), ("ssl.key.password", get("ssl.key.password")),
-                 ("ssl.endpoint.identification.algorithm", get("ssl.endpoint.identification.algorithm") or "none"))
+        tls = config.tls(endpoint.name)
+        pairs = (("ssl.ca.location", tls.truststore_location), ("ssl.ca.pem", tls.truststore_certificates),
+                 ("ssl.certificate.location", tls.keystore_location), ("ssl.key.location", tls.keystore_location),
+                 ("ssl.key.password", tls.key_password),
+                 ("ssl.endpoint.identification.algorithm", tls.endpoint_identification_algorithm or "none"))
         settings.update({key: str(value) for key, value in pairs if value is not None})
     credentials = client_sasl_for(config, endpoint.name, endpoint.security_protocol, mechanism_key)
     if credentials is not None:

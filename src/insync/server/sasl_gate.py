@@ -46,7 +46,6 @@ from insync.security.sasl_client import SaslCredentials
 from insync.security.scram import CredentialLookup
 from insync.server.listener import CloseAfter, GateFactory
 from insync.server.session import Session
-from insync.server.tls import setting
 from insync.wire import sasl
 
 log = logging.getLogger("insync.server")
@@ -168,14 +167,14 @@ def client_credentials(config: BrokerConfig, listener: str, mechanism_key: str) 
 def gate_factory(config: BrokerConfig, listener: str, supported: SupportedVersions, credentials: CredentialLookup,
                  meter: AuthenticationMeter) -> GateFactory:
     """A `SaslGate` for each connection of SASL listener `listener`."""
-    enabled = setting(config, listener, "sasl.enabled.mechanisms")
+    enabled = config.listener_setting(listener, "sasl.enabled.mechanisms")
     assert isinstance(enabled, tuple), enabled
     mechanisms = tuple(str(mechanism) for mechanism in enabled)
     plain = jaas_config(config, listener, PLAIN) if PLAIN in mechanisms else None
     if PLAIN in mechanisms and (plain is None or not plain.users):
         log.warning("SASL listener %s enables PLAIN without users (listener.name.%s.plain.sasl.jaas.config "
                     "user_<name>=\"<password>\"): no PLAIN client can authenticate", listener, listener.lower())
-    reauth_ms = setting(config, listener, "connections.max.reauth.ms")
+    reauth_ms = config.listener_setting(listener, "connections.max.reauth.ms")
     assert isinstance(reauth_ms, int), reauth_ms
     settings = SaslSettings(mechanisms, plain.users if plain is not None else {}, credentials, reauth_ms)
 

@@ -1,28 +1,27 @@
 """TLS for listeners and for insync's own connections, from Kafka's PEM `ssl.*` configs (Python's `ssl`).
 
-A listener's settings are `listener.name.<listener>.<key>` where set, else `<key>` (Kafka's rule). The server
-side loads the node's key and certificate chain (`ssl.keystore.location`, a PEM file holding both, or the
-inline `ssl.keystore.certificate.chain` + `ssl.keystore.key`, with `ssl.key.password` for an encrypted key),
-trusts `ssl.truststore.location` / `ssl.truststore.certificates`, asks for client certificates as
-`ssl.client.auth` says (none | requested | required) and speaks only `ssl.enabled.protocols`. A client
-certificate's subject (RFC 4514 form, as Java's X500Principal prints it) is mapped to the connection's principal by
+A listener's settings (`BrokerConfig.tls`, typed) are `listener.name.<listener>.<key>` where set, else `<key>`
+(Kafka's rule). The server side loads the node's key and certificate chain (`ssl.keystore.location`, a PEM file
+holding both, or the inline `ssl.keystore.certificate.chain` + `ssl.keystore.key`, with `ssl.key.password` for an
+encrypted key), trusts `ssl.truststore.location` / `ssl.truststore.certificates`, asks for client certificates as
+`ssl.client.auth` says (none | requested | required) and speaks only `ssl.enabled.protocols`. A client certificate's
+subject (RFC 4514 form, as Java's X500Principal prints it) is mapped to the connection's principal by
 `ssl.principal.mapping.rules`; a connection without one is ANONYMOUS. The client side (follower fetches,
 broker-to-controller, insync's tools) verifies the server against the truststore, and its host name when
-`ssl.endpoint.identification.algorithm=https`, and presents the node's own certificate when it has one.
-Bad files or PEM are a ConfigError naming the key, raised when the node starts, not at the first connection.
+`ssl.endpoint.identification.algorithm=https`, and presents the node's own certificate when it has one. Bad files or
+PEM are a ConfigError naming the key, raised when the node starts, not at the first connection.
 """
 
 from __future__ import annotations
 
 import ssl
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 
-from insync.config import BrokerConfig, ConfigError
+from insync.config import BrokerConfig, ConfigError, TlsSettings
 from insync.security.principal import ANONYMOUS, KafkaPrincipal, user
 from insync.security.ssl_principal import PrincipalMapper, parse_rules
 
@@ -47,73 +46,57 @@ class TlsServer:
         return user(self.mapper.name_of(subject))
 
 
-def setting(config: BrokerConfig, listener: str | None, key: str) -> object:
-    """`listener.name.<listener>.<key>` when set, else `key` (Kafka's per-listener override)."""
-    prefixed = f"listener.name.{listener.lower()}.{key}" if listener else None
-    if prefixed is not None and config.is_explicit(prefixed):
-        return config.get(prefixed)
-    return config.get(key)
-
-
 def server_tls(config: BrokerConfig, listener: str, sasl: bool = False) -> TlsServer:
     """A TLS listener's context. On a SASL_SSL listener (`sasl`) SASL says who the client is, and, as in Kafka
     (KIP-684), only `listener.name.<l>.ssl.client.auth` asks for a client certificate there, not the general key."""
-    def get(key: str) -> object:
-        return setting(config, listener, key)
-
+    settings = config.tls(listener)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _versions(context, get)
-    if not _load_keystore(context, get):
+    _versions(context, settings)
+    if not _load_keystore(context, settings):
         raise ConfigError(f"listener {listener} uses TLS but has no ssl.keystore.location or "
                           "ssl.keystore.certificate.chain and ssl.keystore.key")
-    client_auth = str(get("ssl.client.auth"))
-    if sasl and not config.is_explicit(f"listener.name.{listener.lower()}.ssl.client.auth"):
+    client_auth = settings.client_auth
+    if sasl and not settings.client_auth_for_listener:
         client_auth = "none"
-    if not _load_truststore(context, get) and client_auth != "none":
+    if not _load_truststore(context, settings) and client_auth != "none":
         raise ConfigError(f"ssl.client.auth={client_auth} on listener {listener} needs ssl.truststore.location or "
                           "ssl.truststore.certificates to verify client certificates")
     context.verify_mode = VERIFY_MODES[client_auth]
-    timeout_ms = get("ssl.handshake.timeout.ms")
-    assert isinstance(timeout_ms, int)
-    return TlsServer(context, timeout_ms / 1000, parse_rules(str(get("ssl.principal.mapping.rules"))))
+    return TlsServer(context, settings.handshake_timeout_ms / 1000, parse_rules(settings.principal_mapping_rules))
 
 
 def client_tls(config: BrokerConfig, listener: str | None) -> ssl.SSLContext:
     """For connecting to a TLS listener: verify the server (and its host name with endpoint identification on);
     present this node's certificate when it has one (a listener requiring client certificates)."""
-    def get(key: str) -> object:
-        return setting(config, listener, key)
-
+    settings = config.tls(listener)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    _versions(context, get)
-    _load_keystore(context, get)
-    if not _load_truststore(context, get):
+    _versions(context, settings)
+    _load_keystore(context, settings)
+    if not _load_truststore(context, settings):
         context.load_default_certs()
-    context.check_hostname = get("ssl.endpoint.identification.algorithm") == "https"
+    context.check_hostname = settings.endpoint_identification_algorithm == "https"
     context.verify_mode = ssl.CERT_REQUIRED
     return context
 
 
-def _versions(context: ssl.SSLContext, get: Callable[[str], object]) -> None:
-    enabled = get("ssl.enabled.protocols")
-    assert isinstance(enabled, tuple)
-    if not enabled:
+def _versions(context: ssl.SSLContext, settings: TlsSettings) -> None:
+    if not settings.enabled_protocols:
         raise ConfigError("ssl.enabled.protocols is empty: enable TLSv1.2, TLSv1.3 or both")
-    chosen = sorted(TLS_VERSIONS[name] for name in enabled)
+    chosen = sorted(TLS_VERSIONS[name] for name in settings.enabled_protocols)
     context.minimum_version, context.maximum_version = chosen[0], chosen[-1]
 
 
-def _load_keystore(context: ssl.SSLContext, get: Callable[[str], object]) -> bool:
+def _load_keystore(context: ssl.SSLContext, settings: TlsSettings) -> bool:
     """The node's key and certificate chain, from a PEM file or inline PEM; False when none is configured."""
-    password = get("ssl.key.password")
-    location, chain, key = get("ssl.keystore.location"), get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
+    password = settings.key_password
+    location, chain, key = settings.keystore_location, settings.keystore_certificate_chain, settings.keystore_key
     if location is None and chain is None and key is None:
         return False
     if location is not None and (chain is not None or key is not None):
         raise ConfigError("set either ssl.keystore.location or ssl.keystore.certificate.chain and ssl.keystore.key")
     try:
         if location is not None:
-            context.load_cert_chain(str(location), password=None if password is None else str(password))
+            context.load_cert_chain(location, password=password)
             return True
         if chain is None or key is None:
             raise ConfigError("ssl.keystore.certificate.chain and ssl.keystore.key go together")
@@ -121,22 +104,22 @@ def _load_keystore(context: ssl.SSLContext, get: Callable[[str], object]) -> boo
             pem = Path(scratch) / "keystore.pem"
             pem.write_text(f"{key}\n{chain}\n")
             pem.chmod(0o600)
-            context.load_cert_chain(str(pem), password=None if password is None else str(password))
+            context.load_cert_chain(str(pem), password=password)
         return True
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"cannot load the keystore ({location or 'ssl.keystore.certificate.chain'}): "
                           f"{exc}") from None
 
 
-def _load_truststore(context: ssl.SSLContext, get: Callable[[str], object]) -> bool:
-    location, certificates = get("ssl.truststore.location"), get("ssl.truststore.certificates")
+def _load_truststore(context: ssl.SSLContext, settings: TlsSettings) -> bool:
+    location, certificates = settings.truststore_location, settings.truststore_certificates
     if location is None and certificates is None:
         return False
     try:
         if location is not None:
-            context.load_verify_locations(cafile=str(location))
+            context.load_verify_locations(cafile=location)
         if certificates is not None:
-            context.load_verify_locations(cadata=str(certificates))
+            context.load_verify_locations(cadata=certificates)
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"cannot load the truststore ({location or 'ssl.truststore.certificates'}): "
                           f"{exc}") from None

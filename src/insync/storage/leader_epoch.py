@@ -63,6 +63,14 @@ class LeaderEpochCache:
         assert len(self._epochs) <= LEADER_EPOCH_ENTRIES_MAX, "leader epoch cache overflow"
         self._persist()
 
+    def assign_newer(self, epoch_starts: list[tuple[int, int]]) -> None:
+        """Assign each (epoch, start offset) whose epoch is newer than the latest: what batches appended or
+        recovered tell the cache (an older epoch than the latest is not recorded)."""
+        for epoch, start_offset in epoch_starts:
+            latest = self.latest_epoch
+            if latest is None or epoch > latest:
+                self.assign(epoch, start_offset)
+
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch: (epoch, end offset), or (-1, -1) when nothing is known (REFERENCE.md 8)."""
         if epoch == UNDEFINED_EPOCH or not self._epochs:

@@ -3,11 +3,11 @@
 Offsets are contiguous across segments, the last (active) one taking appends; `log_start_offset` may lie inside
 the first segment (DeleteRecords), and `recovery_point` is the offset below which data was fsynced. Batches stay
 opaque bytes: a leader append validates the produced batch, copies it once to stamp base offset and leader epoch,
-and writes it with one system call. Opening a log recovers it: segments below the recovery point are trusted;
-from there every batch is CRC-checked, a torn or corrupt tail cut (and logged), and indexes rebuilt. An I/O error
-while writing takes the log offline (KAFKA_STORAGE_ERROR until it is reopened); a read error fails only that
-read; either goes to the log's `failure_channel`, which takes the whole log directory offline. Bad input raises
-`InvalidRecordError`, a follower append not at the log end OFFSET_OUT_OF_RANGE; nothing is written in either case. Where Kafka leaves room: a truncation inside a batch drops the whole batch; an append in
+and writes it with one system call. Opening a log recovers it (`log_loader`); lookups across segments are in
+`log_reads`. An I/O error while writing takes the log offline (KAFKA_STORAGE_ERROR until it is reopened); a read
+error fails only that read; either goes to the log's `failure_channel`, which takes the whole log directory
+offline. Bad input raises `InvalidRecordError`, a follower append not at the log end OFFSET_OUT_OF_RANGE; nothing
+is written in either case. Where Kafka leaves room: a truncation inside a batch drops the whole batch; an append in
 an epoch older than the cache's latest is not recorded; time rolls and retention without timestamps count from
 the segment's creation or load. A producer-state snapshot (producer_snapshots.py) is taken when a segment rolls
 or the log closes, and the snapshots outside the log's offsets are deleted as its ends move.
@@ -15,11 +15,9 @@ or the log closes, and the snapshots outside the log's offsets are deleted as it
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import functools
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -30,37 +28,21 @@ from insync.clock import Clock, SystemClock
 from insync.config import LogConfig
 from insync.errors import KafkaException
 from insync.limits import SEGMENTS_PER_PARTITION_MAX
-from insync.protocol.records import (
-    BatchHeader,
-    InvalidRecordError,
-    decode_records,
-    iter_batches,
-    stamp,
-    validate_batches,
-)
-from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
-from insync.storage.cleaner_plan import SegmentInfo
+from insync.protocol.records import BatchHeader, iter_batches, stamp, validate_batches, validate_keys
 from insync.storage.disk import Disk, InjectedIOError, RealDisk
 from insync.storage.index import RELATIVE_OFFSET_MAX
 from insync.storage.leader_epoch import LeaderEpochCache
 from insync.storage.log_dir_failure import LogDirFailureChannel
+from insync.storage.log_loader import load_epoch_cache, load_segments
+from insync.storage.log_reads import find_batch, max_timestamp_and_offset, offset_for_timestamp
 from insync.storage.producer_snapshots import ProducerSnapshotFiles
-from insync.storage.segment import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    BatchScan,
-    LogSegment,
-    TimestampAndOffset,
-)
+from insync.storage.segment import LogSegment, TimestampAndOffset
 from insync.storage.segment_swap import recover_swaps, swap_in
 
 logger = logging.getLogger("insync.storage")
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-_SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
 def _writes(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
@@ -165,76 +147,13 @@ class Log:
         path = str(directory).rstrip("/") or "/"
         real_disk = disk or RealDisk()
         real_disk.mkdir(path)
-        epoch_path = f"{path}/{LEADER_EPOCH_CHECKPOINT}"
-        try:
-            # Without the file (never written, or lost) the cache is rebuilt too: the batches hold the epochs.
-            cache, rebuild_epochs = LeaderEpochCache.load(real_disk, epoch_path), not real_disk.exists(epoch_path)
-        except CheckpointError as exc:
-            logger.warning("Rebuilding the leader epoch cache of %s from its batches: %s", path, exc)
-            cache, rebuild_epochs = LeaderEpochCache(real_disk, epoch_path), True
+        cache, rebuild_epochs = load_epoch_cache(real_disk, path)
         log = cls(path, config, real_disk, clock or SystemClock(), cache, owns_disk=disk is None)
         recover_swaps(real_disk, path)
-        log._load_segments(recovery_point or 0, rebuild_epochs, log_start_offset or 0)
+        log.segments = load_segments(real_disk, path, config, log.clock.now_ms(), cache, rebuild_epochs,
+                                     recovery_point or 0, log_start_offset or 0)
         log._finish_open(recovery_point or 0, log_start_offset or 0)
         return log
-
-    def _segment_bases(self) -> list[int]:
-        bases: set[int] = set()
-        for name in self.disk.listdir(self.directory):
-            match = _SEGMENT_NAME.match(name)
-            if match and match.group(2) == "log":
-                bases.add(int(match.group(1)))
-            elif name.endswith(".tmp"):
-                self.disk.remove(f"{self.directory}/{name}")  # a checkpoint write that never got renamed
-        for name in self.disk.listdir(self.directory):
-            match = _SEGMENT_NAME.match(name)
-            if match and int(match.group(1)) not in bases:
-                self.disk.remove(f"{self.directory}/{name}")  # an index whose segment was deleted
-        assert len(bases) <= SEGMENTS_PER_PARTITION_MAX, f"{self.directory}: too many segments"
-        return sorted(bases)
-
-    def _load_segments(self, recovery_point: int, rebuild_epochs: bool, log_start_offset: int) -> None:
-        bases = self._segment_bases()
-        now_ms = self.clock.now_ms()
-        for i, base in enumerate(bases):
-            following = bases[i + 1] if i + 1 < len(bases) else None
-            segment = None
-            if following is not None and following <= recovery_point:
-                segment = LogSegment.open_trusted(self.disk, self.directory, base, following, now_ms,
-                                                  self.config.index_interval_bytes)
-                if segment is not None and rebuild_epochs:
-                    self._assign_epochs(_epoch_starts(segment))
-            if segment is None:
-                segment, epoch_starts = LogSegment.recover(self.disk, self.directory, base, now_ms,
-                                                           self.config.index_interval_bytes, self.config.compact)
-                self._assign_epochs(epoch_starts)
-            self.segments.append(segment)
-            if following is not None:
-                segment.seal()
-                # A segment that does not end where its successor starts loses what follows it; in a compacted
-                # log one may end short (a clean removed its last batches), so there, as in Kafka, only a torn or
-                # overlapping one does.
-                if (segment.next_offset != following if not self.config.compact
-                        else segment.torn or segment.next_offset > following):
-                    self._drop_segment_files(bases[i + 1:])
-                    break
-        if not self.segments:
-            self.segments.append(LogSegment.create(self.disk, self.directory, max(log_start_offset, 0), now_ms,
-                                                   self.config.index_interval_bytes))
-
-    def _drop_segment_files(self, bases: list[int]) -> None:
-        logger.warning("Deleting segments %s of %s: they follow a truncated segment", bases, self.directory)
-        for base in bases:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                path = f"{self.directory}/{base:020d}{suffix}"
-                if self.disk.exists(path):
-                    self.disk.remove(path)
-
-    def _assign_epochs(self, epoch_starts: list[tuple[int, int]]) -> None:
-        for epoch, start_offset in epoch_starts:
-            latest = self.leader_epoch_cache.latest_epoch
-            if latest is None or epoch > latest:
-                self.leader_epoch_cache.assign(epoch, start_offset)
 
     def _finish_open(self, recovery_point: int, log_start_offset: int) -> None:
         self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
@@ -267,9 +186,6 @@ class Log:
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         return self.leader_epoch_cache.end_offset_for(epoch, self.log_end_offset)
 
-    def update_config(self, config: LogConfig) -> None:
-        self.config = config
-
     # --- Appends -------------------------------------------------------------------------------------------
 
     @_writes
@@ -278,25 +194,14 @@ class Log:
         assert leader_epoch >= 0
         (header,) = validate_batches(records, max_message_bytes=self.config.max_message_bytes)
         if self.config.compact:
-            self._check_keys(records)
+            validate_keys(records, PurePosixPath(self.directory).name)
         base_offset = self.log_end_offset
         buffer = bytearray(records)  # the one copy: stamping writes into it, the caller's bytes stay as sent
         stamp(buffer, 0, base_offset=base_offset, partition_leader_epoch=leader_epoch)
         stamped = dataclasses.replace(header, base_offset=base_offset, partition_leader_epoch=leader_epoch)
         info = self._append(buffer, [stamped])
-        self._assign_epochs([(leader_epoch, base_offset)])
+        self.leader_epoch_cache.assign_newer([(leader_epoch, base_offset)])
         return info
-
-    def _check_keys(self, records: bytes | bytearray | memoryview) -> None:
-        """A compacted log keeps the last record of each key: a batch with a record without one is refused (Kafka's
-        LogValidator: INVALID_RECORD, a record error naming each such record, and Kafka's summary)."""
-        why = f"Compacted topic cannot accept message without key in topic partition {PurePosixPath(self.directory).name}"
-        keyless = tuple((i, why) for i, record in enumerate(decode_records(records)) if record.key is None)
-        if keyless:
-            shown = ", ".join(f"RecordError(batchIndex={i}, message='{message}')" for i, message in keyless[:3])
-            raise InvalidRecordError(errors.BY_NAME["INVALID_RECORD"], "One or more records have been rejected due "
-                                     f"to {len(keyless)} record errors in total, and only showing the first three "
-                                     f"errors at most: [{shown}]", keyless)
 
     @_writes
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
@@ -321,8 +226,8 @@ class Log:
                 raise KafkaException(errors.MESSAGE_TOO_LARGE, f"{self.directory}: batch at offset "
                                      f"{header.base_offset} is {header.size} bytes, over max.message.bytes")
         info = self._append(records, headers)  # written as it came: no copy of the fetched bytes
-        self._assign_epochs([(h.partition_leader_epoch, h.base_offset) for h in headers
-                             if h.partition_leader_epoch >= 0])
+        self.leader_epoch_cache.assign_newer([(h.partition_leader_epoch, h.base_offset) for h in headers
+                                              if h.partition_leader_epoch >= 0])
         return info
 
     def _append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader]) -> AppendInfo:
@@ -413,7 +318,7 @@ class Log:
         empty = ReadResult(b"", offset, offset, log_start_offset, log_end_offset)
         if offset == log_end_offset or (max_offset is not None and offset >= max_offset):
             return empty
-        found = self._find_batch(offset)
+        found = find_batch(self.segments, offset)
         if found is None:
             return empty
         segment, position, header = found
@@ -426,55 +331,20 @@ class Log:
     @_reads
     def batch_header(self, offset: int) -> BatchHeader | None:
         """The header of the batch holding `offset` (its header read alone), or None outside the log."""
-        found = self._find_batch(offset) if self.log_start_offset <= offset < self.log_end_offset else None
+        found = find_batch(self.segments, offset) if self.log_start_offset <= offset < self.log_end_offset else None
         return None if found is None else found[2]
-
-    def _find_batch(self, offset: int) -> tuple[LogSegment, int, BatchHeader] | None:
-        """The segment, position and header of the first batch ending at or after `offset` (in the log)."""
-        index = bisect.bisect_right(self.segments, offset, key=_base_offset) - 1
-        for segment in self.segments[index:]:
-            found = segment.find_batch(offset)
-            if found is not None:
-                return segment, found[0], found[1]
-        return None
 
     @_reads
     def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
-        """ListOffsets by time: the first record at or after the log start timestamped >= `timestamp` (or None)."""
-        for segment in self.segments:
-            if segment.max_timestamp < timestamp or segment.next_offset <= self.log_start_offset:
-                continue
-            start = max(segment.time_index.lookup_before(timestamp), self.log_start_offset)
-            found = segment.first_record(start, lambda ts: ts >= timestamp)
-            if found is not None:
-                return found
-        return None
+        """ListOffsets by time (`log_reads.offset_for_timestamp`)."""
+        return offset_for_timestamp(self.segments, self.log_start_offset, timestamp)
 
     @_reads
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
-        """ListOffsets MAX_TIMESTAMP (KIP-734): the first record carrying the largest timestamp of the log (Kafka's
-        `UnifiedLog.fetchOffsetByTimestamp`: the first segment with the largest, its first batch with it, that
-        batch's first record with it); None when the log has no timestamped record past its start."""
-        live = [s for s in self.segments if s.next_offset > self.log_start_offset and s.max_timestamp >= 0]
-        if not live:
-            return None
-        segment = max(live, key=lambda s: s.max_timestamp)  # the first of equals, as Kafka's maxBy
-        largest = segment.max_timestamp
-        return segment.first_record(max(segment.offset_of_max_timestamp, self.log_start_offset),
-                                    lambda ts: ts == largest)
+        """ListOffsets MAX_TIMESTAMP (`log_reads.max_timestamp_and_offset`)."""
+        return max_timestamp_and_offset(self.segments, self.log_start_offset)
 
     # --- Compaction ---------------------------------------------------------------------------------------------
-
-    def segment_infos(self, first_batch_timestamps: bool) -> tuple[SegmentInfo, ...]:
-        """What the cleaner's planning needs of each segment (the first batch's timestamp costs a read, so only
-        when `max.compaction.lag.ms` is set)."""
-        return tuple(SegmentInfo(s.base_offset, s.size, s.max_timestamp,
-                                 self._first_batch_timestamp(s) if first_batch_timestamps else -1,
-                                 len(s.offset_index), len(s.time_index)) for s in self.segments)
-
-    def _first_batch_timestamp(self, segment: LogSegment) -> int:
-        found = segment.find_batch(segment.base_offset) if segment.size else None
-        return -1 if found is None else found[1].max_timestamp
 
     @_writes
     def replace_segments(self, cleaned: LogSegment, old: tuple[LogSegment, ...]) -> None:
@@ -527,8 +397,7 @@ class Log:
                                            self.config.index_interval_bytes)]
         self.log_start_offset = self.recovery_point = offset
         self.leader_epoch_cache.clear()
-        self.producer_snapshots.delete_where(lambda _snapshot: True)
-        self._tell_log_start()
+        self._log_start_moved(lambda _snapshot: True)
 
     @_writes
     def delete_records_before(self, offset: int) -> int:
@@ -543,7 +412,7 @@ class Log:
             while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
                 self.segments.pop(0).delete()
             self.leader_epoch_cache.truncate_from_start(offset)
-            self._log_start_moved()
+            self._log_start_moved(lambda snapshot: snapshot < self.log_start_offset)
         return self.log_start_offset
 
     @_writes
@@ -574,7 +443,7 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
             self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
             self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
-            self._log_start_moved()
+            self._log_start_moved(lambda snapshot: snapshot < self.log_start_offset)
         assert not deleted or self.segments[0].base_offset <= high_watermark, (self.segments[0], high_watermark)
         return deleted
 
@@ -618,24 +487,9 @@ class Log:
         new offset): the producer table forgets producers whose batches are all gone (Kafka's truncateHead)."""
         self._log_start_listener = listener
 
-    def _log_start_moved(self) -> None:
-        self.producer_snapshots.delete_where(lambda snapshot: snapshot < self.log_start_offset)
-        self._tell_log_start()
-
-    def _tell_log_start(self) -> None:
+    def _log_start_moved(self, doomed_snapshots: Callable[[int], bool]) -> None:
+        """Delete the producer snapshots the move leaves outside the log, then tell the listener."""
+        self.producer_snapshots.delete_where(doomed_snapshots)
         if self._log_start_listener is not None:
             self._log_start_listener(self.log_start_offset)
 
-
-def _base_offset(segment: LogSegment) -> int:
-    return segment.base_offset
-
-
-def _epoch_starts(segment: LogSegment) -> list[tuple[int, int]]:
-    """(epoch, base offset) of each batch of a trusted segment that starts a newer epoch (headers only)."""
-    starts: list[tuple[int, int]] = []
-    for _, header in BatchScan(segment.disk, segment.log_path, 0, segment.size, verify_crc=False):
-        epoch = header.partition_leader_epoch
-        if epoch >= 0 and (not starts or epoch > starts[-1][0]):
-            starts.append((epoch, header.base_offset))
-    return starts

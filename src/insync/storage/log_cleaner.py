@@ -38,6 +38,7 @@ from insync.storage.cleaner_plan import (
 )
 from insync.storage.disk import Disk
 from insync.storage.log import Log
+from insync.storage.log_reads import segment_infos
 from insync.storage.offset_map import OffsetMap
 from insync.types import TopicPartition
 
@@ -248,7 +249,7 @@ class LogCleaner:
     def _candidate(self, now_ms: int, tp: TopicPartition, log: Log, stable: int) -> tuple[LogToClean, int]:
         config = log.config
         self._follow_truncation(tp, log)
-        infos = log.segment_infos(first_batch_timestamps=config.max_compaction_lag_ms < LONG_MAX)
+        infos = segment_infos(log.segments, first_batch_timestamps=config.max_compaction_lag_ms < LONG_MAX)
         stable = max(stable, log.log_start_offset)
         offsets = cleanable_offsets(infos, log.log_start_offset, log.log_end_offset, self.checkpoints.get(tp),
                                     stable, now_ms, config.min_compaction_lag_ms)
@@ -290,7 +291,7 @@ class LogCleaner:
 
 def _job(now_ms: int, chosen: LogToClean, log: Log, producers: Mapping[int, int]) -> CleanJob:
     below = [i for i, segment in enumerate(log.segments[:-1]) if segment.base_offset < chosen.first_uncleanable_offset]
-    infos = log.segment_infos(first_batch_timestamps=False)
+    infos = segment_infos(log.segments, first_batch_timestamps=False)
     config = log.config
     return CleanJob(chosen.topic_partition, log.directory, tuple(log.segments[i] for i in below),
                     tuple(infos[i] for i in below), chosen.first_dirty_offset, chosen.first_uncleanable_offset, now_ms,

@@ -209,7 +209,7 @@ class LogManager:
             log.failure_channel = self.failure_channel
             self._logs[tp] = log
         elif config is not None:
-            log.update_config(config)
+            log.config = config
         return log
 
     def delete(self, tp: TopicPartition) -> None:

@@ -1,5 +1,5 @@
 """The translation layer between Kafka's wire types (kio entities, any supported version) and insync's internal
-messages. Pure functions: no I/O, no asyncio, no clock; the server's dispatchers (`server.broker_node.ROUTES`,
+messages. Pure functions: no I/O, no asyncio, no clock; the server's dispatchers (`server.broker_apis.ROUTES`,
 `server.controller_node`) call them around the cores. Generic kio helpers live in `protocol.kio`.
 
 One module per API group: `versions` (ApiVersions), `produce`, `fetch`, `metadata` (with DescribeCluster),

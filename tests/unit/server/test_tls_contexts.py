@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from insync.chaos import certs
 from insync.config import BrokerConfig, ConfigError
 from insync.security.principal import ANONYMOUS, user
-from insync.server.tls import client_tls, server_tls, setting
+from insync.server.tls import client_tls, server_tls
 from insync.waiting import wait_until
 
 
@@ -49,8 +49,8 @@ def test_a_listener_setting_overrides_the_general_one_for_that_listener_only(fil
     config = BrokerConfig({"ssl.keystore.location": str(files.node), "ssl.truststore.location": str(files.ca),
                            "listener.name.external.ssl.client.auth": "requested",
                            "listener.name.external.ssl.enabled.protocols": "TLSv1.3"})
-    assert setting(config, "EXTERNAL", "ssl.client.auth") == "requested"
-    assert setting(config, "INTERNAL", "ssl.client.auth") == "none"
+    assert config.tls("EXTERNAL").client_auth == "requested"
+    assert config.tls("INTERNAL").client_auth == "none"
     assert server_tls(config, "EXTERNAL").context.verify_mode == ssl.CERT_OPTIONAL
     assert server_tls(config, "EXTERNAL").context.minimum_version == ssl.TLSVersion.TLSv1_3
     assert client_tls(config, "INTERNAL").check_hostname  # ssl.endpoint.identification.algorithm=https

@@ -261,5 +261,5 @@ def test_compact_alone_keeps_segments_past_retention() -> None:
     log.append_as_leader(batch(1), leader_epoch=0)
     clock.advance(10_000_000_000_000)
     assert log.apply_retention(clock.now_ms(), high_watermark=2) == 0
-    log.update_config(LogConfig(cleanup_policy=("compact", "delete"), retention_ms=10))
+    log.config = LogConfig(cleanup_policy=("compact", "delete"), retention_ms=10)
     assert log.apply_retention(clock.now_ms(), high_watermark=2) == 1

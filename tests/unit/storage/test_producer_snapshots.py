@@ -86,7 +86,7 @@ def test_moving_the_log_start_deletes_snapshots_below_it() -> None:
     log.delete_records_before(6)
     assert log.producer_snapshot_offsets() == [15]
     log.write_producer_snapshot(10, b"c")
-    log.update_config(LogConfig(segment_bytes=1000, retention_bytes=1))
+    log.config = LogConfig(segment_bytes=1000, retention_bytes=1)
     assert log.apply_retention(T0, log.log_end_offset) > 0
     assert 10 < log.log_start_offset == log.active_segment.base_offset <= 15
     assert log.producer_snapshot_offsets() == [15]

@@ -1,0 +1,42 @@
+"""The partitions a broker hosts, by topic partition, and what the broker core asks of all of them at once.
+
+`HostedPartitions` is the core's table (a dict: the fetch server, the fetcher sessions and the queries read it as
+one); a partition enters it when metadata first gives this broker a replica and leaves it when metadata stops it.
+The questions across the table are here: which partitions this broker leads, every high watermark (for the
+checkpoint and retention), and what bounds each compacted log's cleaning.
+"""
+
+from __future__ import annotations
+
+from insync.replication.partition import Partition
+from insync.storage.log_manager import LogManager
+from insync.types import TopicPartition
+
+
+class HostedPartitions(dict[TopicPartition, Partition]):
+    def leader(self, tp: TopicPartition) -> Partition | None:
+        """The partition if this broker leads it, else None."""
+        partition = self.get(tp)
+        return partition if partition is not None and partition.is_leader else None
+
+    def leader_states(self) -> list[tuple[TopicPartition, int, int]]:
+        """(partition, leader epoch, high watermark) of each partition this broker leads."""
+        return [(tp, p.leader_epoch, p.high_watermark) for tp, p in self.items() if p.is_leader]
+
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        return {tp: partition.high_watermark for tp, partition in self.items()}
+
+    def stable_offsets_of_compacted(self, log_manager: LogManager) -> dict[TopicPartition, int]:
+        """What bounds each compacted log's cleaning: its last stable offset, which is its high watermark until
+        transactions exist (Kafka's `UnifiedLog.lastStableOffset` without an open transaction). Followers bound it
+        by their own high watermark, as every Kafka replica cleans its own copy."""
+        return {tp: partition.high_watermark for tp, partition in self.items()
+                if (log := log_manager.get(tp)) is not None and log.config.compact}
+
+    def producer_last_offsets(self, tp: TopicPartition) -> dict[int, int]:
+        """Each producer's last offset in the partition: the cleaner keeps that batch (its last sequence)."""
+        partition = self.get(tp)
+        if partition is None:
+            return {}
+        return {producer_id: entry.batches[-1].last_offset
+                for producer_id, entry in partition.producer_state.entries() if entry.batches}
