@@ -3,7 +3,7 @@
 Requests arrive through the `Listener`; `ROUTES` (at the end) names the method that answers each API. The
 `wire` translators turn most requests into the core's messages, fed to the core with a source address unique to
 the request (`c<n>`), whose `Outgoing` answer resolves the request's future; the group APIs go to the
-`GroupCoordinator`, the admin APIs to the controller, the describe APIs are answered from the metadata image.
+`GroupCoordinator`, the transaction APIs to the `TransactionCoordinator`, the admin APIs to the controller, the describe APIs are answered from the metadata image.
 Everything else the core emits is carried out here: `Outgoing` to `CONTROLLER` or a broker id becomes a Kafka
 request on a `KafkaConnection` whose answer goes back into the core (a lost connection fails the fetch, so the
 fetcher backs off); `CompleteAfter(ms, token)`, a follower read reported slow (seed 000), completes `ms` later
@@ -68,6 +68,7 @@ from insync.server.role import (
 )
 from insync.server.session import Session
 from insync.server.topic_creation import TopicCreator
+from insync.server.txn_coordinator import TransactionCoordinator
 from insync.storage.log_manager import LogManager
 from insync.storage.power_loss import open_disk
 from insync.types import BrokerId, Outgoing
@@ -90,6 +91,7 @@ from insync.wire import (
     scram_credentials,
     versions,
 )
+from insync.wire import groups as group_api
 from insync.wire.entities import Decoded
 
 log = logging.getLogger("insync.broker")
@@ -107,7 +109,10 @@ VERSION_HEARTBEAT = 1
 VERSION_ALTER = 3
 GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions.SYNC_GROUP, versions.HEARTBEAT,
                         versions.LEAVE_GROUP, versions.OFFSET_COMMIT, versions.OFFSET_FETCH, versions.LIST_GROUPS,
-                        versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE))
+                        versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE,
+                        versions.TXN_OFFSET_COMMIT))
+TXN_APIS = frozenset((versions.ADD_PARTITIONS_TO_TXN, versions.ADD_OFFSETS_TO_TXN, versions.END_TXN,
+                      versions.WRITE_TXN_MARKERS))
 # What the controller answers: a broker forwards these as they are (`_forward`).
 FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
                             versions.ELECT_LEADERS, versions.ALTER_PARTITION_REASSIGNMENTS,
@@ -182,6 +187,9 @@ class BrokerNode(MeteredDispatcher):
         self._faults = FaultSpec()
         self.groups = GroupCoordinator(config.groups, self.core, self.log_manager, self.controller, self._call,
                                        self._now)
+        self.markers: dict[int, KafkaConnection] = {}  # to partition leaders, apart from the fetchers'
+        self.transactions = TransactionCoordinator(config.transactions, self.core, self.log_manager, self.controller,
+                                                   self._call, self._now, self._marker_peer, self.groups)
         self.topic_creator = TopicCreator(config.auto_create, self.controller, self._spawn, self.groups.create_offsets_topic)
         self.gate = AccessGate(config, self.broker_id, self.event_log, self._now, lambda: self.core.metadata.image)
 
@@ -312,18 +320,24 @@ class BrokerNode(MeteredDispatcher):
         endpoint = next(e for e in self._advertised() if e.name == name)
         return f"{endpoint.host}:{endpoint.port}"
 
-    def _peer(self, broker_id: int) -> KafkaConnection:
-        """The connection to `broker_id` on the inter-broker listener."""
+    def _marker_peer(self, broker_id: int) -> KafkaConnection:
+        """The transaction coordinator's connection to `broker_id`: markers do not queue behind parked fetches."""
+        return self._peer(broker_id, self.markers, f"txn-marker-sender-{self.broker_id}")
+
+    def _peer(self, broker_id: int, pool: dict[int, KafkaConnection] | None = None,
+              client_id: str | None = None) -> KafkaConnection:
+        """The connection to `broker_id` on the inter-broker listener (in `pool`, the fetchers' by default)."""
+        pool = self.peers if pool is None else pool
         registration = self.core.metadata.image.brokers.get(broker_id)
         address = None if registration is None else registration.endpoint(self.endpoints.inter_broker.name)
         if address is None:
             raise ConfigError(f"broker {broker_id} is not registered with listener "
                               f"{self.endpoints.inter_broker.name}")
-        connection = self.peers.get(broker_id)
+        connection = pool.get(broker_id)
         if connection is None or (connection.host, connection.port) != address:
-            connection = KafkaConnection(*address, client_id=f"replica-fetcher-{self.broker_id}", tls=self._peer_tls,
-                                         sasl=self._peer_sasl)
-            self.peers[broker_id] = connection
+            connection = KafkaConnection(*address, client_id=client_id or f"replica-fetcher-{self.broker_id}",
+                                         tls=self._peer_tls, sasl=self._peer_sasl)
+            pool[broker_id] = connection
         return connection
 
     # Dispatcher (what the listener calls) --------------------------------------------------------------------
@@ -384,12 +398,28 @@ class BrokerNode(MeteredDispatcher):
             return await groups.delete_groups(request)
         if key == versions.OFFSET_DELETE:
             return await groups.offset_delete(request)
+        if key == versions.TXN_OFFSET_COMMIT:
+            return await groups.txn_offset_commit(request)
         if key == versions.FIND_COORDINATOR:
+            key_type, keys = group_api.find_coordinator_keys(request)
+            if key_type == group_api.TRANSACTION_KEY_TYPE:
+                return self.transactions.find_coordinator(request, self._image(session), keys)
             return groups.find_coordinator(request, self._image(session))
         answer = {versions.HEARTBEAT: groups.heartbeat,
                   versions.LEAVE_GROUP: groups.leave, versions.OFFSET_FETCH: groups.offset_fetch,
                   versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
         return answer(request)
+
+    async def _txn_request(self, request: DecodedRequest, session: Session) -> Any:
+        if request.api_key == versions.WRITE_TXN_MARKERS:
+            return await self.transactions.write_markers(request)
+        return await self.transactions.handle(request)
+
+    async def _init_producer_id(self, request: DecodedRequest, session: Session) -> Any:
+        """A transactional producer's goes to its coordinator, an idempotent one's to the core."""
+        if request.body.transactional_id is not None:
+            return await self.transactions.handle(request)
+        return await self._query(request, session)
 
     async def _alter_configs(self, request: DecodedRequest, session: Session) -> Any:
         """(Incremental)AlterConfigs: a BROKER resource naming another broker is refused here, as Kafka's broker
@@ -518,6 +548,7 @@ class BrokerNode(MeteredDispatcher):
                 group.create_task(self._run_timers(halt))
                 group.create_task(self._run_metadata(halt))
                 group.create_task(self.groups.run(halt))
+                group.create_task(self.transactions.run(halt))
                 group.create_task(self.event_topic.run(halt))
                 if self.config.node.fault_injection_enable:
                     group.create_task(self._run_faults(halt))
@@ -554,8 +585,9 @@ class BrokerNode(MeteredDispatcher):
         for task in list(self._tasks):
             task.cancel()
         self.groups.close()
+        self.transactions.close()
         await self.controller.close()
-        for connection in self.peers.values():
+        for connection in [*self.peers.values(), *self.markers.values()]:
             await connection.close()
         self.core.checkpoint()
         self.log_manager.stop_cleaning()  # a clean in progress stops at its next batch and is dropped
@@ -602,5 +634,7 @@ ROUTES: Mapping[int, Route] = {
     versions.INCREMENTAL_ALTER_CONFIGS: BrokerNode._alter_configs,
     versions.ALTER_CONFIGS: BrokerNode._alter_configs,
     **dict.fromkeys(QUERY_TRANSLATORS, BrokerNode._query),
+    **dict.fromkeys(TXN_APIS, BrokerNode._txn_request),
+    versions.INIT_PRODUCER_ID: BrokerNode._init_producer_id,
     versions.DESCRIBE_ACLS: BrokerNode._forward,  # never called: the gate answers it from the image
 }
