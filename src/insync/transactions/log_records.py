@@ -13,6 +13,7 @@ import enum
 import struct
 from dataclasses import dataclass
 
+from insync.groups.offsets import RecordReader
 from insync.types import TopicPartition
 
 KEY_VERSION = 0
@@ -77,30 +78,8 @@ def encode_value(txn: TxnMetadata) -> bytes:
     return bytes(out)
 
 
-class _Reader:
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data, self.pos, self.what = data, 0, what
-
-    def take(self, layout: struct.Struct) -> int:
-        if self.pos + layout.size > len(self.data):
-            raise TxnRecordError(f"{self.what} ends early at byte {self.pos}")
-        (value,) = layout.unpack_from(self.data, self.pos)
-        self.pos += layout.size
-        return int(value)
-
-    def string(self) -> str:
-        length = self.take(_I16)
-        if length < 0 or self.pos + length > len(self.data):
-            raise TxnRecordError(f"{self.what} has a string of {length} bytes at byte {self.pos}")
-        raw = self.data[self.pos:self.pos + length]
-        self.pos += length
-        return raw.decode(errors="replace")
-
-    def count(self) -> int:
-        count = self.take(_I32)
-        if not 0 <= count <= len(self.data):  # each entry takes at least a byte: a larger count is garbage
-            raise TxnRecordError(f"{self.what} has an array of {count} entries")
-        return count
+class _Reader(RecordReader):
+    error = TxnRecordError
 
 
 def decode_key(data: bytes) -> str:
