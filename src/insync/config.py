@@ -64,7 +64,7 @@ class BrokerConfig:
     `values` are the static settings (server.properties, `--config`); `cluster` and `broker` the dynamic layers
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
-    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "controller", "storage", "groups",
+    __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "controller", "storage", "groups", "transactions",
                  "listeners", "sockets", "authorizer", "auto_create", "events", "node", "cleaner")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
@@ -95,6 +95,7 @@ class BrokerConfig:
                                      self.get_bool("fault.injection.power.loss.enable"),
                                      self.get_int("replica.alter.log.dirs.io.max.bytes.per.second"))
         self.groups: GroupCoordinatorConfig = _group_coordinator_config(self)
+        self.transactions: TransactionCoordinatorConfig = _transaction_coordinator_config(self)
         self.cleaner: CleanerConfig = _cleaner_config(self)
         self.listeners: ListenerConfig = _listener_config(self)
         self.sockets = _socket_config(self)
@@ -437,6 +438,35 @@ def _group_coordinator_config(config: BrokerConfig) -> GroupCoordinatorConfig:
         offsets_topic_num_partitions=config.get_int("offsets.topic.num.partitions"),
         offsets_topic_replication_factor=config.get_int("offsets.topic.replication.factor"),
         offsets_topic_segment_bytes=config.get_int("offsets.topic.segment.bytes"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCoordinatorConfig:
+    """The transaction coordinator's settings, as Kafka's TransactionStateManagerConfig and TransactionLogConfig
+    gather them."""
+
+    max_timeout_ms: int  # transaction.max.timeout.ms
+    abort_interval_ms: int  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    log_num_partitions: int  # transaction.state.log.num.partitions
+    log_replication_factor: int  # transaction.state.log.replication.factor
+    log_min_isr: int  # transaction.state.log.min.isr
+    log_segment_bytes: int  # transaction.state.log.segment.bytes
+    write_timeout_ms: int  # offsets.commit.timeout.ms, which Kafka's transaction log appends use too
+
+    def __post_init__(self) -> None:
+        assert self.max_timeout_ms > 0 and self.abort_interval_ms > 0 and self.log_num_partitions > 0, self
+
+
+def _transaction_coordinator_config(config: BrokerConfig) -> TransactionCoordinatorConfig:
+    return TransactionCoordinatorConfig(
+        max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
+        abort_interval_ms=config.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        log_num_partitions=config.get_int("transaction.state.log.num.partitions"),
+        log_replication_factor=config.get_int("transaction.state.log.replication.factor"),
+        log_min_isr=config.get_int("transaction.state.log.min.isr"),
+        log_segment_bytes=config.get_int("transaction.state.log.segment.bytes"),
+        write_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
     )
 
 

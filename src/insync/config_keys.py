@@ -290,6 +290,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("offsets.topic.replication.factor", "int", 3, "Replication factor of __consumer_offsets; it is not "
            "created until this many brokers are registered.", min=1),
         _d("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", min=14),
+        # Transactions (the transaction coordinator and `__transaction_state`)
+        _d("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", min=1,
+           max=1000),
+        _d("transaction.state.log.replication.factor", "int", 3, "Replication factor of __transaction_state; "
+           "it is not created until this many brokers are registered.", min=1),
+        _d("transaction.state.log.min.isr", "int", 2, "min.insync.replicas of __transaction_state.", min=1),
+        _d("transaction.state.log.segment.bytes", "int", 104857600, "Segment size of __transaction_state.",
+           min=1024),
+        _d("transaction.max.timeout.ms", "int", 900000, "The largest transaction.timeout.ms a producer may ask "
+           "for (INVALID_TRANSACTION_TIMEOUT above it).", min=1),
+        _d("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000, "How often the "
+           "coordinator aborts the transactions open longer than their timeout.", min=1),
         # `__insync_events` (server/event_topic.py): each node's events.jsonl lines, for `insync monitor`
         _d("insync.events.topic.enable", "bool", True, "Also append this node's events to __insync_events (acks=1, "
            "off the request path, bounded in memory; events past the bound are dropped and counted)."),

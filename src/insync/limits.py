@@ -40,6 +40,10 @@ EVENTS_BUFFERED_MAX = 100_000
 
 # Idempotent producers (replication/producer_state.py)
 PRODUCERS_PER_PARTITION_MAX = 100_000
+# Transactions (replication/transactions.py): aborted transactions a partition remembers (read_committed fetches
+# list them), and completed ones whose markers may still lie above the high watermark
+ABORTED_TXNS_PER_PARTITION_MAX = 100_000
+UNREPLICATED_TXNS_MAX = 10_000
 
 # Controller (metadata log; no snapshots yet, so the whole log stays in memory)
 METADATA_LOG_RECORDS_MAX = 10_000_000

@@ -23,6 +23,7 @@ UNKNOWN_BROKER_EPOCH = BrokerEpoch(-1)  # KIP-903: a broker epoch not given (old
 
 # Kafka's internal topic of committed offsets: the controller guards it, brokers mark it internal, groups use it.
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 EVENTS_TOPIC = "__insync_events"  # every node's replication-health events (server/event_topic.py)
 ALERTS_TOPIC = "__insync_alerts"  # what `insync monitor` concludes from them (spark/monitor/)
 

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("wire",),
     ("broker",),
     ("controller",),
-    ("groups",),
+    ("groups", "transactions"),
     ("replication",),
     ("metadata",),
     # security (issue 22): principals, SASL state, the authorizer; pure types and algorithms that the metadata

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from insync import errors
 from insync.broker.messages import (
+    READ_COMMITTED,
     CompleteAfter,
     ConsumerFetchPartition,
     ConsumerFetchRequest,
@@ -33,6 +34,7 @@ from insync.replication.messages import FetchPartitionData, FetchRequest, FetchR
 from insync.replication.partition import Partition
 from insync.replication.purgatory import DelayedFetch, Purgatory, PurgatoryFullError
 from insync.replication.results import FollowerFetchResult, FollowerRead
+from insync.replication.transactions import AbortedTxn
 from insync.types import UNKNOWN_OFFSET, Address, Offset, Outgoing, TopicPartition
 
 Request = FetchRequest | ConsumerFetchRequest
@@ -157,7 +159,8 @@ class FetchServer:
             # Kafka's ReplicaManager.readFromLog: each partition up to its own limit and what is left of the
             # response's; one whole batch past both only while the response has no data yet (KIP-74).
             part = self._consumer_read(tp, offset, max(0, min(limit, budget)),
-                                       min_one_batch=budget == request.max_bytes, leader_only=request.leader_only)
+                                       min_one_batch=budget == request.max_bytes, leader_only=request.leader_only,
+                                       read_committed=request.isolation_level == READ_COMMITTED)
             budget -= len(part.records)
             parts.append(part)
         empty = all(not p.records and p.error is errors.NONE for p in parts)
@@ -166,26 +169,32 @@ class FetchServer:
         return FetchOutcome([Outgoing(source, ConsumerFetchResponse(request.correlation_id, tuple(parts)))], [])
 
     def _consumer_read(self, tp: TopicPartition, offset: Offset, max_bytes: int, min_one_batch: bool,
-                       leader_only: bool = True) -> ConsumerFetchPartition:
+                       leader_only: bool = True, read_committed: bool = False) -> ConsumerFetchPartition:
+        """Read committed data: below the high watermark, or for read_committed below the last stable offset and
+        with the aborted transactions the read may meet (Kafka's `collectAbortedTransactions`)."""
         # Any replica may answer when the request allows it, a follower below its own high watermark (KIP-392).
         partition = self._partitions(tp) if leader_only else self._hosted(tp)
         if partition is None or (leader_only and not partition.is_leader) or partition.recovering:  # KIP-704
             return ConsumerFetchPartition(tp, errors.NOT_LEADER_OR_FOLLOWER, UNKNOWN_OFFSET, UNKNOWN_OFFSET, b"")
-        hw = partition.high_watermark
+        hw, lso = partition.high_watermark, partition.last_stable_offset
         log_start = Offset(partition.log.log_start_offset)
         if offset < log_start or offset > partition.log.log_end_offset:
             return ConsumerFetchPartition(tp, errors.OFFSET_OUT_OF_RANGE, hw, log_start, b"")
-        if offset >= hw:
+        limit = lso if read_committed else hw
+        aborted: tuple[AbortedTxn, ...] | None = () if read_committed else None
+        if offset >= limit:
             # Past the high watermark but inside the log: nothing committed to read yet, and no error, as in
             # Kafka's UnifiedLog.read. A leader that just took over (or restarted) can have a high watermark below
             # what consumers already read from the previous leader; OFFSET_OUT_OF_RANGE here would make librdkafka
             # reset their position (to the end, skipping records, or to the start, reading them twice).
-            return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, b"")
+            return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, b"", lso, aborted)
         try:
-            result = partition.log.read(offset, max_bytes, hw, min_one_batch=min_one_batch)
+            result = partition.log.read(offset, max_bytes, limit, min_one_batch=min_one_batch)
         except KafkaException as exc:
             return ConsumerFetchPartition(tp, exc.error, hw, log_start, b"")
-        return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, bytes(result.records))
+        if read_committed and result.records:
+            aborted = tuple(partition.producer_state.transactions.aborted_in(offset, result.next_offset))
+        return ConsumerFetchPartition(tp, errors.NONE, hw, log_start, bytes(result.records), lso, aborted)
 
     # Parked fetches -----------------------------------------------------------------------------------
 

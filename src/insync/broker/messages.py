@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from insync.errors import KafkaError
+from insync.replication.transactions import AbortedTxn
 from insync.types import (
     UNDEFINED_EPOCH,
     UNKNOWN_OFFSET,
@@ -68,6 +69,7 @@ class ProduceRequest:
     acks: int  # 0, 1 or -1 (all)
     timeout_ms: int
     partitions: tuple[tuple[TopicPartition, bytes], ...]
+    from_client: bool = True  # False: a coordinator's (markers, transactional offset commits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,7 @@ class ConsumerFetchRequest:
     max_bytes: int
     partition_max_bytes: tuple[int, ...] = ()
     leader_only: bool = True
+    isolation_level: int = READ_UNCOMMITTED  # READ_COMMITTED reads below the last stable offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,8 @@ class ConsumerFetchPartition:
     high_watermark: Offset
     log_start_offset: Offset
     records: bytes
+    last_stable_offset: Offset = UNKNOWN_OFFSET
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None  # None: not asked (read_uncommitted)
 
 
 @dataclass(frozen=True, slots=True)

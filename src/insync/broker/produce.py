@@ -66,7 +66,8 @@ class ProduceHandler:
                 results[tp] = self._error(tp, errors.NOT_LEADER_OR_FOLLOWER)
                 continue
             try:
-                append = partition.append_records_as_leader(records, request.acks, now_ms)
+                append = partition.append_records_as_leader(records, request.acks, now_ms,
+                                                            from_client=request.from_client)
             except KafkaException as exc:
                 log_start = NO_OFFSET if exc.error in NO_LOG_ERRORS else Offset(partition.log.log_start_offset)
                 results[tp] = self._error(tp, exc.error, log_start)

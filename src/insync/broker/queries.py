@@ -1,8 +1,8 @@
 """Requests a broker core answers from its partitions' state at once, without purgatory: ListOffsets,
 OffsetForLeaderEpoch, DeleteRecords and InitProducerId, for the server and the simulator alike.
 
-Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark (the log end for a replica reading
-its own leader); EARLIEST is the log start with its epoch; a timestamp gives the first record at or after it;
+Kafka's rules (REFERENCE 3, 8, 13): ListOffsets LATEST is the high watermark (the last stable offset for
+READ_COMMITTED, the log end for a replica reading its own leader); EARLIEST is the log start with its epoch; a timestamp gives the first record at or after it;
 MAX_TIMESTAMP (KIP-734) the first record with the largest timestamp; LATEST_TIERED -1. Only the leader answers,
 and a leader epoch older than the partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. The debugging
 replica id (-2) reads any replica's own log, as Kafka's ListOffsets allows; insync allows it for
@@ -27,6 +27,7 @@ from insync.broker.messages import (
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
+    READ_COMMITTED,
     DeleteRecordsRequest,
     DeleteRecordsResponse,
     DeleteRecordsResult,
@@ -73,20 +74,23 @@ def _leader(partitions: Partitions, metadata: BrokerMetadata, tp: TopicPartition
 def list_offsets(partitions: Partitions, metadata: BrokerMetadata, request: ListOffsetsRequest
                  ) -> ListOffsetsResponse:
     return ListOffsetsResponse(request.correlation_id, tuple(
-        _list_offset(partitions, metadata, asked, request.replica_id) for asked in request.partitions))
+        _list_offset(partitions, metadata, asked, request.replica_id, request.isolation_level)
+        for asked in request.partitions))
 
 
 def _list_offset(partitions: Partitions, metadata: BrokerMetadata, asked: ListOffsetsPartition,
-                 replica_id: int) -> ListOffsetsResult:
+                 replica_id: int, isolation_level: int) -> ListOffsetsResult:
     """Kafka 4.x's `Partition.fetchOffsetForTimestamp` for a broker without tiered storage. Consumers see up to the
-    high watermark (insync has no transactions, so READ_COMMITTED's last stable offset is the same), replicas up to
-    the log end."""
+    high watermark (READ_COMMITTED: the last stable offset), replicas up to the log end."""
     tp, timestamp = asked.topic_partition, asked.timestamp
     partition = _leader(partitions, metadata, tp, asked.current_leader_epoch, replica_id)
     if isinstance(partition, KafkaError):
         return ListOffsetsResult(tp, partition)
     epoch, log = partition.leader_epoch, partition.log
-    fetchable = partition.high_watermark if replica_id == CONSUMER_REPLICA_ID else partition.log_end_offset
+    fetchable = partition.log_end_offset
+    if replica_id == CONSUMER_REPLICA_ID:
+        committed = isolation_level == READ_COMMITTED
+        fetchable = partition.last_stable_offset if committed else partition.high_watermark
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # every segment is local
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(log.log_start_offset), _earliest_epoch(log))
     if timestamp == LATEST_TIMESTAMP:

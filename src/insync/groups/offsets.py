@@ -73,13 +73,18 @@ def encode_value(value: CommittedOffset) -> bytes:
             + _string(value.metadata) + _I64.pack(value.commit_timestamp_ms))
 
 
-class _Reader:
+class RecordReader:
+    """Reads the big-endian fields of a coordinator record (here and in `transactions.log_records`), raising
+    `error` on anything malformed."""
+
+    error: type[ValueError] = OffsetRecordError
+
     def __init__(self, data: bytes, what: str) -> None:
         self.data, self.pos, self.what = data, 0, what
 
     def take(self, layout: struct.Struct) -> int:
         if self.pos + layout.size > len(self.data):
-            raise OffsetRecordError(f"{self.what} ends early at byte {self.pos}")
+            raise self.error(f"{self.what} ends early at byte {self.pos}")
         (value,) = layout.unpack_from(self.data, self.pos)
         self.pos += layout.size
         return int(value)
@@ -87,18 +92,24 @@ class _Reader:
     def string(self) -> str:
         length = self.take(_I16)
         if length < 0 or self.pos + length > len(self.data):
-            raise OffsetRecordError(f"{self.what} has a string of {length} bytes at byte {self.pos}")
+            raise self.error(f"{self.what} has a string of {length} bytes at byte {self.pos}")
         raw = self.data[self.pos:self.pos + length]
         self.pos += length
         try:
             return raw.decode()
         except UnicodeDecodeError:
-            raise OffsetRecordError(f"{self.what} has a string that is not UTF-8") from None
+            raise self.error(f"{self.what} has a string that is not UTF-8") from None
+
+    def count(self) -> int:
+        count = self.take(_I32)
+        if not 0 <= count <= len(self.data):  # each entry takes at least a byte: a larger count is garbage
+            raise self.error(f"{self.what} has an array of {count} entries")
+        return count
 
 
 def decode_key(data: bytes) -> OffsetKey | None:
     """The offset key of a record, or None for a group-metadata record (key version 2), which holds no offset."""
-    reader = _Reader(data, "an offset key")
+    reader = RecordReader(data, "an offset key")
     version = reader.take(_I16)
     if version == 2:
         return None
@@ -110,7 +121,7 @@ def decode_key(data: bytes) -> OffsetKey | None:
 
 def decode_value(data: bytes) -> CommittedOffset:
     """Kafka's OffsetCommitValue v0, v1 (expire timestamp, ignored) and v3 (leader epoch)."""
-    reader = _Reader(data, "an offset value")
+    reader = RecordReader(data, "an offset value")
     version = reader.take(_I16)
     if version not in (0, 1, 3):
         raise OffsetRecordError(f"unsupported offset value version {version}")

@@ -246,7 +246,7 @@ def stamp(buf: bytearray | memoryview, pos: int, *, base_offset: int, partition_
     _INT32.pack_into(buf, pos + _PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
 
 
-def validate_batches(buf: Buffer, *, max_message_bytes: int) -> list[BatchHeader]:
+def validate_batches(buf: Buffer, *, max_message_bytes: int, from_client: bool = True) -> list[BatchHeader]:
     """What a leader checks on a produce request's records before appending anything.
 
     Kafka's rules and codes, in Kafka's order (`ProduceRequest.validateRecords`, then
@@ -254,7 +254,9 @@ def validate_batches(buf: Buffer, *, max_message_bytes: int) -> list[BatchHeader
     (none, more than one, or magic 0/1 -> INVALID_RECORD; truncated, bad length or unknown magic ->
     CORRUPT_MESSAGE); base offset 0 (INVALID_RECORD); size <= max_message_bytes (MESSAGE_TOO_LARGE); CRC
     (CORRUPT_MESSAGE); record count = last offset delta + 1 > 0, no control batch, a sequence whenever there is
-    a producer id (INVALID_RECORD); CreateTime only (INVALID_TIMESTAMP). Returns the one header.
+    a producer id (INVALID_RECORD); CreateTime only (INVALID_TIMESTAMP). Returns the one header. A batch not
+    `from_client` is a coordinator's (Kafka's AppendOrigin.COORDINATOR: markers, transactional offset commits),
+    which skips the client-batch rules.
     """
     assert max_message_bytes > 0
     if len(buf) == 0:
@@ -276,7 +278,8 @@ def validate_batches(buf: Buffer, *, max_message_bytes: int) -> list[BatchHeader
         )
     if not crc_is_valid(buf, 0, header):
         raise _corrupt("CRC mismatch in produced batch")
-    _validate_client_batch(header)
+    if from_client:
+        _validate_client_batch(header)
     return [header]
 
 

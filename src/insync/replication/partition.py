@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from insync import errors, kafkalog
@@ -168,6 +168,12 @@ class Partition:
         return self._high_watermark if self._follower is None else self._follower.high_watermark
 
     @property
+    def last_stable_offset(self) -> Offset:
+        """What read_committed consumers may read up to: the high watermark, or the first offset of the earliest
+        transaction still open (or whose marker is not yet below the high watermark), whichever is lower."""
+        return Offset(self.producer_state.transactions.last_stable_offset(self.high_watermark))
+
+    @property
     def log_end_offset(self) -> Offset:
         return Offset(self.log.log_end_offset)
 
@@ -256,9 +262,11 @@ class Partition:
 
     # --- Produce ----------------------------------------------------------------------------------------------
 
-    def append_records_as_leader(self, records: bytes, required_acks: int, now_ms: int) -> LeaderAppendResult:
-        """Append one produced batch. Raises KafkaException with INVALID_REQUIRED_ACKS,
-        NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, or whatever the log refuses."""
+    def append_records_as_leader(self, records: bytes, required_acks: int, now_ms: int, *,
+                                 from_client: bool = True) -> LeaderAppendResult:
+        """Append one produced batch (not `from_client`: a coordinator's marker or transactional offset commit,
+        without sequence checks). Raises KafkaException with INVALID_REQUIRED_ACKS, NOT_LEADER_OR_FOLLOWER,
+        NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH (a marker of a fenced epoch), or whatever the log refuses."""
         if required_acks not in (0, 1, -1):
             raise KafkaException(errors.INVALID_REQUIRED_ACKS, f"acks={required_acks}")
         if not self.is_leader:
@@ -268,16 +276,18 @@ class Partition:
         if required_acks == -1 and len(isr) < min_isr:
             raise KafkaException(errors.NOT_ENOUGH_REPLICAS, kafkalog.min_isr_message(
                 isr, min_isr, self.topic_partition.topic, self.topic_partition.partition))
-        duplicate = self.producer_state.check_batch(records)
-        if duplicate is not None:  # a retry of a batch already in the log: answer with its offsets
-            return LeaderAppendResult(Offset(duplicate.first_offset), Offset(duplicate.last_offset),
-                                      duplicate.last_offset - duplicate.first_offset + 1,
-                                      ProduceWait(Offset(duplicate.last_offset + 1), self._leader_epoch), False)
-        info = self.log.append_as_leader(records, self._leader_epoch)
-        assert info.last_offset >= info.first_offset >= 0 and info.last_offset < self.log.log_end_offset
         header = parse_header(records, 0)
-        self.producer_state.record(header.producer_id, header.producer_epoch, header.base_sequence,
-                                   info.first_offset, info.last_offset)
+        if from_client:
+            duplicate = self.producer_state.check_batch(records)
+            if duplicate is not None:  # a retry of a batch already in the log: answer with its offsets
+                return LeaderAppendResult(Offset(duplicate.first_offset), Offset(duplicate.last_offset),
+                                          duplicate.last_offset - duplicate.first_offset + 1,
+                                          ProduceWait(Offset(duplicate.last_offset + 1), self._leader_epoch), False)
+        elif header.is_control:
+            self.producer_state.check_marker(header.producer_id, header.producer_epoch)
+        info = self.log.append_as_leader(records, self._leader_epoch, from_client=from_client)
+        assert info.last_offset >= info.first_offset >= 0 and info.last_offset < self.log.log_end_offset
+        self.producer_state.observe(replace(header, base_offset=info.first_offset), records, 0)
         advanced = self._maybe_advance_high_watermark(now_ms)
         wait = ProduceWait(Offset(info.last_offset + 1), self._leader_epoch)
         return LeaderAppendResult(Offset(info.first_offset), Offset(info.last_offset), info.record_count, wait,

@@ -4,11 +4,11 @@ The leader keeps, per producer id, its epoch and its last five batches (Kafka's 
 produce (`check`): an older epoch is INVALID_PRODUCER_EPOCH; a sequence range equal to one of the last five is a
 `Duplicate`, answered with the original offsets; otherwise the base sequence must follow the last one (wrapping
 at 2^31-1), or be 0 in a newer epoch, else OUT_OF_ORDER_SEQUENCE_NUMBER; an unknown producer id not at sequence
-0 is UNKNOWN_PRODUCER_ID, so the client resets. `record` stores each appended batch with its offsets; followers
-record too, so a new leader answers retries exactly as the old one would have.
-Snapshots (Kafka's `<offset>.snapshot` files, in its big-endian format with a CRC32C) hold the table for the
-batches below their offset; the log owns the files and takes one when a segment rolls or closes, this module
-turns a table into bytes and back. A reopened partition (`open_table`) loads the newest snapshot at or below the
+0 is UNKNOWN_PRODUCER_ID, so the client resets. `observe` stores each appended batch with its offsets, and gives
+transactional batches and markers to the table's `TransactionIndex`; followers observe too, so a new leader
+answers retries exactly as the old one would have. Snapshots (Kafka's `<offset>.snapshot` files, big-endian with
+a CRC32C) hold the table and its transactions for the batches below their offset; the log owns the files and
+takes one when a segment rolls or closes, this module turns a table into bytes and back. A reopened partition (`open_table`) loads the newest snapshot at or below the
 log end, drops producers below the log start and replays batch headers after it; a damaged snapshot is logged,
 deleted and the next older one tried, and with none left the table is rebuilt from the whole log.
 """
@@ -27,8 +27,9 @@ from crc32c import crc32c
 
 from insync import errors, limits
 from insync.errors import KafkaException
-from insync.protocol.records import iter_batches, parse_header
+from insync.protocol.records import BatchHeader, iter_batches, parse_header
 from insync.replication.log_view import LogView
+from insync.replication.transactions import AbortedTxn, TransactionIndex, marker_type
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class ProducerStateTable:
         # Insertion order is recency order: `record` moves a producer to the end, so eviction takes the first.
         self._producers: dict[int, ProducerEntry] = {}
         self._last_offset = -1  # the highest offset recorded: truncation above it has nothing to forget
+        self.transactions = TransactionIndex()
 
     def check_batch(self, records: bytes) -> Duplicate | None:
         """`check` for the one batch of a produce request (its header read without decoding records)."""
@@ -140,11 +142,35 @@ class ProducerStateTable:
         entry.batches.append(BatchMetadata(base_sequence, last_sequence, first_offset, last_offset))
         self._last_offset = max(self._last_offset, last_offset)
 
+    def observe(self, header: BatchHeader, batch: bytes | memoryview, pos: int) -> None:
+        """Record any appended batch (offsets stamped, at `pos` of `batch`): idempotent ones for duplicate
+        checks, transactional ones and markers for the transaction index. A marker in a newer epoch (the
+        coordinator fenced the producer) raises the producer's epoch, so its older self is refused."""
+        self._last_offset = max(self._last_offset, header.last_offset)
+        if not header.is_control:
+            self.record(header.producer_id, header.producer_epoch, header.base_sequence, header.base_offset,
+                        header.last_offset)
+            self.transactions.on_batch(header, None)
+            return
+        self.transactions.on_batch(header, marker_type(batch, pos))
+        entry = self._producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch > entry.producer_epoch:
+            entry.producer_epoch = header.producer_epoch
+
+    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+        """A marker in an epoch older than the producer's is a zombie coordinator's (Kafka's
+        `appendEndTxnMarker`). Raises INVALID_PRODUCER_EPOCH."""
+        entry = self._producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.producer_epoch:
+            raise KafkaException(errors.INVALID_PRODUCER_EPOCH,
+                                 f"marker of producer {producer_id} in epoch {producer_epoch} < {entry.producer_epoch}")
+
     def truncate_to(self, offset: int) -> None:
         """Forget batches at or after `offset` (log truncation); producers left with none are dropped."""
         if offset > self._last_offset:
             return
         self._last_offset = offset - 1
+        self.transactions.truncate_to(offset)
         for producer_id in list(self._producers):
             entry = self._producers[producer_id]
             kept = [b for b in entry.batches if b.last_offset < offset]
@@ -160,6 +186,7 @@ class ProducerStateTable:
 
     def drop_below(self, log_start_offset: int) -> None:
         """Forget producers whose last batch ends below the log start offset (their data is gone)."""
+        self.transactions.drop_below(log_start_offset)
         for producer_id in [p for p, e in self._producers.items() if e.batches[-1].last_offset < log_start_offset]:
             del self._producers[producer_id]
 
@@ -172,11 +199,10 @@ class ProducerStateTable:
 def record_batches(table: ProducerStateTable, records: bytes | memoryview, below_offset: int | None = None) -> None:
     """Record every idempotent batch in `records` (stamped with their offsets), headers only; batches at or
     past `below_offset` (not appended) are skipped."""
-    for _, header in iter_batches(records, verify_crc=False):
+    for pos, header in iter_batches(records, verify_crc=False):
         if below_offset is not None and header.last_offset >= below_offset:
             break
-        table.record(header.producer_id, header.producer_epoch, header.base_sequence, header.base_offset,
-                     header.last_offset)
+        table.observe(header, records, pos)
 
 
 def rebuild_from_log(log: LogView, chunk_bytes: int = 8 * 1024 * 1024) -> ProducerStateTable:
@@ -201,11 +227,13 @@ def _replay(table: ProducerStateTable, log: LogView, offset: int, chunk_bytes: i
 
 # --- Snapshots ----------------------------------------------------------------------------------------------------
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2  # version 1 has no transactions section
 _HEADER = struct.Struct(">hI")  # version, CRC32C of everything after the header
 _COUNT = struct.Struct(">i")
 _PRODUCER = struct.Struct(">qhb")  # producer id, epoch, batch count
 _BATCH = struct.Struct(">iiqq")  # first/last sequence, first/last offset
+_ONGOING = struct.Struct(">qq")  # producer id, first offset of its open transaction
+_ABORTED = struct.Struct(">qqq")  # producer id, first offset, last offset
 
 
 class SnapshotError(ValueError):
@@ -250,6 +278,13 @@ def snapshot_bytes(table: ProducerStateTable, below_offset: int) -> bytes:
         for b in batches:
             body += _BATCH.pack(b.first_sequence, b.last_sequence, b.first_offset, b.last_offset)
     _COUNT.pack_into(body, 0, count)
+    ongoing, aborted = table.transactions.below(below_offset)
+    body += _COUNT.pack(len(ongoing))
+    for producer_id, first_offset in ongoing.items():
+        body += _ONGOING.pack(producer_id, first_offset)
+    body += _COUNT.pack(len(aborted))
+    for txn in aborted:
+        body += _ABORTED.pack(txn.producer_id, txn.first_offset, txn.last_offset)
     return _HEADER.pack(SNAPSHOT_VERSION, crc32c(body)) + bytes(body)
 
 
@@ -258,7 +293,7 @@ def parse_snapshot(data: bytes) -> ProducerStateTable:
     if len(data) < _HEADER.size + _COUNT.size:
         raise SnapshotError(f"{len(data)} bytes, too short for a snapshot header")
     version, crc = _HEADER.unpack_from(data, 0)
-    if version != SNAPSHOT_VERSION:
+    if version not in (1, SNAPSHOT_VERSION):
         raise SnapshotError(f"unsupported version {version}, expected {SNAPSHOT_VERSION}")
     body = memoryview(data)[_HEADER.size:]
     if crc32c(body) != crc:
@@ -278,11 +313,38 @@ def parse_snapshot(data: bytes) -> ProducerStateTable:
                 entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, position)))
                 position += _BATCH.size
             table._restore(producer_id, entry)
+        if version >= 2:
+            position = _parse_transactions(table, body, position)
     except struct.error as exc:
         raise SnapshotError(f"truncated at byte {_HEADER.size + position}: {exc}") from None
     if position != len(body):
         raise SnapshotError(f"{len(body) - position} bytes after the last producer")
     return table
+
+
+def _parse_transactions(table: ProducerStateTable, body: memoryview, position: int) -> int:
+    """The open and aborted transactions of a version 2 snapshot; returns the position after them."""
+    ongoing: dict[int, int] = {}
+    (count,) = _COUNT.unpack_from(body, position)
+    if not 0 <= count <= limits.PRODUCERS_PER_PARTITION_MAX:
+        raise SnapshotError(f"open transaction count {count} out of range")
+    position += _COUNT.size
+    for _ in range(count):
+        producer_id, first_offset = _ONGOING.unpack_from(body, position)
+        ongoing[producer_id] = first_offset
+        position += _ONGOING.size
+    (count,) = _COUNT.unpack_from(body, position)
+    if not 0 <= count <= limits.ABORTED_TXNS_PER_PARTITION_MAX:
+        raise SnapshotError(f"aborted transaction count {count} out of range")
+    position += _COUNT.size
+    aborted = []
+    for _ in range(count):
+        aborted.append(AbortedTxn(*_ABORTED.unpack_from(body, position)))
+        position += _ABORTED.size
+    if any(a.last_offset >= b.last_offset for a, b in zip(aborted, aborted[1:], strict=False)):
+        raise SnapshotError("aborted transactions out of order")
+    table.transactions.restore(ongoing, aborted)
+    return position
 
 
 def open_table(log: LogView) -> ProducerStateTable:

@@ -3,7 +3,8 @@ the broker advertises, each reached through the authorization gate (`server.acce
 
 The `wire` translators turn produce, fetch and the queries into the core's messages, which the node hands to the
 core (`CoreCalls`) and whose answers they translate back; the group APIs go to the `GroupCoordinator`, the admin
-APIs to the controller as they are, and the describe APIs are answered from the metadata image.
+APIs to the controller as they are, the transaction APIs to the `TransactionCoordinator`, and the describe APIs
+are answered from the metadata image.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from insync.server.client import FailoverConnection
 from insync.server.group_coordinator import GroupCoordinator
 from insync.server.session import Session
 from insync.server.topic_creation import TopicCreator
+from insync.server.txn_coordinator import TransactionCoordinator
 from insync.types import BrokerId
 from insync.wire import (
     client_quotas,
@@ -40,11 +42,15 @@ from insync.wire import (
     scram_credentials,
     versions,
 )
+from insync.wire import groups as group_api
 from insync.wire.entities import Decoded
 
 GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions.SYNC_GROUP, versions.HEARTBEAT,
                         versions.LEAVE_GROUP, versions.OFFSET_COMMIT, versions.OFFSET_FETCH, versions.LIST_GROUPS,
-                        versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE))
+                        versions.DESCRIBE_GROUPS, versions.DELETE_GROUPS, versions.OFFSET_DELETE,
+                        versions.TXN_OFFSET_COMMIT))
+TXN_APIS = frozenset((versions.ADD_PARTITIONS_TO_TXN, versions.ADD_OFFSETS_TO_TXN, versions.END_TXN,
+                      versions.WRITE_TXN_MARKERS))
 # What the controller answers: a broker forwards these as they are (`BrokerApis.forward`).
 FORWARDED_APIS = frozenset((versions.CREATE_TOPICS, versions.DELETE_TOPICS, versions.CREATE_PARTITIONS,
                             versions.ELECT_LEADERS, versions.ALTER_PARTITION_REASSIGNMENTS,
@@ -78,15 +84,24 @@ class CoreCalls(Protocol):
         ...
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Coordinators:
+    """The broker's coordinators: of consumer groups, and of transactions."""
+
+    groups: GroupCoordinator
+    transactions: TransactionCoordinator
+
+
 class BrokerApis:
-    def __init__(self, config: BrokerConfig, node: CoreCalls, gate: AccessGate, groups: GroupCoordinator,
+    def __init__(self, config: BrokerConfig, node: CoreCalls, gate: AccessGate, coordinators: Coordinators,
                  topic_creator: TopicCreator, controller: FailoverConnection, controller_timeout_s: float) -> None:
         assert controller_timeout_s > 0, controller_timeout_s
         self._config = config
         self._broker_id = BrokerId(config.node.node_id)
         self._node = node
         self._gate = gate
-        self._groups = groups
+        self._groups = coordinators.groups
+        self._transactions = coordinators.transactions
         self._topic_creator = topic_creator
         self._controller = controller
         self._controller_timeout_s = controller_timeout_s
@@ -146,12 +161,28 @@ class BrokerApis:
             return await groups.delete_groups(request)
         if key == versions.OFFSET_DELETE:
             return await groups.offset_delete(request)
+        if key == versions.TXN_OFFSET_COMMIT:
+            return await groups.txn_offset_commit(request)
         if key == versions.FIND_COORDINATOR:
+            key_type, keys = group_api.find_coordinator_keys(request)
+            if key_type == group_api.TRANSACTION_KEY_TYPE:
+                return self._transactions.find_coordinator(request, self._image(session), keys)
             return groups.find_coordinator(request, self._image(session))
         answer = {versions.HEARTBEAT: groups.heartbeat,
                   versions.LEAVE_GROUP: groups.leave, versions.OFFSET_FETCH: groups.offset_fetch,
                   versions.LIST_GROUPS: groups.list_groups, versions.DESCRIBE_GROUPS: groups.describe_groups}[key]
         return answer(request)
+
+    async def txn_request(self, request: DecodedRequest, session: Session) -> Any:
+        if request.api_key == versions.WRITE_TXN_MARKERS:
+            return await self._transactions.write_markers(request)
+        return await self._transactions.handle(request)
+
+    async def init_producer_id(self, request: DecodedRequest, session: Session) -> Any:
+        """A transactional producer's goes to its coordinator, an idempotent one's to the core."""
+        if request.body.transactional_id is not None:
+            return await self._transactions.handle(request)
+        return await self.query(request, session)
 
     async def alter_configs(self, request: DecodedRequest, session: Session) -> Any:
         """(Incremental)AlterConfigs: a BROKER resource naming another broker is refused here, as Kafka's broker
@@ -174,8 +205,7 @@ class BrokerApis:
 
     async def query(self, request: DecodedRequest, session: Session) -> Any:
         """ListOffsets, OffsetForLeaderEpoch, DeleteRecords, InitProducerId, DescribeLogDirs, AlterReplicaLogDirs,
-        DescribeProducers: the core answers them at once; the translator alone answers what it refuses (a
-        transactional InitProducerId)."""
+        DescribeProducers: the core answers them at once; the translator alone answers what it refuses."""
         decode, encode = QUERY_TRANSLATORS[request.api_key]
         decoded = self._gate.checked(decode(request), request, session)
         if decoded.error is not errors.NONE:
@@ -225,5 +255,7 @@ ROUTES: Mapping[int, Route] = {
     versions.INCREMENTAL_ALTER_CONFIGS: BrokerApis.alter_configs,
     versions.ALTER_CONFIGS: BrokerApis.alter_configs,
     **dict.fromkeys(QUERY_TRANSLATORS, BrokerApis.query),
+    **dict.fromkeys(TXN_APIS, BrokerApis.txn_request),
+    versions.INIT_PRODUCER_ID: BrokerApis.init_producer_id,
     versions.DESCRIBE_ACLS: BrokerApis.forward,  # never called: the gate answers it from the image
 }

@@ -47,7 +47,7 @@ from insync.security.listeners import Endpoint, broker_listeners, controller_nam
 from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.acceptor import ConnectionQuotas
 from insync.server.access_gate import AccessGate
-from insync.server.broker_apis import BrokerApis
+from insync.server.broker_apis import BrokerApis, Coordinators
 from insync.server.cleaner_threads import CleanerThreads
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
@@ -65,6 +65,7 @@ from insync.server.role import (
 )
 from insync.server.session import Session
 from insync.server.topic_creation import TopicCreator
+from insync.server.txn_coordinator import TransactionCoordinator
 from insync.storage.log_manager import LogManager
 from insync.storage.power_loss import open_disk
 from insync.types import BrokerId, Outgoing
@@ -140,10 +141,13 @@ class BrokerNode(MeteredDispatcher):
         self._faults = FaultSpec()
         self.groups = GroupCoordinator(config.groups, self.core, self.log_manager, self.controller, self.call,
                                        self._now)
+        self.markers: dict[int, KafkaConnection] = {}  # to partition leaders, apart from the fetchers'
+        self.transactions = TransactionCoordinator(config.transactions, self.core, self.log_manager, self.controller,
+                                                   self.call, self._now, self._marker_peer, self.groups)
         self.topic_creator = TopicCreator(config.auto_create, self.controller, self._spawn, self.groups.create_offsets_topic)
         gate = AccessGate(config, self.broker_id, self.event_log, self._now, lambda: self.core.metadata.image)
-        self.apis = BrokerApis(config, self, gate, self.groups, self.topic_creator, self.controller,
-                               self._controller_timeout_s)
+        self.apis = BrokerApis(config, self, gate, Coordinators(self.groups, self.transactions), self.topic_creator,
+                               self.controller, self._controller_timeout_s)
 
     # Feeding the core ------------------------------------------------------------------------------------
 
@@ -276,18 +280,24 @@ class BrokerNode(MeteredDispatcher):
         endpoint = next(e for e in self._advertised() if e.name == name)
         return f"{endpoint.host}:{endpoint.port}"
 
-    def _peer(self, broker_id: int) -> KafkaConnection:
-        """The connection to `broker_id` on the inter-broker listener."""
+    def _marker_peer(self, broker_id: int) -> KafkaConnection:
+        """The transaction coordinator's connection to `broker_id`: markers do not queue behind parked fetches."""
+        return self._peer(broker_id, self.markers, f"txn-marker-sender-{self.broker_id}")
+
+    def _peer(self, broker_id: int, pool: dict[int, KafkaConnection] | None = None,
+              client_id: str | None = None) -> KafkaConnection:
+        """The connection to `broker_id` on the inter-broker listener (in `pool`, the fetchers' by default)."""
+        pool = self.peers if pool is None else pool
         registration = self.core.metadata.image.brokers.get(broker_id)
         address = None if registration is None else registration.endpoint(self.endpoints.inter_broker.name)
         if address is None:
             raise ConfigError(f"broker {broker_id} is not registered with listener "
                               f"{self.endpoints.inter_broker.name}")
-        connection = self.peers.get(broker_id)
+        connection = pool.get(broker_id)
         if connection is None or (connection.host, connection.port) != address:
-            connection = KafkaConnection(*address, client_id=f"replica-fetcher-{self.broker_id}", tls=self._peer_tls,
-                                         sasl=self._peer_sasl)
-            self.peers[broker_id] = connection
+            connection = KafkaConnection(*address, client_id=client_id or f"replica-fetcher-{self.broker_id}",
+                                         tls=self._peer_tls, sasl=self._peer_sasl)
+            pool[broker_id] = connection
         return connection
 
     # Dispatcher (what the listener calls) --------------------------------------------------------------------
@@ -374,6 +384,7 @@ class BrokerNode(MeteredDispatcher):
                 group.create_task(self._run_timers(halt))
                 group.create_task(self._run_metadata(halt))
                 group.create_task(self.groups.run(halt))
+                group.create_task(self.transactions.run(halt))
                 group.create_task(self.event_topic.run(halt))
                 if self.config.node.fault_injection_enable:
                     group.create_task(self._run_faults(halt))
@@ -410,8 +421,9 @@ class BrokerNode(MeteredDispatcher):
         for task in list(self._tasks):
             task.cancel()
         self.groups.close()
+        self.transactions.close()
         await self.controller.close()
-        for connection in self.peers.values():
+        for connection in [*self.peers.values(), *self.markers.values()]:
             await connection.close()
         self.core.checkpoint()
         self.log_manager.stop_cleaning()  # a clean in progress stops at its next batch and is dropped

@@ -6,11 +6,11 @@ in Kafka. This module keeps that true as leadership moves:
   COORDINATOR_NOT_AVAILABLE until it has leaders.
 - A group whose partition this broker leads but has not replayed at the current epoch starts the replay and is
   answered COORDINATOR_LOAD_IN_PROGRESS; one whose partition it does not lead gets NOT_COORDINATOR.
-- Every SYNC_INTERVAL_MS partitions no longer led at their loaded epoch are dropped, their waiting joins and
-  syncs answered NOT_COORDINATOR.
-Waiting joins and syncs are futures keyed by a token, answered through `GroupMembership`'s `Completion`s. A
-commit is appended through the broker core like an acks=all Produce and enters the cache once acknowledged;
-DeleteGroups and OffsetDelete (`groups.deletion`) append tombstones the same way.
+- Every SYNC_INTERVAL_MS partitions no longer led at their loaded epoch are dropped (held requests: NOT_COORDINATOR).
+Held joins and syncs are futures keyed by a token, answered through `GroupMembership`'s `Completion`s. A commit
+is appended like an acks=all Produce and enters the cache once acknowledged; DeleteGroups and OffsetDelete append
+tombstones so. A TxnOffsetCommit (KIP-447) is appended in the producer's transaction and held until its marker:
+applied on COMMIT, dropped on ABORT, when written (`complete_transaction`) and when the partition is replayed.
 """
 
 from __future__ import annotations
@@ -36,18 +36,23 @@ from insync.groups.offsets import (
     CommittedOffset,
     OffsetCache,
     OffsetKey,
+    OffsetRecordError,
+    decode_key,
+    decode_value,
     encode_key,
     encode_value,
     partition_for,
 )
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.records import RecordSpec, build_batch, iter_records
+from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
+from insync.replication.transactions import COMMIT, marker_type
 from insync.server.client import FailoverConnection
 from insync.storage.log_manager import LogManager
 from insync.types import OFFSETS_TOPIC, TopicPartition
 from insync.wire import groups as api
 from insync.wire import topics
+from insync.wire import transactions as txn_api
 from insync.wire.internal import NewTopic
 
 log = logging.getLogger("insync.groups")
@@ -87,16 +92,18 @@ class GroupCoordinator:
         self._wake = asyncio.Event()
         self._creating: asyncio.Task[None] | None = None
         self._expiring: asyncio.Task[None] | None = None
+        # (offsets partition, producer id) -> the commits of its open transaction, with their log offsets
+        self._txn_commits: dict[tuple[int, int], list[tuple[int, OffsetKey, CommittedOffset]]] = {}
 
     # Which groups this broker coordinates --------------------------------------------------------------------
 
-    def _offsets_partitions(self) -> int | None:
+    def offsets_partitions(self) -> int | None:
         topic = self.core.metadata.image.topic(OFFSETS_TOPIC)
         return None if topic is None or not topic.partitions else len(topic.partitions)
 
     def _status(self, group_id: str) -> tuple[KafkaError, int]:
         """(NONE, partition) when this broker coordinates `group_id` with its offsets loaded; else the error."""
-        count = self._offsets_partitions()
+        count = self.offsets_partitions()
         if count is None:
             return E["COORDINATOR_NOT_AVAILABLE"], -1
         partition = partition_for(group_id, count)
@@ -133,7 +140,7 @@ class GroupCoordinator:
                 result = partition_log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
                 if not result.records or result.next_offset <= offset:
                     break
-                applied += self.cache.load(partition, iter_records(result.records))
+                applied += self._load_batches(partition, result.records)
                 offset = result.next_offset
                 await asyncio.sleep(0)
         except KafkaException as exc:  # retention or truncation moved the log under the replay: try again later
@@ -144,9 +151,40 @@ class GroupCoordinator:
             self._loaded[partition] = epoch
             log.info("Loaded %d offset commits of %s (leader epoch %d)", applied, tp, epoch)
 
+    def _load_batches(self, partition: int, records: bytes) -> int:
+        """Replay a chunk: plain commits into the cache, transactional ones held until their marker."""
+        applied = 0
+        for pos, header in iter_batches(records, verify_crc=False):
+            batch = records[pos:pos + header.size]
+            if header.is_control:
+                self.complete_transaction(partition, header.producer_id, marker_type(batch) == COMMIT)
+            elif header.is_transactional:
+                for record in iter_records(batch):
+                    self._hold_txn_commit(partition, header.producer_id, record.offset, record.key, record.value)
+            else:
+                applied += self.cache.load(partition, iter_records(batch))
+        return applied
+
+    def _hold_txn_commit(self, partition: int, producer_id: int, log_offset: int, key: bytes | None,
+                         value: bytes | None) -> None:
+        try:
+            offset_key = None if key is None else decode_key(key)
+            committed = None if value is None else decode_value(value)
+        except OffsetRecordError:
+            return
+        if offset_key is not None and committed is not None:
+            self._txn_commits.setdefault((partition, producer_id), []).append((log_offset, offset_key, committed))
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A marker was written to (or replayed from) `partition`: the producer's held commits apply or go."""
+        for log_offset, key, value in self._txn_commits.pop((partition, producer_id), []) if commit else ():
+            self.cache.commit(partition, log_offset, key, value)
+
     def _unload(self, partition: int) -> None:
         self._loaded.pop(partition, None)
-        count = self._offsets_partitions()
+        for key in [k for k in self._txn_commits if k[0] == partition]:
+            del self._txn_commits[key]
+        count = self.offsets_partitions()
         gone = set(self.cache.unload(partition))
         if count is not None:
             gone.update(g for g, _, _ in self.membership.list_groups() if partition_for(g, count) == partition)
@@ -230,13 +268,13 @@ class GroupCoordinator:
         """FindCoordinator, with the coordinators' addresses from `image` (the client's listener's)."""
         key_type, keys = api.find_coordinator_keys(request)
         if key_type != api.GROUP_KEY_TYPE:
-            message = f"key type {key_type} is not served: insync has group coordinators only (no transactions)"
+            message = f"key type {key_type} is not served: insync has group and transaction coordinators only"
             return api.encode_find_coordinator(request, [api.CoordinatorAnswer(k, E["INVALID_REQUEST"], message=message)
                                                          for k in keys])
         return api.encode_find_coordinator(request, [self._coordinator(k, image) for k in keys])
 
     def _coordinator(self, group_id: str, image: MetadataImage) -> api.CoordinatorAnswer:
-        count = self._offsets_partitions()
+        count = self.offsets_partitions()
         if count is None:
             self.create_offsets_topic()
             return api.CoordinatorAnswer(group_id, E["COORDINATOR_NOT_AVAILABLE"])
@@ -340,6 +378,34 @@ class GroupCoordinator:
             results.update((key.topic_partition, outcome) for key, _ in valid)
         return api.encode_offset_commit(request, [(tp, results[tp]) for tp, _ in commit.offsets])
 
+    async def txn_offset_commit(self, request: DecodedRequest) -> Any:
+        """TxnOffsetCommit: validated against the group's generation when the producer names one (KIP-447),
+        appended in the producer's transaction, applied when its COMMIT marker is written."""
+        commit = txn_api.decode_txn_offset_commit(request)
+        error, partition = self._status(commit.group_id)
+        if error is errors.NONE and (commit.generation_id >= 0 or commit.member_id):
+            error = self.membership.validate_commit(commit.group_id, commit.generation_id, commit.member_id,
+                                                    commit.group_instance_id, now_ms=self._now())
+        if error is errors.NONE and not all(self._partition_exists(tp) for tp, *_ in commit.offsets):
+            error = E["UNKNOWN_TOPIC_OR_PARTITION"]
+        if error is not errors.NONE or not commit.offsets:
+            return txn_api.encode_txn_offset_commit(request, [(tp, error) for tp, *_ in commit.offsets])
+        now_ms = self._now()
+        held = [(OffsetKey(commit.group_id, tp), CommittedOffset(offset, epoch, metadata, now_ms))
+                for tp, offset, epoch, metadata in commit.offsets]
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        batch = build_batch([RecordSpec(key=encode_key(k), value=encode_value(v)) for k, v in held],
+                            base_timestamp=now_ms, producer_id=commit.producer_id,
+                            producer_epoch=commit.producer_epoch, is_transactional=True)
+        response = await self._append(ProduceRequest(0, -1, self.config.offsets_commit_timeout_ms, ((tp, batch),),
+                                                     from_client=False))
+        (result,) = response.results
+        error = _COMMIT_ERRORS.get(result.error.name, result.error)
+        if error is errors.NONE:
+            self._txn_commits.setdefault((partition, commit.producer_id), []).extend(
+                (result.base_offset + i, key, value) for i, (key, value) in enumerate(held))
+        return txn_api.encode_txn_offset_commit(request, [(tp, error) for tp, *_ in commit.offsets])
+
     def _partition_exists(self, tp: TopicPartition) -> bool:
         topic = self.core.metadata.image.topic(tp.topic)
         return topic is not None and tp.partition in topic.partitions
@@ -368,8 +434,11 @@ class GroupCoordinator:
             if error is not errors.NONE:
                 answers.append(api.FetchedOffsets(asked.group_id, error, self._asked(asked, {})))
                 continue
+            unstable = frozenset(key.topic_partition for (_, _), held in self._txn_commits.items()
+                                 for _, key, _ in held if key.group_id == asked.group_id) if asked.require_stable \
+                else frozenset()
             answers.append(api.FetchedOffsets(asked.group_id, errors.NONE,
-                                              self._asked(asked, self.cache.offsets(asked.group_id))))
+                                              self._asked(asked, self.cache.offsets(asked.group_id)), unstable))
         return api.encode_offset_fetch(request, answers)
 
     @staticmethod

@@ -189,10 +189,12 @@ class Log:
     # --- Appends -------------------------------------------------------------------------------------------
 
     @_writes
-    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
-        """Validate the produced batch, give it the next offsets and `leader_epoch`, and append it."""
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, *,
+                         from_client: bool = True) -> AppendInfo:
+        """Validate the produced batch (a coordinator's: not as a client's), give it the next offsets and
+        `leader_epoch`, and append it."""
         assert leader_epoch >= 0
-        (header,) = validate_batches(records, max_message_bytes=self.config.max_message_bytes)
+        (header,) = validate_batches(records, max_message_bytes=self.config.max_message_bytes, from_client=from_client)
         if self.config.compact:
             validate_keys(records, PurePosixPath(self.directory).name)
         base_offset = self.log_end_offset

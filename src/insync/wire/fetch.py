@@ -6,8 +6,8 @@ passed to replication with its broker epoch (v15+, KIP-903); any other is a cons
 - An unknown topic id (v13+) is UNKNOWN_TOPIC_ID without the core; responses name topics as the request did.
 - Incremental fetch sessions (KIP-227) are declined: session id 0, so clients keep sending full fetches; a
   request continuing a session gets FETCH_SESSION_ID_NOT_FOUND.
-- `last_stable_offset` is the high watermark (no transactions); aborted transactions are null unless a consumer
-  asked for READ_COMMITTED (then empty). A consumer's refused partition carries offsets -1; a follower's keeps
+- `last_stable_offset` is the partition's; aborted transactions are null unless a consumer asked for
+  READ_COMMITTED (then those its read may meet). A consumer's refused partition carries offsets -1; a follower's keeps
   the leader's, which the fetcher reads on OFFSET_OUT_OF_RANGE. From v16 NOT_LEADER_OR_FOLLOWER and
   FENCED_LEADER_EPOCH name the current leader and its endpoint (KIP-951); a request-level error is top-level
   from v7. Plain successes are written by `protocol.fetch_response`; followers send v15 (`protocol.fetch_request`).
@@ -50,6 +50,7 @@ from insync.replication.messages import (
     FetchRequestPartition,
     FetchResponse,
 )
+from insync.replication.transactions import AbortedTxn
 from insync.types import (
     UNDEFINED_EPOCH,
     UNKNOWN_BROKER_EPOCH,
@@ -134,7 +135,7 @@ def consumer_request(fetch: FetchRequest) -> ConsumerFetchRequest:
                                                             for p in fetch.partitions),
                                 fetch.max_wait_ms, fetch.max_bytes,
                                 tuple(p.partition_max_bytes for p in fetch.partitions),
-                                leader_only=fetch.rack_id is None)
+                                leader_only=fetch.rack_id is None, isolation_level=fetch.isolation_level)
 
 
 def encode_response(response: FetchResponse | ConsumerFetchResponse | None, decoded: Decoded[FetchRequest],
@@ -150,13 +151,13 @@ def encode_response(response: FetchResponse | ConsumerFetchResponse | None, deco
     assert response is not None
     read_committed = decoded.request.isolation_level == READ_COMMITTED
     if not decoded.rejected and all(p.error is errors.NONE and getattr(p, "diverging_epoch", None) is None
-                                    for p in response.partitions):
+                                    and not getattr(p, "aborted_transactions", None) for p in response.partitions):
         return _encode_plain(response, decoded, read_committed)
     partition_cls = nested(cls, "PartitionData")
     hint_image = image if decoded.version >= LEADER_HINT_FROM else None
     items = [(decoded.key(data.topic_partition.topic),
-              _partition(partition_cls, data, hint_image, () if read_committed and data.error is errors.NONE else None))
-             for data in _partitions(response)]
+              _partition(partition_cls, data, hint_image, _aborted(partition_cls, data, read_committed, stable), lso))
+             for data, lso, stable in _partitions(response)]
     items.extend((r.topic, _partition(partition_cls, FetchPartitionData(TopicPartition(r.topic.name or "", r.partition),
                                                                         r.error)))
                  for r in decoded.rejected)
@@ -173,18 +174,32 @@ def _encode_plain(response: FetchResponse | ConsumerFetchResponse, decoded: Deco
     items = []
     for p in response.partitions:
         key = decoded.key(p.topic_partition.topic)
+        lso = getattr(p, "last_stable_offset", UNKNOWN_OFFSET)
         items.append((key.topic_id if by_id else key.name or "", (
-            p.topic_partition.partition, 0, p.high_watermark, p.high_watermark, p.log_start_offset, p.records)))
+            p.topic_partition.partition, 0, p.high_watermark, p.high_watermark if lso < 0 else lso,
+            p.log_start_offset, p.records)))
     return fetch_response.encode(decoded.version, 0, NO_SESSION_ID, group(items), read_committed)
 
 
-def _partitions(response: FetchResponse | ConsumerFetchResponse) -> Iterable[FetchPartitionData]:
-    """The core's partitions as replication's; a consumer's refused one without offsets (Kafka's failed read)."""
+def _partitions(response: FetchResponse | ConsumerFetchResponse
+                ) -> Iterable[tuple[FetchPartitionData, int, tuple[AbortedTxn, ...] | None]]:
+    """The core's partitions as replication's, each with its last stable offset and aborted transactions; a
+    consumer's refused one without offsets (Kafka's failed read)."""
     if isinstance(response, FetchResponse):
-        return response.partitions
-    return (FetchPartitionData(p.topic_partition, p.error, p.high_watermark, p.log_start_offset, records=p.records)
-            if p.error is errors.NONE else FetchPartitionData(p.topic_partition, p.error)
+        return ((p, p.high_watermark, None) for p in response.partitions)
+    return ((FetchPartitionData(p.topic_partition, p.error, p.high_watermark, p.log_start_offset, records=p.records),
+             p.last_stable_offset if p.last_stable_offset >= 0 else p.high_watermark, p.aborted_transactions)
+            if p.error is errors.NONE else (FetchPartitionData(p.topic_partition, p.error), -1, None)
             for p in response.partitions)
+
+
+def _aborted(cls: type, data: FetchPartitionData, read_committed: bool,
+             aborted: tuple[AbortedTxn, ...] | None) -> tuple[Any, ...] | None:
+    """The aborted transactions field: null for read_uncommitted and on an error, as Kafka answers."""
+    if not read_committed or data.error is not errors.NONE:
+        return None
+    entity = nested(cls, "AbortedTransaction")
+    return tuple(build(entity, producer_id=t.producer_id, first_offset=t.first_offset) for t in aborted or ())
 
 
 def _error_response(cls: type, decoded: Decoded[FetchRequest], error: KafkaError) -> Any:
@@ -201,8 +216,10 @@ def _error_response(cls: type, decoded: Decoded[FetchRequest], error: KafkaError
 
 
 def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None = None,
-               aborted: tuple[()] | None = ()) -> Any:
-    """A partition entity; `aborted` defaults to Kafka's `partitionResponse(error)`'s (an empty list)."""
+               aborted: tuple[Any, ...] | None = (), last_stable_offset: int | None = None) -> Any:
+    """A partition entity; `aborted` defaults to Kafka's `partitionResponse(error)`'s (an empty list), the last
+    stable offset to the high watermark."""
+    lso = data.high_watermark if last_stable_offset is None else last_stable_offset
     ok = data.error is errors.NONE
     tp = data.topic_partition
     values: dict[str, Any] = current_leader(cls, image, tp.topic, tp.partition, data.error)
@@ -210,7 +227,7 @@ def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None 
         values["diverging_epoch"] = build(nested(cls, "EpochEndOffset"), epoch=data.diverging_epoch.epoch,
                                           end_offset=data.diverging_epoch.end_offset)
     return build(cls, partition_index=data.topic_partition.partition, error_code=code(data.error),
-                 high_watermark=data.high_watermark, last_stable_offset=data.high_watermark if ok else -1,
+                 high_watermark=data.high_watermark, last_stable_offset=lso if ok else -1,
                  log_start_offset=data.log_start_offset, aborted_transactions=aborted, preferred_read_replica=-1,
                  records=data.records, **values)
 

@@ -50,6 +50,8 @@ from insync.wire.versions import (
 )
 
 GROUP_KEY_TYPE = 0
+_UNSTABLE = errors.BY_NAME["UNSTABLE_OFFSET_COMMIT"]
+TRANSACTION_KEY_TYPE = 1
 NO_OFFSET = -1
 DESCRIBE_GROUPS_NOT_FOUND_VERSION = 6  # KIP-1043: an unknown group is GROUP_ID_NOT_FOUND from this version on
 
@@ -211,6 +213,7 @@ def encode_offset_commit(request: DecodedRequest, results: Sequence[tuple[TopicP
 class OffsetFetchGroup:
     group_id: str
     topics: tuple[tuple[str, tuple[int, ...]], ...] | None  # None: every partition the group has offsets for
+    require_stable: bool = False  # v7+ (KIP-447): partitions with a commit in an open transaction are refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +221,7 @@ class FetchedOffsets:
     group_id: str
     error: KafkaError
     partitions: tuple[tuple[TopicPartition, CommittedOffset | None], ...]  # None: no committed offset
+    unstable: frozenset[TopicPartition] = frozenset()  # answered UNSTABLE_OFFSET_COMMIT (require_stable)
 
 
 def decode_offset_fetch(request: DecodedRequest) -> list[OffsetFetchGroup]:
@@ -229,9 +233,10 @@ def decode_offset_fetch(request: DecodedRequest) -> list[OffsetFetchGroup]:
             return None
         return tuple((str(t.name), tuple(int(p) for p in t.partition_indexes)) for t in given)
 
+    stable = bool(field_or(body, "require_stable", False))
     if version >= 8:
-        return [OffsetFetchGroup(str(g.group_id), topics(g.topics)) for g in body.groups]
-    return [OffsetFetchGroup(str(body.group_id), topics(body.topics))]
+        return [OffsetFetchGroup(str(g.group_id), topics(g.topics), stable) for g in body.groups]
+    return [OffsetFetchGroup(str(body.group_id), topics(body.topics), stable)]
 
 
 def encode_offset_fetch(request: DecodedRequest, answers: Sequence[FetchedOffsets]) -> Any:
@@ -247,7 +252,8 @@ def encode_offset_fetch(request: DecodedRequest, answers: Sequence[FetchedOffset
         rows = ((tp.topic, build(partition_cls, partition_index=tp.partition,
                                  committed_offset=NO_OFFSET if c is None else c.offset,
                                  committed_leader_epoch=NO_LEADER_EPOCH if c is None else c.leader_epoch,
-                                 metadata="" if c is None else c.metadata, error_code=code(partition_error)))
+                                 metadata="" if c is None else c.metadata,
+                                 error_code=code(_UNSTABLE if tp in answer.unstable else partition_error)))
                 for tp, c in answer.partitions)
         return tuple(build(topic_cls, name=name, partitions=tuple(ps)) for name, ps in group(rows))
 

@@ -1,10 +1,9 @@
-"""InitProducerId (v0-v5) <-> `broker.messages.InitProducerIdRequest/Response`: idempotent producers only.
+"""InitProducerId (v0-v5) <-> `broker.messages.InitProducerIdRequest/Response`: idempotent producers.
 
 Every idempotent producer (kafka-python 3 and librdkafka by default, aiokafka and KafkaJS when asked) starts
 with InitProducerId and a null transactional id. v0-v2 requests have no producer id/epoch fields, so they read
-as -1 (a new producer); from v3 a producer may ask to bump the epoch of the id it has. insync implements no
-transactions: a request with a transactional id is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED without
-the core (clients cannot get that far anyway: FindCoordinator is not advertised).
+as -1 (a new producer); from v3 a producer may ask to bump the epoch of the id it has. A request with a
+transactional id goes to the transaction coordinator instead (`wire.transactions`).
 """
 
 from __future__ import annotations
@@ -30,8 +29,7 @@ def decode_request(request: DecodedRequest) -> Decoded[InitProducerIdRequest]:
     internal = InitProducerIdRequest(request.correlation_id, millis(body.transaction_timeout),
                                      int(field_or(body, "producer_id", NO_PRODUCER_ID)),
                                      int(field_or(body, "producer_epoch", NO_PRODUCER_EPOCH)))
-    error = errors.NONE if body.transactional_id is None else errors.BY_NAME["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"]
-    return Decoded(version, internal, error=error)
+    return Decoded(version, internal)
 
 
 def encode_response(response: InitProducerIdResponse | None, decoded: Decoded[InitProducerIdRequest]) -> Any:

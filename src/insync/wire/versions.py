@@ -81,6 +81,11 @@ DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
 DESCRIBE_CLIENT_QUOTAS = 48
 ALTER_CLIENT_QUOTAS = 49
+ADD_PARTITIONS_TO_TXN = 24
+ADD_OFFSETS_TO_TXN = 25
+END_TXN = 26
+WRITE_TXN_MARKERS = 27
+TXN_OFFSET_COMMIT = 28
 
 BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     PRODUCE: (3, 13),
@@ -128,6 +133,12 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     # Client quotas: none exist (described as none; changes refused), see wire/client_quotas.py
     DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ALTER_CLIENT_QUOTAS: (0, 1),
+    # Transactions, without KIP-890's transaction version 2 (AddPartitionsToTxn v4+ is the brokers' batched form)
+    ADD_PARTITIONS_TO_TXN: (0, 3),
+    ADD_OFFSETS_TO_TXN: (0, 3),
+    END_TXN: (0, 3),
+    TXN_OFFSET_COMMIT: (0, 3),
+    WRITE_TXN_MARKERS: (1, 1),
 }
 
 # The controller listener serves, at the broker listener's versions, Fetch (of the metadata log), ApiVersions, SASL,

@@ -64,6 +64,7 @@ from insync.wire import (
     sasl,
     scram_credentials,
     topics,
+    transactions,
     versions,
 )
 from insync.wire.internal import CreateTopicsResponse, DeleteTopicsResponse
@@ -208,6 +209,12 @@ ANSWER.update({
         r, lambda deletions, upsertions: []),
     versions.DESCRIBE_CLIENT_QUOTAS: client_quotas.respond,
     versions.ALTER_CLIENT_QUOTAS: client_quotas.respond,
+    **dict.fromkeys((versions.ADD_PARTITIONS_TO_TXN, versions.ADD_OFFSETS_TO_TXN, versions.END_TXN),
+                    lambda r: (transactions.decode(r), transactions.encode(r, errors.NONE))[1]),
+    versions.TXN_OFFSET_COMMIT: lambda r: transactions.encode_txn_offset_commit(
+        r, [(tp, errors.NONE) for tp, *_ in transactions.decode_txn_offset_commit(r).offsets]),
+    versions.WRITE_TXN_MARKERS: lambda r: transactions.encode_markers_response(
+        r, [(m, dict.fromkeys(m.partitions, errors.NONE)) for m in transactions.decode_markers(r)]),
 })
 
 CASES = [(key, version) for key, (low, high) in {**versions.BROKER_API_VERSIONS,

@@ -22,11 +22,3 @@ def test_init_producer_id_round_trip(version: int) -> None:
     body = wire(producer_id.encode_response(InitProducerIdResponse(42, errors.NONE, 7001, 0), decoded))
     assert (body.error_code, body.producer_id, body.producer_epoch) == (0, 7001, 0)
     assert body.__flexible__ == (version >= 2)
-
-
-def test_transactional_producer_is_refused() -> None:
-    request = client_request(22, 4, transactional_id="tx-1", transaction_timeout=datetime.timedelta(seconds=60))
-    decoded = producer_id.decode_request(request)
-    assert decoded.error.name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-    body = wire(producer_id.encode_response(None, decoded))
-    assert (body.error_code, body.producer_id, body.producer_epoch) == (decoded.error.code, -1, -1)

@@ -1,0 +1,374 @@
+"""The broker's transaction coordinator on the asyncio loop, around the sans-IO `TransactionCoordinatorCore`.
+
+A transactional id's coordinator is the leader of its `__transaction_state` partition (the group hash), as in
+Kafka; the first FindCoordinator for one creates the topic through the controller. A partition this broker comes to
+lead is replayed before its ids are served (COORDINATOR_LOAD_IN_PROGRESS meanwhile; NOT_COORDINATOR where it does
+not lead), and its transactions left in PrepareCommit/PrepareAbort by the previous coordinator are completed.
+Every decision of the core is written to the partition with acks=all before it is replayed and answered. After a
+PrepareCommit/PrepareAbort, `_complete` sends WriteTxnMarkers to each partition's leader (over the inter-broker
+listener, this broker included), retrying what failed while this broker still coordinates, then writes
+CompleteCommit/CompleteAbort. The timer aborts transactions open longer than their timeout. The partition-leader
+side of WriteTxnMarkers is `write_markers`: one coordinator append (acks=all) per marker; a committed marker on a
+`__consumer_offsets` partition also makes the group coordinator apply the transaction's offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from insync import errors
+from insync.broker.core import BrokerCore
+from insync.broker.messages import InitProducerIdRequest, ProduceRequest, ProduceResponse
+from insync.config import TransactionCoordinatorConfig
+from insync.errors import KafkaError, KafkaException
+from insync.groups.offsets import partition_for
+from insync.metadata.image import MetadataImage
+from insync.protocol.codec import DecodedRequest
+from insync.protocol.records import RecordSpec, build_batch, iter_records
+from insync.replication.transactions import marker_batch
+from insync.server.client import FailoverConnection, KafkaConnection
+from insync.server.group_coordinator import GroupCoordinator
+from insync.storage.log_manager import LogManager
+from insync.transactions.coordinator import Decision, TransactionCoordinatorCore
+from insync.transactions.log_records import (
+    TxnMetadata,
+    TxnRecordError,
+    TxnState,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from insync.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
+from insync.wire import groups as group_api
+from insync.wire import topics
+from insync.wire import transactions as api
+from insync.wire.internal import NewTopic
+
+log = logging.getLogger("insync.transactions")
+
+SYNC_INTERVAL_MS = 500
+LOAD_CHUNK_BYTES = 1024 * 1024
+CREATE_TIMEOUT_S = 30.0
+MARKER_TIMEOUT_S = 30.0
+MARKER_RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0)  # then every second, while this broker coordinates
+MARKER_ATTEMPTS_MAX = 3_600
+E = errors.BY_NAME
+_PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+# What a failed append of a state record reads to the client, as Kafka's TransactionStateManager maps it.
+_APPEND_ERRORS = {
+    **dict.fromkeys(("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                     "REQUEST_TIMED_OUT"), E["COORDINATOR_NOT_AVAILABLE"]),
+    **dict.fromkeys(("NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"), E["NOT_COORDINATOR"]),
+}
+# Partitions a marker is not retried on (Kafka's TransactionMarkerRequestCompletionHandler): gone, or fenced.
+_MARKER_FINAL = frozenset(("NONE", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_PRODUCER_EPOCH",
+                           "TRANSACTION_COORDINATOR_FENCED"))
+
+
+class TransactionCoordinator:
+    def __init__(self, config: TransactionCoordinatorConfig, core: BrokerCore, log_manager: LogManager,
+                 controller: FailoverConnection, append: Callable[[ProduceRequest], Awaitable[ProduceResponse]],
+                 now: Callable[[], int], connect: Callable[[int], KafkaConnection], groups: GroupCoordinator) -> None:
+        self.config, self.core, self.log_manager, self.controller = config, core, log_manager, controller
+        self._append, self._now, self._connect, self.groups = append, now, connect, groups
+        self.state = TransactionCoordinatorCore(config.max_timeout_ms)
+        self._loaded: dict[int, int] = {}  # partition -> the leader epoch it was replayed at
+        self._loading: dict[int, asyncio.Task[None]] = {}
+        self._completing: dict[str, asyncio.Task[None]] = {}
+        self._creating: asyncio.Task[None] | None = None
+
+    # Which ids this broker coordinates ------------------------------------------------------------------------
+
+    def _count(self) -> int | None:
+        topic = self.core.metadata.image.topic(TRANSACTION_STATE_TOPIC)
+        return None if topic is None or not topic.partitions else len(topic.partitions)
+
+    def _status(self, transactional_id: str) -> tuple[KafkaError, int]:
+        count = self._count()
+        if count is None:
+            return E["COORDINATOR_NOT_AVAILABLE"], -1
+        partition = partition_for(transactional_id, count)
+        epoch = self.core.leader_epoch(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
+        if epoch is None:
+            return E["NOT_COORDINATOR"], partition
+        if self._loaded.get(partition) != epoch:
+            self._start_load(partition, epoch)
+            return E["COORDINATOR_LOAD_IN_PROGRESS"], partition
+        return errors.NONE, partition
+
+    def _start_load(self, partition: int, epoch: int) -> None:
+        if partition in self._loading:
+            return
+        self._loaded.pop(partition, None)
+        self.state.unload(partition)
+        task = asyncio.get_running_loop().create_task(self._load(partition, epoch))
+        self._loading[partition] = task
+        task.add_done_callback(lambda _: self._loading.pop(partition, None))
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        """Replay the partition to the end it had when the load began, then complete what was prepared."""
+        tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
+        partition_log = self.log_manager.get(tp)
+        if partition_log is None:
+            return
+        offset, end = partition_log.log_start_offset, partition_log.log_end_offset
+        try:
+            while offset < end:  # bounded: each read advances past at least one batch
+                result = partition_log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
+                if not result.records or result.next_offset <= offset:
+                    break
+                for record in iter_records(result.records):
+                    self._replay_record(partition, record.key, record.value)
+                offset = result.next_offset
+                await asyncio.sleep(0)
+        except KafkaException as exc:
+            log.warning("Loading %s stopped at offset %d: %s", tp, offset, exc)
+            self.state.unload(partition)
+            return
+        if self.core.leader_epoch(tp) != epoch:
+            return
+        self._loaded[partition] = epoch
+        prepared = self.state.in_state(_PREPARED, partition)
+        log.info("Loaded the transactions of %s (leader epoch %d), completing %d prepared", tp, epoch, len(prepared))
+        for txn in prepared:
+            self._start_completing(txn)
+
+    def _replay_record(self, partition: int, key: bytes | None, value: bytes | None) -> None:
+        if key is None:
+            return
+        try:
+            transactional_id = decode_key(key)
+            txn = None if value is None else decode_value(transactional_id, value)
+        except TxnRecordError as exc:
+            log.warning("Skipping an unreadable record of %s-%d: %s", TRANSACTION_STATE_TOPIC, partition, exc)
+            return
+        self.state.replay(partition, txn, transactional_id)
+
+    def _sync_leadership(self) -> None:
+        for partition, epoch in list(self._loaded.items()):
+            if self.core.leader_epoch(TopicPartition(TRANSACTION_STATE_TOPIC, partition)) != epoch:
+                log.info("No longer coordinating the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
+                del self._loaded[partition]
+                self.state.unload(partition)
+        for tp, epoch, _ in self.core.leader_states():
+            if tp.topic == TRANSACTION_STATE_TOPIC and self._loaded.get(tp.partition) != epoch:
+                self._start_load(tp.partition, epoch)
+
+    # The timer ------------------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Leadership changes, and the abort of timed-out transactions, until `stop`."""
+        next_abort_ms = self._now() + self.config.abort_interval_ms
+        while not stop.is_set():
+            self._sync_leadership()
+            now_ms = self._now()
+            if now_ms >= next_abort_ms:
+                next_abort_ms = now_ms + self.config.abort_interval_ms
+                for txn in self.state.expired(now_ms):
+                    log.info("Aborting the transaction of %s: open longer than its timeout of %d ms",
+                             txn.transactional_id, txn.timeout_ms)
+                    await self._apply(self.state.abort_expired(txn, now_ms))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), SYNC_INTERVAL_MS / 1000)
+
+    def close(self) -> None:
+        for task in [*self._loading.values(), *self._completing.values()]:
+            task.cancel()
+        if self._creating is not None:
+            self._creating.cancel()
+
+    # FindCoordinator --------------------------------------------------------------------------------------------
+
+    def find_coordinator(self, request: DecodedRequest, image: MetadataImage, keys: list[str]) -> Any:
+        return group_api.encode_find_coordinator(request, [self._coordinator(k, image) for k in keys])
+
+    def _coordinator(self, transactional_id: str, image: MetadataImage) -> group_api.CoordinatorAnswer:
+        count = self._count()
+        if count is None:
+            if self._creating is None or self._creating.done():
+                self._creating = asyncio.get_running_loop().create_task(self._create())
+            return group_api.CoordinatorAnswer(transactional_id, E["COORDINATOR_NOT_AVAILABLE"])
+        topic = image.topic(TRANSACTION_STATE_TOPIC)
+        assert topic is not None
+        registration = topic.partitions[partition_for(transactional_id, count)]
+        broker = image.brokers.get(registration.leader)
+        if registration.leader < 0 or broker is None:
+            return group_api.CoordinatorAnswer(transactional_id, E["COORDINATOR_NOT_AVAILABLE"])
+        return group_api.CoordinatorAnswer(transactional_id, errors.NONE, broker.broker_id, broker.host, broker.port)
+
+    async def _create(self) -> None:
+        # Kafka's TransactionLog topic configs
+        configs = (("cleanup.policy", "compact"), ("compression.type", "uncompressed"),
+                   ("min.insync.replicas", str(self.config.log_min_isr)),
+                   ("segment.bytes", str(self.config.log_segment_bytes)),
+                   ("unclean.leader.election.enable", "false"))
+        body = topics.create_topics_request((NewTopic(
+            TRANSACTION_STATE_TOPIC, self.config.log_num_partitions, self.config.log_replication_factor, configs),),
+            int(CREATE_TIMEOUT_S * 1000))
+        try:
+            response = await self.controller.request(body, CREATE_TIMEOUT_S)
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            log.warning("Could not create %s: %s", TRANSACTION_STATE_TOPIC, exc)
+            return
+        for result in response.topics:
+            if int(result.error_code) not in (0, E["TOPIC_ALREADY_EXISTS"].code):
+                log.warning("Could not create %s: %s %s", TRANSACTION_STATE_TOPIC,
+                            errors.by_code(int(result.error_code)).name, result.error_message or "")
+
+    # The coordinator's APIs -------------------------------------------------------------------------------------
+
+    async def handle(self, request: DecodedRequest) -> Any:
+        """InitProducerId (with a transactional id), AddPartitionsToTxn, AddOffsetsToTxn, EndTxn."""
+        asked = api.decode(request)
+        error, _ = self._status(asked.transactional_id) if asked.transactional_id else (errors.INVALID_REQUEST, -1)
+        if error is not errors.NONE:
+            return api.encode(request, error)
+        now_ms = self._now()
+        key = request.api_key
+        if key == api.INIT_PRODUCER_ID:
+            decision = self.state.init_producer_id(asked.transactional_id, asked.timeout_ms, asked.producer_id,
+                                                   asked.producer_epoch, now_ms, self._new_producer_id)
+            error = await self._apply(decision)
+            txn = self.state.get(asked.transactional_id)
+            if error is not errors.NONE or txn is None:
+                return api.encode(request, error)
+            return api.encode(request, error, txn.producer_id, txn.producer_epoch)
+        if key == api.ADD_PARTITIONS_TO_TXN:
+            unknown = {tp: E["UNKNOWN_TOPIC_OR_PARTITION"] for tp in asked.partitions if not self._exists(tp)}
+            if unknown:  # Kafka refuses the whole request, the others OPERATION_NOT_ATTEMPTED
+                return api.encode(request, E["OPERATION_NOT_ATTEMPTED"], partition_errors=unknown)
+            partitions = asked.partitions
+        elif key == api.ADD_OFFSETS_TO_TXN:
+            count = self.groups.offsets_partitions()
+            if count is None:
+                return api.encode(request, E["COORDINATOR_NOT_AVAILABLE"])
+            partitions = (TopicPartition(OFFSETS_TOPIC, partition_for(asked.group_id, count)),)
+        else:
+            assert key == api.END_TXN, key
+            decision = self.state.end_txn(asked.transactional_id, asked.producer_id, asked.producer_epoch,
+                                          asked.commit, now_ms)
+            return api.encode(request, await self._apply(decision))
+        decision = self.state.add_partitions(asked.transactional_id, asked.producer_id, asked.producer_epoch,
+                                             partitions, now_ms)
+        return api.encode(request, await self._apply(decision))
+
+    def _exists(self, tp: TopicPartition) -> bool:
+        topic = self.core.metadata.image.topic(tp.topic)
+        return topic is not None and tp.partition in topic.partitions
+
+    def _new_producer_id(self) -> int:
+        allocated = self.core.producer_ids.allocate(InitProducerIdRequest(0, 0, -1, -1), self._now())
+        assert allocated.producer_id >= 0, allocated
+        return allocated.producer_id
+
+    async def _apply(self, decision: Decision) -> KafkaError:
+        """Write the decision's state (acks=all) and replay it; a prepared transaction then gets its markers."""
+        txn = decision.write
+        if txn is None:
+            return decision.error
+        error = await self._write(txn)
+        if error is not errors.NONE:
+            self.state.abandon(txn.transactional_id)
+            return error
+        if txn.state in _PREPARED:
+            self._start_completing(txn)
+        return decision.error
+
+    async def _write(self, txn: TxnMetadata) -> KafkaError:
+        count = self._count()
+        if count is None:
+            return E["COORDINATOR_NOT_AVAILABLE"]
+        partition = partition_for(txn.transactional_id, count)
+        tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
+        epoch = self._loaded.get(partition)
+        if epoch is None or self.core.leader_epoch(tp) != epoch:
+            return E["NOT_COORDINATOR"]
+        batch = build_batch([RecordSpec(key=encode_key(txn.transactional_id), value=encode_value(txn))],
+                            base_timestamp=self._now())
+        response = await self._append(ProduceRequest(0, -1, self.config.write_timeout_ms, ((tp, batch),)))
+        (result,) = response.results
+        if result.error is not errors.NONE:
+            return _APPEND_ERRORS.get(result.error.name, result.error)
+        if self._loaded.get(partition) != epoch:
+            return E["NOT_COORDINATOR"]
+        self.state.replay(partition, txn, txn.transactional_id)
+        return errors.NONE
+
+    # Markers ----------------------------------------------------------------------------------------------------
+
+    def _start_completing(self, txn: TxnMetadata) -> None:
+        if txn.transactional_id in self._completing:
+            return
+        task = asyncio.get_running_loop().create_task(self._complete(txn))
+        self._completing[txn.transactional_id] = task
+        task.add_done_callback(lambda _: self._completing.pop(txn.transactional_id, None))
+
+    async def _complete(self, txn: TxnMetadata) -> None:
+        """Write the markers of a prepared transaction until every partition has one, then its Complete state."""
+        count = self._count()
+        assert count is not None
+        partition = partition_for(txn.transactional_id, count)
+        coordinator_epoch = self._loaded.get(partition, -1)
+        commit = txn.state is TxnState.PREPARE_COMMIT
+        pending = set(txn.partitions)
+        for attempt in range(MARKER_ATTEMPTS_MAX):
+            if self._loaded.get(partition) != coordinator_epoch or self.state.get(txn.transactional_id) != txn:
+                return  # no longer this broker's to complete (its new coordinator will)
+            pending -= await self._send_markers(txn, commit, coordinator_epoch, pending)
+            if not pending:
+                break
+            await asyncio.sleep(MARKER_RETRY_S[min(attempt, len(MARKER_RETRY_S) - 1)])
+        else:
+            log.error("Gave up writing the markers of %s to %s", txn.transactional_id, sorted(pending))
+            return
+        error = await self._apply(self.state.complete(txn.transactional_id, self._now()))
+        if error is not errors.NONE:
+            log.warning("Could not complete the transaction of %s: %s", txn.transactional_id, error.name)
+
+    async def _send_markers(self, txn: TxnMetadata, commit: bool, coordinator_epoch: int,
+                            partitions: set[TopicPartition]) -> set[TopicPartition]:
+        """One WriteTxnMarkers per leader, at once; returns the partitions done."""
+        by_leader: dict[int, list[TopicPartition]] = {}
+        done: set[TopicPartition] = set()
+        image = self.core.metadata.image
+        for tp in partitions:
+            topic = image.topic(tp.topic)
+            if topic is None or tp.partition not in topic.partitions:
+                done.add(tp)  # deleted: nothing to mark
+                continue
+            by_leader.setdefault(topic.partitions[tp.partition].leader, []).append(tp)
+        sends = [self._send(leader, api.Marker(txn.producer_id, txn.producer_epoch, commit, coordinator_epoch,
+                                               tuple(sorted(tps)))) for leader, tps in by_leader.items() if leader >= 0]
+        for answered in await asyncio.gather(*sends):
+            done |= {tp for tp, error in answered.items() if error.name in _MARKER_FINAL}
+        return done
+
+    async def _send(self, leader: int, marker: api.Marker) -> dict[TopicPartition, KafkaError]:
+        try:
+            body = await self._connect(leader).request(api.markers_request(marker), MARKER_TIMEOUT_S)
+        except (ConnectionError, OSError, TimeoutError, KafkaException) as exc:
+            log.debug("WriteTxnMarkers to broker %d failed: %s", leader, exc)
+            return {}
+        return api.markers_response_errors(body)
+
+    async def write_markers(self, request: DecodedRequest) -> Any:
+        """WriteTxnMarkers on a partition leader: each marker appended with acks=all where this broker leads."""
+        results = []
+        for marker in api.decode_markers(request):
+            batch = marker_batch(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.commit,
+                                 self._now())
+            response = await self._append(ProduceRequest(0, -1, self.config.write_timeout_ms,
+                                                         tuple((tp, batch) for tp in marker.partitions),
+                                                         from_client=False))
+            by_partition = {r.topic_partition: r.error for r in response.results}
+            for tp, error in by_partition.items():
+                if tp.topic == OFFSETS_TOPIC and error is errors.NONE:
+                    self.groups.complete_transaction(tp.partition, marker.producer_id, marker.commit)
+            results.append((marker, by_partition))
+        return api.encode_markers_response(request, results)
+

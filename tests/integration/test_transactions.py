@@ -1,0 +1,147 @@
+"""Transactions with real, unmodified clients against a 3-broker insync cluster: confluent-kafka's transactional
+producer commits one transaction over three partitions and aborts another, a read_committed consumer sees exactly
+the committed records and a read_uncommitted one both; and a consume-transform-produce loop commits its input
+offsets in its transaction with `send_offsets_to_transaction` under the group's generation (KIP-447)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from conftest import start
+from insync.admin import ensure_topic
+from insync.chaos import cluster
+
+pytestmark = pytest.mark.timeout(240)
+
+PARTITIONS = 3
+CONFIG = ["group.initial.rebalance.delay.ms=200", "offsets.topic.num.partitions=5",
+          "transaction.state.log.num.partitions=5"]
+
+
+@pytest.fixture(scope="module")
+def txn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
+    spec = start(tmp_path_factory.mktemp("txn"), 3, CONFIG)
+    try:
+        yield spec
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+def transactional_producer(bootstrap: str, transactional_id: str) -> object:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "transaction.timeout.ms": 30000})
+    producer.init_transactions(60)
+    return producer
+
+
+def read_all(bootstrap: str, topic: str, isolation: str, want: int, deadline_s: float = 30.0) -> list[bytes]:
+    """Every value of `topic` an assigned consumer reads until `want` arrived or the deadline (then a little more,
+    so extra records would show)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{isolation}-{time.monotonic_ns()}",
+                         "isolation.level": isolation, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=500, timeout=0.5):
+                if message.error() is None:
+                    got.append(message.value())
+            if len(got) >= want:
+                deadline = min(deadline, time.monotonic() + 1.0)
+        return got
+    finally:
+        consumer.close()
+
+
+def test_committed_records_only_under_read_committed(txn_cluster: cluster.ClusterSpec) -> None:
+    bootstrap, topic = txn_cluster.bootstrap, "txn-basic"
+    ensure_topic(bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
+    producer = transactional_producer(bootstrap, "txn-basic-producer")
+    producer.begin_transaction()  # type: ignore[attr-defined]
+    committed = [f"committed-{i}".encode() for i in range(30)]
+    for i, value in enumerate(committed):
+        producer.produce(topic, value=value, partition=i % PARTITIONS)  # type: ignore[attr-defined]
+    producer.commit_transaction(60)  # type: ignore[attr-defined]
+    producer.begin_transaction()  # type: ignore[attr-defined]
+    aborted = [f"aborted-{i}".encode() for i in range(30)]
+    for i, value in enumerate(aborted):
+        producer.produce(topic, value=value, partition=i % PARTITIONS)  # type: ignore[attr-defined]
+    producer.flush(60)  # type: ignore[attr-defined]
+    producer.abort_transaction(60)  # type: ignore[attr-defined]
+    producer.begin_transaction()  # type: ignore[attr-defined]
+    last = [f"last-{i}".encode() for i in range(PARTITIONS)]
+    for i, value in enumerate(last):
+        producer.produce(topic, value=value, partition=i)  # type: ignore[attr-defined]
+    producer.commit_transaction(60)  # type: ignore[attr-defined]
+
+    read_committed = read_all(bootstrap, topic, "read_committed", len(committed) + len(last))
+    assert sorted(read_committed) == sorted(committed + last)
+    read_uncommitted = read_all(bootstrap, topic, "read_uncommitted", 2 * len(committed) + len(last))
+    assert sorted(read_uncommitted) == sorted(committed + aborted + last)
+
+
+def test_a_new_producer_with_the_same_id_fences_the_old_one(txn_cluster: cluster.ClusterSpec) -> None:
+    from confluent_kafka import KafkaException
+
+    bootstrap, topic = txn_cluster.bootstrap, "txn-fence"
+    ensure_topic(bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
+    old = transactional_producer(bootstrap, "txn-fenced")
+    old.begin_transaction()  # type: ignore[attr-defined]
+    old.produce(topic, value=b"zombie", partition=0)  # type: ignore[attr-defined]
+    old.flush(30)  # type: ignore[attr-defined]
+    new = transactional_producer(bootstrap, "txn-fenced")  # aborts the old one's open transaction
+    new.begin_transaction()  # type: ignore[attr-defined]
+    new.produce(topic, value=b"current", partition=1)  # type: ignore[attr-defined]
+    new.commit_transaction(60)  # type: ignore[attr-defined]
+    with pytest.raises(KafkaException) as info:
+        old.commit_transaction(30)  # type: ignore[attr-defined]
+    assert info.value.args[0].fatal() or "fenced" in str(info.value).lower()
+    assert read_all(bootstrap, topic, "read_committed", 1, 15) == [b"current"]
+
+
+def test_consume_transform_produce_commits_offsets_in_the_transaction(txn_cluster: cluster.ClusterSpec) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    bootstrap, source, sink, group = txn_cluster.bootstrap, "ctp-in", "ctp-out", "ctp-group"
+    for topic in (source, sink):
+        ensure_topic(bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
+    plain = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    inputs = [f"word-{i}".encode() for i in range(20)]
+    for i, value in enumerate(inputs):
+        plain.produce(source, value=value, partition=i % PARTITIONS)
+    assert plain.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    consumer.subscribe([source])
+    producer = transactional_producer(bootstrap, "ctp-producer")
+    seen = 0
+    deadline = time.monotonic() + 60
+    try:
+        while seen < len(inputs) and time.monotonic() < deadline:
+            messages = [m for m in consumer.consume(num_messages=100, timeout=0.5) if m.error() is None]
+            if not messages:
+                continue
+            producer.begin_transaction()  # type: ignore[attr-defined]
+            for message in messages:
+                producer.produce(sink, value=message.value().upper(), partition=message.partition())  # type: ignore[attr-defined]
+            positions = consumer.position(consumer.assignment())
+            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)  # type: ignore[attr-defined]
+            producer.commit_transaction(60)  # type: ignore[attr-defined]
+            seen += len(messages)
+        assert seen == len(inputs)
+        committed = consumer.committed([TopicPartition(source, p) for p in range(PARTITIONS)], 30)
+        assert sum(tp.offset for tp in committed) == len(inputs)
+    finally:
+        consumer.close()
+    outputs = read_all(bootstrap, sink, "read_committed", len(inputs))
+    assert sorted(outputs) == sorted(value.upper() for value in inputs)

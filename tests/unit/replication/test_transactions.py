@@ -1,0 +1,115 @@
+from dataclasses import replace
+
+from insync.protocol.records import build_batch, parse_header
+from insync.replication.producer_state import (
+    ProducerStateTable,
+    parse_snapshot,
+    record_batches,
+    snapshot_bytes,
+)
+from insync.replication.transactions import ABORT, COMMIT, AbortedTxn, marker_batch, marker_type
+
+
+def data(table: ProducerStateTable, pid: int, first: int, count: int = 1, seq: int = 0) -> None:
+    batch = build_batch([(b"k", b"v")] * count, producer_id=pid, producer_epoch=0, base_sequence=seq,
+                        is_transactional=True)
+    table.observe(replace(parse_header(batch), base_offset=first), batch, 0)
+
+
+def marker(table: ProducerStateTable, pid: int, offset: int, commit: bool, epoch: int = 0) -> None:
+    batch = marker_batch(pid, epoch, 0, commit, 1_000)
+    table.observe(replace(parse_header(batch), base_offset=offset), batch, 0)
+
+
+def test_markers_are_control_batches_read_back_as_commit_or_abort() -> None:
+    commit, abort = marker_batch(7, 2, 5, True, 1), marker_batch(7, 2, 5, False, 1)
+    header = parse_header(commit)
+    assert header.is_control and header.is_transactional and header.producer_epoch == 2
+    assert header.base_sequence == -1 and header.record_count == 1
+    assert (marker_type(commit), marker_type(abort)) == (COMMIT, ABORT)
+
+
+def test_the_last_stable_offset_waits_for_the_earliest_open_transaction() -> None:
+    table = ProducerStateTable()
+    txns = table.transactions
+    assert txns.last_stable_offset(10) == 10
+    data(table, 1, 3, count=2)
+    data(table, 2, 5)
+    data(table, 1, 6, seq=2)  # the same transaction: its first offset stays 3
+    assert txns.open_transaction(1) == 3
+    assert txns.last_stable_offset(8) == 3
+    marker(table, 1, 7, commit=True)
+    # committed, but its marker is not below the high watermark yet: still unstable
+    assert txns.last_stable_offset(7) == 3
+    assert txns.last_stable_offset(8) == 5  # producer 2's transaction now holds it
+    marker(table, 2, 8, commit=False)
+    assert txns.last_stable_offset(9) == 9
+    assert txns.aborted() == [AbortedTxn(2, 5, 8)]
+
+
+def test_aborted_transactions_a_read_meets() -> None:
+    table = ProducerStateTable()
+    for pid, first, last in ((1, 0, 4), (2, 5, 9), (3, 10, 30), (4, 12, 40)):
+        data(table, pid, first)
+        marker(table, pid, last, commit=False)
+    aborted_in = table.transactions.aborted_in
+    assert [t.producer_id for t in aborted_in(0, 3)] == [1]
+    assert [t.producer_id for t in aborted_in(5, 11)] == [2, 3]  # stops at the first ending past the bound
+    assert [t.producer_id for t in aborted_in(31, 50)] == [4]
+    assert aborted_in(41, 60) == []
+
+
+def test_truncation_reopens_a_transaction_whose_marker_it_cut() -> None:
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    data(table, 2, 1)
+    marker(table, 1, 2, commit=False)
+    marker(table, 2, 3, commit=True)
+    table.truncate_to(3)
+    assert table.transactions.open_transaction(2) == 1
+    assert table.transactions.aborted() == [AbortedTxn(1, 0, 2)]
+    table.truncate_to(2)
+    assert table.transactions.open_transaction(1) == 0 and table.transactions.aborted() == []
+    table.truncate_to(1)
+    assert table.transactions.ongoing() == {1: 0}
+
+
+def test_the_log_start_forgets_aborted_transactions_below_it() -> None:
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    marker(table, 1, 1, commit=False)
+    data(table, 1, 2, seq=1)
+    marker(table, 1, 3, commit=False)
+    table.drop_below(2)
+    assert table.transactions.aborted() == [AbortedTxn(1, 2, 3)]
+
+
+def test_snapshots_carry_open_and_aborted_transactions() -> None:
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    marker(table, 1, 1, commit=False)
+    data(table, 2, 2)
+    data(table, 3, 3)
+    marker(table, 3, 4, commit=True)
+    restored = parse_snapshot(snapshot_bytes(table, 5))
+    assert restored.transactions.ongoing() == {2: 2}
+    assert restored.transactions.aborted() == [AbortedTxn(1, 0, 1)]
+    # a snapshot below the commit marker holds producer 3's transaction as open, as a truncation would leave it
+    assert parse_snapshot(snapshot_bytes(table, 4)).transactions.ongoing() == {2: 2, 3: 3}
+
+
+def test_a_marker_of_a_newer_epoch_fences_the_producer() -> None:
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    marker(table, 1, 1, commit=False, epoch=1)
+    assert table.entry(1) is not None and table.entry(1).producer_epoch == 1  # type: ignore[union-attr]
+
+
+def test_replayed_batches_rebuild_the_index() -> None:
+    table = ProducerStateTable()
+    first = build_batch([(b"k", b"v")], base_offset=0, producer_id=9, producer_epoch=0, base_sequence=0,
+                        is_transactional=True)
+    abort = bytearray(marker_batch(9, 0, 0, False, 1))
+    abort[0:8] = (1).to_bytes(8, "big")  # the marker at offset 1, as a follower would fetch it
+    record_batches(table, first + bytes(abort))
+    assert table.transactions.aborted() == [AbortedTxn(9, 0, 1)]

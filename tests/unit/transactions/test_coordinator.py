@@ -1,0 +1,68 @@
+import itertools
+
+from insync import errors
+from insync.transactions.coordinator import TransactionCoordinatorCore
+from insync.transactions.log_records import TxnState
+from insync.types import TopicPartition
+
+TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+def written(core: TransactionCoordinatorCore, decision: object) -> None:
+    """Replay what a decision writes, as the driver does once the record is acknowledged."""
+    write = decision.write  # type: ignore[attr-defined]
+    assert write is not None
+    core.replay(0, write, write.transactional_id)
+
+
+def started() -> tuple[TransactionCoordinatorCore, int]:
+    core, ids = TransactionCoordinatorCore(max_timeout_ms=60_000), itertools.count(1000)
+    decision = core.init_producer_id("tx", 10_000, -1, -1, 0, lambda: next(ids))
+    written(core, decision)
+    txn = core.get("tx")
+    assert txn is not None and (txn.producer_id, txn.producer_epoch, txn.state) == (1000, 0, TxnState.EMPTY)
+    return core, txn.producer_id
+
+
+def test_a_transaction_commits_through_prepare_and_complete() -> None:
+    core, pid = started()
+    written(core, core.add_partitions("tx", pid, 0, [TP0, TP1], 5))
+    assert core.add_partitions("tx", pid, 0, [TP0], 6).write is None  # nothing new
+    decision = core.end_txn("tx", pid, 0, True, 10)
+    assert decision.write is not None and decision.write.state is TxnState.PREPARE_COMMIT
+    assert core.end_txn("tx", pid, 0, True, 10).error.name == "CONCURRENT_TRANSACTIONS"  # its write is in flight
+    written(core, decision)
+    assert core.add_partitions("tx", pid, 0, [TP0], 11).error.name == "CONCURRENT_TRANSACTIONS"
+    written(core, core.complete("tx", 12))
+    txn = core.get("tx")
+    assert txn is not None and txn.state is TxnState.COMPLETE_COMMIT and not txn.partitions
+    assert core.end_txn("tx", pid, 0, True, 13).error is errors.NONE  # a retry
+    assert core.end_txn("tx", pid, 0, False, 13).error.name == "INVALID_TXN_STATE"
+
+
+def test_fencing_and_timeouts() -> None:
+    core, pid = started()
+    ids = itertools.count(2000)
+    assert core.init_producer_id("tx", 120_000, -1, -1, 1, lambda: next(ids)).error.name == \
+        "INVALID_TRANSACTION_TIMEOUT"
+    written(core, core.add_partitions("tx", pid, 0, [TP0], 5))
+    # a new producer with the same id: the open transaction is aborted with a bumped epoch first
+    decision = core.init_producer_id("tx", 10_000, -1, -1, 6, lambda: next(ids))
+    assert decision.error.name == "CONCURRENT_TRANSACTIONS" and decision.write is not None
+    assert (decision.write.state, decision.write.producer_epoch) == (TxnState.PREPARE_ABORT, 1)
+    written(core, decision)
+    assert core.end_txn("tx", pid, 0, True, 7).error.name == "PRODUCER_FENCED"
+    written(core, core.complete("tx", 8))
+    written(core, core.init_producer_id("tx", 10_000, -1, -1, 9, lambda: next(ids)))
+    assert core.get("tx").producer_epoch == 2  # type: ignore[union-attr]
+    assert core.add_partitions("tx", pid + 1, 2, [TP0], 10).error.name == "INVALID_PRODUCER_ID_MAPPING"
+
+
+def test_expired_transactions_are_aborted_with_a_bumped_epoch() -> None:
+    core, pid = started()
+    written(core, core.add_partitions("tx", pid, 0, [TP0], 100))
+    assert core.expired(10_099) == []
+    (expired,) = core.expired(10_100)
+    decision = core.abort_expired(expired, 10_100)
+    assert decision.write is not None and decision.write.state is TxnState.PREPARE_ABORT
+    assert decision.write.producer_epoch == 1
