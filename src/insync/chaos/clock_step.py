@@ -1,7 +1,8 @@
 """Stepping one node's wall clock while it runs: the `clock-step` fault, on insync's and on Kafka's nodes alike.
 
-A node started with `environment(directory)` has `clock_step.c` preloaded: its CLOCK_REALTIME reads (Python's
-`time.time`, the JVM's `System.currentTimeMillis`) are offset by the milliseconds in `DIR/clock-step-ms`, which
+A node started with `environment(directory)` has `tools/clock-step/clock_step.c` preloaded (C, so outside the
+package with the other tools that are not Python: the fault needs a source checkout): its CLOCK_REALTIME reads
+(Python's `time.time`, the JVM's `System.currentTimeMillis`) are offset by the milliseconds in `DIR/clock-step-ms`, which
 `step` rewrites while the node runs; its monotonic clock is left alone, as a real step (an operator's `date -s`,
 NTP correcting a bad clock) leaves it. The library is built once with the C compiler into a cache outside the
 repository. Why not the usual tools: a time namespace offsets only CLOCK_MONOTONIC and CLOCK_BOOTTIME, never the
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from insync.config import ConfigError
 
-SOURCE = Path(__file__).with_name("clock_step.c")
+SOURCE = Path(__file__).resolve().parents[3] / "tools" / "clock-step" / "clock_step.c"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "insync" / "clock-step"
 STEP_FILE = "clock-step-ms"
 ENV_FILE = "INSYNC_CLOCK_STEP_FILE"  # the name clock_step.c reads
@@ -29,6 +30,8 @@ BUILD_TIMEOUT_S = 60.0
 
 def unavailable() -> str | None:
     """Why the library cannot be built here, or None."""
+    if not SOURCE.is_file():
+        return f"the clock-step library's source is not at {SOURCE}: the fault needs insync's source checkout"
     if shutil.which("cc") is None:
         return "no C compiler (cc) to build the clock-step library: `make setup` installs gcc"
     return None
@@ -36,6 +39,8 @@ def unavailable() -> str | None:
 
 def library() -> Path:
     """The preload library, built on first use; named by its source's hash, so an edited source is rebuilt."""
+    if not SOURCE.is_file():
+        raise ConfigError(str(unavailable()))
     source = SOURCE.read_bytes()
     target = CACHE / f"clock_step-{hashlib.sha256(source).hexdigest()[:16]}.so"
     if target.exists():
