@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml Makefile
 	command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
 	command -v iptables-legacy-restore >/dev/null 2>&1 || missing="$$missing iptables"; \
 	command -v fusermount3 >/dev/null 2>&1 || missing="$$missing fuse3"; \
-	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests, ZooKeeper for metadata.store=zookeeper, iproute2 and nftables for network partitions, iptables for latency where the kernel has no netem, fuse3 for the slow disk under a Kafka broker)"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc libc6-dev"; \
+	if [ -n "$$missing" ]; then echo "installing with apt:$$missing (Java for Spark, kcat for client tests, ZooKeeper for metadata.store=zookeeper, iproute2 and nftables for network partitions, iptables for latency where the kernel has no netem, fuse3 for the slow disk under a Kafka broker, gcc for the clock-step library)"; \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; fi
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

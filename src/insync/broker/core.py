@@ -281,7 +281,7 @@ class BrokerCore:
         if now_ms >= self._next_retention_ms:
             self._next_retention_ms = now_ms + self._retention_interval_ms
             # Followers bound it by their own HW, as Kafka's deletableSegments does on every replica.
-            self.log_manager.apply_retention(now_ms, self.partitions.high_watermarks())
+            self.log_manager.apply_retention(self.partitions.high_watermarks())
         if now_ms >= self._next_clean_ms:
             self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
             self.log_manager.clean(now_ms, self.partitions.stable_offsets_of_compacted(self.log_manager),

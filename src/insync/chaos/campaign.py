@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import ensure_topic
-from insync.chaos import checker, cluster, nemesis, report, slow_disk, small_disk, workload
+from insync.chaos import checker, clock_step, cluster, nemesis, report, slow_disk, small_disk, workload
 from insync.chaos.history import CLIENT_LOGGER
 from insync.chaos.ops import HistoryWriter, Op, read_history
 from insync.chaos.zookeeper import ZooKeeperServer
@@ -131,6 +131,9 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str],
                           "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
                           "--zookeeper or those kinds")
     _check_log_dir_disks(kinds, engine)
+    stepped = [kind for kind in kinds if nemesis.REGISTRY[kind].clock_steps]
+    if stepped and (reason := clock_step.unavailable()) is not None:
+        raise ConfigError(f"{', '.join(stepped)}: {reason}")
     if zookeeper and engine != "insync":
         raise ConfigError("--zookeeper is insync's ZooKeeper metadata store; Kafka with ZooKeeper is --engine kafka:3.9")
     return tuple(replace(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper), engine=engine)
@@ -196,7 +199,8 @@ def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: 
         if nemesis.FAILING_DISK in disks:
             stack.enter_context(slow_disk.mounted(node_dirs))
         spec = cluster.up(str(directory / "cluster"), BROKERS, 0, overrides, controllers,
-                          namespaces=any(k.needs_netns for k in kinds), engine=plan.engine)
+                          namespaces=any(k.needs_netns for k in kinds), engine=plan.engine,
+                          clock_steps=any(k.clock_steps for k in kinds))
         return _workload_under_faults(plan, directory, history, rate, spec)
 
 

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from insync import command_config
-from insync.chaos import kafka_cluster, kafka_dist, netns, secure
+from insync.chaos import clock_step, kafka_cluster, kafka_dist, netns, secure
 from insync.config import BrokerConfig, ConfigError
 from insync.properties import parse_overrides
 from insync.waiting import WaitTimeout, wait_until
@@ -76,6 +76,7 @@ class ClusterSpec:
     network: netns.Network | None = None  # with --netns
     security: str = "plaintext"  # `--security` (chaos/secure.py)
     engine: str = kafka_cluster.ENGINE_INSYNC  # or `kafka:<version>` (chaos/kafka_cluster.py)
+    clock_steps: bool = False  # every node's wall clock steppable (chaos/clock_step.py)
 
     @property
     def start_deadline_s(self) -> float:
@@ -121,7 +122,8 @@ class ClusterSpec:
         network = None if self.network is None else self.network.to_json()
         _write_private(tmp, json.dumps({"directory": self.directory, "overrides": dict(self.overrides),
                                    "nodes": [asdict(n) for n in self.nodes], "network": network,
-                                   "security": self.security, "engine": self.engine}, indent=2))
+                                   "security": self.security, "engine": self.engine,
+                                   "clock_steps": self.clock_steps}, indent=2))
         tmp.replace(path)
 
     @classmethod
@@ -134,7 +136,8 @@ class ClusterSpec:
             nodes = tuple(NodeSpec(**n) for n in data["nodes"])
             network = None if data.get("network") is None else netns.Network.from_json(data["network"])
             return cls(str(data["directory"]), nodes, dict(data.get("overrides", {})), network,
-                       str(data.get("security", "plaintext")), str(data.get("engine", kafka_cluster.ENGINE_INSYNC)))
+                       str(data.get("security", "plaintext")), str(data.get("engine", kafka_cluster.ENGINE_INSYNC)),
+                       bool(data.get("clock_steps", False)))
         except (ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path} is not a cluster description: {exc}") from None
 
@@ -291,10 +294,11 @@ def start_node(spec: ClusterSpec, node_id: int) -> ClusterSpec:
     stdout = open(Path(node.directory) / "stdout.log", "ab")  # noqa: SIM115 - handed to the child
     try:
         in_namespace = netns.exec_prefix(spec.network, node_id) if spec.network is not None else []
+        env = clock_step.environment(node.directory) if spec.clock_steps else None
         process = subprocess.Popen(  # `ip netns exec` execs the command: the pid is the node's
             [*in_namespace, *_node_command(spec, node)],
             stdout=stdout, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            cwd=node.directory)
+            cwd=node.directory, env=env)
     finally:
         stdout.close()
     updated = spec.with_pid(node_id, process.pid)
@@ -394,15 +398,19 @@ def _is_zombie(pid: int) -> bool:
 
 
 def up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int = 1,
-       namespaces: bool = False, security: str = "plaintext", engine: str = kafka_cluster.ENGINE_INSYNC) -> ClusterSpec:
+       namespaces: bool = False, security: str = "plaintext", engine: str = kafka_cluster.ENGINE_INSYNC,
+       clock_steps: bool = False) -> ClusterSpec:
     """Start a cluster and wait until every broker is registered and visible in metadata. Controller 0 starts
     first and is the active one; any others start after it listens, as standbys. With `namespaces`, each node
-    in its own network namespace. With a Kafka `engine`, Kafka's nodes (KRaft log dirs formatted first).
-    Whatever fails, nothing started is left behind."""
+    in its own network namespace. With a Kafka `engine`, Kafka's nodes (KRaft log dirs formatted first). With
+    `clock_steps`, every node's wall clock can be stepped (chaos/clock_step.py). Whatever fails, nothing started
+    is left behind."""
     engine = kafka_cluster.parse_engine(engine)
     network = _make_network(overrides, [*_controller_ids(controllers), *range(1, brokers + 1)]) if namespaces else None
     try:
-        spec = layout(directory, brokers, port, overrides, controllers, network, security, engine)
+        spec = dataclasses.replace(layout(directory, brokers, port, overrides, controllers, network, security, engine),
+                                   clock_steps=clock_steps)
+        spec.save()
         if engine != kafka_cluster.ENGINE_INSYNC and kafka_cluster.dist_for(engine).kraft_only:
             kafka_cluster.format_storage(kafka_cluster.dist_for(engine),
                                          [n.config_path for n in spec.nodes])

@@ -9,7 +9,8 @@ partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/po
 `controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
 `all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
 `ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. Opt-in too,
-`LOG_DIR_KINDS` (`disk-full`, `disk-error`, on log dirs of their own file system) are `_disk_fault`'s.
+`LOG_DIR_KINDS` (`disk-full`, `disk-error`, on log dirs of their own file system) are `_disk_fault`'s, and
+`clock-step` (a broker's wall clock stepped minutes forward or back, on a cluster started with steppable clocks).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import admin_client
-from insync.chaos import cluster, power, script, slow_disk, small_disk
+from insync.chaos import clock_step, cluster, power, script, slow_disk, small_disk
 from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
 from insync.config import ConfigError
 from insync.waiting import WaitTimeout, wait_until
@@ -34,6 +35,7 @@ DELAY_MS = 1500
 BANDWIDTH_KBIT = 800  # 100 kB/s: below what the workload's replication needs, so followers fall behind
 LOSS_PERCENT = 20.0  # on every link of one broker: TCP retransmits, requests slow down, nothing is cut
 LATENCY_MS, JITTER_MS = 50, 10  # a slow wide-area link: every fetch round trip to the broker 50 ms longer
+CLOCK_STEP_MS = 5 * 60_000  # far past every session timeout and replica.lag.time.max.ms
 
 
 @dataclass
@@ -98,6 +100,7 @@ class FaultKind:
     overrides: tuple[str, ...] = ()  # broker configs the kind needs (its fault injection turned on)
     needs_netns: bool = False  # each node in its own network namespace (cluster.up's namespaces)
     log_dir_disk: str | None = None  # each broker's log dir on its own file system: SMALL_DISK or FAILING_DISK
+    clock_steps: bool = False  # every node started with a steppable wall clock (chaos/clock_step.py)
 
     @property
     def insync_only(self) -> bool:
@@ -184,6 +187,16 @@ def _disk_fault(name: str) -> Callable[[Target, int], Active]:
     return start
 
 
+def _clock_step(target: Target, pick: int) -> Active:
+    """A broker's wall clock stepped CLOCK_STEP_MS forward or back (the pick's parity chooses), its monotonic
+    clock untouched: what an operator's `date -s` or NTP correcting a bad clock does. Undone by stepping it back."""
+    broker = target.broker(pick)
+    offset_ms = CLOCK_STEP_MS if pick % 2 == 0 else -CLOCK_STEP_MS
+    clock_step.step(target.spec.node(broker).directory, offset_ms)
+    return Active(f"step broker {broker}'s wall clock {offset_ms // 60_000:+d} min",
+                  lambda t: clock_step.step(t.spec.node(broker).directory, 0))
+
+
 def _controller(action: str, undo: str) -> Callable[[Target, int], Active]:
     """With several controllers (metadata.store=zookeeper) the fault hits the active one, and any controller a
     previous fault left dead (a paused one that lost its epoch stops itself when resumed) is started again
@@ -261,7 +274,11 @@ LOG_DIR_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("disk-full", _disk_fault("disk-full"), log_dir_disk=SMALL_DISK),
     FaultKind("disk-error", _disk_fault("disk-error"), log_dir_disk=FAILING_DISK),
 )}
-REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS, **LOG_DIR_KINDS}
+# Opt-in: it needs a C compiler to build the clock-step library, and the nodes started with it preloaded.
+CLOCK_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
+    FaultKind("clock-step", _clock_step, clock_steps=True),
+)}
+REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS, **LOG_DIR_KINDS, **CLOCK_KINDS}
 
 
 def parse_kinds(text: str, engine: str = "insync") -> tuple[str, ...]:

@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--seed", type=int, default=0, help="run r uses seed+r; --runs 1 --seed X replays seed X")
     camp.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run")
     camp.add_argument("--faults", default="all", help=f"comma-separated kinds or all ({', '.join(nemesis.KINDS)}); "
-                      f"opt-in: {', '.join([*nemesis.OPT_IN_KINDS, *nemesis.LOG_DIR_KINDS])}")
+                      f"opt-in: {', '.join([*nemesis.OPT_IN_KINDS, *nemesis.LOG_DIR_KINDS, *nemesis.CLOCK_KINDS])}")
     camp.add_argument("--concurrent-faults", type=int, default=1, metavar="N",
                       help=f"up to N faults active at once (1 to {campaign.CONCURRENCY_MAX})")
     camp.add_argument("--rate", type=float, default=300.0, help="records per second over all producers")

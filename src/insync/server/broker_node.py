@@ -61,7 +61,7 @@ from insync.server.role import (
     client_tls_for,
     librdkafka_settings,
     make_listener,
-    monotonic_now,
+    steady_now,
 )
 from insync.server.session import Session
 from insync.server.topic_creation import TopicCreator
@@ -92,7 +92,7 @@ class BrokerNode(MeteredDispatcher):
     def __init__(self, config: BrokerConfig, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or SystemClock()
-        self._now = monotonic_now(self.clock)
+        self._now = steady_now(self.clock)
         self.broker_id = BrokerId(config.node.node_id)
         # DescribeLogDirs names them so, as Kafka; the first also holds what is not a partition's (events)
         self.log_dirs = tuple(str(Path(d).absolute()) for d in config.log_dirs())
@@ -127,7 +127,8 @@ class BrokerNode(MeteredDispatcher):
         self.event_log = EventLog(self.log_dir)
         self.event_topic = EventTopic(config.events, self.broker_id, lambda: self.core.metadata.image,
                                       self._inter_broker_address, self.controller,
-                                      librdkafka_settings(config, inter_broker, "sasl.mechanism.inter.broker.protocol"))
+                                      librdkafka_settings(config, inter_broker, "sasl.mechanism.inter.broker.protocol"),
+                                      now=self._now)
         self.metrics = NodeMetrics(self._snapshot)
         self.halter = Halter()
         # A client request's answer from the core, and when to give up on it (`_expire_waiters`).

@@ -46,7 +46,7 @@ from insync.server.role import (
     MeteredDispatcher,
     librdkafka_settings,
     make_listener,
-    monotonic_now,
+    steady_now,
 )
 from insync.server.session import Session
 from insync.types import Outgoing
@@ -86,14 +86,14 @@ class ControllerNode(MeteredDispatcher):
         self.clock = clock or SystemClock()
         self.node_id = config.node.node_id
         self.log_dir = config.log_dirs()[0]
-        self._now = monotonic_now(self.clock)
+        self._now = steady_now(self.clock)
         self.core: ControllerCore  # set by `_become_active`, before the listener opens
         self.exit_code = 0  # FENCED_EXIT_CODE once it lost its epoch, STORE_UNAVAILABLE_EXIT_CODE without a store
         self._stop = asyncio.Event()  # `run`'s, once it runs
         self.event_log = EventLog(self.log_dir)
         endpoint = controller_endpoint(config.listeners)
         self.event_topic = EventTopic(config.events, self.node_id, lambda: self.controller.image, self._brokers, None,
-                                      librdkafka_settings(config, endpoint, "sasl.mechanism.controller.protocol"))
+                                      librdkafka_settings(config, endpoint, "sasl.mechanism.controller.protocol"), now=self._now)
         self.listener = make_listener(self, endpoint, config, ConnectionQuotas.from_config(config.sockets))
         self.metrics = NodeMetrics(self._snapshot)
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core

@@ -8,7 +8,7 @@ writes stay local and a paused broker holds up no other's events; other nodes us
 first broker to find it missing asks the controller to create it (`insync.events.topic.*` settings). Writing is
 off the request path: `offer` queues events (bounded, the oldest dropped and counted) and `run` hands them to a
 librdkafka producer every PUBLISH_INTERVAL_S. `insync.events.topic.enable=false` turns all of this off. Each node
-also sends a `heartbeat` record (not an event) every HEARTBEAT_INTERVAL_S, so a reader's event time follows the
+also sends a `heartbeat` record (not an event) every HEARTBEAT_INTERVAL_MS, so a reader's event time follows the
 cluster's clock when nothing happens and stops when the cluster stops: a shut-down cluster raises no duration
 alerts.
 """
@@ -41,14 +41,14 @@ PRODUCER_QUEUE_MAX = 10_000  # librdkafka's queue.buffering.max.messages
 PUBLISH_INTERVAL_S = 0.1
 CREATE_TIMEOUT_S = 10.0
 CREATE_WAIT_S = 10.0  # how long the first broker waits for replication-factor brokers before creating it anyway
-HEARTBEAT_INTERVAL_S = 0.5
+HEARTBEAT_INTERVAL_MS = 500
 HEARTBEAT = "heartbeat"
 CLOSE_FLUSH_S = 1.0  # a stopping node waits at most this for its last events to be delivered
 DELIVERY_TIMEOUT_MS = 30_000
 
 
 def heartbeat(node_id: int, now_ms: int) -> bytes:
-    """The record a node sends every HEARTBEAT_INTERVAL_S (not an event: events.jsonl never has it)."""
+    """The record a node sends every HEARTBEAT_INTERVAL_MS (not an event: events.jsonl never has it)."""
     return json.dumps({"v": SCHEMA_VERSION, "ts_ms": now_ms, "broker": node_id, "type": HEARTBEAT},
                       separators=(",", ":")).encode()
 
@@ -72,11 +72,12 @@ def partition_for(node_id: int, topic: TopicImage) -> int:
 
 class EventTopic:
     """One node's writer to `__insync_events`. `controller` is given on brokers only: they create the topic.
-    `client` are the producer's security settings (librdkafka's names) on a secured cluster."""
+    `client` are the producer's security settings (librdkafka's names) on a secured cluster. `now` is the node's
+    steady time, the events' own clock, which heartbeats follow."""
 
     def __init__(self, config: EventsTopicConfig, node_id: int, image: Callable[[], MetadataImage],
                  bootstrap: Callable[[], str], controller: FailoverConnection | None,
-                 client: Mapping[str, str] | None = None) -> None:
+                 client: Mapping[str, str] | None = None, *, now: Callable[[], int]) -> None:
         self.enabled = config.enable
         self._config = config
         self._node_id = node_id
@@ -89,7 +90,8 @@ class EventTopic:
         self.dropped = 0  # events never handed to the producer (queue full), or that it failed to deliver
         self._creating = False
         self._first_try_s = 0.0  # when this node first saw a registered broker and no topic
-        self._next_heartbeat_s = 0.0
+        self._now = now
+        self._next_heartbeat_ms = 0
 
     def offer(self, events: list[Event]) -> None:
         if not self.enabled or not events:
@@ -130,12 +132,12 @@ class EventTopic:
             except BufferError:
                 break  # librdkafka's queue is full: the rest waits for the next round
             self._pending.popleft()
-        now_s = time.time()
-        if now_s >= self._next_heartbeat_s:
-            self._next_heartbeat_s = now_s + HEARTBEAT_INTERVAL_S
+        now_ms = self._now()
+        if now_ms >= self._next_heartbeat_ms:
+            self._next_heartbeat_ms = now_ms + HEARTBEAT_INTERVAL_MS
             with contextlib.suppress(BufferError):  # a full queue: the next heartbeat will do
-                self._producer.produce(EVENTS_TOPIC, heartbeat(self._node_id, int(now_s * 1000)), key,
-                                       partition=partition, timestamp=int(now_s * 1000))
+                self._producer.produce(EVENTS_TOPIC, heartbeat(self._node_id, now_ms), key, partition=partition,
+                                       timestamp=now_ms)
         self._producer.poll(0)
 
     def _producer_config(self) -> dict[str, object]:

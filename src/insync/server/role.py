@@ -111,13 +111,14 @@ def librdkafka_settings(config: BrokerConfig, endpoint: Endpoint, mechanism_key:
     return settings
 
 
-def monotonic_now(clock: Clock) -> Callable[[], int]:
-    """Wall-clock milliseconds (events and lag are wall times) that never go backwards, as the cores assert."""
-    last = 0
+def steady_now(clock: Clock) -> Callable[[], int]:
+    """The cores' time: the wall clock when the node starts, advanced by the monotonic clock from then on. Timers,
+    ISR lag, sessions and timeouts measure intervals, which a step of the wall clock must not change (forward, it
+    would expire every session at once; backward, it would stop every timer); stamps still read as wall times.
+    Only storage compares record timestamps with the wall clock itself (retention, compaction lag)."""
+    offset_ms = clock.now_ms() - clock.monotonic_ms()
 
     def now() -> int:
-        nonlocal last
-        last = max(last, clock.now_ms())
-        return last
+        return clock.monotonic_ms() + offset_ms
 
     return now

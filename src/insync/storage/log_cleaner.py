@@ -145,13 +145,14 @@ class LogCleaner:
             except OSError as exc:
                 logger.error("Could not write %s in %s: %s", CLEANER_OFFSET_CHECKPOINT, log_dir, exc)
 
-    def tick(self, now_ms: int, logs: Mapping[TopicPartition, Log], stable_offsets: Mapping[TopicPartition, int],
-             producers: Producers) -> int:
+    def tick(self, now_ms: int, wall_ms: int, logs: Mapping[TopicPartition, Log],
+             stable_offsets: Mapping[TopicPartition, int], producers: Producers) -> int:
         """Swap in finished cleans, then give the filthiest log to the executor while it has room. Returns the
-        cleans swapped in."""
+        cleans swapped in. `now_ms` paces the picks (an interval); `wall_ms` is what record timestamps are
+        compared with (an age)."""
         applied = self._drain(logs)
         if self.config.enable and self.executor.room() > 0 and now_ms >= self._next_pick_ms:
-            job = self.grab_filthiest(now_ms, logs, stable_offsets, producers)
+            job = self.grab_filthiest(wall_ms, logs, stable_offsets, producers)
             if job is None:
                 self._next_pick_ms = now_ms + self.config.backoff_ms
             else:

@@ -284,9 +284,11 @@ class LogManager:
             self._write_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT,
                                    {tp: log.log_start_offset for tp, log in logs.items()})
 
-    def apply_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
+    def apply_retention(self, high_watermarks: Mapping[TopicPartition, int]) -> int:
         """Retention on every log with a high watermark in `high_watermarks`, never past it; a log without one
-        (not hosted as a partition yet, after a restart) keeps everything. Returns the segments deleted."""
+        (not hosted as a partition yet, after a restart) keeps everything. Returns the segments deleted. Record
+        timestamps are compared with the wall clock, as Kafka does: retention.ms is an age, not an interval."""
+        now_ms = self.clock.now_ms()
         deleted = 0
         for tp, log in self._logs.items():
             high_watermark = high_watermarks.get(tp)
@@ -296,13 +298,15 @@ class LogManager:
 
     def clean(self, now_ms: int, stable_offsets: Mapping[TopicPartition, int], producers: Producers) -> int:
         """The log cleaner's turn (`LogCleaner.tick`): swap in finished cleans, start the next. A log without a
-        stable offset (not hosted as a partition) is not cleaned. Returns the cleans swapped in."""
+        stable offset (not hosted as a partition) is not cleaned. Returns the cleans swapped in. `now_ms` paces
+        the cleaner's picks; the compaction lags and the delete horizon compare record timestamps with the wall
+        clock."""
         assert self.cleaner is not None
         moving = self.moves.future_logs()  # paused while they move, as Kafka's abortAndPauseCleaning
         logs = self._logs
         if moving or any(log.offline for log in logs.values()):
             logs = {tp: log for tp, log in logs.items() if tp not in moving and not log.offline}
-        return self.cleaner.tick(now_ms, logs, stable_offsets, producers)
+        return self.cleaner.tick(now_ms, self.clock.now_ms(), logs, stable_offsets, producers)
 
     def flush(self) -> None:
         for log in [*self._logs.values(), *self.moves.future_logs().values()]:

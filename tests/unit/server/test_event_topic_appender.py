@@ -31,7 +31,8 @@ def test_a_node_writes_to_the_partition_it_leads_by_preference_else_id_modulo() 
 
 
 def _writer(**values: object) -> EventTopic:
-    return EventTopic(BrokerConfig({"node.id": 1, **values}).events, 1, MetadataImage, lambda: "127.0.0.1:1", None)
+    return EventTopic(BrokerConfig({"node.id": 1, **values}).events, 1, MetadataImage, lambda: "127.0.0.1:1", None,
+                      now=lambda: 0)
 
 
 def _events(count: int) -> list[Event]:

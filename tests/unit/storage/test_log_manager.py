@@ -88,8 +88,32 @@ def test_delete_and_retention() -> None:
     manager.delete(T1)
     assert manager.get(T1) is None and "my-topic-3" not in disk.listdir(ROOT)
     manager.get_or_create(T0, LogConfig(segment_bytes=2 * len(batch(2)), retention_bytes=0, retention_ms=-1))
-    assert manager.apply_retention(0, {}) == 0  # a log without a high watermark keeps everything
-    assert manager.apply_retention(0, {T0: 4}) == 1  # segment [0, 4); the active [4, 6) is not all committed
-    assert manager.apply_retention(0, {T0: 6}) == 1  # then it is: retention.bytes=0 deletes it too, as Kafka does
+    assert manager.apply_retention({}) == 0  # a log without a high watermark keeps everything
+    assert manager.apply_retention({T0: 4}) == 1  # segment [0, 4); the active [4, 6) is not all committed
+    assert manager.apply_retention({T0: 6}) == 1  # then it is: retention.bytes=0 deletes it too, as Kafka does
     log = manager.get(T0)
     assert log is not None and log.log_start_offset == 6
+
+
+class WallAhead(ManualClock):
+    """A clock whose wall time was stepped `ahead_ms` past its monotonic time."""
+
+    def __init__(self, ahead_ms: int) -> None:
+        super().__init__()
+        self.ahead_ms = ahead_ms
+
+    def now_ms(self) -> int:
+        return super().now_ms() + self.ahead_ms
+
+
+def test_retention_compares_record_timestamps_with_the_wall_clock() -> None:
+    start_ms = ManualClock().now_ms()
+    clock = WallAhead(0)
+    manager = LogManager.open(ROOT, LogConfig(segment_bytes=2 * len(batch(2)), retention_ms=10_000), MemoryDisk(),
+                              clock)
+    log = manager.get_or_create(T0)
+    for i in range(3):
+        log.append_as_leader(batch(2, timestamp=start_ms + i), leader_epoch=0)
+    assert manager.apply_retention({T0: log.log_end_offset}) == 0
+    clock.ahead_ms = 10_002  # the wall clock, not the monotonic one, says the oldest records are past retention.ms
+    assert manager.apply_retention({T0: log.log_end_offset}) == 1
