@@ -96,6 +96,11 @@ SEEDS: tuple[RealSeed, ...] = (
     RealSeed("stuck-follower", "stuck-follower", "a follower paused (SIGSTOP) for 2.5 x the lag, acks=all, min ISR 2",
              check_stuck_follower, (SeedStep(2.0, "pause", "follower", for_s=3.75),), session_ms=8000,
              duration_s=7.0),
+    # The same follower cut off by a network partition instead (its own namespace, every link down): the same
+    # claims, the lag rule acting before the session timeout would fence it.
+    RealSeed("partitioned-follower", "stuck-follower", "a follower cut off by a network partition for 2.5 x the "
+             "lag, acks=all, min ISR 2", check_stuck_follower, (SeedStep(2.0, "isolate", "follower", for_s=3.75),),
+             session_ms=8000, namespaces=True, duration_s=7.0),
     _slow_leader_reads(kip501=False),
     _slow_leader_reads(kip501=True),
     # The simulator limits the link into the follower to 50 bytes/ms, 0.39 of the 128 kB/s its producer writes.

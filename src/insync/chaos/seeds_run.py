@@ -113,6 +113,8 @@ class _RealRun:
         from confluent_kafka.admin import AdminClient
 
         self.admin = AdminClient(history.client_conf({"bootstrap.servers": self.spec.bootstrap}))
+        self._controller: int | None = None
+        self._controller_asked = False
 
     def role(self, target: str | int, partition: int) -> int:
         """The broker `target` names now, from the events (a Metadata request could land on a paused broker and
@@ -143,7 +145,23 @@ class _RealRun:
         if target == "leader":
             return now.leader
         followers = [b for b in self.watch.replicas(partition) if b != now.leader]
+        # ZooKeeper mode's controller is a broker: a fault on it would move the controller too (its ISR commits
+        # wait for the next one), which the scenario does not mean, so it is the last follower picked.
+        controller = self._zookeeper_controller()
+        followers.sort(key=lambda b: b == controller)
         return followers[1] if target == "follower2" else followers[0]
+
+    def _zookeeper_controller(self) -> int | None:
+        """The broker that is ZooKeeper mode's controller, or None (KRaft: the controller is no broker). Asked
+        once, at the first fault, while every broker answers; the scenarios' faults never move it."""
+        if self._controller_asked:
+            return self._controller
+        self._controller_asked = True
+        cluster = self.admin.describe_cluster(request_timeout=ADMIN_TIMEOUT_S).result(timeout=ADMIN_TIMEOUT_S)
+        brokers = {b.node_id for b in self.spec.brokers}
+        found = cluster.controller
+        self._controller = int(found.id) if found is not None and int(found.id) in brokers else None
+        return self._controller
 
     def fire(self, step: SeedStep) -> tuple[int, str]:
         """Carry out `step`; returns the broker it hit and the kind of fault to undo there."""
