@@ -41,7 +41,9 @@ QUERY_TIMEOUT_S = 90
 # retries it. The same query over a Kafka 4.1 cluster (`cluster.up(..., engine="kafka:4.1")`) stalls so after
 # every kill.
 FAILOVER_TIMEOUT_S = 150
-BASE_MS = 1_700_000_000_000  # the records' CreateTime: record i is at BASE_MS + 1000 * i
+# The records' CreateTime: record i is at BASE_MS + 1000 * i; the hour of the run, so no retention (7 days, which
+# deletes the active segment too, as Kafka's does) removes them during it.
+BASE_MS = int(time.time()) // 3600 * 3600 * 1000
 
 Record = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]  # partition, key, value, headers
 

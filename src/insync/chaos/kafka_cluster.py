@@ -128,7 +128,9 @@ def _security_properties(security: str, roles: str) -> dict[str, str]:
 def format_storage(dist: kafka_dist.KafkaDist, config_paths: list[Path]) -> str:
     """Format every KRaft node's log dir with one new cluster id (`kafka-storage format`), in parallel; returns
     the id."""
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+    cluster_id = "-"
+    while cluster_id.startswith("-"):  # kafka-storage's parser takes an id starting with '-' for an option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
     processes = [subprocess.Popen(["java", "-Xmx128m", "-cp", dist.classpath, "kafka.tools.StorageTool", "format",
                                    "-t", cluster_id, "-c", str(path)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
