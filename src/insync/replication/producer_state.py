@@ -29,7 +29,7 @@ from insync import errors, limits
 from insync.errors import KafkaException
 from insync.protocol.records import BatchHeader, iter_batches, parse_header
 from insync.replication.log_view import LogView
-from insync.replication.transactions import AbortedTxn, TransactionIndex, marker_type
+from insync.replication.transactions import AbortedTxn, TransactionIndex, marker_info
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,9 @@ class Duplicate:
 class ProducerEntry:
     producer_epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=limits.PRODUCER_BATCHES_REMEMBERED))
+    # The coordinator epoch of the producer's last transaction marker (-1 before one, and after a restart: the
+    # snapshot does not hold it), which DescribeProducers reports.
+    coordinator_epoch: int = -1
 
     @property
     def last_sequence(self) -> int:
@@ -136,7 +139,7 @@ class ProducerStateTable:
             if entry is None and len(self._producers) >= limits.PRODUCERS_PER_PARTITION_MAX:
                 # Kafka expires idle producers by age; the least recently written one goes first here.
                 del self._producers[next(iter(self._producers))]
-            entry = ProducerEntry(producer_epoch)
+            entry = ProducerEntry(producer_epoch, coordinator_epoch=-1 if entry is None else entry.coordinator_epoch)
         self._producers[producer_id] = entry
         last_sequence = last_sequence_of(base_sequence, last_offset - first_offset)
         entry.batches.append(BatchMetadata(base_sequence, last_sequence, first_offset, last_offset))
@@ -152,10 +155,13 @@ class ProducerStateTable:
                         header.last_offset)
             self.transactions.on_batch(header, None)
             return
-        self.transactions.on_batch(header, marker_type(batch, pos))
+        marker = marker_info(batch, pos)
+        self.transactions.on_batch(header, None if marker is None else marker[0])
         entry = self._producers.get(header.producer_id)
         if entry is not None and header.producer_epoch > entry.producer_epoch:
             entry.producer_epoch = header.producer_epoch
+        if entry is not None and marker is not None:
+            entry.coordinator_epoch = marker[1]
 
     def check_marker(self, producer_id: int, producer_epoch: int) -> None:
         """A marker in an epoch older than the producer's is a zombie coordinator's (Kafka's

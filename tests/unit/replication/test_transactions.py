@@ -113,3 +113,14 @@ def test_replayed_batches_rebuild_the_index() -> None:
     abort[0:8] = (1).to_bytes(8, "big")  # the marker at offset 1, as a follower would fetch it
     record_batches(table, first + bytes(abort))
     assert table.transactions.aborted() == [AbortedTxn(9, 0, 1)]
+
+
+def test_a_producer_keeps_its_last_markers_coordinator_epoch_and_its_open_transactions_start() -> None:
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    assert (table.entry(1).coordinator_epoch, table.transactions.open_transaction(1)) == (-1, 0)  # type: ignore[union-attr]
+    batch = marker_batch(1, 0, 4, True, 1_000)
+    table.observe(replace(parse_header(batch), base_offset=1), batch, 0)
+    assert (table.entry(1).coordinator_epoch, table.transactions.open_transaction(1)) == (4, None)  # type: ignore[union-attr]
+    data(table, 1, 2, seq=1)
+    assert table.transactions.open_transaction(1) == 2
