@@ -22,7 +22,8 @@ from insync.wire import versions
 pytestmark = pytest.mark.timeout(90)
 
 UNSUPPORTED_VERSION = 35
-DESCRIBE_QUORUM, ADD_OFFSETS_TO_TXN, END_TXN, CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT = 55, 25, 26, 68, 76
+DESCRIBE_QUORUM, CREATE_DELEGATION_TOKEN, DESCRIBE_DELEGATION_TOKEN, CONSUMER_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT = \
+    55, 38, 41, 68, 76
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def exchange(sock: socket.socket, body: Any, correlation_id: int) -> Any:
 
 
 @pytest.mark.parametrize(("api_key", "version"), [
-    (DESCRIBE_QUORUM, 0), (DESCRIBE_QUORUM, 2), (ADD_OFFSETS_TO_TXN, 3), (END_TXN, 4),
+    (DESCRIBE_QUORUM, 0), (DESCRIBE_QUORUM, 2), (CREATE_DELEGATION_TOKEN, 3), (DESCRIBE_DELEGATION_TOKEN, 3),
     (CONSUMER_GROUP_HEARTBEAT, 0), (SHARE_GROUP_HEARTBEAT, 1)])
 def test_an_api_outside_the_table_gets_unsupported_version_and_the_connection_stays(
         connection: socket.socket, api_key: int, version: int) -> None:

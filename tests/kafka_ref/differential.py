@@ -17,6 +17,7 @@ import json
 import re
 import socket
 import struct
+import time
 import tomllib
 import typing
 import uuid
@@ -37,11 +38,13 @@ MASKED = frozenset({
     "cluster_authorized_operations", "topic_authorized_operations", "finalized_features_epoch", "leader_id",
     "generation_id", "node_id", "coordinator_key", "rack", "end_point", "lowest_supported_version",
     "producer_id", "log_dir",
+    "usable_bytes",  # both clusters' log dirs share one file system, whose free space moves between the answers
 })
 # Topics made the same way on both clusters: name -> replica assignments (leaders are the first replicas).
 TOPICS = {"d": ((1, 2, 3), (2, 3, 1), (3, 1, 2)), "small": ((1, 2, 3),)}
 SMALL_MAX_BYTES = 1024
-BATCH_TIMESTAMP_MS = 1_700_000_000_000
+# Both clusters store the same bytes; a recent time, so neither's retention (7 days) deletes them during the run.
+BATCH_TIMESTAMP_MS = int(time.time()) // 3600 * 3600 * 1000
 
 
 class Connection:

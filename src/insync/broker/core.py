@@ -68,6 +68,7 @@ from insync.types import Address, BrokerId, LeaderEpoch, Outgoing, PartitionEpoc
 log = logging.getLogger(__name__)
 
 REJECTED_REPORT_INTERVAL_MS = 1_000
+RETENTION_FIRST_CHECK_MS = 30_000  # Kafka's LogManager checks retention first 30 s after start-up
 # How often finished cleans are swapped in and the log cleaner may start another (Kafka's cleaner threads pick the
 # next log at once; log.cleaner.backoff.ms still spaces the picks that find nothing).
 CLEANER_CHECK_INTERVAL_MS = 500
@@ -108,7 +109,8 @@ class BrokerCore:
         self._retention_interval_ms = config.storage.retention_check_interval_ms
         self._next_isr_check_ms = now_ms + config.replication.isr_check_interval_ms
         self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
-        self._next_retention_ms = now_ms + self._retention_interval_ms
+        # A shorter interval than Kafka's first delay (tests, operators in a hurry) checks at the first interval.
+        self._next_retention_ms = now_ms + min(RETENTION_FIRST_CHECK_MS, self._retention_interval_ms)
         self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
         self._next_move_ms = now_ms
         self._next_rejected_report_ms = now_ms

@@ -419,35 +419,46 @@ class Log:
 
     @_writes
     def apply_retention(self, now_ms: int, high_watermark: int) -> int:
-        """Delete the oldest whole segments past `retention.ms` or beyond `retention.bytes`, never the active
-        one and never one holding offsets at or above `high_watermark` (Kafka's `UnifiedLog.deletableSegments`:
-        a segment goes only when its successor starts at or below the high watermark), so the log start never
-        passes it: what no follower may have yet stays. Returns how many were deleted."""
+        """Delete the oldest whole segments past `retention.ms` or beyond `retention.bytes`, never one holding
+        offsets at or above `high_watermark` (Kafka's `UnifiedLog.deletableSegments`: a segment goes only when its
+        successor, or the log end for the active one, starts at or below the high watermark), so the log start never
+        passes it: what no follower may have yet stays. The active segment goes too once everything in it is
+        replicated and past retention, a new empty one rolled first, as Kafka rolls it. Returns how many went."""
         assert high_watermark <= self.log_end_offset, (high_watermark, self.log_end_offset)
         if not self.config.delete:  # cleanup.policy=compact alone: the cleaner, not retention, keeps it small
             return 0
-        deleted = 0
+        deletable = self._retention_deletable(now_ms, high_watermark)
+        if deletable == 0:
+            return 0
+        if deletable == len(self.segments):
+            self.roll()  # a log always has a segment: the new active one starts at the log end
+        for _ in range(deletable):
+            self.segments.pop(0).delete()
+        self.cleaning_generation += 1
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
+        self._log_start_moved(lambda snapshot: snapshot < self.log_start_offset)
+        assert self.segments[0].base_offset <= high_watermark, (self.segments[0], high_watermark)
+        return deletable
+
+    def _retention_deletable(self, now_ms: int, high_watermark: int) -> int:
+        """How many of the oldest segments retention deletes: each past `retention.ms` (its newest record's
+        timestamp) or within the bytes over `retention.bytes`, up to the first that is not, or that holds offsets
+        at or above the high watermark, or is the active one and empty."""
         retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
         excess_bytes = self.size_bytes - retention_bytes if retention_bytes >= 0 else -1
-        while len(self.segments) > 1:
-            oldest = self.segments[0]
-            if self.segments[1].base_offset > high_watermark:
-                break
-            last_ms = oldest.max_timestamp if oldest.max_timestamp >= 0 else oldest.created_ms
+        for index, segment in enumerate(self.segments):
+            last = index == len(self.segments) - 1
+            upper = self.log_end_offset if last else self.segments[index + 1].base_offset
+            if upper > high_watermark or (last and segment.size == 0):
+                return index
+            last_ms = segment.max_timestamp if segment.max_timestamp >= 0 else segment.created_ms
             expired = retention_ms >= 0 and now_ms - last_ms > retention_ms
-            if not expired and excess_bytes < oldest.size:
-                break
-            excess_bytes -= oldest.size
-            self.segments.pop(0).delete()
-            deleted += 1
-        if deleted:
-            self.cleaning_generation += 1
-            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-            self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
-            self.recovery_point = max(self.recovery_point, self.segments[0].base_offset)
-            self._log_start_moved(lambda snapshot: snapshot < self.log_start_offset)
-        assert not deleted or self.segments[0].base_offset <= high_watermark, (self.segments[0], high_watermark)
-        return deleted
+            if not expired and excess_bytes < segment.size:
+                return index
+            excess_bytes -= segment.size
+        return len(self.segments)
 
     @_writes
     def close(self) -> None:

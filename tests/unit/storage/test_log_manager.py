@@ -89,6 +89,7 @@ def test_delete_and_retention() -> None:
     assert manager.get(T1) is None and "my-topic-3" not in disk.listdir(ROOT)
     manager.get_or_create(T0, LogConfig(segment_bytes=2 * len(batch(2)), retention_bytes=0, retention_ms=-1))
     assert manager.apply_retention(0, {}) == 0  # a log without a high watermark keeps everything
-    assert manager.apply_retention(0, {T0: 6}) == 1  # segments [0, 4) and the active [4, 6)
+    assert manager.apply_retention(0, {T0: 4}) == 1  # segment [0, 4); the active [4, 6) is not all committed
+    assert manager.apply_retention(0, {T0: 6}) == 1  # then it is: retention.bytes=0 deletes it too, as Kafka does
     log = manager.get(T0)
-    assert log is not None and log.log_start_offset == 4
+    assert log is not None and log.log_start_offset == 6

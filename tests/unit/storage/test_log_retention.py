@@ -1,4 +1,4 @@
-"""Retention by time and bytes (whole segments, never the active one) and ListOffsets by timestamp."""
+"""Retention by time and bytes (whole segments, the active one once replicated) and ListOffsets by timestamp."""
 
 from __future__ import annotations
 
@@ -18,7 +18,23 @@ def test_retention_by_time_deletes_old_segments_only() -> None:
     assert log.apply_retention(T0 + 10_004, log.log_end_offset) == 2
     assert [s.base_offset for s in log.segments] == [8] and log.log_start_offset == 8
     assert log.leader_epoch_cache.epoch_entries == [(4, 8), (5, 10)]
-    assert log.apply_retention(T0 + 10**9, log.log_end_offset) == 0  # the active segment always stays
+    assert log.apply_retention(T0 + 10**9, log.log_end_offset - 1) == 0  # not all of it replicated: it stays
+
+
+def test_an_expired_active_segment_goes_once_replicated_and_a_new_one_takes_its_place() -> None:
+    """Kafka's deletableSegments: the active segment is deletable when its records are past retention and the
+    high watermark is at the log end; a new empty segment is rolled first, and an empty one never goes."""
+    log = open_log(retention_ms=10_000)
+    for i in range(3):
+        log.append_as_leader(batch(2, timestamp=T0 + i), leader_epoch=3)
+    assert [s.base_offset for s in log.segments] == [0]
+    assert log.apply_retention(T0 + 20_000, log.log_end_offset) == 1
+    assert [(s.base_offset, s.size) for s in log.segments] == [(6, 0)]
+    assert (log.log_start_offset, log.log_end_offset) == (6, 6)
+    assert log.leader_epoch_cache.epoch_entries == [(3, 6)]
+    assert log.apply_retention(T0 + 10**9, log.log_end_offset) == 0  # an empty active segment stays
+    log.append_as_leader(batch(1, timestamp=T0 + 10**9), leader_epoch=3)
+    assert (log.segments[0].base_offset, log.log_end_offset) == (6, 7)
 
 
 def test_retention_by_bytes_keeps_the_newest_segments() -> None:
@@ -73,8 +89,9 @@ def test_retention_never_deletes_at_or_above_the_high_watermark() -> None:
     assert len(log.segments) == 6
     assert log.apply_retention(10, high_watermark=2) == 2  # segments [0,1) and [1,2) only
     assert log.log_start_offset == 2
-    assert log.apply_retention(10, high_watermark=6) == 3  # all committed: everything but the active one
-    assert log.log_start_offset == 5
+    # All committed: everything, the active one too (retention.bytes=0), as Kafka's size rule deletes it.
+    assert log.apply_retention(10, high_watermark=6) == 4
+    assert log.log_start_offset == 6 and [s.size for s in log.segments] == [0]
 
 
 def test_truncate_past_the_end_still_cuts_unused_epochs() -> None:
