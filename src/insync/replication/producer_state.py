@@ -163,13 +163,22 @@ class ProducerStateTable:
         if entry is not None and marker is not None:
             entry.coordinator_epoch = marker[1]
 
-    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
-        """A marker in an epoch older than the producer's is a zombie coordinator's (Kafka's
-        `appendEndTxnMarker`). Raises INVALID_PRODUCER_EPOCH."""
-        entry = self._producers.get(producer_id)
-        if entry is not None and producer_epoch < entry.producer_epoch:
-            raise KafkaException(errors.INVALID_PRODUCER_EPOCH,
-                                 f"marker of producer {producer_id} in epoch {producer_epoch} < {entry.producer_epoch}")
+    def check_marker(self, header: BatchHeader, batch: bytes | memoryview) -> None:
+        """Kafka's `appendEndTxnMarker` checks of a marker a coordinator writes: one in an epoch older than the
+        producer's is INVALID_PRODUCER_EPOCH; one from a coordinator epoch older than the producer's last marker's
+        is a zombie coordinator's, TRANSACTION_COORDINATOR_FENCED. Raises."""
+        assert header.is_control, header
+        entry = self._producers.get(header.producer_id)
+        if entry is None:
+            return
+        if header.producer_epoch < entry.producer_epoch:
+            raise KafkaException(errors.INVALID_PRODUCER_EPOCH, f"marker of producer {header.producer_id} in epoch "
+                                                                f"{header.producer_epoch} < {entry.producer_epoch}")
+        marker = marker_info(batch, 0)
+        if marker is not None and marker[1] < entry.coordinator_epoch:
+            raise KafkaException(errors.BY_NAME["TRANSACTION_COORDINATOR_FENCED"],
+                                 f"Invalid coordinator epoch for {header.producer_id}: {marker[1]} (zombie), "
+                                 f"{entry.coordinator_epoch} (current)")
 
     def truncate_to(self, offset: int) -> None:
         """Forget batches at or after `offset` (log truncation); producers left with none are dropped."""
