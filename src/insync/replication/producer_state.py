@@ -57,8 +57,8 @@ class Duplicate:
 class ProducerEntry:
     producer_epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=limits.PRODUCER_BATCHES_REMEMBERED))
-    # The coordinator epoch of the producer's last transaction marker (-1 before one, and after a restart: the
-    # snapshot does not hold it), which DescribeProducers reports.
+    # The coordinator epoch of the producer's last transaction marker (-1 before one): DescribeProducers reports
+    # it, and a marker from an older coordinator epoch is a zombie coordinator's.
     coordinator_epoch: int = -1
 
     @property
@@ -242,10 +242,11 @@ def _replay(table: ProducerStateTable, log: LogView, offset: int, chunk_bytes: i
 
 # --- Snapshots ----------------------------------------------------------------------------------------------------
 
-SNAPSHOT_VERSION = 2  # version 1 has no transactions section
+SNAPSHOT_VERSION = 3  # version 1 has no transactions section, versions 1 and 2 no coordinator epochs
 _HEADER = struct.Struct(">hI")  # version, CRC32C of everything after the header
 _COUNT = struct.Struct(">i")
-_PRODUCER = struct.Struct(">qhb")  # producer id, epoch, batch count
+_PRODUCER = struct.Struct(">qhib")  # producer id, epoch, coordinator epoch of its last marker, batch count
+_PRODUCER_V2 = struct.Struct(">qhb")  # versions 1 and 2: without the coordinator epoch
 _BATCH = struct.Struct(">iiqq")  # first/last sequence, first/last offset
 _ONGOING = struct.Struct(">qq")  # producer id, first offset of its open transaction
 _ABORTED = struct.Struct(">qqq")  # producer id, first offset, last offset
@@ -289,7 +290,7 @@ def snapshot_bytes(table: ProducerStateTable, below_offset: int) -> bytes:
         if not batches:
             continue
         count += 1
-        body += _PRODUCER.pack(producer_id, entry.producer_epoch, len(batches))
+        body += _PRODUCER.pack(producer_id, entry.producer_epoch, entry.coordinator_epoch, len(batches))
         for b in batches:
             body += _BATCH.pack(b.first_sequence, b.last_sequence, b.first_offset, b.last_offset)
     _COUNT.pack_into(body, 0, count)
@@ -308,7 +309,7 @@ def parse_snapshot(data: bytes) -> ProducerStateTable:
     if len(data) < _HEADER.size + _COUNT.size:
         raise SnapshotError(f"{len(data)} bytes, too short for a snapshot header")
     version, crc = _HEADER.unpack_from(data, 0)
-    if version not in (1, SNAPSHOT_VERSION):
+    if version not in (1, 2, SNAPSHOT_VERSION):
         raise SnapshotError(f"unsupported version {version}, expected {SNAPSHOT_VERSION}")
     body = memoryview(data)[_HEADER.size:]
     if crc32c(body) != crc:
@@ -319,11 +320,14 @@ def parse_snapshot(data: bytes) -> ProducerStateTable:
     table, position = ProducerStateTable(), _COUNT.size
     try:
         for _ in range(count):
-            producer_id, epoch, batch_count = _PRODUCER.unpack_from(body, position)
-            position += _PRODUCER.size
+            if version >= 3:
+                producer_id, epoch, coordinator_epoch, batch_count = _PRODUCER.unpack_from(body, position)
+            else:
+                (producer_id, epoch, batch_count), coordinator_epoch = _PRODUCER_V2.unpack_from(body, position), -1
+            position += _PRODUCER.size if version >= 3 else _PRODUCER_V2.size
             if not 0 < batch_count <= limits.PRODUCER_BATCHES_REMEMBERED or table.entry(producer_id) is not None:
                 raise SnapshotError(f"producer {producer_id}: bad entry ({batch_count} batches)")
-            entry = ProducerEntry(epoch)
+            entry = ProducerEntry(epoch, coordinator_epoch=coordinator_epoch)
             for _ in range(batch_count):
                 entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, position)))
                 position += _BATCH.size
