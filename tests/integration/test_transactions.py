@@ -1,7 +1,8 @@
 """Transactions with real, unmodified clients against a 3-broker insync cluster: confluent-kafka's transactional
 producer commits one transaction over three partitions and aborts another, a read_committed consumer sees exactly
 the committed records and a read_uncommitted one both; and a consume-transform-produce loop commits its input
-offsets in its transaction with `send_offsets_to_transaction` under the group's generation (KIP-447)."""
+offsets in its transaction with `send_offsets_to_transaction` under the group's generation (KIP-447); and
+kafka-python's transactional producer (its own transaction manager) commits, aborts and is fenced."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from conftest import start
 from insync.admin import ensure_topic
 from insync.chaos import cluster
+from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -54,7 +56,7 @@ def read_all(bootstrap: str, topic: str, isolation: str, want: int, deadline_s: 
         while time.monotonic() < deadline:
             for message in consumer.consume(num_messages=500, timeout=0.5):
                 if message.error() is None:
-                    got.append(message.value())
+                    got.append(message.value() or b"")
             if len(got) >= want:
                 deadline = min(deadline, time.monotonic() + 1.0)
         return got
@@ -133,7 +135,7 @@ def test_consume_transform_produce_commits_offsets_in_the_transaction(txn_cluste
                 continue
             producer.begin_transaction()  # type: ignore[attr-defined]
             for message in messages:
-                producer.produce(sink, value=message.value().upper(), partition=message.partition())  # type: ignore[attr-defined]
+                producer.produce(sink, value=(message.value() or b"").upper(), partition=message.partition())  # type: ignore[attr-defined]
             positions = consumer.position(consumer.assignment())
             producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)  # type: ignore[attr-defined]
             producer.commit_transaction(60)  # type: ignore[attr-defined]
@@ -145,3 +147,51 @@ def test_consume_transform_produce_commits_offsets_in_the_transaction(txn_cluste
         consumer.close()
     outputs = read_all(bootstrap, sink, "read_committed", len(inputs))
     assert sorted(outputs) == sorted(value.upper() for value in inputs)
+
+
+def test_kafka_pythons_transactional_producer_and_read_committed_consumer(txn_cluster: cluster.ClusterSpec) -> None:
+    """kafka-python's own transaction manager (not librdkafka's): commit, abort, a zombie fenced, and its
+    read_committed consumer reading the committed records only."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.errors import KafkaError
+
+    bootstrap, topic = txn_cluster.bootstrap, "txn-kafka-python"
+    ensure_topic(bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kafka-python-txn")
+    producer.init_transactions()
+    sent: dict[bool, list[bytes]] = {True: [], False: []}
+    for commit in (True, False, True):
+        producer.begin_transaction()
+        values = [b"%s-%d" % (b"committed" if commit else b"aborted", len(sent[commit]) + i) for i in range(9)]
+        for i, value in enumerate(values):
+            producer.send(topic, value=value, partition=i % PARTITIONS)
+        producer.flush()
+        (producer.commit_transaction if commit else producer.abort_transaction)()
+        sent[commit] += values
+    current = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kafka-python-txn")
+    current.init_transactions()  # fences the first
+    producer.begin_transaction()
+    producer.send(topic, value=b"zombie", partition=0)
+    with pytest.raises(KafkaError) as fenced:
+        producer.commit_transaction()
+    assert "fenced" in type(fenced.value).__name__.lower() or "epoch" in type(fenced.value).__name__.lower()
+    producer.close(timeout=5)
+    current.close(timeout=5)
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed",
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    read: list[bytes] = []
+
+    def all_committed_read() -> bool:
+        read.extend(r.value for records in consumer.poll(timeout_ms=500).values() for r in records)
+        return len(read) >= len(sent[True])
+
+    try:
+        wait_until(all_committed_read, 30, lambda: f"the committed records ({len(read)} read)")
+        all_committed_read()  # one more poll: an aborted record would show
+    finally:
+        consumer.close()
+    assert sorted(read) == sorted(sent[True])
+    everything = read_all(bootstrap, topic, "read_uncommitted", len(sent[True]) + len(sent[False]))
+    assert sorted(everything) == sorted(sent[True] + sent[False])

@@ -1,6 +1,8 @@
 """Kafka's Java client (kafka-clients of the release, driven by tools/kafka/ClientDriver.java) against Kafka 4.1 and
 against insync: AdminClient, an idempotent acks=all producer and a classic-protocol consumer group running at the
-same time, at the client's defaults; the same findings on both, and again with a broker killed mid-run."""
+same time, at the client's defaults; the same findings on both, and again with a broker killed mid-run. And the
+producer with a transactional.id (tools/kafka/TxnDriver.java): commit, abort, a zombie fenced, read_committed, and
+a consume-transform-produce loop committing its offsets in its transactions."""
 
 from __future__ import annotations
 
@@ -17,6 +19,11 @@ from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 DRIVER = Path(__file__).resolve().parents[2] / "tools" / "kafka" / "ClientDriver.java"
+TXN_DRIVER = DRIVER.with_name("TxnDriver.java")
+# How the fenced zombie's next transaction fails. Kafka 4.1 finalizes transaction.version 2: the Java client adds a
+# partition through the produce itself, and the leader answers the zombie's send INVALID_PRODUCER_EPOCH. insync
+# serves transactions v1, where the coordinator answers the zombie's AddPartitionsToTxn PRODUCER_FENCED.
+FENCED = {"kafka": "InvalidProducerEpochException", "insync": "ProducerFencedException"}
 RECORDS = 20_000
 
 
@@ -77,3 +84,15 @@ def test_the_java_client_rides_out_a_killed_broker(
     driver.join(timeout=300)
     assert not driver.is_alive()
     assert outcome.get("ok") == "true" and outcome.get("acknowledged") == str(RECORDS), outcome
+
+
+@pytest.mark.parametrize("engine", ["kafka", "insync"])
+def test_the_java_clients_transactions_on_kafka_and_insync(
+        engine: str, request: pytest.FixtureRequest) -> None:
+    spec = _cluster(request, engine)
+    ran = kafka_tools.run_driver(kafka_dist.assemble("4.1"), TXN_DRIVER, [spec.bootstrap, "java-txn"])
+    findings = dict(line.split("=", 1) for line in ran.stdout.splitlines() if "=" in line)
+    assert ran.exit_code == 0, f"{spec.engine}: exit {ran.exit_code}\n{ran.stdout}\n{ran.stderr[-3000:]}"
+    assert findings == {"fenced": FENCED[engine], "read_committed": "33", "read_committed_exact": "true",
+                        "read_uncommitted": "63", "read_uncommitted_exact": "true", "ctp_transformed": "33",
+                        "ctp_output_exact": "true", "ok": "true"}

@@ -10,6 +10,10 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import txn_workload
+from differential import CLOSED, Connection, request
 
 from insync.admin import describe_rows
 from insync.chaos import cluster, kafka_tools
@@ -122,6 +126,55 @@ def _restart_broker_3(spec: cluster.ClusterSpec) -> cluster.ClusterSpec:
     return spec
 
 
+# A transactional producer per cluster (by directory) whose transaction stays open between two actions.
+_OPEN_TRANSACTIONS: dict[str, Any] = {}
+TRANSACTIONAL_ID = "tools-txn"
+
+
+def _open_transaction(spec: cluster.ClusterSpec) -> cluster.ClusterSpec:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": spec.bootstrap, "transactional.id": TRANSACTIONAL_ID})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce("tt", key=b"k", value=b"in a transaction", partition=0)
+    assert producer.flush(60) == 0
+    _OPEN_TRANSACTIONS[spec.directory] = producer
+    return spec
+
+
+def _commit_transaction(spec: cluster.ClusterSpec) -> cluster.ClusterSpec:
+    _OPEN_TRANSACTIONS.pop(spec.directory).commit_transaction(60)
+    connections = [Connection(b.address) for b in spec.brokers]
+    try:
+        coordinator = txn_workload.coordinator(connections, TRANSACTIONAL_ID)
+
+        def completed() -> bool:  # EndTxn is answered at PrepareCommit; CompleteCommit follows the markers
+            answer = coordinator.send(request(65, 0, transactional_ids=[TRANSACTIONAL_ID]))
+            return answer != CLOSED and str(answer.transaction_states[0].transaction_state) == "CompleteCommit"
+
+        wait_until(completed, 30.0, f"{spec.engine}: the transaction of {TRANSACTIONAL_ID} complete")
+    finally:
+        for connection in connections:
+            connection.close()
+    return spec
+
+
+def _columns(*names: str) -> Normalize:
+    """A table's columns `names` masked (their values are each cluster's own), -1 and None kept: they say
+    "none" on both sides."""
+    def normalize(text: str) -> str:
+        lines = _generic(text).splitlines()
+        if not lines:
+            return ""
+        header = lines[0].split()
+        masked = {i for i, name in enumerate(header) if name in names}
+        rows = [" ".join("*" if i in masked and value not in ("-1", "None") else value
+                         for i, value in enumerate(line.split())) for line in lines[1:]]
+        return "\n".join([" ".join(header), *sorted(rows)])
+    return normalize
+
+
 def _records(count: int) -> str:
     return "".join(f"k{i}:value-{i}\n" for i in range(count))
 
@@ -223,6 +276,22 @@ STEPS: tuple[Step, ...] = (
     Step("VerifiableConsumer: 2,000 records, group, commits", "kafka-verifiable-consumer",
          (*B, "--topic", "vt", "--group-id", "vg", "--max-messages", "2000", "--reset-policy", "earliest"),
          normalize=_verifiable_consumer),
+    Step("(a transaction left open on tt-0)", action=_open_transaction),
+    Step("transactions: list", "kafka-transactions", (*B, "list"), normalize=_columns("Coordinator", "ProducerId")),
+    Step("transactions: describe an open transaction", "kafka-transactions",
+         (*B, "describe", "--transactional-id", TRANSACTIONAL_ID),
+         normalize=_columns("CoordinatorId", "ProducerId", "CurrentTransactionStartTimeMs", "TransactionDurationMs")),
+    Step("transactions: describe-producers", "kafka-transactions",
+         (*B, "describe-producers", *TT, "--partition", "0"),
+         normalize=_columns("ProducerId", "LastTimestamp")),
+    Step("transactions: find-hanging", "kafka-transactions", (*B, "find-hanging", "--broker-id", "1"),
+         normalize=_columns("ProducerId", "LastTimestamp", "Duration(min)")),
+    Step("(the transaction committed)", action=_commit_transaction),
+    Step("transactions: describe a committed transaction", "kafka-transactions",
+         (*B, "describe", "--transactional-id", TRANSACTIONAL_ID),
+         normalize=_columns("CoordinatorId", "ProducerId", "CurrentTransactionStartTimeMs", "TransactionDurationMs")),
+    Step("transactions: describe an unknown id", "kafka-transactions",
+         (*B, "describe", "--transactional-id", "nope")),
     Step("topics: delete", "kafka-topics", (*B, "--delete", "--topic", "solo")),
     Step("topics: list after delete", "kafka-topics", (*B, "--list")),
 )

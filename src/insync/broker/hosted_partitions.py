@@ -27,11 +27,21 @@ class HostedPartitions(dict[TopicPartition, Partition]):
         return {tp: partition.high_watermark for tp, partition in self.items()}
 
     def stable_offsets_of_compacted(self, log_manager: LogManager) -> dict[TopicPartition, int]:
-        """What bounds each compacted log's cleaning: its last stable offset, which is its high watermark until
-        transactions exist (Kafka's `UnifiedLog.lastStableOffset` without an open transaction). Followers bound it
-        by their own high watermark, as every Kafka replica cleans its own copy."""
-        return {tp: partition.high_watermark for tp, partition in self.items()
+        """What bounds each compacted log's cleaning: its last stable offset (Kafka's first unstable offset bounds
+        the cleaner, so an open transaction's records are not cleaned before its marker). Followers bound it by
+        their own, as every Kafka replica cleans its own copy."""
+        return {tp: partition.last_stable_offset for tp, partition in self.items()
                 if (log := log_manager.get(tp)) is not None and log.config.compact}
+
+    def in_transaction(self, tp: TopicPartition, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the producer, in this epoch, has a transaction open on a partition this broker leads: its next
+        batches there need no verification with the coordinator (Kafka's `hasOngoingTransaction`)."""
+        partition = self.leader(tp)
+        if partition is None:
+            return False
+        entry = partition.producer_state.entry(producer_id)
+        return entry is not None and entry.producer_epoch == producer_epoch and \
+            partition.producer_state.transactions.open_transaction(producer_id) is not None
 
     def producer_last_offsets(self, tp: TopicPartition) -> dict[int, int]:
         """Each producer's last offset in the partition: the cleaner keeps that batch (its last sequence)."""

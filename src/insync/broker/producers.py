@@ -6,8 +6,9 @@ as is a partition it does not know; a known partition this broker hosts no repli
 and one whose log is offline KAFKA_STORAGE_ERROR. Any replica answers from its own producer state, as Kafka's
 does (admin clients ask the leader unless told a broker; followers track producers too, so a new leader answers
 retries as the old one would). Per producer: its id and epoch, the last sequence it wrote, and the largest
-timestamp of its last batch (read back from the log: -1 when that batch cannot be read). insync has no
-transactions, so the coordinator epoch and the current transaction's start offset are always -1.
+timestamp of its last batch (read back from the log: -1 when that batch cannot be read), the coordinator epoch
+of its last transaction marker, and the first offset of its open transaction (-1 outside one), which
+`kafka-transactions find-hanging` and `abort` read.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class ActiveProducer:
     producer_epoch: int
     last_sequence: int
     last_timestamp: int
+    coordinator_epoch: int = -1
+    current_txn_start_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +77,15 @@ def _partition_producers(log_manager: LogManager, partitions: Partitions, metada
     log = log_manager.get(tp)
     if log is None or log.offline:
         return PartitionProducers(tp, errors.KAFKA_STORAGE_ERROR, f"the log of {tp} is offline")
+    table = partition.producer_state
     return PartitionProducers(tp, errors.NONE, producers=tuple(
-        ActiveProducer(producer_id, entry.producer_epoch, entry.last_sequence, _last_timestamp(log, entry))
-        for producer_id, entry in partition.producer_state.entries()))
+        ActiveProducer(producer_id, entry.producer_epoch, entry.last_sequence, _last_timestamp(log, entry),
+                       entry.coordinator_epoch, _or_none(table.transactions.open_transaction(producer_id)))
+        for producer_id, entry in table.entries()))
+
+
+def _or_none(offset: int | None) -> int:
+    return -1 if offset is None else offset
 
 
 def _last_timestamp(log: Log, entry: ProducerEntry) -> int:

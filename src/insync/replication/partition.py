@@ -284,7 +284,7 @@ class Partition:
                                           duplicate.last_offset - duplicate.first_offset + 1,
                                           ProduceWait(Offset(duplicate.last_offset + 1), self._leader_epoch), False)
         elif header.is_control:
-            self.producer_state.check_marker(header.producer_id, header.producer_epoch)
+            self.producer_state.check_marker(header, records)
         info = self.log.append_as_leader(records, self._leader_epoch, from_client=from_client)
         assert info.last_offset >= info.first_offset >= 0 and info.last_offset < self.log.log_end_offset
         self.producer_state.observe(replace(header, base_offset=info.first_offset), records, 0)

@@ -29,7 +29,7 @@ from insync import errors, limits
 from insync.errors import KafkaException
 from insync.protocol.records import BatchHeader, iter_batches, parse_header
 from insync.replication.log_view import LogView
-from insync.replication.transactions import AbortedTxn, TransactionIndex, marker_type
+from insync.replication.transactions import AbortedTxn, TransactionIndex, marker_info
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,9 @@ class Duplicate:
 class ProducerEntry:
     producer_epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=limits.PRODUCER_BATCHES_REMEMBERED))
+    # The coordinator epoch of the producer's last transaction marker (-1 before one): DescribeProducers reports
+    # it, and a marker from an older coordinator epoch is a zombie coordinator's.
+    coordinator_epoch: int = -1
 
     @property
     def last_sequence(self) -> int:
@@ -136,7 +139,7 @@ class ProducerStateTable:
             if entry is None and len(self._producers) >= limits.PRODUCERS_PER_PARTITION_MAX:
                 # Kafka expires idle producers by age; the least recently written one goes first here.
                 del self._producers[next(iter(self._producers))]
-            entry = ProducerEntry(producer_epoch)
+            entry = ProducerEntry(producer_epoch, coordinator_epoch=-1 if entry is None else entry.coordinator_epoch)
         self._producers[producer_id] = entry
         last_sequence = last_sequence_of(base_sequence, last_offset - first_offset)
         entry.batches.append(BatchMetadata(base_sequence, last_sequence, first_offset, last_offset))
@@ -152,18 +155,30 @@ class ProducerStateTable:
                         header.last_offset)
             self.transactions.on_batch(header, None)
             return
-        self.transactions.on_batch(header, marker_type(batch, pos))
+        marker = marker_info(batch, pos)
+        self.transactions.on_batch(header, None if marker is None else marker[0])
         entry = self._producers.get(header.producer_id)
         if entry is not None and header.producer_epoch > entry.producer_epoch:
             entry.producer_epoch = header.producer_epoch
+        if entry is not None and marker is not None:
+            entry.coordinator_epoch = marker[1]
 
-    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
-        """A marker in an epoch older than the producer's is a zombie coordinator's (Kafka's
-        `appendEndTxnMarker`). Raises INVALID_PRODUCER_EPOCH."""
-        entry = self._producers.get(producer_id)
-        if entry is not None and producer_epoch < entry.producer_epoch:
-            raise KafkaException(errors.INVALID_PRODUCER_EPOCH,
-                                 f"marker of producer {producer_id} in epoch {producer_epoch} < {entry.producer_epoch}")
+    def check_marker(self, header: BatchHeader, batch: bytes | memoryview) -> None:
+        """Kafka's `appendEndTxnMarker` checks of a marker a coordinator writes: one in an epoch older than the
+        producer's is INVALID_PRODUCER_EPOCH; one from a coordinator epoch older than the producer's last marker's
+        is a zombie coordinator's, TRANSACTION_COORDINATOR_FENCED. Raises."""
+        assert header.is_control, header
+        entry = self._producers.get(header.producer_id)
+        if entry is None:
+            return
+        if header.producer_epoch < entry.producer_epoch:
+            raise KafkaException(errors.INVALID_PRODUCER_EPOCH, f"marker of producer {header.producer_id} in epoch "
+                                                                f"{header.producer_epoch} < {entry.producer_epoch}")
+        marker = marker_info(batch, 0)
+        if marker is not None and marker[1] < entry.coordinator_epoch:
+            raise KafkaException(errors.BY_NAME["TRANSACTION_COORDINATOR_FENCED"],
+                                 f"Invalid coordinator epoch for {header.producer_id}: {marker[1]} (zombie), "
+                                 f"{entry.coordinator_epoch} (current)")
 
     def truncate_to(self, offset: int) -> None:
         """Forget batches at or after `offset` (log truncation); producers left with none are dropped."""
@@ -227,10 +242,11 @@ def _replay(table: ProducerStateTable, log: LogView, offset: int, chunk_bytes: i
 
 # --- Snapshots ----------------------------------------------------------------------------------------------------
 
-SNAPSHOT_VERSION = 2  # version 1 has no transactions section
+SNAPSHOT_VERSION = 3  # version 1 has no transactions section, versions 1 and 2 no coordinator epochs
 _HEADER = struct.Struct(">hI")  # version, CRC32C of everything after the header
 _COUNT = struct.Struct(">i")
-_PRODUCER = struct.Struct(">qhb")  # producer id, epoch, batch count
+_PRODUCER = struct.Struct(">qhib")  # producer id, epoch, coordinator epoch of its last marker, batch count
+_PRODUCER_V2 = struct.Struct(">qhb")  # versions 1 and 2: without the coordinator epoch
 _BATCH = struct.Struct(">iiqq")  # first/last sequence, first/last offset
 _ONGOING = struct.Struct(">qq")  # producer id, first offset of its open transaction
 _ABORTED = struct.Struct(">qqq")  # producer id, first offset, last offset
@@ -274,7 +290,7 @@ def snapshot_bytes(table: ProducerStateTable, below_offset: int) -> bytes:
         if not batches:
             continue
         count += 1
-        body += _PRODUCER.pack(producer_id, entry.producer_epoch, len(batches))
+        body += _PRODUCER.pack(producer_id, entry.producer_epoch, entry.coordinator_epoch, len(batches))
         for b in batches:
             body += _BATCH.pack(b.first_sequence, b.last_sequence, b.first_offset, b.last_offset)
     _COUNT.pack_into(body, 0, count)
@@ -293,7 +309,7 @@ def parse_snapshot(data: bytes) -> ProducerStateTable:
     if len(data) < _HEADER.size + _COUNT.size:
         raise SnapshotError(f"{len(data)} bytes, too short for a snapshot header")
     version, crc = _HEADER.unpack_from(data, 0)
-    if version not in (1, SNAPSHOT_VERSION):
+    if version not in (1, 2, SNAPSHOT_VERSION):
         raise SnapshotError(f"unsupported version {version}, expected {SNAPSHOT_VERSION}")
     body = memoryview(data)[_HEADER.size:]
     if crc32c(body) != crc:
@@ -304,11 +320,14 @@ def parse_snapshot(data: bytes) -> ProducerStateTable:
     table, position = ProducerStateTable(), _COUNT.size
     try:
         for _ in range(count):
-            producer_id, epoch, batch_count = _PRODUCER.unpack_from(body, position)
-            position += _PRODUCER.size
+            if version >= 3:
+                producer_id, epoch, coordinator_epoch, batch_count = _PRODUCER.unpack_from(body, position)
+            else:
+                (producer_id, epoch, batch_count), coordinator_epoch = _PRODUCER_V2.unpack_from(body, position), -1
+            position += _PRODUCER.size if version >= 3 else _PRODUCER_V2.size
             if not 0 < batch_count <= limits.PRODUCER_BATCHES_REMEMBERED or table.entry(producer_id) is not None:
                 raise SnapshotError(f"producer {producer_id}: bad entry ({batch_count} batches)")
-            entry = ProducerEntry(epoch)
+            entry = ProducerEntry(epoch, coordinator_epoch=coordinator_epoch)
             for _ in range(batch_count):
                 entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, position)))
                 position += _BATCH.size

@@ -56,11 +56,22 @@ def marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, 
 def marker_type(batch: bytes | memoryview, pos: int = 0) -> int | None:
     """COMMIT or ABORT for a control batch at `pos` holding a transaction marker, None for another control
     record (Kafka's leader-change records)."""
+    marker = marker_info(batch, pos)
+    return None if marker is None else marker[0]
+
+
+def marker_info(batch: bytes | memoryview, pos: int = 0) -> tuple[int, int] | None:
+    """(COMMIT or ABORT, coordinator epoch) of a control batch at `pos` holding a transaction marker, None for
+    another control record; the epoch is -1 in a marker whose value is too short to hold one."""
     records = decode_records(batch, pos)
     if not records or records[0].key is None or len(records[0].key) < _CONTROL_KEY.size:
         return None
     _, kind = _CONTROL_KEY.unpack_from(records[0].key, 0)
-    return int(kind) if kind in (ABORT, COMMIT) else None
+    if kind not in (ABORT, COMMIT):
+        return None
+    value = records[0].value
+    epoch = _MARKER_VALUE.unpack_from(value, 0)[1] if value is not None and len(value) >= _MARKER_VALUE.size else -1
+    return int(kind), int(epoch)
 
 
 class TransactionIndex:

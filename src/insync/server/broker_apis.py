@@ -43,6 +43,7 @@ from insync.wire import (
     versions,
 )
 from insync.wire import groups as group_api
+from insync.wire import transactions as txn_api
 from insync.wire.entities import Decoded
 
 GROUP_APIS = frozenset((versions.FIND_COORDINATOR, versions.JOIN_GROUP, versions.SYNC_GROUP, versions.HEARTBEAT,
@@ -176,7 +177,14 @@ class BrokerApis:
     async def txn_request(self, request: DecodedRequest, session: Session) -> Any:
         if request.api_key == versions.WRITE_TXN_MARKERS:
             return await self._transactions.write_markers(request)
+        if request.api_key == versions.ADD_PARTITIONS_TO_TXN and request.api_version >= txn_api.BATCHED_VERSION:
+            return await self._transactions.batched(request)
         return await self._transactions.handle(request)
+
+    async def txn_view(self, request: DecodedRequest, session: Session) -> Any:
+        if request.api_key == versions.LIST_TRANSACTIONS:
+            return self._transactions.list_transactions(request)
+        return self._transactions.describe_transactions(request)
 
     async def init_producer_id(self, request: DecodedRequest, session: Session) -> Any:
         """A transactional producer's goes to its coordinator, an idempotent one's to the core."""
@@ -218,10 +226,17 @@ class BrokerApis:
         internal = decoded.request
         if decoded.error is not errors.NONE or not internal.partitions:
             return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
+        refused = await self._transactions.unverified(request.body.transactional_id, internal.partitions)
+        if refused:
+            gone = {result.topic_partition for result in refused}
+            internal = dataclasses.replace(internal, partitions=tuple(p for p in internal.partitions if p[0] not in gone))
         if internal.acks == 0:
-            self._node.send(internal)
+            if internal.partitions:
+                self._node.send(internal)
             return None
-        return produce.encode_response(await self._node.call(internal), decoded, self._image(session))
+        answered = await self._node.call(internal) if internal.partitions else ProduceResponse(internal.correlation_id, ())
+        answered = dataclasses.replace(answered, results=answered.results + refused)
+        return produce.encode_response(answered, decoded, self._image(session))
 
     async def fetch(self, request: DecodedRequest, session: Session) -> Any:
         image = self._image(session)
@@ -257,5 +272,7 @@ ROUTES: Mapping[int, Route] = {
     **dict.fromkeys(QUERY_TRANSLATORS, BrokerApis.query),
     **dict.fromkeys(TXN_APIS, BrokerApis.txn_request),
     versions.INIT_PRODUCER_ID: BrokerApis.init_producer_id,
+    versions.DESCRIBE_TRANSACTIONS: BrokerApis.txn_view,
+    versions.LIST_TRANSACTIONS: BrokerApis.txn_view,
     versions.DESCRIBE_ACLS: BrokerApis.forward,  # never called: the gate answers it from the image
 }

@@ -7,7 +7,8 @@ not lead), and its transactions left in PrepareCommit/PrepareAbort by the previo
 Every decision of the core is written to the partition with acks=all before it is replayed and answered. After a
 PrepareCommit/PrepareAbort, `_complete` sends WriteTxnMarkers to each partition's leader (over the inter-broker
 listener, this broker included), retrying what failed while this broker still coordinates, then writes
-CompleteCommit/CompleteAbort. The timer aborts transactions open longer than their timeout. The partition-leader
+CompleteCommit/CompleteAbort. The timer aborts transactions open longer than their timeout. ListTransactions and
+DescribeTransactions (`kafka-transactions`) are answered from the loaded state. The partition-leader
 side of WriteTxnMarkers is `write_markers`: one coordinator append (acks=all) per marker; a committed marker on a
 `__consumer_offsets` partition also makes the group coordinator apply the transaction's offsets.
 """
@@ -17,18 +18,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from insync import errors
 from insync.broker.core import BrokerCore
-from insync.broker.messages import InitProducerIdRequest, ProduceRequest, ProduceResponse
+from insync.broker.messages import (
+    InitProducerIdRequest,
+    PartitionProduceResult,
+    ProduceRequest,
+    ProduceResponse,
+)
 from insync.config import TransactionCoordinatorConfig
 from insync.errors import KafkaError, KafkaException
 from insync.groups.offsets import partition_for
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.records import RecordSpec, build_batch, iter_records
+from insync.protocol.records import RecordSpec, build_batch, iter_records, parse_header
 from insync.replication.transactions import marker_batch
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.group_coordinator import GroupCoordinator
@@ -43,9 +50,10 @@ from insync.transactions.log_records import (
     encode_key,
     encode_value,
 )
-from insync.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
+from insync.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Offset, TopicPartition
 from insync.wire import groups as group_api
 from insync.wire import topics
+from insync.wire import transaction_views as views
 from insync.wire import transactions as api
 from insync.wire.internal import NewTopic
 
@@ -59,12 +67,21 @@ MARKER_RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0)  # then every second, while this bro
 MARKER_ATTEMPTS_MAX = 3_600
 E = errors.BY_NAME
 _PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+_BY_KAFKA_NAME = {state.kafka_name: state for state in TxnState}
 # What a failed append of a state record reads to the client, as Kafka's TransactionStateManager maps it.
 _APPEND_ERRORS = {
     **dict.fromkeys(("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
                      "REQUEST_TIMED_OUT"), E["COORDINATOR_NOT_AVAILABLE"]),
     **dict.fromkeys(("NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"), E["NOT_COORDINATOR"]),
 }
+# A verification's answers as a partition leader gives them to a producer (Kafka's AddPartitionsToTxnManager):
+# coordinator trouble as NOT_ENOUGH_REPLICAS, which the producer retries; a fenced producer as the epoch error.
+_VERIFY_ERRORS = {
+    **dict.fromkeys(("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
+                     "CONCURRENT_TRANSACTIONS", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT"), E["NOT_ENOUGH_REPLICAS"]),
+    "PRODUCER_FENCED": E["INVALID_PRODUCER_EPOCH"],
+}
+_VERIFY_MESSAGES = {"INVALID_TXN_STATE": "Partition was not added to the transaction"}
 # Partitions a marker is not retried on (Kafka's TransactionMarkerRequestCompletionHandler): gone, or fenced.
 _MARKER_FINAL = frozenset(("NONE", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_PRODUCER_EPOCH",
                            "TRANSACTION_COORDINATOR_FENCED"))
@@ -298,6 +315,91 @@ class TransactionCoordinator:
             return E["NOT_COORDINATOR"]
         self.state.replay(partition, txn, txn.transactional_id)
         return errors.NONE
+
+    # KIP-890's verification: a partition leader asks before a transactional batch opens a transaction ----------
+
+    async def batched(self, request: DecodedRequest) -> Any:
+        """AddPartitionsToTxn v4 from a partition leader: each transaction's partitions verified, or added."""
+        results: list[tuple[str, dict[TopicPartition, KafkaError]]] = []
+        for txn in api.decode_batched(request):
+            error, _ = self._status(txn.transactional_id)
+            if error is not errors.NONE:
+                results.append((txn.transactional_id, dict.fromkeys(txn.partitions, error)))
+            elif txn.verify_only:
+                results.append((txn.transactional_id, self.state.verify(
+                    txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.partitions)))
+            else:
+                decision = self.state.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                                     txn.partitions, self._now())
+                results.append((txn.transactional_id, dict.fromkeys(txn.partitions, await self._apply(decision))))
+        return api.encode_batched(request, results)
+
+    async def unverified(self, transactional_id: str | None, partitions: tuple[tuple[TopicPartition, bytes], ...]
+                         ) -> tuple[PartitionProduceResult, ...]:
+        """The partitions of a produce request to refuse, and why: a transactional batch that would open its
+        producer's transaction on a partition this broker leads is first checked with the coordinator (over the
+        inter-broker listener, this broker included), and refused unless the partition is in that transaction,
+        so a late or stray batch cannot leave a transaction hanging. Kafka's AddPartitionsToTxnManager maps the
+        answers a producer of this protocol does not know to ones it retries."""
+        asked: dict[tuple[int, int], list[TopicPartition]] = {}
+        for tp, records in partitions:
+            header = parse_header(records, 0)
+            if header.is_transactional and header.producer_id >= 0 and self.core.partitions.leader(tp) is not None \
+                    and not self.core.partitions.in_transaction(tp, header.producer_id, header.producer_epoch):
+                asked.setdefault((header.producer_id, header.producer_epoch), []).append(tp)
+        if not asked or not transactional_id:
+            return ()
+        refused: list[PartitionProduceResult] = []
+        for (producer_id, producer_epoch), tps in asked.items():  # one producer per request, in practice
+            txn = api.TxnPartitions(transactional_id, producer_id, producer_epoch, True, tuple(tps))
+            for tp, error in (await self._ask_coordinator(txn)).items():
+                if error is not errors.NONE:
+                    refused.append(PartitionProduceResult(tp, _VERIFY_ERRORS.get(error.name, error), Offset(-1),
+                                                          error_message=_VERIFY_MESSAGES.get(error.name)))
+        return tuple(refused)
+
+    async def _ask_coordinator(self, txn: api.TxnPartitions) -> dict[TopicPartition, KafkaError]:
+        count = self._count()
+        topic = self.core.metadata.image.topic(TRANSACTION_STATE_TOPIC)
+        leader = -1 if count is None or topic is None else \
+            topic.partitions[partition_for(txn.transactional_id, count)].leader
+        if leader < 0:
+            return dict.fromkeys(txn.partitions, E["COORDINATOR_NOT_AVAILABLE"])
+        try:
+            body = await self._connect(leader).request(api.verify_request(txn), self.config.write_timeout_ms / 1000)
+        except (ConnectionError, OSError, TimeoutError, KafkaException) as exc:
+            log.debug("Verifying %s with broker %d failed: %s", txn.transactional_id, leader, exc)
+            return dict.fromkeys(txn.partitions, E["NETWORK_EXCEPTION"])
+        answered = api.verify_response_errors(body)
+        return {tp: answered.get(tp, E["UNKNOWN_SERVER_ERROR"]) for tp in txn.partitions}
+
+    # kafka-transactions' questions --------------------------------------------------------------------------------
+
+    def list_transactions(self, request: DecodedRequest) -> Any:
+        """ListTransactions: the ids this broker coordinates; COORDINATOR_LOAD_IN_PROGRESS while a partition of
+        them is loading, and unknown state names echoed back, as Kafka answers."""
+        asked = views.decode_list(request)
+        unknown = [name for name in asked.states if name not in _BY_KAFKA_NAME]
+        if self._loading:
+            return views.encode_list(request, E["COORDINATOR_LOAD_IN_PROGRESS"], unknown, [])
+        try:
+            pattern = re.compile(asked.pattern) if asked.pattern else None
+        except re.error:
+            return views.encode_list(request, E["INVALID_REGULAR_EXPRESSION"], unknown, [])
+        states = frozenset(_BY_KAFKA_NAME[name] for name in asked.states if name in _BY_KAFKA_NAME)
+        found = self.state.listing(states, asked.producer_ids, asked.duration_ms, pattern, self._now())
+        return views.encode_list(request, errors.NONE, unknown, found)
+
+    def describe_transactions(self, request: DecodedRequest) -> Any:
+        """DescribeTransactions: each id's state where this broker coordinates it, else why not."""
+        answers: list[tuple[str, KafkaError, TxnMetadata | None]] = []
+        for transactional_id in views.decode_describe(request):
+            error, _ = self._status(transactional_id)
+            txn = self.state.get(transactional_id) if error is errors.NONE else None
+            if error is errors.NONE and (txn is None or txn.state is TxnState.DEAD):
+                error, txn = E["TRANSACTIONAL_ID_NOT_FOUND"], None
+            answers.append((transactional_id, error, txn))
+        return views.encode_describe(request, answers)
 
     # Markers ----------------------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ pending and other requests get CONCURRENT_TRANSACTIONS. The transitions, Kafka's
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -79,6 +80,19 @@ class TransactionCoordinatorCore:
         wanted = frozenset(states)
         return [t for t in self._txns.values() if t.state in wanted
                 and (partition is None or self._partition_of.get(t.transactional_id) == partition)]
+
+    def listing(self, states: frozenset[TxnState], producer_ids: frozenset[int], duration_ms: int,
+                pattern: re.Pattern[str] | None, now_ms: int) -> list[TxnMetadata]:
+        """Kafka's `listTransactionStates` filters, each applied only when given (an empty set, a negative
+        duration, no pattern): never Dead; of these producers; in these states; running longer than
+        `duration_ms`; with an id `pattern` matches whole."""
+        assert now_ms >= 0, now_ms
+        return sorted((t for t in self._txns.values() if t.state is not TxnState.DEAD
+                       and (not producer_ids or t.producer_id in producer_ids)
+                       and (not states or t.state in states)
+                       and (duration_ms < 0 or now_ms - t.start_ms > duration_ms)
+                       and (pattern is None or pattern.fullmatch(t.transactional_id) is not None)),
+                      key=lambda t: t.transactional_id)
 
     def _decide(self, txn: TxnMetadata) -> Decision:
         self._pending.add(txn.transactional_id)
@@ -144,6 +158,19 @@ class TransactionCoordinatorCore:
         return self._decide(dataclasses.replace(txn, state=TxnState.ONGOING, partitions=txn.partitions | added,
                                                 start_ms=start_ms, last_update_ms=now_ms))
 
+    def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
+               partitions: Iterable[TopicPartition]) -> dict[TopicPartition, KafkaError]:
+        """KIP-890's question from a partition leader, Kafka's `handleVerifyPartitionsInTransaction`: is each
+        partition in this producer's open transaction? No write: a check of the current state."""
+        asked = list(partitions)
+        txn = self._check_producer(transactional_id, producer_id, producer_epoch)
+        if not isinstance(txn, KafkaError) and txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            txn = E["CONCURRENT_TRANSACTIONS"]
+        if isinstance(txn, KafkaError):
+            return dict.fromkeys(asked, txn)
+        ongoing = txn.partitions if txn.state is TxnState.ONGOING else frozenset()
+        return {tp: errors.NONE if tp in ongoing else E["INVALID_TXN_STATE"] for tp in asked}
+
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                 now_ms: int) -> Decision:
         txn = self._check_producer(transactional_id, producer_id, producer_epoch)
@@ -165,8 +192,9 @@ class TransactionCoordinatorCore:
         txn = self._txns.get(transactional_id)
         if txn is None or txn.state not in _COMPLETE or transactional_id in self._pending:
             return Decision(E["CONCURRENT_TRANSACTIONS"])
+        # The start time stays, as Kafka's TransactionMetadata keeps it: `kafka-transactions describe` shows it.
         return self._decide(dataclasses.replace(txn, state=_COMPLETE[txn.state], partitions=frozenset(),
-                                                start_ms=-1, last_update_ms=now_ms))
+                                                last_update_ms=now_ms))
 
     def expired(self, now_ms: int) -> list[TxnMetadata]:
         """Open transactions past their transaction.timeout.ms, not being changed."""

@@ -1,9 +1,7 @@
 """DescribeProducers (v0) <-> `broker.producers`.
 
 Topics by name, each with the partitions asked; every partition asked is answered, in the order asked, with an
-error message where the core gave one. Producer fields insync does not track (the transaction coordinator's
-epoch, the current transaction's start offset) are answered -1, Kafka's value for a producer outside a
-transaction.
+error message where the core gave one.
 """
 
 from __future__ import annotations
@@ -16,9 +14,6 @@ from insync.protocol.kio import NO_THROTTLE, build, check_body, code, nested, re
 from insync.types import TopicPartition
 from insync.wire.entities import Decoded, group
 from insync.wire.versions import DESCRIBE_PRODUCERS
-
-NO_COORDINATOR_EPOCH = -1
-NO_TRANSACTION_START_OFFSET = -1
 
 
 def decode_request(request: DecodedRequest) -> Decoded[DescribeProducersRequest]:
@@ -44,8 +39,8 @@ def _partition_response(cls: type, result: PartitionProducers) -> Any:
     producer_cls = nested(cls, "ProducerState")
     producers = tuple(build(producer_cls, producer_id=p.producer_id, producer_epoch=p.producer_epoch,
                             last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
-                            coordinator_epoch=NO_COORDINATOR_EPOCH,
-                            current_txn_start_offset=NO_TRANSACTION_START_OFFSET)
+                            coordinator_epoch=p.coordinator_epoch,
+                            current_txn_start_offset=p.current_txn_start_offset)
                       for p in result.producers)
     return build(nested(cls, "PartitionResponse"), partition_index=result.topic_partition.partition,
                  error_code=code(result.error), error_message=result.message, active_producers=producers)

@@ -1,6 +1,6 @@
 """The transaction APIs <-> plain values: InitProducerId with a transactional id, AddPartitionsToTxn (v0-v3, the
-client's form), AddOffsetsToTxn, EndTxn, TxnOffsetCommit, and WriteTxnMarkers both ways (the coordinator sends it,
-partition leaders answer it).
+client's form; v4, the brokers' batched one, both ways), AddOffsetsToTxn, EndTxn, TxnOffsetCommit, and
+WriteTxnMarkers both ways (the coordinator sends it, partition leaders answer it).
 
 Kafka's version rule for fencing: PRODUCER_FENCED exists from InitProducerId v4, AddPartitionsToTxn v2, AddOffsetsToTxn
 v2, EndTxn v2 and TxnOffsetCommit v3; older versions are answered INVALID_PRODUCER_EPOCH, as KafkaApis does.
@@ -36,6 +36,7 @@ WRITE_TXN_MARKERS = 27
 TXN_OFFSET_COMMIT = 28
 INIT_PRODUCER_ID = 22
 WRITE_TXN_MARKERS_VERSION = 1
+BATCHED_VERSION = 4  # AddPartitionsToTxn from v4: transactions in a batch, from brokers only
 # The first version of each API that knows PRODUCER_FENCED.
 _FENCED_FROM = {INIT_PRODUCER_ID: 4, ADD_PARTITIONS_TO_TXN: 2, ADD_OFFSETS_TO_TXN: 2, END_TXN: 2, TXN_OFFSET_COMMIT: 3}
 
@@ -151,13 +152,19 @@ def encode_markers_response(request: DecodedRequest, results: list[tuple[Marker,
     cls = response_class(WRITE_TXN_MARKERS, request.api_version)
     result_cls, topic_cls = nested(cls, "WritableTxnMarkerResult"), nested(cls, "WritableTxnMarkerTopicResult")
     partition_cls = nested(cls, "WritableTxnMarkerPartitionResult")
-    markers = []
-    for marker, by_partition in results:
-        items = [(tp.topic, build(partition_cls, partition_index=tp.partition, error_code=code(error)))
-                 for tp, error in by_partition.items()]
-        markers.append(build(result_cls, producer_id=marker.producer_id, topics=tuple(
-            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in group(items))))
-    return build(cls, markers=tuple(markers))
+    return build(cls, markers=tuple(
+        build(result_cls, producer_id=marker.producer_id,
+              topics=_topics(topic_cls, partition_cls, by_partition, "partitions", "error_code"))
+        for marker, by_partition in results))
+
+
+def _topics(topic_cls: type, partition_cls: type, by_partition: dict[TopicPartition, KafkaError], partitions: str,
+            error: str) -> tuple[Any, ...]:
+    """Partitions' errors as a response's topics, by name: each topic's partitions in its field `partitions`,
+    each partition's error in its field `error` (the field names differ from API to API)."""
+    items = [(tp.topic, build(partition_cls, partition_index=tp.partition, **{error: code(e)}))
+             for tp, e in by_partition.items()]
+    return tuple(build(topic_cls, name=name, **{partitions: tuple(parts)}) for name, parts in group(items))
 
 
 def markers_request(marker: Marker) -> Any:
@@ -175,3 +182,55 @@ def markers_response_errors(body: Any) -> dict[TopicPartition, KafkaError]:
     """Each partition's error in a WriteTxnMarkers response to `markers_request`."""
     return {TopicPartition(str(t.name), int(p.partition_index)): error_of(p.error_code)
             for m in body.markers for t in m.topics for p in t.partitions}
+
+
+# AddPartitionsToTxn v4: the brokers' batched form, by which a partition leader verifies (KIP-890) ----------------
+
+
+@dataclass(frozen=True, slots=True)
+class TxnPartitions:
+    """One transaction of an AddPartitionsToTxn v4 request: verify, or add, these partitions."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    verify_only: bool
+    partitions: tuple[TopicPartition, ...]
+
+
+def decode_batched(request: DecodedRequest) -> list[TxnPartitions]:
+    body = request.body
+    check_body(body, ADD_PARTITIONS_TO_TXN)
+    assert request.api_version >= BATCHED_VERSION, request.api_version
+    return [TxnPartitions(str(t.transactional_id), int(t.producer_id), int(t.producer_epoch), bool(t.verify_only),
+                          tuple(TopicPartition(str(topic.name), int(p)) for topic in t.topics
+                                for p in topic.partitions)) for t in body.transactions]
+
+
+def encode_batched(request: DecodedRequest, results: list[tuple[str, dict[TopicPartition, KafkaError]]]) -> Any:
+    cls = response_class(ADD_PARTITIONS_TO_TXN, request.api_version)
+    result_cls, topic_cls = nested(cls, "AddPartitionsToTxnResult"), nested(cls, "AddPartitionsToTxnTopicResult")
+    partition_cls = nested(cls, "AddPartitionsToTxnPartitionResult")
+    transactions = tuple(build(result_cls, transactional_id=transactional_id, topic_results=_topics(
+        topic_cls, partition_cls, by_partition, "results_by_partition", "partition_error_code"))
+        for transactional_id, by_partition in results)
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), results_by_transaction=transactions)
+
+
+def verify_request(txn: TxnPartitions) -> Any:
+    """The AddPartitionsToTxn a partition leader sends a transaction's coordinator."""
+    cls = request_class(ADD_PARTITIONS_TO_TXN, BATCHED_VERSION)
+    txn_cls = nested(cls, "AddPartitionsToTxnTransaction")
+    topics = tuple(build(nested(txn_cls, "AddPartitionsToTxnTopic"), name=name, partitions=tuple(parts))
+                   for name, parts in group([(tp.topic, tp.partition) for tp in txn.partitions]))
+    return build(cls, transactions=(build(txn_cls, transactional_id=txn.transactional_id, producer_id=txn.producer_id,
+                                          producer_epoch=txn.producer_epoch, verify_only=txn.verify_only,
+                                          topics=topics),))
+
+
+def verify_response_errors(body: Any) -> dict[TopicPartition, KafkaError]:
+    """Each partition's error in the answer to `verify_request`; the request's own error on every partition."""
+    top = error_of(body.error_code)
+    return {TopicPartition(str(t.name), int(p.partition_index)): top if top is not errors.NONE
+            else error_of(p.partition_error_code)
+            for result in body.results_by_transaction for t in result.topic_results for p in t.results_by_partition}

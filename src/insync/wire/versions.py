@@ -86,6 +86,8 @@ ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
 WRITE_TXN_MARKERS = 27
 TXN_OFFSET_COMMIT = 28
+DESCRIBE_TRANSACTIONS = 65
+LIST_TRANSACTIONS = 66
 
 BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     PRODUCE: (3, 13),
@@ -133,12 +135,15 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     # Client quotas: none exist (described as none; changes refused), see wire/client_quotas.py
     DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ALTER_CLIENT_QUOTAS: (0, 1),
-    # Transactions, without KIP-890's transaction version 2 (AddPartitionsToTxn v4+ is the brokers' batched form)
-    ADD_PARTITIONS_TO_TXN: (0, 3),
+    # Transactions, without KIP-890's transaction version 2 (AddPartitionsToTxn v4 is the brokers' batched form,
+    # by which a partition leader verifies a transactional batch with its coordinator)
+    ADD_PARTITIONS_TO_TXN: (0, 4),
     ADD_OFFSETS_TO_TXN: (0, 3),
     END_TXN: (0, 3),
     TXN_OFFSET_COMMIT: (0, 3),
     WRITE_TXN_MARKERS: (1, 1),
+    DESCRIBE_TRANSACTIONS: (0, 0),
+    LIST_TRANSACTIONS: (0, 2),
 }
 
 # The controller listener serves, at the broker listener's versions, Fetch (of the metadata log), ApiVersions, SASL,

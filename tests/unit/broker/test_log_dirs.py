@@ -18,6 +18,7 @@ from insync.broker.log_dirs import (
 from insync.broker.messages import ProduceRequest
 from insync.broker.producers import ActiveProducer, DescribeProducersRequest, DescribeProducersResponse
 from insync.protocol.records import build_batch, parse_header
+from insync.replication.transactions import marker_batch
 from insync.storage.disk import MEMORY_VOLUME_BYTES
 from insync.types import Outgoing, TopicPartition
 
@@ -139,6 +140,22 @@ def test_describe_producers_errors() -> None:
     assert log is not None
     log.offline = True
     assert producers(h, h.leader())[:2] == (errors.KAFKA_STORAGE_ERROR, "the log of t-0 is offline")
+
+
+def test_describe_producers_shows_an_open_transactions_start_and_the_last_markers_coordinator_epoch() -> None:
+    h = cluster_with_topic()
+    produce_idempotent(h, 2)  # offsets 0-1, outside a transaction
+    batch = build_batch([(b"k", b"in a transaction")], base_timestamp=T0, producer_id=PRODUCER_ID,
+                        producer_epoch=PRODUCER_EPOCH, base_sequence=2, is_transactional=True)
+    h.queue.append(("client", h.leader().broker_id, ProduceRequest(78, -1, 30_000, ((TP, batch),))))
+    h.run(600)
+    (found,) = producers(h, h.leader())[2]
+    assert (found.coordinator_epoch, found.current_txn_start_offset) == (-1, 2)
+    marker = marker_batch(PRODUCER_ID, PRODUCER_EPOCH, 7, True, T0)
+    h.queue.append(("client", h.leader().broker_id, ProduceRequest(79, -1, 30_000, ((TP, marker),), from_client=False)))
+    h.run(600)
+    (found,) = producers(h, h.leader())[2]
+    assert (found.coordinator_epoch, found.current_txn_start_offset) == (7, -1)
 
 
 def test_a_producers_last_timestamp_is_unknown_when_its_batch_cannot_be_read() -> None:

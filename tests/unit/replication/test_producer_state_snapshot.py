@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
+import struct
 
 import pytest
+from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from repl_helpers import T0, ids
@@ -13,7 +16,7 @@ from repl_helpers import T0, ids
 from insync.clock import ManualClock
 from insync.config import LogConfig
 from insync.errors import KafkaException
-from insync.protocol.records import build_batch
+from insync.protocol.records import build_batch, parse_header
 from insync.replication import producer_state
 from insync.replication.partition import Partition
 from insync.replication.producer_state import (
@@ -24,6 +27,7 @@ from insync.replication.producer_state import (
     rebuild_from_log,
     snapshot_bytes,
 )
+from insync.replication.transactions import marker_batch
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
 from insync.types import BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition
@@ -250,3 +254,17 @@ def test_crash_after_a_roll_reopens_correctly(flushed: bool) -> None:
     reopened.close()
     again = open_log(disk)
     assert canonical(Partition(TP, BrokerId(1), again).producer_state) == canonical(rebuild_from_log(again))
+
+
+def test_snapshots_keep_each_producers_coordinator_epoch_and_version_2_reads_without_one() -> None:
+    table = ProducerStateTable()
+    batch = build_batch([(b"k", b"v")], producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
+    table.observe(dataclasses.replace(parse_header(batch), base_offset=0), batch, 0)
+    marker = marker_batch(1, 0, 6, True, 1_000)
+    table.observe(dataclasses.replace(parse_header(marker), base_offset=1), marker, 0)
+    restored = parse_snapshot(snapshot_bytes(table, 2)).entry(1)
+    assert restored is not None and restored.coordinator_epoch == 6
+    # version 2: one producer (id, epoch, batch count), its batch, no open and no aborted transaction
+    body = struct.pack(">iqhbiiqqii", 1, 1, 0, 1, 0, 0, 0, 0, 0, 0)
+    older = parse_snapshot(struct.pack(">hI", 2, crc32c(body)) + body).entry(1)
+    assert older is not None and older.coordinator_epoch == -1

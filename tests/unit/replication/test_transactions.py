@@ -1,5 +1,8 @@
 from dataclasses import replace
 
+import pytest
+
+from insync.errors import KafkaException
 from insync.protocol.records import build_batch, parse_header
 from insync.replication.producer_state import (
     ProducerStateTable,
@@ -10,8 +13,8 @@ from insync.replication.producer_state import (
 from insync.replication.transactions import ABORT, COMMIT, AbortedTxn, marker_batch, marker_type
 
 
-def data(table: ProducerStateTable, pid: int, first: int, count: int = 1, seq: int = 0) -> None:
-    batch = build_batch([(b"k", b"v")] * count, producer_id=pid, producer_epoch=0, base_sequence=seq,
+def data(table: ProducerStateTable, pid: int, first: int, count: int = 1, seq: int = 0, epoch: int = 0) -> None:
+    batch = build_batch([(b"k", b"v")] * count, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                         is_transactional=True)
     table.observe(replace(parse_header(batch), base_offset=first), batch, 0)
 
@@ -113,3 +116,31 @@ def test_replayed_batches_rebuild_the_index() -> None:
     abort[0:8] = (1).to_bytes(8, "big")  # the marker at offset 1, as a follower would fetch it
     record_batches(table, first + bytes(abort))
     assert table.transactions.aborted() == [AbortedTxn(9, 0, 1)]
+
+
+def test_a_producer_keeps_its_last_markers_coordinator_epoch_and_its_open_transactions_start() -> None:
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    assert (table.entry(1).coordinator_epoch, table.transactions.open_transaction(1)) == (-1, 0)  # type: ignore[union-attr]
+    batch = marker_batch(1, 0, 4, True, 1_000)
+    table.observe(replace(parse_header(batch), base_offset=1), batch, 0)
+    assert (table.entry(1).coordinator_epoch, table.transactions.open_transaction(1)) == (4, None)  # type: ignore[union-attr]
+    data(table, 1, 2, seq=1)
+    assert table.transactions.open_transaction(1) == 2
+
+
+def test_a_marker_from_an_older_coordinator_epoch_is_a_zombie_coordinators() -> None:
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    current = marker_batch(1, 0, 4, True, 1_000)
+    table.observe(replace(parse_header(current), base_offset=1), current, 0)
+    table.check_marker(parse_header(current), current)  # a retry from the same coordinator epoch
+    stale = marker_batch(1, 0, 3, False, 1_000)
+    with pytest.raises(KafkaException) as fenced:
+        table.check_marker(parse_header(stale), stale)
+    assert fenced.value.error.name == "TRANSACTION_COORDINATOR_FENCED"
+    data(table, 1, 2, seq=0, epoch=1)
+    older = marker_batch(1, 0, 5, False, 1_000)
+    with pytest.raises(KafkaException) as old_epoch:
+        table.check_marker(parse_header(older), older)
+    assert old_epoch.value.error.name == "INVALID_PRODUCER_EPOCH"

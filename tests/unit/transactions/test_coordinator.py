@@ -1,4 +1,5 @@
 import itertools
+import re
 
 from insync import errors
 from insync.transactions.coordinator import TransactionCoordinatorCore
@@ -66,3 +67,34 @@ def test_expired_transactions_are_aborted_with_a_bumped_epoch() -> None:
     decision = core.abort_expired(expired, 10_100)
     assert decision.write is not None and decision.write.state is TxnState.PREPARE_ABORT
     assert decision.write.producer_epoch == 1
+
+
+def listed(core: TransactionCoordinatorCore, states: frozenset[TxnState] = frozenset(),
+           producer_ids: frozenset[int] = frozenset(), duration_ms: int = -1, pattern: str | None = None) -> list[str]:
+    found = core.listing(states, producer_ids, duration_ms, None if pattern is None else re.compile(pattern), 1_000)
+    return [t.transactional_id for t in found]
+
+
+def test_listing_applies_kafkas_filters() -> None:
+    core, pid = started()
+    ids = itertools.count(3000)
+    written(core, core.init_producer_id("other", 10_000, -1, -1, 0, lambda: next(ids)))
+    written(core, core.add_partitions("tx", pid, 0, [TP0], 100))
+    assert listed(core) == ["other", "tx"]
+    assert listed(core, states=frozenset({TxnState.ONGOING})) == ["tx"]
+    assert listed(core, producer_ids=frozenset({3000})) == ["other"]
+    # open for 900 ms at 1,000; Kafka's filter counts from the start time even where there is none (-1)
+    assert listed(core, duration_ms=899) == ["other", "tx"]
+    assert listed(core, duration_ms=900) == ["other"]
+    assert listed(core, pattern="t") == [] and listed(core, pattern="t.") == ["tx"]  # the pattern matches whole ids
+
+
+def test_verify_answers_whether_each_partition_is_in_the_open_transaction() -> None:
+    core, pid = started()
+    assert core.verify("tx", pid, 0, [TP0]) == {TP0: errors.BY_NAME["INVALID_TXN_STATE"]}  # none open
+    written(core, core.add_partitions("tx", pid, 0, [TP0], 5))
+    assert core.verify("tx", pid, 0, [TP0, TP1]) == {TP0: errors.NONE, TP1: errors.BY_NAME["INVALID_TXN_STATE"]}
+    assert core.verify("tx", pid, 1, [TP0])[TP0].name == "PRODUCER_FENCED"
+    assert core.verify("tx", pid + 1, 0, [TP0])[TP0].name == "INVALID_PRODUCER_ID_MAPPING"
+    written(core, core.end_txn("tx", pid, 0, False, 6))
+    assert core.verify("tx", pid, 0, [TP0])[TP0].name == "CONCURRENT_TRANSACTIONS"  # being aborted

@@ -64,6 +64,7 @@ from insync.wire import (
     sasl,
     scram_credentials,
     topics,
+    transaction_views,
     transactions,
     versions,
 )
@@ -210,9 +211,16 @@ ANSWER.update({
     versions.DESCRIBE_CLIENT_QUOTAS: client_quotas.respond,
     versions.ALTER_CLIENT_QUOTAS: client_quotas.respond,
     **dict.fromkeys((versions.ADD_PARTITIONS_TO_TXN, versions.ADD_OFFSETS_TO_TXN, versions.END_TXN),
-                    lambda r: (transactions.decode(r), transactions.encode(r, errors.NONE))[1]),
+                    lambda r: (transactions.decode(r), transactions.encode(r, errors.NONE))[1]
+                    if r.api_key != versions.ADD_PARTITIONS_TO_TXN or r.api_version < transactions.BATCHED_VERSION
+                    else transactions.encode_batched(r, [(t.transactional_id, dict.fromkeys(t.partitions, errors.NONE))
+                                                         for t in transactions.decode_batched(r)])),
     versions.TXN_OFFSET_COMMIT: lambda r: transactions.encode_txn_offset_commit(
         r, [(tp, errors.NONE) for tp, *_ in transactions.decode_txn_offset_commit(r).offsets]),
+    versions.LIST_TRANSACTIONS: lambda r: (transaction_views.decode_list(r),
+                                           transaction_views.encode_list(r, errors.NONE, [], []))[1],
+    versions.DESCRIBE_TRANSACTIONS: lambda r: transaction_views.encode_describe(
+        r, [(t, errors.NONE, None) for t in transaction_views.decode_describe(r)]),
     versions.WRITE_TXN_MARKERS: lambda r: transactions.encode_markers_response(
         r, [(m, dict.fromkeys(m.partitions, errors.NONE)) for m in transactions.decode_markers(r)]),
 })
