@@ -35,7 +35,7 @@ from insync.errors import KafkaError, KafkaException
 from insync.groups.offsets import partition_for
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.records import RecordSpec, build_batch, iter_records, parse_header
+from insync.protocol.records import InvalidRecordError, RecordSpec, build_batch, iter_records, parse_header
 from insync.replication.transactions import marker_batch
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.group_coordinator import GroupCoordinator
@@ -343,7 +343,10 @@ class TransactionCoordinator:
         answers a producer of this protocol does not know to ones it retries."""
         asked: dict[tuple[int, int], list[TopicPartition]] = {}
         for tp, records in partitions:
-            header = parse_header(records, 0)
+            try:
+                header = parse_header(records, 0)
+            except InvalidRecordError:  # the core's validation refuses it (CORRUPT_MESSAGE), with the others
+                continue
             if header.is_transactional and header.producer_id >= 0 and self.core.partitions.leader(tp) is not None \
                     and not self.core.partitions.in_transaction(tp, header.producer_id, header.producer_epoch):
                 asked.setdefault((header.producer_id, header.producer_epoch), []).append(tp)
