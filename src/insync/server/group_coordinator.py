@@ -48,6 +48,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
 from insync.replication.transactions import COMMIT, marker_type
 from insync.server.client import FailoverConnection
+from insync.server.coordinator_partitions import coordinator_status, partition_count
 from insync.storage.log_manager import LogManager
 from insync.types import OFFSETS_TOPIC, TopicPartition
 from insync.wire import groups as api
@@ -98,22 +99,11 @@ class GroupCoordinator:
     # Which groups this broker coordinates --------------------------------------------------------------------
 
     def offsets_partitions(self) -> int | None:
-        topic = self.core.metadata.image.topic(OFFSETS_TOPIC)
-        return None if topic is None or not topic.partitions else len(topic.partitions)
+        return partition_count(self.core, OFFSETS_TOPIC)
 
     def _status(self, group_id: str) -> tuple[KafkaError, int]:
         """(NONE, partition) when this broker coordinates `group_id` with its offsets loaded; else the error."""
-        count = self.offsets_partitions()
-        if count is None:
-            return E["COORDINATOR_NOT_AVAILABLE"], -1
-        partition = partition_for(group_id, count)
-        epoch = self.core.leader_epoch(TopicPartition(OFFSETS_TOPIC, partition))
-        if epoch is None:
-            return E["NOT_COORDINATOR"], partition
-        if self._loaded.get(partition) != epoch:
-            self._start_load(partition, epoch)
-            return E["COORDINATOR_LOAD_IN_PROGRESS"], partition
-        return errors.NONE, partition
+        return coordinator_status(self.core, OFFSETS_TOPIC, group_id, self._loaded, self._start_load)
 
     def _member_status(self, group_id: str) -> KafkaError:
         """JoinGroup, SyncGroup, Heartbeat and LeaveGroup in Kafka's GroupCoordinatorService order: a group must

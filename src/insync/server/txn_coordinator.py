@@ -38,6 +38,7 @@ from insync.protocol.codec import DecodedRequest
 from insync.protocol.records import InvalidRecordError, RecordSpec, build_batch, iter_records, parse_header
 from insync.replication.transactions import marker_batch
 from insync.server.client import FailoverConnection, KafkaConnection
+from insync.server.coordinator_partitions import coordinator_status, partition_count
 from insync.server.group_coordinator import GroupCoordinator
 from insync.storage.log_manager import LogManager
 from insync.transactions.coordinator import Decision, TransactionCoordinatorCore
@@ -102,21 +103,10 @@ class TransactionCoordinator:
     # Which ids this broker coordinates ------------------------------------------------------------------------
 
     def _count(self) -> int | None:
-        topic = self.core.metadata.image.topic(TRANSACTION_STATE_TOPIC)
-        return None if topic is None or not topic.partitions else len(topic.partitions)
+        return partition_count(self.core, TRANSACTION_STATE_TOPIC)
 
     def _status(self, transactional_id: str) -> tuple[KafkaError, int]:
-        count = self._count()
-        if count is None:
-            return E["COORDINATOR_NOT_AVAILABLE"], -1
-        partition = partition_for(transactional_id, count)
-        epoch = self.core.leader_epoch(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
-        if epoch is None:
-            return E["NOT_COORDINATOR"], partition
-        if self._loaded.get(partition) != epoch:
-            self._start_load(partition, epoch)
-            return E["COORDINATOR_LOAD_IN_PROGRESS"], partition
-        return errors.NONE, partition
+        return coordinator_status(self.core, TRANSACTION_STATE_TOPIC, transactional_id, self._loaded, self._start_load)
 
     def _start_load(self, partition: int, epoch: int) -> None:
         if partition in self._loading:
