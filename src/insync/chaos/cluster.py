@@ -447,7 +447,9 @@ def _make_network(overrides: Sequence[str], node_ids: list[int]) -> netns.Networ
 def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({**spec.client_settings(), "bootstrap.servers": spec.bootstrap})
+    # Each broker is asked on its own: a broker cut off a moment ago may still list itself and its peers from a stale
+    # image while the controller has it fenced, and a create would then find too few brokers.
+    admins = [AdminClient({**spec.client_settings(), "bootstrap.servers": b.address}) for b in spec.brokers]
     wanted = {b.node_id for b in spec.brokers}
     seen: set[int] = set()
 
@@ -460,9 +462,10 @@ def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
                 raise RuntimeError(f"node {broker.node_id} exited before registering "
                                    f"(see {Path(broker.directory) / 'stdout.log'})")
         try:
-            seen = set(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers)
+            views = [set(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers) for admin in admins]
         except Exception:
-            seen = set()
+            views = [set()]
+        seen = set.intersection(*views)
         return seen >= wanted
 
     wait_until(registered, deadline_s, lambda: f"brokers {sorted(wanted - seen)} registered")
