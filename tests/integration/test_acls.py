@@ -38,7 +38,8 @@ ACLS = (("TOPIC", "md", "DESCRIBE"), ("TOPIC", "pr", "WRITE"), ("TOPIC", "fe", "
         ("TOPIC", "dc", "DESCRIBE_CONFIGS"), ("TOPIC", "ac", "ALTER_CONFIGS"), ("TOPIC", "dr", "DELETE"),
         ("GROUP", "gr", "READ"), ("GROUP", "oc", "READ"), ("GROUP", "of", "DESCRIBE"), ("GROUP", "dg", "DESCRIBE"),
         ("GROUP", "lg", "DESCRIBE"), ("GROUP", "dl", "DELETE"), ("GROUP", "od", "DELETE"),
-        ("BROKER", "kafka-cluster", "ALTER"))
+        ("BROKER", "kafka-cluster", "ALTER"), ("TRANSACTIONAL_ID", "tx", "WRITE"), ("TRANSACTIONAL_ID", "txf", "WRITE"),
+        ("GROUP", "tg", "READ"))
 
 
 class Secured:
@@ -202,6 +203,37 @@ def _consume(conf: dict[str, Any], group: str | None) -> str:
         consumer.close()
 
 
+def _transaction(conf: dict[str, Any]) -> str:
+    """A transaction as transactional id "txf": a record to "pr" and "fe"'s offset for group "tg", committed (the
+    coordinator found, the producer id initialised, the partition and the offsets added, the offsets committed, the
+    transaction ended)."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    producer = Producer({**conf, "transactional.id": "txf", "message.timeout.ms": 10_000})
+    consumer = Consumer({**conf, "group.id": "tg"})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce("pr", b"in a transaction")
+        producer.send_offsets_to_transaction([TopicPartition("fe", 0, 1)], consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+    except KafkaException as exc:
+        return _error(exc)
+    finally:
+        consumer.close()
+    return OK
+
+
+def _listed_transactions(secured: Secured, user: str) -> str:
+    """Whether ListTransactions shows "tx" (its producer id initialised by the InitProducerId row)."""
+    from insync.protocol.kio import error_of
+
+    answer = _raw(secured.sasl_port, user, 66, 1, state_filters=(), producer_id_filters=(), duration_filter=-1)
+    if error_of(answer.error_code).name != "NONE":
+        return str(error_of(answer.error_code).name)
+    return OK if "tx" in {str(t.transactional_id) for t in answer.transaction_states} else "NOT_LISTED"
+
+
 def _list_groups(conf: dict[str, Any]) -> str:
     """Whether ListGroups shows group "lg" (its offsets committed at setup); a few tries, as the coordinator may
     still be loading them."""
@@ -344,6 +376,7 @@ Action = Callable[[Secured, str], str]
 SECOND = datetime.timedelta(seconds=1)
 TOPIC_DENIED, GROUP_DENIED, CLUSTER_DENIED = ("TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED",
                                               "CLUSTER_AUTHORIZATION_FAILED")
+TXN_DENIED = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
 # (API, what bob gets, what alice gets, action)
 MATRIX: list[tuple[str, str, str, Action]] = [
     ("Metadata", TOPIC_DENIED, OK, _client(_metadata)),
@@ -355,6 +388,32 @@ MATRIX: list[tuple[str, str, str, Action]] = [
     ("InitProducerId", CLUSTER_DENIED, "NONE", _raw_row(
         22, 4, lambda r: r.error_code, transactional_id=None, transaction_timeout=60 * SECOND, producer_id=-1,
         producer_epoch=-1)),
+    ("FindCoordinator/InitProducerId/AddPartitionsToTxn/AddOffsetsToTxn/TxnOffsetCommit/EndTxn", TXN_DENIED, OK,
+     _client(_transaction)),
+    ("InitProducerId (transactional)", TXN_DENIED, "NONE", _raw_row(
+        22, 4, lambda r: r.error_code, transactional_id="tx", transaction_timeout=60 * SECOND, producer_id=-1,
+        producer_epoch=-1)),
+    ("AddPartitionsToTxn: the id, then the topics", TXN_DENIED, TOPIC_DENIED, _raw_row(
+        24, 3, lambda r: r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        v3_and_below_transactional_id="tx", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=(_entity(24, 3, "AddPartitionsToTxnTopic", name="fe", partitions=(0,)),))),
+    ("AddOffsetsToTxn: the id, then the group", TXN_DENIED, GROUP_DENIED, _raw_row(
+        25, 3, lambda r: r.error_code, transactional_id="tx", producer_id=1, producer_epoch=0, group_id="md")),
+    ("TxnOffsetCommit: the id, then the group", TXN_DENIED, GROUP_DENIED, _raw_row(
+        28, 3, lambda r: r.topics[0].partitions[0].error_code, transactional_id="tx", group_id="md", producer_id=1,
+        producer_epoch=0, generation_id=-1, member_id="", group_instance_id=None, topics=(_entity(
+            28, 3, "TxnOffsetCommitRequestTopic", name="fe", partitions=(_entity(
+                28, 3, "TxnOffsetCommitRequestPartition", partition_index=0, committed_offset=1,
+                committed_leader_epoch=-1, committed_metadata=""),)),))),
+    ("EndTxn", TXN_DENIED, "INVALID_PRODUCER_ID_MAPPING", _raw_row(
+        26, 3, lambda r: r.error_code, transactional_id="tx", producer_id=1, producer_epoch=0,
+        committed=True)),
+    ("ListTransactions", "NOT_LISTED", OK, _listed_transactions),
+    ("WriteTxnMarkers (alice: ALTER on the cluster)", CLUSTER_DENIED, "UNKNOWN_TOPIC_OR_PARTITION", _raw_row(
+        27, 1, lambda r: r.markers[0].topics[0].partitions[0].error_code, markers=(_entity(
+            27, 1, "WritableTxnMarker", producer_id=1, producer_epoch=0, transaction_result=True,
+            coordinator_epoch=0, topics=(_entity(27, 1, "WritableTxnMarkerTopic", name="no-such-topic",
+                                                 partition_indexes=(0,)),)),))),
     ("Fetch", TOPIC_DENIED, "NONE", _raw_row(
         1, 12, lambda r: r.responses[0].partitions[0].error_code, replica_id=-1, max_wait=0 * SECOND, min_bytes=0,
         max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
@@ -481,3 +540,21 @@ def test_only_the_topics_refused_are_refused(secured: Secured) -> None:
     with pytest.raises(KafkaException) as refused:
         futures["ct3"].result(30)
     assert _error(refused.value) == TOPIC_DENIED
+
+
+def test_transactional_batches_need_write_on_their_transactional_id(secured: Secured) -> None:
+    """Kafka refuses a Produce of transactional batches whole unless the principal may WRITE its transactional id;
+    alice may, and her batch goes on to the partition leader's own checks (no transaction began: not refused so)."""
+    from insync.protocol.kio import error_of
+    from insync.protocol.records import build_batch
+
+    batch = build_batch([(None, b"x")], producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
+
+    def produce(user: str) -> str:
+        answer = _raw(secured.sasl_port, user, 0, 9, transactional_id="tx", acks=-1, timeout=5 * SECOND,
+                      topic_data=(_entity(0, 9, "TopicProduceData", name="pr", partition_data=(_entity(
+                          0, 9, "PartitionProduceData", index=0, records=batch),)),))
+        return str(error_of(answer.responses[0].partition_responses[0].error_code).name)
+
+    assert produce("bob") == TXN_DENIED
+    assert produce("alice") not in (TXN_DENIED, TOPIC_DENIED, "NONE")

@@ -4,6 +4,7 @@ listed in differential_differences.toml with its reason; the report goes to buil
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import time
 import uuid
@@ -30,6 +31,7 @@ from reference import start_kafka
 
 from insync.chaos import cluster
 from insync.protocol.kio import request_class
+from insync.protocol.records import build_batch
 from insync.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(900)
@@ -199,6 +201,25 @@ SCENARIOS: tuple[Scenario, ...] = (
         "host": "*", "operation": 3, "permission_type": 2}]), settle_s=3.0),
     Scenario("Fetch: a topic the ACLs deny", 1, lambda v, c: _fetch(v, c, "secret", 0, 0)),
     Scenario("ListOffsets: a topic the ACLs deny", 2, lambda v, c: _list_offsets(v, -1, "secret")),
+    Scenario("CreateAcls: deny writes of transactional id denied-tx", 30, lambda v, c: request(30, v, creations=[{
+        "resource_type": 5, "resource_name": "denied-tx", "resource_pattern_type": 3, "principal": "User:ANONYMOUS",
+        "host": "*", "operation": 4, "permission_type": 2}]), settle_s=3.0),
+    Scenario("InitProducerId: a transactional id the ACLs deny", 22, lambda v, c: request(
+        22, v, transactional_id="denied-tx", transaction_timeout=60_000 * MS, producer_id=-1, producer_epoch=-1)),
+    Scenario("AddPartitionsToTxn: a transactional id the ACLs deny", 24, lambda v, c: request(
+        24, 3, v3_and_below_transactional_id="denied-tx", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[{"name": "d", "partitions": [0]}])),
+    Scenario("AddOffsetsToTxn: a transactional id the ACLs deny", 25, lambda v, c: request(
+        25, v, transactional_id="denied-tx", producer_id=1, producer_epoch=0, group_id="dg")),
+    Scenario("EndTxn: a transactional id the ACLs deny", 26, lambda v, c: request(
+        26, v, transactional_id="denied-tx", producer_id=1, producer_epoch=0, committed=True)),
+    Scenario("TxnOffsetCommit: a transactional id the ACLs deny", 28, lambda v, c: request(
+        28, v, transactional_id="denied-tx", group_id="dg", producer_id=1, producer_epoch=0, generation_id=-1,
+        member_id="", group_instance_id=None, topics=[{"name": "d", "partitions": [{
+            "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}])),
+    Scenario("Produce: transactional batches of an id the ACLs deny", 0, lambda v, c: dataclasses.replace(
+        _produce(v, "d", 0, build_batch([(None, b"t")], producer_id=1, producer_epoch=0, base_sequence=0,
+                                        is_transactional=True)), transactional_id="denied-tx")),
 )
 
 

@@ -280,6 +280,9 @@ def _properties(spec: ClusterSpec, node: NodeSpec) -> dict[str, str]:
         "metrics.port": str(node.metrics_port),
         # Kafka's default of 3 leaves a smaller cluster without a group coordinator (its quickstart sets 1).
         "offsets.topic.replication.factor": str(min(3, len(spec.brokers))),
+        # The same for __transaction_state, as Kafka's quickstart configuration sets both.
+        "transaction.state.log.replication.factor": str(min(3, len(spec.brokers))),
+        "transaction.state.log.min.isr": str(min(2, len(spec.brokers))),
         # Auto-created topics get the same: replicated where the cluster can, creatable in a 1-broker one.
         "default.replication.factor": str(min(3, len(spec.brokers))),
     }

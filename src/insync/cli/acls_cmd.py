@@ -94,6 +94,7 @@ def _convenience(args: argparse.Namespace, pattern: str) -> list[tuple[str, str,
     wanted: list[tuple[str, str, str]] = []
     if args.producer:
         wanted += [("TOPIC", t, op) for t in args.topic for op in ("WRITE", "DESCRIBE", "CREATE")]
+        wanted += [("TRANSACTIONAL_ID", i, op) for i in args.transactional_id for op in ("WRITE", "DESCRIBE")]
         wanted += [("BROKER", CLUSTER, "IDEMPOTENT_WRITE")] if args.idempotent else []
     if args.consumer:
         wanted += [("TOPIC", t, op) for t in args.topic for op in ("READ", "DESCRIBE")]

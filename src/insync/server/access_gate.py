@@ -27,6 +27,7 @@ from insync.wire.authorization import (
     TOPIC_OPERATIONS,
     Authorization,
     RequestAccess,
+    deny_partitions,
     deny_topics,
     request_error,
 )
@@ -112,6 +113,8 @@ class AccessGate:
             return decoded
         try:
             error = request_error(request, access)
+            if error is not errors.NONE and request.api_key == versions.PRODUCE:
+                return deny_partitions(decoded, error)
             if error is not errors.NONE:
                 return dataclasses.replace(decoded, error=error)
             operation = TOPIC_OPERATIONS.get(request.api_key)

@@ -457,10 +457,13 @@ class TransactionCoordinator:
         for marker in api.decode_markers(request):
             batch = marker_batch(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.commit,
                                  self._now())
-            response = await self._append(ProduceRequest(0, -1, self.config.write_timeout_ms,
-                                                         tuple((tp, batch) for tp in marker.partitions),
-                                                         from_client=False))
-            by_partition = {r.topic_partition: r.error for r in response.results}
+            # As Kafka: a partition this broker does not host is UNKNOWN_TOPIC_OR_PARTITION, not appended.
+            hosted = tuple(tp for tp in marker.partitions if self.core.partitions.get(tp) is not None)
+            by_partition = dict.fromkeys(set(marker.partitions) - set(hosted), errors.UNKNOWN_TOPIC_OR_PARTITION)
+            if hosted:
+                response = await self._append(ProduceRequest(0, -1, self.config.write_timeout_ms,
+                                                             tuple((tp, batch) for tp in hosted), from_client=False))
+                by_partition.update((r.topic_partition, r.error) for r in response.results)
             for tp, error in by_partition.items():
                 if tp.topic == OFFSETS_TOPIC and error is errors.NONE:
                     self.groups.complete_transaction(tp.partition, marker.producer_id, marker.commit)

@@ -27,7 +27,7 @@ from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import code
 from insync.security.acl import AclOperation, ResourceType
-from insync.types import BrokerEpoch
+from insync.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, BrokerEpoch
 from insync.wire import (
     acls,
     client_quotas,
@@ -42,6 +42,7 @@ from insync.wire import (
     topics,
     versions,
 )
+from insync.wire import transactions as txn_api
 from insync.wire.authorization import (
     CLUSTER_DENIED,
     GROUP_DENIED,
@@ -63,6 +64,11 @@ CLUSTER_OPERATIONS: Mapping[int, AclOperation] = {
     versions.ALTER_USER_SCRAM_CREDENTIALS: Op.ALTER, versions.DESCRIBE_CLIENT_QUOTAS: Op.DESCRIBE_CONFIGS,
     versions.ALTER_CLIENT_QUOTAS: Op.ALTER_CONFIGS,
 }
+# The transaction APIs, each checked as Kafka's KafkaApis checks it (`_txn_refusal`).
+TXN_APIS = frozenset((versions.INIT_PRODUCER_ID, versions.ADD_PARTITIONS_TO_TXN, versions.ADD_OFFSETS_TO_TXN,
+                      versions.END_TXN, versions.TXN_OFFSET_COMMIT, versions.WRITE_TXN_MARKERS))
+INTERNAL_TOPICS = frozenset((OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC))
+NOT_ATTEMPTED = errors.BY_NAME["OPERATION_NOT_ATTEMPTED"]
 # What a controller serves without ClusterAction: the handshake that precedes any request.
 CONTROLLER_OPEN_APIS = frozenset((versions.API_VERSIONS, versions.SASL_HANDSHAKE, versions.SASL_AUTHENTICATE))
 # The group operation of the APIs about one group, refused GROUP_AUTHORIZATION_FAILED.
@@ -93,6 +99,8 @@ def refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig
         return _topics_refusal(request, access, config, image)
     if key in (versions.ALTER_CONFIGS, versions.INCREMENTAL_ALTER_CONFIGS):
         return _configs_refusal(request, access)
+    if key in TXN_APIS:
+        return _txn_refusal(request, access, image)
     return None
 
 
@@ -258,6 +266,65 @@ def _config_error(resource: Any, access: RequestAccess) -> KafkaError | None:
         permitted = access.allows(Op.ALTER_CONFIGS, ResourceType.TOPIC, str(resource.resource_name))
         return None if permitted else TOPIC_DENIED
     return None if access.allows_cluster(Op.ALTER_CONFIGS) else CLUSTER_DENIED
+
+
+def _txn_refusal(request: DecodedRequest, access: RequestAccess, image: MetadataImage) -> Any | Split | None:
+    """WRITE on the transactional id first (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then what each API adds: READ
+    on the group (AddOffsetsToTxn, TxnOffsetCommit), WRITE on AddPartitionsToTxn's topics and READ on
+    TxnOffsetCommit's. The brokers' own requests (AddPartitionsToTxn v4, WriteTxnMarkers) need CLUSTER_ACTION
+    (WriteTxnMarkers takes ALTER on the cluster too). An InitProducerId without an id is `request_error`'s."""
+    key, body = request.api_key, request.body
+    if key == versions.WRITE_TXN_MARKERS:
+        if access.allows_cluster(Op.ALTER, log=False) or access.allows_cluster(Op.CLUSTER_ACTION):
+            return None
+        marked = txn_api.decode_markers(request)
+        return txn_api.encode_markers_response(request, [(m, dict.fromkeys(m.partitions, CLUSTER_DENIED))
+                                                         for m in marked])
+    if key == versions.ADD_PARTITIONS_TO_TXN and request.api_version >= txn_api.BATCHED_VERSION:
+        if access.allows_cluster(Op.CLUSTER_ACTION):
+            return None
+        return _with_error_code(txn_api.encode_batched(request, []), CLUSTER_DENIED)
+    if key == versions.INIT_PRODUCER_ID and body.transactional_id is None:
+        return None
+    if key == versions.TXN_OFFSET_COMMIT:
+        return _txn_offset_commit_refusal(request, access)
+    asked = txn_api.decode(request)
+    if not access.allows(Op.WRITE, ResourceType.TRANSACTIONAL_ID, asked.transactional_id):
+        return txn_api.encode(request, TRANSACTIONAL_ID_DENIED)
+    if key == versions.ADD_OFFSETS_TO_TXN and not access.allows(Op.READ, ResourceType.GROUP, asked.group_id):
+        return txn_api.encode(request, GROUP_DENIED)
+    if key != versions.ADD_PARTITIONS_TO_TXN:
+        return None
+    # Every partition refused if any is: the refused with their error, the others OPERATION_NOT_ATTEMPTED.
+    allowed = {t: t not in INTERNAL_TOPICS and access.allows(Op.WRITE, ResourceType.TOPIC, t)
+               for t in sorted({tp.topic for tp in asked.partitions})}
+    if all(allowed.values()):
+        return None
+    refused = {tp: TOPIC_DENIED if not allowed[tp.topic] else errors.UNKNOWN_TOPIC_OR_PARTITION
+               for tp in asked.partitions if not allowed[tp.topic] or not _exists(image, tp.topic, tp.partition)}
+    return txn_api.encode(request, NOT_ATTEMPTED, partition_errors=refused)
+
+
+def _txn_offset_commit_refusal(request: DecodedRequest, access: RequestAccess) -> Any | Split | None:
+    """TxnOffsetCommit: WRITE on the transactional id, READ on the group, each refused for every partition; then
+    the topics it may not READ refused TOPIC_AUTHORIZATION_FAILED while the others are committed."""
+    commit = txn_api.decode_txn_offset_commit(request)
+
+    def refuse(asked: DecodedRequest, error: KafkaError) -> Any:
+        return txn_api.encode_txn_offset_commit(asked, [(tp, error) for tp, *_ in
+                                                        txn_api.decode_txn_offset_commit(asked).offsets])
+
+    if not access.allows(Op.WRITE, ResourceType.TRANSACTIONAL_ID, commit.transactional_id):
+        return refuse(request, TRANSACTIONAL_ID_DENIED)
+    if not access.allows(Op.READ, ResourceType.GROUP, commit.group_id):
+        return refuse(request, GROUP_DENIED)
+    refused = [not access.allows(Op.READ, ResourceType.TOPIC, str(t.name)) for t in request.body.topics]
+    return _split(request, "topics", refused, "topics", lambda asked: refuse(asked, TOPIC_DENIED))
+
+
+def _exists(image: MetadataImage, topic: str, partition: int) -> bool:
+    topic_id = image.topic_ids_by_name.get(topic)
+    return topic_id is not None and image.partition(topic_id, partition) is not None
 
 
 def controller_refusal(request: DecodedRequest, access: RequestAccess, config: BrokerConfig,

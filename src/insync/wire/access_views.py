@@ -1,16 +1,16 @@
 """What a principal may see of an answer (see `authorization`'s docstring), after Kafka's KafkaApis.
 
-- Metadata: a topic the principal may not DESCRIBE is left out of a listing of every topic (quietly, as Kafka's
-  filter is), and answered TOPIC_AUTHORIZATION_FAILED when asked for by name (or by id, without its name); so is a topic to be created
-  automatically without CREATE on the cluster or the topic, which is then not created (`metadata_query` takes
-  such names out of the query first). `topic_authorized_operations` and `cluster_authorized_operations` are the
-  principal's when the request asks for them.
+- Metadata: a topic the principal may not DESCRIBE is left out of a listing of every topic (quietly, as Kafka's),
+  and answered TOPIC_AUTHORIZATION_FAILED when asked for by name or id; so is a topic to be created automatically
+  without CREATE, which is then not created (`metadata_query`). The authorized operations when asked for.
 - DescribeCluster: `cluster_authorized_operations`. DescribeTopicPartitions: TOPIC_AUTHORIZATION_FAILED for a
   topic it may not DESCRIBE. DescribeConfigs: DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED) or the
   cluster for a broker (CLUSTER_AUTHORIZATION_FAILED), the configs withheld.
 - DescribeGroups: GROUP_AUTHORIZATION_FAILED for a group it may not DESCRIBE, its `authorized_operations`
   otherwise. ListGroups: every group with DESCRIBE on the cluster, else the groups it may DESCRIBE.
   OffsetFetch: GROUP_AUTHORIZATION_FAILED without DESCRIBE on the group; topics it may not DESCRIBE are left out.
+- ListTransactions: the transactional ids it may DESCRIBE. DescribeTransactions: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+  for an id it may not DESCRIBE, and only the topics it may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -21,10 +21,16 @@ from typing import Any
 from insync.errors import KafkaError
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.kio import ZERO_UUID, build, code, field_or, has_field, nested
+from insync.protocol.kio import ZERO_UUID, build, build_defaults, code, field_or, has_field, nested
 from insync.security.acl import AclOperation, ResourceType
 from insync.wire import versions
-from insync.wire.authorization import CLUSTER_DENIED, GROUP_DENIED, TOPIC_DENIED, RequestAccess
+from insync.wire.authorization import (
+    CLUSTER_DENIED,
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    TRANSACTIONAL_ID_DENIED,
+    RequestAccess,
+)
 from insync.wire.metadata import MetadataQuery
 
 Op = AclOperation
@@ -111,7 +117,24 @@ def view(request: DecodedRequest, answer: Any, access: RequestAccess) -> Any:
             g for g in answer.groups if access.allows(Op.DESCRIBE, ResourceType.GROUP, str(g.group_id), log=False)))
     if key == versions.OFFSET_FETCH:
         return _fetched_offsets(request, answer, access)
+    if key == versions.LIST_TRANSACTIONS:
+        return dataclasses.replace(answer, transaction_states=tuple(
+            t for t in answer.transaction_states
+            if access.allows(Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, str(t.transactional_id), log=False)))
+    if key == versions.DESCRIBE_TRANSACTIONS:
+        return dataclasses.replace(answer, transaction_states=tuple(
+            _described_transaction(t, access) for t in answer.transaction_states))
     return answer
+
+
+def _described_transaction(state: Any, access: RequestAccess) -> Any:
+    """A transaction without DESCRIBE on its id: its error alone, as Kafka's; with it, only the topics the
+    principal may DESCRIBE."""
+    if not access.allows(Op.DESCRIBE, ResourceType.TRANSACTIONAL_ID, str(state.transactional_id)):
+        return build_defaults(type(state), error_code=code(TRANSACTIONAL_ID_DENIED),
+                              transactional_id=state.transactional_id)
+    return dataclasses.replace(state, topics=tuple(
+        t for t in state.topics if access.allows(Op.DESCRIBE, ResourceType.TOPIC, str(t.topic), log=False)))
 
 
 def _described_topic(topic: Any, access: RequestAccess) -> Any:

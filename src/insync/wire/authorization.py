@@ -1,16 +1,16 @@
 """Authorization of client requests at a broker, after Kafka's `KafkaApis` and `AuthHelper`: what each API needs.
 
-`Authorization` holds the broker's authorizer settings and builds the `security.authorizer.Authorizer` from the
-image's ACLs whenever they change; with no authorizer configured nothing is checked (the default: a cluster that
-configures none stays open). A `RequestAccess` is one request's view: principal, host, API, and the denials it
-met, which the server logs in `kafka.authorizer.logger`'s wording and records as `denied` events. As Kafka:
+`Authorization` builds the `security.authorizer.Authorizer` from the image's ACLs whenever they change; with no
+authorizer configured nothing is checked. A `RequestAccess` is one request's view: principal, host, API, and the
+denials it met (logged in `kafka.authorizer.logger`'s wording, recorded as `denied` events). As Kafka:
 - whole-request refusals (`access_refusals`): cluster permissions (CLUSTER_AUTHORIZATION_FAILED), the
-  single-group APIs (GROUP_AUTHORIZATION_FAILED), a follower Fetch and InitProducerId (`request_error`);
-- per-resource refusals of CreateTopics, DeleteTopics, CreatePartitions, DeleteGroups, (Incremental)AlterConfigs
-  and FindCoordinator v4+: the rest goes on, the refused listed with their error (`access_refusals.Split`);
+  single-group APIs (GROUP_AUTHORIZATION_FAILED), the transaction APIs (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+  a follower Fetch, an idempotent InitProducerId and a Produce of transactional batches (`request_error`);
+- per-resource refusals (CreateTopics, DeleteGroups, AlterConfigs, ...): the rest goes on (`access_refusals.Split`);
 - per-partition refusals (`deny_topics`) of Produce, consumer Fetch, ListOffsets, OffsetForLeaderEpoch,
   DeleteRecords, DescribeProducers and OffsetCommit's topics: TOPIC_AUTHORIZATION_FAILED for those only;
-- answers that only some resources may see (`access_views`): Metadata, the Describe APIs, ListGroups, OffsetFetch.
+- answers that only some resources may see (`access_views`): Metadata, the Describe APIs, ListGroups,
+  OffsetFetch, ListTransactions.
 """
 
 from __future__ import annotations
@@ -168,10 +168,27 @@ def deny_topics(decoded: Decoded[R], access: RequestAccess, operation: AclOperat
     return dataclasses.replace(decoded, request=request, rejected=tuple(rejected))
 
 
+def deny_partitions(decoded: Decoded[R], error: KafkaError) -> Decoded[R]:
+    """`decoded` with every partition it names refused `error`, as Kafka's `getErrorResponse` answers a request
+    refused whole (a Produce of transactional batches without WRITE on their transactional id)."""
+    rejected = [Rejected(r.topic, r.partition, error) for r in decoded.rejected]
+    for item in decoded.request.partitions:  # type: ignore[attr-defined]
+        tp = _topic_partition(item)
+        rejected.append(Rejected(decoded.key(tp.topic), tp.partition, error))
+    request = dataclasses.replace(decoded.request, partitions=())  # type: ignore[type-var]
+    return dataclasses.replace(decoded, request=request, rejected=tuple(rejected))
+
+
 def request_error(request: DecodedRequest, access: RequestAccess) -> KafkaError:
     """A follower Fetch (or OffsetForLeaderEpoch) needs CLUSTER_ACTION; an idempotent InitProducerId needs
-    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka's authorizeByResourceType)."""
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka's authorizeByResourceType); a Produce of
+    transactional batches needs WRITE on its transactional id, else every partition is refused."""
     key, body = request.api_key, request.body
+    if key == versions.PRODUCE and _has_transactional_batches(body):
+        txn_id = field_or(body, "transactional_id", None)
+        if txn_id is None or not access.allows(Op.WRITE, ResourceType.TRANSACTIONAL_ID, str(txn_id)):
+            return TRANSACTIONAL_ID_DENIED
+        return errors.NONE
     if key in (versions.FETCH, versions.OFFSET_FOR_LEADER_EPOCH) and _replica_id(request) >= 0:
         return errors.NONE if access.allows_cluster(Op.CLUSTER_ACTION) else CLUSTER_DENIED
     if key == versions.INIT_PRODUCER_ID and body.transactional_id is None:
@@ -181,6 +198,21 @@ def request_error(request: DecodedRequest, access: RequestAccess) -> KafkaError:
         access.allows_cluster(Op.IDEMPOTENT_WRITE)  # for the log line
         return CLUSTER_DENIED
     return errors.NONE
+
+
+# A v2 batch's magic byte and attributes (big-endian int16), whose bit 4 marks it transactional.
+_MAGIC_AT, _ATTRIBUTES_AT, _TRANSACTIONAL = 16, 21, 0x10
+
+
+def _has_transactional_batches(body: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: the first batch of some partition is transactional."""
+    for topic in body.topic_data:
+        for partition in topic.partition_data:
+            records = partition.records
+            if records and len(records) > _ATTRIBUTES_AT + 1 and records[_MAGIC_AT] == 2 and \
+                    records[_ATTRIBUTES_AT + 1] & _TRANSACTIONAL:
+                return True
+    return False
 
 
 def _replica_id(request: DecodedRequest) -> int:

@@ -28,6 +28,10 @@ def test_operations_default_to_all_and_hosts_to_any() -> None:
 def test_producer_and_consumer_shortcuts() -> None:
     args = parse("--add", "--allow-principal", "User:a", "--producer", "--idempotent", "--topic", "t")
     assert [b[3][2] for b in acls_cmd._bindings(args, "LITERAL")] == ["WRITE", "DESCRIBE", "CREATE", "IDEMPOTENT_WRITE"]
+    transactional = parse("--add", "--allow-principal", "User:a", "--producer", "--topic", "t", "--transactional-id",
+                          "tx")  # kafka-acls.sh adds WRITE and DESCRIBE on the id
+    assert [(b[0], b[3][2]) for b in acls_cmd._bindings(transactional, "LITERAL")][3:] == [
+        ("TRANSACTIONAL_ID", "WRITE"), ("TRANSACTIONAL_ID", "DESCRIBE")]
     consumer = parse("--add", "--allow-principal", "User:a", "--consumer", "--topic", "t", "--group", "g")
     assert [(b[0], b[3][2]) for b in acls_cmd._bindings(consumer, "LITERAL")] == [
         ("TOPIC", "READ"), ("TOPIC", "DESCRIBE"), ("GROUP", "READ")]

@@ -23,6 +23,7 @@ from apis_helpers import (
 
 from insync import errors
 from insync.config import BrokerConfig, ConfigError
+from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import build, code, nested, response_class
 from insync.security.acl import (
     AclOperation,
@@ -31,6 +32,7 @@ from insync.security.acl import (
 from insync.wire import access_refusals, access_views, describe_topic_partitions, metadata, produce
 from insync.wire.authorization import Authorization, deny_topics, request_error
 from insync.wire.versions import (
+    ADD_PARTITIONS_TO_TXN,
     CREATE_TOPICS,
     DESCRIBE_GROUPS,
     DESCRIBE_TOPIC_PARTITIONS,
@@ -43,6 +45,7 @@ from insync.wire.versions import (
     OFFSET_COMMIT,
     PRODUCE,
     SYNC_GROUP,
+    TXN_OFFSET_COMMIT,
 )
 
 Op = AclOperation
@@ -299,3 +302,100 @@ def test_find_coordinator_refuses_each_key_alone_from_v4() -> None:
     assert [(c.key, c.error_code) for c in wire(split.refused).coordinators] == [("g", 30)]
     old = client_request(10, 3, key="g", key_type=0)
     assert wire(access_refusals.refusal(old, access(), CONFIG, cluster_image())).error_code == 30
+
+
+def _txn_offset_commit(*topics: str) -> DecodedRequest:
+    def topic(name: str) -> object:
+        partition = request_entity(TXN_OFFSET_COMMIT, 3, "TxnOffsetCommitRequestPartition", partition_index=0,
+                                   committed_offset=5, committed_leader_epoch=-1, committed_metadata="")
+        return request_entity(TXN_OFFSET_COMMIT, 3, "TxnOffsetCommitRequestTopic", name=name, partitions=(partition,))
+
+    return client_request(TXN_OFFSET_COMMIT, 3, transactional_id="tx", group_id="g", producer_id=7, producer_epoch=0,
+                          generation_id=-1, member_id="", group_instance_id=None, topics=tuple(map(topic, topics)))
+
+
+def test_txn_offset_commit_needs_the_id_then_the_group_then_each_topic() -> None:
+    """As Kafka's handleTxnOffsetCommitRequest: WRITE on the transactional id (53 for every partition), READ on the
+    group (30), then READ on each topic: the readable ones go on, the others are answered 29."""
+    commit, image = _txn_offset_commit("a", "b"), cluster_image()
+    by_topic = lambda answer: [(str(t.name), t.partitions[0].error_code) for t in wire(answer).topics]  # noqa: E731
+    assert by_topic(access_refusals.refusal(commit, access(), CONFIG, image)) == [("a", 53), ("b", 53)]
+    writer = allow(ResourceType.TRANSACTIONAL_ID, "tx", Op.WRITE)
+    assert by_topic(access_refusals.refusal(commit, access(writer), CONFIG, image)) == [("a", 30), ("b", 30)]
+    group = allow(ResourceType.GROUP, "g", Op.READ)
+    split = access_refusals.refusal(commit, access(writer, group, allow(ResourceType.TOPIC, "a", Op.READ)), CONFIG,
+                                    image)
+    assert isinstance(split, access_refusals.Split)
+    assert [str(t.name) for t in split.permitted.body.topics] == ["a"] and by_topic(split.refused) == [("b", 29)]
+
+
+def test_add_partitions_to_txn_refuses_every_partition_when_one_topic_is_refused() -> None:
+    """Kafka answers the refused topics 29 (an internal topic is never writable so), and the rest 55,
+    OPERATION_NOT_ATTEMPTED; v4, the brokers' form, needs CLUSTER_ACTION (31 at the top)."""
+    def topic(name: str) -> object:
+        return request_entity(ADD_PARTITIONS_TO_TXN, 3, "AddPartitionsToTxnTopic", name=name, partitions=(0,))
+
+    add = client_request(ADD_PARTITIONS_TO_TXN, 3, v3_and_below_transactional_id="tx", v3_and_below_producer_id=7,
+                         v3_and_below_producer_epoch=0, v3_and_below_topics=(topic("orders"), topic("__consumer_offsets")))
+    writer = allow(ResourceType.TRANSACTIONAL_ID, "tx", Op.WRITE)
+    answer = wire(access_refusals.refusal(add, access(writer, allow(ResourceType.TOPIC, "*", Op.WRITE)), CONFIG,
+                                          cluster_image()))
+    assert sorted((str(t.name), t.results_by_partition[0].partition_error_code)
+                  for t in answer.results_by_topic_v3_and_below) == [("__consumer_offsets", 29), ("orders", 55)]
+    refused = wire(access_refusals.refusal(add, access(), CONFIG, cluster_image()))
+    assert {p.partition_error_code for t in refused.results_by_topic_v3_and_below for p in t.results_by_partition} == {53}
+    batched = client_request(ADD_PARTITIONS_TO_TXN, 4, transactions=())
+    assert wire(access_refusals.refusal(batched, access(writer), CONFIG, cluster_image())).error_code == 31
+    broker = access(allow(ResourceType.CLUSTER, "kafka-cluster", Op.CLUSTER_ACTION))
+    assert access_refusals.refusal(batched, broker, CONFIG, cluster_image()) is None
+
+
+def test_transactional_produce_needs_write_on_its_transactional_id() -> None:
+    """A Produce whose batches are transactional is refused whole (53 on every partition) without WRITE on its id,
+    or without an id at all; a non-transactional one is not asked."""
+    from insync.protocol.records import build_batch
+    from insync.wire.authorization import deny_partitions
+
+    batch = build_batch([(None, b"x")], producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True)
+    data = request_entity(PRODUCE, 9, "PartitionProduceData", index=0, records=batch)
+
+    def produce_of(transactional_id: str | None) -> DecodedRequest:
+        return client_request(PRODUCE, 9, transactional_id=transactional_id, acks=-1, timeout=1000 * MS, topic_data=(
+            request_entity(PRODUCE, 9, "TopicProduceData", name="orders", partition_data=(data,)),))
+
+    writer = allow(ResourceType.TRANSACTIONAL_ID, "tx", Op.WRITE)
+    assert request_error(produce_of("tx"), access()).name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    assert request_error(produce_of(None), access(writer)).name == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+    assert request_error(produce_of("tx"), access(writer)) is errors.NONE
+    assert request_error(produce_request(9), access()) is errors.NONE  # plain batches: the topics decide
+    decoded = deny_partitions(produce.decode_request(produce_of("tx"), cluster_image()),
+                              errors.BY_NAME["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"])
+    assert decoded.request.partitions == () and [(r.partition, r.error.code) for r in decoded.rejected] == [(0, 53)]
+
+
+def test_transactions_are_listed_and_described_only_with_describe_on_their_id() -> None:
+    from insync.wire import transaction_views
+    from insync.wire.versions import DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS
+
+    listed = client_request(LIST_TRANSACTIONS, 1, state_filters=(), producer_id_filters=(), duration_filter=-1)
+    cls = response_class(LIST_TRANSACTIONS, 1)
+    state_cls = nested(cls, "TransactionState")
+    answer = build(cls, throttle_time=0 * MS, error_code=0, unknown_state_filters=(), transaction_states=tuple(
+        build(state_cls, transactional_id=t, producer_id=1, transaction_state="Ongoing") for t in ("tx", "other")))
+    reader = allow(ResourceType.TRANSACTIONAL_ID, "tx", Op.DESCRIBE)
+    seen = access_views.view(listed, answer, access(reader, api_key=LIST_TRANSACTIONS))
+    assert [t.transactional_id for t in seen.transaction_states] == ["tx"]
+    described = client_request(DESCRIBE_TRANSACTIONS, 0, transactional_ids=("tx", "other"))
+    answer = transaction_views.encode_describe(described, [
+        ("tx", errors.NONE, _ongoing(("orders", "logs"))), ("other", errors.NONE, _ongoing(("orders",)))])
+    seen = access_views.view(described, answer, access(reader, allow(ResourceType.TOPIC, "orders", Op.DESCRIBE),
+                                                       api_key=DESCRIBE_TRANSACTIONS))
+    assert [(s.transactional_id, s.error_code, [t.topic for t in s.topics]) for s in seen.transaction_states] == [
+        ("tx", 0, ["orders"]), ("other", 53, [])]
+
+
+def _ongoing(topics: tuple[str, ...]) -> object:
+    from insync.transactions.log_records import TxnMetadata, TxnState
+    from insync.types import TopicPartition
+
+    return TxnMetadata("tx", 1, 0, 60_000, TxnState.ONGOING, frozenset(TopicPartition(t, 0) for t in topics), 1000)
