@@ -42,7 +42,15 @@ from insync.config_validation import (
     validate_topic_configs,
 )
 from insync.properties import ConfigError, parse_overrides, parse_properties
-from insync.security_config import TlsSettings, tls_settings
+from insync.security_config import (
+    SASL_MECHANISMS,
+    SaslClientMechanisms,
+    SaslListenerSettings,
+    TlsSettings,
+    jaas_key,
+    sasl_listener_settings,
+    tls_settings,
+)
 
 # The names the rest of insync imports from here; each is defined in the module it comes from.
 __all__ = [
@@ -65,7 +73,7 @@ class BrokerConfig:
     (see `with_dynamic`), which only `DYNAMIC_BROKER_CONFIGS` keys may be in."""
 
     __slots__ = ("_values", "_explicit", "_layers", "replication", "lifecycle", "controller", "storage", "groups", "transactions",
-                 "listeners", "sockets", "authorizer", "auto_create", "events", "node", "cleaner")
+                 "listeners", "sockets", "authorizer", "auto_create", "events", "node", "cleaner", "sasl_mechanisms")
 
     def __init__(self, values: Mapping[str, object] | None = None, cluster: Mapping[str, object] | None = None,
                  broker: Mapping[str, object] | None = None) -> None:
@@ -105,6 +113,8 @@ class BrokerConfig:
             self.get_bool("allow.everyone.if.no.acl.found"))
         self.auto_create = AutoCreateConfig(self.get_bool("auto.create.topics.enable"), self.get_int("num.partitions"),
                                             self.get_int("default.replication.factor"))
+        self.sasl_mechanisms = SaslClientMechanisms(self.get_str("sasl.mechanism.inter.broker.protocol") or "PLAIN",
+                                                    self.get_str("sasl.mechanism.controller.protocol") or "PLAIN")
         self.events = EventsTopicConfig(self.get_bool("insync.events.topic.enable"),
                                         self.get_int("insync.events.topic.replication.factor"),
                                         self.get_int("insync.events.topic.retention.ms"))
@@ -173,6 +183,11 @@ class BrokerConfig:
         if prefixed is not None and self.is_explicit(prefixed):
             return self.get(prefixed)
         return self.get(key)
+
+    def sasl(self, listener: str) -> SaslListenerSettings:
+        """The SASL settings of `listener`: its mechanisms, re-authentication period and JAAS configurations."""
+        jaas = {m: str(self.get(key)) for m in SASL_MECHANISMS if self.is_explicit(key := jaas_key(listener, m))}
+        return sasl_listener_settings(listener, lambda key: self.listener_setting(listener, key), jaas)
 
     def tls(self, listener: str | None) -> TlsSettings:
         """The TLS settings of `listener` (None: the general `ssl.*` ones)."""

@@ -16,7 +16,7 @@ a connection stalled in its TLS handshake only once `connections.max.idle.ms` (1
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -161,3 +161,45 @@ def tls_settings(get: Callable[[str], object], client_auth_for_listener: bool) -
         endpoint_identification_algorithm=optional("ssl.endpoint.identification.algorithm") or "",
         handshake_timeout_ms=timeout_ms,
     )
+
+
+# The mechanisms a listener's JAAS configurations are looked up for (`listener.name.<l>.<mechanism>.sasl.jaas.config`).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def jaas_key(listener: str, mechanism: str) -> str:
+    return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+
+
+@dataclass(frozen=True, slots=True)
+class SaslListenerSettings:
+    """One listener's SASL settings, each its `listener.name.<listener>.` override where set: the mechanisms it
+    enables, its re-authentication period, and the JAAS configuration text set for each mechanism."""
+
+    listener: str
+    enabled_mechanisms: tuple[str, ...]
+    reauth_ms: int
+    jaas_configs: Mapping[str, str]  # mechanism -> its JAAS configuration, where set
+
+
+def sasl_listener_settings(listener: str, get: Callable[[str], object],
+                           jaas_configs: Mapping[str, str]) -> SaslListenerSettings:
+    """`get(key)` gives the listener's override or the general value of a `sasl.*` key."""
+    enabled, reauth_ms = get("sasl.enabled.mechanisms"), get("connections.max.reauth.ms")
+    assert isinstance(enabled, tuple) and isinstance(reauth_ms, int), (enabled, reauth_ms)
+    return SaslListenerSettings(listener, tuple(str(m) for m in enabled), reauth_ms, dict(jaas_configs))
+
+
+@dataclass(frozen=True, slots=True)
+class SaslClientMechanisms:
+    """The mechanisms this node authenticates with: to its peers (`sasl.mechanism.inter.broker.protocol`) and to
+    the controllers (`sasl.mechanism.controller.protocol`)."""
+
+    inter_broker: str
+    controller: str
+
+    def of(self, to_controller: bool) -> tuple[str, str]:
+        """(the mechanism, the key that sets it) for connections to the controllers or to the other brokers."""
+        if to_controller:
+            return self.controller, "sasl.mechanism.controller.protocol"
+        return self.inter_broker, "sasl.mechanism.inter.broker.protocol"

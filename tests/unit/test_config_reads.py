@@ -3,7 +3,8 @@
 the others config.py defines), as `IsrPolicy` and `FetcherConfig` do.
 
 A read by name is a call of one of `BrokerConfig`'s accessors (`get_int`, `get_bool`, `get_str`, `get_list`,
-`effective`, `is_explicit`) whose arguments hold a broker key, written out or as a string constant of the module.
+`effective`, `is_explicit`, `listener_setting`) whose arguments hold a broker key, written out or as a string
+constant of the module, or a key computed there (an f-string: `listener.name.{l}.ssl.client.auth`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from insync.config_keys import BROKER_CONFIGS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "insync"
-ACCESSORS = frozenset({"get_int", "get_bool", "get_str", "get_list", "effective", "is_explicit"})
+ACCESSORS = frozenset({"get_int", "get_bool", "get_str", "get_list", "effective", "is_explicit", "listener_setting"})
 CONFIG_MODULES = ("config.py", "config_keys.py", "config_validation.py", "config_reference.py",
                   "config_synonyms.py", "security_config.py")
 
@@ -30,6 +31,8 @@ def keys_read_by_name(source: str) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ACCESSORS:
             found.update(key for arg in node.args for key in _strings(arg, constants) if key in BROKER_CONFIGS)
+            found.update(f"a key computed on line {arg.lineno}" for arg in node.args
+                         if any(isinstance(n, ast.JoinedStr) for n in ast.walk(arg)))
     return found
 
 
@@ -60,5 +63,8 @@ def test_the_scan_sees_literals_constants_and_conditional_keys() -> None:
               '    config.get_int(LAG)\n'
               '    config.get_int("leader.replication.throttled.rate" if leader else "node.id")\n'
               '    config.get("num.partitions")\n'  # a dict's get: not an accessor of BrokerConfig
-              '    config.get_str("not.a.key")\n')
-    assert keys_read_by_name(source) == {"replica.lag.time.max.ms", "leader.replication.throttled.rate", "node.id"}
+              '    config.get_str("not.a.key")\n'
+              '    config.listener_setting(leader, "ssl.client.auth")\n'
+              '    config.is_explicit(f"listener.name.{leader}.sasl.jaas.config")\n')
+    assert keys_read_by_name(source) == {"replica.lag.time.max.ms", "leader.replication.throttled.rate", "node.id",
+                                         "ssl.client.auth", "a key computed on line 8"}

@@ -111,12 +111,11 @@ class BrokerNode(MeteredDispatcher):
         self.controller = FailoverConnection(
             _controller_addresses(config), client_id=f"broker-{self.broker_id}",
             tls=client_tls_for(config, controller_listener, self.endpoints.controller_protocol),
-            sasl=client_sasl_for(config, controller_listener, self.endpoints.controller_protocol,
-                                 "sasl.mechanism.controller.protocol"))
+            sasl=client_sasl_for(config, controller_listener, self.endpoints.controller_protocol, to_controller=True))
         inter_broker = self.endpoints.inter_broker
         self._peer_tls = client_tls_for(config, inter_broker.name, inter_broker.security_protocol)
         self._peer_sasl = client_sasl_for(config, inter_broker.name, inter_broker.security_protocol,
-                                          "sasl.mechanism.inter.broker.protocol")
+                                          to_controller=False)
         # A controller that does not answer within a broker session is not the active one any more (it may be a
         # paused process whose socket still accepts): give up on it then, and try the next voter.
         self._controller_timeout_s = min(PEER_TIMEOUT_S, config.lifecycle.session_timeout_ms / 1000)
@@ -127,7 +126,7 @@ class BrokerNode(MeteredDispatcher):
         self.event_log = EventLog(self.log_dir)
         self.event_topic = EventTopic(config.events, self.broker_id, lambda: self.core.metadata.image,
                                       self._inter_broker_address, self.controller,
-                                      librdkafka_settings(config, inter_broker, "sasl.mechanism.inter.broker.protocol"),
+                                      librdkafka_settings(config, inter_broker, to_controller=False),
                                       now=self._now)
         self.metrics = NodeMetrics(self._snapshot)
         self.halter = Halter()

@@ -93,7 +93,7 @@ class ControllerNode(MeteredDispatcher):
         self.event_log = EventLog(self.log_dir)
         endpoint = controller_endpoint(config.listeners)
         self.event_topic = EventTopic(config.events, self.node_id, lambda: self.controller.image, self._brokers, None,
-                                      librdkafka_settings(config, endpoint, "sasl.mechanism.controller.protocol"), now=self._now)
+                                      librdkafka_settings(config, endpoint, to_controller=True), now=self._now)
         self.listener = make_listener(self, endpoint, config, ConnectionQuotas.from_config(config.sockets))
         self.metrics = NodeMetrics(self._snapshot)
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core

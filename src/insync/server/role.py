@@ -73,7 +73,7 @@ def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: Bro
     """A listener for `endpoint`, with TLS (its `ssl.*` settings) when its security protocol has it, a SASL gate
     on each connection when it is SASL_PLAINTEXT or SASL_SSL, and the node's connection `quotas` (a `protected`
     listener, the inter-broker one, accepts beyond max.connections)."""
-    gate = gate_factory(config, endpoint.name, dispatcher.supported_versions(), dispatcher.scram_credential,
+    gate = gate_factory(config.sasl(endpoint.name), dispatcher.supported_versions(), dispatcher.scram_credential,
                         dispatcher.observe_authentication) if endpoint.security_protocol.startswith("SASL_") else None
     return Listener(dispatcher, endpoint.host, endpoint.port, config.sockets.request_max_bytes,
                     config.sockets.send_buffer_bytes, name=endpoint.name,
@@ -88,12 +88,15 @@ def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) 
 
 
 def client_sasl_for(config: BrokerConfig, listener: str, security_protocol: str,
-                    mechanism_key: str) -> SaslCredentials | None:
-    """This node's SASL credentials for its connections to `listener`, None when its protocol has no SASL."""
-    return client_credentials(config, listener, mechanism_key) if security_protocol.startswith("SASL_") else None
+                    to_controller: bool) -> SaslCredentials | None:
+    """This node's SASL credentials for its connections to `listener` (of the controllers, or of its peers), None
+    when its protocol has no SASL."""
+    if not security_protocol.startswith("SASL_"):
+        return None
+    return client_credentials(config.sasl(listener), *config.sasl_mechanisms.of(to_controller))
 
 
-def librdkafka_settings(config: BrokerConfig, endpoint: Endpoint, mechanism_key: str) -> dict[str, str]:
+def librdkafka_settings(config: BrokerConfig, endpoint: Endpoint, to_controller: bool) -> dict[str, str]:
     """This node's client settings for `endpoint` in librdkafka's names, for the confluent-kafka clients a node
     runs itself (the __insync_events producer): its TLS files and SASL credentials, as its own connections use."""
     settings = {"security.protocol": endpoint.security_protocol}
@@ -104,7 +107,7 @@ def librdkafka_settings(config: BrokerConfig, endpoint: Endpoint, mechanism_key:
                  ("ssl.key.password", tls.key_password),
                  ("ssl.endpoint.identification.algorithm", tls.endpoint_identification_algorithm or "none"))
         settings.update({key: str(value) for key, value in pairs if value is not None})
-    credentials = client_sasl_for(config, endpoint.name, endpoint.security_protocol, mechanism_key)
+    credentials = client_sasl_for(config, endpoint.name, endpoint.security_protocol, to_controller)
     if credentials is not None:
         settings.update({"sasl.mechanism": credentials.mechanism, "sasl.username": credentials.username,
                          "sasl.password": credentials.password})

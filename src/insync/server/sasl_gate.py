@@ -21,7 +21,7 @@ import struct
 import time
 from collections.abc import Callable
 
-from insync.config import BrokerConfig, ConfigError
+from insync.config import ConfigError
 from insync.protocol.codec import (
     Buffer,
     MalformedRequest,
@@ -44,6 +44,7 @@ from insync.security.sasl import (
 )
 from insync.security.sasl_client import SaslCredentials
 from insync.security.scram import CredentialLookup
+from insync.security_config import SaslListenerSettings, jaas_key
 from insync.server.listener import CloseAfter, GateFactory
 from insync.server.session import Session
 from insync.wire import sasl
@@ -141,42 +142,36 @@ class SaslGate:
                     claimed, self.authenticator.mechanism or "none", self._session.listener.name, reason)
 
 
-def jaas_config(config: BrokerConfig, listener: str, mechanism: str) -> JaasConfig | None:
-    """`listener.name.<listener>.<mechanism>.sasl.jaas.config`, parsed; None when it is not set."""
-    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
-    text = config.get_str(key) if config.is_explicit(key) else None
+def jaas_config(sasl: SaslListenerSettings, mechanism: str) -> JaasConfig | None:
+    """The listener's JAAS configuration for `mechanism`, parsed; None when it is not set."""
+    text = sasl.jaas_configs.get(mechanism.upper())
     if text is None:
         return None
     try:
         return parse_jaas_config(text)
     except JaasConfigError as exc:
-        raise ConfigError(f"{key}: {exc}") from None
+        raise ConfigError(f"{jaas_key(sasl.listener, mechanism)}: {exc}") from None
 
 
-def client_credentials(config: BrokerConfig, listener: str, mechanism_key: str) -> SaslCredentials:
-    """What this node sends to authenticate on `listener` with the mechanism `mechanism_key` names: the username
-    and password of that listener's JAAS config for it. ConfigError naming the key when they are missing."""
-    mechanism = config.get_str(mechanism_key) or PLAIN
-    jaas = jaas_config(config, listener, mechanism)
+def client_credentials(sasl: SaslListenerSettings, mechanism: str, mechanism_key: str) -> SaslCredentials:
+    """What this node sends to authenticate on the listener with `mechanism` (the value of `mechanism_key`): the
+    username and password of that listener's JAAS config for it. ConfigError naming the keys when they are missing."""
+    jaas = jaas_config(sasl, mechanism)
     if jaas is None or not jaas.username or jaas.password is None:
-        raise ConfigError(f"{mechanism_key}={mechanism} on SASL listener {listener} needs username and password in "
-                          f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config")
+        raise ConfigError(f"{mechanism_key}={mechanism} on SASL listener {sasl.listener} needs username and password "
+                          f"in {jaas_key(sasl.listener, mechanism)}")
     return SaslCredentials(mechanism, jaas.username, jaas.password)
 
 
-def gate_factory(config: BrokerConfig, listener: str, supported: SupportedVersions, credentials: CredentialLookup,
+def gate_factory(sasl: SaslListenerSettings, supported: SupportedVersions, credentials: CredentialLookup,
                  meter: AuthenticationMeter) -> GateFactory:
-    """A `SaslGate` for each connection of SASL listener `listener`."""
-    enabled = config.listener_setting(listener, "sasl.enabled.mechanisms")
-    assert isinstance(enabled, tuple), enabled
-    mechanisms = tuple(str(mechanism) for mechanism in enabled)
-    plain = jaas_config(config, listener, PLAIN) if PLAIN in mechanisms else None
+    """A `SaslGate` for each connection of the SASL listener `sasl` describes."""
+    mechanisms = sasl.enabled_mechanisms
+    plain = jaas_config(sasl, PLAIN) if PLAIN in mechanisms else None
     if PLAIN in mechanisms and (plain is None or not plain.users):
-        log.warning("SASL listener %s enables PLAIN without users (listener.name.%s.plain.sasl.jaas.config "
-                    "user_<name>=\"<password>\"): no PLAIN client can authenticate", listener, listener.lower())
-    reauth_ms = config.listener_setting(listener, "connections.max.reauth.ms")
-    assert isinstance(reauth_ms, int), reauth_ms
-    settings = SaslSettings(mechanisms, plain.users if plain is not None else {}, credentials, reauth_ms)
+        log.warning("SASL listener %s enables PLAIN without users (%s user_<name>=\"<password>\"): no PLAIN client "
+                    "can authenticate", sasl.listener, jaas_key(sasl.listener, PLAIN))
+    settings = SaslSettings(mechanisms, plain.users if plain is not None else {}, credentials, sasl.reauth_ms)
 
     def gate(session: Session, decoder: FrameDecoder) -> SaslGate:
         return SaslGate(settings, supported, session, decoder, meter)

@@ -28,7 +28,7 @@ CONFIG = BrokerConfig({"listener.name.sasl_plaintext.plain.sasl.jaas.config": JA
 def gate(seen: list[tuple[str, bool]]) -> tuple[SaslGate, Session, FrameDecoder]:
     session = Session("127.0.0.1:5000", Endpoint("SASL_PLAINTEXT", "127.0.0.1", 9094, "SASL_PLAINTEXT"))
     decoder = FrameDecoder(100 * 1024 * 1024)
-    factory = gate_factory(CONFIG, "SASL_PLAINTEXT", versions.BROKER_API_VERSIONS, lambda m, u: None,
+    factory = gate_factory(CONFIG.sasl("SASL_PLAINTEXT"), versions.BROKER_API_VERSIONS, lambda m, u: None,
                            lambda listener, ok: seen.append((listener, ok)))
     made = factory(session, decoder)
     assert isinstance(made, SaslGate)
@@ -81,10 +81,11 @@ def test_raw_tokens_after_handshake_v0() -> None:
 
 
 def test_settings_errors_name_the_key() -> None:
+    key = "sasl.mechanism.inter.broker.protocol"
     with pytest.raises(ConfigError, match="listener.name.sasl_plaintext.plain.sasl.jaas.config"):
-        client_credentials(BrokerConfig({"listener.name.sasl_plaintext.plain.sasl.jaas.config": "nonsense"}),
-                           "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
+        client_credentials(BrokerConfig({"listener.name.sasl_plaintext.plain.sasl.jaas.config": "nonsense"}).sasl(
+            "SASL_PLAINTEXT"), "PLAIN", key)
     with pytest.raises(ConfigError, match="needs username and password in listener.name.x.plain"):
-        client_credentials(BrokerConfig(), "X", "sasl.mechanism.inter.broker.protocol")
-    own = client_credentials(CONFIG, "SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol")
+        client_credentials(BrokerConfig().sasl("X"), "PLAIN", key)
+    own = client_credentials(CONFIG.sasl("SASL_PLAINTEXT"), *CONFIG.sasl_mechanisms.of(to_controller=False))
     assert (own.mechanism, own.username, own.password) == ("PLAIN", "admin", "pw")
