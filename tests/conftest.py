@@ -106,6 +106,16 @@ def start(directory: Path, brokers: int = 3, extra: list[str] | None = None) -> 
 
 
 @contextlib.contextmanager
+def running(directory: Path, brokers: int = 3, extra: list[str] | None = None) -> Iterator[cluster.ClusterSpec]:
+    """`start`'s cluster, stopped at the end whatever happened (a module fixture's body)."""
+    spec = start(directory, brokers, extra)
+    try:
+        yield spec
+    finally:
+        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
+
+
+@contextlib.contextmanager
 def started(spec: cluster.ClusterSpec) -> Iterator[cluster.ClusterSpec]:
     """Start a cluster laid out by `cluster.layout` (whose server.properties a test edited first): the controller,
     then every broker, without waiting for them to register; every node stopped at the end, whatever happened."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import start, wait_until
+from conftest import running, start, wait_until
 from insync.admin import ensure_topic
 from insync.chaos import cluster
 from insync.groups.offsets import partition_for
@@ -30,11 +30,8 @@ GROUP_CONFIG = ["group.initial.rebalance.delay.ms=200", "offsets.topic.num.parti
 
 @pytest.fixture(scope="module")
 def groups_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
-    spec = start(tmp_path_factory.mktemp("groups"), 3, GROUP_CONFIG)
-    try:
+    with running(tmp_path_factory.mktemp("groups"), 3, GROUP_CONFIG) as spec:
         yield spec
-    finally:
-        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def restart(spec: cluster.ClusterSpec, node_id: int) -> None:

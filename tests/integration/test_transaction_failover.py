@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import start, wait_until
+from conftest import running, wait_until
 from insync.admin import ensure_topic
 from insync.chaos import cluster
 from insync.protocol.kio import build, error_of, request_class
@@ -27,11 +27,8 @@ CONFIG = ["transaction.state.log.num.partitions=3", "offsets.topic.num.partition
 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
-    spec = start(tmp_path_factory.mktemp("txn-failover"), 3, CONFIG)
-    try:
+    with running(tmp_path_factory.mktemp("txn-failover"), 3, CONFIG) as spec:
         yield spec
-    finally:
-        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def coordinator_of(spec: cluster.ClusterSpec, transactional_id: str) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conftest import start
+from conftest import running
 from insync.admin import ensure_topic
 from insync.chaos import cluster
 from insync.waiting import wait_until
@@ -25,11 +25,8 @@ CONFIG = ["group.initial.rebalance.delay.ms=200", "offsets.topic.num.partitions=
 
 @pytest.fixture(scope="module")
 def txn_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster.ClusterSpec]:
-    spec = start(tmp_path_factory.mktemp("txn"), 3, CONFIG)
-    try:
+    with running(tmp_path_factory.mktemp("txn"), 3, CONFIG) as spec:
         yield spec
-    finally:
-        cluster.down(cluster.ClusterSpec.load(spec.directory), 10.0)
 
 
 def transactional_producer(bootstrap: str, transactional_id: str) -> object:
