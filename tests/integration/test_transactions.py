@@ -146,6 +146,49 @@ def test_consume_transform_produce_commits_offsets_in_the_transaction(txn_cluste
     assert sorted(outputs) == sorted(value.upper() for value in inputs)
 
 
+def test_aborted_offsets_leave_the_group_at_its_last_committed_offsets(txn_cluster: cluster.ClusterSpec) -> None:
+    """Offsets sent in a transaction that aborts are dropped: a new member of the group starts from the offsets the
+    last committed transaction wrote (OffsetFetch with require_stable stops answering UNSTABLE_OFFSET_COMMIT), as
+    librdkafka's 0103_transactions checks."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    bootstrap, source, group = txn_cluster.bootstrap, "abort-offsets-in", "abort-offsets-group"
+    ensure_topic(bootstrap, source, 1, 3, {"min.insync.replicas": "2"})
+    plain = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(30):
+        plain.produce(source, value=f"in-{i}".encode(), partition=0)
+    assert plain.flush(30) == 0
+    producer = transactional_producer(bootstrap, "abort-offsets-producer")
+
+    def member() -> object:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed",
+                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        consumer.subscribe([source])
+        return consumer
+
+    def take(consumer: object, count: int) -> list[object]:
+        taken: list[object] = []
+        wait_until(lambda: taken.extend(m for m in consumer.consume(count - len(taken), 0.5)  # type: ignore[attr-defined]
+                                        if m.error() is None) or len(taken) >= count, 30, f"{count} records")
+        return taken
+
+    consumer = member()
+    for records, commit in ((10, True), (5, False)):
+        taken = take(consumer, records)
+        producer.begin_transaction()  # type: ignore[attr-defined]
+        positions = consumer.position(consumer.assignment())  # type: ignore[attr-defined]
+        producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)  # type: ignore[attr-defined]
+        (producer.commit_transaction if commit else producer.abort_transaction)(60)  # type: ignore[attr-defined]
+        assert len(taken) == records
+    consumer.close()  # type: ignore[attr-defined]
+    consumer = member()
+    try:
+        assert [m.offset() for m in take(consumer, 1)] == [10]  # type: ignore[attr-defined]
+        assert consumer.committed([TopicPartition(source, 0)], 30)[0].offset == 10  # type: ignore[attr-defined]
+    finally:
+        consumer.close()  # type: ignore[attr-defined]
+
+
 def test_kafka_pythons_transactional_producer_and_read_committed_consumer(txn_cluster: cluster.ClusterSpec) -> None:
     """kafka-python's own transaction manager (not librdkafka's): commit, abort, a zombie fenced, and its
     read_committed consumer reading the committed records only."""

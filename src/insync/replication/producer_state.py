@@ -3,8 +3,8 @@
 The leader keeps, per producer id, its epoch and its last five batches (Kafka's `ProducerStateManager`). On a
 produce (`check`): an older epoch is INVALID_PRODUCER_EPOCH; a sequence range equal to one of the last five is a
 `Duplicate`, answered with the original offsets; otherwise the base sequence must follow the last one (wrapping
-at 2^31-1), or be 0 in a newer epoch, else OUT_OF_ORDER_SEQUENCE_NUMBER; an unknown producer id not at sequence
-0 is UNKNOWN_PRODUCER_ID, so the client resets. `observe` stores each appended batch with its offsets, and gives
+at 2^31-1), or be 0 in a newer epoch, else OUT_OF_ORDER_SEQUENCE_NUMBER; an unknown producer id (its batches
+deleted by retention or DeleteRecords) is accepted at any sequence, as Kafka does since KIP-360. `observe` stores each appended batch with its offsets, and gives
 transactional batches and markers to the table's `TransactionIndex`; followers observe too, so a new leader
 answers retries exactly as the old one would have. Snapshots (Kafka's `<offset>.snapshot` files, big-endian with
 a CRC32C) hold the table and its transactions for the batches below their offset; the log owns the files and
@@ -103,9 +103,6 @@ class ProducerStateTable:
             raise KafkaException(errors.INVALID_REQUEST, f"idempotent batch of producer {producer_id} has no sequence")
         entry = self._producers.get(producer_id)
         if entry is None:
-            if base_sequence != 0:
-                raise KafkaException(errors.UNKNOWN_PRODUCER_ID,
-                                     f"producer {producer_id} unknown, sequence {base_sequence}")
             return None
         if producer_epoch < entry.producer_epoch:
             raise KafkaException(errors.INVALID_PRODUCER_EPOCH,

@@ -166,8 +166,10 @@ class GroupCoordinator:
             self._txn_commits.setdefault((partition, producer_id), []).append((log_offset, offset_key, committed))
 
     def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A marker was written to (or replayed from) `partition`: the producer's held commits apply or go."""
-        for log_offset, key, value in self._txn_commits.pop((partition, producer_id), []) if commit else ():
+        """A marker was written to (or replayed from) `partition`: the producer's held commits apply or go (an
+        abort drops them, so OffsetFetch no longer answers UNSTABLE_OFFSET_COMMIT for them)."""
+        held = self._txn_commits.pop((partition, producer_id), [])
+        for log_offset, key, value in held if commit else ():
             self.cache.commit(partition, log_offset, key, value)
 
     def _unload(self, partition: int) -> None:
