@@ -7,6 +7,7 @@ read_committed consumer, skipping as Kafka's consumer does, reads the same at ev
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 from cleaner_helpers import (
     DIR,
@@ -26,6 +27,7 @@ from insync.replication.producer_state import open_table, parse_snapshot, rebuil
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
 from insync.storage.log_cleaner import LogCleaner
+from insync.types import TopicPartition
 
 Read = list[tuple[int, bytes | None, bytes | None]]
 ABORTED_VALUES = {b"p2-a", b"p2-d", b"p3-b"}
@@ -186,3 +188,29 @@ def test_the_clean_stops_at_an_open_transaction() -> None:
     assert [r for r in after if r[0] >= open_from] == [r for r in before if r[0] >= open_from]
     assert [value for _, _, value in after if value in (b"aborted", b"1", b"2")] == [b"2"]
     assert producers.table.transactions.aborted() == [AbortedTxn(1, 0, 1)]  # its batch was there: kept
+
+
+class Unreachable(Producers):
+    """A partition whose producer state went while its clean ran."""
+
+    def forget_aborted_transactions(self, tp: TopicPartition, emptied: Sequence[AbortedTxn]) -> bool:
+        return False
+
+
+def test_a_clean_whose_emptied_transactions_the_index_cannot_forget_is_dropped() -> None:
+    disk, clock = MemoryDisk(), ManualClock()
+    log = compacted_log(disk, clock)
+    producers = Unreachable(log)
+    write = Writer(producers, clock)
+    write.txn(1, (b"a", b"aborted"))
+    write.end(1, commit=False)
+    write.txn(1, (b"b", b"later"))  # the producer's last batch, kept by every clean, is this one's
+    write.end(1, commit=True)
+    write.filler(16)
+    cleaner = cleaner_of(disk)
+    assert clean(cleaner, log, producers, clock)  # the first clean drops the records; the transaction stays
+    write.filler(16)
+    before = batches(log)
+    assert not clean(cleaner, log, producers, clock)  # the second empties it: the index must forget it first
+    assert batches(log) == before and cleaner.metrics.aborted == 1
+    assert not [name for name in disk.listdir(DIR) if name.endswith(".cleaned")]
