@@ -280,8 +280,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.cleaner.backoff.ms", "long", 15000, "How long a cleaner sleeps when no log needs cleaning.", min=0),
         _d("log.cleaner.min.cleanable.ratio", "double", 0.5, "Dirty bytes over all bytes (below the first "
            "uncleanable offset) above which a log is cleaned.", min=0, max=1),
-        _d("log.cleaner.delete.retention.ms", "long", 86400000, "How long a tombstone stays after its segment "
-           "was first cleaned.", min=0),
+        _d("log.cleaner.delete.retention.ms", "long", 86400000, "How long a tombstone, or a transaction marker "
+           "with no record of its transaction left, stays after a clean first kept it.", min=0),
         _d("log.cleaner.min.compaction.lag.ms", "long", 0, "The least time a record stays uncompacted.", min=0),
         _d("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, "The most time a record stays ineligible for "
            "compaction.", min=1),

@@ -285,7 +285,7 @@ class BrokerCore:
         if now_ms >= self._next_clean_ms:
             self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
             self.log_manager.clean(now_ms, self.partitions.stable_offsets_of_compacted(self.log_manager),
-                                   self.partitions.producer_last_offsets)
+                                   self.partitions)
         if now_ms >= self._next_move_ms:
             self._next_move_ms = now_ms + REPLICA_MOVE_STEP_INTERVAL_MS
             self.log_manager.moves.step(now_ms)

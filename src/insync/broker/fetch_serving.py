@@ -29,12 +29,12 @@ from insync.broker.messages import (
 from insync.broker.throttles import ReplicationThrottles
 from insync.errors import KafkaException
 from insync.limits import PURGATORY_ENTRIES_MAX
+from insync.protocol.control_records import AbortedTxn
 from insync.replication.log_view import ReadResultView
 from insync.replication.messages import FetchPartitionData, FetchRequest, FetchResponse
 from insync.replication.partition import Partition
 from insync.replication.purgatory import DelayedFetch, Purgatory, PurgatoryFullError
 from insync.replication.results import FollowerFetchResult, FollowerRead
-from insync.replication.transactions import AbortedTxn
 from insync.types import UNKNOWN_OFFSET, Address, Offset, Outgoing, TopicPartition
 
 Request = FetchRequest | ConsumerFetchRequest

@@ -3,11 +3,16 @@
 `HostedPartitions` is the core's table (a dict: the fetch server, the fetcher sessions and the queries read it as
 one); a partition enters it when metadata first gives this broker a replica and leaves it when metadata stops it.
 The questions across the table are here: which partitions this broker leads, every high watermark (for the
-checkpoint and retention), and what bounds each compacted log's cleaning.
+checkpoint and retention), what bounds each compacted log's cleaning, and what the cleaner asks of each
+partition's producer state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from insync.protocol.control_records import AbortedTxn
+from insync.replication import producer_state
 from insync.replication.partition import Partition
 from insync.storage.log_manager import LogManager
 from insync.types import TopicPartition
@@ -43,6 +48,8 @@ class HostedPartitions(dict[TopicPartition, Partition]):
         return entry is not None and entry.producer_epoch == producer_epoch and \
             partition.producer_state.transactions.open_transaction(producer_id) is not None
 
+    # --- What the log cleaner asks (storage's `ProducerStates`) ----------------------------------------------
+
     def producer_last_offsets(self, tp: TopicPartition) -> dict[int, int]:
         """Each producer's last offset in the partition: the cleaner keeps that batch (its last sequence)."""
         partition = self.get(tp)
@@ -50,3 +57,18 @@ class HostedPartitions(dict[TopicPartition, Partition]):
             return {}
         return {producer_id: entry.batches[-1].last_offset
                 for producer_id, entry in partition.producer_state.entries() if entry.batches}
+
+    def aborted_transactions(self, tp: TopicPartition, below_offset: int) -> list[AbortedTxn]:
+        """The partition's aborted transactions starting below `below_offset`: the cleaner drops their records."""
+        partition = self.get(tp)
+        if partition is None:
+            return []
+        return [txn for txn in partition.producer_state.transactions.aborted() if txn.first_offset < below_offset]
+
+    def forget_aborted_transactions(self, tp: TopicPartition, emptied: Sequence[AbortedTxn]) -> bool:
+        """The aborted transactions a clean left without records leave the partition's index and its snapshots."""
+        partition = self.get(tp)
+        if partition is None:
+            return False
+        producer_state.forget_aborted(partition.producer_state, partition.log, emptied)
+        return True

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from insync.errors import KafkaError
-from insync.replication.transactions import AbortedTxn
+from insync.protocol.control_records import AbortedTxn
 from insync.types import (
     UNDEFINED_EPOCH,
     UNKNOWN_OFFSET,

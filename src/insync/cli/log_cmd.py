@@ -1,13 +1,13 @@
 """`insync log dump PATH`: print segments, indexes or a partition directory the way `kafka-dump-log.sh` does.
 
 A `.log` file prints one line per batch (Kafka's field names and order); `--print-data-log` adds one `|` line per
-record. The walk is `storage.segment.BatchScan` without CRC checks, so a batch whose CRC is wrong still prints,
-with `isvalid: false`; where the structure itself breaks (torn write, garbage) the rest of the file is reported
-as one `corrupt region at position P: N bytes: <reason>` line. `.index` and `.timeindex` files print their
-entries; a directory prints each of its segment files in offset order, after the log cleaner's checkpoint of the
-partition when it has one (the segments below it are cleaned; a cleaned batch whose tombstones were kept shows
-its `deleteHorizonMs`). Damage is output, not an error: the
-exit status is 0 unless PATH cannot be read.
+record (for a transaction marker, its type and coordinator epoch in place of key and payload, as Kafka prints it).
+The walk is `storage.segment.BatchScan` without CRC checks, so a batch whose CRC is wrong still prints, with
+`isvalid: false`; where the structure itself breaks (torn write, garbage) the rest of the file is reported as one
+`corrupt region at position P: N bytes: <reason>` line. `.index` and `.timeindex` files print their entries; a
+directory prints each of its segment files in offset order, after the log cleaner's checkpoint of the partition
+when it has one (the segments below it are cleaned; a cleaned batch whose tombstones or marker were kept shows its
+`deleteHorizonMs`). Damage is output, not an error: the exit status is 0 unless PATH cannot be read.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import TextIO
 
 from insync.errors import KafkaException
-from insync.protocol.records import BatchHeader, crc_is_valid, decode_records
+from insync.protocol.control_records import COMMIT, marker_info
+from insync.protocol.records import BatchHeader, crc_is_valid, decode_records, parse_header
 from insync.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, CheckpointError, read_offset_checkpoint
 from insync.storage.disk import RealDisk
 from insync.storage.index import OFFSET_ENTRY, TIME_ENTRY
@@ -145,11 +146,25 @@ def _dump_records(batch: bytes, out: TextIO) -> None:
     except KafkaException as exc:
         print(f"| records could not be decoded: {exc.detail or exc}", file=out)
         return
+    control = parse_header(batch).is_control
     for record in records:
-        key = record.key.decode("utf-8", "replace") if record.key is not None else "null"
-        value = record.value.decode("utf-8", "replace") if record.value is not None else "null"
+        contents = _control_contents(batch) if control else _contents(record.key, record.value)
         print(f"| offset: {record.offset} CreateTime: {record.timestamp} "
               f"keySize: {-1 if record.key is None else len(record.key)} "
               f"valueSize: {-1 if record.value is None else len(record.value)} "
-              f"headerKeys: [{','.join(k for k, _ in record.headers)}] key: {key} payload: {value}", file=out)
+              f"headerKeys: [{','.join(k for k, _ in record.headers)}] {contents}", file=out)
+
+
+def _contents(key: bytes | None, value: bytes | None) -> str:
+    shown = [b.decode("utf-8", "replace") if b is not None else "null" for b in (key, value)]
+    return f"key: {shown[0]} payload: {shown[1]}"
+
+
+def _control_contents(batch: bytes) -> str:
+    """A control record as Kafka prints one: a transaction marker's type and coordinator epoch."""
+    marker = marker_info(batch)
+    if marker is None:
+        return "controlType: UNKNOWN"
+    kind, coordinator_epoch = marker
+    return f"endTxnMarker: {'COMMIT' if kind == COMMIT else 'ABORT'} coordinatorEpoch: {coordinator_epoch}"
 

@@ -19,7 +19,7 @@ import functools
 import logging
 import struct
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -27,9 +27,10 @@ from crc32c import crc32c
 
 from insync import errors, limits
 from insync.errors import KafkaException
+from insync.protocol.control_records import AbortedTxn, marker_info
 from insync.protocol.records import BatchHeader, iter_batches, parse_header
 from insync.replication.log_view import LogView
-from insync.replication.transactions import AbortedTxn, TransactionIndex, marker_info
+from insync.replication.transactions import TransactionIndex
 
 logger = logging.getLogger(__name__)
 
@@ -266,6 +267,8 @@ class SnapshotLog(LogView, Protocol):
 
     def read_producer_snapshot(self, offset: int) -> bytes: ...
 
+    def write_producer_snapshot(self, offset: int, data: bytes) -> None: ...
+
     def delete_producer_snapshot(self, offset: int) -> None: ...
 
     def set_producer_snapshot_source(self, source: Callable[[int], bytes] | None) -> None:
@@ -361,6 +364,23 @@ def _parse_transactions(table: ProducerStateTable, body: memoryview, position: i
         raise SnapshotError("aborted transactions out of order")
     table.transactions.restore(ongoing, aborted)
     return position
+
+
+def forget_aborted(table: ProducerStateTable, log: LogView, emptied: Sequence[AbortedTxn]) -> None:
+    """Drop aborted transactions the log cleaner left without records from the index and from every snapshot that
+    holds them, before the clean is swapped in: their markers may go in a later clean, and an index entry that
+    outlived its marker (a snapshot read after a restart) would make consumers skip the producer's later records.
+    Raises on an I/O error."""
+    table.transactions.forget(emptied)
+    if not isinstance(log, SnapshotLog):
+        return
+    for offset in log.producer_snapshot_offsets():
+        try:
+            snapshot = parse_snapshot(log.read_producer_snapshot(offset))
+        except SnapshotError:
+            continue  # never loaded: opening the log deletes it
+        if snapshot.transactions.forget(emptied):
+            log.write_producer_snapshot(offset, snapshot_bytes(snapshot, offset))
 
 
 def open_table(log: LogView) -> ProducerStateTable:

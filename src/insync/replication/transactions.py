@@ -7,32 +7,21 @@ a transaction whose marker is not yet below the high watermark still bounds it, 
 "unreplicated" ones. Each aborted transaction is kept as (producer id, first offset, last offset), sorted by the
 offset of its marker, Kafka's aborted-transaction index; `aborted_in` answers a read_committed Fetch as Kafka's
 `collectAbortedTransactions` does. Truncation reopens a transaction whose marker it cut; the log start moving up
-forgets aborted transactions wholly below it. The index lives in the producer-state snapshot (`producer_state`)
-and is rebuilt by replaying the batches after it, so it survives restarts without a file of its own.
+forgets aborted transactions wholly below it, and the log cleaner those it left without records. The index lives in
+the producer-state snapshot (`producer_state`) and is rebuilt by replaying the batches after it, so it survives
+restarts without a file of its own.
 """
 
 from __future__ import annotations
 
 import bisect
-import struct
 from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from insync import limits
-from insync.protocol.records import BatchHeader, RecordSpec, build_batch, decode_records
-
-ABORT, COMMIT = 0, 1  # Kafka's ControlRecordType for transaction markers
-CONTROL_KEY_VERSION = 0
-END_TXN_MARKER_VERSION = 0
-_CONTROL_KEY = struct.Struct(">hh")  # version, type
-_MARKER_VALUE = struct.Struct(">hi")  # version, coordinator epoch
-
-
-@dataclass(frozen=True, slots=True)
-class AbortedTxn:
-    producer_id: int
-    first_offset: int
-    last_offset: int  # the offset of its ABORT marker
+from insync.protocol.control_records import ABORT, AbortedTxn
+from insync.protocol.records import BatchHeader
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,37 +30,6 @@ class CompletedTxn:
     first_offset: int
     last_offset: int
     aborted: bool
-
-
-def marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                 timestamp_ms: int) -> bytes:
-    """The control batch a partition leader appends for WriteTxnMarkers (Kafka's EndTransactionMarker)."""
-    assert producer_id >= 0 and producer_epoch >= 0, (producer_id, producer_epoch)
-    key = _CONTROL_KEY.pack(CONTROL_KEY_VERSION, COMMIT if commit else ABORT)
-    value = _MARKER_VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch)
-    return build_batch([RecordSpec(key=key, value=value)], base_timestamp=timestamp_ms, producer_id=producer_id,
-                       producer_epoch=producer_epoch, is_transactional=True, is_control=True)
-
-
-def marker_type(batch: bytes | memoryview, pos: int = 0) -> int | None:
-    """COMMIT or ABORT for a control batch at `pos` holding a transaction marker, None for another control
-    record (Kafka's leader-change records)."""
-    marker = marker_info(batch, pos)
-    return None if marker is None else marker[0]
-
-
-def marker_info(batch: bytes | memoryview, pos: int = 0) -> tuple[int, int] | None:
-    """(COMMIT or ABORT, coordinator epoch) of a control batch at `pos` holding a transaction marker, None for
-    another control record; the epoch is -1 in a marker whose value is too short to hold one."""
-    records = decode_records(batch, pos)
-    if not records or records[0].key is None or len(records[0].key) < _CONTROL_KEY.size:
-        return None
-    _, kind = _CONTROL_KEY.unpack_from(records[0].key, 0)
-    if kind not in (ABORT, COMMIT):
-        return None
-    value = records[0].value
-    epoch = _MARKER_VALUE.unpack_from(value, 0)[1] if value is not None and len(value) >= _MARKER_VALUE.size else -1
-    return int(kind), int(epoch)
 
 
 class TransactionIndex:
@@ -150,6 +108,15 @@ class TransactionIndex:
         """Forget aborted transactions whose marker is below the log start offset (their records are gone)."""
         keep = bisect.bisect_left(self._aborted, log_start_offset, key=lambda t: t.last_offset)
         del self._aborted[:keep]
+
+    def forget(self, emptied: Collection[AbortedTxn]) -> bool:
+        """Drop aborted transactions the log cleaner left without records (Kafka's cleaned segments get a transaction
+        index without them); whether any was here."""
+        gone = set(emptied)
+        kept = [txn for txn in self._aborted if txn not in gone]
+        changed = len(kept) < len(self._aborted)
+        self._aborted = kept
+        return changed
 
     def ongoing(self) -> dict[int, int]:
         return dict(self._ongoing)

@@ -45,8 +45,8 @@ from insync.groups.offsets import (
 )
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
+from insync.protocol.control_records import COMMIT, marker_type
 from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
-from insync.replication.transactions import COMMIT, marker_type
 from insync.server.client import FailoverConnection
 from insync.server.coordinator_partitions import coordinator_status, partition_count
 from insync.storage.log_manager import LogManager

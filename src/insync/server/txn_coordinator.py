@@ -35,8 +35,8 @@ from insync.errors import KafkaError, KafkaException
 from insync.groups.offsets import partition_for
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
+from insync.protocol.control_records import marker_batch
 from insync.protocol.records import InvalidRecordError, RecordSpec, build_batch, iter_records, parse_header
-from insync.replication.transactions import marker_batch
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.coordinator_partitions import coordinator_status, partition_count
 from insync.server.group_coordinator import GroupCoordinator

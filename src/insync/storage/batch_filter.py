@@ -4,18 +4,20 @@ A record is kept when it lies past the offset map (not deduplicated this round),
 its key; a tombstone (a null value) is kept like a value until its batch's delete horizon has passed. The first
 clean that keeps a tombstone sets the horizon, `now + delete.retention.ms`, into the batch (its base timestamp,
 flagged in the attributes), so a tombstone outlives that clean by `delete.retention.ms`. A record without a key
-cannot be deduplicated and goes. A batch keeps its base and last offsets, producer fields and leader epoch: it
-is written as it was when nothing of it goes, rebuilt with what is kept otherwise, and kept as an empty header
-when nothing is kept but it holds a producer's last sequence or ends the cleaning round (so the log end and the
-producer's sequence survive). Control batches do not exist yet (transactions) and are kept whole.
+cannot be deduplicated and goes. An aborted transaction's batch loses all its records; a transaction marker is kept
+whole until `cleaned_txns` finds no batch of its transaction left, then gets a delete horizon the same way and goes
+after it. A batch keeps its base and last offsets, producer fields and leader epoch: it is written as it was when
+nothing of it goes, rebuilt with what is kept otherwise, and kept as an empty header when nothing is kept but it
+holds a producer's last sequence or ends the cleaning round (so the log end and the producer's sequence survive).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from insync.protocol.records import BatchHeader, decode_records, empty_batch, rebuild_batch
+from insync.protocol.records import BatchHeader, Record, decode_records, empty_batch, rebuild_batch
+from insync.storage.cleaned_txns import CleanedTransactions
 from insync.storage.offset_map import OffsetMap
 
 
@@ -26,6 +28,7 @@ class FilterContext:
     delete_retention_ms: int
     round_end_offset: int  # the first uncleanable offset of this clean: the batch ending there is kept
     last_offsets_of_producers: Mapping[int, int]  # producer id -> last offset of its last data batch
+    transactions: CleanedTransactions  # carried from batch to batch across the clean's segment groups
 
 
 @dataclass(slots=True)
@@ -42,28 +45,45 @@ def filter_batch(data: bytes, header: BatchHeader, context: FilterContext, stats
     assert len(data) == header.size, (len(data), header.size)
     stats.bytes_read += header.size
     if header.is_control:
-        stats.bytes_retained += header.size
-        return data
+        removable = context.transactions.on_control_batch(header, data)
+        horizon = header.delete_horizon_ms
+        drop_records = removable and horizon is not None and horizon <= context.now_ms
+    else:
+        removable = drop_records = context.transactions.on_data_batch(header)
+    retain_empty = _retain_empty(header, context)
+    if drop_records and not retain_empty:
+        return None
     records = decode_records(data)
-    kept = [record for record in records if _retain(record.offset, record.key, record.value, header, context,
-                                                     stats)]
+    if drop_records:
+        kept = []
+    elif header.is_control:
+        kept = records
+    else:
+        kept = [record for record in records if _retain(record.offset, record.key, record.value, header, context,
+                                                         stats)]
     stats.messages_read += len(records)
     stats.messages_retained += len(kept)
     if kept:
-        has_tombstone = any(record.value is None for record in kept)
-        horizon = header.delete_horizon_ms
-        if len(kept) == len(records) and (horizon is not None or not has_tombstone):
-            out = data
-        else:
-            if horizon is None and has_tombstone:
-                horizon = context.now_ms + context.delete_retention_ms
-            out = rebuild_batch(header, kept, horizon)
-    elif _retain_empty(header, context):
+        out = _rewritten(data, header, records, kept, removable and header.is_control, context)
+    elif retain_empty:
         out = empty_batch(header)
     else:
         return None
     stats.bytes_retained += len(out)
     return out
+
+
+def _rewritten(data: bytes, header: BatchHeader, records: Sequence[Record], kept: Sequence[Record],
+               removable_marker: bool, context: FilterContext) -> bytes:
+    """The batch with `kept` of its `records`: as it was when all stay and no delete horizon is to be set. The first
+    clean that keeps a tombstone or a removable marker sets the horizon; later ones keep it."""
+    horizon = header.delete_horizon_ms
+    needs_horizon = horizon is None and (removable_marker or any(record.value is None for record in kept))
+    if len(kept) == len(records) and not needs_horizon:
+        return data
+    if needs_horizon:
+        horizon = context.now_ms + context.delete_retention_ms
+    return rebuild_batch(header, kept, horizon)
 
 
 def _retain(offset: int, key: bytes | None, value: bytes | None, header: BatchHeader, context: FilterContext,

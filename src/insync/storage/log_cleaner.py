@@ -1,27 +1,28 @@
 """The log cleaner of one log dir (Kafka's LogCleaner and LogCleanerManager): which compacted log to clean, when
 a clean is swapped in, and the `cleaner-offset-checkpoint` file.
 
-The log's owner (the broker) calls `tick` with each partition's last stable offset (its high watermark until
-transactions exist) and its producers' last offsets. A tick swaps in the cleans its executor finished, then, while
-the executor has room, picks the filthiest compacted log (`cleaner_plan`) and hands it a `CleanJob`. The executor
-runs `cleaner.run_clean`: the server's runs it on `log.cleaner.threads` threads, each with its share of
-`log.cleaner.dedupe.buffer.size` and file handles of its own; `InlineExecutor` runs it at once (tests, simulator).
-A job only reads old segments and writes `.cleaned` files; the swap and the checkpoint happen in `tick`, and only
-when the log has not been truncated, trimmed or closed since the job was taken (its cleaning generation):
-otherwise the work is dropped, as Kafka aborts a clean. `abort_and_wait` (before a log is deleted) makes a running
-job stop at its next batch and waits for it. Without room (`log.cleaner.threads=0`, `log.cleaner.enable=false`)
-nothing is cleaned, as in Kafka.
+The log's owner (the broker) calls `tick` with each partition's last stable offset and its `ProducerStates` (last
+offsets and aborted-transaction index, which the replication layer keeps). A tick swaps in the cleans its executor
+finished, then, while the executor has room, picks the filthiest compacted log (`cleaner_plan`) and hands it a
+`CleanJob` to run (`cleaner.run_clean`): the server's executor on `log.cleaner.threads` threads with their own file
+handles, `InlineExecutor` at once. A job only reads old segments and writes `.cleaned` files; the swap and the
+checkpoint happen in `tick`, and only when the log has not been truncated, trimmed or closed since the job was
+taken (its cleaning generation): otherwise the work is dropped, as Kafka aborts a clean. Before the swap the index
+forgets the aborted transactions the clean left without records, so none outlives its marker, even across a crash.
+`abort_and_wait` (before a log is deleted) makes a running job stop at its next batch and waits for it. Without
+room (`log.cleaner.threads=0`, `log.cleaner.enable=false`) nothing is cleaned, as in Kafka.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from insync.config import LONG_MAX, CleanerConfig
 from insync.errors import KafkaException
+from insync.protocol.control_records import AbortedTxn
 from insync.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     CheckpointError,
@@ -48,8 +49,22 @@ ABORT_WAIT_S = 30.0
 # Kafka caps each thread's share of the dedupe buffer at 2 GiB (an int-indexed buffer).
 MAP_BYTES_PER_THREAD_MAX = 2**31 - 1
 
-Producers = Callable[[TopicPartition], Mapping[int, int]]
 Outcome = PreparedClean | BaseException
+
+
+class ProducerStates(Protocol):
+    """What the cleaner asks of each partition's producer state, which the replication layer keeps (Kafka's
+    cleaner asks the log: its active producers' last records, its aborted transactions, its transaction index)."""
+
+    def producer_last_offsets(self, tp: TopicPartition) -> Mapping[int, int]:
+        """Each producer's last offset in the log: the cleaner keeps that batch (its last sequence)."""
+
+    def aborted_transactions(self, tp: TopicPartition, below_offset: int) -> Sequence[AbortedTxn]:
+        """The aborted transactions of the log's index that start below `below_offset`."""
+
+    def forget_aborted_transactions(self, tp: TopicPartition, emptied: Sequence[AbortedTxn]) -> bool:
+        """Drop `emptied` from the log's index, durably, before the clean that left them without records is
+        swapped in (their markers may go in a later clean); False when the partition is not here to ask."""
 
 
 class CleanExecutor(Protocol):
@@ -146,11 +161,11 @@ class LogCleaner:
                 logger.error("Could not write %s in %s: %s", CLEANER_OFFSET_CHECKPOINT, log_dir, exc)
 
     def tick(self, now_ms: int, wall_ms: int, logs: Mapping[TopicPartition, Log],
-             stable_offsets: Mapping[TopicPartition, int], producers: Producers) -> int:
+             stable_offsets: Mapping[TopicPartition, int], producers: ProducerStates) -> int:
         """Swap in finished cleans, then give the filthiest log to the executor while it has room. Returns the
         cleans swapped in. `now_ms` paces the picks (an interval); `wall_ms` is what record timestamps are
         compared with (an age)."""
-        applied = self._drain(logs)
+        applied = self._drain(logs, producers)
         if self.config.enable and self.executor.room() > 0 and now_ms >= self._next_pick_ms:
             job = self.grab_filthiest(wall_ms, logs, stable_offsets, producers)
             if job is None:
@@ -158,11 +173,11 @@ class LogCleaner:
             else:
                 self._in_progress[job.topic_partition] = job
                 self.executor.submit(job, self._check_done(job.topic_partition))
-                applied += self._drain(logs)
+                applied += self._drain(logs, producers)
         return applied
 
-    def _drain(self, logs: Mapping[TopicPartition, Log]) -> int:
-        return sum(self._finish(job, outcome, logs.get(job.topic_partition))
+    def _drain(self, logs: Mapping[TopicPartition, Log], producers: ProducerStates) -> int:
+        return sum(self._finish(job, outcome, logs.get(job.topic_partition), producers)
                    for job, outcome in self.executor.completed())
 
     def _check_done(self, tp: TopicPartition) -> Callable[[], None]:
@@ -172,7 +187,7 @@ class LogCleaner:
 
         return check_done
 
-    def _finish(self, job: CleanJob, result: Outcome, log: Log | None) -> int:
+    def _finish(self, job: CleanJob, result: Outcome, log: Log | None, producers: ProducerStates) -> int:
         tp = job.topic_partition
         self._in_progress.pop(tp, None)
         void = (log is None or log.offline or log.cleaning_generation != job.generation or tp in self._aborting
@@ -180,6 +195,9 @@ class LogCleaner:
         self._aborting.discard(tp)
         if isinstance(result, BaseException) or void or log is None:
             self._drop(job, result, void)
+            return 0
+        if not _forget_emptied(result, producers):
+            self._drop(job, result, True)
             return 0
         try:
             for old, cleaned in result.replacements:
@@ -216,7 +234,7 @@ class LogCleaner:
     # --- Choosing ---------------------------------------------------------------------------------------------
 
     def grab_filthiest(self, now_ms: int, logs: Mapping[TopicPartition, Log],
-                       stable_offsets: Mapping[TopicPartition, int], producers: Producers) -> CleanJob | None:
+                       stable_offsets: Mapping[TopicPartition, int], producers: ProducerStates) -> CleanJob | None:
         """Kafka's `grabFilthiestCompactedLog`: the compacted log with the largest cleanable ratio among those
         past `min.cleanable.dirty.ratio` or `max.compaction.lag.ms`, as a job."""
         self.metrics.time_of_last_run_ms = now_ms
@@ -241,7 +259,9 @@ class LogCleaner:
         if not cleanable:
             return None
         chosen, log = max(cleanable, key=lambda pair: pair[0].cleanable_ratio)
-        return _job(now_ms, chosen, log, producers(chosen.topic_partition))
+        tp = chosen.topic_partition
+        return _job(now_ms, chosen, log, producers.producer_last_offsets(tp),
+                    producers.aborted_transactions(tp, chosen.first_uncleanable_offset))
 
     def _may_clean(self, tp: TopicPartition, log: Log) -> bool:
         return (log.config.compact and not log.offline and tp not in self._in_progress
@@ -290,14 +310,30 @@ class LogCleaner:
             self.write_checkpoints()
 
 
-def _job(now_ms: int, chosen: LogToClean, log: Log, producers: Mapping[int, int]) -> CleanJob:
+def _job(now_ms: int, chosen: LogToClean, log: Log, producers: Mapping[int, int],
+         aborted: Sequence[AbortedTxn]) -> CleanJob:
     below = [i for i, segment in enumerate(log.segments[:-1]) if segment.base_offset < chosen.first_uncleanable_offset]
     infos = segment_infos(log.segments, first_batch_timestamps=False)
     config = log.config
     return CleanJob(chosen.topic_partition, log.directory, tuple(log.segments[i] for i in below),
                     tuple(infos[i] for i in below), chosen.first_dirty_offset, chosen.first_uncleanable_offset, now_ms,
                     config.segment_bytes, config.index_size_max_bytes, config.index_interval_bytes,
-                    config.delete_retention_ms, dict(producers), log.cleaning_generation)
+                    config.delete_retention_ms, dict(producers), tuple(aborted), log.cleaning_generation)
+
+
+def _forget_emptied(result: PreparedClean, producers: ProducerStates) -> bool:
+    """The index forgets the aborted transactions the clean left without records, or the clean is dropped: a marker
+    the swap removes must not outlive its index entry (a consumer would skip its producer's later records)."""
+    tp, emptied = result.job.topic_partition, result.emptied_aborted_txns
+    if not emptied:
+        return True
+    try:
+        if producers.forget_aborted_transactions(tp, emptied):
+            return True
+        logger.warning("Dropping the clean of %s: its partition's producer state is gone", tp)
+    except (KafkaException, OSError) as exc:
+        logger.error("Dropping the clean of %s: its aborted-transaction index could not be rewritten: %s", tp, exc)
+    return False
 
 
 def _still_holds(log: Log, job: CleanJob) -> bool:

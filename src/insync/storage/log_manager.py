@@ -39,7 +39,7 @@ from insync.storage.log_cleaner import (
     CleanExecutor,
     InlineExecutor,
     LogCleaner,
-    Producers,
+    ProducerStates,
     map_bytes_per_thread,
 )
 from insync.storage.log_dir_failure import LogDirFailureChannel
@@ -296,7 +296,7 @@ class LogManager:
                 deleted += log.apply_retention(now_ms, high_watermark)
         return deleted
 
-    def clean(self, now_ms: int, stable_offsets: Mapping[TopicPartition, int], producers: Producers) -> int:
+    def clean(self, now_ms: int, stable_offsets: Mapping[TopicPartition, int], producers: ProducerStates) -> int:
         """The log cleaner's turn (`LogCleaner.tick`): swap in finished cleans, start the next. A log without a
         stable offset (not hosted as a partition) is not cleaned. Returns the cleans swapped in. `now_ms` paces
         the cleaner's picks; the compaction lags and the delete horizon compare record timestamps with the wall

@@ -29,6 +29,7 @@ from insync.errors import KafkaError, KafkaException
 from insync.metadata.image import MetadataImage
 from insync.protocol import fetch_request, fetch_response
 from insync.protocol.codec import DecodedRequest, EncodedBody
+from insync.protocol.control_records import AbortedTxn
 from insync.protocol.kio import (
     NO_THROTTLE,
     build,
@@ -50,7 +51,6 @@ from insync.replication.messages import (
     FetchRequestPartition,
     FetchResponse,
 )
-from insync.replication.transactions import AbortedTxn
 from insync.types import (
     UNDEFINED_EPOCH,
     UNKNOWN_BROKER_EPOCH,

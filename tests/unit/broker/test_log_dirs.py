@@ -17,8 +17,8 @@ from insync.broker.log_dirs import (
 )
 from insync.broker.messages import ProduceRequest
 from insync.broker.producers import ActiveProducer, DescribeProducersRequest, DescribeProducersResponse
+from insync.protocol.control_records import marker_batch
 from insync.protocol.records import build_batch, parse_header
-from insync.replication.transactions import marker_batch
 from insync.storage.disk import MEMORY_VOLUME_BYTES
 from insync.types import Outgoing, TopicPartition
 

@@ -8,6 +8,7 @@ import pytest
 
 from insync.cli.main import main
 from insync.config import LogConfig
+from insync.protocol.control_records import marker_batch
 from insync.protocol.records import build_batch
 from insync.storage.log import Log
 
@@ -85,3 +86,15 @@ def test_dump_reports_corruption_without_traceback(tmp_path: Path, capsys: pytes
 def test_dump_missing_path_is_an_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["log", "dump", str(tmp_path / "nope.log")]) == 1
     assert "insync: error:" in capsys.readouterr().err
+
+
+def test_dump_prints_a_transaction_marker_as_kafka_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = tmp_path / "orders-0"
+    log = Log.open(directory, LogConfig())
+    log.append_as_leader(marker_batch(7, 1, 4, False, 1_700_000_000_000), leader_epoch=0, from_client=False)
+    log.close()
+    assert main(["log", "dump", str(directory), "--print-data-log"]) == 0
+    out = capsys.readouterr().out
+    assert "producerId: 7 producerEpoch: 1 " in out and "isTransactional: true isControl: true " in out
+    assert "| offset: 0 CreateTime: 1700000000000 keySize: 4 valueSize: 6 headerKeys: [] endTxnMarker: ABORT " \
+           "coordinatorEpoch: 4" in out

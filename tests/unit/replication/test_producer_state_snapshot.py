@@ -16,6 +16,7 @@ from repl_helpers import T0, ids
 from insync.clock import ManualClock
 from insync.config import LogConfig
 from insync.errors import KafkaException
+from insync.protocol.control_records import marker_batch
 from insync.protocol.records import build_batch, parse_header
 from insync.replication import producer_state
 from insync.replication.partition import Partition
@@ -27,7 +28,6 @@ from insync.replication.producer_state import (
     rebuild_from_log,
     snapshot_bytes,
 )
-from insync.replication.transactions import marker_batch
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
 from insync.types import BrokerId, LeaderEpoch, PartitionEpoch, TopicPartition

@@ -3,6 +3,7 @@ from dataclasses import replace
 import pytest
 
 from insync.errors import KafkaException
+from insync.protocol.control_records import AbortedTxn, marker_batch
 from insync.protocol.records import build_batch, parse_header
 from insync.replication.producer_state import (
     ProducerStateTable,
@@ -10,7 +11,6 @@ from insync.replication.producer_state import (
     record_batches,
     snapshot_bytes,
 )
-from insync.replication.transactions import ABORT, COMMIT, AbortedTxn, marker_batch, marker_type
 
 
 def data(table: ProducerStateTable, pid: int, first: int, count: int = 1, seq: int = 0, epoch: int = 0) -> None:
@@ -22,14 +22,6 @@ def data(table: ProducerStateTable, pid: int, first: int, count: int = 1, seq: i
 def marker(table: ProducerStateTable, pid: int, offset: int, commit: bool, epoch: int = 0) -> None:
     batch = marker_batch(pid, epoch, 0, commit, 1_000)
     table.observe(replace(parse_header(batch), base_offset=offset), batch, 0)
-
-
-def test_markers_are_control_batches_read_back_as_commit_or_abort() -> None:
-    commit, abort = marker_batch(7, 2, 5, True, 1), marker_batch(7, 2, 5, False, 1)
-    header = parse_header(commit)
-    assert header.is_control and header.is_transactional and header.producer_epoch == 2
-    assert header.base_sequence == -1 and header.record_count == 1
-    assert (marker_type(commit), marker_type(abort)) == (COMMIT, ABORT)
 
 
 def test_the_last_stable_offset_waits_for_the_earliest_open_transaction() -> None:

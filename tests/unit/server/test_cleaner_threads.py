@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cleaner_helpers import NO_PRODUCERS
+
 from insync.config import BrokerConfig, LogConfig
 from insync.protocol.records import RecordSpec, build_batch, iter_records
 from insync.server.cleaner_threads import CleanerThreads
@@ -32,7 +34,7 @@ def test_a_thread_cleans_and_the_owner_swaps_in(tmp_path: Path) -> None:
         for i in range(60):
             log.append_as_leader(build_batch([RecordSpec(b"k%d" % (i % 3), b"v%d" % i, timestamp=i)]), 0)
         end = log.log_end_offset
-        wait_until(lambda: manager.clean(1000, {TP: end}, lambda tp: {}) > 0, 10, "a clean swapped in")
+        wait_until(lambda: manager.clean(1000, {TP: end}, NO_PRODUCERS) > 0, 10, "a clean swapped in")
         records = list(iter_records(log.read(0, 1 << 20).records))
         assert records and records[0].offset > 0  # the first records went
         assert not [name for name in (tmp_path / "t-0").iterdir() if name.suffix in (".cleaned", ".swap")]

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from insync.clock import ManualClock
 from insync.config import CleanerConfig, LogConfig
-from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
+from insync.protocol.control_records import AbortedTxn
+from insync.protocol.records import (
+    BatchHeader,
+    RecordSpec,
+    build_batch,
+    iter_batches,
+    iter_records,
+    parse_header,
+)
+from insync.replication import producer_state
+from insync.replication.producer_state import ProducerStateTable
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
 from insync.storage.log_cleaner import InlineExecutor, LogCleaner
@@ -16,6 +27,39 @@ from insync.types import TopicPartition
 TP = TopicPartition("t", 0)
 CONFIG = CleanerConfig(enable=True, threads=1, dedupe_buffer_bytes=1 << 20, dedupe_buffer_load_factor=0.9,
                        io_buffer_bytes=1 << 19, io_max_bytes_per_second=1e300, backoff_ms=0)
+
+
+class Producers:
+    """The cleaner's `ProducerStates` of one log, as a broker's partitions answer it: the replication layer's
+    producer-state table of the log (`append` keeps it), or fixed last offsets."""
+
+    def __init__(self, log: Log | None = None, last_offsets: Mapping[int, int] | None = None) -> None:
+        self.log = log
+        self.table = ProducerStateTable() if log is None else producer_state.open_table(log)
+        self.last_offsets = last_offsets
+
+    def append(self, batch: bytes) -> None:
+        """Append as the leader, and observe the batch as a partition does."""
+        assert self.log is not None
+        header = parse_header(batch)
+        info = self.log.append_as_leader(batch, leader_epoch=0, from_client=not header.is_control)
+        self.table.observe(replace(header, base_offset=info.first_offset), batch, 0)
+
+    def producer_last_offsets(self, tp: TopicPartition) -> Mapping[int, int]:
+        if self.last_offsets is not None:
+            return self.last_offsets
+        return {pid: entry.batches[-1].last_offset for pid, entry in self.table.entries()}
+
+    def aborted_transactions(self, tp: TopicPartition, below_offset: int) -> list[AbortedTxn]:
+        return [txn for txn in self.table.transactions.aborted() if txn.first_offset < below_offset]
+
+    def forget_aborted_transactions(self, tp: TopicPartition, emptied: Sequence[AbortedTxn]) -> bool:
+        assert self.log is not None
+        producer_state.forget_aborted(self.table, self.log, emptied)
+        return True
+
+
+NO_PRODUCERS = Producers()
 
 
 def cleaner_of(disk: MemoryDisk) -> LogCleaner:
@@ -51,13 +95,18 @@ def consumed(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
     return found
 
 
-def batch_offsets(log: Log) -> list[tuple[int, int, int]]:
-    """(base offset, last offset, record count) of every batch in the log's segments."""
+def batches(log: Log) -> list[tuple[bytes, BatchHeader]]:
+    """Every batch in the log's segments, with its header."""
     found = []
     for segment in log.segments:
         data = log.disk.pread(segment.log_path, 0, segment.size)
-        found.extend((h.base_offset, h.last_offset, h.record_count) for _, h in iter_batches(data))
+        found.extend((data[pos : pos + h.size], h) for pos, h in iter_batches(data))
     return found
+
+
+def batch_offsets(log: Log) -> list[tuple[int, int, int]]:
+    """(base offset, last offset, record count) of every batch in the log's segments."""
+    return [(h.base_offset, h.last_offset, h.record_count) for _, h in batches(log)]
 
 
 def last_values(records: Sequence[tuple[int, bytes | None, bytes | None]]) -> dict[bytes | None, tuple[int,

@@ -1,20 +1,23 @@
 """One batch through the cleaner's filter: kept whole, rebuilt with what is kept, a delete horizon set once, an
-empty header kept where Kafka keeps one."""
+empty header kept where Kafka keeps one; an aborted transaction's records dropped, a marker kept while its
+transaction has batches, then until its delete horizon."""
 
 from __future__ import annotations
 
+from insync.protocol.control_records import ABORT, AbortedTxn, marker_type
 from insync.protocol.records import RecordSpec, build_batch, decode_records, parse_header
 from insync.storage.batch_filter import FilterContext, FilterStats, filter_batch
+from insync.storage.cleaned_txns import CleanedTransactions
 from insync.storage.offset_map import OffsetMap
 
 
 def _context(latest: dict[bytes, int], now_ms: int = 1000, round_end: int = 100,
-             producers: dict[int, int] | None = None) -> FilterContext:
+             producers: dict[int, int] | None = None, aborted: tuple[AbortedTxn, ...] = ()) -> FilterContext:
     offset_map = OffsetMap(1 << 20, 0.9)
     for key, offset in sorted(latest.items(), key=lambda item: item[1]):
         offset_map.put(key, offset)
     offset_map.update_latest_offset(50)
-    return FilterContext(offset_map, now_ms, 500, round_end, producers or {})
+    return FilterContext(offset_map, now_ms, 500, round_end, producers or {}, CleanedTransactions(aborted))
 
 
 def _batch(pairs: list[tuple[bytes | None, bytes | None]], base_offset: int = 10, **fields: int) -> bytes:
@@ -64,3 +67,34 @@ def test_records_without_a_key_go_and_are_counted() -> None:
     stats = FilterStats()
     out = filter_batch(data, parse_header(data), _context({b"a": 11}), stats)
     assert out is not None and [r.key for r in decode_records(out)] == [b"a"] and stats.invalid_messages == 1
+
+
+def test_an_aborted_transactions_records_go_unless_the_batch_holds_its_producers_last_sequence() -> None:
+    data = _batch([(b"a", b"1"), (b"b", b"2")], producer_id=4, producer_epoch=0, base_sequence=0,
+                  is_transactional=True)
+    aborted = (AbortedTxn(4, 10, 20),)
+    assert filter_batch(data, parse_header(data), _context({b"a": 10, b"b": 11}, aborted=aborted),
+                        FilterStats()) is None
+    kept = filter_batch(data, parse_header(data), _context({}, producers={4: 11}, aborted=aborted), FilterStats())
+    assert kept is not None and parse_header(kept).record_count == 0 and parse_header(kept).last_offset == 11
+
+
+def test_a_marker_whose_transaction_is_gone_gets_a_delete_horizon_then_goes() -> None:
+    marker = build_batch([(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")], base_offset=30, producer_id=4,
+                         producer_epoch=0, is_transactional=True, is_control=True)  # an ABORT marker
+    header = parse_header(marker)
+    assert marker_type(marker) == ABORT
+    aborted = (AbortedTxn(4, 10, 30),)
+    # Its records were here: the marker stays as it was.
+    context = _context({}, aborted=aborted)
+    context.transactions.on_data_batch(parse_header(_batch([(b"a", b"1")], producer_id=4, producer_epoch=0,
+                                                           base_sequence=0, is_transactional=True)))
+    assert filter_batch(marker, header, context, FilterStats()) == marker
+    # None of them left: kept with a horizon, then dropped once it passed.
+    first = filter_batch(marker, header, _context({}, now_ms=1000, aborted=aborted), FilterStats())
+    assert first is not None and parse_header(first).delete_horizon_ms == 1500
+    assert decode_records(first) == decode_records(marker)
+    assert filter_batch(first, parse_header(first), _context({}, now_ms=1499, aborted=aborted),
+                        FilterStats()) == first
+    assert filter_batch(first, parse_header(first), _context({}, now_ms=1500, aborted=aborted),
+                        FilterStats()) is None

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from cleaner_helpers import (
     CONFIG,
     DIR,
+    NO_PRODUCERS,
     TP,
+    Producers,
     batch_offsets,
     cleaner_of,
     compacted_log,
@@ -30,7 +32,7 @@ from insync.types import TopicPartition
 def clean(cleaner: LogCleaner, log: Log, clock: ManualClock, stable: int | None = None) -> bool:
     """One tick of the cleaner with an inline executor: True when it cleaned the log."""
     stable_offset = log.log_end_offset if stable is None else stable
-    return cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: stable_offset}, lambda tp: {}) == 1
+    return cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: stable_offset}, NO_PRODUCERS) == 1
 
 
 def keyed(count: int, keys: int) -> list[tuple[bytes, bytes | None]]:
@@ -154,7 +156,7 @@ def test_a_producers_last_batch_is_kept_empty() -> None:
         produce(log, clock, [(b"p", b"%d" % sequence)], producer_id=7, producer_epoch=0, base_sequence=sequence)
     produce(log, clock, keyed(20, 2) + [(b"p", b"last")] + keyed(20, 2))
     cleaner = cleaner_of(disk)
-    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {7: 2}) == 1
+    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, Producers(last_offsets={7: 2})) == 1
     assert (2, 2, 0) in batch_offsets(log) and (1, 1, 1) not in batch_offsets(log)
 
 
@@ -192,12 +194,12 @@ def test_a_clean_of_a_log_truncated_meanwhile_is_dropped() -> None:
     produce(log, clock, keyed(40, 5))
     executor = DeferredExecutor(disk)
     cleaner = LogCleaner(("/logs",), disk, CONFIG, executor, lambda _tp: "/logs")  # type: ignore[arg-type]
-    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
+    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, NO_PRODUCERS) == 0
     assert executor.pending
     log.truncate_to(30)  # a follower truncating while its cleaner thread works
     before = consumed(log)
     executor.run()
-    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
+    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, NO_PRODUCERS) == 0
     assert consumed(log) == before and TP not in cleaner.checkpoints
     assert not [name for name in disk.listdir(DIR) if name.endswith(".cleaned")]
     assert cleaner.metrics.aborted == 1 and not cleaner.uncleanable
@@ -209,11 +211,11 @@ def test_deleting_a_log_aborts_its_clean_at_the_next_batch() -> None:
     produce(log, clock, keyed(40, 5))
     executor = DeferredExecutor(disk)
     cleaner = LogCleaner(("/logs",), disk, CONFIG, executor, lambda _tp: "/logs")  # type: ignore[arg-type]
-    cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {})
+    cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, NO_PRODUCERS)
     cleaner.abort_and_wait(TP)  # runs the job: its check_done raises at the first batch
     (_, outcome), = executor.done
     assert isinstance(outcome, CleaningAborted)
-    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {}) == 0
+    assert cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, NO_PRODUCERS) == 0
     assert not cleaner.uncleanable
 
 
@@ -226,5 +228,5 @@ def test_a_truncation_below_the_checkpoint_brings_it_down() -> None:
     checkpoint = cleaner.checkpoints[TP]
     log.truncate_to(checkpoint - 5)  # a follower truncated to its leader's epoch end
     produce(log, clock, keyed(20, 5))
-    cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_start_offset}, lambda tp: {})  # nothing cleanable yet
+    cleaner.tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_start_offset}, NO_PRODUCERS)  # nothing cleanable yet
     assert cleaner.checkpoints[TP] == checkpoint - 5

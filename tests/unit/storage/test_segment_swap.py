@@ -4,7 +4,7 @@ reopened log, every record at its offset, and no file of the swap is left."""
 from __future__ import annotations
 
 import pytest
-from cleaner_helpers import DIR, TP, cleaner_of, compacted_log, consumed, last_values, produce
+from cleaner_helpers import DIR, NO_PRODUCERS, TP, cleaner_of, compacted_log, consumed, last_values, produce
 
 from insync.clock import ManualClock
 from insync.storage.disk import MemoryDisk
@@ -45,7 +45,7 @@ def _prepared() -> tuple[CrashingDisk, ManualClock, Log]:
 def _steps() -> int:
     disk, clock, log = _prepared()
     disk.countdown = 10_000
-    cleaner_of(disk).tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {})
+    cleaner_of(disk).tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, NO_PRODUCERS)
     return 10_000 - disk.countdown
 
 
@@ -55,12 +55,12 @@ def test_a_crash_at_any_step_of_a_swap_recovers_to_one_side(crash_at: int) -> No
     before = consumed(log)
     clean_disk, clean_clock, clean_log = _prepared()
     cleaner_of(clean_disk).tick(clean_clock.now_ms(), clean_clock.now_ms(), {TP: clean_log}, {TP: clean_log.log_end_offset},
-                                lambda tp: {})
+                                NO_PRODUCERS)
     after = consumed(clean_log)
     assert before != after
     disk.countdown = crash_at
     # The crash takes the log offline, or fails the checkpoint's write: the owner goes on either way.
-    cleaner_of(disk).tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, lambda tp: {})
+    cleaner_of(disk).tick(clock.now_ms(), clock.now_ms(), {TP: log}, {TP: log.log_end_offset}, NO_PRODUCERS)
     disk.countdown = None
     reopened = Log.open(DIR, log.config, disk, clock=clock)
     found = consumed(reopened)
