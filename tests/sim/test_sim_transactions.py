@@ -10,7 +10,7 @@ import pytest
 from insync.replication.transactions import AbortedTxn, marker_batch
 from insync.sim.batches import make_batch
 from insync.sim.run import run_scenario
-from insync.sim.scenario import load_scenario
+from insync.sim.scenario import load_document, load_scenario, parse_scenario
 from insync.sim.sweep import local_processes, sweep
 from insync.sim.txn_checker import PartitionTxnView, check_transactions, committed_batches
 from insync.sim.txn_workload import TxnAttempt, TxnHistory
@@ -29,6 +29,24 @@ def test_transactions_under_faults_keep_the_properties(seed: int) -> None:
     assert result.ok, f"seed {seed}: {result.invariant_violations[:5]} {result.expectation_failures}"
     assert result.transactions["committed"] > 0 and result.transactions["aborted"] > 0, result.transactions
     assert result.transactions["open"] <= 3  # at most the producers' last, cut off by the end of the run
+
+
+def test_killing_every_coordinator_in_turn_moves_the_transactions_and_keeps_the_properties() -> None:
+    document = load_document("transactions")
+    del document["chaos"]
+    document["duration_s"] = 36
+    # Each __transaction_state partition's leader killed in turn, mid-transaction: its ids move to a new leader,
+    # which replays the partition and completes what was prepared; the producers find it again. The kills are
+    # far enough apart for the restarted broker to catch up first: logs are not fsynced, so a kill costs the
+    # broker its log, and three close together leave no replica to elect cleanly.
+    document["faults"] = [{"at_s": 2 + 12 * p, "kind": "kill", "target": "coordinator", "partition": p,
+                           "restart_after_s": 2} for p in range(3)]
+    result = run_scenario(parse_scenario(document))
+    assert result.ok, result.invariant_violations[:5]
+    assert sum(1 for line in result.trace if "fault kill" in line) == 3, result.trace
+    moved = sum(result.transactions.get(f"error.{name}", 0) for name in
+                ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "REQUEST_TIMED_OUT"))
+    assert moved > 0 and result.transactions["committed"] > 0, result.transactions
 
 
 @pytest.mark.slow

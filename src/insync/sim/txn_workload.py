@@ -77,7 +77,7 @@ class TxnAttempt:
     outcome: str = "open"  # open | committed | aborted | abandoned
 
     def must_be(self) -> str | None:
-        """"committed" or "aborted" when the history settles it, None when either is possible."""
+        """The outcome the history settles ("committed" or "aborted"), None when either is possible."""
         if self.outcome in ("committed", "aborted"):
             return self.outcome
         return None if self.commit_requested else "aborted"  # only an EndTxn(commit) can commit it
