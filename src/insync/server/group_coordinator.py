@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from insync import errors
+from insync.broker.coordinator_partitions import coordinator_status, partition_count
 from insync.broker.core import BrokerCore
 from insync.broker.messages import ProduceRequest, ProduceResponse
 from insync.config import GroupCoordinatorConfig
@@ -48,7 +49,6 @@ from insync.protocol.codec import DecodedRequest
 from insync.protocol.control_records import COMMIT, marker_type
 from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
 from insync.server.client import FailoverConnection
-from insync.server.coordinator_partitions import coordinator_status, partition_count
 from insync.storage.log_manager import LogManager
 from insync.types import OFFSETS_TOPIC, TopicPartition
 from insync.wire import groups as api

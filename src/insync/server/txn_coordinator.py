@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from insync import errors
+from insync.broker.coordinator_partitions import coordinator_status, partition_count
 from insync.broker.core import BrokerCore
 from insync.broker.messages import (
     InitProducerIdRequest,
@@ -36,21 +37,13 @@ from insync.groups.offsets import partition_for
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.control_records import marker_batch
-from insync.protocol.records import InvalidRecordError, RecordSpec, build_batch, iter_records, parse_header
+from insync.protocol.records import InvalidRecordError, parse_header
 from insync.server.client import FailoverConnection, KafkaConnection
-from insync.server.coordinator_partitions import coordinator_status, partition_count
 from insync.server.group_coordinator import GroupCoordinator
 from insync.storage.log_manager import LogManager
+from insync.transactions import driving
 from insync.transactions.coordinator import Decision, TransactionCoordinatorCore
-from insync.transactions.log_records import (
-    TxnMetadata,
-    TxnRecordError,
-    TxnState,
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
-)
+from insync.transactions.log_records import TxnMetadata, TxnState
 from insync.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Offset, TopicPartition
 from insync.wire import groups as group_api
 from insync.wire import topics
@@ -60,21 +53,9 @@ from insync.wire.internal import NewTopic
 
 log = logging.getLogger("insync.transactions")
 
-SYNC_INTERVAL_MS = 500
-LOAD_CHUNK_BYTES = 1024 * 1024
 CREATE_TIMEOUT_S = 30.0
-MARKER_TIMEOUT_S = 30.0
-MARKER_RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0)  # then every second, while this broker coordinates
-MARKER_ATTEMPTS_MAX = 3_600
 E = errors.BY_NAME
-_PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
 _BY_KAFKA_NAME = {state.kafka_name: state for state in TxnState}
-# What a failed append of a state record reads to the client, as Kafka's TransactionStateManager maps it.
-_APPEND_ERRORS = {
-    **dict.fromkeys(("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-                     "REQUEST_TIMED_OUT"), E["COORDINATOR_NOT_AVAILABLE"]),
-    **dict.fromkeys(("NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR"), E["NOT_COORDINATOR"]),
-}
 # A verification's answers as a partition leader gives them to a producer (Kafka's AddPartitionsToTxnManager):
 # coordinator trouble as NOT_ENOUGH_REPLICAS, which the producer retries; a fenced producer as the epoch error.
 _VERIFY_ERRORS = {
@@ -83,9 +64,6 @@ _VERIFY_ERRORS = {
     "PRODUCER_FENCED": E["INVALID_PRODUCER_EPOCH"],
 }
 _VERIFY_MESSAGES = {"INVALID_TXN_STATE": "Partition was not added to the transaction"}
-# Partitions a marker is not retried on (Kafka's TransactionMarkerRequestCompletionHandler): gone, or fenced.
-_MARKER_FINAL = frozenset(("NONE", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_PRODUCER_EPOCH",
-                           "TRANSACTION_COORDINATOR_FENCED"))
 
 
 class TransactionCoordinator:
@@ -123,15 +101,12 @@ class TransactionCoordinator:
         partition_log = self.log_manager.get(tp)
         if partition_log is None:
             return
-        offset, end = partition_log.log_start_offset, partition_log.log_end_offset
+        offset = partition_log.log_start_offset
         try:
-            while offset < end:  # bounded: each read advances past at least one batch
-                result = partition_log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
-                if not result.records or result.next_offset <= offset:
-                    break
-                for record in iter_records(result.records):
-                    self._replay_record(partition, record.key, record.value)
-                offset = result.next_offset
+            for reached, warnings in driving.replay_chunks(self.state, partition, partition_log):
+                offset = reached  # where a failed read stopped, for the warning
+                for warning in warnings:
+                    log.warning("%s", warning)
                 await asyncio.sleep(0)
         except KafkaException as exc:
             log.warning("Loading %s stopped at offset %d: %s", tp, offset, exc)
@@ -140,31 +115,20 @@ class TransactionCoordinator:
         if self.core.leader_epoch(tp) != epoch:
             return
         self._loaded[partition] = epoch
-        prepared = self.state.in_state(_PREPARED, partition)
+        prepared = self.state.in_state(driving.PREPARED, partition)
         log.info("Loaded the transactions of %s (leader epoch %d), completing %d prepared", tp, epoch, len(prepared))
         for txn in prepared:
             self._start_completing(txn)
 
-    def _replay_record(self, partition: int, key: bytes | None, value: bytes | None) -> None:
-        if key is None:
-            return
-        try:
-            transactional_id = decode_key(key)
-            txn = None if value is None else decode_value(transactional_id, value)
-        except TxnRecordError as exc:
-            log.warning("Skipping an unreadable record of %s-%d: %s", TRANSACTION_STATE_TOPIC, partition, exc)
-            return
-        self.state.replay(partition, txn, transactional_id)
-
     def _sync_leadership(self) -> None:
-        for partition, epoch in list(self._loaded.items()):
-            if self.core.leader_epoch(TopicPartition(TRANSACTION_STATE_TOPIC, partition)) != epoch:
-                log.info("No longer coordinating the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
-                del self._loaded[partition]
-                self.state.unload(partition)
-        for tp, epoch, _ in self.core.leader_states():
-            if tp.topic == TRANSACTION_STATE_TOPIC and self._loaded.get(tp.partition) != epoch:
-                self._start_load(tp.partition, epoch)
+        lost, to_load = driving.leadership_changes(self._loaded,
+                                                   driving.led_state_partitions(self.core.leader_states()))
+        for partition in lost:
+            log.info("No longer coordinating the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
+            del self._loaded[partition]
+            self.state.unload(partition)
+        for partition, epoch in to_load:
+            self._start_load(partition, epoch)
 
     # The timer ------------------------------------------------------------------------------------------------
 
@@ -181,7 +145,7 @@ class TransactionCoordinator:
                              txn.transactional_id, txn.timeout_ms)
                     await self._apply(self.state.abort_expired(txn, now_ms))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), SYNC_INTERVAL_MS / 1000)
+                await asyncio.wait_for(stop.wait(), driving.SYNC_INTERVAL_MS / 1000)
 
     def close(self) -> None:
         for task in [*self._loading.values(), *self._completing.values()]:
@@ -282,7 +246,7 @@ class TransactionCoordinator:
         if error is not errors.NONE:
             self.state.abandon(txn.transactional_id)
             return error
-        if txn.state in _PREPARED:
+        if txn.state in driving.PREPARED:
             self._start_completing(txn)
         return decision.error
 
@@ -295,12 +259,11 @@ class TransactionCoordinator:
         epoch = self._loaded.get(partition)
         if epoch is None or self.core.leader_epoch(tp) != epoch:
             return E["NOT_COORDINATOR"]
-        batch = build_batch([RecordSpec(key=encode_key(txn.transactional_id), value=encode_value(txn))],
-                            base_timestamp=self._now())
+        batch = driving.state_record(txn, self._now())
         response = await self._append(ProduceRequest(0, -1, self.config.write_timeout_ms, ((tp, batch),)))
         (result,) = response.results
         if result.error is not errors.NONE:
-            return _APPEND_ERRORS.get(result.error.name, result.error)
+            return driving.append_error(result.error)
         if self._loaded.get(partition) != epoch:
             return E["NOT_COORDINATOR"]
         self.state.replay(partition, txn, txn.transactional_id)
@@ -411,13 +374,13 @@ class TransactionCoordinator:
         coordinator_epoch = self._loaded.get(partition, -1)
         commit = txn.state is TxnState.PREPARE_COMMIT
         pending = set(txn.partitions)
-        for attempt in range(MARKER_ATTEMPTS_MAX):
+        for attempt in range(driving.MARKER_ATTEMPTS_MAX):
             if self._loaded.get(partition) != coordinator_epoch or self.state.get(txn.transactional_id) != txn:
                 return  # no longer this broker's to complete (its new coordinator will)
             pending -= await self._send_markers(txn, commit, coordinator_epoch, pending)
             if not pending:
                 break
-            await asyncio.sleep(MARKER_RETRY_S[min(attempt, len(MARKER_RETRY_S) - 1)])
+            await asyncio.sleep(driving.marker_retry_ms(attempt) / 1000)
         else:
             log.error("Gave up writing the markers of %s to %s", txn.transactional_id, sorted(pending))
             return
@@ -428,24 +391,16 @@ class TransactionCoordinator:
     async def _send_markers(self, txn: TxnMetadata, commit: bool, coordinator_epoch: int,
                             partitions: set[TopicPartition]) -> set[TopicPartition]:
         """One WriteTxnMarkers per leader, at once; returns the partitions done."""
-        by_leader: dict[int, list[TopicPartition]] = {}
-        done: set[TopicPartition] = set()
-        image = self.core.metadata.image
-        for tp in partitions:
-            topic = image.topic(tp.topic)
-            if topic is None or tp.partition not in topic.partitions:
-                done.add(tp)  # deleted: nothing to mark
-                continue
-            by_leader.setdefault(topic.partitions[tp.partition].leader, []).append(tp)
+        done, by_leader = driving.markers_by_leader(self.core.metadata.image, partitions)  # deleted: no marker
         sends = [self._send(leader, api.Marker(txn.producer_id, txn.producer_epoch, commit, coordinator_epoch,
-                                               tuple(sorted(tps)))) for leader, tps in by_leader.items() if leader >= 0]
+                                               tuple(tps))) for leader, tps in by_leader.items() if leader >= 0]
         for answered in await asyncio.gather(*sends):
-            done |= {tp for tp, error in answered.items() if error.name in _MARKER_FINAL}
+            done |= {tp for tp, error in answered.items() if driving.marker_done(error)}
         return done
 
     async def _send(self, leader: int, marker: api.Marker) -> dict[TopicPartition, KafkaError]:
         try:
-            body = await self._connect(leader).request(api.markers_request(marker), MARKER_TIMEOUT_S)
+            body = await self._connect(leader).request(api.markers_request(marker), driving.MARKER_TIMEOUT_MS / 1000)
         except (ConnectionError, OSError, TimeoutError, KafkaException) as exc:
             log.debug("WriteTxnMarkers to broker %d failed: %s", leader, exc)
             return {}

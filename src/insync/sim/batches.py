@@ -42,9 +42,14 @@ def _zigzag_varint(value: int) -> bytes:
 _VARINT = [_zigzag_varint(v) for v in range(_VARINTS)]
 
 
-def make_batch(producer_id: int, base_sequence: int, record_count: int, value_bytes: int, now_ms: int) -> bytes:
-    """One v2 batch (no compression, CreateTime `now_ms`) of `record_count` records with unique keys/values."""
-    assert producer_id >= 0 and base_sequence >= 0, (producer_id, base_sequence)
+_TRANSACTIONAL = 0x10  # the attributes bit of a transactional batch
+
+
+def make_batch(producer_id: int, base_sequence: int, record_count: int, value_bytes: int, now_ms: int,
+               producer_epoch: int = 0, transactional: bool = False) -> bytes:
+    """One v2 batch (no compression, CreateTime `now_ms`) of `record_count` records with unique keys/values; a
+    `transactional` one belongs to the open transaction of `producer_id` in `producer_epoch`."""
+    assert producer_id >= 0 and base_sequence >= 0 and producer_epoch >= 0, (producer_id, base_sequence)
     assert 1 <= record_count <= RECORDS_PER_BATCH_MAX, record_count
     pad = b"." * max(0, value_bytes - 16)
     varint = _VARINT
@@ -54,8 +59,9 @@ def make_batch(producer_id: int, base_sequence: int, record_count: int, value_by
         value = b"v%d-%d" % (producer_id, base_sequence + delta) + pad
         body = b"".join((b"\x00\x00", varint[delta], varint[len(key)], key, varint[len(value)], value, b"\x00"))
         records.append(varint[len(body)] + body)
-    crc_range = _CRC_RANGE_HEADER.pack(0, record_count - 1, now_ms, now_ms, producer_id, 0, base_sequence,
-                                       record_count) + b"".join(records)
+    attributes = _TRANSACTIONAL if transactional else 0
+    crc_range = _CRC_RANGE_HEADER.pack(attributes, record_count - 1, now_ms, now_ms, producer_id, producer_epoch,
+                                       base_sequence, record_count) + b"".join(records)
     batch_length = _PREFIX.size - LOG_OVERHEAD + len(crc_range)
     return _PREFIX.pack(0, batch_length, -1, MAGIC, crc32c(crc_range)) + crc_range
 

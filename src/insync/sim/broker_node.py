@@ -3,14 +3,14 @@
 `Outgoing` messages go on the network, a `CompleteAfter` (a slow follower read, KIP-501) schedules
 `complete_read` after its latency, and the core's next deadline becomes one timer. Process faults:
 - `pause(ms)`: a stop-the-world GC pause; messages and finished reads wait in an inbox until it ends.
-- `kill(torn_tail)`: in-flight messages are lost, the disk keeps only what was fsynced (`MemoryDisk.crash`),
-  pending reads are forgotten, and no clean-shutdown marker is left.
+- `kill(torn_tail)`: in-flight messages and pending reads are lost, the disk keeps only what was fsynced
+  (`MemoryDisk.crash`), and no clean-shutdown marker is left.
 - `stop(then)`: controlled shutdown, as on SIGTERM: it keeps serving until the controller has moved its
   leaderships or its session passes, then checkpoints, flushes and closes every log, leaves the clean-shutdown
   marker (KIP-966) and closes its connections, so clients hear of it at once.
 - `restart()`: a new process recovers the logs from that disk (`LogManager.open`) and registers again.
-Metadata arrives as in production, by a long poll of the controller's metadata log, sent again when lost. After
-every step the node reports to `on_step`, where the checker runs its incremental invariants.
+Metadata comes by a long poll of the controller's log; after every step `on_step` runs the checker's invariants.
+With `transactions` a process also runs a `sim.txn_coordinator`, given coordinator requests and ProduceResponses.
 """
 
 from __future__ import annotations
@@ -27,13 +27,15 @@ from insync.broker.controller_channel import (
     REQUEST_TIMEOUT_MS,
 )
 from insync.broker.core import BrokerCore
-from insync.broker.messages import CompleteAfter
+from insync.broker.messages import CompleteAfter, ProduceResponse
 from insync.config import BrokerConfig
 from insync.controller.messages import CONTROLLER, MetadataFetchRequest, MetadataUpdate
 from insync.events import Event
 from insync.limits import METADATA_RECORDS_PER_FETCH_MAX
 from insync.sim.network import Disconnected, Network, NodeId
 from insync.sim.scheduler import Scheduler, SchedulerClock, Timer
+from insync.sim.txn_coordinator import SimTxnCoordinator
+from insync.sim.txn_messages import AddTxnPartitions, EndTxn, FindTxnCoordinator, InitTxnProducer
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
 from insync.types import BrokerId, Outgoing
@@ -41,12 +43,16 @@ from insync.types import BrokerId, Outgoing
 # Messages a paused broker buffers; a pause long enough to exceed this means the workload is misconfigured.
 INBOX_MAX = 1_000_000
 CONTROLLED_SHUTDOWN_POLL_MS = 100  # how often a stopping broker looks whether the controller has let it go
+_TXN_REQUESTS = (FindTxnCoordinator, InitTxnProducer, AddTxnPartitions, EndTxn)
 
 
 class SimBroker:
     def __init__(self, broker_id: BrokerId, config: BrokerConfig, scheduler: Scheduler, network: Network,
-                 sink: Callable[[list[Event]], None], on_step: Callable[[int], None]) -> None:
+                 sink: Callable[[list[Event]], None], on_step: Callable[[int], None], transactions: bool = False
+                 ) -> None:
         self.broker_id = broker_id
+        self._transactions = transactions
+        self.coordinator: SimTxnCoordinator | None = None
         self.config = config
         self.disk = MemoryDisk()
         self.log_dir = f"/broker-{broker_id}"
@@ -61,7 +67,7 @@ class SimBroker:
         self.incarnation = 0
         self._timer: Timer | None = None
         self._paused_until_ms = 0
-        self._inbox: deque[tuple[NodeId, object] | int] = deque()
+        self._inbox: deque[tuple[NodeId, object] | int | Callable[[], None]] = deque()
         self._poll: int | None = None  # the correlation id of the metadata long poll out
         self._poll_timer: Timer | None = None
         self._poll_correlations = itertools.count(METADATA_POLL_FIRST_CORRELATION)
@@ -86,6 +92,11 @@ class SimBroker:
         self._log_manager = log_manager
         self.core = BrokerCore(self.broker_id, self.config, log_manager, self.incarnation,
                                self._scheduler.now_ms)
+        if self._transactions:
+            self.coordinator = SimTxnCoordinator(
+                self.broker_id, self.config.transactions, self.core, lambda: self._scheduler.now_ms,
+                functools.partial(self._coordinator_after, self.incarnation),
+                functools.partial(self._network.send, self.broker_id), self._local)
         self._apply([*self.core.start(self._scheduler.now_ms), *self._poll_metadata()])
 
     # Driving the core ---------------------------------------------------------------------------------
@@ -104,6 +115,12 @@ class SimBroker:
         assert core is not None
         if isinstance(message, MetadataUpdate) and message.correlation_id == self._poll:
             return self._on_poll_answer(message)
+        if self.coordinator is not None and isinstance(message, _TXN_REQUESTS):
+            self.coordinator.on_request(src, message)
+            return []
+        if self.coordinator is not None and isinstance(message, ProduceResponse):
+            self.coordinator.on_produce_response(message)
+            return []
         if not isinstance(message, Disconnected):
             return core.handle(self._scheduler.now_ms, src, message)
         # As `server.broker_node._to_broker`: the fetch in flight on the closed connection fails and backs off.
@@ -111,11 +128,39 @@ class SimBroker:
         node = message.node
         if not isinstance(node, int):
             return []  # the controller (or a client): nothing of ours in flight fails on it
+        if self.coordinator is not None:
+            self.coordinator.on_disconnect(node)
         session = core.fetchers.sessions.get(BrokerId(node))
         request = session.in_flight if session is not None else None
         if request is None:
             return []
         return core.fetch_failed(self._scheduler.now_ms, BrokerId(node), request.correlation_id)
+
+    # The transaction coordinator's calls -----------------------------------------------------------------
+
+    def _local(self, message: object) -> None:
+        """The coordinator's request to its own core, in-process (as the server's `call`)."""
+        assert self.core is not None and not self.paused
+        self._apply(self.core.handle(self._scheduler.now_ms, self.broker_id, message))
+
+    def _local_answer(self, incarnation: int, message: object) -> None:
+        if self.core is None or incarnation != self.incarnation:
+            return
+        if self.paused:
+            self._inbox.append((self.broker_id, message))
+            return
+        self._apply(self._handle(self.broker_id, message))
+
+    def _coordinator_after(self, incarnation: int, delay_ms: int, action: Callable[[], None]) -> None:
+        self._scheduler.after(delay_ms, functools.partial(self._coordinator_timer, incarnation, action))
+
+    def _coordinator_timer(self, incarnation: int, action: Callable[[], None]) -> None:
+        if self.core is None or incarnation != self.incarnation:
+            return
+        if self.paused:
+            self._inbox.append(action)
+            return
+        action()
 
     # The metadata long poll ----------------------------------------------------------------------------
 
@@ -168,7 +213,9 @@ class SimBroker:
         assert core is not None
         network = self._network
         for command in commands:
-            if isinstance(command, Outgoing):
+            if isinstance(command, Outgoing) and command.destination == self.broker_id:
+                self._scheduler.after(0, functools.partial(self._local_answer, self.incarnation, command.message))
+            elif isinstance(command, Outgoing):
                 network.send(self.broker_id, command.destination, command.message)
             else:
                 self._scheduler.after(command.delay_ms,
@@ -212,6 +259,8 @@ class SimBroker:
             item = self._inbox.popleft()
             if isinstance(item, int):
                 self._apply(self.core.complete_read(self._scheduler.now_ms, item))
+            elif callable(item):
+                item()
             else:
                 self._apply(self._handle(item[0], item[1]))
         if self.core is not None:
@@ -225,6 +274,7 @@ class SimBroker:
         if self.core is None:
             return
         self.core = None
+        self.coordinator = None
         self.incarnation += 1
         self._inbox.clear()
         self._paused_until_ms = 0

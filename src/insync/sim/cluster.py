@@ -22,7 +22,7 @@ from insync.sim.controller_node import SimController
 from insync.sim.network import LinkConfig, Network, NodeId
 from insync.sim.scheduler import Scheduler
 from insync.storage.disk import MemoryDisk
-from insync.types import NO_LEADER, BrokerId, TopicPartition
+from insync.types import NO_LEADER, TRANSACTION_STATE_TOPIC, BrokerId, TopicPartition
 
 EVENTS_REMEMBERED_MAX = 2_000_000
 READ_CHUNK_BYTES = 1 << 22
@@ -30,7 +30,7 @@ READ_CHUNK_BYTES = 1 << 22
 
 class SimCluster:
     def __init__(self, scheduler: Scheduler, brokers: int, broker_config: dict[str, object], topic: str,
-                 link: LinkConfig) -> None:
+                 link: LinkConfig, transactions: bool = False) -> None:
         assert brokers >= 1
         self.scheduler = scheduler
         self.topic = topic
@@ -51,7 +51,7 @@ class SimCluster:
         for broker_id in self._broker_ids:
             config = BrokerConfig({**broker_config, "node.id": broker_id})
             self.brokers[broker_id] = SimBroker(broker_id, config, scheduler, self.network, self._collect,
-                                                self._on_broker_step)
+                                                self._on_broker_step, transactions)
         for node in self.brokers.values():
             node.start()
 
@@ -122,6 +122,12 @@ class SimCluster:
     def resolve(self, target: object, topic_partition: TopicPartition) -> int:
         if isinstance(target, int) and target in self.brokers:
             return target
+        if target == "coordinator":  # the transaction coordinator that partition's index places
+            state = self.controller.controller.image.topic(TRANSACTION_STATE_TOPIC)
+            if state is None or not state.partitions:
+                raise ConfigError("fault target 'coordinator' needs the __transaction_state topic")
+            topic_partition = TopicPartition(TRANSACTION_STATE_TOPIC, topic_partition.partition % len(state.partitions))
+            target = "leader"
         reg = self._registration(topic_partition)
         followers = [b for b in reg.replicas if b != reg.leader] if reg is not None else []
         if target == "leader" and reg is not None and reg.leader != NO_LEADER:

@@ -9,8 +9,8 @@ prefix of the last append; restarts after `restart_after_s`), `wipe` (back on an
 into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files), `disk_full`
 (ENOSPC on the log dir: it halts; healed by space and a restart) and `delete_records` (`offset` or `"hw"`).
 `every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or absent lasts until the quiesce phase.
-`[chaos]` draws faults from the run's seed (`kinds`, `gap_s`, `duration_s`, `slow_read_ms` ranges, `until_s`),
-one at a time, so an acks=all cluster with RF 3 and min ISR 2 must lose nothing.
+`[chaos]` draws faults from the run's seed (`kinds`, `targets`, `gap_s`, `duration_s`, `slow_read_ms` ranges,
+`until_s`), one at a time, so an acks=all cluster with RF 3 and min ISR 2 must lose nothing.
 """
 
 from __future__ import annotations
@@ -108,6 +108,7 @@ class FaultPlan:
         gap_lo, gap_hi = (float(x) for x in chaos.get("gap_s", [2, 10]))
         dur_lo, dur_hi = (float(x) for x in chaos.get("duration_s", [1, 15]))
         slow_lo, slow_hi = (int(x) for x in chaos.get("slow_read_ms", [100, 20000]))
+        targets = list(chaos.get("targets", ["leader", "follower", "follower2"]))
         start = self._scheduler.start_ms
         until_ms = start + round(float(chaos.get("until_s", (self._end_ms - start) / 1000)) * 1000)
         time_ms = start + round(float(chaos.get("start_s", 5)) * 1000)
@@ -117,7 +118,7 @@ class FaultPlan:
                 break
             kind = rng.choice(kinds)
             spec: dict[str, Any] = {"kind": kind, "at_s": (time_ms - start) / 1000,
-                                    "target": rng.choice(["leader", "follower", "follower2"]),
+                                    "target": rng.choice(targets),
                                     "partition": rng.randrange(max(1, chaos.get("partitions", 1)))}
             if kind in ("kill", "wipe", "stop"):
                 spec["restart_after_s"] = duration_s

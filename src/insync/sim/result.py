@@ -40,6 +40,7 @@ class SimResult:
     sim_events: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)  # the faults injected, with their times
+    transactions: dict[str, int] = field(default_factory=dict)  # outcomes and errors of transactional producers
 
     @property
     def speedup(self) -> float:
@@ -84,6 +85,7 @@ class SimResult:
             "ok": self.ok,
             "reproduce": self.reproduce_command(),
             "faults": list(self.trace),
+            "transactions": dict(self.transactions),
         }
         if with_events:
             out["events"] = self.events
@@ -108,6 +110,8 @@ class SimResult:
             ("consumed batches", str(self.consumed_batches)),
             ("simulated events", str(self.sim_events)),
         ]
+        if self.transactions:
+            rows.append(("transactions", ", ".join(f"{k}={v}" for k, v in self.transactions.items())))
         counts: dict[str, int] = {}
         for event in self.events:
             counts[event["type"]] = counts.get(event["type"], 0) + 1

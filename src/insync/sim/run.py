@@ -5,8 +5,11 @@ Phases, all in virtual time from the scenario's seed:
    wait), and the clients start;
 2. `duration_s` of workload under the scripted faults and `[chaos]`;
 3. heal: every fault ends (links healed, disks cleared, dead brokers restarted), producers stop;
-4. `quiesce_s` for the cluster to catch up, then the final checks (lost writes, divergence, consumed data).
-The checker's incremental invariants run after every broker step throughout.
+4. `quiesce_s` for the cluster to catch up, then the final checks (lost writes, divergence, consumed data, and
+   with `[transactions]` the transactional ones of `txn_checker` on each partition's final leader).
+The checker's incremental invariants run after every broker step throughout. A scenario with `[transactions]`
+gets a transaction coordinator on every broker and `__transaction_state` created with the topic (the server
+creates it at the first FindCoordinator instead).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+from insync.config import BrokerConfig, TransactionCoordinatorConfig
 from insync.events import EventType, LeaderChangeReason
 from insync.sim.checker import PREFIX_CHECK_INTERVAL_MS
 from insync.sim.cluster import SimCluster
@@ -24,8 +28,10 @@ from insync.sim.history import History
 from insync.sim.result import SimResult
 from insync.sim.scenario import Scenario
 from insync.sim.scheduler import Scheduler
+from insync.sim.txn_checker import check_transactions, read_partition
+from insync.sim.txn_workload import SimTxnProducer, TxnHistory
 from insync.sim.workload import SimConsumer, SimProducer
-from insync.types import BrokerId, TopicPartition
+from insync.types import TRANSACTION_STATE_TOPIC, BrokerId, TopicPartition
 
 STARTUP_MS_MAX = 60_000
 STARTUP_STEP_MS = 100
@@ -37,10 +43,13 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
     cpu_start = time.process_time()
     scheduler = Scheduler(scenario.seed)
     run_start = scheduler.now_ms
-    cluster = SimCluster(scheduler, scenario.brokers, scenario.broker_config, scenario.topic.name, scenario.network)
+    cluster = SimCluster(scheduler, scenario.brokers, scenario.broker_config, scenario.topic.name, scenario.network,
+                         transactions=scenario.transactions is not None)
     _wait_for_brokers(scheduler, cluster)
     topic = scenario.topic
     cluster.create_topic(topic.name, topic.partitions, topic.replication_factor, topic.configs)
+    if scenario.transactions is not None:
+        _create_transaction_state(cluster, BrokerConfig(scenario.broker_config).transactions, scenario.brokers)
     tps = [TopicPartition(topic.name, p) for p in range(topic.partitions)]
     scheduler.run_until(scheduler.now_ms + 1_000)  # leaders and followers start
     history = History()
@@ -52,6 +61,11 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
                  for i, spec in enumerate(scenario.producers)]
     consumers = [SimConsumer(f"consumer-{i}", topic.name, topic.partitions, bootstrap, scheduler, cluster.network,
                              history) for i in range(scenario.consumers)]
+    txn_history = TxnHistory()
+    spec = scenario.transactions
+    txn_producers = [] if spec is None else [
+        SimTxnProducer(f"txn-producer-{i}", topic.name, topic.partitions, spec, bootstrap, scheduler, cluster.network,
+                       txn_history) for i in range(spec.producers)]
     end_ms = workload_start + scenario.duration_ms
     plan = FaultPlan(scheduler, cluster, end_ms)
     plan.schedule(scenario.faults)
@@ -61,10 +75,42 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
     scheduler.run_until(end_ms)
     for producer in producers:
         producer.stop()
+    for txn_producer in txn_producers:
+        txn_producer.stop()
     plan.heal_all()
     scheduler.run_until(end_ms + scenario.quiesce_ms)
     cluster.update_health()
-    return _result(scenario, overrides or {}, cluster, history, (run_start, wall_start, cpu_start), consumers)
+    if spec is not None:
+        _check_transactions(cluster, tps, txn_history)
+    result = _result(scenario, overrides or {}, cluster, history, (run_start, wall_start, cpu_start), consumers)
+    if spec is not None:
+        outcomes = Counter(attempt.outcome for attempt in txn_history.attempts)
+        result.transactions = {"committed": outcomes["committed"], "aborted": outcomes["aborted"],
+                               "abandoned": outcomes["abandoned"], "open": outcomes["open"],
+                               **{f"error.{name}": count for name, count in sorted(txn_history.errors.items())}}
+    return result
+
+
+def _create_transaction_state(cluster: SimCluster, config: TransactionCoordinatorConfig, brokers: int) -> None:
+    """`__transaction_state` with Kafka's TransactionLog topic configs, as the server creates it."""
+    cluster.create_topic(TRANSACTION_STATE_TOPIC, config.log_num_partitions, min(config.log_replication_factor,
+                                                                                 brokers),
+                         {"cleanup.policy": "compact", "min.insync.replicas": str(config.log_min_isr),
+                          "unclean.leader.election.enable": "false"})
+
+
+def _check_transactions(cluster: SimCluster, tps: list[TopicPartition], history: TxnHistory) -> None:
+    now = cluster.scheduler.now_ms
+    views = {}
+    for tp in tps:
+        leader = cluster.current_leader(tp)
+        core = cluster.brokers[leader].core if leader in cluster.brokers else None
+        if core is None or core.leader_epoch(tp) is None:
+            cluster.checker.violation(now, f"{tp}: no live leader to read transactions from (leader {leader})")
+            continue
+        views[tp] = read_partition(core, tp, now)
+    for text in check_transactions(history, views):
+        cluster.checker.violation(now, text)
 
 
 def _every(scheduler: Scheduler, interval_ms: int, action: Callable[[], None]) -> None:

@@ -8,8 +8,9 @@ Sections: top-level `name`, `description`, `seed`, `duration_s` (virtual seconds
 `quiesce_s` (afterwards every fault is healed and the cluster runs on before the final checks); `[cluster]`
 (`brokers`), `[broker]` (broker configs by Kafka name), `[topic]` (`name`, `partitions`, `replication_factor`,
 `configs`), `[network]` (`latency_ms`, `jitter_ms`, `drop_rate`, `reorder`), `[[producers]]` (fields of
-`ProducerSpec` except topic/partitions), `[consumers]` (`count`), `[[faults]]` and `[chaos]` (see `faults.py`)
-and `[expect]` (see `expectations.py`).
+`ProducerSpec` except topic/partitions), `[consumers]` (`count`), `[transactions]` (fields of `TxnSpec`:
+transactional producers, which need `__transaction_state`), `[[faults]]` and `[chaos]` (see `faults.py`) and
+`[expect]` (see `expectations.py`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from typing import Any
 
 from insync.config import BrokerConfig, ConfigError
 from insync.sim.network import LinkConfig
+from insync.sim.txn_workload import TxnSpec
 from insync.sim.workload import ProducerSpec
 
 _TOP_LEVEL = {"name", "description", "seed", "duration_s", "quiesce_s", "cluster", "broker", "topic", "network",
-              "producers", "consumers", "faults", "chaos", "expect"}
+              "producers", "consumers", "transactions", "faults", "chaos", "expect"}
 _PRODUCER_FIELDS = {f.name for f in fields(ProducerSpec)} - {"topic", "partitions"}
 
 
@@ -51,6 +53,7 @@ class Scenario:
     network: LinkConfig
     producers: tuple[ProducerSpec, ...]
     consumers: int
+    transactions: TxnSpec | None
     faults: tuple[dict[str, Any], ...]
     chaos: dict[str, Any] | None
     expect: dict[str, Any]
@@ -150,6 +153,7 @@ def parse_scenario(document: dict[str, Any]) -> Scenario:
         network=network,
         producers=producers,
         consumers=int(dict(document.get("consumers", {})).get("count", 0)),
+        transactions=_transactions(document["transactions"]) if "transactions" in document else None,
         faults=tuple(dict(f) for f in document.get("faults", [])),
         chaos=dict(document["chaos"]) if "chaos" in document else None,
         expect=dict(document.get("expect", {})),
@@ -169,3 +173,14 @@ def _producer(topic: TopicSpec, doc: dict[str, Any]) -> ProducerSpec:
         return ProducerSpec(topic=topic.name, partitions=topic.partitions, **doc)
     except (TypeError, AssertionError) as exc:
         raise ConfigError(f"[[producers]]: invalid {doc}: {exc}") from None
+
+
+def _transactions(doc: dict[str, Any]) -> TxnSpec:
+    known = {f.name for f in fields(TxnSpec)}
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise ConfigError(f"unknown [transactions] keys: {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    try:
+        return TxnSpec(**doc)
+    except (TypeError, AssertionError) as exc:
+        raise ConfigError(f"[transactions]: invalid {doc}: {exc}") from None
