@@ -146,7 +146,9 @@ class ProducerStateTable:
     def observe(self, header: BatchHeader, batch: bytes | memoryview, pos: int) -> None:
         """Record any appended batch (offsets stamped, at `pos` of `batch`): idempotent ones for duplicate
         checks, transactional ones and markers for the transaction index. A marker in a newer epoch (the
-        coordinator fenced the producer) raises the producer's epoch, so its older self is refused."""
+        coordinator fenced the producer) raises the producer's epoch, so its older self is refused, and forgets the
+        older epoch's batches (Kafka's maybeUpdateProducerEpoch): the new epoch starts again at sequence 0, which
+        must not be taken for a duplicate of an old batch."""
         self._last_offset = max(self._last_offset, header.last_offset)
         if not header.is_control:
             self.record(header.producer_id, header.producer_epoch, header.base_sequence, header.base_offset,
@@ -158,6 +160,7 @@ class ProducerStateTable:
         entry = self._producers.get(header.producer_id)
         if entry is not None and header.producer_epoch > entry.producer_epoch:
             entry.producer_epoch = header.producer_epoch
+            entry.batches.clear()
         if entry is not None and marker is not None:
             entry.coordinator_epoch = marker[1]
 

@@ -39,6 +39,23 @@ def test_epochs_fence_and_restart_sequences() -> None:
     assert table.check(1, 4, 1, 0) is None
 
 
+def test_a_marker_that_raises_the_epoch_forgets_the_older_epochs_batches() -> None:
+    """Kafka's maybeUpdateProducerEpoch: after an abort in a bumped epoch, the producer's first batch of that
+    epoch (sequence 0) is appended, not answered as a duplicate of the old epoch's sequence 0."""
+    import dataclasses
+
+    from insync.protocol.control_records import marker_batch
+    from insync.protocol.records import build_batch, parse_header
+
+    table = ProducerStateTable()
+    old = build_batch([(None, b"x")], producer_id=1, producer_epoch=0, base_sequence=0, is_transactional=True)
+    table.observe(dataclasses.replace(parse_header(old), base_offset=0), old, 0)
+    abort = marker_batch(1, 1, 0, False, 1_000)
+    table.observe(dataclasses.replace(parse_header(abort), base_offset=1), abort, 0)
+    assert table.check(1, 1, 0, 0) is None
+    assert code_of(lambda: table.check(1, 0, 1, 0)) == errors.INVALID_PRODUCER_EPOCH.name
+
+
 def test_unknown_producer_and_non_idempotent_batches() -> None:
     table = ProducerStateTable()
     # Kafka (KIP-360): a producer the partition no longer knows continues at whatever sequence it is at
