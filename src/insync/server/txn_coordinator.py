@@ -75,7 +75,7 @@ class TransactionCoordinator:
         self.state = TransactionCoordinatorCore(config.max_timeout_ms)
         self._loaded: dict[int, int] = {}  # partition -> the leader epoch it was replayed at
         self._loading: dict[int, asyncio.Task[None]] = {}
-        self._completing: dict[str, asyncio.Task[None]] = {}
+        self._completing: dict[str, tuple[asyncio.Task[None], int]] = {}  # id -> its task, its coordinator epoch
         self._creating: asyncio.Task[None] | None = None
 
     # Which ids this broker coordinates ------------------------------------------------------------------------
@@ -148,7 +148,7 @@ class TransactionCoordinator:
                 await asyncio.wait_for(stop.wait(), driving.SYNC_INTERVAL_MS / 1000)
 
     def close(self) -> None:
-        for task in [*self._loading.values(), *self._completing.values()]:
+        for task in [*self._loading.values(), *(task for task, _ in self._completing.values())]:
             task.cancel()
         if self._creating is not None:
             self._creating.cancel()
@@ -360,11 +360,21 @@ class TransactionCoordinator:
     # Markers ----------------------------------------------------------------------------------------------------
 
     def _start_completing(self, txn: TxnMetadata) -> None:
-        if txn.transactional_id in self._completing:
+        """Complete `txn` unless a task of this coordinator epoch already does. One left from before the partition
+        was lost and loaded again would give up at its next step (its epoch is gone): it is replaced, not waited for."""
+        epoch = self._loaded.get(partition_for(txn.transactional_id, self._count() or 1), -1)
+        running = self._completing.get(txn.transactional_id)
+        if running is not None and running[1] == epoch:
             return
+        if running is not None:
+            running[0].cancel()
         task = asyncio.get_running_loop().create_task(self._complete(txn))
-        self._completing[txn.transactional_id] = task
-        task.add_done_callback(lambda _: self._completing.pop(txn.transactional_id, None))
+        self._completing[txn.transactional_id] = (task, epoch)
+
+        def forget(_: asyncio.Task[None]) -> None:
+            if self._completing.get(txn.transactional_id, (None, 0))[0] is task:
+                del self._completing[txn.transactional_id]
+        task.add_done_callback(forget)
 
     async def _complete(self, txn: TxnMetadata) -> None:
         """Write the markers of a prepared transaction until every partition has one, then its Complete state."""
