@@ -119,6 +119,26 @@ class Target:
     scenario: str
 
 
+def kafka_path(work: Path) -> Path | None:
+    """A directory laid out as a Kafka release for librdkafka's Java test programs (tests/java, run through
+    `$KAFKA_PATH/bin/kafka-run-class.sh` with its classes on CLASSPATH, built against `$KAFKA_PATH/libs`): the
+    jars `make kafka` assembled from Maven Central, and a kafka-run-class.sh that runs java on them. None when
+    Kafka was not assembled (the tests that need it then report their own warning and fail)."""
+    from insync.chaos import kafka_dist
+
+    dist = kafka_dist.assembled("4.1")
+    if dist is None:
+        return None
+    home = work / "kafka-path"
+    (home / "bin").mkdir(parents=True, exist_ok=True)
+    if not (home / "libs").exists():
+        (home / "libs").symlink_to(dist.libs)
+    script = home / "bin" / "kafka-run-class.sh"
+    script.write_text('#!/bin/sh\nexec java -Xmx256m -cp "$CLASSPATH:$(dirname "$0")/../libs/*" "$@"\n')
+    script.chmod(0o755)
+    return home
+
+
 def run_test(tests_dir: Path, name: str, target: Target, work: Path, kafka_version: str, timeout_s: float
              ) -> Outcome:
     conf = work / "test.conf"
@@ -129,6 +149,9 @@ def run_test(tests_dir: Path, name: str, target: Target, work: Path, kafka_versi
     libraries = f"{tests_dir.parent / 'src'}:{tests_dir.parent / 'src-cpp'}"
     env = {**os.environ, "TESTS": name, "RDKAFKA_TEST_CONF": str(conf), "TEST_KAFKA_VERSION": kafka_version,
            "TEST_SCENARIO": target.scenario, "LD_LIBRARY_PATH": libraries}
+    java_home = kafka_path(work)
+    if java_home is not None:
+        env["KAFKA_PATH"] = str(java_home)
     started = time.monotonic()
     try:
         done = subprocess.run(["./test-runner", "-p1", "-Q", "-L"], cwd=tests_dir, env=env, timeout=timeout_s,
