@@ -2,8 +2,9 @@
 against a 3-broker insync cluster with every topic at replication factor 3: what users' existing Spark jobs do.
 
 Batch reads with every way of naming offsets, a batch write read back with confluent-kafka, a streaming query from
-a topic to a topic, `failOnDataLoss` both ways after DeleteRecords, and a streaming query that goes on reading while
-the leader of a partition is killed, every produced offset read exactly once (last: the killed broker stays down).
+a topic to a topic, `failOnDataLoss` both ways after DeleteRecords, `kafka.isolation.level=read_committed` over
+committed, aborted and open transactions, and a streaming query that goes on reading while the leader of a partition
+is killed, every produced offset read exactly once (last: the killed broker stays down).
 """
 
 from __future__ import annotations
@@ -236,6 +237,40 @@ def test_fail_on_data_loss_after_delete_records(spark: SparkSession, spec: clust
         assert second.awaitTermination(QUERY_TIMEOUT_S)
         assert second.exception() is None
         assert offsets_written(spark, tmp_path) == [*range(10), *range(20, 30)]
+
+
+def test_read_committed_skips_aborted_records_and_stops_at_the_last_stable_offset(
+        spark: SparkSession, spec: cluster.ClusterSpec, tmp_path: Path) -> None:
+    topic = new_topic(spec, 1)
+    txn = Producer({"bootstrap.servers": spec.bootstrap, "transactional.id": topic, "linger.ms": 0,
+                    "transaction.timeout.ms": 120_000})
+    txn.init_transactions(60)
+    plain = Producer({"bootstrap.servers": spec.bootstrap, "acks": "all", "linger.ms": 0})
+    # Offsets: committed 0-3 (marker 4), aborted 5-8 (marker 9), committed 10-11 (marker 12), an open transaction
+    # 13-14 and a plain record 15 after it: the last stable offset is 13 until the open one is decided.
+    for outcome, values in (("commit", [b"c0", b"c1", b"c2", b"c3"]), ("abort", [b"a0", b"a1", b"a2", b"a3"]),
+                            ("commit", [b"l0", b"l1"]), ("open", [b"o0", b"o1"])):
+        txn.begin_transaction()
+        for value in values:
+            txn.produce(topic, value, partition=0)
+        assert txn.flush(30) == 0
+        if outcome != "open":
+            getattr(txn, f"{outcome}_transaction")(60)
+    plain.produce(topic, b"p0", partition=0)
+    assert plain.flush(30) == 0
+    try:
+        def read(isolation: str) -> list[tuple[int, bytes]]:
+            df = kafka(spark, spec.bootstrap, subscribe=topic, **{"kafka.isolation.level": isolation})
+            return sorted((r.offset, r.value) for r in df.collect())
+
+        committed = [(0, b"c0"), (1, b"c1"), (2, b"c2"), (3, b"c3"), (10, b"l0"), (11, b"l1")]
+        assert read("read_committed") == committed
+        assert [o for o, _ in read("read_uncommitted")] == [0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 13, 14, 15]
+        query = run_available(spark, spec.bootstrap, topic, tmp_path, **{"kafka.isolation.level": "read_committed"})
+        assert query.awaitTermination(QUERY_TIMEOUT_S) and query.exception() is None
+        assert offsets_written(spark, tmp_path) == [o for o, _ in committed]
+    finally:
+        txn.abort_transaction(60)
 
 
 class Flow:

@@ -58,10 +58,12 @@ def test_parse_agrees_with_kio(version: int) -> None:
         assert view.correlation_id == kio_id == correlation_id
         assert view.error_code == (kio_body.error_code.value if version >= 7 else 0)
         expected = [(t.topic, int(p.partition_index), p.error_code.value, int(p.high_watermark),
-                     int(p.log_start_offset) if version >= 5 else -1, p.records or b"")
+                     int(p.log_start_offset) if version >= 5 else -1, p.records or b"", int(p.last_stable_offset),
+                     None if p.aborted_transactions is None else
+                     tuple((int(a.producer_id), int(a.first_offset)) for a in p.aborted_transactions))
                     for t in kio_body.responses for p in t.partitions]
-        assert [(p.topic, p.partition, p.error_code, p.high_watermark, p.log_start_offset, bytes(p.records))
-                for p in view.partitions] == expected
+        assert [(p.topic, p.partition, p.error_code, p.high_watermark, p.log_start_offset, bytes(p.records),
+                 p.last_stable_offset, p.aborted_transactions) for p in view.partitions] == expected
 
 
 def test_records_are_a_view_into_the_payload_not_a_copy() -> None:

@@ -258,6 +258,8 @@ SOURCE = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t"}
     (SOURCE | {"kafka.sasl.jaas.config": "nonsense"}, False, ["kafka.sasl.jaas.config"]),
     (SOURCE | {"kafka.max.partition.fetch.bytes": "8MB"}, False, ["kafka.max.partition.fetch.bytes"]),
     (SOURCE | {"kafka.check.crcs": "sometimes"}, False, ["kafka.check.crcs", "true or false"]),
+    (SOURCE | {"kafka.isolation.level": "READ_COMMITTED"}, True,
+     ["kafka.isolation.level", "'read_uncommitted', 'read_committed'", "'READ_COMMITTED'"]),
     # reader=driver (the monitor's): streaming only, and without the options only tasks can honour.
     (SOURCE | {"reader": "executor"}, True, ["option reader", "'tasks', 'driver'", "'executor'"]),
     (SOURCE | {"reader": "driver"}, False, ["option reader applies to streaming"]),
@@ -301,7 +303,8 @@ def test_driver_admin_client_reconnects_quickly_unless_the_user_says_otherwise()
     assert chosen["reconnect.backoff.ms"] == "250"
     AdminClient(conf)  # librdkafka accepts the key and value
     # What only the tasks' reader uses stays out of the AdminClient (librdkafka would warn that it ignores it).
-    tasks_only = {"max.partition.fetch.bytes": "1024", "fetch.wait.max.ms": "5", "check.crcs": "false"}
+    tasks_only = {"max.partition.fetch.bytes": "1024", "fetch.wait.max.ms": "5", "check.crcs": "false",
+                  "isolation.level": "read_committed"}
     assert admin_config({"bootstrap.servers": "h:1", "socket.timeout.ms": "9000"} | tasks_only) == {
         "bootstrap.servers": "h:1", "socket.timeout.ms": "9000", "reconnect.backoff.ms": "10"}
 
@@ -357,6 +360,8 @@ def test_reader_settings_from_the_kafka_options() -> None:
     # Spaces around a value are accepted on the driver and read the same way in the tasks.
     check_reader_options({"check.crcs": " false ", "fetch.wait.max.ms": " 5"})
     assert not ReaderConf.of({"bootstrap.servers": "h:1", "check.crcs": " false "}).check_crcs
+    assert ReaderConf.of({"bootstrap.servers": "h:1", "isolation.level": "read_committed"}).read_committed
+    assert not ReaderConf.of({"bootstrap.servers": "h:1", "isolation.level": "read_uncommitted"}).read_committed
     assert ReaderConf.of({"bootstrap.servers": "h:1", "max.partition.fetch.bytes": "1024",
                           "socket.timeout.ms": "2500"}) == ReaderConf("h:1", partition_fetch_bytes=1024,
                                                                       timeout_s=2.5)

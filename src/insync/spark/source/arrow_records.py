@@ -3,19 +3,19 @@
 A Spark task reads hundreds of thousands of records a second; at that rate a Python object per record (what
 any Kafka client library hands out) costs more than everything else in the read. Here the batch headers are
 read in Python (one `protocol.records.parse_header` and one CRC32C call per batch, as the broker does), and
-the records inside are decoded by a compiled loop (numba) that copies each record's key and value into Arrow
-binary buffers as it meets them, once, in the same pass that reads the record. Headers are gathered after.
+the records inside are decoded by a compiled loop (numba) that copies keys and values into Arrow buffers as it
+meets them, in the pass that reads the record. Headers are gathered after.
 
 `decode(buf, first, end, include_headers)` takes the `records` field of one partition of a Fetch response and
 returns the Arrow columns of the records with offsets in `[first, end)` plus where the next fetch starts. As in
-Kafka's consumer: control batches are skipped (but move the position), an incomplete batch at the end of the
-buffer is left for the next fetch, and a corrupt batch (bad magic, CRC mismatch, a length or varint that
-overruns its batch) raises `InvalidRecordError` naming the batch's offset.
+Kafka's consumer: control batches and, under read_committed, aborted ones (`read_committed`) are skipped but move
+the position, an incomplete last batch is left for the next fetch, and a corrupt batch (bad magic, CRC mismatch,
+a length or varint that overruns its batch) raises `InvalidRecordError` naming the batch's offset.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -40,6 +40,7 @@ from insync.protocol.records import (
 from insync.protocol.records import (
     _corrupt as corrupt,  # noqa: PLC2701  # the records module's own CORRUPT_MESSAGE constructor
 )
+from insync.spark.source.read_committed import AbortedTransaction, committed_batches
 
 I64 = npt.NDArray[np.int64]
 _MAGIC_OFFSET = 16  # of the magic byte in a batch (the same place in every message format)
@@ -293,12 +294,15 @@ def _batches(buf: bytes | memoryview, first: int, check_crcs: bool = True
     return found, next_offset
 
 
-def decode(buf: bytes | memoryview, first: int, end: int, include_headers: bool, scanned: Scan | None = None
-           ) -> Decoded:
+def decode(buf: bytes | memoryview, first: int, end: int, include_headers: bool, scanned: Scan | None = None,
+           aborted: Sequence[AbortedTransaction] | None = None) -> Decoded:
     """The records of `buf` (a Fetch response's records) with offsets in `[first, end)`; see the module doc.
-    `scanned`: `scan(buf, first)` if the caller already has it."""
+    `scanned`: `scan(buf, first)` if the caller already has it. `aborted`: a read_committed response's aborted
+    transactions, whose batches are left out."""
     assert 0 <= first <= end, (first, end)
     batches, next_offset = (scanned.batches, scanned.next_offset) if scanned is not None else _batches(buf, first)
+    if aborted:  # without aborted transactions read_committed drops only control batches, as below
+        batches = committed_batches(buf, batches, aborted)
     data = [(pos, h) for pos, h in batches if not h.is_control and h.record_count > 0 and h.next_offset > first]
     # Compressed bodies are decompressed and appended after the fetched bytes, so one buffer holds them all.
     parts: list[bytes | memoryview] = [buf]

@@ -3,14 +3,14 @@
 Register it once per session (`spark.dataSource.register(InsyncDataSource)`), then use it as Spark's Kafka
 source: same options, schema and offsets JSON, `{"topic": {"partition": next_offset}}` sorted so equal positions
 are equal strings (Spark compares them so). Planning runs on the driver; each task reads one `OffsetRange` from
-the leader up to the high watermark the driver saw (committed data only). A leader that does not answer the
+the leader up to the high watermark the driver saw (committed data only; under `kafka.isolation.level`
+read_committed the last stable offset, aborted transactions left out). A leader that does not answer the
 driver's ListOffsets holds up only its own partitions (`planning.Unanswered`); `.option("reader", "driver")`
 reads on the driver (`driver_reader`), so a leader that stops after planning cannot hold a batch up. Data loss
 fails the query under `failOnDataLoss=true` (the default), else is logged, counted and skipped. The sink takes
-`value` and optional `key`, `topic`, `partition`, `headers`, producing with acks=all and idempotence; the
-streaming sink is at-least-once. Readers hold only options and offsets (pickled to the workers); clients are
-opened and closed inside each call. `kafka.*` options go to the driver's librdkafka client, except those the
-guarantees depend on; tasks honour the fetch and CRC ones, and `client_security` maps the security settings.
+`value` and optional `key`, `topic`, `partition`, `headers` (acks=all, idempotent; the streaming sink is
+at-least-once). Readers hold only options and offsets (pickled to the workers); clients are opened and closed
+inside each call. `kafka.*` options go to the driver's librdkafka client but those the guarantees depend on.
 """
 
 from __future__ import annotations
@@ -75,7 +75,8 @@ HEADERS_DDL = ", headers array<struct<key: string, value: binary>>"
 
 
 def plan_batch(options: SourceOptions) -> list[OffsetRange]:
-    """The ranges a batch query reads: from the starting to the ending offsets, each at most the high watermark."""
+    """The ranges a batch query reads: from the starting to the ending offsets, each at most the latest offset
+    (the high watermark, or under read_committed the last stable offset)."""
     with Metadata(options.client_conf) as md:
         tps = md.partitions(options.subscription)
         starts = start_offsets(md, tps, options, streaming=False)
@@ -85,7 +86,8 @@ def plan_batch(options: SourceOptions) -> list[OffsetRange]:
     ranges = []
     for tp in tps:
         if ends[tp] > high[tp]:
-            raise ValueError(f"endingOffsets {ends[tp]} for {tp} is beyond its high watermark {high[tp]}: "
+            latest = "last stable offset" if kafka_io.reads_committed(options.client_conf) else "high watermark"
+            raise ValueError(f"endingOffsets {ends[tp]} for {tp} is beyond its {latest} {high[tp]}: "
                              "only committed records can be read")
         if starts[tp] > ends[tp]:
             raise ValueError(f"startingOffsets {starts[tp]} for {tp} is after its ending offset {ends[tp]}")

@@ -163,7 +163,8 @@ class DriverStreamReader(SimpleDataSourceStreamReader):
             c = self.conf
             self.fetchers[tp] = fetch_client.PartitionFetcher(
                 c.bootstrap_servers, tp.topic, tp.partition, partition_max_bytes=c.partition_fetch_bytes,
-                max_wait_ms=0, timeout_s=c.timeout_s, security=c.security, leader=self.leaders.get(tp))
+                max_wait_ms=0, timeout_s=c.timeout_s, security=c.security, leader=self.leaders.get(tp),
+                read_committed=c.read_committed)
         fetcher = self.fetchers[tp]
         return lambda: fetch_once(fetcher, tp, position, self.schema, self.conf.check_crcs)
 
@@ -185,7 +186,8 @@ class DriverStreamReader(SimpleDataSourceStreamReader):
 
 def fetch_once(fetcher: fetch_client.PartitionFetcher, tp: TopicPartition, position: int | None,
                schema: pa.Schema, check_crcs: bool) -> Fetched:
-    """One Fetch of `tp` from `position` (None: where the log starts), committed records only."""
+    """One Fetch of `tp` from `position` (None: where the log starts), records up to the high watermark (under
+    read_committed: the last stable offset, aborted transactions left out)."""
     if position is None:
         marks = fetcher.watermarks()
         return Fetched(None, None, reason="its leader did not answer ListOffsets") if marks is None else Fetched(
@@ -195,9 +197,10 @@ def fetch_once(fetcher: fetch_client.PartitionFetcher, tp: TopicPartition, posit
         return _out_of_range(fetcher, tp, position)
     if result.error is not errors.NONE:
         return Fetched(position, None, reason=f"Fetch failed: {result.error.name}")
-    high = max(position, result.high_watermark)  # a new leader's high watermark can be behind what was read
+    high = max(position, result.end_offset)  # a new leader's high watermark can be behind what was read
     scanned = arrow_records.scan(result.records, position, check_crcs=check_crcs)
-    decoded = arrow_records.decode(result.records, position, high, "headers" in schema.names, scanned)
+    decoded = arrow_records.decode(result.records, position, high, "headers" in schema.names, scanned,
+                                   result.aborted)
     if decoded.next_offset == position and result.records:
         raise fetch_client.FetchError(
             f"a record batch of topic {tp.topic!r} partition {tp.partition} at offset {position} is larger than "

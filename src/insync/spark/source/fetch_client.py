@@ -2,9 +2,10 @@
 
 A Spark task reads one offset range of one partition in one thread, and needs the records as the broker sent
 them (decoded in bulk by `arrow_records`), not a client library's object per record, so it speaks the protocol
-itself: ApiVersions, Metadata (the leader), Fetch (read_uncommitted, no session) and ListOffsets (for data-loss
-checks). Fetch responses are read where they were received (`fetch_wire`): a `FetchResult`'s records are a view
-into the receive buffer, which the next response overwrites. Versions: Fetch and Metadata up to 12 (later ones
+itself: ApiVersions, Metadata (the leader), Fetch (no session) and ListOffsets (for data-loss checks), both at
+`kafka.isolation.level` (read_committed: up to the last stable offset, with the aborted transactions listed).
+Fetch responses are read where they were received (`fetch_wire`): a `FetchResult`'s records are a view into the
+receive buffer, which the next response overwrites. Versions: Fetch and Metadata up to 12 (later ones
 name topics by id only), ListOffsets up to 7, each the highest the broker also supports, which brokers without
 the old versions (Kafka 4) serve too. With `ReaderSecurity` each connection starts with TLS and/or a SASL
 exchange; a refused authentication is a `FetchError` (retrying cannot fix a wrong password). A connection or
@@ -34,6 +35,8 @@ API_VERSIONS, FETCH, LIST_OFFSETS, METADATA = 18, 1, 2, 3
 VERSIONS_MAX = {FETCH: 12, METADATA: 12, LIST_OFFSETS: 7}
 VERSIONS_MIN = {FETCH: 4, METADATA: 1, LIST_OFFSETS: 1}
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Kafka's isolation levels in Fetch and ListOffsets
+LIST_OFFSETS_ISOLATION_MIN = 2  # the first ListOffsets version that carries an isolation level
 RESPONSE_BYTES_MAX = 256 * 1024 * 1024
 CLIENT_ID = "insync-spark-source"
 NETWORK_EXCEPTION = errors.BY_NAME["NETWORK_EXCEPTION"]
@@ -59,6 +62,14 @@ class FetchResult:
     records: bytes | memoryview  # a view into the receive buffer: valid until the fetcher's next call
     high_watermark: int
     log_start_offset: int
+    last_stable_offset: int = -1
+    aborted: tuple[tuple[int, int], ...] | None = None  # read_committed only: (producer id, first offset) each
+
+    @property
+    def end_offset(self) -> int:
+        """Where this isolation level's reading ends (Kafka's consumer's end offset): the high watermark, or under
+        read_committed the last stable offset, up to which the broker answers."""
+        return self.high_watermark if self.aborted is None else self.last_stable_offset
 
 
 class _Connection:
@@ -153,7 +164,7 @@ class PartitionFetcher:
 
     def __init__(self, bootstrap_servers: str, topic: str, partition: int, *, partition_max_bytes: int,
                  max_wait_ms: int, timeout_s: float, security: ReaderSecurity | None = None,
-                 leader: tuple[str, int] | None = None) -> None:
+                 leader: tuple[str, int] | None = None, read_committed: bool = False) -> None:
         self.bootstrap = [_host_port(s) for s in bootstrap_servers.split(",") if s.strip()]
         assert self.bootstrap, "the driver checked kafka.bootstrap.servers"
         self.topic, self.partition = topic, partition
@@ -161,6 +172,7 @@ class PartitionFetcher:
         self.max_wait_ms = max_wait_ms
         self.timeout_s = timeout_s
         self.security = security or ReaderSecurity()
+        self.isolation_level = READ_COMMITTED if read_committed else READ_UNCOMMITTED
         self._leader: _Connection | None = None
         # The leader the caller knows of, tried once before any lookup: a lookup asks the bootstrap servers in
         # turn, and one that is paused holds each lookup for `timeout_s`.
@@ -214,7 +226,9 @@ class PartitionFetcher:
                 error = error_of(p.error_code)
                 if error is not errors.NONE:
                     return self._result_of_error(error)
-                return FetchResult(errors.NONE, p.records, p.high_watermark, p.log_start_offset)
+                committed = self.isolation_level == READ_COMMITTED
+                return FetchResult(errors.NONE, p.records, p.high_watermark, p.log_start_offset,
+                                   p.last_stable_offset, (p.aborted_transactions or ()) if committed else None)
         raise FetchError(f"{self._leader_address()} answered a Fetch for {self.topic}-{self.partition} without it")
 
     def _fetch_request(self, leader: _Connection, offset: int) -> Any:
@@ -224,11 +238,12 @@ class PartitionFetcher:
                      partition_max_bytes=self.partition_max_bytes)
         topic = build(nested(cls, "FetchTopic"), topic=self.topic, partitions=(part,))
         return build(cls, replica_id=-1, max_wait=duration(self.max_wait_ms), min_bytes=1,
-                     max_bytes=self.partition_max_bytes, isolation_level=0, session_id=0, session_epoch=-1,
-                     topics=(topic,), forgotten_topics_data=(), rack_id="")
+                     max_bytes=self.partition_max_bytes, isolation_level=self.isolation_level, session_id=0,
+                     session_epoch=-1, topics=(topic,), forgotten_topics_data=(), rack_id="")
 
     def watermarks(self) -> tuple[int, int] | None:
-        """(log start offset, high watermark) from the leader; None when it could not be asked just now."""
+        """(log start offset, latest offset) from the leader: the high watermark, or under read_committed the last
+        stable offset; None when it could not be asked just now."""
         if self._in_flight is not None:
             self.close()  # a prefetched answer would come first; this path is rare (stalls), so reconnect
         try:
@@ -245,7 +260,12 @@ class PartitionFetcher:
         part = build(nested(cls, "ListOffsetsPartition"), partition_index=self.partition, current_leader_epoch=-1,
                      timestamp=timestamp, max_num_offsets=1)
         topic = build(nested(cls, "ListOffsetsTopic"), name=self.topic, partitions=(part,))
-        body = leader.request(build(cls, replica_id=-1, isolation_level=0, topics=(topic,)), LIST_OFFSETS)
+        if self.isolation_level == READ_COMMITTED and leader.versions[LIST_OFFSETS] < LIST_OFFSETS_ISOLATION_MIN:
+            raise FetchError(f"{leader.address} answers ListOffsets up to v{leader.versions[LIST_OFFSETS]} only, "
+                             f"which has no isolation level: kafka.isolation.level=read_committed needs "
+                             f"v{LIST_OFFSETS_ISOLATION_MIN}")
+        body = leader.request(build(cls, replica_id=-1, isolation_level=self.isolation_level, topics=(topic,)),
+                              LIST_OFFSETS)
         for t in body.topics:
             for p in t.partitions:
                 if t.name == self.topic and int(p.partition_index) == self.partition:

@@ -24,7 +24,6 @@ VERSIONS = range(4, 13)
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_ABORTED_BYTES = 16  # producer id (int64) and first offset (int64)
 _VARINT_BYTES_MAX = 5
 
 
@@ -40,6 +39,8 @@ class PartitionView:
     high_watermark: int
     log_start_offset: int  # -1 before v5
     records: memoryview  # into the response's buffer: valid as long as that buffer is not reused
+    last_stable_offset: int = -1
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None  # (producer id, first offset) each
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,18 @@ class _Cursor:
             self._take(self.uvarint(), "a tagged field")
 
 
+def _aborted_transactions(c: _Cursor, flexible: bool) -> tuple[tuple[int, int], ...] | None:
+    count = c.count(flexible, "aborted transactions")
+    if count < 0:
+        return None
+    found = []
+    for _ in range(count):  # bounded: `count` checked the bytes left
+        found.append((c.int64(), c.int64()))
+        if flexible:
+            c.skip_tagged_fields()
+    return tuple(found)
+
+
 def parse(payload: memoryview, version: int) -> FetchView:
     """The Fetch response of `version` in `payload` (the frame without its size prefix)."""
     if version not in VERSIONS:
@@ -133,19 +146,16 @@ def parse(payload: memoryview, version: int) -> FetchView:
         topic = c.string(flexible)
         for _ in range(max(0, c.count(flexible, "partitions"))):
             index, error, high_watermark = c.int32(), c.int16(), c.int64()
-            c.int64()  # last stable offset
+            last_stable_offset = c.int64()
             log_start = c.int64() if version >= 5 else -1
-            aborted = c.count(flexible, "aborted transactions")
-            for _ in range(max(0, aborted)):
-                c._take(_ABORTED_BYTES, "an aborted transaction")
-                if flexible:
-                    c.skip_tagged_fields()
+            aborted = _aborted_transactions(c, flexible)
             if version >= 11:
                 c.int32()  # preferred read replica
             records = c.nullable_bytes(flexible)
             if flexible:
                 c.skip_tagged_fields()
-            partitions.append(PartitionView(topic, index, error, high_watermark, log_start, records))
+            partitions.append(PartitionView(topic, index, error, high_watermark, log_start, records,
+                                            last_stable_offset, aborted))
         if flexible:
             c.skip_tagged_fields()
     if flexible:

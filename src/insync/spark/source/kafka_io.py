@@ -9,7 +9,8 @@ only the Kafka protocol, so any Kafka-compatible broker works. Offsets missing i
 (compaction, transaction markers); data loss is when the range is no longer there: `start` behind the log start
 (retention, DeleteRecords), or the log end back below `end` (truncation after a leader change). Loss is a
 `DataLoss`; with `failOnDataLoss` the task raises `DataLossError`, else it logs, counts and skips to what still
-exists. The sink's writes are in `sink_io`.
+exists. With `kafka.isolation.level=read_committed` "latest" is the last stable offset, on the driver and in
+the tasks, and aborted transactions are left out (more gaps). The sink's writes are in `sink_io`.
 """
 
 from __future__ import annotations
@@ -197,6 +198,8 @@ class Metadata:
     def __init__(self, client_conf: Mapping[str, str]) -> None:
         assert "bootstrap.servers" in client_conf, client_conf
         self._conf = admin_config(client_conf)
+        self._isolation = (IsolationLevel.READ_COMMITTED if reads_committed(client_conf)
+                           else IsolationLevel.READ_UNCOMMITTED)
         self._admin = admin_client(self._conf)
         self._fresh = False  # the client's metadata was refreshed in this block
         self.leaders: dict[TopicPartition, tuple[str, int]] = {}  # (host, port) of each leader, from the listing
@@ -241,12 +244,14 @@ class Metadata:
         return _answered(*self._list_offsets(tps, "earliest"))
 
     def latest(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The high watermark of each partition: the end of committed data, what consumers may read."""
+        """The high watermark of each partition: the end of committed data, what consumers may read (under
+        read_committed the last stable offset: the end of decided transactions)."""
         return _answered(*self._list_offsets(tps, "latest"))
 
     def latest_answered(self, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, int],
                                                                        dict[TopicPartition, str]]:
-        """The high watermarks of the partitions whose leaders answered, and why each of the others did not."""
+        """The latest offsets (as `latest`) of the partitions whose leaders answered, and why each of the others
+        did not."""
         return self._list_offsets(tps, "latest")
 
     def for_timestamp(self, tps: Iterable[TopicPartition], timestamp_ms: int) -> dict[TopicPartition, int]:
@@ -273,7 +278,7 @@ class Metadata:
             return {}, {}
         if not self._fresh:
             self._list_topics()
-        futures = self._admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+        futures = self._admin.list_offsets(request, isolation_level=self._isolation,
                                            request_timeout=self.timeout_s)
         result: dict[TopicPartition, int] = {}
         failed: dict[TopicPartition, str] = {}
@@ -316,8 +321,10 @@ FETCH_TIMEOUT_S = 30.0  # connect and per-request socket timeout
 # driver's metadata client.
 READER_NUMERIC_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "socket.timeout.ms")
 READER_BOOLEAN_OPTIONS = ("check.crcs",)
-# Consumer settings only the tasks use: librdkafka would warn that the driver's AdminClient ignores them.
-READER_ONLY_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "check.crcs")
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")  # Kafka's values of isolation.level, its default first
+# Consumer settings the driver's AdminClient does not take (librdkafka would warn that it ignores them): the
+# tasks honour them, and the driver passes isolation.level to each ListOffsets itself.
+READER_ONLY_OPTIONS = ("max.partition.fetch.bytes", "fetch.wait.max.ms", "check.crcs", "isolation.level")
 
 
 def check_reader_options(client_conf: Mapping[str, str]) -> None:
@@ -328,6 +335,15 @@ def check_reader_options(client_conf: Mapping[str, str]) -> None:
     for name in READER_BOOLEAN_OPTIONS:
         if name in client_conf and client_conf[name].strip().lower() not in ("true", "false"):
             raise ValueError(f"option kafka.{name} must be true or false, got {client_conf[name]!r}")
+    level = client_conf.get("isolation.level", ISOLATION_LEVELS[0]).strip()
+    if level not in ISOLATION_LEVELS:
+        raise ValueError(f"option kafka.isolation.level must be one of {list(ISOLATION_LEVELS)}, "
+                         f"got {client_conf['isolation.level']!r}")
+
+
+def reads_committed(client_conf: Mapping[str, str]) -> bool:
+    """kafka.isolation.level=read_committed (checked on the driver by `check_reader_options`)."""
+    return client_conf.get("isolation.level", ISOLATION_LEVELS[0]).strip() == "read_committed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,6 +356,7 @@ class ReaderConf:
     timeout_s: float = FETCH_TIMEOUT_S
     check_crcs: bool = True  # Kafka's consumer option: verify each batch's CRC32C (on by default, as in Kafka)
     security: ReaderSecurity = ReaderSecurity()
+    read_committed: bool = False  # kafka.isolation.level=read_committed
 
     @classmethod
     def of(cls, client_conf: Mapping[str, str]) -> ReaderConf:
@@ -348,7 +365,7 @@ class ReaderConf:
                    int(client_conf.get("fetch.wait.max.ms", FETCH_WAIT_MS)),
                    int(client_conf.get("socket.timeout.ms", FETCH_TIMEOUT_S * 1000)) / 1000,
                    client_conf.get("check.crcs", "true").strip().lower() == "true",  # as the options' `_bool`
-                   ReaderSecurity.of(client_conf))
+                   ReaderSecurity.of(client_conf), reads_committed(client_conf))
 
 
 class RangeFetch:
@@ -377,7 +394,8 @@ class RangeFetch:
         r, c = self.range, self.conf
         with fetch_client.PartitionFetcher(c.bootstrap_servers, r.topic, r.partition,
                                            partition_max_bytes=c.partition_fetch_bytes, max_wait_ms=c.fetch_wait_ms,
-                                           timeout_s=c.timeout_s, security=c.security, leader=self.leader) as fetcher:
+                                           timeout_s=c.timeout_s, security=c.security, leader=self.leader,
+                                           read_committed=c.read_committed) as fetcher:
             yield from self._read(fetcher)
 
     def _read(self, fetcher: fetch_client.PartitionFetcher) -> Iterator[pa.RecordBatch]:
@@ -393,7 +411,8 @@ class RangeFetch:
                 scanned = arrow_records.scan(result.records, next_offset, check_crcs=self.conf.check_crcs)
                 if next_offset < scanned.next_offset < r.end:
                     fetcher.prefetch(scanned.next_offset)  # the broker works on it while this one is decoded
-                decoded = arrow_records.decode(result.records, next_offset, r.end, self.include_headers, scanned)
+                decoded = arrow_records.decode(result.records, next_offset, r.end, self.include_headers, scanned,
+                                               result.aborted)
                 if decoded.rows:
                     batch = self._emit(decoded, schema)
                     for start in range(0, batch.num_rows, ARROW_BATCH_ROWS):  # bounded by the batch's rows
@@ -407,8 +426,8 @@ class RangeFetch:
                         f"a record batch of topic {r.topic!r} partition {r.partition} at offset {next_offset} is "
                         f"larger than kafka.max.partition.fetch.bytes={self.conf.partition_fetch_bytes} and the "
                         "broker returned only part of it: raise that option")
-                if result.high_watermark >= r.end:
-                    break  # nothing from here to the high watermark: the rest of the range are gaps
+                if result.end_offset >= r.end:
+                    break  # nothing from here to the end offset: the rest of the range are gaps
             stalled = min(now - progress_at, now - last_check_at) >= WATERMARK_CHECK_INTERVAL_S
             if result.error is errors.OFFSET_OUT_OF_RANGE or stalled:
                 last_check_at = now

@@ -30,8 +30,7 @@ SOURCE_OPTIONS = ("kafka.bootstrap.servers", "subscribe", "subscribePattern", "a
 # Options Spark itself passes to sinks (writeStream's checkpoint, save(path)); they mean nothing to Kafka.
 SINK_OPTIONS = ("kafka.bootstrap.servers", "topic", "checkpointLocation", "path")
 # Client settings the source and sink fix because their guarantees depend on them.
-SOURCE_RESERVED = ("auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store", "enable.partition.eof",
-                   "isolation.level")
+SOURCE_RESERVED = ("auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store", "enable.partition.eof")
 SINK_RESERVED = ("acks", "request.required.acks", "enable.idempotence")
 POLL_TIMEOUT_MS_DEFAULT = 120_000  # Spark's default for kafkaConsumer.pollTimeoutMs (spark.network.timeout)
 SINK_FLUSH_TIMEOUT_S = 120.0
