@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from insync.replication.transactions import AbortedTxn, marker_batch
+from insync.protocol.control_records import AbortedTxn, marker_batch
 from insync.sim.batches import make_batch
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_document, load_scenario, parse_scenario
