@@ -37,6 +37,10 @@ THP_MODE_FILE = "/sys/kernel/mm/transparent_hugepage/enabled"
 # stage with many expressions (the Kafka log parser's CASE over line kinds) passes that, and such a stage runs
 # markedly slower interpreted than compiled.
 LOCAL_JIT = "-XX:-DontCompileHugeMethods"
+# PySpark's DataFrame debugging records the Python call site of every Column and DataFrame call in the JVM, four
+# more py4j round trips each, which is most of the time building the analysis's plans (thousands of expressions).
+# Without it, an error in a query names the failing expression but not the Python line that built it.
+DATAFRAME_DEBUGGING = "false"
 
 
 def _kernel_offers_huge_pages(mode_file: str = THP_MODE_FILE) -> bool:
@@ -77,6 +81,7 @@ def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.python.sql.dataFrameDebugging.enabled", DATAFRAME_DEBUGGING)
                .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
                .config("spark.driver.extraJavaOptions", driver_jvm)
                .config("spark.executor.extraJavaOptions", UTC_JVM))

@@ -245,7 +245,7 @@ def _by_kind(value: Callable[[int, LineKind], Column]) -> Column:
 
 
 def _kafka_lines(lines: DataFrame, log_timezone: str) -> DataFrame:
-    """Kafka lines split into timestamp and body, with the index in KINDS of what they announce (or null)."""
+    """Kafka lines split into timestamp, message and body (`prefixed`: the line has a log4j prefix)."""
     # One rewrite both tests and splits a line: a line log4j's pattern matches comes out shorter (its brackets and
     # level go), one it does not match comes out unchanged.
     prefixed = F.col("split") != F.col("text")
@@ -253,15 +253,18 @@ def _kafka_lines(lines: DataFrame, log_timezone: str) -> DataFrame:
     local_ts = F.try_to_timestamp(F.get(parts, 0), F.lit(LOG4J_FORMAT))
     ts = local_ts if log_timezone == "UTC" else F.to_utc_timestamp(local_ts, log_timezone)
     msg = F.get(parts, 1)
-    body = F.when(F.col("prefixed"), F.regexp_replace(msg, BODY_RX, "$1")).otherwise(F.col("text"))
+    body = F.when(prefixed, F.regexp_replace(msg, BODY_RX, "$1")).otherwise(F.col("text"))
+    return (lines.withColumn("split", F.regexp_replace("text", LOG4J_RX, f"$1{SEP}$3"))
+            .select("text", "file", "line", prefixed.alias("prefixed"), F.when(prefixed, ts).alias("ts"),
+                    F.when(prefixed, msg).alias("msg"), body.alias("body")))
+
+
+def _with_kind(k: DataFrame) -> DataFrame:
+    """`kind`: the index in KINDS of what a line announces (or null)."""
     kind = F.when(F.lit(False), F.lit(None).cast("int"))
     for index, line_kind in enumerate(KINDS):
         kind = kind.when(line_kind.claims(F.col("body"), F.col("msg")), F.lit(index))
-    return (lines.withColumn("split", F.regexp_replace("text", LOG4J_RX, f"$1{SEP}$3"))
-            .withColumn("prefixed", prefixed)
-            .select("text", "file", "line", "prefixed", F.when(F.col("prefixed"), ts).alias("ts"),
-                    F.when(F.col("prefixed"), msg).alias("msg"), body.alias("body"))
-            .withColumn("kind", kind))
+    return k.withColumn("kind", kind)
 
 
 def _with_context(k: DataFrame) -> DataFrame:
@@ -272,10 +275,11 @@ def _with_context(k: DataFrame) -> DataFrame:
     context = F.when(said.startswith("["), F.substring(said, 2, F.length(said) - 3)).otherwise(
         F.substring(said, 1, F.length(said) - 2))
     return (k.withColumn("said", F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, 0))
-            .withColumn("context", context).drop("said")
-            .withColumn("ctx_broker", F.regexp_extract(
+            .withColumn("context", context)
+            .select(*(c for c in k.columns), "context", F.regexp_extract(
                 "context", r"(?:(?:broker|Broker id|replicaId|Controller id|(?:Kafka|Broker|Controller)Server id"
-                           r"|BrokerLifecycleManager id|KafkaRaftServer nodeId)=|on broker )(\d+)", 1).try_cast("int")))
+                           r"|BrokerLifecycleManager id|KafkaRaftServer nodeId)=|on broker )(\d+)", 1)
+            .try_cast("int").alias("ctx_broker")))
 
 
 def _slot(name: str) -> Column:
@@ -346,7 +350,7 @@ def _kafka_fields() -> list[Column]:
 
 def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     """Kafka server.log / state-change.log lines as PARSED_COLUMNS rows (events, and malformed with a reason)."""
-    k = _kafka_lines(lines, log_timezone)
+    k = _with_kind(_kafka_lines(lines, log_timezone))
     bad_prefix = F.col("text").startswith("[") & ~F.col("prefixed")
     # Only the min-ISR exception text is read from a line without a log4j prefix (a continuation line).
     min_isr_kind = [i for i, kind in enumerate(KINDS) if kind.name == "produce_rejected"][0]
@@ -359,30 +363,32 @@ def parse_kafka(lines: DataFrame, log_timezone: str = "UTC") -> DataFrame:
     errors = _kafka_lines(lines.where(F.col("text").contains(APPEND_ERROR_PHRASE)), log_timezone)
     previous = _with_context(errors.where(append_error)).select(
         "file", (F.col("line") + 1).alias("line"), F.col("ts").alias("prev_ts"), F.col("ctx_broker").alias("prev_broker"))
-    k = (k.join(F.broadcast(previous), ["file", "line"], "left")
-         .withColumn("ts", F.coalesce("ts", "prev_ts")).withColumn("broker", F.coalesce("ctx_broker", "prev_broker"))
-         # One regular expression both validates a line and rearranges its groups: the template puts SEP between
-         # the slots, so a line its kind's pattern matched comes out with SEP in it, and one it did not comes out
-         # unchanged (a body with SEP of its own is not trusted).
-         .withColumn("rewritten", _by_kind(lambda _, kind: F.regexp_replace("body", kind.pattern, kind.template())))
-         .withColumn("ok", F.coalesce(F.col("rewritten").contains(SEP) & ~F.col("body").contains(SEP), F.lit(False))))
+    # The columns are added a dependency level at a time (each `withColumns` sees the ones before): every
+    # DataFrame step costs py4j calls and an analysis of the plan, which dominate building this one.
+    names = F.array(*(F.lit(kind.name) for kind in KINDS))
+    k = (k.join(F.broadcast(previous), ["file", "line"], "left").withColumns({
+        "ts": F.coalesce("ts", "prev_ts"), "broker": F.coalesce("ctx_broker", "prev_broker"),
+        # One regular expression both validates a line and rearranges its groups: the template puts SEP between
+        # the slots, so a line its kind's pattern matched comes out with SEP in it, and one it did not comes out
+        # unchanged (a body with SEP of its own is not trusted).
+        "rewritten": _by_kind(lambda _, kind: F.regexp_replace("body", kind.pattern, kind.template())),
+        "type": F.get(names, F.col("kind"))}))
+    ok = F.coalesce(F.col("rewritten").contains(SEP) & ~F.col("body").contains(SEP), F.lit(False))
     reason = (F.when(bad_prefix, F.lit("unparseable log4j prefix"))
               .when(F.col("kind").isNull(), F.lit(IGNORED))
-              .when(~F.col("ok"), F.concat(F.lit("unrecognised "), _by_kind(lambda _, kind: F.lit(kind.name)),
-                                           F.lit(" line")))
+              .when(~ok, F.concat(F.lit("unrecognised "), F.col("type"), F.lit(" line")))
               .when(F.col("ts").isNull(), F.lit("no timestamp (continuation line without its log line)")))
-    k = (k.withColumn("reason", reason)
-         .withColumn("groups", F.when(F.col("reason").isNull(), F.split("rewritten", SEP)))
-         .withColumn("type", _by_kind(lambda _, kind: F.lit(kind.name))))
-    k = k.withColumn("isr_before", F.when(F.col("type").isin("isr_shrink", "isr_expand"),
-                                          _sorted_ids(_slot("isr_before"))))
-    k = k.withColumn("isr_after", F.when(_slot("isr_after").isNotNull() | (F.col("type") == ISR_UPDATE),
-                                         _sorted_ids(F.coalesce(_slot("isr_after"), F.lit("")))))
+    k = k.withColumn("reason", reason).withColumn("groups", F.when(F.col("reason").isNull(),
+                                                                    F.split("rewritten", SEP)))
     # The partition the context names, [partition, topic] (the topic last: it may hold any character), or null.
     named = F.col("context").startswith("Partition ") & F.col("context").rlike(PARTITION_CONTEXT_RX)
-    k = k.withColumn("ctx_partition", F.when(named, F.split(
-        F.regexp_replace("context", PARTITION_CONTEXT_RX, f"$2$4{SEP}$1$3"), SEP, 2)))
-    k = k.withColumn("out_of_sync", _out_of_sync())
+    k = k.withColumns({
+        "isr_before": F.when(F.col("type").isin("isr_shrink", "isr_expand"), _sorted_ids(_slot("isr_before"))),
+        "isr_after": F.when(_slot("isr_after").isNotNull() | (F.col("type") == ISR_UPDATE),
+                            _sorted_ids(F.coalesce(_slot("isr_after"), F.lit("")))),
+        "ctx_partition": F.when(named, F.split(
+            F.regexp_replace("context", PARTITION_CONTEXT_RX, f"$2$4{SEP}$1$3"), SEP, 2)),
+        "out_of_sync": _out_of_sync()})
     return k.select(*_kafka_fields(), "reason", _malformed_text())
 
 

@@ -160,7 +160,7 @@ def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: he
                                                        F.desc("under_min_isr_ms"), "topic", "partition"), TOP_ROWS),
         malformed_by_reason=_rows(malformed.groupBy("source", "reason").count().orderBy(F.desc("count")), TOP_ROWS),
         malformed_examples=_rows(malformed.orderBy("source", "file", "line"), MALFORMED_EXAMPLES),
-        partitions_with_replicas=tables.replica_counts.where("replicas_known").count(),
+        partitions_with_replicas=tables.partitions_with_replicas,
     )
 
 

@@ -7,6 +7,7 @@ import each other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame
 
@@ -15,13 +16,15 @@ from pyspark.sql import DataFrame
 class Tables:
     events: DataFrame
     malformed: DataFrame
-    ignored_lines: int  # well-formed Kafka lines that are no event (logparse.IGNORED)
     isr_changes: DataFrame
     intervals: DataFrame
     flapping_episodes: DataFrame
     episodes: DataFrame
     per_broker: DataFrame
     data_at_risk: DataFrame
-    replica_counts: DataFrame
+    # The summary's counts (job.SUMMARY_KEYS; ignored_lines: well-formed Kafka lines that are no event), observed
+    # as the tables were written.
+    counted: dict[str, Any]
+    partitions_with_replicas: int  # the partitions whose replica set the events name
     first_ms: int | None  # the first and last event times (None when there is no event)
     last_ms: int | None
