@@ -27,6 +27,7 @@ SHORT = {"duration_s": "6", "quiesce_s": "40", "chaos.start_s": "1", "chaos.gap_
          "chaos.duration_s": "[0.5, 2]", "transactions.timeout_ms": "3000"}
 
 
+@pytest.mark.slow  # the scenario's runs are test-slow's; the checker's own tests below stay in make test
 @pytest.mark.parametrize("seed", range(5))
 def test_transactions_under_faults_keep_the_properties(seed: int) -> None:
     result = run_scenario(load_scenario("transactions", SHORT, seed=seed), SHORT)
@@ -35,6 +36,7 @@ def test_transactions_under_faults_keep_the_properties(seed: int) -> None:
     assert result.transactions["open"] <= 3  # at most the producers' last, cut off by the end of the run
 
 
+@pytest.mark.slow
 def test_killing_every_coordinator_in_turn_moves_the_transactions_and_keeps_the_properties() -> None:
     document = load_document("transactions")
     del document["chaos"]
@@ -61,6 +63,7 @@ def test_transactions_clean_over_twenty_seeds() -> None:
     assert not summary.failures, summary.table()
 
 
+@pytest.mark.slow
 def test_a_run_is_a_pure_function_of_its_seed_whatever_the_string_hashes() -> None:
     # Two processes with different hash seeds: iterating a set of partitions somewhere would change the run.
     code = ("import logging; logging.disable(logging.CRITICAL)\n"

@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 from insync.spark.analysis import health, logparse
 from insync.spark.analysis.inputs import Inputs
 
-pytestmark = pytest.mark.timeout(600)
+# In make test-slow: make test must stay under 12 minutes on two cores, and these two are its largest Spark jobs.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka-logs"
 FAMILIES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
