@@ -44,8 +44,10 @@ def coordinator_of(spec: cluster.ClusterSpec, transactional_id: str) -> int:
 
 
 def kill_and_restart(spec: cluster.ClusterSpec, node_id: int) -> cluster.ClusterSpec:
-    cluster.signal_node(spec, node_id, signal.SIGKILL)
-    return cluster.start_node(cluster.ClusterSpec.load(spec.directory), node_id)
+    # stop_node waits for the killed process to be gone: SIGKILL is delivered asynchronously, and a restart
+    # that still finds the old pid alive refuses to start.
+    killed = cluster.stop_node(cluster.ClusterSpec.load(spec.directory), node_id, sig=signal.SIGKILL)
+    return cluster.start_node(killed, node_id)
 
 
 def read_committed(bootstrap: str, topic: str, want: int, deadline_s: float) -> list[bytes]:

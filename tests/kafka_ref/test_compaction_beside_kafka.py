@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from reference import start_kafka
+from confluent_kafka import KafkaError, Producer
+from reference import Read, read_to_sentinel, start_kafka
 
 from insync.admin import ensure_topic
 from insync.chaos import cluster
@@ -30,7 +30,6 @@ BROKER_SETTINGS = ["log.cleaner.backoff.ms=200"]
 TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "1048576", "segment.ms": str(SEGMENT_MS),
                  "min.cleanable.dirty.ratio": "0.01", "min.insync.replicas": "2"}
 
-Read = list[tuple[int, bytes | None, bytes | None]]
 
 
 def _produce(bootstrap: str) -> int | None:
@@ -53,20 +52,7 @@ def _produce(bootstrap: str) -> int | None:
 
 
 def _read(bootstrap: str) -> Read:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    found: Read = []
-
-    def up_to_the_sentinel() -> bool:
-        for message in consumer.consume(num_messages=1000, timeout=1):
-            assert message.error() is None, message.error()
-            found.append((message.offset(), message.key(), message.value()))
-        return bool(found) and found[-1][1] == SENTINEL
-
-    wait_until(up_to_the_sentinel, 20, "the consumer to reach the sentinel")
-    consumer.close()
-    return found
+    return read_to_sentinel(bootstrap, TOPIC, SENTINEL)
 
 
 def _scenario(spec: cluster.ClusterSpec) -> tuple[int | None, Read]:

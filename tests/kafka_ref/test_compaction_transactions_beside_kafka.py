@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from reference import start_kafka
+from confluent_kafka import Producer
+from reference import Read, read_to_sentinel, start_kafka
 
 from insync.admin import ensure_topic
 from insync.chaos import cluster
@@ -35,7 +35,6 @@ TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "1048576", "segme
 _RECORD = re.compile(r"^\| offset: (\d+) .* key: (.*) payload: (.*)$")
 _MARKER = re.compile(r"^\| offset: (\d+) .* endTxnMarker: (COMMIT|ABORT) ")
 
-Read = list[tuple[int, bytes | None, bytes | None]]
 Files = tuple[list[tuple[int, str, str]], dict[int, str]]
 
 
@@ -66,20 +65,7 @@ def _roll(bootstrap: str) -> None:
 
 def _read(bootstrap: str, isolation: str) -> Read:
     """From offset 0 to the sentinel, the sentinels aside."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
-                         "isolation.level": isolation, "enable.auto.commit": False})
-    consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    found: Read = []
-
-    def up_to_the_sentinel() -> bool:
-        for message in consumer.consume(num_messages=1000, timeout=1):
-            assert message.error() is None, message.error()
-            found.append((message.offset(), message.key(), message.value()))
-        return bool(found) and found[-1][1] == SENTINEL
-
-    wait_until(up_to_the_sentinel, 20, "the consumer to reach the sentinel")
-    consumer.close()
-    return [record for record in found if record[1] != SENTINEL]
+    return [record for record in read_to_sentinel(bootstrap, TOPIC, SENTINEL, isolation) if record[1] != SENTINEL]
 
 
 def _files(log_dir: Path) -> Files:

@@ -5,12 +5,12 @@ captures the leader's offsets and registers a pending read, the log is read, and
 updates the follower's state. When the disk says the reads are slow (seed 000's slow disk), the whole response
 waits for its slowest read, as one Kafka request handler would: `CompleteAfter(latency, token)`, then
 `complete(token)`. A fetch that finds nothing waits up to `max_wait_ms` in the fetch purgatory (Kafka's
-DelayedFetch); the read that answers it then updates nothing (`readFromPurgatory`), so the follower's last fetch
-time stays its arrival. `wake` passes what changed to the fetches watching those partitions and serves, in
-parking order, those now due: followers once `replica.fetch.min.bytes` were appended, consumers once a high
-watermark advanced, any whose partition's leadership moved or wait expired. A full purgatory answers at once.
-A throttled out-of-sync follower (`broker.throttles`) reads nothing. A consumer fetch that may read a follower
-(KIP-392) reads below that follower's own high watermark.
+DelayedFetch); the read that answers it updates nothing (`readFromPurgatory`): the follower's fetch time stays.
+`wake` passes what changed to the fetches watching those partitions and serves, in parking order, those now due:
+followers once `replica.fetch.min.bytes` were appended, consumers once a high watermark advanced, any whose
+partition's leadership moved or wait expired. A full purgatory answers at once.
+A follower's incremental fetch is served as its whole session, answered with what is new (`broker.fetch_sessions`);
+a throttled out-of-sync one reads nothing; a consumer's that may read a follower (KIP-392) stays below its HW.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from insync import errors
+from insync.broker.fetch_sessions import FetchSessions, SessionContext
 from insync.broker.messages import (
     READ_COMMITTED,
     CompleteAfter,
@@ -27,7 +28,7 @@ from insync.broker.messages import (
     ConsumerFetchResponse,
 )
 from insync.broker.throttles import ReplicationThrottles
-from insync.errors import KafkaException
+from insync.errors import KafkaError, KafkaException
 from insync.limits import PURGATORY_ENTRIES_MAX
 from insync.protocol.control_records import AbortedTxn
 from insync.replication.log_view import ReadResultView
@@ -46,7 +47,7 @@ _Read = tuple[TopicPartition, FollowerRead, ReadResultView | KafkaException]
 @dataclass(slots=True)
 class _SlowFollowerFetch:
     source: Address
-    request: FetchRequest
+    context: SessionContext
     answers: list[FetchPartitionData | _Read]
 
 
@@ -56,6 +57,7 @@ class _Waiting:
 
     source: Address
     request: Request
+    context: SessionContext | None = None  # a follower's: the session its answer goes through
 
 
 @dataclass(slots=True)
@@ -74,14 +76,22 @@ class FetchServer:
         self._throttles = throttles  # the leader's replication throttle (`broker.throttles`), if any
         self._slow: dict[int, _SlowFollowerFetch] = {}
         self._purgatory: Purgatory[DelayedFetch[_Waiting]] = Purgatory("fetch", PURGATORY_ENTRIES_MAX)
+        self.sessions = FetchSessions()
         self._next_token = 0
 
     # Follower fetches ---------------------------------------------------------------------------------
 
     def follower_fetch(self, now_ms: int, source: Address, request: FetchRequest, may_park: bool = True,
-                       from_purgatory: bool = False) -> FetchOutcome:
-        """Serve a follower fetch: read every partition, answer (after the slowest read) or park it.
-        `from_purgatory`: a parked fetch read again to be answered, which updates no follower state."""
+                       from_purgatory: bool = False, context: SessionContext | None = None) -> FetchOutcome:
+        """Serve a follower fetch: read every partition of its session, answer (after the slowest read) or park
+        it. `from_purgatory`: a parked fetch read again to be answered (with its `context`), which updates no
+        follower state."""
+        if context is None:
+            opened = self.sessions.open(request)
+            if isinstance(opened, KafkaError):
+                return FetchOutcome([Outgoing(source, FetchResponse(request.correlation_id, opened, ()))], [])
+            context = opened
+        request = context.request
         answers: list[FetchPartitionData | _Read] = []
         latency_ms = 0
         throttled = self._throttles is not None and self._throttles.is_set(leader=True)
@@ -107,7 +117,7 @@ class FetchServer:
             except KafkaException as exc:
                 outcome = exc
             answers.append((part.topic_partition, started, outcome))
-        slow = _SlowFollowerFetch(source, request, answers)
+        slow = _SlowFollowerFetch(source, context, answers)
         if latency_ms > 0:
             self._next_token += 1
             assert len(self._slow) < PURGATORY_ENTRIES_MAX
@@ -141,10 +151,12 @@ class FetchServer:
                 self._throttles.record(data.topic_partition, len(data.records), now_ms, leader=True)
         quiet = all(data.error is errors.NONE and data.diverging_epoch is None for data in datas)
         size = sum(len(data.records) for data in datas)
-        if (may_park and quiet and (size == 0 or size < slow.request.min_bytes) and slow.request.max_wait_ms > 0
-                and slow.request.partitions and self._park(now_ms, slow.source, slow.request)):
+        request = slow.context.request
+        if (may_park and quiet and (size == 0 or size < request.min_bytes) and request.max_wait_ms > 0
+                and request.partitions and self._park(now_ms, slow.source, request, slow.context)):
             return FetchOutcome([], results)
-        response = FetchResponse(slow.request.correlation_id, errors.NONE, tuple(datas))
+        response = FetchResponse(request.correlation_id, errors.NONE,
+                                 self.sessions.respond(slow.context, tuple(datas)), slow.context.session_id)
         return FetchOutcome([Outgoing(slow.source, response)], results)
 
     # Consumer fetches ---------------------------------------------------------------------------------
@@ -198,11 +210,12 @@ class FetchServer:
 
     # Parked fetches -----------------------------------------------------------------------------------
 
-    def _park(self, now_ms: int, source: Address, request: Request) -> bool:
+    def _park(self, now_ms: int, source: Address, request: Request, context: SessionContext | None = None) -> bool:
         """Park `request` in the purgatory; False when it is full (the caller answers at once)."""
         if isinstance(request, FetchRequest):
-            delayed = DelayedFetch(_Waiting(source, request), (part.topic_partition for part in request.partitions),
-                                   request.min_bytes, follower=True)
+            delayed = DelayedFetch(_Waiting(source, request, context),
+                                   (part.topic_partition for part in request.partitions), request.min_bytes,
+                                   follower=True)
         else:
             delayed = DelayedFetch(_Waiting(source, request), (tp for tp, _ in request.partitions), 1,
                                    follower=False)
@@ -236,7 +249,7 @@ class FetchServer:
             waiting = delayed.context
             if isinstance(waiting.request, FetchRequest):
                 served = self.follower_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired,
-                                             from_purgatory=True)
+                                             from_purgatory=True, context=waiting.context)
             else:
                 served = self.consumer_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired)
             outcome.commands.extend(served.commands)

@@ -27,10 +27,13 @@ from insync.events import Event, EventType
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.follower import FetchPosition, FollowerReplica
 from insync.replication.messages import (
+    INITIAL_EPOCH,
+    NO_SESSION,
     FetchPartitionData,
     FetchRequest,
     FetchRequestPartition,
     FetchResponse,
+    next_session_epoch,
 )
 from insync.types import UNKNOWN_BROKER_EPOCH, BrokerEpoch, BrokerId, LeaderEpoch, Offset, TopicPartition
 
@@ -38,6 +41,10 @@ logger = logging.getLogger(kafkalog.FETCHER_LOGGER)
 
 # Processing errors that a later fetch may not see again (Kafka backs off on corrupt records).
 _BACK_OFF_ON_PROCESSING = frozenset({errors.CORRUPT_MESSAGE, errors.BY_NAME["INVALID_RECORD"]})
+# The leader lost the session or its epoch moved on: the next fetch is a full one, at once (Kafka's
+# FetchSessionHandler answers them with an empty response, not a back-off).
+_SESSION_ERRORS = frozenset({errors.BY_NAME["FETCH_SESSION_ID_NOT_FOUND"],
+                             errors.BY_NAME["INVALID_FETCH_SESSION_EPOCH"]})
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +82,7 @@ class _OutcomeBuilder:
 class _InFlight:
     request: FetchRequest
     sent_ms: int
+    fetched: dict[TopicPartition, FetchRequestPartition]  # every partition fetched, listed in `request` or not
 
 
 class FetcherSession:
@@ -93,6 +101,10 @@ class FetcherSession:
         self._failed: dict[TopicPartition, LeaderEpoch] = {}  # the epoch each failed in
         self._in_flight: _InFlight | None = None
         self._correlation_ids = itertools.count(1)
+        # The leader's fetch session (KIP-227) and what it holds of each partition: a fetch lists what differs.
+        self._session_id = NO_SESSION
+        self._session_epoch = INITIAL_EPOCH
+        self._session_view: dict[TopicPartition, FetchRequestPartition] = {}
 
     # --- Partitions -------------------------------------------------------------------------------------------
 
@@ -168,39 +180,64 @@ class FetcherSession:
             for tp in held:  # left out of the request as in Kafka, for a backoff rather than a busy loop
                 self._back_off(tp, now_ms)
             due = [(tp, state) for tp, state in due if tp not in held]
-        partitions = tuple(
-            FetchRequestPartition(topic_partition, state.position.fetch_offset, state.leader_epoch,
-                                  state.position.last_fetched_epoch, state.position.log_start_offset,
-                                  self.config.partition_max_bytes)
-            for topic_partition, state in due)
-        if not partitions:
+        fetched = {topic_partition: FetchRequestPartition(
+            topic_partition, state.position.fetch_offset, state.leader_epoch, state.position.last_fetched_epoch,
+            state.position.log_start_offset, self.config.partition_max_bytes) for topic_partition, state in due}
+        if not fetched:
             return None
         request = FetchRequest(next(self._correlation_ids), self.follower_id, self.config.max_wait_ms,
-                               self.config.min_bytes, self.config.max_bytes, partitions, replica_epoch)
-        self._in_flight = _InFlight(request, now_ms)
+                               self.config.min_bytes, self.config.max_bytes, tuple(fetched.values()), replica_epoch,
+                               session_id=NO_SESSION, session_epoch=INITIAL_EPOCH)
+        if self._session_id != NO_SESSION:
+            # Partitions backing off or held back are forgotten, as Kafka's builder leaves them out of the session.
+            request = replace(request, partitions=tuple(p for tp, p in fetched.items()
+                                                        if self._session_view.get(tp) != p),
+                              session_id=self._session_id, session_epoch=self._session_epoch,
+                              forgotten=tuple(tp for tp in self._session_view if tp not in fetched))
+        self._in_flight = _InFlight(request, now_ms, fetched)
         return request
+
+    def _end_session(self) -> None:
+        """The next fetch is a full one that opens a new session."""
+        self._session_id, self._session_epoch, self._session_view = NO_SESSION, INITIAL_EPOCH, {}
+
+    def _session_answered(self, response: FetchResponse, fetched: dict[TopicPartition, FetchRequestPartition],
+                          sent_epoch: int) -> None:
+        """Kafka's FetchSessionHandler.handleResponse: a full fetch's answer names the new session (none when
+        the leader keeps no session); an incremental answer must come from the session it continued."""
+        if response.session_id == NO_SESSION or (sent_epoch != INITIAL_EPOCH
+                                                 and response.session_id != self._session_id):
+            self._end_session()
+            return
+        self._session_id = response.session_id
+        self._session_epoch = next_session_epoch(sent_epoch)
+        self._session_view = fetched
 
     def handle_fetch_error(self, correlation_id: int, now_ms: int) -> None:
         """The request got no response (connection lost, timed out): back off all its partitions."""
         if self._in_flight is None or self._in_flight.request.correlation_id != correlation_id:
             return
-        request, self._in_flight = self._in_flight.request, None
-        for requested in request.partitions:
-            self._back_off(requested.topic_partition, now_ms)
+        fetched, self._in_flight = self._in_flight.fetched, None
+        self._end_session()
+        for topic_partition in fetched:
+            self._back_off(topic_partition, now_ms)
 
     # --- Responses --------------------------------------------------------------------------------------------
 
     def handle_fetch_response(self, response: FetchResponse, now_ms: int) -> FetchOutcome:
         if self._in_flight is None or self._in_flight.request.correlation_id != response.correlation_id:
             return FetchOutcome()  # a late answer to a request already given up
-        request, self._in_flight = self._in_flight.request, None
+        request, requested_by_tp, self._in_flight = self._in_flight.request, self._in_flight.fetched, None
         outcome = _OutcomeBuilder()
         if response.error != errors.NONE:
-            for sent in request.partitions:
-                if self._back_off(sent.topic_partition, now_ms):
-                    outcome.backed_off.append(sent.topic_partition)
+            self._end_session()
+            if response.error in _SESSION_ERRORS:
+                return outcome.build()
+            for topic_partition in requested_by_tp:
+                if self._back_off(topic_partition, now_ms):
+                    outcome.backed_off.append(topic_partition)
             return outcome.build()
-        requested_by_tp = {requested.topic_partition: requested for requested in request.partitions}
+        self._session_answered(response, requested_by_tp, request.session_epoch)
         for data in response.partitions:
             requested = requested_by_tp.get(data.topic_partition)
             state = self._partitions.get(data.topic_partition)

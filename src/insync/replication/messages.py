@@ -31,6 +31,17 @@ from insync.types import (
     TopicPartition,
 )
 
+NO_SESSION = 0  # Kafka's INVALID_SESSION_ID
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+SESSION_EPOCH_MAX = 2**31 - 1
+
+
+def next_session_epoch(epoch: int) -> int:
+    """Kafka's FetchMetadata.nextEpoch: after the largest int comes 1 (0 only ever opens a session)."""
+    assert epoch >= 0, epoch
+    return 1 if epoch == SESSION_EPOCH_MAX else epoch + 1
+
 
 @dataclass(frozen=True, slots=True)
 class EpochEndOffset:
@@ -61,6 +72,11 @@ class FetchRequest:
     replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH  # the follower's broker epoch; -1: not given
     isolation_level: int = 0  # a consumer's READ_COMMITTED (1) or READ_UNCOMMITTED (0, what followers send)
     rack_id: str | None = None  # the client metadata of v11+ (KIP-392); None: an older version, which has none
+    # The incremental fetch session (KIP-227): NO_SESSION/FINAL_EPOCH is a full fetch outside any session; epoch
+    # INITIAL_EPOCH asks the leader for a new session; later epochs list only what changed and what is forgotten.
+    session_id: int = NO_SESSION
+    session_epoch: int = FINAL_EPOCH
+    forgotten: tuple[TopicPartition, ...] = ()
 
     def partition(self, topic_partition: TopicPartition) -> FetchRequestPartition | None:
         for requested in self.partitions:
@@ -93,6 +109,7 @@ class FetchResponse:
     correlation_id: int
     error: KafkaError  # top level: when not NONE, `partitions` is empty and every partition backs off
     partitions: tuple[FetchPartitionData, ...]
+    session_id: int = NO_SESSION  # the leader's session for the follower's next fetches; NO_SESSION: none
 
 
 @dataclass(frozen=True, slots=True)

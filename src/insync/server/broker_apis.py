@@ -245,7 +245,9 @@ class BrokerApis:
             return fetch.encode_response(None, decoded, image)
         internal: Any = decoded.request if fetch.is_follower_fetch(decoded.request) else \
             fetch.consumer_request(decoded.request)
-        if not internal.partitions:  # nothing for the core: none asked, or every topic id unknown (UNKNOWN_TOPIC_ID)
+        # Nothing for the core: none asked, or every topic id unknown (UNKNOWN_TOPIC_ID). A follower's fetch always
+        # goes there: an incremental one that lists nothing still fetches its whole session.
+        if not internal.partitions and not fetch.is_follower_fetch(decoded.request):
             return fetch.encode_response(ConsumerFetchResponse(internal.correlation_id, ()), decoded, image)
         return fetch.encode_response(await self._node.call(internal), decoded, self._image(session))
 

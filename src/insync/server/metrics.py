@@ -41,6 +41,8 @@ class MetricsSnapshot:
     isr_expands: int = 0
     produce_purgatory_size: int = 0
     fetch_purgatory_size: int = 0
+    fetch_sessions: int = 0
+    fetch_session_partitions: int = 0
     cleaner: CleanerMetrics = field(default_factory=CleanerMetrics)
     uncleanable_partitions: int = 0
 
@@ -58,6 +60,10 @@ class _CoreCollector(Collector):
              s.under_min_isr_partitions),
             ("OfflinePartitionsCount", "Partitions without a leader (controller)", s.offline_partitions),
             ("ActiveControllerCount", "1 on the active controller", s.active_controller),
+            ("NumIncrementalFetchSessions", "Followers' incremental fetch sessions kept here (FetchSessionCache)",
+             s.fetch_sessions),
+            ("NumIncrementalFetchPartitionsCached", "Partitions held by those sessions (FetchSessionCache)",
+             s.fetch_session_partitions),
         )
         for name, doc, value in gauges:
             yield GaugeMetricFamily(name, doc, value=value)
@@ -156,6 +162,8 @@ def snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> MetricsSnap
         isr_expands=events_written.get("isr_expand", 0),
         produce_purgatory_size=core.produce.purgatory_size,
         fetch_purgatory_size=core.fetch_server.purgatory_size,
+        fetch_sessions=len(core.fetch_server.sessions),
+        fetch_session_partitions=core.fetch_server.sessions.partitions_cached,
         cleaner=replace(cleaner.metrics) if (cleaner := core.log_manager.cleaner) is not None else CleanerMetrics(),
         uncleanable_partitions=len(cleaner.uncleanable) if cleaner is not None else 0,
     )

@@ -4,8 +4,8 @@ Server side: `decode_request` gives replication's full `FetchRequest`. A replica
 passed to replication with its broker epoch (v15+, KIP-903); any other is a consumer's, projected onto
 `ConsumerFetchRequest` (from v11 a follower may answer it, KIP-392). Kafka's rules applied here:
 - An unknown topic id (v13+) is UNKNOWN_TOPIC_ID without the core; responses name topics as the request did.
-- Incremental fetch sessions (KIP-227) are declined: session id 0, so clients keep sending full fetches; a
-  request continuing a session gets FETCH_SESSION_ID_NOT_FOUND.
+- Incremental fetch sessions (KIP-227) are kept for followers (`broker.fetch_sessions`); a consumer's are declined:
+  session id 0, so it keeps sending full fetches, and a consumer continuing a session gets FETCH_SESSION_ID_NOT_FOUND.
 - `last_stable_offset` is the partition's; aborted transactions are null unless a consumer asked for
   READ_COMMITTED (then those its read may meet). A consumer's refused partition carries offsets -1; a follower's keeps
   the leader's, which the fetcher reads on OFFSET_OUT_OF_RANGE. From v16 NOT_LEADER_OR_FOLLOWER and
@@ -15,7 +15,8 @@ passed to replication with its broker epoch (v15+, KIP-903); any other is a cons
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from insync import errors
@@ -118,9 +119,23 @@ def decode_request(request: DecodedRequest, image: MetadataImage) -> Decoded[Fet
                          str(body.rack_id) if has_field(body, "rack_id") else None)
     session_epoch = int(field_or(body, "session_epoch", FINAL_SESSION_EPOCH))
     error = errors.NONE
-    if session_epoch not in (INITIAL_SESSION_EPOCH, FINAL_SESSION_EPOCH):
+    if is_follower_fetch(fetch):  # the core keeps the session, or says why it cannot continue it
+        fetch = replace(fetch, session_id=int(field_or(body, "session_id", NO_SESSION_ID)),
+                        session_epoch=session_epoch, forgotten=_forgotten(body, image))
+    elif session_epoch not in (INITIAL_SESSION_EPOCH, FINAL_SESSION_EPOCH):
         error = errors.BY_NAME["FETCH_SESSION_ID_NOT_FOUND"]
     return Decoded(version, fetch, keys, tuple(rejected), error)
+
+
+def _forgotten(body: Any, image: MetadataImage) -> tuple[TopicPartition, ...]:
+    """The partitions an incremental fetch drops from its session; a topic id the image no longer knows is gone
+    from the session's view too (the core no longer serves it), so it is skipped."""
+    forgotten: list[TopicPartition] = []
+    for topic in field_or(body, "forgotten_topics_data", None) or ():
+        name = wire_topic_key(image, topic).name
+        if name is not None:
+            forgotten.extend(TopicPartition(name, int(partition)) for partition in topic.partitions)
+    return tuple(forgotten)
 
 
 def is_follower_fetch(fetch: FetchRequest) -> bool:
@@ -150,35 +165,48 @@ def encode_response(response: FetchResponse | ConsumerFetchResponse | None, deco
         return _error_response(cls, decoded, top_error)
     assert response is not None
     read_committed = decoded.request.isolation_level == READ_COMMITTED
+    key = _keys(decoded, image)
     if not decoded.rejected and all(p.error is errors.NONE and getattr(p, "diverging_epoch", None) is None
                                     and not getattr(p, "aborted_transactions", None) for p in response.partitions):
-        return _encode_plain(response, decoded, read_committed)
+        return _encode_plain(response, decoded, read_committed, key)
     partition_cls = nested(cls, "PartitionData")
     hint_image = image if decoded.version >= LEADER_HINT_FROM else None
-    items = [(decoded.key(data.topic_partition.topic),
+    items = [(key(data.topic_partition.topic),
               _partition(partition_cls, data, hint_image, _aborted(partition_cls, data, read_committed, stable), lso))
              for data, lso, stable in _partitions(response)]
     items.extend((r.topic, _partition(partition_cls, FetchPartitionData(TopicPartition(r.topic.name or "", r.partition),
                                                                         r.error)))
                  for r in decoded.rejected)
     topics = topic_entities(nested(cls, "FetchableTopicResponse"), "partitions", group(items))
-    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), session_id=NO_SESSION_ID,
+    return build(cls, throttle_time=NO_THROTTLE, error_code=code(errors.NONE), session_id=_session_id(response),
                  responses=topics, node_endpoints=node_endpoints(cls, image, (p for _, p in items)))
 
 
+def _session_id(response: FetchResponse | ConsumerFetchResponse) -> int:
+    return response.session_id if isinstance(response, FetchResponse) else NO_SESSION_ID
+
+
+def _keys(decoded: Decoded[FetchRequest], image: MetadataImage | None) -> Callable[[str], TopicKey]:
+    """How the response names a topic: as the request did, else (a partition of a follower's fetch session that
+    this request did not list) by the image's name and id."""
+    if image is None:
+        return decoded.key
+    return lambda topic: decoded.keys.get(topic) or topic_key(image, topic, None)
+
+
 def _encode_plain(response: FetchResponse | ConsumerFetchResponse, decoded: Decoded[FetchRequest],
-                  read_committed: bool) -> EncodedBody:
+                  read_committed: bool, key_of: Callable[[str], TopicKey]) -> EncodedBody:
     """`encode_response` of partitions that all succeeded, without a diverging epoch: no field kio's path would
     add beyond the plain ones (no leader hint, no node endpoints), so `fetch_response` writes it."""
     by_id = decoded.version >= fetch_response.TOPIC_ID_FROM
     items = []
     for p in response.partitions:
-        key = decoded.key(p.topic_partition.topic)
+        key = key_of(p.topic_partition.topic)
         lso = getattr(p, "last_stable_offset", UNKNOWN_OFFSET)
         items.append((key.topic_id if by_id else key.name or "", (
             p.topic_partition.partition, 0, p.high_watermark, p.high_watermark if lso < 0 else lso,
             p.log_start_offset, p.records)))
-    return fetch_response.encode(decoded.version, 0, NO_SESSION_ID, group(items), read_committed)
+    return fetch_response.encode(decoded.version, 0, _session_id(response), group(items), read_committed)
 
 
 def _partitions(response: FetchResponse | ConsumerFetchResponse
@@ -236,15 +264,17 @@ def _partition(cls: type, data: FetchPartitionData, image: MetadataImage | None 
 
 
 def encode_request(fetch: FetchRequest, version: int, image: MetadataImage) -> Any:
-    """The Kafka Fetch request a follower sends (full fetch, no session); v13+ names topics by the ids in
-    `image` (UNKNOWN_TOPIC_ID, raised, when it no longer knows one), v15+ carries the follower's broker epoch."""
+    """The Kafka Fetch request a follower sends, in its fetch session; v13+ names topics by the ids in `image`
+    (UNKNOWN_TOPIC_ID, raised, when it no longer knows one), v15+ carries the follower's broker epoch."""
     keys = [_request_key(image, p.topic_partition.topic, version) for p in fetch.partitions]
     if version in fetch_request.VERSIONS:  # what followers send: written without kio's entities
         wire = [(key.topic_id, (p.topic_partition.partition, p.current_leader_epoch, p.fetch_offset,
                                   p.last_fetched_epoch, p.log_start_offset, p.partition_max_bytes))
                   for key, p in zip(keys, fetch.partitions, strict=True)]
+        dropped = [(_request_key(image, tp.topic, version).topic_id, tp.partition) for tp in fetch.forgotten]
         return fetch_request.encode(version, fetch.replica_id, fetch.replica_epoch, fetch.max_wait_ms,
-                                    fetch.min_bytes, fetch.max_bytes, group(wire))
+                                    fetch.min_bytes, fetch.max_bytes, group(wire), fetch.session_id,
+                                    fetch.session_epoch, group(dropped))
     cls = request_class(FETCH, version)
     partition_cls = nested(cls, "FetchPartition")
     items = []
@@ -258,9 +288,13 @@ def encode_request(fetch: FetchRequest, version: int, image: MetadataImage) -> A
     if has_field(cls, "replica_state"):
         values = {"replica_state": build(nested(cls, "ReplicaState"), replica_id=fetch.replica_id,
                                          replica_epoch=fetch.replica_epoch)}
+    forgotten: tuple[Any, ...] = ()
+    if has_field(cls, "forgotten_topics_data"):  # v7+
+        forgotten = topic_entities(nested(cls, "ForgottenTopic"), "partitions", group(
+            (_request_key(image, tp.topic, version), tp.partition) for tp in fetch.forgotten))
     return build(cls, max_wait=duration(fetch.max_wait_ms), min_bytes=fetch.min_bytes, max_bytes=fetch.max_bytes,
-                 isolation_level=0, session_id=NO_SESSION_ID, session_epoch=FINAL_SESSION_EPOCH, topics=topics,
-                 forgotten_topics_data=(), rack_id="", **values)
+                 isolation_level=0, session_id=fetch.session_id, session_epoch=fetch.session_epoch, topics=topics,
+                 forgotten_topics_data=forgotten, rack_id="", **values)
 
 
 def _request_key(image: MetadataImage, topic: str, version: int) -> TopicKey:
@@ -274,10 +308,11 @@ def decode_response(body: Any, fetch: FetchRequest, image: MetadataImage) -> Fet
     """The follower's view of a Kafka Fetch response to `fetch`; partitions it did not ask for are dropped
     (a topic id the image no longer knows, a confused leader)."""
     check_body(body, FETCH)
-    requested = {p.topic_partition for p in fetch.partitions}
     error = error_of(field_or(body, "error_code", 0))
     if error is not errors.NONE:
         return FetchResponse(fetch.correlation_id, error, ())
+    # An incremental answer may carry any partition of the session; the fetcher drops those it no longer fetches.
+    requested = None if fetch.session_epoch > INITIAL_SESSION_EPOCH else {p.topic_partition for p in fetch.partitions}
     partitions = []
     for topic in body.responses:
         name = wire_topic_key(image, topic).name
@@ -285,9 +320,10 @@ def decode_response(body: Any, fetch: FetchRequest, image: MetadataImage) -> Fet
             continue  # a topic id this broker no longer knows
         for p in topic.partitions:
             tp = TopicPartition(name, int(p.partition_index))
-            if tp in requested:
+            if requested is None or tp in requested:
                 partitions.append(_partition_data(tp, p))
-    return FetchResponse(fetch.correlation_id, errors.NONE, tuple(partitions))
+    return FetchResponse(fetch.correlation_id, errors.NONE, tuple(partitions),
+                         int(field_or(body, "session_id", NO_SESSION_ID)))
 
 
 def _partition_data(tp: TopicPartition, p: Any) -> FetchPartitionData:

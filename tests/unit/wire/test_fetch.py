@@ -213,3 +213,24 @@ def test_a_consumer_fetch_with_client_metadata_may_read_a_follower(version: int)
     decoded = fetch.decode_request(fetch_request(version), cluster_image())
     assert decoded.request.rack_id == ("" if version >= 11 else None)
     assert fetch.consumer_request(decoded.request).leader_only == (version < 11)
+
+
+@pytest.mark.parametrize("version", [7, 12, 13, 15, 17])
+def test_a_followers_fetch_session_travels_both_ways(version: int) -> None:
+    """An incremental fetch that lists nothing and forgets a partition; the leader's answer names a partition of
+    the session that the request did not list, by the image's name and id (KIP-227)."""
+    image = cluster_image()
+    request = FetchRequest(7, BrokerId(2), 500, 1, 10_000_000, (), session_id=9, session_epoch=4,
+                           forgotten=(TopicPartition("orders", 1),))
+    body = wire(fetch.encode_request(request, version, image))
+    leader_view = fetch.decode_request(DecodedRequest(1, version, 7, "follower", body), image)
+    assert leader_view.error is errors.NONE
+    assert (leader_view.request.session_id, leader_view.request.session_epoch, leader_view.request.forgotten,
+            leader_view.request.partitions) == (9, 4, (TopicPartition("orders", 1),), ())
+    answer = FetchResponse(7, errors.NONE, (FetchPartitionData(ORDERS_0, errors.NONE, Offset(11), Offset(0),
+                                                               records=BATCH),), session_id=9)
+    response = wire(fetch.encode_response(answer, leader_view, image))
+    assert response.session_id == 9
+    internal = fetch.decode_response(response, request, image)
+    assert internal.session_id == 9
+    assert [(p.topic_partition, p.high_watermark, p.records) for p in internal.partitions] == [(ORDERS_0, 11, BATCH)]

@@ -1,0 +1,157 @@
+"""The leader's incremental fetch sessions (KIP-227; Kafka's FetchSessionTest): a full fetch opens one, later fetches
+carry only changes and are served as the whole session, answers keep only partitions with news, and the errors a
+follower restarts from (an unknown id, a wrong epoch) change nothing."""
+
+from __future__ import annotations
+
+from fetch_helpers import T0, A, B, answered, append, follower_request, leaders
+
+from insync import errors
+from insync.broker.fetch_serving import FetchServer
+from insync.broker.fetch_sessions import FetchSessions, SessionContext
+from insync.replication.messages import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    NO_SESSION,
+    SESSION_EPOCH_MAX,
+    FetchPartitionData,
+    FetchRequest,
+    FetchResponse,
+    next_session_epoch,
+)
+from insync.types import BrokerId, Offset, Outgoing, TopicPartition
+
+FOLLOWER = 2  # the follower broker's address, as the core sees it
+NOT_FOUND = errors.BY_NAME["FETCH_SESSION_ID_NOT_FOUND"]
+BAD_EPOCH = errors.BY_NAME["INVALID_FETCH_SESSION_EPOCH"]
+
+
+def full(offsets: dict[TopicPartition, int], replica: int = 2, epoch: int = INITIAL_EPOCH) -> FetchRequest:
+    request = follower_request(1, replica, offsets)
+    return FetchRequest(request.correlation_id, request.replica_id, request.max_wait_ms, request.min_bytes,
+                        request.max_bytes, request.partitions, session_epoch=epoch)
+
+
+def incremental(session_id: int, epoch: int, changed: dict[TopicPartition, int],
+                forgotten: tuple[TopicPartition, ...] = (), replica: int = 2) -> FetchRequest:
+    request = full(changed, replica)
+    return FetchRequest(request.correlation_id, request.replica_id, request.max_wait_ms, request.min_bytes,
+                        request.max_bytes, request.partitions, session_id=session_id, session_epoch=epoch,
+                        forgotten=forgotten)
+
+
+def opened(sessions: FetchSessions, request: FetchRequest) -> SessionContext:
+    context = sessions.open(request)
+    assert isinstance(context, SessionContext), context
+    return context
+
+
+def data(tp: TopicPartition, high_watermark: int, records: bytes = b"",
+         error: errors.KafkaError = errors.NONE) -> FetchPartitionData:
+    if error is not errors.NONE:
+        return FetchPartitionData(tp, error)
+    return FetchPartitionData(tp, errors.NONE, Offset(high_watermark), Offset(0), records=records)
+
+
+def offsets_of(context: SessionContext) -> dict[TopicPartition, int]:
+    return {p.topic_partition: p.fetch_offset for p in context.request.partitions}
+
+
+def test_a_full_fetch_at_the_initial_epoch_opens_a_session_and_gets_every_partition() -> None:
+    sessions = FetchSessions()
+    context = opened(sessions, full({A: 0, B: 0}))
+    assert context.session_id != NO_SESSION and not context.incremental and len(sessions) == 1
+    answers = (data(A, 0), data(B, 0))
+    assert sessions.respond(context, answers) == answers
+
+
+def test_a_full_fetch_at_the_final_epoch_stays_outside_any_session() -> None:
+    sessions = FetchSessions()
+    context = opened(sessions, full({A: 0}, epoch=FINAL_EPOCH))
+    assert context.session_id == NO_SESSION and len(sessions) == 0
+    assert sessions.respond(context, (data(A, 0),)) == (data(A, 0),)
+
+
+def test_an_incremental_fetch_is_served_as_the_whole_session_with_its_changes() -> None:
+    sessions = FetchSessions()
+    first = opened(sessions, full({A: 0, B: 0}))
+    sessions.respond(first, (data(A, 0), data(B, 0)))
+    second = opened(sessions, incremental(first.session_id, 1, {A: 5}))
+    assert second.incremental and offsets_of(second) == {A: 5, B: 0}
+    third = opened(sessions, incremental(first.session_id, 2, {}, forgotten=(B,)))
+    assert offsets_of(third) == {A: 5} and sessions.partitions_cached == 1
+
+
+def test_an_incremental_answer_keeps_only_the_partitions_with_news() -> None:
+    sessions = FetchSessions()
+    first = opened(sessions, full({A: 0, B: 0}))
+    sessions.respond(first, (data(A, 0), data(B, 0)))
+    second = opened(sessions, incremental(first.session_id, 1, {}))
+    assert sessions.respond(second, (data(A, 0), data(B, 0))) == ()  # nothing new: an empty answer
+    third = opened(sessions, incremental(first.session_id, 2, {}))
+    assert sessions.respond(third, (data(A, 3), data(B, 0, b"batch"))) == (data(A, 3), data(B, 0, b"batch"))
+    fourth = opened(sessions, incremental(first.session_id, 3, {}))
+    assert sessions.respond(fourth, (data(A, 3), data(B, 0))) == ()
+
+
+def test_a_partition_in_error_is_always_answered_and_again_once_it_recovers() -> None:
+    sessions = FetchSessions()
+    first = opened(sessions, full({A: 0}))
+    sessions.respond(first, (data(A, 7),))
+    failing = data(A, 0, error=errors.NOT_LEADER_OR_FOLLOWER)
+    for epoch in (1, 2):
+        context = opened(sessions, incremental(first.session_id, epoch, {}))
+        assert sessions.respond(context, (failing,)) == (failing,)
+    recovered = opened(sessions, incremental(first.session_id, 3, {}))
+    assert sessions.respond(recovered, (data(A, 7),)) == (data(A, 7),)  # the same offsets as before the error
+
+
+def test_an_unknown_session_another_brokers_session_and_a_wrong_epoch_are_refused_and_change_nothing() -> None:
+    sessions = FetchSessions()
+    first = opened(sessions, full({A: 0}))
+    assert sessions.open(incremental(first.session_id + 1, 1, {A: 3})) is NOT_FOUND
+    assert sessions.open(incremental(first.session_id, 1, {A: 3}, replica=3)) is NOT_FOUND
+    assert sessions.open(incremental(first.session_id, 2, {A: 3})) is BAD_EPOCH
+    assert offsets_of(opened(sessions, incremental(first.session_id, 1, {}))) == {A: 0}
+
+
+def test_a_new_full_fetch_replaces_the_followers_session_and_the_oldest_is_evicted_at_capacity() -> None:
+    sessions = FetchSessions(capacity=2)
+    first = opened(sessions, full({A: 0}, replica=2))
+    again = opened(sessions, full({A: 0}, replica=2))
+    assert len(sessions) == 1 and sessions.open(incremental(first.session_id, 1, {})) is NOT_FOUND
+    opened(sessions, full({A: 0}, replica=3))
+    opened(sessions, full({A: 0}, replica=4))
+    assert len(sessions) == 2 and sessions.open(incremental(again.session_id, 1, {})) is NOT_FOUND
+    sessions.forget(BrokerId(4))
+    assert len(sessions) == 1
+
+
+def test_session_epochs_wrap_to_one() -> None:
+    assert next_session_epoch(INITIAL_EPOCH) == 1
+    assert next_session_epoch(SESSION_EPOCH_MAX) == 1
+
+
+def test_the_fetch_server_answers_a_parked_incremental_fetch_with_only_what_was_appended() -> None:
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    append(partitions[A], 1, T0)  # so that the full fetch is answered at once
+    outcome = server.follower_fetch(T0, FOLLOWER, full({A: 0, B: 0}))
+    ((_, response),) = [(c.destination, c.message) for c in outcome.commands if isinstance(c, Outgoing)]
+    assert isinstance(response, FetchResponse) and response.session_id != NO_SESSION
+    assert [p.topic_partition for p in response.partitions] == [A, B]
+    parked = server.follower_fetch(T0 + 1, FOLLOWER, incremental(response.session_id, 1, {A: 1}))
+    assert parked.commands == [] and server.purgatory_size == 1
+    append(partitions[B], 2, T0 + 2)
+    woken = server.wake(T0 + 2, {B: 100})
+    assert answered(woken) == [(FOLLOWER, 1)]
+    (command,) = woken.commands
+    assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
+    assert [(p.topic_partition, bool(p.records)) for p in command.message.partitions] == [(B, True)]
+
+
+def test_the_fetch_server_answers_a_session_error_at_the_top_level_without_reading() -> None:
+    server = FetchServer(leaders().get)
+    outcome = server.follower_fetch(T0, FOLLOWER, incremental(41, 3, {A: 0}))
+    (command,) = outcome.commands
+    assert isinstance(command, Outgoing) and command.message == FetchResponse(1, NOT_FOUND, ())
