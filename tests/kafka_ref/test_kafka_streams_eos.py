@@ -174,4 +174,5 @@ def describe_config(spec: cluster.ClusterSpec, topic: str, key: str) -> str:
     from confluent_kafka.admin import ConfigResource
 
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    return str(admin_client(spec.bootstrap).describe_configs([resource])[resource].result(30)[key].value)
+    admin = admin_client(spec.bootstrap)  # held while the future is awaited: a dropped client fails its futures
+    return str(admin.describe_configs([resource])[resource].result(30)[key].value)
