@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # per version outside the repo (tools/compat/build.sh).
 COMPAT_VERSION := 1.10.1
 
-.PHONY: setup test test-slow demo bench lint clean compat kafka spark-kafka-jars quix-venv
+.PHONY: setup test test-slow demo bench lint clean compat kafka kafka-streams spark-kafka-jars quix-venv
 
 setup: $(STAMP)
 
@@ -54,6 +54,11 @@ kafka: setup
 	@java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])' || { echo "Kafka 4 needs Java 17 or later: $$(java -version 2>&1 | head -1)"; exit 1; }
 	$(PY) tools/kafka/assemble.py
 
+# Kafka Streams of the 4.1 release (kafka-streams and RocksDB), beside that release's jars in the same cache, for the
+# Streams word count of tests/kafka_ref/test_kafka_streams_eos.py (chaos/kafka_dist.py with_streams).
+kafka-streams: kafka
+	$(PY) tools/kafka/assemble.py --streams 4.1
+
 # quix-streams (a Python stream processor, tests/kafka_ref/test_quix_streams.py) in a venv of its own outside the
 # repository: it pins a confluent-kafka older than insync's.
 QUIX_VENV := $(or $(INSYNC_CACHE),$(HOME)/.cache/insync)/quix-venv
@@ -63,7 +68,7 @@ quix-venv:
 		{ $(PYTHON) -m venv $(QUIX_VENV) && $(QUIX_VENV)/bin/pip install -q "quixstreams==$(QUIX_VERSION)"; }
 
 # tests/kafka_ref on two workers, a test file each: its tests mostly wait on JVMs and clusters.
-compat: setup kafka spark-kafka-jars quix-venv
+compat: setup kafka kafka-streams spark-kafka-jars quix-venv
 	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
 		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
 	$(PY) -m pytest -n 2 --dist loadfile tests/kafka_ref

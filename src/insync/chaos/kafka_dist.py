@@ -9,13 +9,17 @@ that made it and reused; an interrupted one is redone. Nothing in insync calls t
 `log_config(dist, directory)` writes the tarball's logging layout (server.log, controller.log,
 state-change.log, kafka-request.log, log-cleaner.log, kafka-authorizer.log under `kafka.logs.dir`) in the
 format of that release line: log4j2 YAML for 4.x, log4j 1 properties (reload4j) for 3.x.
+
+`with_streams(version)` is the release plus its Kafka Streams library (`kafka-streams` and RocksDB), which the
+tarball ships in `libs/` and the broker poms leave out: copied the same way into `streams-libs/` beside `libs/`,
+without the jars `libs/` already holds, for the Streams test driver.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from insync import maven
@@ -26,6 +30,8 @@ from insync.config import ConfigError
 VERSION_ALIASES = {"": "4.1.2", "4.1": "4.1.2", "4": "4.4.0", "latest": "4.4.0", "3.9": "3.9.1", "3": "3.9.1"}
 RECIPE = "kafka_2.13+kafka-tools+log4j-binding v1"
 MARKER = ".assembled"
+STREAMS_RECIPE = "kafka-streams v1"
+STREAMS_MARKER = ".streams-assembled"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -36,6 +42,16 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependencies>
 </project>
 """
+_STREAMS_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>insync</groupId><artifactId>kafka-streams-dist</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>{v}</version></dependency>
+  </dependencies>
+</project>
+"""
+# An artifact's file name is `<artifactId>-<version>.jar`, the version starting with a digit.
+_JAR_NAME = re.compile(r"^(?P<artifact>.+?)-(?P<version>\d[^/]*)\.jar$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +60,7 @@ class KafkaDist:
 
     version: str
     libs: Path
+    extra_libs: tuple[Path, ...] = ()  # libraries beside the broker's (Kafka Streams), for test drivers
 
     @property
     def major(self) -> int:
@@ -56,7 +73,8 @@ class KafkaDist:
 
     @property
     def classpath(self) -> str:
-        return ":".join(sorted(str(p) for p in self.libs.glob("*.jar")))
+        jars = sorted(str(p) for p in self.libs.glob("*.jar"))
+        return ":".join(jars + sorted(str(p) for d in self.extra_libs for p in d.glob("*.jar")))
 
 
 def resolve_version(requested: str) -> str:
@@ -102,6 +120,32 @@ def assemble(version: str, log: bool = True) -> KafkaDist:
                   f"the log4j binding {binding}")
     (home / MARKER).write_text(RECIPE)
     return KafkaDist(exact, libs)
+
+
+def with_streams(version: str, log: bool = True) -> KafkaDist:
+    """The release with its Kafka Streams jars on the classpath, fetching them with Maven the first time."""
+    dist = assemble(version, log)
+    home = dist.libs.parent
+    streams = home / "streams-libs"
+    marker = home / STREAMS_MARKER
+    if not (marker.exists() and marker.read_text() == STREAMS_RECIPE):
+        marker.unlink(missing_ok=True)
+        shutil.rmtree(streams, ignore_errors=True)
+        work = home / "streams-pom"
+        work.mkdir(exist_ok=True)
+        (work / "pom.xml").write_text(_STREAMS_POM.format(v=dist.version))
+        if log:
+            print(f"fetching Kafka Streams {dist.version} from Maven Central into {streams} (once)", flush=True)
+        # A jar the broker's set already has (kafka-clients, slf4j, jackson) stays out: two versions of one
+        # library on a classpath load whichever comes first.
+        held = sorted({m["artifact"] for m in map(_JAR_NAME.match, (p.name for p in dist.libs.glob("*.jar"))) if m})
+        assert "kafka-clients" in held, f"no kafka-clients in {dist.libs}"
+        maven.run(work, ["dependency:copy-dependencies", f"-DoutputDirectory={streams}",
+                         "-DexcludeArtifactIds=" + ",".join(held)], f"Kafka Streams {dist.version}")
+        if not any(streams.glob(f"kafka-streams-{dist.version}.jar")):
+            raise ConfigError(f"Maven brought no kafka-streams-{dist.version}.jar into {streams}")
+        marker.write_text(STREAMS_RECIPE)
+    return replace(dist, extra_libs=(streams,))
 
 
 def _log4j_binding(libs: Path) -> str | None:

@@ -113,10 +113,16 @@ def run(dist: KafkaDist, tool: str, args: list[str], stdin: str | None = None,
     return _run(command(dist, tool, args), tool, args, stdin, timeout_s, cwd)
 
 
-def run_driver(dist: KafkaDist, source: Path, args: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> ToolRun:
-    """Compile (once) and run a test driver whose main class is named as its source file."""
+def driver_command(dist: KafkaDist, source: Path, args: list[str]) -> list[str]:
+    """The command line of a test driver whose main class is named as its source file, compiled first (once): for
+    a driver the caller runs beside other work and stops itself."""
     classpath = f"{compile_driver(dist, source)}:{dist.classpath}"
-    return _run(_java(dist, LOAD_JVM, classpath, source.stem, args), source.stem, args, None, timeout_s, None)
+    return _java(dist, LOAD_JVM, classpath, source.stem, args)
+
+
+def run_driver(dist: KafkaDist, source: Path, args: list[str], timeout_s: float = TOOL_TIMEOUT_S) -> ToolRun:
+    """Compile (once) and run a test driver to completion."""
+    return _run(driver_command(dist, source, args), source.stem, args, None, timeout_s, None)
 
 
 def _run(argv: list[str], tool: str, args: list[str], stdin: str | None, timeout_s: float,

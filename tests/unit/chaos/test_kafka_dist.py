@@ -101,3 +101,18 @@ def test_a_zookeeper_layout_has_a_zookeeper_node_and_refuses_what_it_cannot_do(
         cluster.layout(tmp_path / "z3", 2, 0, controllers=3, engine="kafka:3.9.1")
     with pytest.raises(ConfigError, match="--config log.dirs: the launcher sets it"):
         cluster.layout(tmp_path / "z4", 2, 0, ["log.dirs=/x"], engine="kafka:3.9.1")
+
+
+def test_streams_jars_follow_the_brokers_on_the_classpath_once_assembled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A finished Streams assembly is reused without Maven; its jars come after the release's own."""
+    _fake_dist(tmp_path, monkeypatch, "4.1.2")
+    home = tmp_path / "cache" / "kafka" / "4.1.2"
+    (home / "libs" / "kafka-clients-4.1.2.jar").touch()
+    _libs(home / "streams-libs", "kafka-streams-4.1.2.jar", "rocksdbjni-9.7.3.jar")
+    (home / kafka_dist.STREAMS_MARKER).write_text(kafka_dist.STREAMS_RECIPE)
+    monkeypatch.setattr(kafka_dist.maven, "run", lambda *args: pytest.fail(f"Maven ran: {args}"))
+    dist = kafka_dist.with_streams("4.1")
+    assert dist.extra_libs == (home / "streams-libs",)
+    assert [Path(p).name for p in dist.classpath.split(":")] == [
+        "kafka-clients-4.1.2.jar", "kafka-streams-4.1.2.jar", "rocksdbjni-9.7.3.jar"]
