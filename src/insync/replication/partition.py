@@ -1,16 +1,15 @@
-"""One topic-partition on one broker: its roles, its ISR state and high watermark, produce, and the entry
-points of both sides of replication.
+"""One topic-partition on one broker: its roles, its high watermark, produce, and the entry points of both
+sides of replication.
 
 Roles change only through `make_leader` / `make_follower`, from the controller's metadata; stale epochs are
 ignored. Leading, the partition holds a `Leader` for the epoch (`leader.py`) and appends produced batches
 (acks=all refused with NOT_ENOUGH_REPLICAS when the committed ISR is below min(min.insync.replicas, replication
 factor), Kafka 3.7+; `produce_status` tells a delayed produce its outcome), serves follower fetches in two halves
-(KIP-501), and checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task). ISR changes are proposals: the
-partition moves to PendingExpand / PendingShrink and returns an `AlterPartitionItem`;
-`on_alter_partition_result` commits it or reacts to the controller's error as Kafka does, and newer metadata
-resolves any pending change. Every transition is a pure function of `isr.py`, applied in one place
-(`_enter_isr_state`). Not leading, it holds a `Follower` (`follower.py`) for its fetcher session to drive.
-Every state change worth reporting becomes an `Event` in `self.events`, which the driver drains.
+(KIP-501), and checks its ISR (`maybe_shrink_isr`, Kafka's isr-expiration task). The ISR state, its proposals
+and the health that follows it are `PartitionIsr`'s (`partition_isr.py`); `on_alter_partition_result` commits a
+proposal or reacts to the controller's error as Kafka does, and newer metadata resolves any pending change.
+Not leading, it holds a `Follower` (`follower.py`) for its fetcher session to drive. Every state change worth
+reporting becomes an `Event` in `self.events`, which the driver drains.
 """
 
 from __future__ import annotations
@@ -28,18 +27,7 @@ from insync.protocol.records import parse_header
 from insync.replication import producer_state
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.follower import Follower, bounded_high_watermark
-from insync.replication.isr import (
-    Committed,
-    IsrPolicy,
-    IsrState,
-    PendingExpand,
-    PendingShrink,
-    after_alter_partition,
-    committed_change,
-    from_metadata,
-    propose_expand,
-    propose_shrink,
-)
+from insync.replication.isr import IsrPolicy, IsrState, after_alter_partition, from_metadata
 from insync.replication.leader import Leader
 from insync.replication.log_view import LogView, ReadResultView
 from insync.replication.messages import (
@@ -47,6 +35,7 @@ from insync.replication.messages import (
     AlterPartitionResult,
     FetchPartitionData,
 )
+from insync.replication.partition_isr import Lead, PartitionIsr, isr_text
 from insync.replication.replica_state import ReplicaState
 from insync.replication.results import (
     AlterOutcome,
@@ -85,10 +74,6 @@ class PartitionConfig:
                    broker.replication.pending_reads_insync_enable)
 
 
-def _isr_text(isr: Sequence[int]) -> str:
-    return ",".join(str(broker) for broker in isr)
-
-
 class Partition:
     def __init__(self, topic_partition: TopicPartition, local_broker_id: BrokerId, log: LogView,
                  config: PartitionConfig | None = None, *, events: EventBuffer | None = None,
@@ -106,7 +91,7 @@ class Partition:
         self._leader_epoch = UNDEFINED_EPOCH
         self._partition_epoch = PartitionEpoch(-1)
         self._replicas: tuple[BrokerId, ...] = ()
-        self._isr_state: IsrState = Committed(())
+        self._isr = PartitionIsr(topic_partition, local_broker_id, log, self._is_replica_eligible, self._emit)
         self.producer_state = producer_state.open_table(log)  # also makes the log snapshot it (roll, close)
         # Exactly one role at a time. The follower holds the high watermark while it lasts; `_high_watermark` is
         # the leader's, taken over from the follower when this broker starts leading.
@@ -114,8 +99,6 @@ class Partition:
         self._follower: Follower | None = Follower(log, self.producer_state,
                                                    bounded_high_watermark(log, Offset(high_watermark)), self._emit)
         self._high_watermark = Offset(0)
-        self._under_replicated = False
-        self._under_min_isr = False
         self._log_prefix = f"[Partition {topic_partition} broker={local_broker_id}] "
 
     # --- State ------------------------------------------------------------------------------------------------
@@ -152,16 +135,16 @@ class Partition:
 
     @property
     def isr_state(self) -> IsrState:
-        return self._isr_state
+        return self._isr.state
 
     @property
     def isr(self) -> tuple[BrokerId, ...]:
         """The last committed ISR."""
-        return self._isr_state.isr
+        return self._isr.state.isr
 
     @property
     def maximal_isr(self) -> tuple[BrokerId, ...]:
-        return self._isr_state.maximal_isr
+        return self._isr.state.maximal_isr
 
     @property
     def high_watermark(self) -> Offset:
@@ -183,20 +166,27 @@ class Partition:
 
     @property
     def is_under_replicated(self) -> bool:
-        return self._under_replicated
+        return self._isr.under_replicated
 
     @property
     def is_under_min_isr(self) -> bool:
-        return self._under_min_isr
+        return self._isr.under_min_isr
 
     def reconfigure(self, config: PartitionConfig, now_ms: int) -> None:
         """A topic config change (IncrementalAlterConfigs): in force from the next request on; a new
         min.insync.replicas may put the partition under (or lift it out of) its minimum ISR at once."""
         self.config = config
-        self._refresh_health(now_ms)
+        self._isr.refresh_health(now_ms, self._lead())
 
     def replica_state(self, broker_id: BrokerId) -> ReplicaState | None:
         return self._leader.replica_state(broker_id) if self._leader is not None else None
+
+    def _lead(self) -> Lead | None:
+        """What the ISR needs of this partition while it leads; None while it follows."""
+        if self._leader is None:
+            return None
+        return Lead(self._leader, self._leader_epoch, self._partition_epoch, self._replicas, self._high_watermark,
+                    self.effective_min_isr, self.config.isr_policy)
 
     # --- Leadership -------------------------------------------------------------------------------------------
 
@@ -227,7 +217,7 @@ class Partition:
             logger.info("%s%s", self._log_prefix, kafkalog.leader_message(
                 tp.topic, tp.partition, leader_epoch, self.log.log_end_offset, self._high_watermark, isr,
                 previous_epoch))
-        self._enter_isr_state(from_metadata(tuple(isr)), now_ms)
+        self._isr.enter(from_metadata(tuple(isr)), now_ms, self._lead())
         self._maybe_advance_high_watermark(now_ms)
         return True
 
@@ -250,7 +240,7 @@ class Partition:
         if self._follower is None:
             self._follower = Follower(self.log, self.producer_state, self._high_watermark, self._emit)
         self._leader = None  # drops the followers' states, every pending read with them
-        self._enter_isr_state(from_metadata(tuple(isr)), now_ms)
+        self._isr.enter(from_metadata(tuple(isr)), now_ms, self._lead())
         if restart_fetching:
             tp = self.topic_partition
             logger.info("%s%s", self._log_prefix, kafkalog.follower_message(
@@ -272,7 +262,7 @@ class Partition:
         if not self.is_leader:
             raise KafkaException(errors.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of {self.topic_partition}")
-        isr, min_isr = self._isr_state.isr, self.effective_min_isr
+        isr, min_isr = self._isr.state.isr, self.effective_min_isr
         if required_acks == -1 and len(isr) < min_isr:
             raise KafkaException(errors.NOT_ENOUGH_REPLICAS, kafkalog.min_isr_message(
                 isr, min_isr, self.topic_partition.topic, self.topic_partition.partition))
@@ -300,7 +290,7 @@ class Partition:
         if self._high_watermark < wait.required_offset:
             return None
         # The ISR may have shrunk after the append was admitted (REFERENCE.md 3).
-        if len(self._isr_state.maximal_isr) >= self.effective_min_isr:
+        if len(self._isr.state.maximal_isr) >= self.effective_min_isr:
             return errors.NONE
         return errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
@@ -345,109 +335,43 @@ class Partition:
                                                     lag_time_max_ms=self.config.isr_policy.replica_lag_time_max_ms)
         if updated is None:
             return FollowerFetchResult(data)
-        alter_partition = self._maybe_expand_isr(updated, read.fetch_time_ms, now_ms)
+        lead = self._lead()
+        assert lead is not None
+        alter_partition = self._isr.expand(updated, read.fetch_time_ms, now_ms, lead)
         return FollowerFetchResult(data, alter_partition, self._maybe_advance_high_watermark(now_ms))
 
     # --- ISR --------------------------------------------------------------------------------------------------
 
     def maybe_shrink_isr(self, now_ms: int) -> AlterPartitionItem | None:
-        """The isr-expiration check: propose removing the ISR members (other than this leader) that are out
-        of sync. Does nothing unless leader, or while an ISR change is in flight."""
-        if self._leader is None or self._isr_state.is_inflight:
-            return None
-        committed = self._isr_state.isr
-        check = self._leader.out_of_sync_replicas(now_ms, committed, self.config.isr_policy)
-        for kept in check.kept_by_pending_read:
-            self._emit(EventType.ISR_KEPT_PENDING_READ, now_ms, replica=kept.broker,
-                       pending_since_ms=kept.pending_since_ms)
-        state, proposal = propose_shrink(self._isr_state, check, self._proposal)
-        if proposal is None:
-            return None
-        self._enter_isr_state(state, now_ms)
-        out_of_sync = [{"broker": r.broker, "leo": r.leo, "last_caught_up_ms": r.last_caught_up_ms}
-                       for r in check.removals]
-        logger.info("%s%s", self._log_prefix, kafkalog.shrink_message(
-            committed, proposal.new_isr, self._high_watermark, self.log.log_end_offset, out_of_sync))
-        return proposal
-
-    def _maybe_expand_isr(self, follower_state: ReplicaState, fetch_time_ms: int,
-                          now_ms: int) -> AlterPartitionItem | None:
-        """After a follower's successful fetch (`propose_expand` in isr.py). A recovering leader (KIP-704) adds
-        nobody."""
-        assert self._leader is not None and follower_state.broker_id in self._replicas, follower_state
-        if self._leader.recovering:
-            return None
-        committed = self._isr_state.isr
-        state, proposal = propose_expand(
-            self._isr_state, self.config.isr_policy, follower_state, now_ms=now_ms, fetch_time_ms=fetch_time_ms,
-            high_watermark=self._high_watermark, leader_epoch_start_offset=self._leader.epoch_start_offset,
-            is_eligible=self._is_replica_eligible, propose=self._proposal)
-        if proposal is None:
-            return None
-        self._enter_isr_state(state, now_ms)
-        logger.info("%sExpanding ISR from %s to %s", self._log_prefix, _isr_text(committed),
-                    _isr_text(proposal.new_isr))
-        return proposal
-
-    def _proposal(self, new_isr: tuple[BrokerId, ...]) -> AlterPartitionItem:
-        """The ISR change to send, with each follower's broker epoch from its fetches (KIP-903); this leader's
-        own is left to the broker (-1 here)."""
-        assert self._leader is not None, "only a leader proposes"
-        return AlterPartitionItem(self.topic_partition, self.broker_id, self._leader_epoch, self._partition_epoch,
-                                  new_isr, self._leader.broker_epochs(new_isr))
+        """The isr-expiration check (`PartitionIsr.shrink`); does nothing unless leader."""
+        lead = self._lead()
+        return None if lead is None else self._isr.shrink(now_ms, lead)
 
     def on_alter_partition_result(self, item: AlterPartitionItem, result: AlterPartitionResult,
                                   now_ms: int) -> AlterPartitionOutcome:
         """The controller answered `item` (`after_alter_partition` in isr.py): a commit takes the answer's
         partition epoch and may advance the high watermark."""
-        state, outcome = after_alter_partition(self._isr_state, item, result, self._leader_epoch,
+        state, outcome = after_alter_partition(self._isr.state, item, result, self._leader_epoch,
                                                self._partition_epoch)
         if outcome is AlterOutcome.COMMITTED:
             self._partition_epoch = result.partition_epoch
-            self._enter_isr_state(state, now_ms)
+            self._isr.enter(state, now_ms, self._lead())
             return AlterPartitionOutcome(outcome, self._maybe_advance_high_watermark(now_ms))
         if outcome is AlterOutcome.ROLLED_BACK:
-            self._enter_isr_state(state, now_ms)
+            self._isr.enter(state, now_ms, self._lead())
             logger.info("%sFailed to alter partition to %s since the controller rejected the request with %s. "
                         "Partition state has been reset to the latest committed state.", self._log_prefix,
-                        _isr_text(item.new_isr), result.error.name)
+                        isr_text(item.new_isr), result.error.name)
         return AlterPartitionOutcome(outcome)
 
-    def _enter_isr_state(self, state: IsrState, now_ms: int) -> None:
-        """The one place the ISR state changes. A leader reports the change it proposed in its current epoch
-        when it commits (`committed_change`); health follows the committed ISR."""
-        previous = self._isr_state
-        assert not (previous.is_inflight and state.is_inflight), (previous, state)  # one change in flight
-        assert self.is_leader or not state.is_inflight, state
-        assert not self.is_leader or self.broker_id in state.isr, state
-        self._isr_state = state
-        change = committed_change(previous, state, self._leader_epoch) if self.is_leader else None
-        if change is not None:
-            self._emit_isr_change(change, state.isr, now_ms)
-        self._refresh_health(now_ms)
-
-    def _emit_isr_change(self, change: PendingExpand | PendingShrink, isr: tuple[BrokerId, ...], now_ms: int) -> None:
-        before = list(change.isr)
-        if isinstance(change, PendingShrink):
-            self._emit(EventType.ISR_SHRINK, now_ms, isr_before=before, isr_after=list(isr),
-                       removed=[removal.to_dict() for removal in change.removals], leader_epoch=self._leader_epoch,
-                       hw=self._high_watermark, leo=self.log.log_end_offset)
-        else:
-            added = self.replica_state(change.new_in_sync_replica)
-            assert added is not None, change
-            self._emit(EventType.ISR_EXPAND, now_ms, isr_before=before, isr_after=list(isr),
-                       added=[{"broker": added.broker_id, "leo": added.log_end_offset}])
-        logger.info("%s%s", self._log_prefix, kafkalog.isr_updated_message(
-            isr, self._partition_epoch, len(isr) < self.effective_min_isr))
-
-    # --- High watermark and health ----------------------------------------------------------------------------
+    # --- High watermark ---------------------------------------------------------------------------------------
 
     def _maybe_advance_high_watermark(self, now_ms: int) -> bool:
         """`Leader.advanced_high_watermark`. Returns whether it moved (delayed produces may complete)."""
         if self._leader is None:
             return False
         advanced = self._leader.advanced_high_watermark(
-            now_ms, self._isr_state, self.effective_min_isr, self._high_watermark,
+            now_ms, self._isr.state, self.effective_min_isr, self._high_watermark,
             self.config.isr_policy.replica_lag_time_max_ms, self._is_replica_eligible)
         if advanced is None:
             return False
@@ -459,19 +383,6 @@ class Partition:
             f"a leader's high watermark only moves forward: {self._high_watermark} -> {high_watermark}"
         assert high_watermark <= self.log.log_end_offset, (high_watermark, self.log.log_end_offset)
         self._high_watermark = high_watermark
-
-    def _refresh_health(self, now_ms: int) -> None:
-        """Under-replicated and under-min-ISR are leader-side conditions on the committed ISR."""
-        isr_size = len(self._isr_state.isr)
-        under_replicated = self.is_leader and isr_size < len(self._replicas)
-        under_min_isr = self.is_leader and isr_size < self.effective_min_isr
-        if under_replicated != self._under_replicated:
-            self._under_replicated = under_replicated
-            kind = EventType.UNDER_REPLICATED_START if under_replicated else EventType.UNDER_REPLICATED_END
-            self._emit(kind, now_ms)
-        if under_min_isr != self._under_min_isr:
-            self._under_min_isr = under_min_isr
-            self._emit(EventType.UNDER_MIN_ISR_START if under_min_isr else EventType.UNDER_MIN_ISR_END, now_ms)
 
     def _emit(self, event_type: EventType, now_ms: int, **fields: Any) -> None:
         self.events.emit(Event(now_ms, self.broker_id, event_type, self.topic_partition.topic,

@@ -7,10 +7,9 @@ in Kafka. This module keeps that true as leadership moves:
 - A group whose partition this broker leads but has not replayed at the current epoch starts the replay and is
   answered COORDINATOR_LOAD_IN_PROGRESS; one whose partition it does not lead gets NOT_COORDINATOR.
 - Every SYNC_INTERVAL_MS partitions no longer led at their loaded epoch are dropped (held requests: NOT_COORDINATOR).
-Held joins and syncs are futures keyed by a token, answered through `GroupMembership`'s `Completion`s. A commit
-is appended like an acks=all Produce and enters the cache once acknowledged; DeleteGroups and OffsetDelete append
-tombstones so. A TxnOffsetCommit (KIP-447) is appended in the producer's transaction and held until its marker:
-applied on COMMIT, dropped on ABORT, when written (`complete_transaction`) and when the partition is replayed.
+Held joins and syncs are futures keyed by a token, answered through `GroupMembership`'s `Completion`s. The
+committed offsets, their replay, appends and expiry are the `OffsetStore`'s (offset_store.py); this module checks
+a commit against the group's generation and answers the offset APIs from the store.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import dataclasses
 import itertools
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from insync import errors
@@ -29,26 +28,15 @@ from insync.broker.coordinator_partitions import coordinator_status, partition_c
 from insync.broker.core import BrokerCore
 from insync.broker.messages import ProduceRequest, ProduceResponse
 from insync.config import GroupCoordinatorConfig
-from insync.errors import KafkaError, KafkaException
+from insync.errors import KafkaError
 from insync.groups import deletion
 from insync.groups.membership import GroupMembership
 from insync.groups.messages import Completion, GroupDescription, JoinResult, LeaveResult, SyncResult
-from insync.groups.offsets import (
-    CommittedOffset,
-    OffsetCache,
-    OffsetKey,
-    OffsetRecordError,
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
-    partition_for,
-)
+from insync.groups.offsets import CommittedOffset, OffsetKey, partition_for
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.control_records import COMMIT, marker_type
-from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
 from insync.server.client import FailoverConnection
+from insync.server.offset_store import OffsetStore
 from insync.storage.log_manager import LogManager
 from insync.types import OFFSETS_TOPIC, TopicPartition
 from insync.wire import groups as api
@@ -59,42 +47,25 @@ from insync.wire.internal import NewTopic
 log = logging.getLogger("insync.groups")
 
 SYNC_INTERVAL_MS = 500
-LOAD_CHUNK_BYTES = 1024 * 1024
 HELD_MAX = 10_000  # joins and syncs waiting at once
 JOIN_WAIT_MARGIN_S = 5.0  # a held join is answered by the rebalance timeout; this bounds the wait past it
 CREATE_TIMEOUT_S = 30.0
-TOMBSTONES_PER_BATCH = 500  # expired offsets written a batch at a time, well within max.message.bytes
-# Kafka's GroupMetadataManager: how an append error reads to a client committing offsets.
-_COMMIT_ERRORS = {
-    **dict.fromkeys(("UNKNOWN_TOPIC_OR_PARTITION", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-                     "REQUEST_TIMED_OUT"), errors.BY_NAME["COORDINATOR_NOT_AVAILABLE"]),
-    **dict.fromkeys(("NOT_LEADER_OR_FOLLOWER", "KAFKA_STORAGE_ERROR", "FENCED_LEADER_EPOCH"),
-                    errors.BY_NAME["NOT_COORDINATOR"]),
-    **dict.fromkeys(("MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE", "INVALID_FETCH_SIZE"),
-                    errors.BY_NAME["INVALID_COMMIT_OFFSET_SIZE"]),
-}
 E = errors.BY_NAME
 
 
 class GroupCoordinator:
     def __init__(self, config: GroupCoordinatorConfig, core: BrokerCore, log_manager: LogManager, controller: FailoverConnection,
                  append: Callable[[ProduceRequest], Awaitable[ProduceResponse]], now: Callable[[], int]) -> None:
-        self.config, self.core, self.log_manager, self.controller = config, core, log_manager, controller
-        self._append, self._now = append, now
+        self.config, self.core, self.controller, self._now = config, core, controller, now
         self.membership = GroupMembership(
             seed=random.getrandbits(62), min_session_timeout_ms=config.min_session_timeout_ms,
             max_session_timeout_ms=config.max_session_timeout_ms,
             initial_rebalance_delay_ms=config.initial_rebalance_delay_ms, group_max_size=config.max_size)
-        self.cache = OffsetCache()
-        self._loaded: dict[int, int] = {}  # offsets partition -> the leader epoch it was replayed at
-        self._loading: dict[int, asyncio.Task[None]] = {}
+        self.offsets = OffsetStore(config, core, log_manager, append)
         self._held: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
         self._tokens = itertools.count(1)
         self._wake = asyncio.Event()
         self._creating: asyncio.Task[None] | None = None
-        self._expiring: asyncio.Task[None] | None = None
-        # (offsets partition, producer id) -> the commits of its open transaction, with their log offsets
-        self._txn_commits: dict[tuple[int, int], list[tuple[int, OffsetKey, CommittedOffset]]] = {}
 
     # Which groups this broker coordinates --------------------------------------------------------------------
 
@@ -103,7 +74,7 @@ class GroupCoordinator:
 
     def _status(self, group_id: str) -> tuple[KafkaError, int]:
         """(NONE, partition) when this broker coordinates `group_id` with its offsets loaded; else the error."""
-        return coordinator_status(self.core, OFFSETS_TOPIC, group_id, self._loaded, self._start_load)
+        return coordinator_status(self.core, OFFSETS_TOPIC, group_id, self.offsets.loaded, self._start_load)
 
     def _member_status(self, group_id: str) -> KafkaError:
         """JoinGroup, SyncGroup, Heartbeat and LeaveGroup in Kafka's GroupCoordinatorService order: a group must
@@ -111,73 +82,15 @@ class GroupCoordinator:
         return E["INVALID_GROUP_ID"] if not group_id else self._status(group_id)[0]
 
     def _start_load(self, partition: int, epoch: int) -> None:
-        if partition in self._loading:
+        if self.offsets.is_loading(partition):
             return
         self._unload(partition)
-        task = asyncio.get_running_loop().create_task(self._load(partition, epoch))
-        self._loading[partition] = task
-        task.add_done_callback(lambda _: self._loading.pop(partition, None))
-
-    async def _load(self, partition: int, epoch: int) -> None:
-        """Replay the partition from its log start to the end it had when the load began, a chunk per loop turn."""
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
-        partition_log = self.log_manager.get(tp)
-        if partition_log is None:
-            return
-        offset, end, applied = partition_log.log_start_offset, partition_log.log_end_offset, 0
-        try:
-            while offset < end:  # bounded: each read advances past at least one batch
-                result = partition_log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
-                if not result.records or result.next_offset <= offset:
-                    break
-                applied += self._load_batches(partition, result.records)
-                offset = result.next_offset
-                await asyncio.sleep(0)
-        except KafkaException as exc:  # retention or truncation moved the log under the replay: try again later
-            log.warning("Loading %s stopped at offset %d: %s", tp, offset, exc)
-            self.cache.unload(partition)
-            return
-        if self.core.leader_epoch(tp) == epoch:
-            self._loaded[partition] = epoch
-            log.info("Loaded %d offset commits of %s (leader epoch %d)", applied, tp, epoch)
-
-    def _load_batches(self, partition: int, records: bytes) -> int:
-        """Replay a chunk: plain commits into the cache, transactional ones held until their marker."""
-        applied = 0
-        for pos, header in iter_batches(records, verify_crc=False):
-            batch = records[pos:pos + header.size]
-            if header.is_control:
-                self.complete_transaction(partition, header.producer_id, marker_type(batch) == COMMIT)
-            elif header.is_transactional:
-                for record in iter_records(batch):
-                    self._hold_txn_commit(partition, header.producer_id, record.offset, record.key, record.value)
-            else:
-                applied += self.cache.load(partition, iter_records(batch))
-        return applied
-
-    def _hold_txn_commit(self, partition: int, producer_id: int, log_offset: int, key: bytes | None,
-                         value: bytes | None) -> None:
-        try:
-            offset_key = None if key is None else decode_key(key)
-            committed = None if value is None else decode_value(value)
-        except OffsetRecordError:
-            return
-        if offset_key is not None and committed is not None:
-            self._txn_commits.setdefault((partition, producer_id), []).append((log_offset, offset_key, committed))
-
-    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A marker was written to (or replayed from) `partition`: the producer's held commits apply or go (an
-        abort drops them, so OffsetFetch no longer answers UNSTABLE_OFFSET_COMMIT for them)."""
-        held = self._txn_commits.pop((partition, producer_id), [])
-        for log_offset, key, value in held if commit else ():
-            self.cache.commit(partition, log_offset, key, value)
+        self.offsets.start_load(partition, epoch)
 
     def _unload(self, partition: int) -> None:
-        self._loaded.pop(partition, None)
-        for key in [k for k in self._txn_commits if k[0] == partition]:
-            del self._txn_commits[key]
+        """Stop coordinating the groups of `partition`: its offsets and its groups' members go."""
         count = self.offsets_partitions()
-        gone = set(self.cache.unload(partition))
+        gone = set(self.offsets.unload(partition))
         if count is not None:
             gone.update(g for g, _, _ in self.membership.list_groups() if partition_for(g, count) == partition)
         self._deliver(self.membership.remove_groups(sorted(gone)))
@@ -185,12 +98,12 @@ class GroupCoordinator:
     def _sync_leadership(self) -> None:
         """Drop what this broker no longer leads, and replay what it newly leads before anyone asks (as Kafka's
         coordinator loads a partition on its election), so requests rarely meet COORDINATOR_LOAD_IN_PROGRESS."""
-        for partition, epoch in list(self._loaded.items()):
+        for partition, epoch in list(self.offsets.loaded.items()):
             if self.core.leader_epoch(TopicPartition(OFFSETS_TOPIC, partition)) != epoch:
                 log.info("No longer coordinating the groups of %s-%d", OFFSETS_TOPIC, partition)
                 self._unload(partition)
         for tp, epoch, _ in self.core.leader_states():
-            if tp.topic == OFFSETS_TOPIC and self._loaded.get(tp.partition) != epoch:
+            if tp.topic == OFFSETS_TOPIC and self.offsets.loaded.get(tp.partition) != epoch:
                 self._start_load(tp.partition, epoch)
 
     # Held requests and the timer ----------------------------------------------------------------------------
@@ -222,9 +135,9 @@ class GroupCoordinator:
         next_expiry_ms = self._now() + self.config.offsets_retention_check_interval_ms
         while not stop.is_set():
             now_ms = self._now()
-            if now_ms >= next_expiry_ms and (self._expiring is None or self._expiring.done()):
+            if now_ms >= next_expiry_ms:
                 next_expiry_ms = now_ms + self.config.offsets_retention_check_interval_ms
-                self._expiring = asyncio.get_running_loop().create_task(self._expire_offsets(now_ms))
+                self.offsets.maybe_expire(now_ms, self._has_members)
             self._sync_leadership()
             self._deliver(self.membership.tick(now_ms))
             deadline = self.membership.next_deadline_ms()
@@ -233,26 +146,14 @@ class GroupCoordinator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
 
-    async def _expire_offsets(self, now_ms: int) -> None:
-        """Tombstones for the commits past offsets.retention.minutes of groups without members, in the partitions
-        this broker has loaded."""
-        def has_members(group_id: str) -> bool:
-            described = self.membership.describe(group_id)
-            return described is not None and bool(described.members)
-
-        expired = self.cache.expired(now_ms, self.config.offsets_retention_ms, has_members)
-        for partition, keys in expired.items():
-            for start in range(0, len(keys), TOMBSTONES_PER_BATCH) if partition in self._loaded else ():
-                chunk = keys[start:start + TOMBSTONES_PER_BATCH]
-                error = await self._write(partition, [(key, None) for key in chunk], now_ms)
-                log.info("Expired %d offsets of %s-%d: %s", len(chunk), OFFSETS_TOPIC, partition, error.name)
+    def _has_members(self, group_id: str) -> bool:
+        described = self.membership.describe(group_id)
+        return described is not None and bool(described.members)
 
     def close(self) -> None:
-        for task in list(self._loading.values()):
-            task.cancel()
-        for pending in (self._creating, self._expiring):
-            if pending is not None:
-                pending.cancel()
+        self.offsets.close()
+        if self._creating is not None:
+            self._creating.cancel()
 
     # The APIs -------------------------------------------------------------------------------------------------
 
@@ -366,7 +267,7 @@ class GroupCoordinator:
                 valid.append((OffsetKey(commit.group_id, tp),
                               dataclasses.replace(offset, commit_timestamp_ms=now_ms)))
         if valid:
-            outcome = await self._write(partition, valid, now_ms)
+            outcome = await self.offsets.write(partition, valid, now_ms)
             results.update((key.topic_partition, outcome) for key, _ in valid)
         return api.encode_offset_commit(request, [(tp, results[tp]) for tp, _ in commit.offsets])
 
@@ -385,39 +286,13 @@ class GroupCoordinator:
         now_ms = self._now()
         held = [(OffsetKey(commit.group_id, tp), CommittedOffset(offset, epoch, metadata, now_ms))
                 for tp, offset, epoch, metadata in commit.offsets]
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
-        batch = build_batch([RecordSpec(key=encode_key(k), value=encode_value(v)) for k, v in held],
-                            base_timestamp=now_ms, producer_id=commit.producer_id,
-                            producer_epoch=commit.producer_epoch, is_transactional=True)
-        response = await self._append(ProduceRequest(0, -1, self.config.offsets_commit_timeout_ms, ((tp, batch),),
-                                                     from_client=False))
-        (result,) = response.results
-        error = _COMMIT_ERRORS.get(result.error.name, result.error)
-        if error is errors.NONE:
-            self._txn_commits.setdefault((partition, commit.producer_id), []).extend(
-                (result.base_offset + i, key, value) for i, (key, value) in enumerate(held))
+        error = await self.offsets.write_in_transaction(partition, commit.producer_id, commit.producer_epoch, held,
+                                                        now_ms)
         return txn_api.encode_txn_offset_commit(request, [(tp, error) for tp, *_ in commit.offsets])
 
     def _partition_exists(self, tp: TopicPartition) -> bool:
         topic = self.core.metadata.image.topic(tp.topic)
         return topic is not None and tp.partition in topic.partitions
-
-    async def _write(self, partition: int, commits: Sequence[tuple[OffsetKey, CommittedOffset | None]], now_ms: int
-                     ) -> KafkaError:
-        """Append the commits (None: a tombstone, which deletes the offset) as one batch with acks=all; into the
-        cache once acknowledged."""
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
-        batch = build_batch([RecordSpec(key=encode_key(k), value=None if v is None else encode_value(v))
-                             for k, v in commits], base_timestamp=now_ms)
-        response = await self._append(ProduceRequest(0, -1, self.config.offsets_commit_timeout_ms,
-                                                     ((tp, batch),)))
-        (result,) = response.results
-        if result.error is not errors.NONE:
-            return _COMMIT_ERRORS.get(result.error.name, result.error)
-        if self._loaded.get(partition) == self.core.leader_epoch(tp):
-            for i, (key, value) in enumerate(commits):
-                self.cache.commit(partition, result.base_offset + i, key, value)
-        return errors.NONE
 
     def offset_fetch(self, request: DecodedRequest) -> Any:
         answers = []
@@ -426,11 +301,9 @@ class GroupCoordinator:
             if error is not errors.NONE:
                 answers.append(api.FetchedOffsets(asked.group_id, error, self._asked(asked, {})))
                 continue
-            unstable = frozenset(key.topic_partition for (_, _), held in self._txn_commits.items()
-                                 for _, key, _ in held if key.group_id == asked.group_id) if asked.require_stable \
-                else frozenset()
+            unstable = self.offsets.unstable(asked.group_id) if asked.require_stable else frozenset()
             answers.append(api.FetchedOffsets(asked.group_id, errors.NONE,
-                                              self._asked(asked, self.cache.offsets(asked.group_id)), unstable))
+                                              self._asked(asked, self.offsets.cache.offsets(asked.group_id)), unstable))
         return api.encode_offset_fetch(request, answers)
 
     @staticmethod
@@ -443,7 +316,7 @@ class GroupCoordinator:
     def list_groups(self, request: DecodedRequest) -> Any:
         states, types = api.list_groups_filter(request)
         listed = {g: (g, t, s) for g, t, s in self.membership.list_groups()}
-        for group_id in self.cache.group_ids():  # groups with offsets and no members: Empty, as Kafka lists them
+        for group_id in self.offsets.cache.group_ids():  # groups with offsets and no members: Empty, as Kafka lists them
             listed.setdefault(group_id, (group_id, "consumer", "Empty"))
         chosen = [row for row in listed.values()
                   if (not states or row[2].lower() in states) and (not types or "classic" in types)]
@@ -454,7 +327,7 @@ class GroupCoordinator:
         for group_id in api.describe_groups_ids(request):
             error, _ = self._status(group_id)
             description = self.membership.describe(group_id) if error is errors.NONE else None
-            if description is None and error is errors.NONE and self.cache.offsets(group_id):
+            if description is None and error is errors.NONE and self.offsets.cache.offsets(group_id):
                 # Offsets and no members: Empty, as Kafka describes it.
                 described.append((group_id, error, GroupDescription(group_id, "Empty", "consumer", "", ())))
                 continue
@@ -473,7 +346,7 @@ class GroupCoordinator:
 
     async def _delete_group(self, group_id: str) -> KafkaError:
         error, partition = self._deletion_status(group_id)
-        offsets = self.cache.offsets(group_id)
+        offsets = self.offsets.cache.offsets(group_id)
         if error is errors.NONE:
             error = deletion.delete_group_error(self.membership.view(group_id), bool(offsets))
         if error is not errors.NONE:
@@ -483,17 +356,17 @@ class GroupCoordinator:
         self._deliver(self.membership.remove_groups([group_id]))
         if not offsets:
             return errors.NONE
-        return await self._write(partition, [(OffsetKey(group_id, tp), None) for tp in sorted(offsets)], self._now())
+        return await self.offsets.write(partition, [(OffsetKey(group_id, tp), None) for tp in sorted(offsets)], self._now())
 
     async def offset_delete(self, request: DecodedRequest) -> Any:
         group_id, asked = api.decode_offset_delete(request)
         error, partition = self._deletion_status(group_id)
         if error is not errors.NONE:
             return api.encode_offset_delete(request, deletion.OffsetDeletion(error, (), ()))
-        plan = deletion.plan_offset_delete(self.membership.view(group_id), frozenset(self.cache.offsets(group_id)),
+        plan = deletion.plan_offset_delete(self.membership.view(group_id), frozenset(self.offsets.cache.offsets(group_id)),
                                            asked, self._partition_exists)
         if plan.tombstones:
-            written = await self._write(partition, [(OffsetKey(group_id, tp), None) for tp in plan.tombstones],
+            written = await self.offsets.write(partition, [(OffsetKey(group_id, tp), None) for tp in plan.tombstones],
                                         self._now())
             if written is not errors.NONE:
                 plan = deletion.OffsetDeletion(written, (), ())

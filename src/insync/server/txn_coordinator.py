@@ -431,7 +431,7 @@ class TransactionCoordinator:
                 by_partition.update((r.topic_partition, r.error) for r in response.results)
             for tp, error in by_partition.items():
                 if tp.topic == OFFSETS_TOPIC and error is errors.NONE:
-                    self.groups.complete_transaction(tp.partition, marker.producer_id, marker.commit)
+                    self.groups.offsets.complete_transaction(tp.partition, marker.producer_id, marker.commit)
             results.append((marker, by_partition))
         return api.encode_markers_response(request, results)
 

@@ -4,13 +4,13 @@ Offsets are contiguous across segments, the last (active) one taking appends; `l
 the first segment (DeleteRecords), and `recovery_point` is the offset below which data was fsynced. Batches stay
 opaque bytes: a leader append validates the produced batch, copies it once to stamp base offset and leader epoch,
 and writes it with one system call. Opening a log recovers it (`log_loader`); lookups across segments are in
-`log_reads`. An I/O error while writing takes the log offline (KAFKA_STORAGE_ERROR until it is reopened); a read
-error fails only that read; either goes to the log's `failure_channel`, which takes the whole log directory
-offline. Bad input raises `InvalidRecordError`, a follower append not at the log end OFFSET_OUT_OF_RANGE; nothing
-is written in either case. Where Kafka leaves room: a truncation inside a batch drops the whole batch; an append in
-an epoch older than the cache's latest is not recorded; time rolls and retention without timestamps count from
-the segment's creation or load. A producer-state snapshot (producer_snapshots.py) is taken when a segment rolls
-or the log closes, and the snapshots outside the log's offsets are deleted as its ends move.
+`log_reads`, when to roll and what retention deletes in `segment_policy`. An I/O error while writing takes the
+log offline (KAFKA_STORAGE_ERROR until it is reopened); a read error fails only that read; either goes to the
+log's `failure_channel`, which takes the whole log directory offline. Bad input raises `InvalidRecordError`, a
+follower append not at the log end OFFSET_OUT_OF_RANGE; nothing is written in either case. Where Kafka leaves
+room: a truncation inside a batch drops the whole batch; an append in an epoch older than the cache's latest is
+not recorded. A producer-state snapshot (producer_snapshots.py) is taken when a segment rolls or the log closes,
+and the snapshots outside the log's offsets are deleted as its ends move.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from insync.errors import KafkaException
 from insync.limits import SEGMENTS_PER_PARTITION_MAX
 from insync.protocol.records import BatchHeader, iter_batches, stamp, validate_batches, validate_keys
 from insync.storage.disk import Disk, InjectedIOError, RealDisk
-from insync.storage.index import RELATIVE_OFFSET_MAX
 from insync.storage.leader_epoch import LeaderEpochCache
 from insync.storage.log_dir_failure import LogDirFailureChannel
 from insync.storage.log_loader import load_epoch_cache, load_segments
 from insync.storage.log_reads import find_batch, max_timestamp_and_offset, offset_for_timestamp
 from insync.storage.producer_snapshots import ProducerSnapshotFiles
 from insync.storage.segment import LogSegment, TimestampAndOffset
+from insync.storage.segment_policy import retention_deletable, should_roll
 from insync.storage.segment_swap import recover_swaps, swap_in
 
 logger = logging.getLogger("insync.storage")
@@ -249,15 +249,8 @@ class Log:
         )
 
     def maybe_roll(self, incoming_bytes: int = 0, last_offset: int | None = None) -> bool:
-        """Start a new segment when the active one would pass `segment.bytes`, is older than `segment.ms`,
-        has a full index, or could not index `last_offset` relative to its base. Never rolls an empty one."""
-        active = self.active_segment
-        if active.size == 0:
-            return False
-        if (active.size + incoming_bytes > self.config.segment_bytes
-                or self.clock.now_ms() - active.created_ms > self.config.segment_ms
-                or active.index_full(self.config.index_size_max_bytes)
-                or (last_offset is not None and last_offset - active.base_offset > RELATIVE_OFFSET_MAX)):
+        """Seal the active segment and start another when `segment_policy.should_roll` says so."""
+        if should_roll(self.active_segment, self.config, self.clock.now_ms(), incoming_bytes, last_offset):
             self.roll()
             return True
         return False
@@ -427,7 +420,7 @@ class Log:
         assert high_watermark <= self.log_end_offset, (high_watermark, self.log_end_offset)
         if not self.config.delete:  # cleanup.policy=compact alone: the cleaner, not retention, keeps it small
             return 0
-        deletable = self._retention_deletable(now_ms, high_watermark)
+        deletable = retention_deletable(self.segments, self.config, now_ms, high_watermark)
         if deletable == 0:
             return 0
         if deletable == len(self.segments):
@@ -441,24 +434,6 @@ class Log:
         self._log_start_moved(lambda snapshot: snapshot < self.log_start_offset)
         assert self.segments[0].base_offset <= high_watermark, (self.segments[0], high_watermark)
         return deletable
-
-    def _retention_deletable(self, now_ms: int, high_watermark: int) -> int:
-        """How many of the oldest segments retention deletes: each past `retention.ms` (its newest record's
-        timestamp) or within the bytes over `retention.bytes`, up to the first that is not, or that holds offsets
-        at or above the high watermark, or is the active one and empty."""
-        retention_ms, retention_bytes = self.config.retention_ms, self.config.retention_bytes
-        excess_bytes = self.size_bytes - retention_bytes if retention_bytes >= 0 else -1
-        for index, segment in enumerate(self.segments):
-            last = index == len(self.segments) - 1
-            upper = self.log_end_offset if last else self.segments[index + 1].base_offset
-            if upper > high_watermark or (last and segment.size == 0):
-                return index
-            last_ms = segment.max_timestamp if segment.max_timestamp >= 0 else segment.created_ms
-            expired = retention_ms >= 0 and now_ms - last_ms > retention_ms
-            if not expired and excess_bytes < segment.size:
-                return index
-            excess_bytes -= segment.size
-        return len(self.segments)
 
     @_writes
     def close(self) -> None:

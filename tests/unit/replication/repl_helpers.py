@@ -17,9 +17,14 @@ from insync.replication.fetcher import FetcherSession, FetchOutcome
 from insync.replication.follower import Follower
 from insync.replication.isr import IsrPolicy
 from insync.replication.log_view import ReadResultView
-from insync.replication.messages import AlterPartitionItem, FetchPartitionData, FetchResponse
+from insync.replication.messages import (
+    AlterPartitionItem,
+    AlterPartitionResult,
+    FetchPartitionData,
+    FetchResponse,
+)
 from insync.replication.partition import Partition, PartitionConfig
-from insync.replication.results import FollowerFetchResult
+from insync.replication.results import AlterOutcome, FollowerFetchResult
 from insync.storage.disk import MemoryDisk
 from insync.storage.log import Log
 from insync.types import (
@@ -134,3 +139,23 @@ def handle_follower_fetch(partition: Partition, replica_id: BrokerId, fetch_offs
     except KafkaException as exc:
         outcome = exc
     return partition.complete_follower_fetch(started, outcome, now_ms)
+
+
+def fetch(partition: Partition, broker: int, offset: int, at_ms: int, *, last_epoch: int = -1,
+          current_epoch: int | None = None) -> FollowerFetchResult:
+    """A follower's fetch, read at once, in the partition's current leader epoch unless told."""
+    epoch = partition.leader_epoch if current_epoch is None else current_epoch
+    return handle_follower_fetch(partition, BrokerId(broker), Offset(offset), LeaderEpoch(epoch),
+                                           LeaderEpoch(last_epoch), Offset(0), 1 << 20, at_ms)
+
+
+def commit(partition: Partition, item: AlterPartitionItem, now_ms: int) -> AlterOutcome:
+    """The controller commits `item` at the next partition epoch."""
+    result = AlterPartitionResult(item.topic_partition, errors.NONE, item.leader_id, item.leader_epoch,
+                                  PartitionEpoch(item.partition_epoch + 1), item.new_isr)
+    return partition.on_alter_partition_result(item, result, now_ms).outcome
+
+
+def fail(partition: Partition, item: AlterPartitionItem, error: errors.KafkaError, now_ms: int) -> AlterOutcome:
+    """The controller refuses `item` with `error`."""
+    return partition.on_alter_partition_result(item, AlterPartitionResult(item.topic_partition, error), now_ms).outcome

@@ -34,7 +34,7 @@ def offset_delete(group_id: str, *partitions: int) -> DecodedRequest:
 
 def seeded(groups: GroupCoordinator, group_id: str, *tps: TopicPartition) -> None:
     for i, tp in enumerate(tps):
-        groups.cache.commit(0, i, OffsetKey(group_id, tp), CommittedOffset(7, -1, "", 0))
+        groups.offsets.cache.commit(0, i, OffsetKey(group_id, tp), CommittedOffset(7, -1, "", 0))
 
 
 def test_delete_groups_waits_for_the_replay_and_keeps_offsets_the_partition_refused() -> None:
@@ -49,10 +49,10 @@ def test_delete_groups_waits_for_the_replay_and_keeps_offsets_the_partition_refu
         assert [int(r.error_code) for r in answer.results] == [E["COORDINATOR_NOT_AVAILABLE"].code]
         answer = await groups.delete_groups(delete_groups("g"))
         assert [int(r.error_code) for r in answer.results] == [E["NOT_COORDINATOR"].code]
-        assert groups.cache.offsets("g").keys() == {T0, T1}, "nothing acknowledged: the offsets stay"
+        assert groups.offsets.cache.offsets("g").keys() == {T0, T1}, "nothing acknowledged: the offsets stay"
         answer = await groups.delete_groups(delete_groups("g", "g"))
         assert [int(r.error_code) for r in answer.results] == [0, E["GROUP_ID_NOT_FOUND"].code]
-        assert groups.cache.offsets("g") == {} and groups.cache.group_ids() == []
+        assert groups.offsets.cache.offsets("g") == {} and groups.offsets.cache.group_ids() == []
         assert len(appends.requests) == 3
 
     asyncio.run(scenario())
@@ -70,7 +70,7 @@ def test_offset_delete_tombstones_only_committed_partitions_and_reports_a_refuse
         answer = await groups.offset_delete(offset_delete("g", 0, 1))
         assert int(answer.error_code) == 0
         assert [(p.partition_index, int(p.error_code)) for p in answer.topics[0].partitions] == [(0, 0), (1, 0)]
-        assert groups.cache.offsets("g") == {}
+        assert groups.offsets.cache.offsets("g") == {}
         ((_, batch),) = appends.requests[1].partitions
         assert [(decode_key(r.key), r.value) for r in iter_records(batch) if r.key is not None] == [
             (OffsetKey("g", T0), None)], "a tombstone for the committed partition alone"
