@@ -10,9 +10,8 @@ that made it and reused; an interrupted one is redone. Nothing in insync calls t
 state-change.log, kafka-request.log, log-cleaner.log, kafka-authorizer.log under `kafka.logs.dir`) in the
 format of that release line: log4j2 YAML for 4.x, log4j 1 properties (reload4j) for 3.x.
 
-`with_streams(version)` is the release plus its Kafka Streams library (`kafka-streams` and RocksDB), which the
-tarball ships in `libs/` and the broker poms leave out: copied the same way into `streams-libs/` beside `libs/`,
-without the jars `libs/` already holds, for the Streams test driver.
+`with_streams(version)` adds the Kafka Streams library the tarball ships (`kafka-streams`, RocksDB) into
+`streams-libs/` beside `libs/`, without the jars `libs/` holds, for the Streams test driver.
 """
 
 from __future__ import annotations
