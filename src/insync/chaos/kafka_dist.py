@@ -6,9 +6,8 @@ copies them and their dependencies into `$INSYNC_CACHE/kafka/<version>/libs` (de
 published poms leave out (without it a 4.x broker logs nothing). A finished assembly is marked with the recipe
 that made it and reused; an interrupted one is redone. Nothing in insync calls this unless asked for Kafka.
 
-`log_config(dist, directory)` writes the tarball's logging layout (server.log, controller.log,
-state-change.log, kafka-request.log, log-cleaner.log, kafka-authorizer.log under `kafka.logs.dir`) in the
-format of that release line: log4j2 YAML for 4.x, log4j 1 properties (reload4j) for 3.x.
+`log_config(dist, directory)` writes the tarball's logging layout (server.log, controller.log, state-change.log,
+kafka-request.log, log-cleaner.log, kafka-authorizer.log) as that line does: log4j2 YAML (4.x), reload4j (3.x).
 
 `with_streams(version)` adds the Kafka Streams library the tarball ships (`kafka-streams`, RocksDB) into
 `streams-libs/` beside `libs/`, without the jars `libs/` holds, for the Streams test driver.
