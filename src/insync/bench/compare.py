@@ -32,7 +32,8 @@ TANSU_SETTLE_S = 0.5
 LATENCY_RUNS = (("latency-500", "confluent", 500.0), ("latency-2000", "confluent", 2000.0),
                 ("latency-kafka-python-500", "kafka-python", 500.0), ("latency-aiokafka-500", "aiokafka", 500.0))
 SEARCH_START_RATE = 500.0
-WARMUP_RUN_S = 10.0  # the discarded latency run before the measured ones
+WARMUP_RUN_S = 10.0  # each discarded latency run before the measured ones
+WARMUP_RUNS_MAX = 6
 CONNECTIONS_TOPIC = "bench-connections"
 IDLE_CONNECTIONS = 1_000  # to each broker
 ACTIVE_CLIENTS = 100
@@ -62,10 +63,15 @@ def _produce_one_node(seconds: float) -> dict[str, Any]:
 
 def _latencies(target: Target, seconds: float, steps: int) -> dict[str, Any]:
     target.ensure_topic(LATENCY_TOPIC, 1)
-    # A discarded run first: the first seconds of a new topic (its leader election, a JVM's JIT, the clients'
-    # first metadata) otherwise land in whichever measured row comes first, on one side only.
-    warm = latency.run(target, latency.plan_for(target, LATENCY_TOPIC, seconds=WARMUP_RUN_S))
-    out: dict[str, Any] = {"latency-warmup": asdict(warm)}
+    # Discarded runs first, until one keeps up (no error, under a second of records outstanding): a freshly started
+    # cluster's first seconds (a JVM's JIT, its first elections) otherwise land in the first measured row only.
+    warmups = []
+    for _ in range(WARMUP_RUNS_MAX):
+        warm = latency.run(target, latency.plan_for(target, LATENCY_TOPIC, seconds=WARMUP_RUN_S))
+        warmups.append(asdict(warm))
+        if warm.errors == 0 and warm.outstanding_max < warm.rate:
+            break
+    out: dict[str, Any] = {"latency-warmup": warmups}
     for name, client, rate in LATENCY_RUNS:
         plan = latency.plan_for(target, LATENCY_TOPIC, client, rate, seconds)
         out[name] = asdict(latency.run(target, plan))
