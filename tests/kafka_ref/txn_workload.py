@@ -248,7 +248,7 @@ def _raw_misuse(conns: list[Connection]) -> Findings:
     return found
 
 
-def _produce(conn: Connection, version: int, tid: str, pid: int, epoch: int, sequence: int, value: str,
+def _produce_raw(conn: Connection, version: int, tid: str, pid: int, epoch: int, sequence: int, value: str,
              partition: int = 0) -> Any:
     """A transactional batch of one record, asked again while its leader answers CONCURRENT_TRANSACTIONS (the
     previous transaction's markers being written), as a producer of transactions v2 retries it."""
@@ -267,6 +267,24 @@ def _produce(conn: Connection, version: int, tid: str, pid: int, epoch: int, seq
     return masked(plain(answer))
 
 
+def _txn_offset_commit(conns: list[Connection], tid: str, pid: int, epoch: int) -> Any:
+    """A TxnOffsetCommit v5 of a new group, asked again (its coordinator found again) while the group's offsets
+    partition is not ready yet on its coordinator, as a client retries."""
+    group = f"{tid}-group"
+    body = request(28, 5, transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+                   generation_id=-1, member_id="", group_instance_id=None,
+                   topics=[{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                           "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+    answer = coordinator(conns, group, key_type=0).send(body)
+    for _ in range(20):  # bounded
+        codes = [] if answer == CLOSED else [int(p.error_code) for t in answer.topics for p in t.partitions]
+        if not set(codes) & {14, 15, 16}:  # loading, not available, not the coordinator
+            break
+        time.sleep(0.5)
+        answer = coordinator(conns, group, key_type=0).send(body)
+    return plain(answer)
+
+
 def _raw_v2(conns: list[Connection]) -> Findings:
     """Transactions v2 as a client of them sends it: each EndTxn answers the next epoch, which the markers carry,
     so the old epoch's late batch is refused and cannot open a hanging transaction."""
@@ -282,19 +300,16 @@ def _raw_v2(conns: list[Connection]) -> Findings:
             26, 5, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit))))
 
     end("an abort with no transaction begun", 0, False)
-    found["Produce v12: the first batch adds its partition"] = _produce(leader, 12, tid, pid, 1, 0, "v2-committed")
+    found["Produce v12: the first batch adds its partition"] = _produce_raw(leader, 12, tid, pid, 1, 0, "v2-committed")
     end("commit", 1, True)
     end("the commit again, a retry", 1, True)
-    found["Produce v12: the old epoch's late batch"] = _produce(leader, 12, tid, pid, 1, 1, "v2-late")
-    found["Produce v11: a batch to a partition not added"] = _produce(
+    found["Produce v12: the old epoch's late batch"] = _produce_raw(leader, 12, tid, pid, 1, 1, "v2-late")
+    found["Produce v11: a batch to a partition not added"] = _produce_raw(
         conns[ASSIGNMENT[1][0] - 1], 11, tid, pid, 2, 0, "v2-unadded", partition=1)
-    found["Produce v12: the next transaction in the new epoch"] = _produce(leader, 12, tid, pid, 2, 0, "v2-aborted")
-    found["TxnOffsetCommit v5: adds the offsets partition"] = plain(_ask(coordinator(conns, "raw-v2-group", 0), request(
-        28, 5, transactional_id=tid, group_id="raw-v2-group", producer_id=pid, producer_epoch=2, generation_id=-1,
-        member_id="", group_instance_id=None,
-        topics=[{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 1,
-                                                "committed_leader_epoch": -1, "committed_metadata": ""}]}])))
+    found["Produce v12: the next transaction in the new epoch"] = _produce_raw(leader, 12, tid, pid, 2, 0, "v2-aborted")
+    found["TxnOffsetCommit v5: adds the offsets partition"] = _txn_offset_commit(conns, tid, pid, 2)
     end("abort", 2, False)
+    end("the abort again, a retry", 2, False)  # answered once the markers are written
     end("a fenced epoch", 1, False)
     end("commit after the abort", 3, True)
     return found
