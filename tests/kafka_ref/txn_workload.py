@@ -4,7 +4,9 @@ as plain data keyed by exchange name, for test_transactions_beside_kafka.py to c
 confluent-kafka's transactional producer commits and aborts transactions on a topic whose leaders are placed the
 same on both clusters (so offsets, markers included, are the same); a zombie is fenced by a new producer with its
 transactional.id; a transaction is left open while ListOffsets and Fetch are asked under both isolation levels;
-and the coordinator is asked the misuses a client library would let through (raw requests), each answer kept."""
+and the coordinator is asked the misuses a client library would let through (raw requests), each answer kept; and
+a producer of transactions v2 (KIP-890: Produce v12 adds its partition, EndTxn v5 bumps the epoch) is played
+with raw requests, its late batches and stale epochs included."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def run(spec: cluster.ClusterSpec) -> Findings:
         found.update(_open_transaction(spec.bootstrap, conns))
         found.update(_client_misuse(spec.bootstrap))
         found.update(_raw_misuse(conns))
+        found.update(_raw_v2(conns))
         for isolation in ("read_committed", "read_uncommitted"):
             found[f"consumer {isolation}: every record of {TOPIC}"] = read(spec.bootstrap, isolation)
         return found
@@ -189,10 +192,11 @@ def _client_misuse(bootstrap: str) -> Findings:
     return found
 
 
-def coordinator(conns: list[Connection], transactional_id: str) -> Connection:
-    """The connection to `transactional_id`'s coordinator, once it has one (the first ask creates the topic)."""
+def coordinator(conns: list[Connection], transactional_id: str, key_type: int = 1) -> Connection:
+    """The connection to `transactional_id`'s coordinator (a group's with `key_type` 0), once it has one (the
+    first ask creates the topic)."""
     def found() -> Any:
-        answer = conns[0].send(request(10, 3, key=transactional_id, key_type=1))
+        answer = conns[0].send(request(10, 3, key=transactional_id, key_type=key_type))
         return answer if answer != CLOSED and int(answer.error_code) == 0 else None
 
     node_id = int(wait_until(found, COORDINATOR_WAIT_S, f"a coordinator for {transactional_id!r}",
@@ -241,6 +245,73 @@ def _raw_misuse(conns: list[Connection]) -> Findings:
         24, 3, v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
         v3_and_below_topics=[{"name": TOPIC, "partitions": [0]}])))
     found["EndTxn: the fenced epoch"] = plain(_ask(coord, request(26, 3, **txn, committed=True)))
+    return found
+
+
+def _produce_raw(conn: Connection, version: int, tid: str, pid: int, epoch: int, sequence: int, value: str,
+             partition: int = 0) -> Any:
+    """A transactional batch of one record, asked again while its leader answers CONCURRENT_TRANSACTIONS (the
+    previous transaction's markers being written), as a producer of transactions v2 retries it."""
+    records = build_batch([RecordSpec(key=b"k", value=value.encode())], base_timestamp=BATCH_TIMESTAMP_MS,
+                          producer_id=pid, producer_epoch=epoch, base_sequence=sequence, is_transactional=True)
+    body = request(0, version, transactional_id=tid, acks=-1, timeout=10_000 * MS,
+                   topic_data=[{"name": TOPIC, "partition_data": [{"index": partition, "records": records}]}])
+    answer = conn.send(body)
+    for _ in range(20):  # bounded
+        codes = [] if answer == CLOSED else [int(p.error_code) for t in answer.responses
+                                             for p in t.partition_responses]
+        if 51 not in codes:
+            break
+        time.sleep(0.5)
+        answer = conn.send(body)
+    return masked(plain(answer))
+
+
+def _txn_offset_commit(conns: list[Connection], tid: str, pid: int, epoch: int) -> Any:
+    """A TxnOffsetCommit v5 of a new group, asked again (its coordinator found again) while the group's offsets
+    partition is not ready yet on its coordinator, as a client retries."""
+    group = f"{tid}-group"
+    body = request(28, 5, transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch,
+                   generation_id=-1, member_id="", group_instance_id=None,
+                   topics=[{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                           "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+    answer = coordinator(conns, group, key_type=0).send(body)
+    for _ in range(20):  # bounded
+        codes = [] if answer == CLOSED else [int(p.error_code) for t in answer.topics for p in t.partitions]
+        if not set(codes) & {14, 15, 16}:  # loading, not available, not the coordinator
+            break
+        time.sleep(0.5)
+        answer = coordinator(conns, group, key_type=0).send(body)
+    return plain(answer)
+
+
+def _raw_v2(conns: list[Connection]) -> Findings:
+    """Transactions v2 as a client of them sends it: each EndTxn answers the next epoch, which the markers carry,
+    so the old epoch's late batch is refused and cannot open a hanging transaction."""
+    tid = "raw-v2"
+    coord, leader = coordinator(conns, tid), conns[ASSIGNMENT[0][0] - 1]
+    first = _ask(coord, request(22, 5, transactional_id=tid, transaction_timeout=60_000 * MS, producer_id=-1,
+                                producer_epoch=-1))
+    pid = int(first.producer_id)
+    found: Findings = {}
+
+    def end(name: str, epoch: int, commit: bool) -> None:
+        found[f"EndTxn v5: {name}"] = masked(plain(_ask(coord, request(
+            26, 5, transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=commit))))
+
+    end("an abort with no transaction begun", 0, False)
+    found["Produce v12: the first batch adds its partition"] = _produce_raw(leader, 12, tid, pid, 1, 0, "v2-committed")
+    end("commit", 1, True)
+    end("the commit again, a retry", 1, True)
+    found["Produce v12: the old epoch's late batch"] = _produce_raw(leader, 12, tid, pid, 1, 1, "v2-late")
+    found["Produce v11: a batch to a partition not added"] = _produce_raw(
+        conns[ASSIGNMENT[1][0] - 1], 11, tid, pid, 2, 0, "v2-unadded", partition=1)
+    found["Produce v12: the next transaction in the new epoch"] = _produce_raw(leader, 12, tid, pid, 2, 0, "v2-aborted")
+    found["TxnOffsetCommit v5: adds the offsets partition"] = _txn_offset_commit(conns, tid, pid, 2)
+    end("abort", 2, False)
+    end("the abort again, a retry", 2, False)  # answered once the markers are written
+    end("a fenced epoch", 1, False)
+    end("commit after the abort", 3, True)
     return found
 
 

@@ -10,6 +10,8 @@
 // committed records only, and a read_uncommitted one every record. Every finding is one line "key=value" on
 // stdout; the exit code is 0 only when every finding is as Kafka's semantics say. Then a consume-transform-produce
 // loop reads TOPIC in a group and writes TOPIC-out, committing its input offsets in each transaction (KIP-447).
+// The finalized transaction.version is printed: at 2 the producer runs transactions v2 (KIP-890), its partitions
+// added by its produce requests and its epoch bumped by every commit or abort.
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.TimeUnit;
@@ -25,9 +27,14 @@ public class TxnDriver {
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1];
+        String transactionVersion;
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
             NewTopic created = new NewTopic(topic, 3, (short) 3).configs(Map.of("min.insync.replicas", "2"));
             admin.createTopics(List.of(created)).all().get(30, TimeUnit.SECONDS);
+            // The producer runs transactions v2 (KIP-890) when the brokers finalize transaction.version 2.
+            FinalizedVersionRange finalized = admin.describeFeatures().featureMetadata().get(30, TimeUnit.SECONDS)
+                .finalizedFeatures().get("transaction.version");
+            transactionVersion = finalized == null ? "none" : String.valueOf(finalized.maxVersionLevel());
         }
         Set<String> committed = new HashSet<>(), all = new HashSet<>();
         Producer<String, String> first = producer(bootstrap);
@@ -40,6 +47,7 @@ public class TxnDriver {
         Set<String> readUncommitted = read(bootstrap, topic, "read_uncommitted", all.size());
         int transformed = consumeTransformProduce(bootstrap, topic, committed.size());
         Set<String> output = read(bootstrap, topic + "-out", "read_committed", committed.size());
+        System.out.println("transaction_version=" + transactionVersion);
         System.out.println("fenced=" + fenced);
         System.out.println("ctp_transformed=" + transformed);
         System.out.println("ctp_output_exact=" + output.equals(upper(committed)));

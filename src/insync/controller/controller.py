@@ -87,6 +87,8 @@ from insync.limits import (
 from insync.metadata.image import BrokerRegistration, MetadataImage, PartitionView
 from insync.metadata.records import (
     ELR_FEATURE,
+    TRANSACTION_VERSION_FEATURE,
+    TRANSACTION_VERSION_NEW_CLUSTER,
     BrokerRegistrationChangeRecord,
     ClusterIdRecord,
     ControllerChangeRecord,
@@ -138,6 +140,7 @@ class Controller:
         batch = self._batch(now_ms, internal=True)
         if self._image.cluster_id is None:  # a new metadata store: the cluster is made now, as Kafka's format does
             batch.add(ClusterIdRecord(new_cluster_id(rng)))
+            batch.add(FeatureLevelRecord(TRANSACTION_VERSION_FEATURE, TRANSACTION_VERSION_NEW_CLUSTER))
         elr_level = 1 if self._policy.elr_enabled else 0  # the ELR feature brokers advertise in ApiVersions
         if self._image.finalized_features.get(ELR_FEATURE, 0) != elr_level:
             batch.add(FeatureLevelRecord(ELR_FEATURE, elr_level))

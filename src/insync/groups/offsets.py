@@ -90,7 +90,10 @@ class RecordReader:
         return int(value)
 
     def string(self) -> str:
-        length = self.take(_I16)
+        return self.text(self.take(_I16))
+
+    def text(self, length: int) -> str:
+        """The next `length` bytes, as UTF-8."""
         if length < 0 or self.pos + length > len(self.data):
             raise self.error(f"{self.what} has a string of {length} bytes at byte {self.pos}")
         raw = self.data[self.pos:self.pos + length]

@@ -305,6 +305,10 @@ def new_cluster_id(rng: random.Random) -> str:
 
 # Kafka's feature flag for Eligible Leader Replicas (KIP-966): level 1 when they are on.
 ELR_FEATURE = "eligible.leader.replicas.version"
+# Kafka's transaction version (KIP-890): at 2, clients run transactions v2 (EndTxn bumps the producer epoch, a
+# produce adds its partition). A new cluster finalizes 2, Kafka 4.x's TransactionVersion.LATEST_PRODUCTION.
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+TRANSACTION_VERSION_NEW_CLUSTER = 2
 
 
 @dataclass(frozen=True, slots=True)

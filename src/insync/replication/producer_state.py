@@ -31,6 +31,7 @@ from insync.protocol.control_records import AbortedTxn, marker_info
 from insync.protocol.records import BatchHeader, iter_batches, parse_header
 from insync.replication.log_view import LogView
 from insync.replication.transactions import TransactionIndex
+from insync.replication.verification_guards import VerificationGuards
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class ProducerStateTable:
         self._producers: dict[int, ProducerEntry] = {}
         self._last_offset = -1  # the highest offset recorded: truncation above it has nothing to forget
         self.transactions = TransactionIndex()
+        self.verifications = VerificationGuards()
 
     def check_batch(self, records: bytes) -> Duplicate | None:
         """`check` for the one batch of a produce request (its header read without decoding records)."""
@@ -150,6 +152,8 @@ class ProducerStateTable:
         older epoch's batches (Kafka's maybeUpdateProducerEpoch): the new epoch starts again at sequence 0, which
         must not be taken for a duplicate of an old batch."""
         self._last_offset = max(self._last_offset, header.last_offset)
+        if header.is_transactional:
+            self.verifications.on_batch(header.producer_id, header.producer_epoch, header.is_control)
         if not header.is_control:
             self.record(header.producer_id, header.producer_epoch, header.base_sequence, header.base_offset,
                         header.last_offset)

@@ -163,7 +163,7 @@ class BrokerApis:
         if key == versions.OFFSET_DELETE:
             return await groups.offset_delete(request)
         if key == versions.TXN_OFFSET_COMMIT:
-            return await groups.txn_offset_commit(request)
+            return await groups.txn_offset_commit(request, self._transactions.check_offsets_partition)
         if key == versions.FIND_COORDINATOR:
             key_type, keys = group_api.find_coordinator_keys(request)
             if key_type == group_api.TRANSACTION_KEY_TYPE:
@@ -226,7 +226,8 @@ class BrokerApis:
         internal = decoded.request
         if decoded.error is not errors.NONE or not internal.partitions:
             return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
-        refused = await self._transactions.unverified(request.body.transactional_id, internal.partitions)
+        refused = await self._transactions.unverified(request.body.transactional_id, internal.partitions,
+                                                      request.api_version)
         if refused:
             gone = {result.topic_partition for result in refused}
             internal = dataclasses.replace(internal, partitions=tuple(p for p in internal.partitions if p[0] not in gone))

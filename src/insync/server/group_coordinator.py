@@ -44,6 +44,10 @@ from insync.wire import topics
 from insync.wire import transactions as txn_api
 from insync.wire.internal import NewTopic
 
+# TxnOffsetCommit's KIP-890 check of the offsets partition: (transactional id, producer id, epoch, the partition,
+# the request's version) -> the error to answer, NONE when the partition is in the transaction.
+OffsetsPartitionCheck = Callable[[str, int, int, TopicPartition, int], Awaitable[KafkaError]]
+
 log = logging.getLogger("insync.groups")
 
 SYNC_INTERVAL_MS = 500
@@ -271,11 +275,15 @@ class GroupCoordinator:
             results.update((key.topic_partition, outcome) for key, _ in valid)
         return api.encode_offset_commit(request, [(tp, results[tp]) for tp, _ in commit.offsets])
 
-    async def txn_offset_commit(self, request: DecodedRequest) -> Any:
-        """TxnOffsetCommit: validated against the group's generation when the producer names one (KIP-447),
-        appended in the producer's transaction, applied when its COMMIT marker is written."""
+    async def txn_offset_commit(self, request: DecodedRequest, check: OffsetsPartitionCheck) -> Any:
+        """TxnOffsetCommit: the group's offsets partition checked to be in the producer's transaction (added to it
+        from v5, transactions v2) by `check`, validated against the group's generation when the producer names one
+        (KIP-447), appended in the producer's transaction, applied when its COMMIT marker is written."""
         commit = txn_api.decode_txn_offset_commit(request)
         error, partition = self._status(commit.group_id)
+        if error is errors.NONE:
+            error = await check(commit.transactional_id, commit.producer_id, commit.producer_epoch,
+                                TopicPartition(OFFSETS_TOPIC, partition), request.api_version)
         if error is errors.NONE and (commit.generation_id >= 0 or commit.member_id):
             error = self.membership.validate_commit(commit.group_id, commit.generation_id, commit.member_id,
                                                     commit.group_instance_id, now_ms=self._now())

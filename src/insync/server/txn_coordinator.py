@@ -42,7 +42,7 @@ from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.group_coordinator import GroupCoordinator
 from insync.storage.log_manager import LogManager
 from insync.transactions import driving
-from insync.transactions.coordinator import Decision, TransactionCoordinatorCore
+from insync.transactions.coordinator import TV2, Decision, TransactionCoordinatorCore
 from insync.transactions.log_records import TxnMetadata, TxnState
 from insync.types import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Offset, TopicPartition
 from insync.wire import groups as group_api
@@ -56,14 +56,22 @@ log = logging.getLogger("insync.transactions")
 CREATE_TIMEOUT_S = 30.0
 E = errors.BY_NAME
 _BY_KAFKA_NAME = {state.kafka_name: state for state in TxnState}
-# A verification's answers as a partition leader gives them to a producer (Kafka's AddPartitionsToTxnManager):
-# coordinator trouble as NOT_ENOUGH_REPLICAS, which the producer retries; a fenced producer as the epoch error.
-_VERIFY_ERRORS = {
-    **dict.fromkeys(("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
-                     "CONCURRENT_TRANSACTIONS", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT"), E["NOT_ENOUGH_REPLICAS"]),
-    "PRODUCER_FENCED": E["INVALID_PRODUCER_EPOCH"],
-}
-_VERIFY_MESSAGES = {"INVALID_TXN_STATE": "Partition was not added to the transaction"}
+# Produce v12 is the first of transactions v2, whose batches add their partition; v11 the first that knows
+# TRANSACTION_ABORTABLE (Kafka's produceRequestVersionToTransactionSupportedOperation).
+PRODUCE_ADDS_FROM = 12
+PRODUCE_ABORTABLE_FROM = 11
+TXN_OFFSET_COMMIT_ADDS_FROM = 5
+TXN_OFFSET_COMMIT_ABORTABLE_FROM = 4
+END_TXN_V2_FROM = 5
+# A leader adding partitions retries the coordinator's CONCURRENT_TRANSACTIONS (the previous transaction still
+# writing its markers) as Kafka's ReplicaManager does: every 20 ms for add.partitions.to.txn.retry.backoff.max.ms.
+ADD_RETRY_BACKOFF_MS = 20
+ADD_RETRIES_MAX = 100 // ADD_RETRY_BACKOFF_MS
+# Coordinator trouble reads NOT_ENOUGH_REPLICAS to the producer, which retries it without a metadata refresh.
+# ... and to a TxnOffsetCommit, as Kafka's AddPartitionsToTxnManager and group coordinator translate them.
+_OFFSETS_ANSWERS = {"PRODUCER_FENCED": E["INVALID_PRODUCER_EPOCH"], "NETWORK_EXCEPTION": E["COORDINATOR_LOAD_IN_PROGRESS"]}
+_UNVERIFIED = frozenset(("NETWORK_EXCEPTION", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE",
+                         "NOT_COORDINATOR"))
 
 
 class TransactionCoordinator:
@@ -221,9 +229,13 @@ class TransactionCoordinator:
             partitions = (TopicPartition(OFFSETS_TOPIC, partition_for(asked.group_id, count)),)
         else:
             assert key == api.END_TXN, key
+            client_version = TV2 if request.api_version >= END_TXN_V2_FROM else 0
             decision = self.state.end_txn(asked.transactional_id, asked.producer_id, asked.producer_epoch,
-                                          asked.commit, now_ms)
-            return api.encode(request, await self._apply(decision))
+                                          asked.commit, now_ms, client_version, self._new_producer_id)
+            error = await self._apply(decision)
+            if error is not errors.NONE or client_version < TV2:
+                return api.encode(request, error)
+            return api.encode(request, error, *self.state.end_txn_ids(asked.transactional_id))
         decision = self.state.add_partitions(asked.transactional_id, asked.producer_id, asked.producer_epoch,
                                              partitions, now_ms)
         return api.encode(request, await self._apply(decision))
@@ -272,47 +284,95 @@ class TransactionCoordinator:
     # KIP-890's verification: a partition leader asks before a transactional batch opens a transaction ----------
 
     async def batched(self, request: DecodedRequest) -> Any:
-        """AddPartitionsToTxn v4 from a partition leader: each transaction's partitions verified, or added."""
+        """AddPartitionsToTxn v4+ from a partition leader: each transaction's partitions verified, or added (as
+        transactions v2, Kafka's `transactionVersionForAddPartitionsToTxn`); one of a deleted topic refuses its
+        transaction, the others OPERATION_NOT_ATTEMPTED."""
         results: list[tuple[str, dict[TopicPartition, KafkaError]]] = []
         for txn in api.decode_batched(request):
             error, _ = self._status(txn.transactional_id)
+            unknown = {tp for tp in txn.partitions if not self._exists(tp)}
             if error is not errors.NONE:
                 results.append((txn.transactional_id, dict.fromkeys(txn.partitions, error)))
+            elif unknown:
+                results.append((txn.transactional_id, {tp: E["UNKNOWN_TOPIC_OR_PARTITION"] if tp in unknown
+                                                       else E["OPERATION_NOT_ATTEMPTED"] for tp in txn.partitions}))
             elif txn.verify_only:
                 results.append((txn.transactional_id, self.state.verify(
                     txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.partitions)))
             else:
                 decision = self.state.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
-                                                     txn.partitions, self._now())
+                                                     txn.partitions, self._now(), TV2)
                 results.append((txn.transactional_id, dict.fromkeys(txn.partitions, await self._apply(decision))))
         return api.encode_batched(request, results)
 
-    async def unverified(self, transactional_id: str | None, partitions: tuple[tuple[TopicPartition, bytes], ...]
-                         ) -> tuple[PartitionProduceResult, ...]:
-        """The partitions of a produce request to refuse, and why: a transactional batch that would open its
-        producer's transaction on a partition this broker leads is first checked with the coordinator (over the
-        inter-broker listener, this broker included), and refused unless the partition is in that transaction,
-        so a late or stray batch cannot leave a transaction hanging. Kafka's AddPartitionsToTxnManager maps the
-        answers a producer of this protocol does not know to ones it retries."""
+    async def unverified(self, transactional_id: str | None, partitions: tuple[tuple[TopicPartition, bytes], ...],
+                         version: int) -> tuple[PartitionProduceResult, ...]:
+        """The partitions of a produce request of `version` to refuse, and why: a transactional batch that would
+        open its producer's transaction on a partition this broker leads is first checked with the coordinator (over
+        the inter-broker listener, this broker included), and refused unless the partition is in that transaction,
+        so a late or stray batch cannot leave a transaction hanging; from Produce v12 (transactions v2) the
+        coordinator adds the partition instead. A verification guard (`replication.verification_guards`) refuses
+        the batch if the producer's transaction ended on the partition while the coordinator was asked. The caller
+        must append what is not refused without awaiting anything first."""
+        adds, abortable = version >= PRODUCE_ADDS_FROM, version >= PRODUCE_ABORTABLE_FROM
         asked: dict[tuple[int, int], list[TopicPartition]] = {}
+        guards: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (producer id, its guard's token)
+        epochs: dict[TopicPartition, int] = {}
         for tp, records in partitions:
             try:
                 header = parse_header(records, 0)
             except InvalidRecordError:  # the core's validation refuses it (CORRUPT_MESSAGE), with the others
                 continue
-            if header.is_transactional and header.producer_id >= 0 and self.core.partitions.leader(tp) is not None \
-                    and not self.core.partitions.in_transaction(tp, header.producer_id, header.producer_epoch):
-                asked.setdefault((header.producer_id, header.producer_epoch), []).append(tp)
-        if not asked or not transactional_id:
-            return ()
-        refused: list[PartitionProduceResult] = []
+            pid, epoch = header.producer_id, header.producer_epoch
+            if not header.is_transactional or pid < 0 or not transactional_id \
+                    or self.core.partitions.in_transaction(tp, pid, epoch):
+                continue
+            token = self.core.partitions.start_verification(tp, pid, epoch, adds)
+            if token is not None:
+                asked.setdefault((pid, epoch), []).append(tp)
+                guards[tp], epochs[tp] = (pid, token), epoch
+        refused: dict[TopicPartition, PartitionProduceResult] = {}
         for (producer_id, producer_epoch), tps in asked.items():  # one producer per request, in practice
-            txn = api.TxnPartitions(transactional_id, producer_id, producer_epoch, True, tuple(tps))
-            for tp, error in (await self._ask_coordinator(txn)).items():
+            assert transactional_id
+            txn = api.TxnPartitions(transactional_id, producer_id, producer_epoch, not adds, tuple(tps))
+            for tp, error in (await self.add_or_verify(txn)).items():
                 if error is not errors.NONE:
-                    refused.append(PartitionProduceResult(tp, _VERIFY_ERRORS.get(error.name, error), Offset(-1),
-                                                          error_message=_VERIFY_MESSAGES.get(error.name)))
-        return tuple(refused)
+                    error, message = leader_answer(error, adds, abortable)
+                    refused[tp] = PartitionProduceResult(tp, error, Offset(-1), error_message=message)
+        # No await from here to the append: a guard that holds now still holds when the batch is appended.
+        for tp, (producer_id, token) in guards.items():
+            if tp not in refused and not self.core.partitions.verification_holds(tp, producer_id, token) \
+                    and not self.core.partitions.in_transaction(tp, producer_id, epochs[tp]):
+                refused[tp] = PartitionProduceResult(tp, E["INVALID_TXN_STATE"], Offset(-1),
+                                                     error_message="Record was not part of an ongoing transaction")
+        return tuple(refused.values())
+
+    async def add_or_verify(self, txn: api.TxnPartitions) -> dict[TopicPartition, KafkaError]:
+        """Each partition's answer from the transaction's coordinator; an add is retried while the coordinator
+        says CONCURRENT_TRANSACTIONS, for a bounded time."""
+        answers = await self._ask_coordinator(txn)
+        for _ in range(0 if txn.verify_only else ADD_RETRIES_MAX):
+            if all(error.name != "CONCURRENT_TRANSACTIONS" for error in answers.values()):
+                break
+            await asyncio.sleep(ADD_RETRY_BACKOFF_MS / 1000)
+            answers = await self._ask_coordinator(txn)
+        return answers
+
+    async def check_offsets_partition(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                      tp: TopicPartition, version: int) -> KafkaError:
+        """TxnOffsetCommit's check, Kafka's CoordinatorPartitionWriter: unless the producer's transaction is open
+        on the group's offsets partition already, the coordinator verifies it is in the transaction (adds it, from
+        v5), asked once; a network failure reads COORDINATOR_LOAD_IN_PROGRESS, which clients retry."""
+        if self.core.partitions.in_transaction(tp, producer_id, producer_epoch):
+            return errors.NONE
+        adds = version >= TXN_OFFSET_COMMIT_ADDS_FROM
+        txn = api.TxnPartitions(transactional_id, producer_id, producer_epoch, not adds, (tp,))
+        error = (await self._ask_coordinator(txn))[tp]
+        if error is errors.NONE:
+            return error
+        if error.name == "TRANSACTION_ABORTABLE" and version < TXN_OFFSET_COMMIT_ABORTABLE_FROM:
+            return E["INVALID_TXN_STATE"]
+        return _OFFSETS_ANSWERS.get(error.name, error)
 
     async def _ask_coordinator(self, txn: api.TxnPartitions) -> dict[TopicPartition, KafkaError]:
         count = self._count()
@@ -435,3 +495,20 @@ class TransactionCoordinator:
             results.append((marker, by_partition))
         return api.encode_markers_response(request, results)
 
+
+
+def leader_answer(error: KafkaError, adds: bool, abortable: bool) -> tuple[KafkaError, str | None]:
+    """What a partition leader answers a producer whose batch the coordinator did not verify or add, and the
+    message, as Kafka's AddPartitionsToTxnManager and ReplicaManager translate the coordinator's `error` for a
+    request that `adds` (transactions v2) or knows TRANSACTION_ABORTABLE (`abortable`)."""
+    assert error is not errors.NONE
+    if error.name == "PRODUCER_FENCED":
+        return E["INVALID_PRODUCER_EPOCH"], None
+    if error.name == "TRANSACTION_ABORTABLE" and not abortable:
+        error = E["INVALID_TXN_STATE"]
+    if error.name == "INVALID_TXN_STATE":
+        return error, "Partition was not added to the transaction"
+    if error.name in _UNVERIFIED or (error.name == "CONCURRENT_TRANSACTIONS" and not adds):
+        return E["NOT_ENOUGH_REPLICAS"], ("Unable to verify the partition has been added to the transaction. "
+                                          f"Underlying error: {error.name}")
+    return error, None

@@ -1,16 +1,16 @@
 """The transaction coordinator's state machine, sans-IO: Kafka's `TransactionCoordinator` rules as decisions.
 
-Each request is judged against the transactional id's current state and answered with a `Decision`: an error, or
-the new state to write to `__transaction_state`. State changes only in `replay`, once the record is written (or
-read back when a partition is loaded), as Kafka's controller managers work; while a write is in flight the id is
-pending and other requests get CONCURRENT_TRANSACTIONS. The transitions, Kafka's:
-- InitProducerId: a new id gets a producer id and epoch 0 (Empty); a known one in Empty or Complete* gets its
-  epoch bumped (a new producer id when the epoch is exhausted), fencing its older producer; one with an open
-  transaction has it aborted with a bumped epoch first (the client retries on CONCURRENT_TRANSACTIONS).
+Each request is judged against the transactional id's state and answered with a `Decision`: an error, or the new
+state to write to `__transaction_state`. State changes only in `replay`, once the record is written (or read back);
+while a write is in flight the id is pending and other requests get CONCURRENT_TRANSACTIONS. The transitions:
+- InitProducerId: a new id gets a producer id and epoch 0 (Empty); a known one in Empty or Complete* gets its epoch
+  bumped (a new producer id once exhausted), fencing its older producer; an open transaction is aborted first.
 - AddPartitionsToTxn / AddOffsetsToTxn: Ongoing with the partitions added (its start time set on the first).
-- EndTxn: Ongoing -> PrepareCommit / PrepareAbort; the driver then writes the markers to every partition and
-  asks `complete`, which gives CompleteCommit / CompleteAbort. Retries of a finished EndTxn succeed.
-- `expired`: open transactions past their timeout, which the driver aborts with a bumped epoch (`abort_expired`).
+- EndTxn: Ongoing -> PrepareCommit / PrepareAbort; the driver writes the markers, then `complete` gives
+  CompleteCommit / CompleteAbort. `expired`: open transactions past their timeout, aborted with a bumped epoch.
+Transactions v2 (KIP-890: EndTxn v5, partitions added by leaders): EndTxn bumps the epoch in the prepared state,
+so the markers fence the transaction's own late batches; a retry is told by that bump; an abort needs nothing
+open; an exhausted epoch gives a new producer id at completion (`end_txn_ids`: what the client goes on with).
 """
 
 from __future__ import annotations
@@ -26,9 +26,12 @@ from insync.transactions.log_records import TxnMetadata, TxnState
 from insync.types import TopicPartition
 
 E = errors.BY_NAME
-EPOCH_MAX = 32767 - 1  # Kafka's Short.MaxValue - 1: the last epoch before a new producer id
+SHORT_MAX = 32767
+EPOCH_MAX = SHORT_MAX - 1  # Kafka's Short.MaxValue - 1: the last epoch before a new producer id
+TV2 = 2  # the transaction version whose EndTxn bumps the epoch
 _PREPARE = {True: TxnState.PREPARE_COMMIT, False: TxnState.PREPARE_ABORT}
 _COMPLETE = {TxnState.PREPARE_COMMIT: TxnState.COMPLETE_COMMIT, TxnState.PREPARE_ABORT: TxnState.COMPLETE_ABORT}
+_PREPARED = frozenset(_COMPLETE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,12 +146,16 @@ class TransactionCoordinatorCore:
         return txn
 
     def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                       partitions: Iterable[TopicPartition], now_ms: int) -> Decision:
+                       partitions: Iterable[TopicPartition], now_ms: int, client_version: int = 0) -> Decision:
+        """AddPartitionsToTxn; `client_version` 2 when a partition leader adds them for a produce (v4+), as Kafka's
+        `transactionVersionForAddPartitionsToTxn` reads it."""
+        current = self._txns.get(transactional_id)
+        if current is not None and (current.state in _PREPARED or transactional_id in self._pending):
+            # Kafka's prepared transaction is pending until it completes: even a fenced producer retries.
+            return Decision(E["CONCURRENT_TRANSACTIONS"])
         txn = self._check_producer(transactional_id, producer_id, producer_epoch)
         if isinstance(txn, KafkaError):
             return Decision(txn)
-        if txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-            return Decision(E["CONCURRENT_TRANSACTIONS"])
         if txn.state not in (TxnState.EMPTY, TxnState.ONGOING, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
             return Decision(E["INVALID_TXN_STATE"])
         added = frozenset(partitions)
@@ -156,34 +163,101 @@ class TransactionCoordinatorCore:
             return Decision(errors.NONE)  # nothing new: no write, as Kafka
         start_ms = txn.start_ms if txn.state is TxnState.ONGOING else now_ms
         return self._decide(dataclasses.replace(txn, state=TxnState.ONGOING, partitions=txn.partitions | added,
-                                                start_ms=start_ms, last_update_ms=now_ms))
+                                                start_ms=start_ms, last_update_ms=now_ms,
+                                                client_version=client_version))
 
     def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
                partitions: Iterable[TopicPartition]) -> dict[TopicPartition, KafkaError]:
         """KIP-890's question from a partition leader, Kafka's `handleVerifyPartitionsInTransaction`: is each
         partition in this producer's open transaction? No write: a check of the current state."""
         asked = list(partitions)
-        txn = self._check_producer(transactional_id, producer_id, producer_epoch)
-        if not isinstance(txn, KafkaError) and txn.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
-            txn = E["CONCURRENT_TRANSACTIONS"]
-        if isinstance(txn, KafkaError):
-            return dict.fromkeys(asked, txn)
-        ongoing = txn.partitions if txn.state is TxnState.ONGOING else frozenset()
-        return {tp: errors.NONE if tp in ongoing else E["INVALID_TXN_STATE"] for tp in asked}
+        txn = self._txns.get(transactional_id)
+        found: TxnMetadata | KafkaError
+        if txn is None or txn.producer_id != producer_id:
+            found = E["INVALID_PRODUCER_ID_MAPPING"]
+        elif txn.producer_epoch != producer_epoch:
+            found = E["PRODUCER_FENCED"]
+        elif txn.state in _PREPARED:
+            found = E["CONCURRENT_TRANSACTIONS"]
+        else:
+            found = txn  # a pending write is not waited for: the partition's own check at append time is final
+        if isinstance(found, KafkaError):
+            return dict.fromkeys(asked, found)
+        ongoing = found.partitions if found.state is TxnState.ONGOING else frozenset()
+        return {tp: errors.NONE if tp in ongoing else E["TRANSACTION_ABORTABLE"] for tp in asked}
 
     def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
-                now_ms: int) -> Decision:
+                now_ms: int, client_version: int = 0, new_producer_id: Callable[[], int] | None = None) -> Decision:
+        """EndTxn; `client_version` 2 from EndTxn v5, which needs `new_producer_id` for an exhausted epoch."""
+        if client_version >= TV2:
+            assert new_producer_id is not None
+            return self._end_txn_v2(transactional_id, producer_id, producer_epoch, commit, now_ms, new_producer_id)
         txn = self._check_producer(transactional_id, producer_id, producer_epoch)
         if isinstance(txn, KafkaError):
             return Decision(txn)
         if txn.state is TxnState.ONGOING:
-            return self._decide(dataclasses.replace(txn, state=_PREPARE[commit], last_update_ms=now_ms))
+            return self._decide(dataclasses.replace(txn, state=_PREPARE[commit], last_update_ms=now_ms,
+                                                    client_version=0))
         finished = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         if txn.state is finished:
             return Decision(errors.NONE)  # a retry of the EndTxn that finished it
         if txn.state is _PREPARE[commit]:
             return Decision(E["CONCURRENT_TRANSACTIONS"])
         return Decision(E["INVALID_TXN_STATE"])
+
+    def _end_txn_v2(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool, now_ms: int,
+                    new_producer_id: Callable[[], int]) -> Decision:
+        """Kafka's `endTransaction` under transactions v2: the epoch of the request is the transaction's, and one
+        above it in the state marks a retry of the EndTxn that bumped it (or the first epoch of a new producer id)."""
+        txn = self._txns.get(transactional_id)
+        if txn is None:
+            return Decision(E["INVALID_PRODUCER_ID_MAPPING"])
+        if transactional_id in self._pending:
+            return Decision(E["CONCURRENT_TRANSACTIONS"])
+        retry_on_overflow = txn.prev_producer_id == producer_id and producer_epoch == EPOCH_MAX \
+            and txn.producer_epoch == 0
+        retry_on_bump = txn.producer_epoch == producer_epoch + 1
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            return Decision(E["INVALID_PRODUCER_ID_MAPPING"])
+        if txn.state in _PREPARED:
+            valid = retry_on_bump
+        elif txn.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == txn.producer_epoch
+        else:
+            valid = producer_epoch == txn.producer_epoch
+        if not valid:
+            return Decision(E["PRODUCER_FENCED"])
+        retry = retry_on_bump or retry_on_overflow
+        finished = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if txn.state is TxnState.ONGOING:
+            return self._decide(self._prepare_v2(txn, _PREPARE[commit], now_ms, new_producer_id, txn.start_ms))
+        if txn.state is finished and retry:
+            return Decision(errors.NONE)
+        if not commit and not retry and txn.state in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
+                                                      TxnState.COMPLETE_ABORT):
+            # An abort with nothing added: markers to no partition, the epoch bumped all the same.
+            return self._decide(self._prepare_v2(txn, TxnState.PREPARE_ABORT, now_ms, new_producer_id, now_ms))
+        if txn.state is _PREPARE[commit]:
+            return Decision(E["CONCURRENT_TRANSACTIONS"])
+        return Decision(E["INVALID_TXN_STATE"])
+
+    @staticmethod
+    def _prepare_v2(txn: TxnMetadata, state: TxnState, now_ms: int, new_producer_id: Callable[[], int],
+                    start_ms: int) -> TxnMetadata:
+        next_producer_id = new_producer_id() if txn.producer_epoch >= EPOCH_MAX else -1
+        return dataclasses.replace(txn, state=state, producer_epoch=txn.producer_epoch + 1,
+                                   next_producer_id=next_producer_id, start_ms=start_ms, last_update_ms=now_ms,
+                                   client_version=TV2)
+
+    def end_txn_ids(self, transactional_id: str) -> tuple[int, int]:
+        """The producer id and epoch an EndTxn v5 answers once its decision is written (or a retry is answered):
+        those the transaction completes with, Kafka's `prepareComplete` (a new id at epoch 0 after an overflow)."""
+        txn = self._txns.get(transactional_id)
+        if txn is None:
+            return -1, -1
+        if txn.state in _PREPARED and txn.next_producer_id >= 0:
+            return txn.next_producer_id, 0
+        return txn.producer_id, txn.producer_epoch
 
     # The driver's steps ----------------------------------------------------------------------------------
 
@@ -193,8 +267,11 @@ class TransactionCoordinatorCore:
         if txn is None or txn.state not in _COMPLETE or transactional_id in self._pending:
             return Decision(E["CONCURRENT_TRANSACTIONS"])
         # The start time stays, as Kafka's TransactionMetadata keeps it: `kafka-transactions describe` shows it.
-        return self._decide(dataclasses.replace(txn, state=_COMPLETE[txn.state], partitions=frozenset(),
-                                                last_update_ms=now_ms))
+        completed = dataclasses.replace(txn, state=_COMPLETE[txn.state], partitions=frozenset(), last_update_ms=now_ms)
+        if txn.bumps_epoch and txn.next_producer_id >= 0:  # an exhausted epoch: the new producer id from now on
+            completed = dataclasses.replace(completed, producer_id=txn.next_producer_id, producer_epoch=0,
+                                            next_producer_id=-1, prev_producer_id=txn.producer_id)
+        return self._decide(completed)
 
     def expired(self, now_ms: int) -> list[TxnMetadata]:
         """Open transactions past their transaction.timeout.ms, not being changed."""

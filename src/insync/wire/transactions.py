@@ -37,6 +37,8 @@ TXN_OFFSET_COMMIT = 28
 INIT_PRODUCER_ID = 22
 WRITE_TXN_MARKERS_VERSION = 1
 BATCHED_VERSION = 4  # AddPartitionsToTxn from v4: transactions in a batch, from brokers only
+BROKER_SENDS_VERSION = 5  # the version a partition leader sends, as Kafka 4.1's: it knows TRANSACTION_ABORTABLE
+END_TXN_IDS_VERSION = 5  # EndTxn from v5 answers the producer id and epoch the client goes on with
 # The first version of each API that knows PRODUCER_FENCED.
 _FENCED_FROM = {INIT_PRODUCER_ID: 4, ADD_PARTITIONS_TO_TXN: 2, ADD_OFFSETS_TO_TXN: 2, END_TXN: 2, TXN_OFFSET_COMMIT: 3}
 
@@ -103,6 +105,9 @@ def encode(request: DecodedRequest, error: KafkaError, producer_id: int = -1, pr
     cls = response_class(key, version)
     error = _version_error(key, version, error)
     if key == INIT_PRODUCER_ID:
+        return build(cls, throttle_time=NO_THROTTLE, error_code=code(error), producer_id=producer_id,
+                     producer_epoch=producer_epoch)
+    if key == END_TXN and version >= END_TXN_IDS_VERSION:
         return build(cls, throttle_time=NO_THROTTLE, error_code=code(error), producer_id=producer_id,
                      producer_epoch=producer_epoch)
     if key != ADD_PARTITIONS_TO_TXN:
@@ -218,8 +223,8 @@ def encode_batched(request: DecodedRequest, results: list[tuple[str, dict[TopicP
 
 
 def verify_request(txn: TxnPartitions) -> Any:
-    """The AddPartitionsToTxn a partition leader sends a transaction's coordinator."""
-    cls = request_class(ADD_PARTITIONS_TO_TXN, BATCHED_VERSION)
+    """The AddPartitionsToTxn a partition leader sends a transaction's coordinator, to verify or to add."""
+    cls = request_class(ADD_PARTITIONS_TO_TXN, BROKER_SENDS_VERSION)
     txn_cls = nested(cls, "AddPartitionsToTxnTransaction")
     topics = tuple(build(nested(txn_cls, "AddPartitionsToTxnTopic"), name=name, partitions=tuple(parts))
                    for name, parts in group([(tp.topic, tp.partition) for tp in txn.partitions]))

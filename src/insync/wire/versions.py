@@ -23,7 +23,7 @@ from kio.index import KioIndexError
 from insync import errors
 from insync.errors import KafkaError
 from insync.metadata.image import MetadataImage
-from insync.metadata.records import ELR_FEATURE
+from insync.metadata.records import ELR_FEATURE, TRANSACTION_VERSION_FEATURE
 from insync.protocol.codec import DecodedRequest
 from insync.protocol.kio import (
     NO_THROTTLE,
@@ -135,12 +135,13 @@ BROKER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
     # Client quotas: none exist (described as none; changes refused), see wire/client_quotas.py
     DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ALTER_CLIENT_QUOTAS: (0, 1),
-    # Transactions, without KIP-890's transaction version 2 (AddPartitionsToTxn v4 is the brokers' batched form,
-    # by which a partition leader verifies a transactional batch with its coordinator)
-    ADD_PARTITIONS_TO_TXN: (0, 4),
-    ADD_OFFSETS_TO_TXN: (0, 3),
-    END_TXN: (0, 3),
-    TXN_OFFSET_COMMIT: (0, 3),
+    # Transactions, with KIP-890's transaction version 2 (AddPartitionsToTxn v4+ is the brokers' batched form, by
+    # which a partition leader verifies or adds a transactional batch's partition with its coordinator; EndTxn v5
+    # bumps the epoch; TxnOffsetCommit v5 adds the offsets partition)
+    ADD_PARTITIONS_TO_TXN: (0, 5),
+    ADD_OFFSETS_TO_TXN: (0, 4),
+    END_TXN: (0, 5),
+    TXN_OFFSET_COMMIT: (0, 5),
     WRITE_TXN_MARKERS: (1, 1),
     DESCRIBE_TRANSACTIONS: (0, 0),
     LIST_TRANSACTIONS: (0, 2),
@@ -167,7 +168,7 @@ CONTROLLER_API_VERSIONS: Mapping[int, tuple[int, int]] = {
 ADVERTISED_MIN_VERSIONS: Mapping[int, int] = {PRODUCE: 0}
 
 # The feature flags insync implements: (lowest, highest) level.
-SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {ELR_FEATURE: (0, 1)}
+SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {ELR_FEATURE: (0, 1), TRANSACTION_VERSION_FEATURE: (0, 2)}
 FEATURES_VERSION = 3
 ZERO_FEATURE_LEVEL_VERSION = 4  # the first ApiVersions response that may list a supported feature from level 0
 

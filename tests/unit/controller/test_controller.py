@@ -38,6 +38,9 @@ def test_fenced_leader_is_replaced_from_the_isr_and_leaves_it() -> None:
     assert change[0].fields["leader_after"] == reg.leader and change[0].fields["isr"] == list(reg.isr)
 
 
+TXN_VERSION, ELR_NAME = "transaction.version", "eligible.leader.replicas.version"
+
+
 @pytest.mark.parametrize("elr", [False, True])
 def test_last_isr_member_fenced_goes_offline_then_comes_back_online(elr: bool) -> None:
     h = three_broker_topic({"eligible.leader.replicas.enable": elr})
@@ -222,13 +225,24 @@ def test_a_new_metadata_store_gets_a_cluster_id_once_and_keeps_it_across_restart
 
 def test_the_elr_feature_is_finalized_at_1_while_elr_is_on_and_written_only_when_it_changes() -> None:
     on = Harness(seed=1)
-    assert on.controller.image.finalized_features == {"eligible.leader.replicas.version": 1}
+    assert on.controller.image.finalized_features == {"eligible.leader.replicas.version": 1, TXN_VERSION: 2}
     again = Harness(store=on.store)  # restarted with ELR still on: nothing to write
-    assert sum(isinstance(r, FeatureLevelRecord) for r in again.store.load()) == 1
+    assert sum(isinstance(r, FeatureLevelRecord) for r in again.store.load()) == 2
     off = Harness({"eligible.leader.replicas.enable": "false"}, store=on.store)
-    assert off.controller.image.finalized_features == {}
-    assert [r.feature_level for r in off.store.load() if isinstance(r, FeatureLevelRecord)] == [1, 0]
-    assert Harness({"eligible.leader.replicas.enable": "false"}).controller.image.finalized_features == {}
+    assert off.controller.image.finalized_features == {TXN_VERSION: 2}
+    assert [(r.name, r.feature_level) for r in off.store.load() if isinstance(r, FeatureLevelRecord)] == [
+        (TXN_VERSION, 2), (ELR_NAME, 1), (ELR_NAME, 0)]
+    assert Harness({"eligible.leader.replicas.enable": "false"}).controller.image.finalized_features == {
+        TXN_VERSION: 2}
+
+
+def test_a_new_cluster_finalizes_transaction_version_2_once() -> None:
+    """Kafka 4's TransactionVersion.LATEST_PRODUCTION, finalized when the cluster is made: a restart keeps the
+    level the metadata holds (an operator's choice included) instead of writing it again."""
+    first = Harness(seed=3)
+    assert first.controller.image.finalized_features.get(TXN_VERSION) == 2
+    again = Harness(store=first.store)
+    assert [r.name for r in again.store.load() if isinstance(r, FeatureLevelRecord)].count(TXN_VERSION) == 1
 
 
 @pytest.mark.parametrize(("name", "partitions", "rf", "configs", "error", "detail"), [

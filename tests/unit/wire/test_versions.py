@@ -86,7 +86,7 @@ def test_from_v3_the_elr_feature_is_advertised_with_the_images_finalized_levels(
         assert not hasattr(body, "supported_features")
         return
     # v3 leaves out a feature supported from level 0, as Kafka 4 does (KIP-1022: older clients reject it).
-    supported = [(ELR, 0, 1)] if version >= 4 else []
+    supported = [(ELR, 0, 1), ("transaction.version", 0, 2)] if version >= 4 else []
     assert [(f.name, f.min_version, f.max_version) for f in body.supported_features] == supported
     assert [(f.name, f.min_version_level, f.max_version_level) for f in body.finalized_features] == [(ELR, 1, 1)]
     assert body.finalized_features_epoch == 1  # the offset of the image's last record
