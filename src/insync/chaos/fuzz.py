@@ -13,6 +13,7 @@ creates so that valid requests reach real partitions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import threading
 import time
@@ -38,6 +39,7 @@ BEFORE_TOPIC = "fuzz-before"
 BEFORE_RECORDS = 300
 WORKLOAD_PARTITIONS = 3
 PROBE_TIMEOUT_S = 10.0
+SCRATCH_DEADLINE_S = 5.0
 RSS_SAMPLE_S = 2.0
 FLUSH_TIMEOUT_S = 60.0
 READ_DEADLINE_S = 120.0
@@ -66,7 +68,9 @@ def run(spec: FuzzSpec) -> dict[str, Any]:
     """Run the fuzzer and every check (module docstring); the summary's `passed` is their conjunction."""
     addresses = _addresses(spec.bootstrap)
     for topic in SCRATCH_TOPICS:
-        ensure_topic(spec.bootstrap, topic, 2, min(3, len(addresses)), {})
+        # Best effort: a run before may have left a scratch topic deleted, recreated or reassigned to no broker.
+        with contextlib.suppress(ConfigError):
+            ensure_topic(spec.bootstrap, topic, 2, min(3, len(addresses)), {}, SCRATCH_DEADLINE_S)
     ensure_topic(spec.bootstrap, WORKLOAD_TOPIC, WORKLOAD_PARTITIONS, min(3, len(addresses)),
                  {"min.insync.replicas": str(min(2, len(addresses)))})
     ensure_topic(spec.bootstrap, BEFORE_TOPIC, 1, min(3, len(addresses)), {})
