@@ -32,6 +32,7 @@ from insync.chaos.history import client_conf
 from insync.config import ConfigError
 from insync.protocol.codec import API_VERSIONS_KEY, request_schema
 from insync.protocol.kio import build
+from insync.waiting import WaitTimeout
 from insync.wire.versions import ADVERTISED_MIN_VERSIONS, BROKER_API_VERSIONS, METADATA
 
 WORKLOAD_TOPIC = "fuzz-workload"
@@ -69,7 +70,7 @@ def run(spec: FuzzSpec) -> dict[str, Any]:
     addresses = _addresses(spec.bootstrap)
     for topic in SCRATCH_TOPICS:
         # Best effort: a run before may have left a scratch topic deleted, recreated or reassigned to no broker.
-        with contextlib.suppress(ConfigError):
+        with contextlib.suppress(ConfigError, WaitTimeout):
             ensure_topic(spec.bootstrap, topic, 2, min(3, len(addresses)), {}, SCRATCH_DEADLINE_S)
     ensure_topic(spec.bootstrap, WORKLOAD_TOPIC, WORKLOAD_PARTITIONS, min(3, len(addresses)),
                  {"min.insync.replicas": str(min(2, len(addresses)))})
