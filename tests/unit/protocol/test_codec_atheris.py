@@ -19,18 +19,20 @@ import pytest
 
 TARGETS = ("framing", "requests", "records")
 SECONDS_PER_TARGET = 30
+STARTUP_ALLOWANCE_S = 300  # instrumenting the modules takes over a minute on two loaded cores
 MAX_FRAME_BYTES = 1 << 20
 CHUNKS_MAX = 16
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(SECONDS_PER_TARGET * 4 + 60)
+@pytest.mark.timeout(SECONDS_PER_TARGET + STARTUP_ALLOWANCE_S + 60)
 @pytest.mark.parametrize("target", TARGETS)
 def test_decoder_survives_coverage_guided_fuzzing(target: str, tmp_path: Path) -> None:
     pytest.importorskip("atheris")
     command = [sys.executable, __file__, target, f"-max_total_time={SECONDS_PER_TARGET}", "-seed=1",
                "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=SECONDS_PER_TARGET * 4, check=False)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=SECONDS_PER_TARGET + STARTUP_ALLOWANCE_S,
+                            check=False)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "Done" in result.stderr, result.stderr[-2000:]
 
@@ -86,7 +88,7 @@ def _main() -> None:
 
     target = sys.argv.pop(1)
     assert target in TARGETS, target
-    with atheris.instrument_imports():
+    with atheris.instrument_imports(include=["insync"]):  # kio's reader is native code: no coverage to add
         import insync.protocol.codec
         import insync.protocol.compression
         import insync.protocol.framing
