@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import datetime
 import threading
 import time
@@ -91,15 +92,16 @@ def run(spec: FuzzSpec) -> dict[str, Any]:
         elapsed_s = time.monotonic() - started
         acked = workload.stop()
         sampler.stop()
-    return _summary(spec, tally, elapsed_s, acked, before, sampler)
+    return _summary(spec, tally, elapsed_s, acked, workload.prefix, before, sampler)
 
 
-def _summary(spec: FuzzSpec, tally: Tally, elapsed_s: float, acked: set[bytes], before: list[Any],
+def _summary(spec: FuzzSpec, tally: Tally, elapsed_s: float, acked: set[bytes], prefix: str, before: list[Any],
              sampler: RssSampler) -> dict[str, Any]:
     addresses = _addresses(spec.bootstrap)
     probes = {f"{host}:{port}": probe(host, port) for host, port in addresses}
     alive = {str(broker): pid_alive(pid) for broker, pid in spec.pids.items()}
-    read = Counter(record[3] for record in read_topic(spec.bootstrap, WORKLOAD_TOPIC))
+    read = Counter(record[3] for record in read_topic(spec.bootstrap, WORKLOAD_TOPIC)
+                   if record[3] is not None and record[3].startswith(prefix.encode()))
     lost = len([value for value in acked if read[value] == 0])
     duplicated = len([value for value in acked if read[value] > 1])
     before_unchanged = read_topic(spec.bootstrap, BEFORE_TOPIC) == before
@@ -189,6 +191,8 @@ class Workload:
 
     def __init__(self, bootstrap: str, rate: float) -> None:
         self._bootstrap = bootstrap
+        # Values unique to this run: runs before it on the same cluster left theirs in the topic.
+        self.prefix = f"w-{secrets.token_hex(6)}-"
         self._interval_s = 1.0 / rate
         self._stopping = threading.Event()
         self._acked: set[bytes] = set()
@@ -215,7 +219,7 @@ class Workload:
         sequence = 0
         next_s = time.monotonic()
         while not self._stopping.wait(max(0.0, next_s - time.monotonic())):
-            producer.produce(WORKLOAD_TOPIC, value=f"w-{sequence}".encode(), on_delivery=delivered)
+            producer.produce(WORKLOAD_TOPIC, value=f"{self.prefix}{sequence}".encode(), on_delivery=delivered)
             producer.poll(0)
             sequence += 1
             next_s += self._interval_s
