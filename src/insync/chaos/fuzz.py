@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import datetime
+import secrets
 import threading
 import time
 from collections import Counter
