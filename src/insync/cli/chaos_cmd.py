@@ -10,7 +10,7 @@ from typing import Any
 
 from insync.chaos import campaign, checker, cluster, kafka_cluster, nemesis, power, report, script
 from insync.chaos.ops import read_history
-from insync.cli import chaos_net_cmd, seeds_cmd
+from insync.cli import chaos_net_cmd, fuzz_cmd, seeds_cmd
 from insync.config import ConfigError
 
 
@@ -78,6 +78,7 @@ def register(subparsers: Any) -> None:
     check.add_argument("--json", action="store_true")
     check.set_defaults(func=_check)
     seeds_cmd.register(commands)
+    fuzz_cmd.register(commands)
 
 
 def _one(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
 from insync.protocol.framing import frame
+from insync.protocol.request_bounds import check_arrays
 
 API_VERSIONS_KEY = 18
 _PEEK = struct.Struct(">hhi")
@@ -104,6 +105,7 @@ def decode_request(frame_bytes: bytes, supported: SupportedVersions) -> DecodedR
     schema = request_schema(api_key, api_version)
     try:
         header, header_size = entity_reader(schema.__header_schema__)(frame_bytes, 0)
+        check_arrays(frame_bytes, header_size, schema)  # kio's reader would abort the process on a huge count
         body, body_size = entity_reader(schema)(frame_bytes, header_size)
     except Exception as exc:  # kio raises a variety of errors on garbage; all mean the same here
         raise MalformedRequest(f"cannot parse {schema.__name__} v{api_version}: {exc!r}", correlation_id) from None
