@@ -33,7 +33,7 @@ from insync.chaos.history import client_conf
 from insync.config import ConfigError
 from insync.protocol.codec import API_VERSIONS_KEY, request_schema
 from insync.protocol.kio import build
-from insync.waiting import WaitTimeout
+from insync.waiting import WaitTimeout, wait_until
 from insync.wire.versions import ADVERTISED_MIN_VERSIONS, BROKER_API_VERSIONS, METADATA
 
 WORKLOAD_TOPIC = "fuzz-workload"
@@ -173,14 +173,19 @@ def read_topic(bootstrap: str, topic: str) -> list[tuple[int, int, bytes | None,
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         out: list[tuple[int, int, bytes | None, bytes | None, Any, Any]] = []
         positions = dict.fromkeys(partitions, 0)
-        deadline = time.monotonic() + READ_DEADLINE_S
-        while any(positions[p] < ends[p] for p in partitions) and time.monotonic() < deadline:
+
+        def read_to_the_ends() -> bool:
             for message in consumer.consume(1000, timeout=POLL_S):
                 partition, offset = message.partition(), message.offset()
                 if message.error() is None and partition is not None and offset is not None:
                     out.append((partition, offset, message.key(), message.value(), message.headers(),
                                 message.timestamp()))
                     positions[partition] = offset + 1
+            return all(positions[p] >= ends[p] for p in partitions)
+
+        # What was read by the deadline is returned either way: the caller's comparison names what is missing.
+        with contextlib.suppress(WaitTimeout):
+            wait_until(read_to_the_ends, READ_DEADLINE_S, f"{topic} read to its end", interval_s=0.001)
         return sorted(out, key=lambda r: (r[0], r[1]))
     finally:
         consumer.close()
