@@ -6,6 +6,7 @@ cases here; the slow test sends many more over more connections."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +27,11 @@ def fuzz_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterSp
 
 def _run(spec: ClusterSpec, requests: int, start: int, concurrency: int) -> dict[str, object]:
     pids = {b.node_id: b.pid for b in spec.brokers if b.pid is not None}
-    summary = fuzz.run(fuzz.FuzzSpec(spec.bootstrap, requests, SEED, concurrency, start, pids, workload_rate=50.0))
+    logs = tuple(Path(b.directory) / "stdout.log" for b in spec.brokers)
+    summary = fuzz.run(fuzz.FuzzSpec(spec.bootstrap, requests, SEED, concurrency, start, pids, workload_rate=50.0,
+                                     logs=logs))
     assert summary["problems"] == [], summary["problems"]
+    assert summary["handler_errors"] == {}, summary["handler_errors"]  # refused or answered, never an exception
     assert set(summary["probes"].values()) == {"ok"}, summary["probes"]  # type: ignore[union-attr]
     assert all(summary["alive"].values()), summary["alive"]  # type: ignore[union-attr]
     workload = summary["workload"]

@@ -111,7 +111,7 @@ class FetchServer:
             held_back = throttled and self._throttles is not None and self._throttles.holds_back(
                 part.topic_partition, request.replica_id in partition.isr, now_ms, leader=True)
             try:
-                outcome = partition.log.read(part.fetch_offset, 0 if held_back else part.partition_max_bytes,
+                outcome = partition.log.read(part.fetch_offset, 0 if held_back else max(0, part.partition_max_bytes),
                                              min_one_batch=not held_back)
                 latency_ms = max(latency_ms, getattr(outcome, "read_latency_ms", 0))
             except KafkaException as exc:

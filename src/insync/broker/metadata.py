@@ -78,9 +78,10 @@ class BrokerMetadata:
                 configured[record.topic] = None  # a new topic's configs come with it: nothing to re-apply
         self.image = before.replay_all(record for _, record in batch)
         assert self.image.offset == batch[-1][0] + 1
-        deltas = [delta for key in touched if (delta := self._delta(before, key[0], key[1])) is not None]
-        for topic_id in removed:
-            deltas.extend(self._stops(before, topic_id))
+        # A removed topic's partitions stop first, as KRaft's ReplicaManager.applyDelta does: a topic deleted and
+        # created again under its name in one batch must not meet the old partition (its epochs, its log).
+        deltas = [stop for topic_id in removed for stop in self._stops(before, topic_id)]
+        deltas.extend(delta for key in touched if (delta := self._delta(before, key[0], key[1])) is not None)
         for name in configured:
             deltas.extend(self._reconfigured(name))
         return deltas

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import itertools
 import secrets
 import threading
 import time
@@ -48,6 +49,8 @@ READ_DEADLINE_S = 120.0
 POLL_S = 0.5
 PROBE_API_VERSIONS = 3
 PROBE_METADATA = 12
+HANDLER_ERROR = "ERROR Error handling a request"  # server/listener.py's line for a handler's exception
+TRACE_LINES_MAX = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,7 @@ class FuzzSpec:
     pids: Mapping[int, int] = field(default_factory=dict)  # broker id -> process id, for memory and liveness
     rss_growth_max_bytes: int = 256 * 1024 * 1024
     workload_rate: float = 100.0  # records per second
+    logs: tuple[Path, ...] = ()  # the brokers' own logs: a handler's unexpected error there fails the run
 
     def __post_init__(self) -> None:
         if self.requests < 0 or self.start < 0 or not 1 <= self.concurrency <= 1024 or self.workload_rate <= 0:
@@ -79,6 +83,7 @@ def run(spec: FuzzSpec) -> dict[str, Any]:
     _write_before(spec.bootstrap)
     before = read_topic(spec.bootstrap, BEFORE_TOPIC)
     sampler = RssSampler(spec.pids)
+    log_sizes = {path: path.stat().st_size if path.exists() else 0 for path in spec.logs}
     workload = Workload(spec.bootstrap, spec.workload_rate)
     target = Target(addresses, BROKER_API_VERSIONS, advertised_pairs(BROKER_API_VERSIONS, ADVERTISED_MIN_VERSIONS))
     tally = Tally()
@@ -92,11 +97,27 @@ def run(spec: FuzzSpec) -> dict[str, Any]:
         elapsed_s = time.monotonic() - started
         acked = workload.stop()
         sampler.stop()
-    return _summary(spec, tally, elapsed_s, acked, workload.prefix, before, sampler)
+    return _summary(spec, tally, elapsed_s, acked, workload.prefix, before, sampler, handler_errors(log_sizes))
+
+
+def handler_errors(since: Mapping[Path, int]) -> dict[str, int]:
+    """The unexpected errors the brokers logged while handling requests after `since` (each log's size then), by
+    their exception's last line: a broker may refuse garbage, never fail on it."""
+    found: Counter[str] = Counter()
+    for path, offset in since.items():
+        with path.open("rb") as log_file:
+            log_file.seek(offset)
+            lines = log_file.read().decode(errors="replace").splitlines()
+        for n, line in enumerate(lines):
+            if HANDLER_ERROR in line:
+                trace = [t for t in itertools.takewhile(lambda t: not t.startswith("["),
+                                                        lines[n + 1:n + 1 + TRACE_LINES_MAX]) if t.strip()]
+                found[trace[-1].strip() if trace else line] += 1
+    return dict(found)
 
 
 def _summary(spec: FuzzSpec, tally: Tally, elapsed_s: float, acked: set[bytes], prefix: str, before: list[Any],
-             sampler: RssSampler) -> dict[str, Any]:
+             sampler: RssSampler, errors_logged: dict[str, int]) -> dict[str, Any]:
     addresses = _addresses(spec.bootstrap)
     probes = {f"{host}:{port}": probe(host, port) for host, port in addresses}
     alive = {str(broker): pid_alive(pid) for broker, pid in spec.pids.items()}
@@ -108,12 +129,12 @@ def _summary(spec: FuzzSpec, tally: Tally, elapsed_s: float, acked: set[bytes], 
     rss = sampler.report()
     rss_ok = all(r["after_bytes"] - r["before_bytes"] <= spec.rss_growth_max_bytes for r in rss.values())
     passed = (tally.failures == 0 and all(p == "ok" for p in probes.values()) and all(alive.values())
-              and rss_ok and lost == 0 and duplicated == 0 and before_unchanged)
+              and rss_ok and lost == 0 and duplicated == 0 and before_unchanged and not errors_logged)
     return {
         "passed": passed, "seed": spec.seed, "first_index": spec.start, "requests": sum(tally.answers.values()),
         "seconds": round(elapsed_s, 1), "requests_per_s": round(sum(tally.answers.values()) / max(elapsed_s, 1e-9)),
         "connections": tally.connections, "answers": dict(tally.answers), "cases": dict(tally.by_kind),
-        "apis": len(tally.apis), "problems": tally.problems, "probes": probes, "alive": alive, "rss": rss,
+        "apis": len(tally.apis), "problems": tally.problems, "slow": tally.slow, "handler_errors": errors_logged, "probes": probes, "alive": alive, "rss": rss,
         "rss_growth_max_bytes": spec.rss_growth_max_bytes,
         "workload": {"acked": len(acked), "read": sum(read.values()), "lost": lost, "duplicated": duplicated},
         "before_topic": {"records": len(before), "unchanged": before_unchanged},

@@ -8,9 +8,9 @@ the broker would wait for bytes that never come, as Kafka does. Each case ends a
   code somewhere in it (a request outside the table may only be answered with an error);
 - `closed`: the broker closed the connection before answering (Kafka's answer to a malformed request);
 - `no_response`: the sentinel came back without an answer, which only a Produce with acks=0 may do;
-- `long_wait`: no answer within `ANSWER_TIMEOUT_S` to a request that asked the broker to wait longer;
-- `timeout` (a hang) and `wrong` (an undecodable answer, a stray correlation id, a missing answer, an OK answer
-  where none may be): the failures, kept (up to `PROBLEMS_MAX`) with the case index that replays them.
+- `long_wait` / `slow`: no answer within `ANSWER_TIMEOUT_S` to a request that asked to wait longer / a late answer;
+- `timeout` (none in `HANG_TIMEOUT_S`) and `wrong` (an undecodable answer, a stray correlation id, a missing
+  answer, an OK answer where none may be): the failures, kept (up to `PROBLEMS_MAX`) with their case index.
 """
 
 from __future__ import annotations
@@ -40,12 +40,15 @@ from insync.protocol.codec import (
 from insync.protocol.kio import millis
 
 ANSWER_TIMEOUT_S = 10.0
+# Kafka bounds every request it does not hold at the client's ask by request.timeout.ms (30 s: WriteTxnMarkers'
+# appends) or less (offsets.commit.timeout.ms): an answer later than this is a hang on any broker.
+HANG_TIMEOUT_S = 35.0
 CONNECT_TIMEOUT_S = 5.0
 PROBLEMS_MAX = 50
 ANSWERS_PER_CASE_MAX = 4  # the case's answer, the sentinel's, and what a lying size prefix split off
 RESPONSE_BYTES_MAX = 256 * 1024 * 1024
 PRODUCE_KEY = 0
-OUTCOMES = ("ok", "error", "closed", "no_response", "long_wait", "timeout", "wrong")
+OUTCOMES = ("ok", "error", "closed", "no_response", "long_wait", "slow", "timeout", "wrong")
 FAILURES = ("timeout", "wrong")
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")
@@ -60,15 +63,17 @@ class Tally:
     apis: Counter[int] = field(default_factory=Counter)
     connections: int = 0
     problems: list[dict[str, Any]] = field(default_factory=list)
+    slow: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, case: FuzzCase, outcome: str, detail: str) -> None:
         assert outcome in OUTCOMES, outcome
         self.answers[outcome] += 1
         self.by_kind[case.kind] += 1
         self.apis[case.api_key] += 1
-        if outcome in FAILURES and len(self.problems) < PROBLEMS_MAX:
-            self.problems.append({"index": case.index, "api_key": case.api_key, "api_version": case.api_version,
-                                  "kind": case.kind, "outcome": outcome, "detail": detail})
+        kept = self.problems if outcome in FAILURES else self.slow if outcome == "slow" else None
+        if kept is not None and len(kept) < PROBLEMS_MAX:
+            kept.append({"index": case.index, "api_key": case.api_key, "api_version": case.api_version,
+                         "kind": case.kind, "outcome": outcome, "detail": detail})
 
     @property
     def failures(self) -> int:
@@ -125,13 +130,23 @@ async def exchange(stream: tuple[asyncio.StreamReader, asyncio.StreamWriter], ca
     except OSError:
         return "closed", "", False
     answer: tuple[str, str] | None = None
+    started = asyncio.get_running_loop().time()
     for _ in range(ANSWERS_PER_CASE_MAX):
         try:
             payload = await asyncio.wait_for(_read_frame(reader), ANSWER_TIMEOUT_S)
         except TimeoutError:
-            if answer is not None and case.consistent:  # answered, then stopped reading the connection
-                return "timeout", f"the sentinel after api {case.api_key} got no answer in {ANSWER_TIMEOUT_S} s", False
-            return (answer or _silence(case, table)) + (False,)
+            silence = _silence(case, table) if answer is None else None
+            if silence is None or silence[0] != "timeout":  # answered, or asked for the long wait it got
+                if answer is not None and case.consistent:  # answered, then stopped reading the connection
+                    return "timeout", f"the sentinel after api {case.api_key} got no answer in {ANSWER_TIMEOUT_S} s", \
+                        False
+                return (answer or silence or ("timeout", "")) + (False,)
+            try:
+                payload = await asyncio.wait_for(_read_frame(reader), HANG_TIMEOUT_S - ANSWER_TIMEOUT_S)
+            except TimeoutError:
+                return "timeout", f"no answer in {HANG_TIMEOUT_S} s", False
+            except ValueError as exc:
+                return "wrong", str(exc), False
         except ValueError as exc:
             return "wrong", str(exc), False
         if payload is None:
@@ -141,6 +156,9 @@ async def exchange(stream: tuple[asyncio.StreamReader, asyncio.StreamWriter], ca
             return (answer or _no_response(case, table)) + (True,)
         if answer is None and header is not None and correlation_id == header[2]:
             answer = judge(header[0], header[1], payload, table)
+            late_s = asyncio.get_running_loop().time() - started
+            if answer[0] in ("ok", "error") and late_s > ANSWER_TIMEOUT_S:
+                answer = "slow", f"answered ({answer[0]}) after {late_s:.1f} s"
             if not case.consistent:
                 return answer + (False,)
         elif case.consistent:
@@ -190,7 +208,7 @@ def _silence(case: FuzzCase, table: Mapping[int, tuple[int, int]]) -> tuple[str,
                                    for spec in dataclasses.fields(request.body)
                                    if isinstance(getattr(request.body, spec.name), datetime.timedelta)):
         return "long_wait", ""
-    return "timeout", f"no answer in {ANSWER_TIMEOUT_S} s"
+    return "timeout", f"no answer in {ANSWER_TIMEOUT_S} s"  # the caller waits on, to HANG_TIMEOUT_S
 
 
 def _no_response(case: FuzzCase, table: Mapping[int, tuple[int, int]]) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from insync.chaos import cluster, fuzz
@@ -19,17 +20,19 @@ def register(commands: Any) -> None:
     sub.add_argument("--concurrency", type=int, default=32, help="connections sending at once")
     sub.add_argument("--rate", type=float, default=100.0, help="workload records per second")
     sub.add_argument("--dir", help="the cluster's directory (`insync cluster up --dir`): brokers' memory and "
-                     "liveness are checked from their processes")
+                     "liveness are checked from their processes, their logs for handlers' unexpected errors")
     sub.add_argument("--rss-growth-max-mb", type=int, default=256)
     sub.set_defaults(func=_fuzz)
 
 
 def _fuzz(args: argparse.Namespace) -> int:
     pids: dict[int, int] = {}
+    logs: tuple[Path, ...] = ()
     if args.dir:
         spec = cluster.ClusterSpec.load(args.dir)
         pids = {b.node_id: b.pid for b in spec.brokers if b.pid is not None}
+        logs = tuple(Path(b.directory) / "stdout.log" for b in spec.brokers)
     summary = fuzz.run(fuzz.FuzzSpec(args.bootstrap_server, args.requests, args.seed, args.concurrency, args.start,
-                                     pids, args.rss_growth_max_mb * 1024 * 1024, args.rate))
+                                     pids, args.rss_growth_max_mb * 1024 * 1024, args.rate, logs))
     print(json.dumps(summary, indent=2))
     return 0 if summary["passed"] else 1

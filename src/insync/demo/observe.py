@@ -89,14 +89,31 @@ class ClusterObserver:
                     self.events.append(event)
                 self.recent.append(describe_event(event))
 
-    def _poll_partitions(self) -> None:
-        from confluent_kafka import Consumer, TopicPartition
+    def isrs_whole(self) -> bool:
+        """Every partition of every topic (`__consumer_offsets` too) has all its replicas in its ISR: what an
+        operator waits for before the next fault or roll. False while the cluster does not answer."""
+        self._connect()
+        try:
+            topics = self._admin.list_topics(timeout=METADATA_TIMEOUT_S).topics
+        except Exception:  # noqa: BLE001  # a broker mid-restart: not known to be whole
+            return False
+        return bool(topics) and all(topic.error is None and all(set(p.isrs) == set(p.replicas)
+                                                                 for p in topic.partitions.values())
+                                    for topic in topics.values())
+
+    def _connect(self) -> None:
+        from confluent_kafka import Consumer
         from confluent_kafka.admin import AdminClient
 
         if self._admin is None:
             self._admin = AdminClient(client_conf({"bootstrap.servers": self.spec.bootstrap}))
             self._consumer = Consumer(client_conf({"bootstrap.servers": self.spec.bootstrap,
                                                    "group.id": "insync-demo-view"}))
+
+    def _poll_partitions(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        self._connect()
         self._admin.poll(0)  # neither client is polled otherwise: serve their queued log lines
         self._consumer.poll(0)
         topic = self._admin.list_topics(self.topic, timeout=METADATA_TIMEOUT_S).topics.get(self.topic)

@@ -39,6 +39,7 @@ MIN_ISR = 2
 MONITOR_START_MAX_S = 120.0
 MONITOR_DRAIN_MAX_S = 30.0
 MONITOR_ALERT_MAX_S = 15.0
+ISR_WHOLE_MAX_S = 60.0
 KEPT_WAIT_DROPS = 4  # KIP-501 on: wait at most this many drop_s for the leader to keep a follower by its read
 
 
@@ -213,6 +214,7 @@ class Demo:
             self._watch(self.timing.pause_s, f"broker {victim} paused (SIGSTOP): its ISR membership expires")
             self._step("resume", victim)
             self._watch(self.timing.settle_s, f"broker {victim} resumed: it catches up and rejoins")
+            self._until_isrs_whole(f"broker {victim} resumed")
 
         return self._act("pause-follower", victim, f"Broker {victim} freezes like a long GC pause. Watch the ISRs drop it "
                          f"after {self.timing.lag_ms} ms (reason: stuck) and take it back once it has caught up.",
@@ -240,6 +242,7 @@ class Demo:
             self._step("clear", leader)
             self._step("restart", leader)
             self._watch(self.timing.settle_s + 2, f"broker {leader} restarted")
+            self._until_isrs_whole(f"broker {leader} restarted")
 
         return self._act(f"slow-leader-kip501-{kip501}", leader, f"Broker {leader}'s disk reads of {TOPIC}-0 now take "
                          f"{read_ms} ms, then it is killed. With KIP-501 {kip501}: {expect}.", body)
@@ -266,6 +269,12 @@ class Demo:
             if done():
                 return
             time.sleep(0.05)
+
+    def _until_isrs_whole(self, title: str) -> None:
+        """Hold until the restarted broker is back in every ISR, `__consumer_offsets`' too, at most ISR_WHOLE_MAX_S:
+        the next act's fault then meets a whole cluster, as an operator's next roll would; a fixed wait does not on
+        a loaded machine."""
+        self._until(f"{title}: waiting for every ISR to be whole", ISR_WHOLE_MAX_S, self.observer.isrs_whole)
 
     def _alone_in_isr(self, leader: int) -> bool:
         """The leader's last ISR change of partition 0 left it alone, so the kill shows what Kafka 3.x does then
@@ -297,6 +306,7 @@ class Demo:
             self._step("kill", victim)
             self._step("restart", victim)
             self._watch(self.timing.settle_s + 2, f"broker {victim} restarted: {TOPIC}-1 recovers")
+            self._until_isrs_whole(f"broker {victim} restarted")
 
         return self._act("failing-partition", victim, f"Broker {victim}'s appends to {TOPIC}-1 fail (a bad disk region). "
                          "It marks that one partition failed (FailedPartitionsCount 1) and keeps replicating the "
@@ -310,6 +320,7 @@ class Demo:
             self._watch(self.timing.failover_s, f"leader {leader} killed")
             self._step("restart", leader)
             self._watch(self.timing.settle_s + 2, f"broker {leader} restarted")
+            self._until_isrs_whole(f"broker {leader} restarted")
 
         return self._act("kill-leader", leader, f"Broker {leader}, leader of {TOPIC}-2, is killed under load: a follower "
                          "from the ISR takes over; nothing acknowledged is lost.", body)

@@ -5,7 +5,7 @@ declaring billions of elements makes the allocation fail and aborts the whole pr
 a count ("tried to allocate a collection of size N, but there are only M bytes remaining"); `check_arrays` does
 the same: it walks the request's schema as kio would read it, reading scalars with kio's own single-value
 readers, and raises `ValueError` at the first array whose count exceeds the bytes after it (every element takes
-at least one byte). Tagged fields are walked inside their declared size; unknown tags are skipped as kio does.
+at least one byte), or that is null where the schema does not allow it. Tagged fields are walked inside their declared size; unknown tags are skipped as kio does.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def _value(buf: bytes, pos: int, end: int, plan: tuple[Any, ...], flexible: bool
         count, size = read_length(buf, pos)
         pos += size
         if count is None or count < 0:
+            if not nullable:  # kio would read it as None, which no handler expects (Kafka's parser's wording)
+                raise ValueError(f"non-nullable field {spec.name} was serialized as null")
             return pos
         if count > end - pos:
             raise ValueError(f"array {spec.name} of {count} elements in {end - pos} bytes")

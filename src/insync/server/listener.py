@@ -287,7 +287,11 @@ class Listener:
         body = await self.dispatcher.handle(request, session)
         if body is None:
             return None
-        return encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+        try:
+            return encode_response_parts(request.api_key, request.api_version, request.correlation_id, body)
+        except Exception as exc:  # a handler's bug: say which answer could not be written
+            raise RuntimeError(f"the answer to api {request.api_key} v{request.api_version} cannot be encoded: "
+                               f"{exc!r}") from exc
 
     async def _write_in_order(self, connection: asyncio.Task[None], in_order: asyncio.Queue[_Answer | None],
                               slots: asyncio.Semaphore, writer: asyncio.StreamWriter) -> None:

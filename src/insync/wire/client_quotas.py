@@ -97,6 +97,10 @@ def alter_client_quotas(request: DecodedRequest) -> Any:
     return _alter_response(request, results)
 
 
+# A message quoting a client's entity name (up to 32,767 bytes) must still fit a non-flexible version's string.
+MESSAGE_MAX = 1024
+
+
 def refuse_alter(request: DecodedRequest, error: KafkaError, message: str) -> Any:
     """Every entity refused (CLUSTER_AUTHORIZATION_FAILED without ALTER_CONFIGS on the cluster)."""
     return _alter_response(request, [(entry.entity, error, message) for entry in request.body.entries])
@@ -106,7 +110,8 @@ def _alter_response(request: DecodedRequest, results: Sequence[tuple[Any, KafkaE
     cls = response_class(ALTER_CLIENT_QUOTAS, request.api_version)
     entry_cls, entity_cls = nested(cls, "EntryData"), nested(cls, "EntityData")
     return build(cls, throttle_time=NO_THROTTLE, entries=tuple(
-        build(entry_cls, error_code=code(error), error_message=message, entity=tuple(
+        build(entry_cls, error_code=code(error), error_message=None if message is None else message[:MESSAGE_MAX],
+              entity=tuple(
             build(entity_cls, entity_type=e.entity_type, entity_name=e.entity_name) for e in entity))
         for entity, error, message in results))
 

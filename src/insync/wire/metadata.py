@@ -39,6 +39,7 @@ from insync.types import NO_LEADER, OFFSETS_TOPIC
 from insync.wire.versions import DESCRIBE_CLUSTER, METADATA
 
 BROKER_ENDPOINT = 1
+TOPIC_IDS_FROM = 12  # Metadata asks by topic id (a null name) from v12
 CONTROLLER_ENDPOINT = 2
 
 
@@ -50,6 +51,8 @@ class MetadataQuery:
     topics: tuple[str, ...] | None
     topic_ids: tuple[uuid.UUID, ...]
     allow_auto_topic_creation: bool
+    # v10-11 carry topic ids but no null name: Kafka refuses such a request, every topic INVALID_REQUEST
+    invalid: tuple[tuple[str, uuid.UUID], ...] = ()
 
 
 def decode_request(request: DecodedRequest) -> MetadataQuery:
@@ -58,6 +61,9 @@ def decode_request(request: DecodedRequest) -> MetadataQuery:
     allow = bool(field_or(body, "allow_auto_topic_creation", True))
     if body.topics is None or (version == 0 and not body.topics):
         return MetadataQuery(version, None, (), allow)
+    if version < TOPIC_IDS_FROM and any(t.name is None for t in body.topics):
+        return MetadataQuery(version, (), (), False, tuple((t.name or "", field_or(t, "topic_id", None) or ZERO_UUID)
+                                                           for t in body.topics))
     names = tuple(t.name for t in body.topics if t.name is not None)
     ids = tuple(t.topic_id for t in body.topics
                 if t.name is None and field_or(t, "topic_id", None) not in (None, ZERO_UUID))
@@ -107,7 +113,9 @@ def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str 
     brokers = tuple(build(broker_cls, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
                     for b in sorted(image.brokers.values(), key=lambda b: b.broker_id) if not b.fenced)
     topics: list[Any] = []
-    if query.topics is None:
+    if query.invalid:  # Kafka's MetadataRequest.getErrorResponse: a null name answered as ""
+        topics.extend(_missing(cls, name, topic_id, errors.INVALID_REQUEST) for name, topic_id in query.invalid)
+    elif query.topics is None:
         topics.extend(_topic(cls, image, t) for t in sorted(image.topics_by_id.values(), key=lambda t: t.name))
     else:
         for name in query.topics:

@@ -41,6 +41,19 @@ def test_isr_only_change_and_leader_change_and_stop() -> None:
     assert [d.kind for d in meta.apply([(7, RemoveTopicRecord("id-t"))]) or []] == [DeltaKind.STOP]
 
 
+def test_a_topic_deleted_and_created_again_in_one_batch_stops_the_old_partition_first() -> None:
+    """The new topic's partition is a new partition: the old one (led here at a later epoch) is stopped and its log
+    deleted before the new one starts, or the broker would apply the new epoch 0 to the old partition."""
+    meta = BrokerMetadata(BrokerId(2))
+    meta.apply(_setup())
+    meta.apply([(5, PartitionChangeRecord("id-t", 0, None, 2, 1, 1))])  # led here at epoch 1
+    recreated = [(6, RemoveTopicRecord("id-t")), (7, TopicRecord("t", "id-t2")),
+                 (8, PartitionRecord("id-t2", 0, (1, 2, 3), (1, 2, 3), 1, 0, 0))]
+    deltas = meta.apply(recreated) or []
+    assert [(d.kind, d.topic_id, d.topic_partition) for d in deltas] == [(DeltaKind.STOP, "id-t", TP),
+                                                                           (DeltaKind.FOLLOWER, "id-t2", TP)]
+
+
 def test_a_gap_is_refused_and_a_replay_is_ignored() -> None:
     meta = BrokerMetadata(BrokerId(3))
     records = _setup()

@@ -82,3 +82,9 @@ def test_init_producer_id_hands_out_new_ids_and_bumps_an_existing_producers_epoc
     bumped = init_producer_id(h, first.producer_id, 0)
     assert (bumped.error, bumped.producer_id, bumped.producer_epoch) == (errors.NONE, first.producer_id, 1)
     assert init_producer_id(h, first.producer_id).error is errors.INVALID_PRODUCER_EPOCH
+    last = init_producer_id(h, first.producer_id, 32765)
+    assert (last.error, last.producer_id, last.producer_epoch) == (errors.NONE, first.producer_id, 32766)
+    for exhausted in (32766, 32767):  # past Kafka's last epoch: a new producer id at epoch 0, never epoch 32768
+        renewed = init_producer_id(h, first.producer_id, exhausted)
+        assert renewed.error is errors.NONE and renewed.producer_id not in (first.producer_id, second.producer_id)
+        assert renewed.producer_epoch == 0

@@ -33,6 +33,15 @@ def test_a_legacy_count_past_the_end_is_malformed() -> None:
         decode_request(frame, BROKER_API_VERSIONS)
 
 
+def test_a_null_where_the_schema_allows_none_is_malformed_and_where_it_allows_one_is_not() -> None:
+    # Metadata v1's topics may be null (every topic); ListOffsets v1's topics may not (Kafka's parser's words).
+    assert decode_request(struct.pack(">hhih", 3, 1, 9, 0) + struct.pack(">i", -1), BROKER_API_VERSIONS).body.topics \
+        is None
+    list_offsets = struct.pack(">hhih", 2, 1, 9, 0) + struct.pack(">ii", -1, -1)  # replica id, then topics null
+    with pytest.raises(MalformedRequest, match="non-nullable field topics was serialized as null"):
+        decode_request(list_offsets, BROKER_API_VERSIONS)
+
+
 def test_the_process_survives_the_request_that_aborted_it() -> None:
     code = ("from insync.protocol.codec import decode_request, MalformedRequest\n"
             "from insync.wire.versions import BROKER_API_VERSIONS\n"

@@ -44,11 +44,14 @@ def test_a_malformed_filter_is_refused_in_kafkas_words(components: tuple[tuple[s
     assert (answer.error_code, answer.error_message) == (error, message)
 
 
-def alter(entries: list[tuple[list[tuple[str, str | None]], list[tuple[str, float, bool]]]]) -> list[Any]:
-    request = client_request(ALTER_CLIENT_QUOTAS, 1, validate_only=False, entries=tuple(
-        request_entity(ALTER_CLIENT_QUOTAS, 1, "EntryData", entity=tuple(
-            request_entity(ALTER_CLIENT_QUOTAS, 1, "EntityData", entity_type=t, entity_name=n) for t, n in entity),
-            ops=tuple(request_entity(ALTER_CLIENT_QUOTAS, 1, "OpData", key=k, value=v, remove=r) for k, v, r in ops))
+def alter(entries: list[tuple[list[tuple[str, str | None]], list[tuple[str, float, bool]]]],
+          version: int = 1) -> list[Any]:
+    request = client_request(ALTER_CLIENT_QUOTAS, version, validate_only=False, entries=tuple(
+        request_entity(ALTER_CLIENT_QUOTAS, version, "EntryData", entity=tuple(
+            request_entity(ALTER_CLIENT_QUOTAS, version, "EntityData", entity_type=t, entity_name=n)
+            for t, n in entity),
+            ops=tuple(request_entity(ALTER_CLIENT_QUOTAS, version, "OpData", key=k, value=v, remove=r)
+                      for k, v, r in ops))
         for entity, ops in entries))
     return list(wire(client_quotas.respond(request)).entries)
 
@@ -78,6 +81,12 @@ def test_a_malformed_entity_or_key_is_refused_in_kafkas_words(entity: list[tuple
     [answer] = alter([(entity, ops)])
     assert (answer.error_code, answer.error_message) == (42, message)
 
+
+
+def test_a_message_quoting_a_longest_entity_type_still_fits_a_v0_answer() -> None:
+    [answer] = alter([([("x" * 32_767, "a")], [])], version=0)
+    assert answer.error_code == 42 and answer.error_message.startswith("Unhandled client quota entity type: xxx")
+    assert len(answer.error_message) == client_quotas.MESSAGE_MAX
 
 
 def test_describing_needs_describe_configs_and_altering_alter_configs_on_the_cluster() -> None:

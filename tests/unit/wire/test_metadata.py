@@ -73,6 +73,19 @@ def test_metadata_by_topic_id() -> None:
                                                                     errors.UNKNOWN_TOPIC_ID.code)
 
 
+@pytest.mark.parametrize("version", [10, 11])
+def test_a_null_topic_name_before_v12_is_an_invalid_request(version: int) -> None:
+    """v10-11 carry a topic id field but ask by name only: Kafka refuses a null name, every topic of the request
+    INVALID_REQUEST and a null name answered as "" (the response's name is not nullable before v12)."""
+    request = client_request(3, version, topics=topics_request(version, "orders", ids=(UNKNOWN_ID,)),
+                             allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                             include_topic_authorized_operations=False)
+    body = wire(metadata.respond(request, cluster_image(), "c", 1))
+    assert [(t.name, t.error_code, t.partitions) for t in body.topics] == [
+        ("orders", errors.INVALID_REQUEST.code, ()), ("", errors.INVALID_REQUEST.code, ())]
+    assert body.topics[1].topic_id == uuid.UUID(UNKNOWN_ID)
+
+
 @pytest.mark.parametrize("version", [0, 2])
 def test_describe_cluster(version: int) -> None:
     request = client_request(60, version, include_cluster_authorized_operations=False, include_fenced_brokers=True)
