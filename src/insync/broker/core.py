@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from insync import errors
 from insync.broker.clean_shutdown import mark_clean_shutdown, take_previous_broker_epoch
 from insync.broker.controller_channel import ControllerChannel
 from insync.broker.dir_failure import LogDirFailures, directory_id
@@ -417,14 +418,17 @@ class BrokerCore:
 
     def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
         tp = delta.topic_partition
+        stopped = errors.NOT_LEADER_OR_FOLLOWER if self.metadata.image.topic(tp.topic) is not None \
+            else errors.UNKNOWN_TOPIC_OR_PARTITION  # moved away, or its topic deleted (Kafka's getPartitionOrError)
         if tp in self.offline_partitions or not self.log_manager.online_dirs():
-            if delta.kind is DeltaKind.STOP:  # forgotten, its files left for the restart to find (Kafka's)
-                self.partitions.pop(tp, None)
+            if delta.kind is DeltaKind.STOP and (gone := self.partitions.pop(tp, None)) is not None:
+                gone.stop(stopped)  # forgotten, its files left for the restart to find (Kafka's)
             return []
         if delta.kind is DeltaKind.STOP:
             self.fetchers.remove(now_ms, tp)
             self.proposals.withdraw(tp)
-            if self.partitions.pop(tp, None) is not None:
+            if (gone := self.partitions.pop(tp, None)) is not None:
+                gone.stop(stopped)
                 self.log_manager.delete(tp)
             return []
         if delta.kind is DeltaKind.CONFIG:

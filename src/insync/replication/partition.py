@@ -98,6 +98,7 @@ class Partition:
         self._leader: Leader | None = None
         self._follower: Follower | None = Follower(log, self.producer_state,
                                                    bounded_high_watermark(log, Offset(high_watermark)), self._emit)
+        self._stopped: KafkaError | None = None  # `stop`'s answer to what still waits on this partition
         self._high_watermark = Offset(0)
         self._log_prefix = f"[Partition {topic_partition} broker={local_broker_id}] "
 
@@ -247,6 +248,13 @@ class Partition:
                 tp.topic, tp.partition, leader_epoch, self.log.log_end_offset, self.high_watermark, previous_epoch))
         return restart_fetching
 
+    def stop(self, error: KafkaError) -> None:
+        """This broker no longer hosts the partition (its topic deleted, or the replica moved away): every acks=all
+        produce still waiting on it is answered `error`, as Kafka's DelayedProduce finds the partition gone."""
+        self._stopped = error
+        self._leader = None
+        self._follower = None
+
     def _is_stale(self, leader_epoch: LeaderEpoch, partition_epoch: PartitionEpoch) -> bool:
         return leader_epoch < self._leader_epoch or partition_epoch < self._partition_epoch
 
@@ -285,6 +293,8 @@ class Partition:
 
     def produce_status(self, wait: ProduceWait) -> KafkaError | None:
         """The outcome of an acks=all produce, or None while it must keep waiting."""
+        if self._stopped is not None:
+            return self._stopped
         if not self.is_leader or self._leader_epoch != wait.leader_epoch:
             return errors.NOT_LEADER_OR_FOLLOWER
         if self._high_watermark < wait.required_offset:

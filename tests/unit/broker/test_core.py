@@ -166,6 +166,21 @@ def test_acks_all_times_out_while_a_stuck_follower_is_still_in_the_isr() -> None
     assert (timed_out.results[0].base_offset, timed_out.results[0].log_start_offset) == (0, 0)  # the append's
 
 
+def test_an_acks_all_produce_waiting_on_a_deleted_topic_is_answered_at_once() -> None:
+    """Kafka's DelayedProduce finds the partition gone: UNKNOWN_TOPIC_OR_PARTITION when the deletion reaches the
+    leader, not a wait to the produce's own timeout."""
+    h = cluster_with_topic({"broker.session.timeout.ms": 60_000})
+    h.cores.pop(next(b for b, core in h.cores.items() if not core.leader_states()))
+    batch = build_batch([(b"k", b"v")])
+    h.queue.append(("client", h.leader().broker_id, ProduceRequest(3, -1, 3_600_000, ((TP, batch),))))
+    h.run(500)
+    assert not [m for m in h.client if isinstance(m, ProduceResponse)]
+    h.controller.delete_topic(TP.topic, h.clock.now)
+    h.run(100)
+    [answered] = [m for m in h.client if isinstance(m, ProduceResponse)]
+    assert answered.results[0].error is errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def test_purgatory_size_metric_counts_the_parked_acks_all_produce_until_it_expires() -> None:
     h = cluster_with_topic({"broker.session.timeout.ms": 60_000})
     h.cores.pop(next(b for b, core in h.cores.items() if not core.leader_states()))
