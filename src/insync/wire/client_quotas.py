@@ -30,6 +30,10 @@ QUOTA_KEYS = {USER: _RATE_KEYS, CLIENT_ID: _RATE_KEYS, IP: frozenset(("connectio
 NOT_ENFORCED = "insync does not enforce client quotas: nothing was stored for this entity"
 
 
+# A message quoting a client's entity name (up to 32,767 bytes) must still fit a non-flexible version's string.
+MESSAGE_MAX = 1024
+
+
 def respond(request: DecodedRequest) -> Any:
     if request.api_key == DESCRIBE_CLIENT_QUOTAS:
         return describe_client_quotas(request)
@@ -52,7 +56,7 @@ def refuse_describe(request: DecodedRequest, error: KafkaError, message: str, en
                     ) -> Any:
     """The whole request refused (CLUSTER_AUTHORIZATION_FAILED without DESCRIBE_CONFIGS on the cluster)."""
     return build(response_class(DESCRIBE_CLIENT_QUOTAS, request.api_version), throttle_time=NO_THROTTLE,
-                 error_code=code(error), error_message=message, entries=entries)
+                 error_code=code(error), error_message=message[:MESSAGE_MAX], entries=entries)
 
 
 def _check_filter(components: Sequence[tuple[str, int, str | None]]) -> None:
@@ -95,10 +99,6 @@ def alter_client_quotas(request: DecodedRequest) -> Any:
             error, message = exc.error, exc.detail
         results.append((entry.entity, error, message))
     return _alter_response(request, results)
-
-
-# A message quoting a client's entity name (up to 32,767 bytes) must still fit a non-flexible version's string.
-MESSAGE_MAX = 1024
 
 
 def refuse_alter(request: DecodedRequest, error: KafkaError, message: str) -> Any:

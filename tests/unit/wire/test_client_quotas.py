@@ -83,6 +83,12 @@ def test_a_malformed_entity_or_key_is_refused_in_kafkas_words(entity: list[tuple
 
 
 
+def test_a_describe_refusal_quoting_a_longest_entity_type_still_fits_a_v0_answer() -> None:
+    answer = describe(0, ("x" * 32_767, 2, None))
+    assert answer.error_code == 35 and answer.error_message.startswith("Unsupported entity type xxx")
+    assert len(answer.error_message) == client_quotas.MESSAGE_MAX
+
+
 def test_a_message_quoting_a_longest_entity_type_still_fits_a_v0_answer() -> None:
     [answer] = alter([([("x" * 32_767, "a")], [])], version=0)
     assert answer.error_code == 42 and answer.error_message.startswith("Unhandled client quota entity type: xxx")
