@@ -8,7 +8,9 @@ valid or boundary frame *mutated* as bytes (flipped bytes, a truncation, a size 
 a boundary integer written over a length prefix, an api key or version outside the table). Each case depends
 only on (seed, index), so a reported index replays alone. Names come from pools of scratch names (`SCRATCH_*`)
 so the requests act on the fuzzer's own topics and groups and cannot reach topics it does not own, and so the
-state they create on a broker stays bounded however many are sent.
+state they create on a broker stays bounded however many are sent. Cases for a controller draw valid broker ids
+from `FOREIGN_BROKER_IDS`, and `names_a_broker` finds any that a server would still read as a broker's own
+registration or heartbeat for a real broker (which could fence it or take it down), so the caller can hold it back.
 """
 
 from __future__ import annotations
@@ -27,8 +29,15 @@ from typing import Any
 from kio.index import UnknownEntity
 from kio.schema.errors import ErrorCode
 
-from insync.protocol.codec import encode_request, request_schema
+from insync.protocol.codec import (
+    MalformedRequest,
+    UnsupportedRequest,
+    decode_request,
+    encode_request,
+    request_schema,
+)
 from insync.protocol.records import RecordSpec, build_batch
+from insync.wire.versions import BROKER_HEARTBEAT, BROKER_REGISTRATION
 
 SCRATCH_TOPICS = ("fuzz-scratch-0", "fuzz-scratch-1", "fuzz-scratch-2")
 SCRATCH_GROUPS = ("fuzz-group-0", "fuzz-group-1")
@@ -43,6 +52,10 @@ BYTES_HUGE = 64 * 1024
 VERSION_GAP_MAX = 4  # Produce v0-v2 are advertised though only v3 on is served
 NESTING_MAX = 8  # kio's deepest request schemas nest 4 levels
 CLIENT_ID = "fuzz"
+# Broker ids no cluster of insync's harness has (brokers are 1..N, controllers 0 and 1001..): a registration or
+# heartbeat built with one exercises the controller without touching a real broker's registration.
+FOREIGN_BROKER_IDS = (900, 901)
+BROKER_SELF_APIS = (BROKER_REGISTRATION, BROKER_HEARTBEAT)
 
 KIND_VALID = "valid"
 KIND_BOUNDARY = "boundary"
@@ -79,29 +92,31 @@ def advertised_pairs(table: Mapping[int, tuple[int, int]], floors: Mapping[int, 
     return tuple(pairs)
 
 
-def fuzz_case(seed: int, index: int, pairs: tuple[tuple[int, int], ...]) -> FuzzCase:
-    """Case `index` of the run seeded `seed` (module docstring)."""
+def fuzz_case(seed: int, index: int, pairs: tuple[tuple[int, int], ...], broker_ids: tuple[int, ...] = ()) -> FuzzCase:
+    """Case `index` of the run seeded `seed` (module docstring); valid `broker_id` fields come from `broker_ids`
+    when it is given, else are small numbers like every other id."""
     assert index >= 0 and pairs
     rng = random.Random(f"{seed}:{index}")
     api_key, version = rng.choice(pairs)
     kind = rng.choices(KINDS, weights=(4, 3, 3))[0]
     correlation_id = index % 2**31
     boundary = kind == KIND_BOUNDARY or (kind == KIND_MUTATED and rng.random() < 0.5)
-    frame = _encoded(rng, api_key, version, correlation_id, boundary)
+    frame = _encoded(rng, api_key, version, correlation_id, boundary, broker_ids)
     if kind == KIND_MUTATED:
         frame = mutate(rng, frame, pairs)
     return FuzzCase(index, api_key, version, kind, frame)
 
 
-def _encoded(rng: random.Random, api_key: int, version: int, correlation_id: int, boundary: bool) -> bytes:
+def _encoded(rng: random.Random, api_key: int, version: int, correlation_id: int, boundary: bool,
+             broker_ids: tuple[int, ...]) -> bytes:
     """The frame of a request with generated values; a boundary value kio refuses to write (a string past its
     length type) gives way to a valid request, decided by the same generator so the case stays reproducible."""
     cls = _schema(api_key, version)
     client_id = rng.choice((None, "", "x" * 300)) if boundary and rng.random() < 0.2 else CLIENT_ID
     try:
-        frame = encode_request(Values(rng, boundary).entity(cls, 0), correlation_id, client_id)
+        frame = encode_request(Values(rng, boundary, broker_ids).entity(cls, 0), correlation_id, client_id)
     except (ValueError, TypeError, OverflowError, struct.error):
-        frame = encode_request(Values(rng, False).entity(cls, 0), correlation_id, CLIENT_ID)
+        frame = encode_request(Values(rng, False, broker_ids).entity(cls, 0), correlation_id, CLIENT_ID)
     return frame[:6] + struct.pack(">h", version) + frame[8:]  # `_schema` may have built a later version
 
 
@@ -121,9 +136,10 @@ def _schema(api_key: int, version: int) -> type:
 class Values:
     """Values for every field of a kio entity: valid ones, or (with `boundary`) mostly the edges of each type."""
 
-    def __init__(self, rng: random.Random, boundary: bool) -> None:
+    def __init__(self, rng: random.Random, boundary: bool, broker_ids: tuple[int, ...] = ()) -> None:
         self.rng = rng
         self.boundary = boundary
+        self.broker_ids = broker_ids
 
     def entity(self, cls: type, depth: int) -> Any:
         assert dataclasses.is_dataclass(cls) and depth <= NESTING_MAX, (cls, depth)
@@ -144,7 +160,7 @@ class Values:
         count = self.rng.choice((0, self.rng.choice(huge if depth == 0 else ARRAY_NESTED_HUGE))) if edge \
             else self.rng.randint(0, ARRAY_VALID_MAX)
         # The elements of a large array are valid ones: a thousand boundary strings would make a case of megabytes.
-        values = self if count <= ARRAY_VALID_MAX else Values(self.rng, False)
+        values = self if count <= ARRAY_VALID_MAX else Values(self.rng, False, self.broker_ids)
         if plan.entity:
             return tuple(values.entity(plan.kind, depth + 1) for _ in range(count))
         return tuple(values.scalar(plan.spec, plan.kind, edge and values.boundary and self.rng.random() < 0.5)
@@ -157,6 +173,8 @@ class Values:
             low, high = _INT_RANGES[kafka_type]
             if edge:
                 return kind(rng.choice((low, high, -1, 0)) if low < 0 else rng.choice((low, high)))
+            if spec.name == "broker_id" and self.broker_ids:
+                return kind(rng.choice(self.broker_ids))
             return kind(_valid_int(rng, spec.name, low))
         if kafka_type == "bool":
             return rng.random() < 0.5
@@ -211,6 +229,25 @@ def _valid_int(rng: random.Random, name: str, low: int) -> int:
     if low < 0 and rng.random() < 0.15:
         return -1
     return rng.randint(0, 3)
+
+
+def names_a_broker(frame: bytes, table: Mapping[int, tuple[int, int]], broker_ids: frozenset[int]) -> bool:
+    """Whether a server serving `table` could read a BrokerRegistration or BrokerHeartbeat of a broker in
+    `broker_ids` from `frame`: each frame its size prefixes split it into is decoded as the server would."""
+    at = 0
+    while at + _SIZE.size <= len(frame):  # `at` grows by at least the prefix each time
+        (size,) = _SIZE.unpack_from(frame, at)
+        if size < 0 or at + _SIZE.size + size > len(frame):
+            return False  # the server refuses the prefix, or waits for bytes the stream's end never brings
+        try:
+            request = decode_request(frame[at + _SIZE.size:at + _SIZE.size + size], table)
+        except (MalformedRequest, UnsupportedRequest):
+            pass
+        else:
+            if request.api_key in BROKER_SELF_APIS and int(request.body.broker_id) in broker_ids:
+                return True
+        at += _SIZE.size + size
+    return False
 
 
 def mutate(rng: random.Random, frame: bytes, pairs: tuple[tuple[int, int], ...]) -> bytes:

@@ -1,16 +1,16 @@
-"""Sending the fuzzer's cases to brokers over many connections, and judging every answer.
-
-Workers (at most `concurrency`, spread over the brokers) each keep one connection and take the next case index.
-A case whose size prefix is honest is followed by a *sentinel* (ApiVersions v0): its answer proves the broker read
-past the case, and the connection is reused. After a case whose size prefix lies we end our stream instead, since
-the broker would wait for bytes that never come, as Kafka does. Each case ends as one answer kind:
+"""Sending the fuzzer's cases to a target (the brokers, or the controller) over many connections, and judging
+every answer. Workers (at most `concurrency`, spread over the target's addresses) each keep one connection and
+take the next case index. A case whose size prefix is honest is followed by a *sentinel* (ApiVersions v0): its
+answer proves the server read past the case, and the connection is reused. After a case whose size prefix lies we
+end our stream instead, since the server would wait for bytes that never come, as Kafka does. Each case ends as:
 - `ok` / `error`: an answer that decodes with the response schema of the frame's header, without / with an error
   code somewhere in it (a request outside the table may only be answered with an error);
 - `closed`: the broker closed the connection before answering (Kafka's answer to a malformed request);
 - `no_response`: the sentinel came back without an answer, which only a Produce with acks=0 may do;
 - `long_wait` / `slow`: no answer within `ANSWER_TIMEOUT_S` to a request that asked to wait longer / a late answer;
 - `timeout` (none in `HANG_TIMEOUT_S`) and `wrong` (an undecodable answer, a stray correlation id, a missing
-  answer, an OK answer where none may be): the failures, kept (up to `PROBLEMS_MAX`) with their case index.
+  answer, an OK answer where none may be): the failures, kept (up to `PROBLEMS_MAX`) with their case index;
+  `skipped`: not sent, read as a real broker's registration or heartbeat (`Target.brokers`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import dataclasses
 import datetime
 import struct
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from insync.chaos.fuzz_cases import FuzzCase, fuzz_case
+from insync.chaos.fuzz_cases import FuzzCase, fuzz_case, names_a_broker
 from insync.protocol.codec import (
     API_VERSIONS_KEY,
     MalformedRequest,
@@ -48,7 +48,7 @@ PROBLEMS_MAX = 50
 ANSWERS_PER_CASE_MAX = 4  # the case's answer, the sentinel's, and what a lying size prefix split off
 RESPONSE_BYTES_MAX = 256 * 1024 * 1024
 PRODUCE_KEY = 0
-OUTCOMES = ("ok", "error", "closed", "no_response", "long_wait", "slow", "timeout", "wrong")
+OUTCOMES = ("ok", "error", "closed", "no_response", "long_wait", "slow", "timeout", "wrong", "skipped")
 FAILURES = ("timeout", "wrong")
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")
@@ -83,11 +83,13 @@ class Tally:
 @dataclass(frozen=True, slots=True)
 class Target:
     addresses: tuple[tuple[str, int], ...]
-    table: Mapping[int, tuple[int, int]]  # what the brokers serve
+    table: Mapping[int, tuple[int, int]]  # what the target serves (the brokers', or the controller's)
     pairs: tuple[tuple[int, int], ...]  # what the cases are drawn from (`fuzz_cases.advertised_pairs`)
+    broker_ids: tuple[int, ...] = ()  # valid broker ids of the cases (`fuzz_case`), when not small numbers
+    brokers: frozenset[int] = frozenset()  # real brokers no case may register or heartbeat for (`names_a_broker`)
 
 
-async def run_cases(target: Target, seed: int, indexes: range, concurrency: int, tally: Tally) -> None:
+async def run_cases(target: Target, seed: int, indexes: Iterable[int], concurrency: int, tally: Tally) -> None:
     """Send case `i` of `seed` for every `i` in `indexes`, at most `concurrency` at a time, into `tally`."""
     assert concurrency >= 1 and target.addresses
     counter = iter(indexes)
@@ -99,8 +101,11 @@ async def run_cases(target: Target, seed: int, indexes: range, concurrency: int,
 async def _worker(target: Target, seed: int, counter: Iterator[int], address: tuple[str, int], tally: Tally) -> None:
     stream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
     try:
-        for index in counter:  # bounded by the range the counter walks
-            case = fuzz_case(seed, index, target.pairs)
+        for index in counter:  # bounded: the caller passes finitely many indexes
+            case = fuzz_case(seed, index, target.pairs, target.broker_ids)
+            if target.brokers and names_a_broker(case.frame, target.table, target.brokers):
+                tally.add(case, "skipped", "")
+                continue
             if stream is None:
                 stream = await asyncio.wait_for(asyncio.open_connection(*address), CONNECT_TIMEOUT_S)
                 tally.connections += 1

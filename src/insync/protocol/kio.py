@@ -119,6 +119,15 @@ def code(error: KafkaError) -> ErrorCode:
     return ErrorCode(error.code)
 
 
+# An error message may quote a client's string (up to 32,767 bytes): cut, it still fits a non-flexible version's.
+ERROR_MESSAGE_MAX = 1024
+
+
+def error_message(message: str | None) -> str | None:
+    """`message` cut to `ERROR_MESSAGE_MAX` characters, for an answer's error message field."""
+    return None if message is None else message[:ERROR_MESSAGE_MAX]
+
+
 def error_of(value: ErrorCode | int) -> KafkaError:
     return errors.by_code(int(value))
 

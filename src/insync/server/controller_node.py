@@ -57,6 +57,7 @@ from insync.wire import (
     metadata_log,
     reassignments,
     replica_log_report,
+    sasl,
     scram_credentials,
     topics,
     versions,
@@ -124,6 +125,10 @@ class ControllerNode(MeteredDispatcher):
         key = request.api_key
         if key == versions.API_VERSIONS:
             return versions.respond(request, versions.CONTROLLER_API_VERSIONS, self.controller.image)
+        if key in (versions.SASL_HANDSHAKE, versions.SASL_AUTHENTICATE):
+            # What a SASL listener's gate did not answer (any on a PLAINTEXT or SSL listener), as Kafka's
+            # ControllerApis answers it.
+            return sasl.illegal_state_response(request)
         if key == versions.BROKER_REGISTRATION:
             registration = controller_apis.decode_registration(request, self.controller.image.cluster_id)
             response = await self._from_broker(registration.request.correlation_id, registration)

@@ -18,7 +18,7 @@ from typing import Any
 from insync import errors
 from insync.errors import KafkaError, KafkaException
 from insync.protocol.codec import DecodedRequest
-from insync.protocol.kio import NO_THROTTLE, build, check_body, code, nested, response_class
+from insync.protocol.kio import NO_THROTTLE, build, check_body, code, error_message, nested, response_class
 from insync.wire.versions import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
@@ -28,10 +28,6 @@ _RATE_KEYS = frozenset(("producer_byte_rate", "consumer_byte_rate", "request_per
                         "controller_mutation_rate"))
 QUOTA_KEYS = {USER: _RATE_KEYS, CLIENT_ID: _RATE_KEYS, IP: frozenset(("connection_creation_rate",))}
 NOT_ENFORCED = "insync does not enforce client quotas: nothing was stored for this entity"
-
-
-# A message quoting a client's entity name (up to 32,767 bytes) must still fit a non-flexible version's string.
-MESSAGE_MAX = 1024
 
 
 def respond(request: DecodedRequest) -> Any:
@@ -56,7 +52,7 @@ def refuse_describe(request: DecodedRequest, error: KafkaError, message: str, en
                     ) -> Any:
     """The whole request refused (CLUSTER_AUTHORIZATION_FAILED without DESCRIBE_CONFIGS on the cluster)."""
     return build(response_class(DESCRIBE_CLIENT_QUOTAS, request.api_version), throttle_time=NO_THROTTLE,
-                 error_code=code(error), error_message=message[:MESSAGE_MAX], entries=entries)
+                 error_code=code(error), error_message=error_message(message), entries=entries)
 
 
 def _check_filter(components: Sequence[tuple[str, int, str | None]]) -> None:
@@ -110,7 +106,7 @@ def _alter_response(request: DecodedRequest, results: Sequence[tuple[Any, KafkaE
     cls = response_class(ALTER_CLIENT_QUOTAS, request.api_version)
     entry_cls, entity_cls = nested(cls, "EntryData"), nested(cls, "EntityData")
     return build(cls, throttle_time=NO_THROTTLE, entries=tuple(
-        build(entry_cls, error_code=code(error), error_message=None if message is None else message[:MESSAGE_MAX],
+        build(entry_cls, error_code=code(error), error_message=error_message(message),
               entity=tuple(
             build(entity_cls, entity_type=e.entity_type, entity_name=e.entity_name) for e in entity))
         for entity, error, message in results))

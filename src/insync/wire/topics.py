@@ -31,6 +31,7 @@ from insync.protocol.kio import (
     check_body,
     code,
     duration,
+    error_message,
     field_or,
     has_field,
     millis,
@@ -144,7 +145,7 @@ def _created(cls: type, result: CreateTopicResult, topic: NewTopic | None, confi
                               config_source=int(e.source), is_sensitive=False)
                         for e in topic_configs(dict(topic.configs), config))
     return build(result_cls, name=result.name, topic_id=wire_uuid(result.topic_id),
-                 error_code=code(result.error), error_message=result.message,
+                 error_code=code(result.error), error_message=error_message(result.message),
                  num_partitions=result.num_partitions, replication_factor=result.replication_factor,
                  configs=configs)
 
@@ -181,7 +182,7 @@ def encode_delete_topics(response: DeleteTopicsResponse, decoded: Decoded[Delete
 
     def result(key: TopicKey, error: KafkaError, message: str | None) -> Any:
         return build(result_cls, name=key.name, topic_id=key.topic_id, error_code=code(error),
-                     error_message=message)
+                     error_message=error_message(message))
 
     results = [result(_deleted_key(decoded, r), r.error, r.message) for r in response.results]
     results.extend(result(r.topic, r.error, r.message) for r in decoded.rejected)
@@ -228,7 +229,7 @@ def _partitions_response(request: DecodedRequest, results: dict[str, tuple[Kafka
     cls = response_class(CREATE_PARTITIONS, request.api_version)
     result_cls = nested(cls, "CreatePartitionsTopicResult")
     return build(cls, throttle_time=NO_THROTTLE, results=tuple(
-        build(result_cls, name=name, error_code=code(error), error_message=message)
+        build(result_cls, name=name, error_code=code(error), error_message=error_message(message))
         for name, (error, message) in results.items()))
 
 
@@ -273,7 +274,7 @@ def _election_response(request: DecodedRequest, outcomes: dict[tuple[str, int], 
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), (outcome, message) in outcomes.items():
         by_topic.setdefault(topic, []).append(build(nested(cls, "PartitionResult"), partition_id=partition,
-                                                    error_code=code(outcome), error_message=message))
+                                                    error_code=code(outcome), error_message=error_message(message)))
     results = tuple(build(nested(cls, "ReplicaElectionResult"), topic=topic, partition_result=tuple(partitions))
                     for topic, partitions in by_topic.items())
     return build(cls, throttle_time=NO_THROTTLE, error_code=code(error), replica_election_results=results)

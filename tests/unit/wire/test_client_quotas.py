@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from apis_helpers import client_request, cluster_image, request_entity, wire
 
+from insync.protocol.kio import ERROR_MESSAGE_MAX
 from insync.wire import client_quotas
 from insync.wire.versions import ALTER_CLIENT_QUOTAS, DESCRIBE_CLIENT_QUOTAS
 
@@ -82,17 +83,13 @@ def test_a_malformed_entity_or_key_is_refused_in_kafkas_words(entity: list[tuple
     assert (answer.error_code, answer.error_message) == (42, message)
 
 
-
-def test_a_describe_refusal_quoting_a_longest_entity_type_still_fits_a_v0_answer() -> None:
-    answer = describe(0, ("x" * 32_767, 2, None))
-    assert answer.error_code == 35 and answer.error_message.startswith("Unsupported entity type xxx")
-    assert len(answer.error_message) == client_quotas.MESSAGE_MAX
-
-
 def test_a_message_quoting_a_longest_entity_type_still_fits_a_v0_answer() -> None:
     [answer] = alter([([("x" * 32_767, "a")], [])], version=0)
     assert answer.error_code == 42 and answer.error_message.startswith("Unhandled client quota entity type: xxx")
-    assert len(answer.error_message) == client_quotas.MESSAGE_MAX
+    assert len(answer.error_message) == ERROR_MESSAGE_MAX
+    described = describe(0, ("x" * 32_767, 2, None))
+    assert described.error_code == 35 and described.error_message.startswith("Unsupported entity type xxx")
+    assert len(described.error_message) == ERROR_MESSAGE_MAX
 
 
 def test_describing_needs_describe_configs_and_altering_alter_configs_on_the_cluster() -> None:

@@ -19,6 +19,7 @@ from apis_helpers import (
 from insync import errors
 from insync.config import BrokerConfig
 from insync.errors import KafkaException
+from insync.protocol.kio import ERROR_MESSAGE_MAX
 from insync.wire import topics
 from insync.wire.internal import (
     CreateTopicResult,
@@ -74,6 +75,19 @@ def test_create_topics_round_trip(version: int) -> None:
         assert results["defaults"].configs == () and results["manual"].configs == ()  # refused: Kafka's []
     if version >= 7:
         assert results["events"].topic_id == uuid.UUID(NEW_ID)
+
+
+def test_a_refusal_quoting_a_longest_string_still_fits_a_v4_answer() -> None:
+    """A name or config value of 32,767 bytes quoted in an error message would overflow a non-flexible string."""
+    name = "x" * 32_767
+    request = client_request(19, 4, topics=(creatable(4, name, 1, 1, configs=(("cleanup.policy", name),)),),
+                             timeout=datetime.timedelta(seconds=30), validate_only=False)
+    decoded = topics.decode_create_topics(request, CONFIG)
+    response = CreateTopicsResponse(42, (CreateTopicResult(name, errors.INVALID_CONFIG, f"Invalid value {name} for "
+                                                           f"configuration cleanup.policy of topic {name}"),))
+    [result] = wire(topics.encode_create_topics(response, decoded, CONFIG)).topics
+    assert result.name == name and result.error_code == errors.INVALID_CONFIG.code
+    assert result.error_message == f"Invalid value {name}"[:ERROR_MESSAGE_MAX]
 
 
 def test_create_topics_with_replica_assignments_needs_both_counts_at_minus_one() -> None:
