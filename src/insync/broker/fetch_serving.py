@@ -36,7 +36,7 @@ from insync.replication.messages import FetchPartitionData, FetchRequest, FetchR
 from insync.replication.partition import Partition
 from insync.replication.purgatory import DelayedFetch, Purgatory, PurgatoryFullError
 from insync.replication.results import FollowerFetchResult, FollowerRead
-from insync.types import UNKNOWN_OFFSET, Address, Offset, Outgoing, TopicPartition
+from insync.types import UNDEFINED_EPOCH, UNKNOWN_OFFSET, Address, Offset, Outgoing, TopicPartition
 
 Request = FetchRequest | ConsumerFetchRequest
 
@@ -95,10 +95,18 @@ class FetchServer:
         answers: list[FetchPartitionData | _Read] = []
         latency_ms = 0
         throttled = self._throttles is not None and self._throttles.is_set(leader=True)
+        # A parked incremental fetch read again (woken by one partition) leaves out, unread, every partition with
+        # nothing new for its follower: its answer would leave them out anyway, and this read updates no state.
+        unchanged = self.sessions.unchanged if from_purgatory and context.incremental else None
         for part in request.partitions:
             partition = self._partitions(part.topic_partition)
             if partition is None:
                 answers.append(FetchPartitionData(part.topic_partition, errors.NOT_LEADER_OR_FOLLOWER))
+                continue
+            if unchanged is not None and partition.is_leader and part.fetch_offset == partition.log.log_end_offset \
+                    and part.current_leader_epoch in (UNDEFINED_EPOCH, partition.leader_epoch) \
+                    and unchanged(context.session_id, part.topic_partition, partition.high_watermark,
+                                  Offset(partition.log.log_start_offset)):
                 continue
             started = partition.begin_follower_fetch(request.replica_id, part.fetch_offset,
                                                      part.current_leader_epoch, part.last_fetched_epoch,

@@ -116,6 +116,14 @@ class FetchSessions:
                 sent.append(data)
         return tuple(sent)
 
+    def unchanged(self, session_id: int, tp: TopicPartition, high_watermark: Offset, log_start_offset: Offset
+                  ) -> bool:
+        """Whether session `session_id`'s follower last heard these offsets of `tp`, without an error since."""
+        session = self._sessions.get(session_id)
+        answered = None if session is None else session.answered.get(tp)
+        return answered is not None and answered.high_watermark == high_watermark \
+            and answered.log_start_offset == log_start_offset
+
     def forget(self, replica_id: BrokerId) -> None:
         """A follower restarted: its sessions will never be continued."""
         for session_id in [s.session_id for s in self._sessions.values() if s.replica_id == replica_id]:

@@ -4,6 +4,8 @@ follower restarts from (an unknown id, a wrong epoch) change nothing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fetch_helpers import T0, A, B, answered, append, follower_request, leaders
 
 from insync import errors
@@ -145,6 +147,41 @@ def test_the_fetch_server_answers_a_parked_incremental_fetch_with_only_what_was_
     append(partitions[B], 2, T0 + 2)
     woken = server.wake(T0 + 2, {B: 100})
     assert answered(woken) == [(FOLLOWER, 1)]
+    (command,) = woken.commands
+    assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
+    assert [(p.topic_partition, bool(p.records)) for p in command.message.partitions] == [(B, True)]
+
+
+class CountingReads:
+    """A log that counts its reads, and is otherwise the log it wraps."""
+
+    def __init__(self, log: Any) -> None:
+        self.log, self.reads = log, 0
+
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        self.reads += 1
+        return self.log.read(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.log, name)
+
+
+def test_a_parked_incremental_fetch_woken_by_one_partition_reads_only_the_partitions_with_news() -> None:
+    """Read again to be answered, the fetch leaves unread a partition whose follower is at its end and knows its
+    offsets (an incremental answer would leave it out): an idle broker's followers' sessions cost no reads of it."""
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    append(partitions[A], 1, T0)
+    outcome = server.follower_fetch(T0, FOLLOWER, full({A: 0, B: 0}))
+    (command,) = outcome.commands
+    assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
+    session_id = command.message.session_id
+    partitions[A].log = counted = CountingReads(partitions[A].log)
+    parked = server.follower_fetch(T0 + 1, FOLLOWER, incremental(session_id, 1, {A: 1}))
+    assert parked.commands == [] and counted.reads == 1  # the fetch's own read updates the follower's state
+    append(partitions[B], 2, T0 + 2)
+    woken = server.wake(T0 + 2, {B: 100})
+    assert answered(woken) == [(FOLLOWER, 1)] and counted.reads == 1
     (command,) = woken.commands
     assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
     assert [(p.topic_partition, bool(p.records)) for p in command.message.partitions] == [(B, True)]
