@@ -77,13 +77,13 @@ class Timing:
                           risk_ms=self.lag_ms // 2)
 
 
-# With KIP-501 the slow reads last 0.65-0.75 of the lag: its pending reads count only while younger than the lag, so
-# they keep the followers in; what is left of the lag covers a follower's turn between two reads on a loaded machine. Without it the reads outlast the lag (as seed 000's slow leader does): reads under the lag
+# With KIP-501 the slow reads last 0.75 of the lag: its pending reads count only while younger than the lag, so they
+# keep the followers in. Without it the reads outlast the lag (as seed 000's slow leader does): reads under the lag
 # only make the followers flap (out at a check, back when a read completes), and whether the leader then dies while
 # alone in its ISR is a matter of luck; reads beyond it keep them out until the kill.
 NORMAL = Timing(lag_ms=4000, session_ms=8000, heartbeat_ms=1000, pause_s=9, slow_read_ms=3000, stall_read_ms=25000,
                 settle_s=6, rate=200)
-FAST = Timing(lag_ms=2000, session_ms=3000, heartbeat_ms=500, pause_s=4.5, slow_read_ms=1300, stall_read_ms=8000,
+FAST = Timing(lag_ms=1500, session_ms=3000, heartbeat_ms=500, pause_s=3.5, slow_read_ms=1100, stall_read_ms=8000,
               settle_s=2.5, rate=100)
 
 
@@ -286,7 +286,7 @@ class Demo:
     def _until_kept_by_pending_read(self, leader: int, title: str) -> None:
         """KIP-501 on: watch at least `drop_s` (long enough for a removal, which does not come), and until the
         leader has reported keeping a follower for its pending read (`isr_kept_pending_read`). The slow reads
-        take 0.65 of the lag in the fast demo, so an isr-expiration check finds a follower past the lag only in
+        take 0.73 of the lag in the fast demo, so an isr-expiration check finds a follower past the lag only in
         part of each read: waiting for the event, not a time, makes the act show it on a loaded machine too."""
         since_ms = int(time.time() * 1000)
         started = time.monotonic()
