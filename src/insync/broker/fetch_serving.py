@@ -32,7 +32,7 @@ from insync.errors import KafkaError, KafkaException
 from insync.limits import PURGATORY_ENTRIES_MAX
 from insync.protocol.control_records import AbortedTxn
 from insync.replication.log_view import ReadResultView
-from insync.replication.messages import FetchPartitionData, FetchRequest, FetchResponse
+from insync.replication.messages import FetchPartitionData, FetchRequest, FetchRequestPartition, FetchResponse
 from insync.replication.partition import Partition
 from insync.replication.purgatory import DelayedFetch, Purgatory, PurgatoryFullError
 from insync.replication.results import FollowerFetchResult, FollowerRead
@@ -94,37 +94,27 @@ class FetchServer:
         request = context.request
         answers: list[FetchPartitionData | _Read] = []
         latency_ms = 0
-        throttled = self._throttles is not None and self._throttles.is_set(leader=True)
         # A parked incremental fetch read again (woken by one partition) leaves out, unread, every partition with
         # nothing new for its follower: its answer would leave them out anyway, and this read updates no state.
+        # Unless a read turns out slow: then every partition is read, so each shows its follower's fetch pending
+        # at this leader while it waits (the evidence that the leader, not the follower, is slow).
         unchanged = self.sessions.unchanged if from_purgatory and context.incremental else None
+        skipped: list[FetchRequestPartition] = []
         for part in request.partitions:
             partition = self._partitions(part.topic_partition)
-            if partition is None:
-                answers.append(FetchPartitionData(part.topic_partition, errors.NOT_LEADER_OR_FOLLOWER))
-                continue
-            if unchanged is not None and partition.is_leader and part.fetch_offset == partition.log.log_end_offset \
+            if unchanged is not None and partition is not None and partition.is_leader \
+                    and part.fetch_offset == partition.log.log_end_offset \
                     and part.current_leader_epoch in (UNDEFINED_EPOCH, partition.leader_epoch) \
                     and unchanged(context.session_id, part.topic_partition, partition.high_watermark,
                                   Offset(partition.log.log_start_offset)):
+                skipped.append(part)
                 continue
-            started = partition.begin_follower_fetch(request.replica_id, part.fetch_offset,
-                                                     part.current_leader_epoch, part.last_fetched_epoch,
-                                                     part.log_start_offset, now_ms, from_purgatory=from_purgatory,
-                                                     replica_epoch=request.replica_epoch)
-            if isinstance(started, FetchPartitionData):
-                answers.append(started)
-                continue
-            outcome: ReadResultView | KafkaException
-            held_back = throttled and self._throttles is not None and self._throttles.holds_back(
-                part.topic_partition, request.replica_id in partition.isr, now_ms, leader=True)
-            try:
-                outcome = partition.log.read(part.fetch_offset, 0 if held_back else max(0, part.partition_max_bytes),
-                                             min_one_batch=not held_back)
-                latency_ms = max(latency_ms, getattr(outcome, "read_latency_ms", 0))
-            except KafkaException as exc:
-                outcome = exc
-            answers.append((part.topic_partition, started, outcome))
+            latency_ms = max(latency_ms, self._read_for_follower(now_ms, request, part, partition, from_purgatory,
+                                                                 answers))
+        if latency_ms > 0:
+            for part in skipped:
+                self._read_for_follower(now_ms, request, part, self._partitions(part.topic_partition),
+                                        from_purgatory, answers)
         slow = _SlowFollowerFetch(source, context, answers)
         if latency_ms > 0:
             self._next_token += 1
@@ -132,6 +122,32 @@ class FetchServer:
             self._slow[self._next_token] = slow
             return FetchOutcome([CompleteAfter(latency_ms, self._next_token)], [])
         return self._finish(now_ms, slow, may_park)
+
+    def _read_for_follower(self, now_ms: int, request: FetchRequest, part: FetchRequestPartition,
+                           partition: Partition | None, from_purgatory: bool,
+                           answers: list[FetchPartitionData | _Read]) -> int:
+        """Begin `part`'s fetch and read its log into `answers`; the read's latency (0 unless the disk is slow)."""
+        if partition is None:
+            answers.append(FetchPartitionData(part.topic_partition, errors.NOT_LEADER_OR_FOLLOWER))
+            return 0
+        started = partition.begin_follower_fetch(request.replica_id, part.fetch_offset, part.current_leader_epoch,
+                                                 part.last_fetched_epoch, part.log_start_offset, now_ms,
+                                                 from_purgatory=from_purgatory, replica_epoch=request.replica_epoch)
+        if isinstance(started, FetchPartitionData):
+            answers.append(started)
+            return 0
+        outcome: ReadResultView | KafkaException
+        held_back = self._throttles is not None and self._throttles.is_set(leader=True) and self._throttles.holds_back(
+            part.topic_partition, request.replica_id in partition.isr, now_ms, leader=True)
+        latency_ms = 0
+        try:
+            outcome = partition.log.read(part.fetch_offset, 0 if held_back else max(0, part.partition_max_bytes),
+                                         min_one_batch=not held_back)
+            latency_ms = getattr(outcome, "read_latency_ms", 0)
+        except KafkaException as exc:
+            outcome = exc
+        answers.append((part.topic_partition, started, outcome))
+        return latency_ms
 
     def complete(self, now_ms: int, token: int) -> FetchOutcome:
         slow = self._slow.pop(token, None)

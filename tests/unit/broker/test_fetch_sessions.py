@@ -21,6 +21,7 @@ from insync.replication.messages import (
     FetchResponse,
     next_session_epoch,
 )
+from insync.replication.partition import Partition
 from insync.types import BrokerId, Offset, Outgoing, TopicPartition
 
 FOLLOWER = 2  # the follower broker's address, as the core sees it
@@ -166,23 +167,42 @@ class CountingReads:
         return getattr(self.log, name)
 
 
-def test_a_parked_incremental_fetch_woken_by_one_partition_reads_only_the_partitions_with_news() -> None:
-    """Read again to be answered, the fetch leaves unread a partition whose follower is at its end and knows its
-    offsets (an incremental answer would leave it out): an idle broker's followers' sessions cost no reads of it."""
+def parked_with_a_read_of_a() -> tuple[dict[TopicPartition, Partition], FetchServer, CountingReads]:
+    """A session of A and B, then an incremental fetch that read A once and waits in the purgatory."""
     partitions = leaders()
     server = FetchServer(partitions.get)
     append(partitions[A], 1, T0)
     outcome = server.follower_fetch(T0, FOLLOWER, full({A: 0, B: 0}))
     (command,) = outcome.commands
     assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
-    session_id = command.message.session_id
     partitions[A].log = counted = CountingReads(partitions[A].log)
-    parked = server.follower_fetch(T0 + 1, FOLLOWER, incremental(session_id, 1, {A: 1}))
+    parked = server.follower_fetch(T0 + 1, FOLLOWER, incremental(command.message.session_id, 1, {A: 1}))
     assert parked.commands == [] and counted.reads == 1  # the fetch's own read updates the follower's state
+    return partitions, server, counted
+
+
+def test_a_parked_incremental_fetch_woken_by_one_partition_reads_only_the_partitions_with_news() -> None:
+    """Read again to be answered, the fetch leaves unread a partition whose follower is at its end and knows its
+    offsets (an incremental answer would leave it out): an idle broker's followers' sessions cost no reads of it."""
+    partitions, server, counted = parked_with_a_read_of_a()
     append(partitions[B], 2, T0 + 2)
     woken = server.wake(T0 + 2, {B: 100})
     assert answered(woken) == [(FOLLOWER, 1)] and counted.reads == 1
     (command,) = woken.commands
+    assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
+    assert [(p.topic_partition, bool(p.records)) for p in command.message.partitions] == [(B, True)]
+
+
+def test_a_woken_fetch_whose_read_is_slow_reads_every_partition_so_each_shows_the_fetch_pending() -> None:
+    """Seed 000's evidence: while the leader's slow disk holds a woken fetch, its follower's fetch is pending on
+    every partition of the session, so an ISR check blames the leader, not the follower."""
+    partitions, server, counted = parked_with_a_read_of_a()
+    partitions[B].log.disk.set_slow_reads("/logs/1", 800)
+    append(partitions[B], 2, T0 + 2)
+    woken = server.wake(T0 + 2, {B: 100})
+    assert [type(c).__name__ for c in woken.commands] == ["CompleteAfter"] and counted.reads == 2
+    answered_later = server.complete(T0 + 802, 1)
+    (command,) = answered_later.commands
     assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
     assert [(p.topic_partition, bool(p.records)) for p in command.message.partitions] == [(B, True)]
 
