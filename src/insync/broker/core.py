@@ -418,17 +418,14 @@ class BrokerCore:
 
     def _apply_delta(self, now_ms: int, delta: PartitionDelta) -> list[Command]:
         tp = delta.topic_partition
-        stopped = errors.NOT_LEADER_OR_FOLLOWER if self.metadata.image.topic(tp.topic) is not None \
-            else errors.UNKNOWN_TOPIC_OR_PARTITION  # moved away, or its topic deleted (Kafka's getPartitionOrError)
         if tp in self.offline_partitions or not self.log_manager.online_dirs():
-            if delta.kind is DeltaKind.STOP and (gone := self.partitions.pop(tp, None)) is not None:
-                gone.stop(stopped)  # forgotten, its files left for the restart to find (Kafka's)
+            if delta.kind is DeltaKind.STOP:
+                self._stop(tp)  # forgotten, its files left for the restart to find (Kafka's)
             return []
         if delta.kind is DeltaKind.STOP:
             self.fetchers.remove(now_ms, tp)
             self.proposals.withdraw(tp)
-            if (gone := self.partitions.pop(tp, None)) is not None:
-                gone.stop(stopped)
+            if self._stop(tp):
                 self.log_manager.delete(tp)
             return []
         if delta.kind is DeltaKind.CONFIG:
@@ -452,6 +449,15 @@ class BrokerCore:
             self.proposals.withdraw(tp)
             self.fetchers.assign(now_ms, tp, BrokerId(reg.leader), leader_epoch)
         return []
+
+    def _stop(self, tp: TopicPartition) -> bool:
+        """Forget hosted `tp`, answering what still waits on it as Kafka's getPartitionOrError does (moved away,
+        or its topic deleted); whether it was hosted."""
+        gone = self.partitions.pop(tp, None)
+        if gone is not None:
+            gone.stop(errors.NOT_LEADER_OR_FOLLOWER if self.metadata.image.topic(tp.topic) is not None
+                      else errors.UNKNOWN_TOPIC_OR_PARTITION)
+        return gone is not None
 
     def _apply_dynamic_configs(self, now_ms: int) -> None:
         """New dynamic broker configs take effect at once, as in Kafka: every hosted partition is reconfigured

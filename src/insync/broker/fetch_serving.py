@@ -100,6 +100,7 @@ class FetchServer:
         # at this leader while it waits (the evidence that the leader, not the follower, is slow).
         unchanged = self.sessions.unchanged if from_purgatory and context.incremental else None
         skipped: list[FetchRequestPartition] = []
+        throttled = self._throttles is not None and self._throttles.is_set(leader=True)
         for part in request.partitions:
             partition = self._partitions(part.topic_partition)
             if unchanged is not None and partition is not None and partition.is_leader \
@@ -110,11 +111,11 @@ class FetchServer:
                 skipped.append(part)
                 continue
             latency_ms = max(latency_ms, self._read_for_follower(now_ms, request, part, partition, from_purgatory,
-                                                                 answers))
+                                                                 throttled, answers))
         if latency_ms > 0:
             for part in skipped:
                 self._read_for_follower(now_ms, request, part, self._partitions(part.topic_partition),
-                                        from_purgatory, answers)
+                                        from_purgatory, throttled, answers)
         slow = _SlowFollowerFetch(source, context, answers)
         if latency_ms > 0:
             self._next_token += 1
@@ -124,7 +125,7 @@ class FetchServer:
         return self._finish(now_ms, slow, may_park)
 
     def _read_for_follower(self, now_ms: int, request: FetchRequest, part: FetchRequestPartition,
-                           partition: Partition | None, from_purgatory: bool,
+                           partition: Partition | None, from_purgatory: bool, throttled: bool,
                            answers: list[FetchPartitionData | _Read]) -> int:
         """Begin `part`'s fetch and read its log into `answers`; the read's latency (0 unless the disk is slow)."""
         if partition is None:
@@ -137,7 +138,7 @@ class FetchServer:
             answers.append(started)
             return 0
         outcome: ReadResultView | KafkaException
-        held_back = self._throttles is not None and self._throttles.is_set(leader=True) and self._throttles.holds_back(
+        held_back = throttled and self._throttles is not None and self._throttles.holds_back(
             part.topic_partition, request.replica_id in partition.isr, now_ms, leader=True)
         latency_ms = 0
         try:

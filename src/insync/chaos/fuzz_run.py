@@ -140,12 +140,13 @@ async def exchange(stream: tuple[asyncio.StreamReader, asyncio.StreamWriter], ca
         try:
             payload = await asyncio.wait_for(_read_frame(reader), ANSWER_TIMEOUT_S)
         except TimeoutError:
-            silence = _silence(case, table) if answer is None else None
-            if silence is None or silence[0] != "timeout":  # answered, or asked for the long wait it got
-                if answer is not None and case.consistent:  # answered, then stopped reading the connection
-                    return "timeout", f"the sentinel after api {case.api_key} got no answer in {ANSWER_TIMEOUT_S} s", \
-                        False
-                return (answer or silence or ("timeout", "")) + (False,)
+            if answer is not None and case.consistent:  # answered, then stopped reading the connection
+                return "timeout", f"the sentinel after api {case.api_key} got no answer in {ANSWER_TIMEOUT_S} s", False
+            if answer is not None:
+                return answer + (False,)
+            silence = _silence(case, table)
+            if silence[0] != "timeout":  # the long wait the request asked for
+                return silence + (False,)
             try:
                 payload = await asyncio.wait_for(_read_frame(reader), HANG_TIMEOUT_S - ANSWER_TIMEOUT_S)
             except TimeoutError:

@@ -481,25 +481,25 @@ class TransactionCoordinator:
         in Kafka, the markers' appends wait for their replicas together, so the answer comes within one write
         timeout however many markers the request carries; they are appended in the request's order."""
         markers = api.decode_markers(request)
-        writes: list[Awaitable[ProduceResponse] | None] = []
+        planned: list[tuple[dict[TopicPartition, KafkaError], Awaitable[ProduceResponse] | None]] = []
         for marker in markers:
-            # As Kafka: a partition this broker does not host is UNKNOWN_TOPIC_OR_PARTITION, not appended.
+            # As Kafka: a partition this broker does not host is UNKNOWN_TOPIC_OR_PARTITION, not appended. No
+            # producer owns a marker of a negative id or epoch: refused as a stale epoch, nothing appended.
             hosted = tuple(tp for tp in marker.partitions if self.core.partitions.get(tp) is not None)
-            if not hosted or marker.producer_id < 0 or marker.producer_epoch < 0:
-                writes.append(None)
-                continue
-            batch = marker_batch(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.commit,
-                                 self._now())
-            writes.append(self._append(ProduceRequest(0, -1, self.config.write_timeout_ms,
-                                                      tuple((tp, batch) for tp in hosted), from_client=False)))
-        # `call` hands each request to the core before its first await, so gather's tasks append in this order.
-        answers = iter(await asyncio.gather(*(write for write in writes if write is not None)))
-        results = []
-        for marker, write in zip(markers, writes, strict=True):
-            # No producer can own a marker of a negative id or epoch: refused as a stale epoch, nothing appended.
             refused = marker.producer_id < 0 or marker.producer_epoch < 0
-            by_partition = {tp: E["INVALID_PRODUCER_EPOCH"] if refused and self.core.partitions.get(tp) is not None
-                            else errors.UNKNOWN_TOPIC_OR_PARTITION for tp in marker.partitions}
+            by_partition = dict.fromkeys(marker.partitions, errors.UNKNOWN_TOPIC_OR_PARTITION)
+            by_partition.update(dict.fromkeys(hosted, E["INVALID_PRODUCER_EPOCH"]) if refused else {})
+            write = None
+            if hosted and not refused:
+                batch = marker_batch(marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
+                                     marker.commit, self._now())
+                write = self._append(ProduceRequest(0, -1, self.config.write_timeout_ms,
+                                                    tuple((tp, batch) for tp in hosted), from_client=False))
+            planned.append((by_partition, write))
+        # `call` hands each request to the core before its first await, so gather's tasks append in this order.
+        answers = iter(await asyncio.gather(*(write for _, write in planned if write is not None)))
+        results = []
+        for marker, (by_partition, write) in zip(markers, planned, strict=True):
             if write is not None:
                 by_partition.update((r.topic_partition, r.error) for r in next(answers).results)
             for tp, error in by_partition.items():
