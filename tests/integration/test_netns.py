@@ -147,7 +147,9 @@ def test_leader_cut_from_its_followers_shrinks_the_isr_and_loses_nothing(spec: c
         wait_until(lambda: describe_rows(spec.bootstrap, [topic])[0].isr == (leader,), 30,
                    f"the ISR shrunk to the leader {leader}")
         network.heal(spec)
-        wait_until(lambda: len(describe_rows(spec.bootstrap, [topic])[0].isr) == 3, 30, "the followers back")
+        # A fetch whose answer the cut dropped is retried by TCP (its back-off grows with the cut) or given up at
+        # replica.socket.timeout.ms (30 s, Kafka's default); catching up and the ISR change come after that.
+        wait_until(lambda: len(describe_rows(spec.bootstrap, [topic])[0].isr) == 3, 60, "the followers back")
         time.sleep(1)
     finally:
         network.heal(spec)

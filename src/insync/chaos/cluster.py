@@ -460,10 +460,10 @@ def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
         nonlocal seen
         # A broker that exited (its port taken by something else after it was picked, say) never registers: fail
         # now, naming its log, rather than at the deadline.
-        for broker in spec.brokers:
-            if broker.pid is not None and not pid_alive(broker.pid):
-                raise RuntimeError(f"node {broker.node_id} exited before registering "
-                                   f"(see {Path(broker.directory) / 'stdout.log'})")
+        for node in spec.nodes:
+            if node.pid is not None and not pid_alive(node.pid):
+                raise RuntimeError(f"node {node.node_id} exited before the brokers registered "
+                                   f"(see {Path(node.directory) / 'stdout.log'})")
         try:
             views = [set(admin.list_topics(timeout=METADATA_TIMEOUT_S).brokers) for admin in admins]
         except Exception:
@@ -471,7 +471,22 @@ def wait_registered(spec: ClusterSpec, deadline_s: float) -> None:
         seen = set.intersection(*views)
         return seen >= wanted
 
-    wait_until(registered, deadline_s, lambda: f"brokers {sorted(wanted - seen)} registered")
+    wait_until(registered, deadline_s,
+               lambda: f"brokers {sorted(wanted - seen)} registered; last lines: {_last_lines(spec)}")
+
+
+def _last_lines(spec: ClusterSpec, lines: int = 3, tail_bytes: int = 2048) -> str:
+    """Each node's last few log lines, to say why a cluster did not come up where nothing but the error is kept."""
+    parts = []
+    for node in spec.nodes:
+        try:
+            with open(Path(node.directory) / "stdout.log", "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - tail_bytes))
+                text = f.read().decode("utf-8", "replace")
+        except OSError as exc:
+            text = f"(no log: {exc})"
+        parts.append(f"node {node.node_id}: " + " | ".join(text.strip().splitlines()[-lines:]))
+    return "; ".join(parts)
 
 
 def down(spec: ClusterSpec, deadline_s: float) -> ClusterSpec:

@@ -11,6 +11,7 @@ import pytest
 
 from insync.chaos import cluster
 from insync.chaos.cluster import ClusterSpec, NodeSpec
+from insync.waiting import WaitTimeout
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -58,5 +59,21 @@ def test_a_broker_that_exits_fails_the_wait_for_registration_at_once(tmp_path: P
     gone.wait()
     (port,) = cluster.free_ports(1)  # nothing listens: the metadata request fails, the exit is seen first
     spec = ClusterSpec(str(tmp_path), (NodeSpec(1, "broker", port, 0, str(tmp_path / "node-1"), gone.pid),))
-    with pytest.raises(RuntimeError, match=r"node 1 exited before registering \(see .*node-1/stdout.log\)"):
+    with pytest.raises(RuntimeError, match=r"node 1 exited before the brokers registered \(see .*node-1/stdout.log\)"):
         cluster.wait_registered(spec, 20.0)
+
+
+def test_a_cluster_that_does_not_register_names_each_nodes_last_log_lines(tmp_path: Path) -> None:
+    alive = subprocess.Popen(["sleep", "30"])
+    try:
+        (port,) = cluster.free_ports(1)
+        node_dir = tmp_path / "node-1"
+        node_dir.mkdir()
+        (node_dir / "stdout.log").write_text("first\nsecond\nthird\nRegistration refused: no controller\n")
+        spec = ClusterSpec(str(tmp_path), (NodeSpec(1, "broker", port, 0, str(node_dir), alive.pid),))
+        with pytest.raises(WaitTimeout, match=r"brokers \[1\] registered; last lines: node 1: second \| third \| "
+                                              r"Registration refused: no controller"):
+            cluster.wait_registered(spec, 1.0)
+    finally:
+        alive.kill()
+        alive.wait()
