@@ -196,6 +196,7 @@ class Scenario:
     make: Callable[[int], Any]  # version -> request
     broker: int | str = 1  # or a group: its coordinator on each side
     versions: str = "latest"  # "latest" or "all" (every version both advertise)
+    since: int = 0  # no version below this one (a field the request needs came with it)
     settle_s: float = 0.0  # wait after it: what it changed reaches every broker asynchronously
 
 

@@ -217,6 +217,29 @@ SCENARIOS: tuple[Scenario, ...] = (
         28, v, transactional_id="denied-tx", group_id="dg", producer_id=1, producer_epoch=0, generation_id=-1,
         member_id="", group_instance_id=None, topics=[{"name": "d", "partitions": [{
             "partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1, "committed_metadata": ""}]}])),
+    Scenario("Metadata: a null topic name", 3, lambda v, c: request(
+        3, v, topics=[{"name": None, "topic_id": uuid.UUID(int=0)}, {"name": "d", "topic_id": uuid.UUID(int=0)}],
+        allow_auto_topic_creation=False), versions="all", since=10),
+    Scenario("InitProducerId: an idempotent producer", 22, lambda v, c: request(
+        22, v, transactional_id=None, transaction_timeout=60_000 * MS, producer_id=-1, producer_epoch=-1)),
+    Scenario("InitProducerId: an idempotent producer's id and epoch", 22, lambda v, c: request(
+        22, v, transactional_id=None, transaction_timeout=60_000 * MS, producer_id=1000, producer_epoch=5),
+             since=3),
+    Scenario("InitProducerId: an idempotent producer at the last epoch", 22, lambda v, c: request(
+        22, v, transactional_id=None, transaction_timeout=60_000 * MS, producer_id=1000, producer_epoch=32767),
+             since=3),
+    Scenario("WriteTxnMarkers: a negative producer id", 27, lambda v, c: request(27, v, markers=[{
+        "producer_id": -5, "producer_epoch": 0, "transaction_result": True, "coordinator_epoch": 0,
+        "topics": [{"name": "d", "partition_indexes": [0]}]}])),
+    Scenario("InitProducerId: an idempotent producer's id without an epoch", 22, lambda v, c: request(
+        22, v, transactional_id=None, transaction_timeout=60_000 * MS, producer_id=1000, producer_epoch=-1),
+             since=3),
+    Scenario("WriteTxnMarkers: a negative producer id and epoch", 27, lambda v, c: request(27, v, markers=[{
+        "producer_id": -5, "producer_epoch": -3, "transaction_result": False, "coordinator_epoch": 0,
+        "topics": [{"name": "d", "partition_indexes": [0]}]}])),
+    Scenario("WriteTxnMarkers: a negative producer epoch", 27, lambda v, c: request(27, v, markers=[{
+        "producer_id": 5, "producer_epoch": -3, "transaction_result": False, "coordinator_epoch": 0,
+        "topics": [{"name": "d", "partition_indexes": [0]}]}])),
     Scenario("Produce: transactional batches of an id the ACLs deny", 0, lambda v, c: dataclasses.replace(
         _produce(v, "d", 0, build_batch([(None, b"t")], producer_id=1, producer_epoch=0, base_sequence=0,
                                         is_transactional=True)), transactional_id="denied-tx")),
@@ -227,7 +250,7 @@ def _versions(scenario: Scenario, kafka: Side, insync: Side) -> list[int]:
     (k_min, k_max), (i_min, i_max) = kafka.versions[scenario.api_key], insync.versions[scenario.api_key]
     if scenario.name.startswith("ApiVersions: a version from the future"):
         return [FUTURE_VERSION]
-    common = _buildable(scenario.api_key, max(k_min, i_min), min(k_max, i_max))
+    common = _buildable(scenario.api_key, max(k_min, i_min, scenario.since), min(k_max, i_max))
     return common if scenario.versions == "all" else common[-1:]
 
 

@@ -27,6 +27,8 @@ from insync.broker.messages import (
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     READ_COMMITTED,
     DeleteRecordsRequest,
     DeleteRecordsResponse,
@@ -148,9 +150,6 @@ def delete_records(partitions: Partitions, metadata: BrokerMetadata, request: De
     return DeleteRecordsResponse(request.correlation_id, tuple(results))
 
 
-PRODUCER_EPOCH_MAX = 32767 - 1  # Kafka's Short.MaxValue - 1: the last epoch before a new producer id
-
-
 class ProducerIdAllocator:
     def __init__(self, broker_id: BrokerId, now_ms: int) -> None:
         assert 0 <= broker_id < 2 ** (63 - PRODUCER_TIME_BITS - PRODUCER_COUNTER_BITS)
@@ -159,14 +158,11 @@ class ProducerIdAllocator:
         self._counter = 0
 
     def allocate(self, request: InitProducerIdRequest, now_ms: int) -> InitProducerIdResponse:
-        if request.producer_id >= 0:
-            # KIP-360: an existing producer bumps its epoch (it stays fenced against its older self); past the
-            # last epoch it gets a new producer id at epoch 0, as Kafka's exhausted epochs do.
-            if request.producer_epoch < 0:
-                return InitProducerIdResponse(request.correlation_id, errors.INVALID_PRODUCER_EPOCH)
-            if request.producer_epoch < PRODUCER_EPOCH_MAX:
-                return InitProducerIdResponse(request.correlation_id, errors.NONE, request.producer_id,
-                                              request.producer_epoch + 1)
+        """A new producer id at epoch 0, whatever id and epoch an idempotent producer sends: as Kafka's coordinator
+        answers a null transactional id (an idempotent producer bumps its epoch itself, KIP-360). An id without an
+        epoch, or an epoch without an id, is INVALID_REQUEST, as Kafka's KafkaApis checks first."""
+        if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
+            return InitProducerIdResponse(request.correlation_id, errors.INVALID_REQUEST)
         if self._counter >= 2**PRODUCER_COUNTER_BITS:
             self._time_ms = max(self._time_ms + 1, now_ms % 2**PRODUCER_TIME_BITS)
             self._counter = 0

@@ -29,7 +29,7 @@ class AbortedTxn:
 def marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                  timestamp_ms: int) -> bytes:
     """The control batch a partition leader appends for WriteTxnMarkers (Kafka's EndTransactionMarker)."""
-    assert producer_id >= 0 and producer_epoch >= 0, (producer_id, producer_epoch)
+    assert producer_id < 0 or producer_epoch >= 0, (producer_id, producer_epoch)  # a negative id: no producer
     key = _CONTROL_KEY.pack(CONTROL_KEY_VERSION, COMMIT if commit else ABORT)
     value = _MARKER_VALUE.pack(END_TXN_MARKER_VERSION, coordinator_epoch)
     return build_batch([RecordSpec(key=key, value=value)], base_timestamp=timestamp_ms, producer_id=producer_id,

@@ -483,10 +483,11 @@ class TransactionCoordinator:
         markers = api.decode_markers(request)
         planned: list[tuple[dict[TopicPartition, KafkaError], Awaitable[ProduceResponse] | None]] = []
         for marker in markers:
-            # As Kafka: a partition this broker does not host is UNKNOWN_TOPIC_OR_PARTITION, not appended. No
-            # producer owns a marker of a negative id or epoch: refused as a stale epoch, nothing appended.
+            # As Kafka: a partition this broker does not host is UNKNOWN_TOPIC_OR_PARTITION, not appended. A
+            # producer's marker in a negative epoch is older than any it has: INVALID_PRODUCER_EPOCH. A negative
+            # id is no producer's (Kafka's hasProducerId): appended, it ends no transaction.
             hosted = tuple(tp for tp in marker.partitions if self.core.partitions.get(tp) is not None)
-            refused = marker.producer_id < 0 or marker.producer_epoch < 0
+            refused = marker.producer_id >= 0 and marker.producer_epoch < 0
             by_partition = dict.fromkeys(marker.partitions, errors.UNKNOWN_TOPIC_OR_PARTITION)
             by_partition.update(dict.fromkeys(hosted, E["INVALID_PRODUCER_EPOCH"]) if refused else {})
             write = None

@@ -51,7 +51,8 @@ class MetadataQuery:
     topics: tuple[str, ...] | None
     topic_ids: tuple[uuid.UUID, ...]
     allow_auto_topic_creation: bool
-    # v10-11 carry topic ids but no null name: Kafka refuses such a request, every topic INVALID_REQUEST
+    # A request Kafka fails whole (its MetadataRequest.getErrorResponse): the error and each topic asked
+    error: KafkaError | None = None
     invalid: tuple[tuple[str, uuid.UUID], ...] = ()
 
 
@@ -61,13 +62,26 @@ def decode_request(request: DecodedRequest) -> MetadataQuery:
     allow = bool(field_or(body, "allow_auto_topic_creation", True))
     if body.topics is None or (version == 0 and not body.topics):
         return MetadataQuery(version, None, (), allow)
-    if version < TOPIC_IDS_FROM and any(t.name is None for t in body.topics):
-        return MetadataQuery(version, (), (), False, tuple((t.name or "", field_or(t, "topic_id", None) or ZERO_UUID)
-                                                           for t in body.topics))
+    error = _request_error(version, body.topics)
+    if error is not None:
+        return MetadataQuery(version, (), (), False, error, tuple(
+            (t.name or "", field_or(t, "topic_id", None) or ZERO_UUID) for t in body.topics))
     names = tuple(t.name for t in body.topics if t.name is not None)
     ids = tuple(t.topic_id for t in body.topics
                 if t.name is None and field_or(t, "topic_id", None) not in (None, ZERO_UUID))
     return MetadataQuery(version, names, ids, allow)
+
+
+def _request_error(version: int, topics: Any) -> KafkaError | None:
+    """Kafka's answer to a request it fails whole: before v12 a null name or a topic id is INVALID_REQUEST; from
+    v12 a null name without a topic id fails in Kafka 4.1's handler, UNKNOWN_SERVER_ERROR (compared side by side
+    in tests/kafka_ref/test_differential.py)."""
+    if version < TOPIC_IDS_FROM:
+        if any(t.name is None or field_or(t, "topic_id", None) not in (None, ZERO_UUID) for t in topics):
+            return errors.INVALID_REQUEST
+    elif any(t.name is None and field_or(t, "topic_id", None) in (None, ZERO_UUID) for t in topics):
+        return errors.UNKNOWN_SERVER_ERROR
+    return None
 
 
 def unknown_topics(query: MetadataQuery, image: MetadataImage) -> tuple[str, ...]:
@@ -109,13 +123,15 @@ def encode_response(query: MetadataQuery, image: MetadataImage, cluster_id: str 
     `auto_create_enable` is its `auto.create.topics.enable`."""
     auto_create = auto_create_enable and query.allow_auto_topic_creation
     cls = response_class(METADATA, query.version)
+    if query.error is not None:  # no brokers, no cluster id, no controller: Kafka's error response
+        return build(cls, throttle_time=NO_THROTTLE, brokers=(), cluster_id=None, controller_id=-1,
+                     error_code=code(query.error), topics=tuple(
+                         _missing(cls, name, topic_id, query.error) for name, topic_id in query.invalid))
     broker_cls = nested(cls, "MetadataResponseBroker")
     brokers = tuple(build(broker_cls, node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
                     for b in sorted(image.brokers.values(), key=lambda b: b.broker_id) if not b.fenced)
     topics: list[Any] = []
-    if query.invalid:  # Kafka's MetadataRequest.getErrorResponse: a null name answered as ""
-        topics.extend(_missing(cls, name, topic_id, errors.INVALID_REQUEST) for name, topic_id in query.invalid)
-    elif query.topics is None:
+    if query.topics is None:
         topics.extend(_topic(cls, image, t) for t in sorted(image.topics_by_id.values(), key=lambda t: t.name))
     else:
         for name in query.topics:

@@ -74,17 +74,17 @@ def test_delete_records_moves_the_log_start_never_past_the_high_watermark() -> N
     assert answer(h, h.leader(), earliest, ListOffsetsResponse).results[0].offset == 5
 
 
-def test_init_producer_id_hands_out_new_ids_and_bumps_an_existing_producers_epoch() -> None:
+def test_init_producer_id_hands_out_a_new_id_at_epoch_0_whatever_an_idempotent_producer_sends() -> None:
+    """As Kafka 4.1 answers a null transactional id (tests/kafka_ref/test_differential.py compares both)."""
     h = cluster_with_topic()
     first, second = init_producer_id(h), init_producer_id(h)
     assert (first.error, first.producer_epoch) == (errors.NONE, 0)
     assert second.producer_id != first.producer_id
-    bumped = init_producer_id(h, first.producer_id, 0)
-    assert (bumped.error, bumped.producer_id, bumped.producer_epoch) == (errors.NONE, first.producer_id, 1)
-    assert init_producer_id(h, first.producer_id).error is errors.INVALID_PRODUCER_EPOCH
-    last = init_producer_id(h, first.producer_id, 32765)
-    assert (last.error, last.producer_id, last.producer_epoch) == (errors.NONE, first.producer_id, 32766)
-    for exhausted in (32766, 32767):  # past Kafka's last epoch: a new producer id at epoch 0, never epoch 32768
-        renewed = init_producer_id(h, first.producer_id, exhausted)
-        assert renewed.error is errors.NONE and renewed.producer_id not in (first.producer_id, second.producer_id)
-        assert renewed.producer_epoch == 0
+    seen = {first.producer_id, second.producer_id}
+    for epoch in (0, 5, 32766, 32767, -3):
+        renewed = init_producer_id(h, first.producer_id, epoch)
+        assert (renewed.error, renewed.producer_epoch) == (errors.NONE, 0), epoch
+        assert renewed.producer_id not in seen
+        seen.add(renewed.producer_id)
+    assert init_producer_id(h, first.producer_id).error is errors.INVALID_REQUEST  # an id without an epoch
+    assert init_producer_id(h, NO_PRODUCER_ID, 3).error is errors.INVALID_REQUEST  # an epoch without an id

@@ -136,3 +136,15 @@ def test_a_marker_from_an_older_coordinator_epoch_is_a_zombie_coordinators() -> 
     with pytest.raises(KafkaException) as old_epoch:
         table.check_marker(parse_header(older), older)
     assert old_epoch.value.error.name == "INVALID_PRODUCER_EPOCH"
+
+
+def test_a_marker_of_no_producer_is_checked_and_kept_without_changing_any_transaction() -> None:
+    """A negative producer id is no producer's (Kafka's hasProducerId): its marker, which Kafka appends, ends no
+    transaction and makes no producer entry."""
+    table = ProducerStateTable()
+    data(table, 1, 0)
+    nobody = marker_batch(-5, 0, 0, True, 1_000)
+    table.check_marker(parse_header(nobody), nobody)
+    table.observe(replace(parse_header(nobody), base_offset=1), nobody, 0)
+    assert table.entry(-5) is None and table.transactions.open_transaction(1) == 0
+    assert table.transactions.last_stable_offset(2) == 0

@@ -75,12 +75,14 @@ def test_a_request_hosting_none_of_its_partitions_appends_nothing() -> None:
         ("t", ["UNKNOWN_TOPIC_OR_PARTITION"])]
 
 
-def test_a_marker_of_a_negative_producer_id_or_epoch_is_refused_and_not_appended() -> None:
-    replicas = SlowReplicas(expected=1)
+def test_a_producers_marker_in_a_negative_epoch_is_refused_and_one_of_no_producer_is_appended() -> None:
+    """As Kafka 4.1 answers (tests/kafka_ref/test_differential.py): a negative id is no producer's, so its marker is
+    appended; a producer's marker in a negative epoch is INVALID_PRODUCER_EPOCH and not appended."""
+    replicas = SlowReplicas(expected=2)
     coordinator = _coordinator(replicas, HOSTED)
     request = _request(api.Marker(-1, 0, True, 1, (HOSTED[0],)), api.Marker(5, -1, False, 1, (HOSTED[1],)),
                        api.Marker(5, 0, True, 1, (HOSTED[2],)))
     response = asyncio.run(asyncio.wait_for(coordinator.write_markers(request), 10.0))
-    assert replicas.appended == [HOSTED[2]]
+    assert replicas.appended == [HOSTED[0], HOSTED[2]]
     assert [[errors.by_code(int(p.error_code)).name for t in m.topics for p in t.partitions]
-            for m in response.markers] == [["INVALID_PRODUCER_EPOCH"], ["INVALID_PRODUCER_EPOCH"], ["NONE"]]
+            for m in response.markers] == [["NONE"], ["INVALID_PRODUCER_EPOCH"], ["NONE"]]

@@ -10,6 +10,7 @@ from apis_helpers import (
     client_request,
     cluster_image,
     cluster_records,
+    request_entity,
     topics_request,
     wire,
 )
@@ -73,17 +74,31 @@ def test_metadata_by_topic_id() -> None:
                                                                     errors.UNKNOWN_TOPIC_ID.code)
 
 
-@pytest.mark.parametrize("version", [10, 11])
-def test_a_null_topic_name_before_v12_is_an_invalid_request(version: int) -> None:
-    """v10-11 carry a topic id field but ask by name only: Kafka refuses a null name, every topic of the request
-    INVALID_REQUEST and a null name answered as "" (the response's name is not nullable before v12)."""
-    request = client_request(3, version, topics=topics_request(version, "orders", ids=(UNKNOWN_ID,)),
+@pytest.mark.parametrize(("version", "ids", "error"), [
+    (10, (UNKNOWN_ID,), errors.INVALID_REQUEST), (11, (UNKNOWN_ID,), errors.INVALID_REQUEST),
+    (12, (str(uuid.UUID(int=0)),), errors.UNKNOWN_SERVER_ERROR), (13, (str(uuid.UUID(int=0)),), errors.UNKNOWN_SERVER_ERROR)])
+def test_a_request_kafka_fails_whole_gets_kafkas_error_response(version: int, ids: tuple[str, ...],
+                                                                 error: errors.KafkaError) -> None:
+    """Before v12 a null name is INVALID_REQUEST; from v12 a null name without a topic id is UNKNOWN_SERVER_ERROR,
+    as Kafka 4.1 answers: every topic of the request gets the error, a null name answered as "", and no broker,
+    cluster id or controller (Kafka's MetadataRequest.getErrorResponse; v13 has the top-level error too)."""
+    request = client_request(3, version, topics=topics_request(version, "orders", ids=ids),
                              allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
                              include_topic_authorized_operations=False)
     body = wire(metadata.respond(request, cluster_image(), "c", 1))
     assert [(t.name, t.error_code, t.partitions) for t in body.topics] == [
-        ("orders", errors.INVALID_REQUEST.code, ()), ("", errors.INVALID_REQUEST.code, ())]
-    assert body.topics[1].topic_id == uuid.UUID(UNKNOWN_ID)
+        ("orders", error.code, ()), ("", error.code, ())]
+    assert (body.topics[1].topic_id or uuid.UUID(int=0)) == uuid.UUID(ids[0])  # the codec reads a zero id as None
+    assert (body.brokers, body.cluster_id, body.controller_id) == ((), None, -1)
+    assert getattr(body, "error_code", error.code) == error.code
+
+
+def test_a_topic_id_beside_a_name_before_v12_is_an_invalid_request() -> None:
+    topic = request_entity(3, 11, "MetadataRequestTopic", name="orders", topic_id=uuid.UUID(TOPIC_ID))
+    request = client_request(3, 11, topics=(topic,), allow_auto_topic_creation=False,
+                             include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
+    body = wire(metadata.respond(request, cluster_image(), "c", 1))
+    assert [(t.name, t.error_code) for t in body.topics] == [("orders", errors.INVALID_REQUEST.code)]
 
 
 @pytest.mark.parametrize("version", [0, 2])
