@@ -7,7 +7,7 @@ not lead), and its transactions left in PrepareCommit/PrepareAbort by the previo
 Every decision of the core is written to the partition with acks=all before it is replayed and answered. After a
 PrepareCommit/PrepareAbort, `_complete` sends WriteTxnMarkers to each partition's leader (over the inter-broker
 listener, this broker included), retrying what failed while this broker still coordinates, then writes
-CompleteCommit/CompleteAbort. The timer aborts transactions open longer than their timeout. ListTransactions and
+CompleteCommit/CompleteAbort (again after an append that found too few replicas). The timer aborts transactions open longer than their timeout. ListTransactions and
 DescribeTransactions (`kafka-transactions`) are answered from the loaded state. The partition-leader
 side of WriteTxnMarkers is `write_markers`: one coordinator append (acks=all) per marker; a committed marker on a
 `__consumer_offsets` partition also makes the group coordinator apply the transaction's offsets.
@@ -454,7 +454,18 @@ class TransactionCoordinator:
         else:
             log.error("Gave up writing the markers of %s to %s", txn.transactional_id, sorted(pending))
             return
-        error = await self._apply(self.state.complete(txn.transactional_id, self._now()))
+        await self._write_complete(txn, partition, coordinator_epoch)
+
+    async def _write_complete(self, txn: TxnMetadata, partition: int, coordinator_epoch: int) -> None:
+        """Write CompleteCommit/CompleteAbort, again after a failure `driving.complete_retried` names."""
+        error = errors.NONE
+        for attempt in range(driving.MARKER_ATTEMPTS_MAX):
+            if self._loaded.get(partition) != coordinator_epoch or self.state.get(txn.transactional_id) != txn:
+                return  # no longer this broker's to complete (its new coordinator will)
+            error = await self._apply(self.state.complete(txn.transactional_id, self._now()))
+            if not driving.complete_retried(error):
+                break
+            await asyncio.sleep(driving.marker_retry_ms(attempt) / 1000)
         if error is not errors.NONE:
             log.warning("Could not complete the transaction of %s: %s", txn.transactional_id, error.name)
 

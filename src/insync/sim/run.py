@@ -6,7 +6,8 @@ Phases, all in virtual time from the scenario's seed:
 2. `duration_s` of workload under the scripted faults and `[chaos]`;
 3. heal: every fault ends (links healed, disks cleared, dead brokers restarted), producers stop;
 4. `quiesce_s` for the cluster to catch up, then the final checks (lost writes, divergence, consumed data, and
-   with `[transactions]` the transactional ones of `txn_checker` on each partition's final leader).
+   with `[transactions]` the transactional ones of `txn_checker` on each partition's final leader, and with
+   `[ctp]` the exactly-once ones of `ctp_checker`).
 The checker's incremental invariants run after every broker step throughout. A scenario with `[transactions]`
 gets a transaction coordinator on every broker and `__transaction_state` created with the topic (the server
 creates it at the first FindCoordinator instead).
@@ -22,6 +23,8 @@ from insync.config import BrokerConfig, TransactionCoordinatorConfig
 from insync.events import EventType, LeaderChangeReason
 from insync.sim.checker import PREFIX_CHECK_INTERVAL_MS
 from insync.sim.cluster import SimCluster
+from insync.sim.ctp_checker import check_ctp, read_ctp
+from insync.sim.ctp_workload import SimCtp
 from insync.sim.expectations import check_expectations
 from insync.sim.faults import FaultPlan
 from insync.sim.history import History
@@ -63,9 +66,13 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
                              history) for i in range(scenario.consumers)]
     txn_history = TxnHistory()
     spec = scenario.transactions
+    # With [ctp] the transactional producers write its input, the first partition, only.
+    written = topic.partitions if scenario.ctp is None else 1
     txn_producers = [] if spec is None else [
-        SimTxnProducer(f"txn-producer-{i}", topic.name, topic.partitions, spec, bootstrap, scheduler, cluster.network,
+        SimTxnProducer(f"txn-producer-{i}", topic.name, written, spec, bootstrap, scheduler, cluster.network,
                        txn_history) for i in range(spec.producers)]
+    ctp = None if spec is None or scenario.ctp is None else SimCtp(
+        topic.name, (spec, scenario.ctp), bootstrap, scheduler, cluster.network, txn_history)
     end_ms = workload_start + scenario.duration_ms
     plan = FaultPlan(scheduler, cluster, end_ms)
     plan.schedule(scenario.faults)
@@ -77,17 +84,21 @@ def run_scenario(scenario: Scenario, overrides: dict[str, str] | None = None) ->
         producer.stop()
     for txn_producer in txn_producers:
         txn_producer.stop()
+    if ctp is not None:
+        ctp.stop()  # its newest instance runs on through the quiesce, to process all the input
     plan.heal_all()
     scheduler.run_until(end_ms + scenario.quiesce_ms)
     cluster.update_health()
     if spec is not None:
-        _check_transactions(cluster, tps, txn_history)
+        _check_transactions(cluster, tps, txn_history, ctp)
     result = _result(scenario, overrides or {}, cluster, history, (run_start, wall_start, cpu_start), consumers)
     if spec is not None:
         outcomes = Counter(attempt.outcome for attempt in txn_history.attempts)
         result.transactions = {"committed": outcomes["committed"], "aborted": outcomes["aborted"],
                                "abandoned": outcomes["abandoned"], "open": outcomes["open"],
                                **{f"error.{name}": count for name, count in sorted(txn_history.errors.items())}}
+        if ctp is not None:
+            result.transactions.update(ctp.figures())
     return result
 
 
@@ -99,17 +110,21 @@ def _create_transaction_state(cluster: SimCluster, config: TransactionCoordinato
                           "unclean.leader.election.enable": "false"})
 
 
-def _check_transactions(cluster: SimCluster, tps: list[TopicPartition], history: TxnHistory) -> None:
+def _check_transactions(cluster: SimCluster, tps: list[TopicPartition], history: TxnHistory,
+                        ctp: SimCtp | None) -> None:
     now = cluster.scheduler.now_ms
-    views = {}
+    leaders = {}
     for tp in tps:
         leader = cluster.current_leader(tp)
         core = cluster.brokers[leader].core if leader in cluster.brokers else None
         if core is None or core.leader_epoch(tp) is None:
             cluster.checker.violation(now, f"{tp}: no live leader to read transactions from (leader {leader})")
             continue
-        views[tp] = read_partition(core, tp, now)
-    for text in check_transactions(history, views):
+        leaders[tp] = core
+    violations = check_transactions(history, {tp: read_partition(core, tp, now) for tp, core in leaders.items()})
+    if ctp is not None and len(leaders) == len(tps):
+        violations += check_ctp(read_ctp({tp.partition: core for tp, core in leaders.items()}, tps[0].topic, now))
+    for text in violations:
         cluster.checker.violation(now, text)
 
 

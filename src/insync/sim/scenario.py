@@ -9,8 +9,8 @@ Sections: top-level `name`, `description`, `seed`, `duration_s` (virtual seconds
 (`brokers`), `[broker]` (broker configs by Kafka name), `[topic]` (`name`, `partitions`, `replication_factor`,
 `configs`), `[network]` (`latency_ms`, `jitter_ms`, `drop_rate`, `reorder`), `[[producers]]` (fields of
 `ProducerSpec` except topic/partitions), `[consumers]` (`count`), `[transactions]` (fields of `TxnSpec`:
-transactional producers, which need `__transaction_state`), `[[faults]]` and `[chaos]` (see `faults.py`) and
-`[expect]` (see `expectations.py`).
+transactional producers), `[ctp]` (fields of `CtpSpec`: a consume-transform-produce processor over the topic's
+three partitions, whose input the `[transactions]` producers write), `[[faults]]`, `[chaos]` (`faults.py`), `[expect]`.
 """
 
 from __future__ import annotations
@@ -20,16 +20,19 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from insync.config import BrokerConfig, ConfigError
+from insync.sim import ctp_workload
+from insync.sim.ctp_workload import CtpSpec
 from insync.sim.network import LinkConfig
 from insync.sim.txn_workload import TxnSpec
 from insync.sim.workload import ProducerSpec
 
 _TOP_LEVEL = {"name", "description", "seed", "duration_s", "quiesce_s", "cluster", "broker", "topic", "network",
-              "producers", "consumers", "transactions", "faults", "chaos", "expect"}
+              "producers", "consumers", "transactions", "ctp", "faults", "chaos", "expect"}
 _PRODUCER_FIELDS = {f.name for f in fields(ProducerSpec)} - {"topic", "partitions"}
+_Spec = TypeVar("_Spec", TxnSpec, CtpSpec)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,7 @@ class Scenario:
     producers: tuple[ProducerSpec, ...]
     consumers: int
     transactions: TxnSpec | None
+    ctp: CtpSpec | None
     faults: tuple[dict[str, Any], ...]
     chaos: dict[str, Any] | None
     expect: dict[str, Any]
@@ -141,6 +145,9 @@ def parse_scenario(document: dict[str, Any]) -> Scenario:
     except TypeError as exc:
         raise ConfigError(f"[network]: {exc}") from None
     producers = tuple(_producer(topic, dict(p)) for p in document.get("producers", []))
+    if "ctp" in document and ("transactions" not in document or topic.partitions != ctp_workload.PARTITIONS):
+        raise ConfigError(f"[ctp] needs [transactions] (its input's producers) and a topic of "
+                          f"{ctp_workload.PARTITIONS} partitions (input, output, offsets)")
     return Scenario(
         name=name,
         description=str(document.get("description", "")),
@@ -153,7 +160,9 @@ def parse_scenario(document: dict[str, Any]) -> Scenario:
         network=network,
         producers=producers,
         consumers=int(dict(document.get("consumers", {})).get("count", 0)),
-        transactions=_transactions(document["transactions"]) if "transactions" in document else None,
+        transactions=_section(TxnSpec, "transactions", document["transactions"]) if "transactions" in document
+        else None,
+        ctp=_section(CtpSpec, "ctp", document["ctp"]) if "ctp" in document else None,
         faults=tuple(dict(f) for f in document.get("faults", [])),
         chaos=dict(document["chaos"]) if "chaos" in document else None,
         expect=dict(document.get("expect", {})),
@@ -175,12 +184,14 @@ def _producer(topic: TopicSpec, doc: dict[str, Any]) -> ProducerSpec:
         raise ConfigError(f"[[producers]]: invalid {doc}: {exc}") from None
 
 
-def _transactions(doc: dict[str, Any]) -> TxnSpec:
-    known = {f.name for f in fields(TxnSpec)}
+def _section(spec: type[_Spec], name: str, doc: dict[str, Any]) -> _Spec:
+    """The spec dataclass of a table whose keys are its fields (a TOML array of a tuple field is a tuple)."""
+    known = {f.name for f in fields(spec)}
     unknown = sorted(set(doc) - known)
     if unknown:
-        raise ConfigError(f"unknown [transactions] keys: {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise ConfigError(f"unknown [{name}] keys: {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     try:
-        return TxnSpec(**doc)
+        values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in doc.items()}
+        return spec(**values)
     except (TypeError, AssertionError) as exc:
-        raise ConfigError(f"[transactions]: invalid {doc}: {exc}") from None
+        raise ConfigError(f"[{name}]: invalid {doc}: {exc}") from None

@@ -15,10 +15,16 @@ watermark once every producer is done). It is pure over its inputs, so a test ca
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from insync.broker.core import BrokerCore
-from insync.broker.messages import READ_COMMITTED, ConsumerFetchRequest, ConsumerFetchResponse
+from insync.broker.messages import (
+    READ_COMMITTED,
+    ConsumerFetchPartition,
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+)
 from insync.protocol.control_records import ABORT, AbortedTxn, marker_type
 from insync.protocol.records import BatchHeader, iter_batches
 from insync.sim.txn_workload import TxnAttempt, TxnHistory
@@ -44,10 +50,15 @@ def _key(header: BatchHeader) -> BatchKey:
 
 def committed_batches(records: bytes, aborted: tuple[AbortedTxn, ...]) -> list[BatchHeader]:
     """The data batches of one read_committed fetch answer a consumer hands to its application."""
+    return [header for _, header in committed_positions(records, aborted)]
+
+
+def committed_positions(records: bytes, aborted: tuple[AbortedTxn, ...]) -> list[tuple[int, BatchHeader]]:
+    """`committed_batches` with each batch's position in `records`, to decode its records there."""
     pending = sorted(aborted, key=lambda txn: txn.first_offset)
     next_aborted = 0
     aborted_producers: set[int] = set()
-    out: list[BatchHeader] = []
+    out: list[tuple[int, BatchHeader]] = []
     for position, header in iter_batches(records, verify_crc=False):
         if header.producer_id >= 0:
             while next_aborted < len(pending) and pending[next_aborted].first_offset <= header.last_offset:
@@ -58,7 +69,7 @@ def committed_batches(records: bytes, aborted: tuple[AbortedTxn, ...]) -> list[B
             elif header.is_transactional and header.producer_id in aborted_producers:
                 continue
         if not header.is_control:
-            out.append(header)
+            out.append((position, header))
     return out
 
 
@@ -76,18 +87,26 @@ def read_partition(core: BrokerCore, tp: TopicPartition, now_ms: int) -> Partiti
             break
         logged.extend(_key(h) for _, h in iter_batches(result.records, verify_crc=False) if not h.is_control)
         offset = result.next_offset
-    visible: list[BatchKey] = []
-    offset = log.log_start_offset
-    while offset < lso:  # bounded as above
+    visible = [_key(h) for part in read_committed(core, tp, now_ms)
+               for h in committed_batches(part.records, part.aborted_transactions or ())]
+    return PartitionTxnView(logged, visible, hw, lso)
+
+
+def read_committed(core: BrokerCore, tp: TopicPartition, now_ms: int) -> Iterator[ConsumerFetchPartition]:
+    """The answers of the fetches a read_committed consumer sends `core`, its leader, to read `tp` from its log
+    start to its last stable offset."""
+    partition = core.partitions.get(tp)
+    assert partition is not None and partition.is_leader, tp
+    offset = partition.log.log_start_offset
+    while offset < partition.last_stable_offset:  # bounded: each read moves past at least one batch
         request = ConsumerFetchRequest(0, ((tp, Offset(offset)),), 0, READ_BYTES, isolation_level=READ_COMMITTED)
         (answer,) = [c.message for c in core.handle(now_ms, CHECKER_ADDRESS, request) if isinstance(c, Outgoing)]
         assert isinstance(answer, ConsumerFetchResponse), answer
         (part,) = answer.partitions
         if not part.records:
             break
-        visible.extend(_key(h) for h in committed_batches(part.records, part.aborted_transactions or ()))
+        yield part
         offset = max(h.last_offset for _, h in iter_batches(part.records, verify_crc=False)) + 1
-    return PartitionTxnView(logged, visible, hw, lso)
 
 
 def check_transactions(history: TxnHistory, views: dict[TopicPartition, PartitionTxnView]) -> list[str]:
@@ -127,6 +146,11 @@ def check_transactions(history: TxnHistory, views: dict[TopicPartition, Partitio
         elif seen and seen != written or must == "committed" and seen != written:
             found[5].append(f"torn transaction: read_committed sees {name} on {_names(seen) or 'no partition'} "
                             f"but not on {_names(written - seen)}")
+    return listed(found)
+
+
+def listed(found: list[list[str]]) -> list[str]:
+    """Violations found by kind, as reported: the first few of each kind in full, the rest counted."""
     out: list[str] = []
     for kind in found:
         out.extend(kind[:EXAMPLES_MAX])

@@ -8,9 +8,9 @@ by the core; a decision is appended to this broker's own `__transaction_state` p
 in-process call to its `BrokerCore`, and replayed and answered once written. A prepared transaction gets its
 markers: one ProduceRequest of control batches per partition leader (what WriteTxnMarkers appends there), each
 round retried after a backoff for the partitions without a final answer, then CompleteCommit/CompleteAbort is
-written. Every `SYNC_INTERVAL_MS` it loads the partitions it came to lead (replaying their log, then completing
-what the previous coordinator left prepared) and drops those it lost; every abort interval it aborts the
-transactions open past their timeout.
+written (again after a failed append, as Kafka retries it). Every `SYNC_INTERVAL_MS` it loads the partitions it
+came to lead (replaying their log, then completing what the previous coordinator left prepared) and drops those it
+lost; every abort interval it aborts the transactions open past their timeout.
 """
 
 from __future__ import annotations
@@ -291,5 +291,21 @@ class SimTxnCoordinator:
             self._after(driving.marker_retry_ms(completion.attempt - 1),
                         lambda: self._send_markers(transactional_id))
             return
-        del self._completing[transactional_id]
-        self._apply(self.state.complete(transactional_id, self._now()), lambda _: None)
+        completion.attempt = 0
+        self._write_complete(transactional_id)
+
+    def _write_complete(self, transactional_id: str) -> None:
+        """Write CompleteCommit/CompleteAbort, again after a failure `driving.complete_retried` names."""
+        completion = self._current(transactional_id)
+        if completion is None:
+            return
+
+        def written(error: KafkaError) -> None:
+            completion.attempt += 1
+            if driving.complete_retried(error) and completion.attempt < driving.MARKER_ATTEMPTS_MAX:
+                self._after(driving.marker_retry_ms(completion.attempt - 1),
+                            lambda: self._write_complete(transactional_id))
+            elif self._completing.get(transactional_id) is completion:
+                del self._completing[transactional_id]
+
+        self._apply(self.state.complete(transactional_id, self._now()), written)

@@ -19,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from insync import errors
-from insync.broker.messages import MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse
+from insync.broker.messages import (
+    ConsumerFetchRequest,
+    ConsumerFetchResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 from insync.errors import KafkaError
 from insync.sim.batches import make_batch
 from insync.sim.network import Disconnected, Network, NodeId
@@ -36,8 +43,10 @@ from insync.sim.txn_messages import (
 from insync.types import NO_LEADER, BrokerId, TopicPartition
 
 E = errors.BY_NAME
-_Request = TxnRequest | ProduceRequest | MetadataRequest
-_ANSWERS = (TxnAnswer, TxnCoordinatorAnswer, ProduceResponse, MetadataResponse)
+_Request = TxnRequest | ProduceRequest | MetadataRequest | ConsumerFetchRequest
+_ANSWERS = (TxnAnswer, TxnCoordinatorAnswer, ProduceResponse, MetadataResponse, ConsumerFetchResponse)
+# Makes the batch a transaction writes to a partition from its first sequence: the bytes and their record count.
+BuildBatch = Callable[[TopicPartition, int], tuple[bytes, int]]
 STEP_ATTEMPTS_MAX = 10_000  # tries of one step before the producer gives up for good
 PRODUCE_ATTEMPTS_MAX = 200  # tries of one batch (metadata refreshes included) before the transaction is aborted
 TXNS_REMEMBERED_MAX = 1_000_000
@@ -97,9 +106,9 @@ class SimTxnProducer:
     """One transactional producer client node; see the module docstring."""
 
     def __init__(self, name: str, topic: str, partitions: int, spec: TxnSpec, bootstrap: list[BrokerId],
-                 scheduler: Scheduler, network: Network, history: TxnHistory) -> None:
+                 scheduler: Scheduler, network: Network, history: TxnHistory, transactional_id: str = "") -> None:
         assert bootstrap and partitions >= 1
-        self.name, self.transactional_id, self.spec = name, f"txn-{name}", spec
+        self.name, self.transactional_id, self.spec = name, transactional_id or f"txn-{name}", spec
         self._topic = topic
         self._tps = [TopicPartition(topic, p) for p in range(partitions)]
         self._bootstrap, self._scheduler, self._network, self._history = bootstrap, scheduler, network, history
@@ -192,12 +201,16 @@ class SimTxnProducer:
 
     def _fenced(self) -> None:
         """A fatal error: this instance is done; a new one of the same transactional id starts."""
+        self._abandon()
+        self._later(self._init)
+
+    def _abandon(self) -> None:
+        """Give up the open transaction and the producer id with it."""
         if self._attempt is not None:
             self._attempt.outcome = "abandoned"
             self._attempt = None
         self._unacked.clear()
         self._producer_id, self._producer_epoch = -1, -1
-        self._later(self._init)
 
     def _init(self) -> None:
         tid, timeout_ms, pid, epoch = self.transactional_id, self.spec.timeout_ms, self._producer_id, self._producer_epoch
@@ -207,6 +220,10 @@ class SimTxnProducer:
         assert answer.producer_id >= 0 and answer.producer_epoch >= 0, answer
         self._producer_id, self._producer_epoch = answer.producer_id, answer.producer_epoch
         self._sequences.clear()
+        self._started()
+
+    def _started(self) -> None:
+        """What a new producer id or epoch starts with: here the first transaction."""
         self._begin()
 
     # One transaction ------------------------------------------------------------------------------------------
@@ -216,24 +233,30 @@ class SimTxnProducer:
             return
         rng = self._scheduler.rng
         count = rng.randint(1, min(self.spec.partitions_per_txn_max, len(self._tps)))
-        partitions = tuple(sorted(rng.sample(self._tps, count)))
+        spec, now = self.spec, self._scheduler.now_ms
+        pid, epoch = self._producer_id, self._producer_epoch
+        self._transact(tuple(sorted(rng.sample(self._tps, count))), lambda _, sequence: (
+            make_batch(pid, sequence, spec.records_per_batch, spec.value_bytes, now, epoch, transactional=True),
+            spec.records_per_batch))
+
+    def _transact(self, partitions: tuple[TopicPartition, ...], build: BuildBatch) -> None:
+        """Run one transaction writing a batch of `build` to each of `partitions`."""
+        assert self._attempt is None and partitions, partitions
         attempt = TxnAttempt(self.transactional_id, self._producer_id, self._producer_epoch)
         self._attempt = attempt
         self._history.begin(attempt)
         tid, pid, epoch = self.transactional_id, self._producer_id, self._producer_epoch
         self._to_coordinator(lambda c: AddTxnPartitions(c, tid, pid, epoch, partitions),
-                             lambda _: self._produce_all(attempt, partitions))
+                             lambda _: self._produce_all(attempt, partitions, build))
 
-    def _produce_all(self, attempt: TxnAttempt, partitions: tuple[TopicPartition, ...]) -> None:
+    def _produce_all(self, attempt: TxnAttempt, partitions: tuple[TopicPartition, ...], build: BuildBatch) -> None:
         if attempt is not self._attempt:
             return
-        now = self._scheduler.now_ms
         for tp in partitions:
             sequence = self._sequences.get(tp, 0)
-            self._sequences[tp] = sequence + self.spec.records_per_batch
+            data, count = build(tp, sequence)
+            self._sequences[tp] = sequence + count
             attempt.batches[tp] = sequence
-            data = make_batch(self._producer_id, sequence, self.spec.records_per_batch, self.spec.value_bytes, now,
-                              self._producer_epoch, transactional=True)
             self._unacked[tp] = (data, 0)
             self._send_batch(attempt, tp)
 

@@ -46,6 +46,9 @@ _APPEND_ERRORS = {
 # Partitions a marker is not retried on (Kafka's TransactionMarkerRequestCompletionHandler): gone, or fenced.
 _MARKER_FINAL = frozenset(("NONE", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_PRODUCER_EPOCH",
                            "TRANSACTION_COORDINATOR_FENCED"))
+# Complete-state writes tried again (Kafka's TransactionMarkerChannelManager retries an append that found too few
+# replicas): giving up would leave the transaction prepared, and its id refused, until the coordinator moves.
+_COMPLETE_RETRIED = frozenset(("COORDINATOR_NOT_AVAILABLE", "CONCURRENT_TRANSACTIONS"))
 
 
 def state_record(txn: TxnMetadata, now_ms: int) -> bytes:
@@ -96,6 +99,12 @@ def marker_retry_ms(attempt: int) -> int:
     """The wait before the next round of markers after `attempt` rounds left some partition without one."""
     assert attempt >= 0, attempt
     return _MARKER_RETRY_MS[min(attempt, len(_MARKER_RETRY_MS) - 1)]
+
+
+def complete_retried(error: KafkaError) -> bool:
+    """Whether the write of a Complete state that failed with `error` (as `append_error` reads it) is tried again,
+    after `marker_retry_ms`, while this broker still coordinates the transaction."""
+    return error.name in _COMPLETE_RETRIED
 
 
 def marker_done(error: KafkaError) -> bool:
