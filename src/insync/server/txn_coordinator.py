@@ -1,16 +1,17 @@
 """The broker's transaction coordinator on the asyncio loop, around the sans-IO `TransactionCoordinatorCore`.
 
-A transactional id's coordinator is the leader of its `__transaction_state` partition (the group hash), as in
-Kafka; the first FindCoordinator for one creates the topic through the controller. A partition this broker comes to
-lead is replayed before its ids are served (COORDINATOR_LOAD_IN_PROGRESS meanwhile; NOT_COORDINATOR where it does
-not lead), and its transactions left in PrepareCommit/PrepareAbort by the previous coordinator are completed.
-Every decision of the core is written to the partition with acks=all before it is replayed and answered. After a
+A transactional id's coordinator is the leader of its `__transaction_state` partition (the group hash), as in Kafka;
+the first FindCoordinator for one creates the topic through the controller. A partition this broker comes to lead is
+replayed before its ids are served (COORDINATOR_LOAD_IN_PROGRESS meanwhile; NOT_COORDINATOR where it does not lead),
+and its transactions left in PrepareCommit/PrepareAbort by the previous coordinator are completed. Every decision of
+the core is written to the partition with acks=all before it is replayed and answered. After a
 PrepareCommit/PrepareAbort, `_complete` sends WriteTxnMarkers to each partition's leader (over the inter-broker
 listener, this broker included), retrying what failed while this broker still coordinates, then writes
-CompleteCommit/CompleteAbort (again after an append that found too few replicas). The timer aborts transactions open longer than their timeout. ListTransactions and
-DescribeTransactions (`kafka-transactions`) are answered from the loaded state. The partition-leader
-side of WriteTxnMarkers is `write_markers`: one coordinator append (acks=all) per marker; a committed marker on a
-`__consumer_offsets` partition also makes the group coordinator apply the transaction's offsets.
+CompleteCommit/CompleteAbort (again after an append that found too few replicas). The timer aborts transactions open
+longer than their timeout. ListTransactions and DescribeTransactions (`kafka-transactions`) are answered from the
+loaded state. The partition-leader side of WriteTxnMarkers is `write_markers`: one coordinator append (acks=all) per
+marker; a committed marker on a `__consumer_offsets` partition also makes the group coordinator apply the
+transaction's offsets.
 """
 
 from __future__ import annotations
