@@ -3,8 +3,7 @@
 A transactional id's coordinator is the leader of its `__transaction_state` partition (the group hash), as in Kafka;
 the first FindCoordinator for one creates the topic through the controller. A partition this broker comes to lead is
 replayed before its ids are served (COORDINATOR_LOAD_IN_PROGRESS meanwhile; NOT_COORDINATOR where it does not lead),
-and its transactions left in PrepareCommit/PrepareAbort by the previous coordinator are completed. Every decision of
-the core is written to the partition with acks=all before it is replayed and answered. After a
+and its transactions left in PrepareCommit/PrepareAbort by the previous coordinator are completed. After a
 PrepareCommit/PrepareAbort, `_complete` sends WriteTxnMarkers to each partition's leader (over the inter-broker
 listener, this broker included), retrying what failed while this broker still coordinates, then writes
 CompleteCommit/CompleteAbort (again after an append that found too few replicas). The timer aborts transactions open
