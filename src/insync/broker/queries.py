@@ -83,19 +83,24 @@ def list_offsets(partitions: Partitions, metadata: BrokerMetadata, request: List
 def _list_offset(partitions: Partitions, metadata: BrokerMetadata, asked: ListOffsetsPartition,
                  replica_id: int, isolation_level: int) -> ListOffsetsResult:
     """Kafka 4.x's `Partition.fetchOffsetForTimestamp` for a broker without tiered storage. Consumers see up to the
-    high watermark (READ_COMMITTED: the last stable offset), replicas up to the log end."""
+    high watermark (READ_COMMITTED: the last stable offset), replicas up to the log end. While a new leader's high
+    watermark lags behind its epoch's start, a consumer asking for the latest offset, or for a timestamp found only
+    past what it may read, gets OFFSET_NOT_AVAILABLE (KIP-207): the answer could go back once the followers catch up."""
     tp, timestamp = asked.topic_partition, asked.timestamp
     partition = _leader(partitions, metadata, tp, asked.current_leader_epoch, replica_id)
     if isinstance(partition, KafkaError):
         return ListOffsetsResult(tp, partition)
     epoch, log = partition.leader_epoch, partition.log
-    fetchable = partition.log_end_offset
+    fetchable, lagging = partition.log_end_offset, False
     if replica_id == CONSUMER_REPLICA_ID:
         committed = isolation_level == READ_COMMITTED
         fetchable = partition.last_stable_offset if committed else partition.high_watermark
+        lagging = partition.high_watermark_lagging
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):  # every segment is local
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(log.log_start_offset), _earliest_epoch(log))
     if timestamp == LATEST_TIMESTAMP:
+        if lagging:
+            return ListOffsetsResult(tp, errors.OFFSET_NOT_AVAILABLE)
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, Offset(fetchable), epoch)
     if timestamp == LATEST_TIERED_TIMESTAMP:  # nothing is tiered: Kafka answers offset and epoch -1
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, UNKNOWN_OFFSET, UNDEFINED_EPOCH)
@@ -103,6 +108,8 @@ def _list_offset(partitions: Partitions, metadata: BrokerMetadata, asked: ListOf
         found = log.max_timestamp_and_offset()
     else:  # another negative value (EARLIEST_PENDING_UPLOAD) finds nothing, as Kafka without tiered storage
         found = log.offset_for_timestamp(timestamp) if timestamp >= 0 else None
+    if found is not None and found.offset >= fetchable and lagging:
+        return ListOffsetsResult(tp, errors.OFFSET_NOT_AVAILABLE)
     if found is None or found.offset >= fetchable:
         return ListOffsetsResult(tp, errors.NONE, NO_TIMESTAMP, UNKNOWN_OFFSET, UNDEFINED_EPOCH)
     return ListOffsetsResult(tp, errors.NONE, found.timestamp, Offset(found.offset),

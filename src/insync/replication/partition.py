@@ -152,6 +152,12 @@ class Partition:
         return self._high_watermark if self._follower is None else self._follower.high_watermark
 
     @property
+    def high_watermark_lagging(self) -> bool:
+        """Whether this leader's high watermark is still below where its epoch began: just elected, its followers
+        have not fetched what the previous leader acknowledged (Kafka's `leaderEpochStartOffsetOpt` check)."""
+        return self._leader is not None and self._high_watermark < self._leader.epoch_start_offset
+
+    @property
     def last_stable_offset(self) -> Offset:
         """What read_committed consumers may read up to: the high watermark, or the first offset of the earliest
         transaction still open (or whose marker is not yet below the high watermark), whichever is lower."""

@@ -1,14 +1,19 @@
 """ListOffsets answered through a leader's `BrokerCore.handle` (`queries.list_offsets`: Kafka 4.x's
 `Partition.fetchOffsetForTimestamp` without tiered storage): by time, the record found with its own timestamp
 and batch epoch; MAX_TIMESTAMP (KIP-734) the first record with the largest timestamp; EARLIEST_LOCAL the log
-start; LATEST_TIERED offset and epoch -1; consumers see up to the high watermark, replicas to the log end."""
+start; LATEST_TIERED offset and epoch -1; consumers see up to the high watermark, replicas to the log end; a new leader whose high watermark lags
+answers OFFSET_NOT_AVAILABLE (KIP-207)."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
+import repl_helpers
 from broker_harness import TP, Harness, cluster_with_topic
 
 from insync import errors
+from insync.broker import queries
 from insync.broker.messages import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
@@ -25,7 +30,7 @@ from insync.broker.messages import (
     ProduceRequest,
 )
 from insync.protocol.records import RecordSpec, build_batch
-from insync.types import BrokerId, Outgoing
+from insync.types import BrokerId, LeaderEpoch, Outgoing, PartitionEpoch
 
 T0 = 1_700_000_000_000
 
@@ -99,3 +104,30 @@ def test_earliest_answers_the_epoch_of_the_first_record_latest_the_current_one(h
     assert current > first_epoch
     assert ask(h, EARLIEST_TIMESTAMP) == (-1, 0, first_epoch)
     assert ask(h, LATEST_TIMESTAMP) == (-1, 5, current)
+
+
+def test_a_new_leader_whose_high_watermark_lags_its_epoch_start_answers_offset_not_available() -> None:
+    """KIP-207, as Kafka's fetchOffsetForTimestamp: until the followers fetch what the epoch started with, a consumer's
+    latest offset (and a timestamp found only past the high watermark) could go back, so it gets
+    OFFSET_NOT_AVAILABLE; the earliest offset and replicas' requests are answered as before."""
+    partition = repl_helpers.leader(1, epoch=1, partition_epoch=1)
+    partition.append_records_as_leader(repl_helpers.batch(3), 1, repl_helpers.T0)  # the followers fetched none
+    assert partition.make_leader(LeaderEpoch(2), PartitionEpoch(2), repl_helpers.ids((1, 2, 3)),
+                                 repl_helpers.ids((1, 2, 3)), repl_helpers.T0)
+    assert partition.high_watermark == 0 and partition.high_watermark_lagging
+
+    def asked(timestamp: int, replica_id: int = CONSUMER_REPLICA_ID) -> tuple[str, int]:
+        request = ListOffsetsRequest(1, BrokerId(replica_id), READ_UNCOMMITTED,
+                                     (ListOffsetsPartition(repl_helpers.TP, timestamp),))
+        [result] = queries.list_offsets(cast(Any, {repl_helpers.TP: partition}), cast(Any, None), request).results
+        return result.error.name, result.offset
+
+    assert asked(LATEST_TIMESTAMP) == ("OFFSET_NOT_AVAILABLE", -1)
+    assert asked(repl_helpers.T0) == ("OFFSET_NOT_AVAILABLE", -1)  # found at 0, past the high watermark
+    assert asked(T0 + 10**9) == ("NONE", -1)  # found nowhere: no error
+    assert asked(EARLIEST_TIMESTAMP) == ("NONE", 0)
+    assert asked(LATEST_TIMESTAMP, DEBUGGING_REPLICA_ID) == ("NONE", 3)
+    for follower in (2, 3):
+        repl_helpers.fetch(partition, follower, 3, repl_helpers.T0 + 1)
+    assert partition.high_watermark == 3 and not partition.high_watermark_lagging
+    assert asked(LATEST_TIMESTAMP) == ("NONE", 3)
