@@ -1,4 +1,5 @@
-"""The shared session builder's settings for local masters (insync.spark.session)."""
+"""The shared session builder's settings for local masters and standalone masters on this machine
+(insync.spark.session; a real standalone cluster runs the analysis in test_spark_standalone.py)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,15 @@ def test_a_local_session_compiles_huge_generated_methods(spark: SparkSession) ->
     hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     assert hotspot.getVMOption("DontCompileHugeMethods").getValue() == "false"
+
+
+@pytest.mark.parametrize(("master", "loopback"), [
+    ("spark://127.0.0.1:7077", True), ("spark://localhost:7077", True), ("spark://127.0.0.1:1,localhost:2", True),
+    ("spark://10.0.0.5:7077", False), ("spark://127.0.0.1:1,spark-2:7077", False), ("local[*]", False),
+    ("yarn", False), ("k8s://https://127.0.0.1:6443", False)])
+def test_only_standalone_masters_on_this_machine_bind_a_cluster_driver_to_loopback(master: str,
+                                                                                   loopback: bool) -> None:
+    assert session.is_loopback_cluster(master) is loopback
 
 
 @pytest.mark.parametrize(("mode", "offered"), [("[always] madvise never", True), ("always [madvise] never", True),

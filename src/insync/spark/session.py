@@ -1,8 +1,9 @@
 """The shared SparkSession builder: one configuration for the CLI, the benchmark and the tests.
 
-Spark is pinned to UTC everywhere (session time zone, JVM default, parquet timestamps stored as UTC instants) so
-that no output depends on the machine's zone. For local masters it binds to 127.0.0.1 (Spark otherwise picks a
-non-loopback address, REFERENCE 14) and runs Python workers with the running interpreter, which has pyarrow.
+Spark is pinned to UTC everywhere (session time zone, JVM defaults, parquet timestamps stored as UTC instants) so
+that no output depends on the machine's zone. Local masters, and standalone masters on this machine (whose
+executors, JVMs of their own, connect back to the driver), bind to 127.0.0.1 (Spark otherwise picks a non-loopback
+address, REFERENCE 14). Python workers run the driver's interpreter (PYSPARK_PYTHON, which has pyarrow).
 
 Local masters also talk to their Python workers over Unix domain sockets instead of loopback TCP
 (`spark.python.unix.domain.socket.enabled`, Spark 4.1+, off by default), where the platform has them: every
@@ -62,8 +63,20 @@ def local_jvm_options() -> str:
     return " ".join(options)
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+STANDALONE_SCHEME = "spark://"
+
+
 def is_local_master(master: str) -> bool:
     return master == "local" or master.startswith("local[")
+
+
+def is_loopback_cluster(master: str) -> bool:
+    """True for a standalone master (or, with high availability, every one of them) on this machine."""
+    if not master.startswith(STANDALONE_SCHEME):
+        return False
+    hosts = [address.rpartition(":")[0] or address for address in master.removeprefix(STANDALONE_SCHEME).split(",")]
+    return all(host in LOOPBACK_HOSTS for host in hosts)
 
 
 def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle_partitions: int | None = None,
@@ -74,7 +87,10 @@ def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle
     assert all(jar.endswith(".jar") for jar in jars), jars
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     local = is_local_master(master)
-    if local:
+    # A cluster elsewhere must reach the driver at an address of this machine's that it can route to, which is
+    # Spark's own choice (or the operator's `spark.driver.host`); one on this machine can use the loopback.
+    loopback = local or is_loopback_cluster(master)
+    if loopback:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     driver_jvm = local_jvm_options() if local else UTC_JVM  # a cluster's executors are its operator's to tune
     builder = (SparkSession.builder.master(master).appName(app_name)
@@ -87,10 +103,10 @@ def build_session(master: str = "local[*]", *, app_name: str = "insync", shuffle
                .config("spark.executor.extraJavaOptions", UTC_JVM))
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
+    if loopback:
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if local:
-        builder = (builder.config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.driver.memory", LOCAL_DRIVER_MEMORY))
+        builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
         if hasattr(socket, "AF_UNIX"):
             builder = builder.config("spark.python.unix.domain.socket.enabled", "true")
     if shuffle_partitions is None and local:

@@ -225,16 +225,22 @@ def intervals(states: DataFrame, ends: DataFrame) -> DataFrame:
     assert set(ends.columns) == LOG_END_COLUMNS, ends.columns
     # In a controlled shutdown: since the partition's last shutdown move, with no other move or full ISR since.
     # Partitioned by partition only, so the per-kind window below needs a sort but no new shuffle.
-    by_partition = Window.partitionBy("topic", "partition").orderBy(*_ORDER).rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
+    in_order = Window.partitionBy("topic", "partition").orderBy(*_ORDER)
+    by_partition = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     full_isr = F.coalesce("full_isr", (F.col("kind") == "under_replicated") & ~F.col("state"))
     marker = F.coalesce("shutdown_move", F.when(full_isr, F.lit(False)))
+    # One log line makes a state row per kind, peers in this order that Spark puts in any order (it differs with
+    # the shuffle's partitions); the line is a shutdown move when any of its rows says so (a leader change knows
+    # it only from the ISR step's removals), so every row of it takes the same answer, in any order.
+    same_line = in_order.rangeBetween(Window.currentRow, Window.currentRow)
     by_kind = Window.partitionBy("topic", "partition", "kind").orderBy(*_ORDER)
     # The whole partition as the frame: Spark computes it once per partition. A frame from the current row to the
     # end is computed again for every row (quadratic in a partition's rows: two thirds of the analysis's time).
     whole = by_kind.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     rows = (states.join(F.broadcast(ends.select("file", "shutdowns")), "file", "left")
-            .withColumn("shutdown", F.coalesce(F.last(marker, ignorenulls=True).over(by_partition), F.lit(False)))
+            .withColumn("line_marker", F.max(marker).over(same_line))
+            .withColumn("shutdown", F.coalesce(F.last("line_marker", ignorenulls=True).over(by_partition),
+                                               F.lit(False)))
             .withColumn("previous", F.coalesce(F.lag("state").over(by_kind), F.lit(False)))
             .withColumn("cut_ms", F.when(F.col("state"), _cut_ms(F.lead("ts_ms").over(by_kind))))
             .withColumn("after_cut", F.coalesce(F.lag(F.col("cut_ms").isNotNull()).over(by_kind), F.lit(False)))

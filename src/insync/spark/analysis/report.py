@@ -158,7 +158,9 @@ def collect(tables: Tables, summary: dict[str, Any], inputs: Inputs, options: he
         brokers=_rows(tables.per_broker.orderBy("broker"), svg.BARS_MAX),
         data_at_risk=_rows(tables.data_at_risk.orderBy(F.desc("unclean_elections"), F.desc("single_replica_isr_ms"),
                                                        F.desc("under_min_isr_ms"), "topic", "partition"), TOP_ROWS),
-        malformed_by_reason=_rows(malformed.groupBy("source", "reason").count().orderBy(F.desc("count")), TOP_ROWS),
+        # Ties broken by name: the aggregate's rows come in an order that differs with the shuffle's partitions.
+        malformed_by_reason=_rows(malformed.groupBy("source", "reason").count()
+                                  .orderBy(F.desc("count"), "source", "reason"), TOP_ROWS),
         malformed_examples=_rows(malformed.orderBy("source", "file", "line"), MALFORMED_EXAMPLES),
         partitions_with_replicas=tables.partitions_with_replicas,
     )
