@@ -63,8 +63,9 @@ class KafkaConnection:
             self._pending[correlation_id] = (*request_key(body), future)
             try:
                 writer.write(encode_request(body, correlation_id, self.client_id))
-                await writer.drain()
-                return await asyncio.wait_for(future, timeout_s)
+                # The send is inside the deadline too: a peer that stops reading (or a link that drops its ACKs)
+                # fills the socket's buffers, and an unbounded drain would hold this request, and its slot, forever.
+                return await asyncio.wait_for(_sent_then_answered(writer, future), timeout_s)
             except TimeoutError:
                 # As Kafka's NetworkClient, a timed-out request disconnects: a peer cut off by a network partition
                 # (packets dropped, no reset) leaves a connection that would hold every later request as well, and
@@ -175,6 +176,11 @@ class KafkaConnection:
             if not future.done():
                 future.set_exception(error)
         self._pending.clear()
+
+
+async def _sent_then_answered(writer: asyncio.StreamWriter, answer: asyncio.Future[Any]) -> Any:
+    await writer.drain()
+    return await answer
 
 
 class FailoverConnection:

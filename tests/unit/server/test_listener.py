@@ -338,3 +338,28 @@ def test_client_disconnects_a_timed_out_connection_and_the_next_request_reconnec
         assert connections == [0, 1]  # the second request did not queue on the first, dropped connection
 
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+def test_a_request_whose_send_cannot_finish_times_out_and_drops_the_connection() -> None:
+    """A peer that stops reading fills the socket's buffers: the send waits, and it must be inside the request's
+    deadline (not before it), or the request would hold its slot forever."""
+    from insync.server.client import KafkaConnection
+
+    async def never_reads(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(5)
+        writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(never_reads, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        connection = KafkaConnection("127.0.0.1", port)
+        # 32 MB in one request, more than the socket buffers of both ends hold: its send never finishes.
+        big = load_request_schema(18, 3)(client_software_name="t" * (32 << 20), client_software_version="1")
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(TimeoutError):
+            await connection.request(big, timeout_s=0.3)
+        assert asyncio.get_running_loop().time() - started < 5
+        await connection.close()
+        server.close()
+
+    asyncio.run(asyncio.wait_for(main(), 10))
