@@ -183,7 +183,10 @@ class FetcherSession:
         fetched = {topic_partition: FetchRequestPartition(
             topic_partition, state.position.fetch_offset, state.leader_epoch, state.position.last_fetched_epoch,
             state.position.log_start_offset, self.config.partition_max_bytes) for topic_partition, state in due}
-        if not fetched:
+        # As Kafka's fetcher: a request goes even with nothing to fetch while the session has partitions to forget.
+        # Without it, a partition refused in the fetch that opened the session (its topic id not yet known to the
+        # leader) stayed in this side's view only, and every later incremental fetch left it out as unchanged.
+        if not fetched and (self._session_id == NO_SESSION or not self._session_view):
             return None
         request = FetchRequest(next(self._correlation_ids), self.follower_id, self.config.max_wait_ms,
                                self.config.min_bytes, self.config.max_bytes, tuple(fetched.values()), replica_epoch,

@@ -130,3 +130,23 @@ def test_an_answer_from_another_session_ends_this_one() -> None:
     second = pair.request(T0 + 1)
     pair.answer(second, T0 + 1, [], session_id=SESSION + 1)
     assert pair.request(T0 + 2).session_epoch == INITIAL_EPOCH
+
+
+def test_a_partition_refused_in_the_opening_fetch_is_forgotten_then_fetched_again() -> None:
+    """The only partition of a session, refused by a leader that does not know its topic id yet (its metadata behind
+    the follower's), backs off; the next request forgets it even though it fetches nothing (as Kafka's fetcher
+    sends one while there is something to forget), so once due it is listed again instead of being left out for
+    good as "unchanged" while the leader's session never held it."""
+    pair = Pair()
+    only = TPS[0]
+    for tp in TPS[1:]:
+        pair.session.remove_partition(tp, T0)
+    first = pair.request(T0)
+    assert listed(first) == [only]
+    pair.session.handle_fetch_response(FetchResponse(first.correlation_id, errors.NONE, (
+        FetchPartitionData(only, errors.UNKNOWN_TOPIC_ID),), SESSION), T0)
+    forgets = pair.request(T0 + 1)
+    assert (listed(forgets), forgets.forgotten, forgets.session_id) == ([], (only,), SESSION)
+    pair.answer(forgets, T0 + 1, [])
+    again = pair.request(T0 + 1 + BACKOFF)
+    assert (listed(again), again.session_id) == ([only], SESSION)
