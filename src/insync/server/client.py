@@ -63,9 +63,11 @@ class KafkaConnection:
             self._pending[correlation_id] = (*request_key(body), future)
             try:
                 writer.write(encode_request(body, correlation_id, self.client_id))
-                # The send is inside the deadline too: a peer that stops reading (or a link that drops its ACKs)
-                # fills the socket's buffers, and an unbounded drain would hold this request, and its slot, forever.
-                return await asyncio.wait_for(_sent_then_answered(writer, future), timeout_s)
+                if writer.transport.get_write_buffer_size():
+                    # The socket did not take it all: the send waits inside the deadline too, since a peer that
+                    # stops reading (or a link that drops its ACKs) would hold an unbounded drain forever.
+                    return await asyncio.wait_for(_sent_then_answered(writer, future), timeout_s)
+                return await asyncio.wait_for(future, timeout_s)  # no task per request on the fetch path
             except TimeoutError:
                 # As Kafka's NetworkClient, a timed-out request disconnects: a peer cut off by a network partition
                 # (packets dropped, no reset) leaves a connection that would hold every later request as well, and
