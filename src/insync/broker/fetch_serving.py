@@ -94,12 +94,13 @@ class FetchServer:
         request = context.request
         answers: list[FetchPartitionData | _Read] = []
         latency_ms = 0
-        # A parked incremental fetch read again (woken by one partition) leaves out, unread, every partition with
-        # nothing new for its follower: its answer would leave them out anyway, and this read updates no state.
-        # Unless a read turns out slow: then every partition is read, so each shows its follower's fetch pending
-        # at this leader while it waits (the evidence that the leader, not the follower, is slow).
-        unchanged = self.sessions.unchanged if from_purgatory and context.incremental else None
-        skipped: list[FetchRequestPartition] = []
+        # An incremental fetch leaves out, unread, every partition with nothing new for its follower: its answer
+        # would leave them out anyway. A parked fetch read again updates no state; a new fetch updates only the
+        # follower's fetch time (`Partition.follower_fetch_is_idle`), so that a leader's fetch costs what changed,
+        # not what it leads. Unless a read turns out slow: then every partition is read, so each shows its
+        # follower's fetch pending at this leader while it waits (the evidence that the leader is slow).
+        unchanged = self.sessions.unchanged if context.incremental else None
+        skipped: list[tuple[FetchRequestPartition, Partition]] = []
         throttled = self._throttles is not None and self._throttles.is_set(leader=True)
         for part in request.partitions:
             partition = self._partitions(part.topic_partition)
@@ -107,15 +108,20 @@ class FetchServer:
                     and part.fetch_offset == partition.log.log_end_offset \
                     and part.current_leader_epoch in (UNDEFINED_EPOCH, partition.leader_epoch) \
                     and unchanged(context.session_id, part.topic_partition, partition.high_watermark,
-                                  Offset(partition.log.log_start_offset)):
-                skipped.append(part)
+                                  Offset(partition.log.log_start_offset)) \
+                    and (from_purgatory or partition.follower_fetch_is_idle(
+                        request.replica_id, part.fetch_offset, part.current_leader_epoch, part.last_fetched_epoch,
+                        part.log_start_offset, request.replica_epoch)):
+                skipped.append((part, partition))
                 continue
             latency_ms = max(latency_ms, self._read_for_follower(now_ms, request, part, partition, from_purgatory,
                                                                  throttled, answers))
         if latency_ms > 0:
-            for part in skipped:
-                self._read_for_follower(now_ms, request, part, self._partitions(part.topic_partition),
-                                        from_purgatory, throttled, answers)
+            for part, partition in skipped:
+                self._read_for_follower(now_ms, request, part, partition, from_purgatory, throttled, answers)
+        elif not from_purgatory:
+            for _, partition in skipped:
+                partition.note_idle_follower_fetch(request.replica_id, now_ms)
         slow = _SlowFollowerFetch(source, context, answers)
         if latency_ms > 0:
             self._next_token += 1

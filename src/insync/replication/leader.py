@@ -160,6 +160,35 @@ class Leader:
         self._replica_states[read.replica_id] = state
         return data, state
 
+    def fetch_is_idle(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
+                      last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset,
+                      replica_epoch: BrokerEpoch) -> bool:
+        """Whether this fetch would read nothing and change nothing but the follower's fetch time: the follower
+        is at this leader's log end, where its last fetch left it, in the same life, with no read pending and no
+        divergence. `note_idle_fetch` then does all that `begin_fetch` and `complete_fetch` would."""
+        state = self._replica_states.get(replica_id)
+        if state is None or state.broker_epoch != replica_epoch or state.pending_reads \
+                or self._leader_epoch_error(current_leader_epoch) is not None:
+            return False
+        log_end_offset = self.log.log_end_offset
+        if not (fetch_offset == log_end_offset == state.log_end_offset
+                and follower_log_start_offset == state.log_start_offset):
+            return False
+        if last_fetched_epoch == UNDEFINED_EPOCH:
+            return True
+        epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
+        return epoch == last_fetched_epoch and end_offset == log_end_offset
+
+    def note_idle_fetch(self, replica_id: BrokerId, now_ms: int, lag_time_max_ms: int) -> None:
+        """A fetch `fetch_is_idle` accepted, at `now_ms`: the follower is caught up now."""
+        state = self._replica_states[replica_id]
+        log_end_offset = Offset(self.log.log_end_offset)
+        assert state.log_end_offset == log_end_offset and not state.pending_reads, (state, log_end_offset)
+        self._replica_states[replica_id] = state.after_fetch(
+            fetch_offset=log_end_offset, follower_log_start_offset=state.log_start_offset, fetch_time_ms=now_ms,
+            leader_log_end_offset=log_end_offset, completed_ms=now_ms, was_pending_read=False,
+            lag_time_max_ms=lag_time_max_ms)
+
     def _leader_epoch_error(self, current_leader_epoch: LeaderEpoch) -> KafkaError | None:
         if current_leader_epoch == UNDEFINED_EPOCH or current_leader_epoch == self.leader_epoch:
             return None

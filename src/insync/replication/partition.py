@@ -356,6 +356,21 @@ class Partition:
         alter_partition = self._isr.expand(updated, read.fetch_time_ms, now_ms, lead)
         return FollowerFetchResult(data, alter_partition, self._maybe_advance_high_watermark(now_ms))
 
+    def follower_fetch_is_idle(self, replica_id: BrokerId, fetch_offset: Offset, current_leader_epoch: LeaderEpoch,
+                               last_fetched_epoch: LeaderEpoch, follower_log_start_offset: Offset,
+                               replica_epoch: BrokerEpoch) -> bool:
+        """Whether a follower fetch can skip the read (`Leader.fetch_is_idle`): also an ISR member with no ISR
+        change in flight, so that neither the ISR nor the high watermark can move by it."""
+        isr_state = self._isr.state
+        return self._leader is not None and not isr_state.is_inflight and replica_id in isr_state.isr \
+            and self._leader.fetch_is_idle(replica_id, fetch_offset, current_leader_epoch, last_fetched_epoch,
+                                           follower_log_start_offset, replica_epoch)
+
+    def note_idle_follower_fetch(self, replica_id: BrokerId, now_ms: int) -> None:
+        """The follower fetch `follower_fetch_is_idle` accepted: its follower's state, as a read would leave it."""
+        assert self._leader is not None
+        self._leader.note_idle_fetch(replica_id, now_ms, self.config.isr_policy.replica_lag_time_max_ms)
+
     # --- ISR --------------------------------------------------------------------------------------------------
 
     def maybe_shrink_isr(self, now_ms: int) -> AlterPartitionItem | None:

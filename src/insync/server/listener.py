@@ -46,6 +46,7 @@ log = logging.getLogger("insync.server")
 
 READ_CHUNK_BYTES = 256 * 1024
 LISTEN_BACKLOG_SIZE = 50  # socket.listen.backlog.size's default
+JOIN_PARTS_MAX_BYTES = 64 * 1024  # answers up to this are copied into one write
 
 
 class Dispatcher(Protocol):
@@ -333,8 +334,13 @@ def _cancel_unanswered(in_order: asyncio.Queue[_Answer | None]) -> None:
 
 
 async def _write_parts(writer: asyncio.StreamWriter, parts: list[Buffer]) -> None:
-    for part in parts:
-        writer.write(part)
+    # The transport sends each write at once while its buffer is empty: one write per answer is one syscall and one
+    # wake-up of the peer, where a write per part would hand it partial frames. Large answers skip the copy.
+    if len(parts) > 1 and sum(len(part) for part in parts) <= JOIN_PARTS_MAX_BYTES:
+        writer.write(b"".join(parts))
+    else:
+        for part in parts:
+            writer.write(part)
     await writer.drain()
 
 

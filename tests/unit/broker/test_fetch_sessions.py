@@ -4,6 +4,7 @@ follower restarts from (an unknown id, a wrong epoch) change nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from fetch_helpers import T0, A, B, answered, append, follower_request, leaders
@@ -16,13 +17,14 @@ from insync.replication.messages import (
     INITIAL_EPOCH,
     NO_SESSION,
     SESSION_EPOCH_MAX,
+    AlterPartitionResult,
     FetchPartitionData,
     FetchRequest,
     FetchResponse,
     next_session_epoch,
 )
 from insync.replication.partition import Partition
-from insync.types import BrokerId, Offset, Outgoing, TopicPartition
+from insync.types import BrokerId, LeaderEpoch, Offset, Outgoing, PartitionEpoch, TopicPartition
 
 FOLLOWER = 2  # the follower broker's address, as the core sees it
 NOT_FOUND = errors.BY_NAME["FETCH_SESSION_ID_NOT_FOUND"]
@@ -191,6 +193,44 @@ def test_a_parked_incremental_fetch_woken_by_one_partition_reads_only_the_partit
     (command,) = woken.commands
     assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
     assert [(p.topic_partition, bool(p.records)) for p in command.message.partitions] == [(B, True)]
+
+
+def test_a_new_incremental_fetch_leaves_an_idle_partition_unread_and_its_follower_caught_up() -> None:
+    """A leader's fetch costs what changed, not what it leads: B, where its follower is at the end and knows the
+    offsets, is not read, yet its follower is caught up at the fetch's time, as a read would leave it."""
+    partitions, server, _ = parked_with_a_read_of_a()
+    partitions[B].log = counted = CountingReads(partitions[B].log)
+    later = T0 + 20_000
+    append(partitions[A], 1, later)
+    (answer,) = server.wake(later, {A: 100}).commands
+    assert isinstance(answer, Outgoing) and isinstance(answer.message, FetchResponse)
+    assert [(p.topic_partition, bool(p.records)) for p in answer.message.partitions] == [(A, True)]
+    assert server.follower_fetch(later, FOLLOWER, incremental(answer.message.session_id, 2, {A: 2})).commands == []
+    state = partitions[B].replica_state(BrokerId(FOLLOWER))
+    assert counted.reads == 0 and state is not None
+    assert state.last_fetch_time_ms == state.last_caught_up_ms == later
+
+
+def test_a_follower_out_of_the_isr_at_the_log_end_is_read_so_it_joins_the_isr_again() -> None:
+    """Caught up but outside the ISR (its expansion refused by the controller): each fetch is a read, and proposes
+    the expansion again."""
+    partitions = leaders()
+    server = FetchServer(partitions.get)
+    append(partitions[B], 1, T0)
+    shrink = partitions[B].maybe_shrink_isr(T0 + 60_000)  # followers 2 and 3 never fetched
+    assert shrink is not None
+    shrunk = AlterPartitionResult(B, errors.NONE, BrokerId(1), LeaderEpoch(1), PartitionEpoch(2), (BrokerId(1),))
+    partitions[B].on_alter_partition_result(shrink, shrunk, T0 + 60_000)
+    outcome = server.follower_fetch(T0 + 60_001, FOLLOWER, dataclasses.replace(full({B: 1}), max_wait_ms=0))
+    ((_, result),) = outcome.results
+    assert result.alter_partition is not None  # caught up: the expansion goes to the controller, which refuses
+    refused = AlterPartitionResult(B, errors.INELIGIBLE_REPLICA)
+    partitions[B].on_alter_partition_result(result.alter_partition, refused, T0 + 60_002)
+    session_id = next(c.message.session_id for c in outcome.commands
+                      if isinstance(c, Outgoing) and isinstance(c.message, FetchResponse))
+    partitions[B].log = counted = CountingReads(partitions[B].log)
+    outcome = server.follower_fetch(T0 + 60_003, FOLLOWER, incremental(session_id, 1, {}))
+    assert counted.reads == 1 and [r.alter_partition is not None for _, r in outcome.results] == [True]
 
 
 def test_a_woken_fetch_whose_read_is_slow_reads_every_partition_so_each_shows_the_fetch_pending() -> None:

@@ -13,7 +13,7 @@ from insync.replication.leader import Leader
 from insync.replication.messages import AlterPartitionItem, FetchPartitionData
 from insync.replication.results import FollowerRead
 from insync.storage.log import Log
-from insync.types import UNKNOWN_BROKER_EPOCH, BrokerId, LeaderEpoch, Offset, PartitionEpoch
+from insync.types import UNKNOWN_BROKER_EPOCH, BrokerEpoch, BrokerId, LeaderEpoch, Offset, PartitionEpoch
 
 ME = BrokerId(1)
 
@@ -108,3 +108,42 @@ def test_out_of_sync_replicas_checks_the_isr_members_but_the_leader() -> None:
     leader = start(log, 1, isr=(1, 2, 3))
     check = leader.out_of_sync_replicas(T0 + LAG_MS + 1, ids((1, 2, 3)), IsrPolicy(LAG_MS))
     assert [removal.broker for removal in check.removals] == [2, 3]
+
+
+def idle(leader: Leader, broker: int, offset: int, *, last_fetched_epoch: int = -1, log_start: int = 0,
+         replica_epoch: int = UNKNOWN_BROKER_EPOCH) -> bool:
+    return leader.fetch_is_idle(BrokerId(broker), Offset(offset), leader.leader_epoch, LeaderEpoch(last_fetched_epoch),
+                                Offset(log_start), BrokerEpoch(replica_epoch))
+
+
+def test_a_fetch_at_the_log_end_where_the_last_one_left_the_follower_is_idle_and_counts_as_caught_up() -> None:
+    """An incremental fetch's quiet partition: no read, and the state a read would have left (the same
+    `after_fetch`), so a follower of an idle partition stays in the ISR."""
+    log = new_log()
+    log.append_as_leader(batch(3), LeaderEpoch(1))
+    leader, twin = start(log, 1), start(log, 1)
+    for each in (leader, twin):
+        fetch(each, 2, 3, T0 + 1)
+    assert idle(leader, 2, 3) and idle(leader, 2, 3, last_fetched_epoch=1)
+    leader.note_idle_fetch(BrokerId(2), T0 + LAG_MS * 3, LAG_MS)
+    fetch(twin, 2, 3, T0 + LAG_MS * 3)
+    state = leader.replica_state(BrokerId(2))
+    assert state == twin.replica_state(BrokerId(2))
+    assert state is not None and state.last_caught_up_ms == state.last_fetch_time_ms == T0 + LAG_MS * 3
+
+
+def test_a_fetch_that_could_change_anything_is_not_idle() -> None:
+    log = new_log()
+    log.append_as_leader(batch(3), LeaderEpoch(1))
+    leader = start(log, 1)
+    assert not idle(leader, 2, 3)  # the follower's end is not known yet: this fetch moves it
+    fetch(leader, 2, 3, T0 + 1)
+    assert not idle(leader, 2, 2)  # behind the log end: a read
+    assert not idle(leader, 2, 3, log_start=1)  # the follower's log start moved
+    assert not idle(leader, 2, 3, replica_epoch=7)  # another life of the follower's broker
+    assert not idle(leader, 2, 3, last_fetched_epoch=2)  # a last epoch the leader does not have: divergence
+    assert not idle(leader, 4, 3)  # not a replica
+    assert not leader.fetch_is_idle(BrokerId(2), Offset(3), LeaderEpoch(0), LeaderEpoch(-1), Offset(0),
+                                    UNKNOWN_BROKER_EPOCH)  # a fenced leader epoch
+    log.append_as_leader(batch(1), LeaderEpoch(1))
+    assert not idle(leader, 2, 3)  # records to send
