@@ -49,11 +49,28 @@ class Leader:
         self.leader_epoch = leader_epoch
         self.epoch_start_offset = epoch_start_offset
         self.recovering = recovering
-        self._replica_states = {state.broker_id: state for state in followers}
-        assert broker_id not in self._replica_states, broker_id
+        self._states = {state.broker_id: state for state in followers}
+        assert broker_id not in self._states, broker_id
+        # Per follower, its latest idle fetch (`note_idle_fetch`) not yet applied to its state: (when, the lag).
+        # Applied on the next use of the states, so that an idle fetch costs a dict entry, not a new state.
+        self._idle_fetches: dict[BrokerId, tuple[int, int]] = {}
         self._next_read_id = 0
         # Per follower, the first reads begun and not completed: read id -> when the fetch arrived.
         self._fetches_in_flight: dict[BrokerId, dict[int, int]] = {}
+
+    @property
+    def _replica_states(self) -> dict[BrokerId, ReplicaState]:
+        """The followers' states, every idle fetch applied."""
+        if self._idle_fetches:
+            for broker, (fetch_time_ms, lag_time_max_ms) in self._idle_fetches.items():
+                self._states[broker] = self._states[broker].after_idle_fetch(fetch_time_ms, lag_time_max_ms)
+            self._idle_fetches.clear()
+        return self._states
+
+    @_replica_states.setter
+    def _replica_states(self, states: dict[BrokerId, ReplicaState]) -> None:
+        self._idle_fetches.clear()
+        self._states = states
 
     @classmethod
     def start_epoch(cls, topic_partition: TopicPartition, broker_id: BrokerId, log: LogView,
@@ -166,7 +183,7 @@ class Leader:
         """Whether this fetch would read nothing and change nothing but the follower's fetch time: the follower
         is at this leader's log end, where its last fetch left it, in the same life, with no read pending and no
         divergence. `note_idle_fetch` then does all that `begin_fetch` and `complete_fetch` would."""
-        state = self._replica_states.get(replica_id)
+        state = self._states.get(replica_id)  # what an idle fetch changes is not read here
         if state is None or state.broker_epoch != replica_epoch or state.pending_reads \
                 or self._leader_epoch_error(current_leader_epoch) is not None:
             return False
@@ -180,14 +197,11 @@ class Leader:
         return epoch == last_fetched_epoch and end_offset == log_end_offset
 
     def note_idle_fetch(self, replica_id: BrokerId, now_ms: int, lag_time_max_ms: int) -> None:
-        """A fetch `fetch_is_idle` accepted, at `now_ms`: the follower is caught up now."""
-        state = self._replica_states[replica_id]
-        log_end_offset = Offset(self.log.log_end_offset)
-        assert state.log_end_offset == log_end_offset and not state.pending_reads, (state, log_end_offset)
-        self._replica_states[replica_id] = state.after_fetch(
-            fetch_offset=log_end_offset, follower_log_start_offset=state.log_start_offset, fetch_time_ms=now_ms,
-            leader_log_end_offset=log_end_offset, completed_ms=now_ms, was_pending_read=False,
-            lag_time_max_ms=lag_time_max_ms)
+        """A fetch `fetch_is_idle` accepted, at `now_ms`: the follower is caught up now. Applied to its state
+        when the states are next used (`ReplicaState.after_idle_fetch`); a later idle fetch replaces an earlier
+        one not yet applied, as applying both leaves the same state."""
+        assert replica_id in self._states and lag_time_max_ms > 0, replica_id
+        self._idle_fetches[replica_id] = (now_ms, lag_time_max_ms)
 
     def _leader_epoch_error(self, current_leader_epoch: LeaderEpoch) -> KafkaError | None:
         if current_leader_epoch == UNDEFINED_EPOCH or current_leader_epoch == self.leader_epoch:

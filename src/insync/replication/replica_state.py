@@ -128,6 +128,13 @@ class ReplicaState:
             broker_epoch=self.broker_epoch,
         )
 
+    def after_idle_fetch(self, fetch_time_ms: int, lag_time_max_ms: int) -> ReplicaState:
+        """`after_fetch` for a fetch at this state's log end, which was the leader's too when it arrived (an
+        incremental fetch's quiet partition): only the fetch time and the catch-up time move."""
+        return self.after_fetch(fetch_offset=self.log_end_offset, follower_log_start_offset=self.log_start_offset,
+                                fetch_time_ms=fetch_time_ms, leader_log_end_offset=self.log_end_offset,
+                                completed_ms=fetch_time_ms, was_pending_read=False, lag_time_max_ms=lag_time_max_ms)
+
     # --- Queries ----------------------------------------------------------------------------------------------
 
     def pending_read_since_ms(self, now_ms: int, lag_time_max_ms: int) -> int | None:
