@@ -307,5 +307,5 @@ def summary(results: Sequence[RunResult], elapsed_s: float) -> dict[str, Any]:
         "anomalies_by_label": {label: dict(kinds) for label, kinds in sorted(by_label.items())},
         "per_run": [{"run": r.plan.run, "seed": r.plan.seed, "ok": r.ok, "error": r.error,
                      "elapsed_s": round(r.elapsed_s, 1), "faults": [f for f, _, _ in r.check.faults],
-                     "anomalies": r.check.counts} for r in results],
+                     "anomalies": r.check.counts, "transactions": r.check.transactions} for r in results],
     }
