@@ -68,6 +68,7 @@ class RunPlan:
     faults: tuple[Planned, ...]
     zookeeper: bool = False  # metadata.store=zookeeper with a standby controller and a ZooKeeper server of its own
     engine: str = "insync"  # or `kafka:<version>`: the same runs on real Kafka (chaos/kafka_cluster.py)
+    txn: bool = False  # the workload has a transactional producer too (chaos/txn_workload.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +94,7 @@ class RunResult:
             "forbidden": len(check.forbidden),
             "schedule": [asdict(p) for p in self.plan.faults],
             "faults": [{"fault": f, "start_ms": round(a, 1), "stop_ms": round(b, 1)} for f, a, b in check.faults],
-            "sends": check.sends, "reads": check.reads, "complete_partitions": list(check.complete_partitions),
+            "sends": check.sends, "transactions": check.transactions, "reads": check.reads, "complete_partitions": list(check.complete_partitions),
             "anomalies": check.counts, "anomalies_by_label": check.counts_by_label(),
             "client_errors": list(self.client_errors),
             "examples": check.examples(report.ANOMALIES_SHOWN),
@@ -124,19 +125,22 @@ def plan_run(run: int, seed: int, duration_s: float, kinds: Sequence[str], concu
 
 
 def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str], concurrency: int = 1,
-                  zookeeper: bool = False, engine: str = "insync") -> tuple[RunPlan, ...]:
+                  zookeeper: bool = False, engine: str = "insync", txn: bool = False) -> tuple[RunPlan, ...]:
     networked = [kind for kind in kinds if nemesis.REGISTRY[kind].needs_netns]
     if zookeeper and networked:
         raise ConfigError(f"{', '.join(networked)} need a cluster in network namespaces, and metadata.store="
                           "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
                           "--zookeeper or those kinds")
     _check_log_dir_disks(kinds, engine)
+    transactional = [kind for kind in kinds if nemesis.REGISTRY[kind].needs_txn]
+    if transactional and not txn:
+        raise ConfigError(f"{', '.join(transactional)} hit the transactional producer's coordinator: add --txn")
     stepped = [kind for kind in kinds if nemesis.REGISTRY[kind].clock_steps]
     if stepped and (reason := clock_step.unavailable()) is not None:
         raise ConfigError(f"{', '.join(stepped)}: {reason}")
     if zookeeper and engine != "insync":
         raise ConfigError("--zookeeper is insync's ZooKeeper metadata store; Kafka with ZooKeeper is --engine kafka:3.9")
-    return tuple(replace(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper), engine=engine)
+    return tuple(replace(plan_run(r, seed + r, duration_s, kinds, concurrency, zookeeper), engine=engine, txn=txn)
                  for r in range(runs))
 
 
@@ -211,12 +215,16 @@ def _workload_under_faults(plan: RunPlan, directory: Path, history: HistoryWrite
         topic = f"chaos-{plan.seed}"
         ensure_topic(spec.bootstrap, topic, PARTITIONS, 3, {"min.insync.replicas": "2"})
         target = nemesis.Target(spec, topic)
-        clients = workload.Workload(spec.bootstrap, workload.WorkloadSpec(topic, rate), history)
+        clients = workload.Workload(spec.bootstrap, workload.WorkloadSpec(topic, rate, txn=plan.txn,
+                                                                          partitions=PARTITIONS, seed=plan.seed),
+                                    history)
         clients.start()
         try:
             _play(plan, target, history)
         finally:
             clients.stop()
+        if plan.txn:  # the aborted records are in the log: shown, not judged
+            workload.final_read(target.spec.bootstrap, topic, history, "final-ru", workload.READ_UNCOMMITTED)
         workload.final_read(target.spec.bootstrap, topic, history)
         return tuple(clients.errors)
     finally:
@@ -299,5 +307,5 @@ def summary(results: Sequence[RunResult], elapsed_s: float) -> dict[str, Any]:
         "anomalies_by_label": {label: dict(kinds) for label, kinds in sorted(by_label.items())},
         "per_run": [{"run": r.plan.run, "seed": r.plan.seed, "ok": r.ok, "error": r.error,
                      "elapsed_s": round(r.elapsed_s, 1), "faults": [f for f, _, _ in r.check.faults],
-                     "anomalies": r.check.counts} for r in results],
+                     "anomalies": r.check.counts, "transactions": r.check.transactions} for r in results],
     }

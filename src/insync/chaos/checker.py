@@ -4,14 +4,14 @@ From the values seen at each (partition, offset) and the offsets each value was 
 - `lost-write`: acknowledged, absent from a complete read of its partition, or, without one, never read though a
   read reached a higher offset (Jepsen's rule); `unseen`: acknowledged, never read, without that evidence;
 - `duplicate`: one value at two or more offsets; `inconsistent-offsets`: one offset holding two or more values;
-- `nonmonotonic-send`: one producer's acknowledged sends to a partition at offsets that go down in send order;
+  `nonmonotonic-send`: one producer's acknowledged sends to a partition at offsets that go down in send order;
 - `nonmonotonic-poll` and `poll-skip` (an offset known to hold a value jumped over); an `assign` op resets a
   process's positions and a `seek` that partition's, so rereading after a rebalance is neither;
-- `unacknowledged-but-present`, for information: a failed or unknown send, read anyway.
-Each anomaly carries its records, producer labels and the faults active in its window. `forbidden` says which
-the producers' guarantees rule out: lost writes under acks=all, duplicates and reordered sends from an idempotent
-producer, inconsistent offsets unless an acks=1 write (truncatable) is involved, and any poll anomaly.
-"""
+  `unacknowledged-but-present`, for information: a failed or unknown send, read anyway.
+Each anomaly carries its records, producer labels and the faults active in its window. `forbidden` says which the
+producers' guarantees rule out: lost writes under acks=all, duplicates and reordered sends from an idempotent
+producer, inconsistent offsets unless an acks=1 write is involved, any poll anomaly, and all chaos/txn_checker.py
+finds in the transactional producer's records, which it judges instead."""
 
 from __future__ import annotations
 
@@ -20,10 +20,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
+from insync.chaos import txn_checker
 from insync.chaos.ops import Op
+from insync.chaos.txn_workload import LABEL as TXN
 
 KINDS = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send", "nonmonotonic-poll",
-         "poll-skip", "unacknowledged-but-present")
+         "poll-skip", "unacknowledged-but-present", "aborted-read", "torn-transaction")
 INFORMATION = ("unseen", "unacknowledged-but-present")
 # A write acknowledged and then lost was lost by a fault around its acknowledgement: its window reaches this far
 # past the acknowledgement (a leader killed a few seconds after acking, before its followers fetched).
@@ -49,6 +51,8 @@ class Anomaly:
     def forbidden(self) -> bool:
         if self.kind in INFORMATION:
             return False
+        if TXN in self.labels and self.kind in ("lost-write", "duplicate", "nonmonotonic-send"):
+            return True
         if self.kind == "lost-write":
             return any("acks=all" in label for label in self.labels)
         if self.kind in ("duplicate", "nonmonotonic-send"):
@@ -78,6 +82,7 @@ class Check:
     complete_partitions: tuple[int, ...]
     faults: tuple[tuple[str, float, float], ...]
     counts: dict[str, int] = field(default_factory=dict)
+    transactions: dict[str, int] = field(default_factory=dict)  # outcome -> count, with a transactional producer
 
     @property
     def forbidden(self) -> tuple[Anomaly, ...]:
@@ -107,9 +112,12 @@ class _Seen:
     offsets_of: dict[str, set[tuple[int, int]]] = field(default_factory=lambda: defaultdict(set))
     read_by: dict[str, float] = field(default_factory=dict)  # value -> first time read
     known: dict[int, list[int]] = field(default_factory=dict)  # partition -> sorted offsets holding a value
+    plain: dict[int, list[int]] = field(default_factory=dict)  # the same, without transactional values only
     max_read: dict[int, int] = field(default_factory=dict)
     complete: dict[int, set[str]] = field(default_factory=dict)  # partition -> values of its complete read
+    complete_uncommitted: dict[int, set[str]] = field(default_factory=dict)  # the same, read_uncommitted
     reads: int = 0
+    read_at: set[tuple[int, int]] = field(default_factory=set)  # (partition, offset) where a read found a value
 
     def observe(self, partition: int, offset: int, value: str, time_ms: float) -> None:
         self.values_at[(partition, offset)].setdefault(value, time_ms)
@@ -121,12 +129,22 @@ def check(ops: Sequence[Op]) -> Check:
     faults = fault_intervals(ops, end_ms)
     sends = collect_sends(ops)
     seen = _collect_reads(ops, sends)
-    found = [*_value_anomalies(sends, seen, end_ms), *_offset_anomalies(seen, sends), *_send_order_anomalies(sends),
-             *_poll_anomalies(ops, seen, sends)]
+    plain = {value: send for value, send in sends.items() if send.label != TXN}
+    found = [*_value_anomalies(plain, seen, end_ms), *_offset_anomalies(seen, sends), *_send_order_anomalies(plain),
+             *_poll_anomalies(ops, seen, sends), *_txn_anomalies(ops, sends, seen)]
     anomalies = tuple(_with_faults(a, faults) for a in found)
+    txns = txn_checker.collect(ops)
     return Check(anomalies, dict(Counter(s.outcome for s in sends.values())), seen.reads,
                  tuple(sorted(seen.complete)), tuple(faults),
-                 {kind: sum(1 for a in anomalies if a.kind == kind) for kind in KINDS})
+                 {kind: sum(1 for a in anomalies if a.kind == kind) for kind in KINDS},
+                 txn_checker.counts(txns) if txns else {})
+
+
+def _txn_anomalies(ops: Sequence[Op], sends: dict[str, Send], seen: _Seen) -> Iterable[Anomaly]:
+    located = {v: (s.partition, s.offset) for v, s in sends.items()
+               if s.label == TXN and s.outcome == "ok" and s.partition is not None}
+    for f in txn_checker.check(ops, located, seen.offsets_of, seen.complete, seen.complete_uncommitted):
+        yield Anomaly(f.kind, f.partition, f.offsets, f.values, f.processes, (TXN,), f.window_ms, detail=f.detail)
 
 
 def fault_intervals(ops: Iterable[Op], end_ms: float) -> list[tuple[str, float, float]]:
@@ -159,24 +177,33 @@ def collect_sends(ops: Iterable[Op]) -> dict[str, Send]:
 
 def _collect_reads(ops: Sequence[Op], sends: dict[str, Send]) -> _Seen:
     seen = _Seen()
+    uncommitted = txn_checker.uncommitted_readers(ops)
     by_process: dict[tuple[str, int], set[str]] = defaultdict(set)
     for op in ops:
         if op.f == "poll" and op.type == "ok":
             for partition, offset, value in op.records:
                 seen.observe(partition, offset, value, op.time_ms)
+                seen.read_at.add((partition, offset))
                 seen.read_by.setdefault(value, op.time_ms)
                 seen.max_read[partition] = max(seen.max_read.get(partition, -1), offset)
                 by_process[(op.process, partition)].add(value)
                 seen.reads += 1
         elif op.f == "complete-read" and op.type == "ok" and op.partition is not None:
-            seen.complete[op.partition] = by_process[(op.process, op.partition)]
+            complete = seen.complete_uncommitted if op.process in uncommitted else seen.complete
+            complete[op.partition] = by_process[(op.process, op.partition)]
     for send in sends.values():
         if send.outcome == "ok" and send.partition is not None and send.offset is not None:
             seen.observe(send.partition, send.offset, send.value, send.done_ms or send.invoke_ms)
     offsets: dict[int, set[int]] = defaultdict(set)
-    for partition, offset in seen.values_at:
+    plain: dict[int, set[int]] = defaultdict(set)
+    for (partition, offset), values in seen.values_at.items():
+        if (partition, offset) not in seen.read_at and all(v in sends and "acks=1" in sends[v].label for v in values):
+            continue  # only a truncatable acknowledgement says so: a transaction marker may hold it now
         offsets[partition].add(offset)
+        if any(value not in sends or sends[value].label != TXN for value in values):
+            plain[partition].add(offset)
     seen.known = {p: sorted(o) for p, o in offsets.items()}
+    seen.plain = {p: sorted(o) for p, o in plain.items()}
     return seen
 
 
@@ -245,6 +272,7 @@ def _send_order_anomalies(sends: dict[str, Send]) -> Iterable[Anomaly]:
 
 def _poll_anomalies(ops: Sequence[Op], seen: _Seen, sends: dict[str, Send]) -> Iterable[Anomaly]:
     last: dict[tuple[str, int], tuple[int, str, float]] = {}  # (process, partition) -> (offset, value, time)
+    uncommitted = txn_checker.uncommitted_readers(ops)
     for op in ops:
         if op.f == "assign":
             for key in [k for k in last if k[0] == op.process]:
@@ -257,7 +285,9 @@ def _poll_anomalies(ops: Sequence[Op], seen: _Seen, sends: dict[str, Send]) -> I
                 last[(op.process, partition)] = (offset, value, op.time_ms)
                 if before is None:
                     continue
-                kind = _step_kind(before[0], offset, seen.known.get(partition, []))
+                # a read_committed reader jumps over aborted records: txn_checker judges what it jumps over
+                known = seen.known if op.process in uncommitted else seen.plain
+                kind = _step_kind(before[0], offset, known.get(partition, []))
                 if kind is not None:
                     labels = tuple(sorted({sends[v].label for v in (before[1], value) if v in sends}))
                     yield Anomaly(kind, partition, (before[0], offset), (before[1], value), (op.process,), labels,

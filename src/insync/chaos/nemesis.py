@@ -8,9 +8,9 @@ only when asked for them. A new kind is one more entry in `KINDS`: `pause` (SIGS
 partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/power.py), and `controller-kill` /
 `controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
 `all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
-`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. Opt-in too,
-`LOG_DIR_KINDS` (`disk-full`, `disk-error`, on log dirs of their own file system) are `_disk_fault`'s, and
-`clock-step` (a broker's wall clock stepped minutes forward or back, on a cluster started with steppable clocks).
+`ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. Opt-in too:
+`LOG_DIR_KINDS` (`disk-full`, `disk-error`, on log dirs of their own file system), `clock-step` (a broker's wall
+clock stepped minutes), `txn-coordinator-kill` / `-pause` (the transactional producer's coordinator; `--txn`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from insync.admin import admin_client
-from insync.chaos import clock_step, cluster, power, script, slow_disk, small_disk
+from insync.admin_requests import request
+from insync.chaos import clock_step, cluster, power, script, slow_disk, small_disk, txn_workload
 from insync.chaos.cluster import CONTROLLER_ID, ClusterSpec
 from insync.config import ConfigError
+from insync.protocol.kio import build, error_of, request_class
 from insync.waiting import WaitTimeout, wait_until
 
 INJECTION = ("fault.injection.enable=true",)
@@ -101,6 +103,7 @@ class FaultKind:
     needs_netns: bool = False  # each node in its own network namespace (cluster.up's namespaces)
     log_dir_disk: str | None = None  # each broker's log dir on its own file system: SMALL_DISK or FAILING_DISK
     clock_steps: bool = False  # every node started with a steppable wall clock (chaos/clock_step.py)
+    needs_txn: bool = False  # the workload's transactional producer (chaos/txn_workload.py)
 
     @property
     def insync_only(self) -> bool:
@@ -278,7 +281,36 @@ LOG_DIR_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
 CLOCK_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
     FaultKind("clock-step", _clock_step, clock_steps=True),
 )}
-REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS, **LOG_DIR_KINDS, **CLOCK_KINDS}
+
+
+def _txn_coordinator(action: str, undo: str) -> Callable[[Target, int], Active]:
+    """The broker coordinating the transactional producer's transactional.id (FindCoordinator's answer, asked for
+    up to `METADATA_WAIT_S` while none is named), which is what the producer's commits and aborts go through."""
+    def start(target: Target, _pick: int) -> Active:
+        transactional_id = txn_workload.transactional_id(target.topic, txn_workload.PROCESS)
+        victim = wait_until(lambda: _coordinator(target.spec, transactional_id), METADATA_WAIT_S,
+                            f"a coordinator for {transactional_id}", interval_s=0.5)
+        target.apply(script.Step(0, action, victim))
+        return Active(f"{action} broker {victim} (transaction coordinator)", lambda t: t.heal(undo, victim))
+    return start
+
+
+def _coordinator(spec: ClusterSpec, transactional_id: str) -> int | None:
+    """FindCoordinator v4 (key type 1, a transactional id) to a live broker: the node it names, or None."""
+    body = build(request_class(10, 4), key_type=1, coordinator_keys=(transactional_id,))
+    for broker in (b for b in spec.brokers if b.pid is not None and cluster.pid_alive(b.pid)):
+        with contextlib.suppress(OSError, ConfigError):
+            (answer,) = request(broker.address, body, 5).coordinators
+            return int(answer.node_id) if error_of(answer.error_code).name == "NONE" else None
+    return None
+
+
+# Opt-in: they need the transactional producer (`--txn`), whose coordinator they hit.
+TXN_KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
+    FaultKind("txn-coordinator-kill", _txn_coordinator("kill", "restart"), needs_txn=True),
+    FaultKind("txn-coordinator-pause", _txn_coordinator("pause", "resume"), needs_txn=True),
+)}
+REGISTRY: dict[str, FaultKind] = {**KINDS, **OPT_IN_KINDS, **LOG_DIR_KINDS, **CLOCK_KINDS, **TXN_KINDS}
 
 
 def parse_kinds(text: str, engine: str = "insync") -> tuple[str, ...]:

@@ -6,7 +6,9 @@ a `type` and a function `f`. `type` is Jepsen's: `invoke` when an operation begi
 produce), `poll` (ok with `records` in the order the client returned them, written only when records came),
 `commit`, `assign` and `seek` (info), `start`/`stop` (the nemesis: `fault` names it), and `complete-read` (the
 process read `partition` from its log start to `offset`, its high watermark, with nothing missing in between).
-Values are unique within a run (`<process>-<sequence>`), so a completion names its invoke by value, not by
+A transactional producer adds `txn-init` (a new producer for its transactional.id), `txn-begin`, `txn-commit` and
+`txn-abort`, each naming its transaction in `txn`, as its sends do; a reader's `assign` says in `label` which
+isolation level it reads at (read_committed when not said, librdkafka's default). Values are unique within a run (`<process>-<sequence>`), so a completion names its invoke by value, not by
 position: a producer has many sends in flight, where Jepsen's processes have one. `HistoryWriter` appends from
 several client threads under one lock; `read_history` names the line of anything malformed.
 """
@@ -23,8 +25,11 @@ from typing import IO, Any
 from insync.config import ConfigError
 
 TYPES = ("invoke", "ok", "fail", "info")
-F = ("send", "poll", "commit", "assign", "seek", "start", "stop", "complete-read")
+F = ("send", "poll", "commit", "assign", "seek", "start", "stop", "complete-read", "txn-init", "txn-begin", "txn-commit",
+     "txn-abort")
 Record = tuple[int, int, str]  # (partition, offset, value)
+# Delivery errors after which the record may be in the log anyway: its send's outcome is unknown (`info`).
+INFO_ERRORS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_QUEUE", "_PURGE_INFLIGHT"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +46,7 @@ class Op:
     partitions: tuple[int, ...] = ()
     error: str | None = None
     fault: str | None = None
+    txn: str | None = None
 
     def __post_init__(self) -> None:
         assert self.type in TYPES, self.type
@@ -49,7 +55,7 @@ class Op:
     def to_json(self) -> str:
         data: dict[str, Any] = {"time_ms": round(self.time_ms, 3), "process": self.process, "type": self.type,
                                 "f": self.f}
-        for name in ("value", "label", "partition", "offset", "error", "fault"):
+        for name in ("value", "label", "partition", "offset", "error", "fault", "txn"):
             if getattr(self, name) is not None:
                 data[name] = getattr(self, name)
         if self.records:
@@ -70,7 +76,7 @@ class Op:
         records = tuple((int(p), int(o), str(v)) for p, o, v in data.pop("records", []))
         partitions = tuple(int(p) for p in data.pop("partitions", []))
         unknown = set(data) - {"time_ms", "process", "type", "f", "value", "label", "partition", "offset", "error",
-                               "fault"}
+                               "fault", "txn"}
         if unknown:
             raise ValueError(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
         return cls(**{**data, "time_ms": float(data["time_ms"]), "process": str(data["process"])},
@@ -116,3 +122,18 @@ class HistoryWriter:
             if self._handle is not None:
                 self._handle.close()
                 self._handle = None
+
+
+def send_outcome(error: Any) -> str:
+    """The type of a send's completion whose delivery report carries the client's `error`."""
+    return "info" if error.name() in INFO_ERRORS or error.retriable() else "fail"
+
+
+def pad(value: str, size: int) -> bytes:
+    """A record's payload: the history's value, then padding to `size` bytes."""
+    head = value.encode() + b":"
+    return head + b"x" * max(0, size - len(head))
+
+
+def unpad(payload: bytes | None) -> str:
+    return (payload or b"").split(b":", 1)[0].decode(errors="replace")

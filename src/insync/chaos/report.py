@@ -23,11 +23,11 @@ ANOMALIES_SHOWN = 200
 BUCKET_MS = 1000.0
 WIDTH, LEFT, LANE = 900, 190, 18
 TABLE_KINDS = ("lost-write", "duplicate", "inconsistent-offsets", "nonmonotonic-send", "nonmonotonic-poll",
-               "poll-skip", "unseen", "unacknowledged-but-present")
+               "poll-skip", "unseen", "unacknowledged-but-present", "aborted-read", "torn-transaction")
 # the terminal table's column heads (the HTML and JSON use the full names)
 SHORT = {"lost-write": "lost", "duplicate": "duplicate", "inconsistent-offsets": "inconsistent",
          "nonmonotonic-send": "nm-send", "nonmonotonic-poll": "nm-poll", "poll-skip": "poll-skip", "unseen": "unseen",
-         "unacknowledged-but-present": "unacked-read"}
+         "unacknowledged-but-present": "unacked-read", "aborted-read": "aborted", "torn-transaction": "torn"}
 COLUMN = max(map(len, SHORT.values()))
 STYLE = ("<style>body{font-family:sans-serif;margin:20px}td,th{border:1px solid #ccc;padding:2px 6px}"
          "table{border-collapse:collapse}</style>")

@@ -8,8 +8,9 @@ in a history (chaos/ops.py).
   (the checker resets their positions there), each poll an `ok` poll.
 - Assign-mode readers (`r0`, ...): all partitions, no group; every `REREAD_EVERY_S` they seek back to the
   beginning, so the same offsets are read again, by another path.
-- `final_read`: after the faults, one reader reads every partition to its high watermark and records a
-  `complete-read` for each: the reference the checker calls complete.
+- With `txn`, a transactional producer (`t0`, chaos/txn_workload.py) too. Every reader is read_committed.
+- `final_read`: after the faults, one reader reads every partition to its end and records a `complete-read` for
+  each: the reference the checker calls complete (at read_uncommitted too, to show aborted records are there).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from insync.chaos.history import client_conf
-from insync.chaos.ops import HistoryWriter
+from insync.chaos.ops import HistoryWriter, pad, send_outcome, unpad
+from insync.chaos.txn_workload import PROCESS, TxnProducer
 
 DELIVERY_TIMEOUT_S = 30.0
 POLL_TIMEOUT_S = 0.2
@@ -31,7 +33,7 @@ REREAD_EVERY_S = 8.0
 # A partition may still be electing its leader after the last fault heals; a loaded machine takes longer.
 FINAL_READ_IDLE_S = 30.0
 JOIN_TIMEOUT_S = DELIVERY_TIMEOUT_S + 15.0
-INFO_ERRORS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_QUEUE", "_PURGE_INFLIGHT"})
+READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,9 @@ class WorkloadSpec:
     consumers: int = 2
     readers: int = 1
     size: int = 64
+    txn: bool = False  # a transactional producer too
+    partitions: int = 3
+    seed: int = 0  # the transactional producer's choices (partitions, which transactions abort)
 
 
 class Workload:
@@ -68,6 +73,7 @@ class Workload:
             (f"p{i}", self._produce, (p,)) for i, p in enumerate(PRODUCERS)]
         targets += [(f"c{i}", self._consume, ()) for i in range(spec.consumers)]
         targets += [(f"r{i}", self._read, ()) for i in range(spec.readers)]
+        targets += [(PROCESS, self._transact, ())] if spec.txn else []
         self._threads = [threading.Thread(target=self._guarded, args=(name, run, args), name=f"chaos-{name}",
                                           daemon=True) for name, run, args in targets]
 
@@ -102,7 +108,7 @@ class Workload:
                 value = f"{name}-{sent}"
                 self.history.append(name, "invoke", "send", value=value, label=producer_spec.label)
                 try:
-                    producer.produce(self.spec.topic, key=str(sent).encode(), value=_pad(value, self.spec.size),
+                    producer.produce(self.spec.topic, key=str(sent).encode(), value=pad(value, self.spec.size),
                                      on_delivery=self._on_delivery(name, value))
                 except BufferError:
                     self.history.append(name, "fail", "send", value=value, error="BufferError")
@@ -112,13 +118,16 @@ class Workload:
         producer.purge()
         producer.flush(1.0)
 
+    def _transact(self, name: str) -> None:
+        TxnProducer(name, self.bootstrap, self.spec.topic, self.spec.partitions, self.spec.seed, self.spec.size,
+                    self.history, self._stop).run()
+
     def _on_delivery(self, name: str, value: str) -> Callable[[Any, Any], None]:
         def delivered(err: Any, msg: Any) -> None:
             if err is None:
                 self.history.append(name, "ok", "send", value=value, partition=msg.partition(), offset=msg.offset())
             else:
-                outcome = "info" if err.name() in INFO_ERRORS or err.retriable() else "fail"
-                self.history.append(name, outcome, "send", value=value, error=err.name())
+                self.history.append(name, send_outcome(err), "send", value=value, error=err.name())
         return delivered
 
     def _consume(self, name: str) -> None:
@@ -126,13 +135,14 @@ class Workload:
 
         consumer = Consumer(client_conf({"bootstrap.servers": self.bootstrap, "group.id": f"{self.spec.topic}-group",
                                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                         "session.timeout.ms": 10000}))
+                                         "session.timeout.ms": 10000, "isolation.level": READ_COMMITTED}))
 
         def assigned(_consumer: Any, partitions: list[Any]) -> None:
-            self.history.append(name, "info", "assign", partitions=tuple(sorted(p.partition for p in partitions)))
+            self.history.append(name, "info", "assign", partitions=tuple(sorted(p.partition for p in partitions)),
+                                label=READ_COMMITTED)
 
         def revoked(_consumer: Any, _partitions: list[Any]) -> None:
-            self.history.append(name, "info", "assign")  # nothing assigned until the next on_assign
+            self.history.append(name, "info", "assign", label=READ_COMMITTED)  # nothing until the next on_assign
 
         consumer.subscribe([self.spec.topic], on_assign=assigned, on_revoke=revoked, on_lost=revoked)
         committed = time.monotonic()
@@ -163,11 +173,11 @@ class Workload:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
         consumer = Consumer(client_conf({"bootstrap.servers": self.bootstrap, "group.id": f"{name}-unused",
-                                         "enable.auto.commit": False}))
+                                         "enable.auto.commit": False, "isolation.level": READ_COMMITTED}))
         try:
             partitions = sorted(consumer.list_topics(self.spec.topic, timeout=15).topics[self.spec.topic].partitions)
             consumer.assign([TopicPartition(self.spec.topic, p, OFFSET_BEGINNING) for p in partitions])
-            self.history.append(name, "info", "assign", partitions=tuple(partitions))
+            self.history.append(name, "info", "assign", partitions=tuple(partitions), label=READ_COMMITTED)
             reread = time.monotonic()
             while not self._stop.is_set():
                 self._poll(name, consumer)
@@ -195,27 +205,34 @@ class Workload:
         return len(records)
 
 
-def final_read(bootstrap: str, topic: str, history: HistoryWriter, name: str = "final") -> tuple[int, ...]:
-    """Read every partition from the beginning to its high watermark; returns the partitions read completely."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+def final_read(bootstrap: str, topic: str, history: HistoryWriter, name: str = "final",
+               isolation: str = READ_COMMITTED) -> tuple[int, ...]:
+    """Read every partition from the beginning to its end (the high watermark, or the last stable offset when
+    read_committed); returns the partitions read completely. A read_committed read reaches its end without a
+    record there when the last one is a transaction marker: the end-of-partition event says it got there."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
+    assert isolation in (READ_COMMITTED, READ_UNCOMMITTED), isolation
     consumer = Consumer(client_conf({"bootstrap.servers": bootstrap, "group.id": f"{name}-unused",
-                                     "enable.auto.commit": False, "enable.partition.eof": True}))
+                                     "enable.auto.commit": False, "enable.partition.eof": True,
+                                     "isolation.level": isolation}))
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-        history.append(name, "info", "assign", partitions=tuple(partitions))
+        history.append(name, "info", "assign", partitions=tuple(partitions), label=isolation)
         remaining = {p for p in partitions if ends[p] > 0}
         done = [p for p in partitions if ends[p] == 0]
         idle_deadline = time.monotonic() + FINAL_READ_IDLE_S
         while remaining and time.monotonic() < idle_deadline:
-            records = _records(consumer.consume(num_messages=POLL_BATCH, timeout=0.5))
-            if not records:
-                continue
-            idle_deadline = time.monotonic() + FINAL_READ_IDLE_S
-            history.append(name, "ok", "poll", records=records)
-            for partition, offset, _ in records:
+            messages = consumer.consume(num_messages=POLL_BATCH, timeout=0.5)
+            reached = [(int(m.partition() or 0), int(m.offset() or 0) - 1) for m in messages
+                       if (error := m.error()) is not None and error.code() == KafkaError._PARTITION_EOF]
+            records = _records(messages)
+            if records:
+                idle_deadline = time.monotonic() + FINAL_READ_IDLE_S
+                history.append(name, "ok", "poll", records=records)
+            for partition, offset in [*((p, o) for p, o, _ in records), *reached]:
                 if offset + 1 >= ends[partition] and partition in remaining:
                     remaining.discard(partition)
                     done.append(partition)
@@ -227,14 +244,6 @@ def final_read(bootstrap: str, topic: str, history: HistoryWriter, name: str = "
 
 
 def _records(messages: list[Any]) -> tuple[tuple[int, int, str], ...]:
-    return tuple((int(m.partition() or 0), int(m.offset() or 0), _unpad(m.value())) for m in messages
+    return tuple((int(m.partition() or 0), int(m.offset() or 0), unpad(m.value())) for m in messages
                  if m.error() is None)
 
-
-def _pad(value: str, size: int) -> bytes:
-    head = value.encode() + b":"
-    return head + b"x" * max(0, size - len(head))
-
-
-def _unpad(payload: bytes | None) -> str:
-    return (payload or b"").split(b":", 1)[0].decode(errors="replace")

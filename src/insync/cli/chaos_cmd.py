@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--seed", type=int, default=0, help="run r uses seed+r; --runs 1 --seed X replays seed X")
     camp.add_argument("--duration", type=float, default=60.0, help="seconds of workload per run")
     camp.add_argument("--faults", default="all", help=f"comma-separated kinds or all ({', '.join(nemesis.KINDS)}); "
-                      f"opt-in: {', '.join([*nemesis.OPT_IN_KINDS, *nemesis.LOG_DIR_KINDS, *nemesis.CLOCK_KINDS])}")
+                      "opt-in: " + ", ".join([*nemesis.OPT_IN_KINDS, *nemesis.LOG_DIR_KINDS, *nemesis.CLOCK_KINDS,
+                                               *nemesis.TXN_KINDS]))
     camp.add_argument("--concurrent-faults", type=int, default=1, metavar="N",
                       help=f"up to N faults active at once (1 to {campaign.CONCURRENCY_MAX})")
     camp.add_argument("--rate", type=float, default=300.0, help="records per second over all producers")
@@ -70,6 +71,9 @@ def register(subparsers: Any) -> None:
     camp.add_argument("--engine", default="insync", metavar="insync|kafka[:VERSION]",
                       help="the same runs on real Apache Kafka (see cluster up --engine); faults insync nodes inject "
                            "into themselves are left out of all")
+    camp.add_argument("--txn", action="store_true",
+                      help="a transactional producer too, and the transactional checks (aborted-read, "
+                           "torn-transaction, lost-write, duplicate)")
     camp.add_argument("--out", default="chaos-campaign", help="directory for each run's history and report")
     camp.set_defaults(func=_campaign)
     check = commands.add_parser("check", help="check a campaign run's history.jsonl again (Jepsen's anomalies)")
@@ -121,7 +125,7 @@ def _campaign(args: argparse.Namespace) -> int:
     if not 1 <= args.concurrent_faults <= campaign.CONCURRENCY_MAX:
         raise ConfigError(f"--concurrent-faults must be 1 to {campaign.CONCURRENCY_MAX}, got {args.concurrent_faults}")
     plans = campaign.plan_campaign(args.runs, args.seed, args.duration, kinds, args.concurrent_faults,
-                                   args.zookeeper, engine)
+                                   args.zookeeper, engine, args.txn)
     done: list[campaign.RunResult] = []
 
     def each(result: campaign.RunResult) -> None:
@@ -145,11 +149,13 @@ def _check(args: argparse.Namespace) -> int:
     result = checker.check(read_history(args.history))
     if args.json:
         print(json.dumps({"ok": result.ok, "forbidden": len(result.forbidden), "sends": result.sends,
+                          "transactions": result.transactions,
                           "reads": result.reads, "anomalies": result.counts,
                           "anomalies_by_label": result.counts_by_label(),
                           "examples": result.examples(report.ANOMALIES_SHOWN)}))
         return 0 if result.ok else 1
-    print(f"sends {result.sends}, records read {result.reads}, complete reads of {list(result.complete_partitions)}")
+    print(f"sends {result.sends}, records read {result.reads}, complete reads of {list(result.complete_partitions)}"
+          + (f", transactions {result.transactions}" if result.transactions else ""))
     for label, kinds in result.counts_by_label().items():
         print(f"  {label}: {', '.join(f'{k} {n}' for k, n in kinds.items())}")
     for anomaly in result.anomalies[:args.show]:

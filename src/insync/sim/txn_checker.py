@@ -27,6 +27,7 @@ from insync.broker.messages import (
 )
 from insync.protocol.control_records import ABORT, AbortedTxn, marker_type
 from insync.protocol.records import BatchHeader, iter_batches
+from insync.sim.txn_rules import ABORTED_READ, LOST_WRITE, TORN, txn_violations
 from insync.sim.txn_workload import TxnAttempt, TxnHistory
 from insync.types import Offset, Outgoing, TopicPartition
 
@@ -139,11 +140,12 @@ def check_transactions(history: TxnHistory, views: dict[TopicPartition, Partitio
         seen, there, must = visible.get(id(attempt), set()), present.get(id(attempt), set()), attempt.must_be()
         name = f"transaction of {attempt.transactional_id} (producer {attempt.producer_id} epoch " \
                f"{attempt.producer_epoch}, {attempt.outcome})"
-        if must == "aborted" and seen:
+        broken = txn_violations(must, written, there & written, seen & written)
+        if ABORTED_READ in broken:
             found[3].append(f"aborted read: {name} must have aborted, but read_committed sees it on {_names(seen)}")
-        if must == "committed" and there != written:
+        if LOST_WRITE in broken:
             found[4].append(f"lost committed write: {name} is missing from {_names(written - there)}")
-        elif seen and seen != written or must == "committed" and seen != written:
+        if TORN in broken:
             found[5].append(f"torn transaction: read_committed sees {name} on {_names(seen) or 'no partition'} "
                             f"but not on {_names(written - seen)}")
     return listed(found)

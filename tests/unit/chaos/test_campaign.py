@@ -111,7 +111,7 @@ def test_the_campaign_summary_totals_the_runs() -> None:
     assert data["anomalies"]["lost-write"] == 2 and data["anomalies_by_label"] == {"acks=1": {"lost-write": 2}}
     assert data["per_run"][1] == {"run": 0, "seed": 7, "ok": True, "error": None, "elapsed_s": 12.0,
                                   "faults": ["kill broker 2"],
-                                  "anomalies": result.check.counts}
+                                  "anomalies": result.check.counts, "transactions": {}}
 
 
 def test_chaos_check_reads_a_history_again(tmp_path: Path) -> None:
