@@ -19,6 +19,9 @@ def register(subparsers: Any) -> None:
                     "trouble and write alerts (URP, flapping, leader-side, under min ISR, offline, data at risk) "
                     "to __insync_alerts. A restart with the same --checkpoint goes on without repeating alerts.")
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+    parser.add_argument("--kafka-logs", nargs="+", default=None, metavar="DIR",
+                        help="monitor a Kafka cluster: its brokers' log directories (server.log, state-change.log, "
+                             "controller.log, here or one level down), read as they grow, beside its metadata")
     parser.add_argument("--master", default=DEFAULT_MASTER, metavar="URL", help=f"Spark master (default {DEFAULT_MASTER})")
     parser.add_argument("--checkpoint", default=".insync-monitor", metavar="DIR",
                         help="query checkpoint and state (default .insync-monitor)")
@@ -36,7 +39,13 @@ def _monitor(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.live import Live
 
-    from insync.spark.monitor.job import Monitor, MonitorError, MonitorSettings, wait_for_events_topic
+    from insync.spark.monitor.job import (
+        Monitor,
+        MonitorError,
+        MonitorSettings,
+        wait_for_events_topic,
+        wait_for_kafka,
+    )
     from insync.spark.monitor.rules import Thresholds
     from insync.spark.monitor.view import MonitorView
     from insync.spark.session import build_session
@@ -46,7 +55,7 @@ def _monitor(args: argparse.Namespace) -> int:
             raise SystemExit(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     thresholds = Thresholds(urp_ms=args.urp_ms, min_isr_ms=args.min_isr_ms, offline_ms=args.offline_ms)
     settings = MonitorSettings(args.bootstrap_server, args.checkpoint, thresholds, from_beginning=args.from_beginning,
-                               alerts_file=args.alerts_file)
+                               alerts_file=args.alerts_file, kafka_logs=tuple(args.kafka_logs or ()))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     deadline = time.monotonic() + args.duration if args.duration > 0 else float("inf")
@@ -59,7 +68,10 @@ def _monitor(args: argparse.Namespace) -> int:
     spark = build_session(args.master, app_name="insync-monitor", shuffle_partitions=1)
     spark.sparkContext.setLogLevel("FATAL")  # a failed query is told (and restarted) by the monitor itself
     try:
-        wait_for_events_topic(settings.bootstrap, 30.0)
+        if settings.kafka_logs:
+            wait_for_kafka(settings.bootstrap, 30.0)
+        else:
+            wait_for_events_topic(settings.bootstrap, 30.0)
         if args.quiet:
             def on_batch(alerts: list[dict[str, Any]], statuses: dict[str, str]) -> None:
                 for a in alerts:

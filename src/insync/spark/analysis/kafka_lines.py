@@ -60,6 +60,9 @@ BODY_RX = rf"^(?:\[[^\]]*\] |{OLD_CONTEXT}: )?(.*?)(?: \([\w.$]+\))?$"
 CONTEXT_RX = rf"^(?:\[([^\]]*)\]|({OLD_CONTEXT}):) "
 # A line's context naming its partition: `Partition t-0 broker=1`, or before 1.0 `Partition [t,0] on broker 1`.
 PARTITION_CONTEXT_RX = r"^Partition (?:(.+)-(\d+) broker=|\[(.+),(\d+)\] on broker )\d+$"
+# The broker a line's context names (`[Partition t-0 broker=1]`, `[Broker id=1]`, `[QuorumController id=0]`...).
+CTX_BROKER_RX = (r"(?:(?:broker|Broker id|replicaId|Controller id|(?:Kafka|Broker|Controller)Server id"
+                 r"|BrokerLifecycleManager id|KafkaRaftServer nodeId)=|on broker )(\d+)")
 SEP = "\u0001"  # joins the captured groups of a line into one string, split once
 MIN_ISR_PHRASE = "min.isr requirement"
 APPEND_ERROR_PHRASE = "Error processing append operation"

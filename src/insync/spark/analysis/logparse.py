@@ -31,6 +31,7 @@ from insync.spark.analysis.kafka_lines import (
     BROKER_SHUTDOWN,
     BROKER_STARTED,
     CONTEXT_RX,
+    CTX_BROKER_RX,
     ISR_CHANGE_REFUSED,
     ISR_UPDATE,
     KINDS,
@@ -276,9 +277,7 @@ def _with_context(k: DataFrame) -> DataFrame:
         F.substring(said, 1, F.length(said) - 2))
     return (k.withColumn("said", F.regexp_extract(F.coalesce("msg", F.lit("")), CONTEXT_RX, 0))
             .withColumn("context", context)
-            .select(*(c for c in k.columns), "context", F.regexp_extract(
-                "context", r"(?:(?:broker|Broker id|replicaId|Controller id|(?:Kafka|Broker|Controller)Server id"
-                           r"|BrokerLifecycleManager id|KafkaRaftServer nodeId)=|on broker )(\d+)", 1)
+            .select(*(c for c in k.columns), "context", F.regexp_extract("context", CTX_BROKER_RX, 1)
             .try_cast("int").alias("ctx_broker")))
 
 

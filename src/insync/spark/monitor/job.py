@@ -53,6 +53,7 @@ class MonitorSettings:
     trigger_ms: int = 1_000
     from_beginning: bool = False
     alerts_file: str | None = None
+    kafka_logs: tuple[str, ...] = ()  # a Kafka cluster's log directories: read them (`kafka_source`), not the topic
 
     def __post_init__(self) -> None:
         assert self.bootstrap and self.checkpoint and self.trigger_ms > 0, self
@@ -141,14 +142,21 @@ class AlertSink:
 def start(spark: SparkSession, settings: MonitorSettings,
           on_batch: Callable[[list[dict[str, Any]], dict[str, str]], None]) -> StreamingQuery:
     """Start the monitor's query (the caller stops it); `on_batch(alerts, statuses)` after each micro-batch."""
+    from insync.spark.monitor.kafka_source import KafkaLogsDataSource
     from insync.spark.source.datasource import InsyncDataSource
 
     spark.dataSource.register(InsyncDataSource)
     Path(settings.checkpoint).mkdir(parents=True, exist_ok=True)
-    events = (spark.readStream.format("insync").option("kafka.bootstrap.servers", settings.bootstrap)
-              .option("subscribe", EVENTS_TOPIC).option("failOnDataLoss", "false").option("reader", "driver")
-              .option("kafka.socket.timeout.ms", str(SOCKET_TIMEOUT_MS))
-              .option("startingOffsets", "earliest" if settings.from_beginning else "latest").load())
+    starting = "earliest" if settings.from_beginning else "latest"
+    if settings.kafka_logs:
+        spark.dataSource.register(KafkaLogsDataSource)
+        events = (spark.readStream.format(KafkaLogsDataSource.name()).option("dirs", json.dumps(settings.kafka_logs))
+                  .option("bootstrap", settings.bootstrap).option("startingOffsets", starting).load())
+    else:
+        events = (spark.readStream.format("insync").option("kafka.bootstrap.servers", settings.bootstrap)
+                  .option("subscribe", EVENTS_TOPIC).option("failOnDataLoss", "false").option("reader", "driver")
+                  .option("kafka.socket.timeout.ms", str(SOCKET_TIMEOUT_MS))
+                  .option("startingOffsets", starting).load())
     return (partition_states(events, settings.thresholds).writeStream
             .foreachBatch(AlertSink(spark, settings, on_batch))
             .option("checkpointLocation", str(Path(settings.checkpoint) / "query"))
@@ -190,6 +198,31 @@ def wait_for_events_topic(bootstrap: str, deadline_s: float) -> None:
     except WaitTimeout:
         raise MonitorError(f"no {EVENTS_TOPIC} topic at {bootstrap} within {deadline_s:.0f} s: is the cluster up, "
                            "with insync.events.topic.enable=true (the default)?") from None
+
+
+def wait_for_kafka(bootstrap: str, deadline_s: float) -> None:
+    """A Kafka cluster answers, and the alerts topic exists (one partition, replicated on up to three brokers);
+    MonitorError otherwise."""
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # public, not in stubs
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+
+    def ready() -> bool:
+        try:
+            metadata = admin.list_topics(timeout=2)
+            if ALERTS_TOPIC not in metadata.topics:
+                factor = min(3, len(metadata.brokers))
+                admin.create_topics([NewTopic(ALERTS_TOPIC, num_partitions=1, replication_factor=factor)])[
+                    ALERTS_TOPIC].result(timeout=deadline_s)
+            return True
+        except Exception as exc:  # noqa: BLE001 - not up yet, or another monitor created it: try again
+            log.info("waiting for the Kafka cluster: %s", exc)
+            return False
+
+    try:
+        wait_until(ready, deadline_s, f"the Kafka cluster at {bootstrap}", interval_s=0.5)
+    except WaitTimeout:
+        raise MonitorError(f"no Kafka cluster answered at {bootstrap} within {deadline_s:.0f} s") from None
 
 
 class Monitor:
