@@ -112,7 +112,7 @@ def test_kafka_alerts_for_a_paused_follower_and_a_slow_leader(spark: SparkSessio
         leader = TOPICS["slow"][0]
         slow_disk.write_control(Path(spec.node(leader).directory), {"slow-0": SLOW_READ_MS})
         try:
-            wait_until(lambda: seen.named("leader_side", "slow"), 90,
+            wait_until(lambda: seen.named("leader_side", "slow"), 180,
                        lambda: f"a leader_side alert for the slow leader ({seen.alerts}; {seen.errors})")
         finally:
             slow_disk.write_control(Path(spec.node(leader).directory), {})

@@ -108,8 +108,8 @@ def _apply(s: State, topic: str, partition: int, e: Mapping[str, Any], t: Thresh
             s["single"] = None
     elif kind == "under_replicated_start":
         s["urp"] = s["urp"] or _episode(ts, "a replica left the ISR by the controller (fenced or shut down)", {})
-    elif kind == "under_replicated_end":
-        s["urp"], s["single"], s["failed"] = None, None, None
+    elif kind == "under_replicated_end":  # whole again: a controlled shutdown's episodes are over too
+        s["urp"], s["single"], s["failed"], s["shutdown_ms"] = None, None, None, None
     elif kind == "under_min_isr_start":
         s["min_isr"] = s["min_isr"] or _episode(ts, "produce with acks=all is refused", {"refused": 0})
         s["single"] = None
@@ -174,8 +174,7 @@ def _shrink(s: State, topic: str, partition: int, e: Mapping[str, Any], t: Thres
 def _leader_change(s: State, topic: str, partition: int, e: Mapping[str, Any]) -> list[Alert]:
     ts = int(e["ts_ms"])
     s["leader"], s["isr"] = int(e["leader_after"]), list(e.get("isr", s["isr"]))
-    if e.get("reason") == "shutdown":
-        s["shutdown_ms"] = ts
+    s["shutdown_ms"] = ts if e.get("reason") == "shutdown" else None
     if e.get("reason") == "unclean":
         return [Alert("data_at_risk", topic, partition, ts, ts, f"unclean election of broker {e['leader_after']}",
                       {"leader_before": e.get("leader_before"), "leader_after": e["leader_after"],

@@ -110,6 +110,16 @@ def test_after_a_controlled_shutdown_of_the_leader_nothing_is_alerted() -> None:
     assert alerts == [] and "controlled shutdown" in outcome.status
 
 
+def test_once_whole_again_after_a_controlled_shutdown_a_later_episode_is_alerted() -> None:
+    """A rolling restart's shutdown excuses its own episodes, not every later one of the partition."""
+    events = [_event(1000, "leader_change", leader_before=1, leader_after=2, leader_epoch=1, isr=[2, 3],
+                     reason="shutdown"), _event(1100, "under_replicated_start"),
+              _event(5000, "isr_expand", isr_before=[2, 3], isr_after=[2, 3, 1], added=[1]),
+              _event(5000, "under_replicated_end"), _shrink(90_000, 2, [2, 3, 1], [2, 1])]
+    alerts, _ = _run([(events, 90_000), ([], 120_000)])
+    assert [(a.kind, a.since_ms) for a in alerts] == [("under_replicated", 90_000)]
+
+
 def test_a_restarted_monitor_does_not_repeat_an_alert_from_its_state() -> None:
     alerts, outcome = _run([([_shrink(1000, 1, [1, 2, 3], [1, 2])], 1000), ([], 3000)])
     again = rules.step(outcome.state, "t", 0, [], 5000, T)
