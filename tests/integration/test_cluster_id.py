@@ -54,3 +54,32 @@ def test_a_cluster_has_its_own_id_on_every_broker_and_keeps_it_across_restarts(t
         assert settled_id(other) != cluster_id
     finally:
         cluster.down(cluster.ClusterSpec.load(other.directory), 10.0)
+
+
+def test_a_cluster_whose_picked_port_was_taken_first_starts_again_on_new_ports(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between the pick of a free port and a node's bind, a parallel test's process may take it: the node exits with
+    `address already in use`, and `cluster.up` starts the new cluster again on new ports (not a failed test)."""
+    import socket
+
+    taker = socket.socket()
+    taker.bind(("127.0.0.1", 0))
+    taker.listen()
+    taken = taker.getsockname()[1]
+    picks = iter([True])
+    pick = cluster.free_ports
+
+    def first_pick_taken(count: int) -> list[int]:
+        ports = pick(count)
+        return [taken, *ports[1:]] if next(picks, False) else ports
+
+    monkeypatch.setattr(cluster, "free_ports", first_pick_taken)
+    try:
+        spec = cluster.up(str(tmp_path / "c"), 1, 0, ["broker.session.timeout.ms=6000"])
+    finally:
+        taker.close()
+    try:
+        assert taken not in {n.port for n in spec.nodes} | {n.metrics_port for n in spec.nodes}
+        assert settled_id(spec)
+    finally:
+        cluster.down(spec, 30)

@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,6 +43,8 @@ START_DEADLINE_S = 30.0
 # to end first, on a JVM that starts slowly on two loaded cores.
 KAFKA_START_DEADLINE_S = 120.0
 REGISTRATION_DEADLINE_S = 60.0
+PORT_TAKEN_RETRIES = 2  # new starts of a cluster whose picked port another process took first
+PORT_TAKEN_TAIL_BYTES = 16 * 1024  # of a node's stdout.log, read for the bind error
 METADATA_TIMEOUT_S = 5.0
 
 
@@ -407,7 +410,38 @@ def up(directory: str, brokers: int, port: int, overrides: list[str], controller
     first and is the active one; any others start after it listens, as standbys. With `namespaces`, each node
     in its own network namespace. With a Kafka `engine`, Kafka's nodes (KRaft log dirs formatted first). With
     `clock_steps`, every node's wall clock can be stepped (chaos/clock_step.py). Whatever fails, nothing started
-    is left behind."""
+    is left behind. With picked ports (`port` 0), a node that found its port taken is started again, the whole
+    cluster on new ports: between the pick and the bind, another process (a parallel test's cluster) may take it."""
+    fresh = not any(Path(directory).glob("node-*"))  # a cluster's own data is never removed to start again
+    for _ in range(PORT_TAKEN_RETRIES):  # bounded
+        try:
+            return _up(directory, brokers, port, overrides, controllers, namespaces, security, engine, clock_steps)
+        except Exception:
+            if not (fresh and port == 0 and _port_was_taken(Path(directory))):
+                raise
+        _forget_nodes(Path(directory))
+    return _up(directory, brokers, port, overrides, controllers, namespaces, security, engine, clock_steps)
+
+
+def _port_was_taken(directory: Path) -> bool:
+    """Whether a node of the cluster in `directory` exited because its port was taken (its log says so)."""
+    for log in directory.glob("node-*/stdout.log"):
+        with contextlib.suppress(OSError), log.open("rb") as f:
+            f.seek(max(0, log.stat().st_size - PORT_TAKEN_TAIL_BYTES))
+            if b"Address already in use" in f.read():
+                return True
+    return False
+
+
+def _forget_nodes(directory: Path) -> None:
+    """Remove what a failed start of a new cluster left in `directory` (its stopped nodes' directories)."""
+    for node_dir in directory.glob("node-*"):
+        shutil.rmtree(node_dir, ignore_errors=True)
+    (directory / CLUSTER_FILE).unlink(missing_ok=True)
+
+
+def _up(directory: str, brokers: int, port: int, overrides: list[str], controllers: int, namespaces: bool,
+        security: str, engine: str, clock_steps: bool) -> ClusterSpec:
     engine = kafka_cluster.parse_engine(engine)
     network = _make_network(overrides, [*_controller_ids(controllers), *range(1, brokers + 1)]) if namespaces else None
     try:
