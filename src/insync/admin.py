@@ -17,6 +17,9 @@ from insync.config import ConfigError
 from insync.waiting import wait_until
 
 ADMIN_TIMEOUT_S = 15.0
+# Partitions one request creates or adds: Kafka's controller and insync's refuse a user operation of more than
+# 10,000 metadata records, and a larger topic is grown in steps (insync's controller writes several a partition).
+CREATE_PARTITIONS_MAX = 2_000
 T = TypeVar("T")
 
 
@@ -41,16 +44,26 @@ def kafka_error_text(exc: Exception) -> str:
 def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
                  configs: dict[str, str], deadline_s: float = 30.0) -> None:
     """Create the topic unless it exists, then wait until every partition has a leader in every broker's metadata."""
-    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import NewPartitions, NewTopic  # type: ignore[attr-defined]
 
     admin = admin_client(bootstrap)
-    future = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+    created = min(partitions, CREATE_PARTITIONS_MAX)
+    future = admin.create_topics([NewTopic(name, num_partitions=created, replication_factor=replication_factor,
                                            config=configs)], operation_timeout=ADMIN_TIMEOUT_S)[name]
     try:
         future.result(timeout=ADMIN_TIMEOUT_S)
     except Exception as exc:
         if "TOPIC_ALREADY_EXISTS" not in kafka_error_text(exc):
             raise ConfigError(f"cannot create topic {name}: {kafka_error_text(exc)}") from None
+        existing = admin.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics.get(name)
+        created = len(existing.partitions) if existing is not None else created
+    while created < partitions:  # bounded: each step adds CREATE_PARTITIONS_MAX
+        created = min(partitions, created + CREATE_PARTITIONS_MAX)
+        grown = admin.create_partitions([NewPartitions(name, created)], operation_timeout=ADMIN_TIMEOUT_S)[name]
+        try:
+            grown.result(timeout=ADMIN_TIMEOUT_S)
+        except Exception as exc:
+            raise ConfigError(f"cannot add partitions to topic {name}: {kafka_error_text(exc)}") from None
     waiting_for = "the cluster's metadata"
 
     def led_everywhere() -> bool:

@@ -184,6 +184,19 @@ def test_create_partitions_then_write_and_read_the_new_ones(insync_cluster: Clus
     assert unknown.value.args[0].name() == "UNKNOWN_TOPIC_OR_PART"
 
 
+def test_a_topic_larger_than_one_request_may_create_is_grown_in_steps(insync_cluster: ClusterSpec,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """ensure_topic's steps (a 10,000-partition topic is over what one CreateTopics may create, on Kafka too),
+    with a step of 3 partitions so that a topic of 7 takes a create and two additions; again, it stays 7."""
+    from insync import admin
+
+    monkeypatch.setattr(admin, "CREATE_PARTITIONS_MAX", 3)
+    for _ in range(2):
+        ensure_topic(insync_cluster.bootstrap, "stepped", 7, 3, {})
+        rows = describe_rows(insync_cluster.bootstrap, ["stepped"])
+        assert sorted(r.partition for r in rows) == list(range(7)) and all(r.leader >= 0 for r in rows)
+
+
 def test_a_raised_min_insync_replicas_refuses_acks_all_at_once(tmp_path: Path) -> None:
     """A follower killed out of the ISR leaves 2 of 3 replicas in sync; raising min.insync.replicas to 3 on the
     live topic makes the leader refuse acks=all (and log under_min_isr_start) without any restart, and deleting
