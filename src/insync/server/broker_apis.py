@@ -226,8 +226,9 @@ class BrokerApis:
         internal = decoded.request
         if decoded.error is not errors.NONE or not internal.partitions:
             return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
-        refused = await self._transactions.unverified(request.body.transactional_id, internal.partitions,
-                                                      request.api_version)
+        transactional_id = request.body.transactional_id
+        refused = await self._transactions.unverified(transactional_id, internal.partitions, request.api_version) \
+            if transactional_id else ()
         if refused:
             gone = {result.topic_partition for result in refused}
             internal = dataclasses.replace(internal, partitions=tuple(p for p in internal.partitions if p[0] not in gone))
@@ -236,7 +237,8 @@ class BrokerApis:
                 self._node.send(internal)
             return None
         answered = await self._node.call(internal) if internal.partitions else ProduceResponse(internal.correlation_id, ())
-        answered = dataclasses.replace(answered, results=answered.results + refused)
+        if refused:
+            answered = dataclasses.replace(answered, results=answered.results + refused)
         return produce.encode_response(answered, decoded, self._image(session))
 
     async def fetch(self, request: DecodedRequest, session: Session) -> Any:
