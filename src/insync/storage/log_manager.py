@@ -84,6 +84,9 @@ class LogManager:
         self.cleaner: LogCleaner | None = None  # set by open()
         self.moves = ReplicaMoves(self)
         self.failure_channel = LogDirFailureChannel()
+        # What each checkpoint file last held when written: an unchanged one is not written again (an idle broker
+        # with thousands of partitions would rewrite and fsync the same lines every interval).
+        self._written: dict[str, dict[TopicPartition, int]] = {}
 
     @property
     def offline_dirs(self) -> frozenset[str]:
@@ -237,8 +240,12 @@ class LogManager:
         """A checkpoint that cannot be written takes its dir offline, as Kafka's does."""
         if self.failure_channel.is_offline(log_dir):
             return
+        path = f"{log_dir}/{name}"
+        if self._written.get(path) == offsets:
+            return
         try:
-            write_offset_checkpoint(self.disk, f"{log_dir}/{name}", offsets)
+            write_offset_checkpoint(self.disk, path, offsets)
+            self._written[path] = dict(offsets)
         except OSError as exc:
             self.failure_channel.maybe_add_offline_log_dir(
                 log_dir, f"Disk error while writing {name} in directory {log_dir}", exc)

@@ -68,6 +68,19 @@ def test_high_watermark_checkpoint_round_trip_and_strict_read() -> None:
         manager.read_high_watermarks()
 
 
+def test_an_unchanged_checkpoint_is_not_written_again() -> None:
+    """An idle broker's checkpoints: the same lines are not rewritten (and fsynced) every interval; a change is."""
+    disk = MemoryDisk()
+    manager = filled_manager(disk)
+    path = f"{ROOT}/replication-offset-checkpoint"
+    manager.checkpoint_high_watermarks({T0: 4, T1: 6})
+    disk.write_file(path, b"0\n1\norders 0 1\n")  # a stand-in, so that a second write would show
+    manager.checkpoint_high_watermarks({T0: 4, T1: 6})
+    assert manager.read_high_watermarks() == {T0: 1}
+    manager.checkpoint_high_watermarks({T0: 5, T1: 6})
+    assert manager.read_high_watermarks() == {T0: 5, T1: 6}
+
+
 def test_garbled_recovery_and_log_start_checkpoints_fall_back_safely(caplog: pytest.LogCaptureFixture) -> None:
     disk = MemoryDisk()
     manager = filled_manager(disk)
