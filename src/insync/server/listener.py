@@ -192,10 +192,6 @@ class Listener:
         return reader, made[0]
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._connections) > limits.CONNECTIONS_MAX:
-            log.warning("Refusing connection: %d connections open", len(self._connections) - 1)
-            writer.close()
-            return
         peer = _peer_name(writer)
         try:
             set_send_buffer(writer.get_extra_info("socket"), self.send_buffer_bytes)
