@@ -515,8 +515,9 @@ def _listener_config(config: BrokerConfig) -> ListenerConfig:
 
 @dataclass(frozen=True, slots=True)
 class SocketConfig:
-    """What a listener allows each connection (the largest request, its send buffer, -1 the OS default), how many
-    connections may wait to be accepted, and how many may be open in all and from one IP address."""
+    """What a listener allows each connection (the largest request, its send buffer, -1 the OS default, how long
+    it may idle), how many connections may wait to be accepted, and how many may be open in all and from one IP
+    address."""
 
     request_max_bytes: int  # socket.request.max.bytes
     send_buffer_bytes: int  # socket.send.buffer.bytes
@@ -524,6 +525,7 @@ class SocketConfig:
     max_connections: int  # max.connections
     max_connections_per_ip: int  # max.connections.per.ip
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]  # (host or IP, its maximum)
+    connections_max_idle_ms: int  # connections.max.idle.ms
 
 
 def _socket_config(config: BrokerConfig) -> SocketConfig:
@@ -531,7 +533,8 @@ def _socket_config(config: BrokerConfig) -> SocketConfig:
     return SocketConfig(config.get_int("socket.request.max.bytes"), config.get_int("socket.send.buffer.bytes"),
                         config.get_int("socket.listen.backlog.size"), config.get_int("max.connections"),
                         config.get_int("max.connections.per.ip"),
-                        connection_overrides(overrides_key, config.get_str(overrides_key) or ""))
+                        connection_overrides(overrides_key, config.get_str(overrides_key) or ""),
+                        config.get_int("connections.max.idle.ms"))
 
 
 def connection_overrides(key: str, text: str) -> tuple[tuple[str, int], ...]:

@@ -242,6 +242,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
            "reached.", min=0),
         _d("max.connections.per.ip.overrides", "string", "", "A comma-separated list of per-IP or hostname "
            "overrides to the default maximum number of connections, e.g. hostName:100,127.0.0.1:200."),
+        _d("connections.max.idle.ms", "long", 600000, "Close a connection after this long without a request read "
+           "in full or a response written (a frame that trickles in is no activity), unless a request is in flight.",
+           min=1),
         _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", min=0),
         _d("request.timeout.ms", "int", 30000, "Client-side request timeout used by insync's own tools.", min=1),
         # Log

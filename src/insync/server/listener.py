@@ -10,7 +10,7 @@ key or version (except ApiVersions) or a body that does not parse closes only th
 written as `encode_response_parts` parts, so a Fetch response's records go uncopied from the log's read to the
 socket, and the 4 MiB default `socket.send.buffer.bytes` (Kafka's: 100 KB) lets one leave in one or two sends.
 A TLS listener bounds its handshake by `ssl.handshake.timeout.ms`; the client certificate gives the principal.
-A thread of the listener's own accepts (`server.acceptor`: Kafka's listen backlog and connection quotas).
+A thread accepts (`server.acceptor`: backlog, quotas); connections idle for `connections.max.idle.ms` are closed.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import functools
 import logging
 import socket
 import ssl
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -47,6 +49,8 @@ log = logging.getLogger("insync.server")
 READ_CHUNK_BYTES = 256 * 1024
 LISTEN_BACKLOG_SIZE = 50  # socket.listen.backlog.size's default
 JOIN_PARTS_MAX_BYTES = 64 * 1024  # answers up to this are copied into one write
+CONNECTIONS_MAX_IDLE_MS = 600_000  # connections.max.idle.ms's default
+IDLE_CHECK_MAX_S = 1.0  # how often idle connections are looked for, at most (a quarter of the idle time if shorter)
 
 
 class Dispatcher(Protocol):
@@ -89,10 +93,10 @@ class Listener:
                  send_buffer_bytes: int = -1, *, name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
                  tls: TlsServer | None = None, gate: GateFactory | None = None,
                  backlog: int = LISTEN_BACKLOG_SIZE, quotas: ConnectionQuotas | None = None,
-                 protected: bool = False) -> None:
+                 protected: bool = False, idle_ms: int = CONNECTIONS_MAX_IDLE_MS) -> None:
         """`quotas`: the node's, shared by its listeners (None: no limits); `protected`: the inter-broker
-        listener, which accepts beyond `max.connections` as Kafka's does."""
-        assert max_request_bytes > 0 and send_buffer_bytes >= -1 and backlog >= 1
+        listener, which accepts beyond `max.connections` as Kafka's does; `idle_ms`: connections.max.idle.ms."""
+        assert max_request_bytes > 0 and send_buffer_bytes >= -1 and backlog >= 1 and idle_ms > 0
         assert (tls is not None) == security_protocol.endswith("SSL"), (security_protocol, tls)
         self.dispatcher = dispatcher
         self.host = host
@@ -109,6 +113,10 @@ class Listener:
         self._acceptor: Acceptor | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._busy: set[asyncio.Task[None]] = set()  # connections with a request being handled
+        self.idle_s = idle_ms / 1000
+        # each connection's last activity (monotonic s), the longest idle first: the reaper looks only at the front
+        self._last_active: OrderedDict[asyncio.Task[None], float] = OrderedDict()
+        self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
         self.ready = asyncio.Event()
 
@@ -118,6 +126,7 @@ class Listener:
         self._acceptor = Acceptor(sock, self.backlog, self.quotas, self.protected, asyncio.get_running_loop(),
                                   self._handed_over)
         self._acceptor.start()
+        self._reaper = asyncio.create_task(self._close_idle())
         self.ready.set()
         log.info("Listening on %s", self.endpoint)
 
@@ -129,6 +138,8 @@ class Listener:
         """Stop accepting; close idle connections at once; give requests in flight until the deadline; then
         cancel what is left."""
         self._stopping = True
+        if self._reaper is not None:
+            self._reaper.cancel()
         if self._acceptor is not None:
             await asyncio.to_thread(self._acceptor.stop)
         for task in self._connections - self._busy:
@@ -165,11 +176,37 @@ class Listener:
             if isinstance(exc, OSError):
                 return  # the client went away before its transport was made
             raise
+        self._touch(task)
         try:
             await self._serve_connection(reader, writer)
         finally:
             self._connections.discard(task)
+            self._last_active.pop(task, None)
             self.quotas.release(ip)
+
+    def _touch(self, connection: asyncio.Task[None]) -> None:
+        """A request was read in full or an answer written on `connection`: its idle time starts again."""
+        if connection in self._connections:
+            self._last_active[connection] = time.monotonic()
+            self._last_active.move_to_end(connection)
+
+    async def _close_idle(self) -> None:
+        """Close connections idle for `idle_s` with nothing in flight, as Kafka's Selector does. Idle here is no
+        request read in full and no answer written: Kafka counts any bytes as activity, so a client trickling a
+        frame a byte at a time would hold its connection for good. One in flight leaves the order; its answer
+        puts it back."""
+        interval_s = min(self.idle_s / 4, IDLE_CHECK_MAX_S)
+        while not self._stopping:  # bounded: stop() cancels it
+            await asyncio.sleep(interval_s)
+            horizon = time.monotonic() - self.idle_s
+            for _ in range(len(self._last_active)):  # bounded: each turn removes one
+                connection, since = next(iter(self._last_active.items()))
+                if since > horizon:
+                    break
+                del self._last_active[connection]
+                if connection not in self._busy:
+                    log.debug("Closing a connection idle for %.0f ms", (time.monotonic() - since) * 1000)
+                    connection.cancel()
 
     async def _streams(self, sock: socket.socket) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """`sock` as a stream pair. A TLS listener stops the reading as the transport is made, before anything is
@@ -192,10 +229,6 @@ class Listener:
         return reader, made[0]
 
     async def _serve_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._connections) > limits.CONNECTIONS_MAX:
-            log.warning("Refusing connection: %d connections open", len(self._connections) - 1)
-            writer.close()
-            return
         peer = _peer_name(writer)
         try:
             set_send_buffer(writer.get_extra_info("socket"), self.send_buffer_bytes)
@@ -206,7 +239,7 @@ class Listener:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
-            pass  # shutdown past its deadline: the connection just closes
+            pass  # idle, or shutdown past its deadline: the connection just closes
         except FrameError as exc:
             log.warning("Closing connection from %s: %s", peer, exc)
         except Exception:
@@ -253,6 +286,7 @@ class Listener:
                 data = await reader.read(READ_CHUNK_BYTES)
                 reading = bool(data)
                 for payload in decoder.feed(data):
+                    self._touch(connection)
                     await slots.acquire()  # none free: the reading stops, back-pressure on the client
                     screened = gate.screen(payload) if gate is not None else None
                     answer = self._start(payload, session) if screened is None else screened
@@ -311,6 +345,7 @@ class Listener:
                 response = await answer if isinstance(answer, asyncio.Task) else answer
                 if response is not None:
                     await _write_parts(writer, response)
+                self._touch(connection)  # an acks=0 produce has no answer, but its handling was activity
                 slots.release()
                 if in_order.empty():
                     self._busy.discard(connection)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -50,14 +51,30 @@ async def serve(config: BrokerConfig) -> int:
     return controller.exit_code if controller is not None else 0
 
 
+def raise_open_files_limit() -> int:
+    """Raise the soft limit on open files to the hard one, as the JVM does for Kafka (HotSpot's `MaxFDLimit`, on by
+    default): each connection is a descriptor, and a shell's soft limit (often 1,024) would leave clients waiting in
+    the listen backlog. The limit now in force (the soft one as it was where the system refuses)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert hard == resource.RLIM_INFINITY or soft <= hard, (soft, hard)
+    if soft == hard:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError):  # an infinite hard limit some systems will not take as the soft one
+        return soft
+    return hard
+
+
 def run(config: BrokerConfig) -> int:
     """Run the node until a signal. With `INSYNC_PROFILE_DIR` set, the whole run is profiled (cProfile) and the
     stats are written to `<dir>/node-<id>.prof` at exit, a CPU profile of a real node under real traffic."""
     configure_logging(config.log_dirs()[0])
     malloc.keep_freed_buffers()  # fetch responses are megabyte buffers: reuse them (insync.malloc)
+    open_files = raise_open_files_limit()
     node_id = config.node.node_id
-    logging.getLogger("insync.node").info("Starting node %d with roles %s", node_id,
-                                          ",".join(config.node.process_roles))
+    logging.getLogger("insync.node").info("Starting node %d with roles %s (open files limit %d)", node_id,
+                                          ",".join(config.node.process_roles), open_files)
     profile_dir = os.environ.get("INSYNC_PROFILE_DIR")
     if not profile_dir:
         return asyncio.run(serve(config))

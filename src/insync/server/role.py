@@ -79,7 +79,8 @@ def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: Bro
                     config.sockets.send_buffer_bytes, name=endpoint.name,
                     security_protocol=endpoint.security_protocol,
                     tls=server_tls(config, endpoint.name, sasl=gate is not None) if endpoint.uses_tls else None,
-                    gate=gate, backlog=config.sockets.listen_backlog_size, quotas=quotas, protected=protected)
+                    gate=gate, backlog=config.sockets.listen_backlog_size, quotas=quotas, protected=protected,
+                    idle_ms=config.sockets.connections_max_idle_ms)
 
 
 def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) -> ssl.SSLContext | None:

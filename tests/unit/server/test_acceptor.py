@@ -73,7 +73,9 @@ def test_releasing_what_was_never_admitted_is_a_programmer_error() -> None:
 def test_the_config_gives_kafkas_defaults_and_parses_overrides() -> None:
     sockets = BrokerConfig({}).sockets
     assert (sockets.listen_backlog_size, sockets.max_connections, sockets.max_connections_per_ip,
-            sockets.max_connections_per_ip_overrides) == (50, 2**31 - 1, 2**31 - 1, ())
+            sockets.max_connections_per_ip_overrides, sockets.connections_max_idle_ms) == (
+        50, 2**31 - 1, 2**31 - 1, (), 600_000)
+    assert BrokerConfig({"connections.max.idle.ms": "1500"}).sockets.connections_max_idle_ms == 1500
     sockets = BrokerConfig({"max.connections.per.ip": "0",
                             "max.connections.per.ip.overrides": "localhost:100, 127.0.0.2:200"}).sockets
     assert sockets.max_connections_per_ip_overrides == (("localhost", 100), ("127.0.0.2", 200))

@@ -61,8 +61,8 @@ async def a_new_connection_is_served(port: int) -> None:
     writer.close()
 
 
-async def with_listener(dispatcher: Any, body: Any) -> None:
-    listener = Listener(dispatcher, "127.0.0.1", 0, max_request_bytes=1024)
+async def with_listener(dispatcher: Any, body: Any, idle_ms: int = 600_000) -> None:
+    listener = Listener(dispatcher, "127.0.0.1", 0, max_request_bytes=1024, idle_ms=idle_ms)
     await listener.start()
     try:
         await body(listener.port)
@@ -207,6 +207,84 @@ def test_bad_frames_close_only_their_connection(garbage: bytes) -> None:
         assert await asyncio.wait_for(reader.read(), timeout=5) == b""
         writer.close()
         await a_new_connection_is_served(port)
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body))
+
+
+IDLE_MS = 300
+
+
+def test_a_connection_idle_for_connections_max_idle_ms_is_closed_and_others_are_served() -> None:
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(api_versions(3, 0))
+        assert (await read_response(reader, 3))[0] == 0
+        assert await asyncio.wait_for(reader.read(), timeout=5) == b""  # the broker closed it
+        writer.close()
+        await a_new_connection_is_served(port)
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body, IDLE_MS))
+
+
+def test_a_frame_trickled_a_byte_at_a_time_does_not_keep_its_connection_open() -> None:
+    """A slowloris client: its frame never completes, so it is idle however often a byte arrives (Kafka counts
+    every byte as activity and would keep it open for good)."""
+    frame = struct.pack(">i", 1000) + b"x" * 996
+
+    async def trickle(writer: asyncio.StreamWriter) -> None:
+        for byte in frame:  # bounded: 1,000 bytes, far longer than the idle time
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(IDLE_MS / 10_000)
+
+    async def body(port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        sender = asyncio.create_task(trickle(writer))
+        try:
+            assert await asyncio.wait_for(reader.read(), timeout=5) == b""
+            assert not sender.done()  # closed while the bytes were still coming
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+                await sender
+            writer.close()
+        await a_new_connection_is_served(port)
+
+    asyncio.run(with_listener(ApiVersionsOnly(), body, IDLE_MS))
+
+
+def test_a_connection_waiting_for_its_answer_is_not_idle() -> None:
+    """A request in flight longer than the idle time (a long fetch wait, an acks=all produce) keeps its connection;
+    a connection idle since later is closed meanwhile, which shows the idle check ran past the first one."""
+    dispatcher = Gated()
+
+    async def body(port: int) -> None:
+        waiting_reader, waiting_writer = await asyncio.open_connection("127.0.0.1", port)
+        waiting_writer.write(api_versions(3, 0))  # even: held at the gate
+        await asyncio.wait_for(until(lambda: dispatcher.seen == [0]), timeout=5)
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await asyncio.wait_for(idle_reader.read(), timeout=5) == b""
+        dispatcher.gate.set()
+        assert (await asyncio.wait_for(read_response(waiting_reader, 3), timeout=5))[0] == 0
+        assert await asyncio.wait_for(waiting_reader.read(), timeout=5) == b""  # idle once answered
+        idle_writer.close()
+        waiting_writer.close()
+
+    asyncio.run(with_listener(dispatcher, body, IDLE_MS))
+
+
+def test_a_size_above_socket_request_max_bytes_closes_its_connection_at_once_and_only_it() -> None:
+    """As Kafka's InvalidReceiveException: the size alone closes the connection, before any of the body."""
+
+    async def body(port: int) -> None:
+        other_reader, other_writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(struct.pack(">i", 1025))  # no body, no end of stream
+        assert await asyncio.wait_for(reader.read(), timeout=5) == b""
+        other_writer.write(api_versions(3, 7))
+        assert (await read_response(other_reader, 3))[0] == 7
+        writer.close()
+        other_writer.close()
 
     asyncio.run(with_listener(ApiVersionsOnly(), body))
 
