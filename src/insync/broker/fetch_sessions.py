@@ -3,7 +3,8 @@
 A follower's full fetch at epoch INITIAL_EPOCH opens a session holding each partition's fetch state; its later
 fetches carry the session id and the next epoch, and list only the partitions whose fetch state changed (and those
 to forget). `open` turns such a request into the full one the fetch server serves, so every partition of the
-session is still read and its follower state updated on each fetch, as Kafka's IncrementalFetchContext does;
+session has its follower state updated on each fetch, as Kafka's IncrementalFetchContext does (one with nothing
+new for its follower without a read of its log: `FetchServer.follower_fetch`);
 `respond` keeps, of an incremental answer, only the partitions with something new (records, an error, a diverging
 epoch, or a changed high watermark or log start). A wrong epoch is INVALID_FETCH_SESSION_EPOCH, an unknown id (or
 one opened by another broker) FETCH_SESSION_ID_NOT_FOUND; the follower then starts over with a full fetch. Sessions
