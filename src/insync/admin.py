@@ -43,7 +43,8 @@ def kafka_error_text(exc: Exception) -> str:
 
 def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
                  configs: dict[str, str], deadline_s: float = 30.0) -> None:
-    """Create the topic unless it exists, then wait until every partition has a leader in every broker's metadata."""
+    """Create the topic unless it exists (a new one of more than `CREATE_PARTITIONS_MAX` partitions in steps), then
+    wait until every partition has a leader in every broker's metadata. An existing topic is never changed."""
     from confluent_kafka.admin import NewPartitions, NewTopic  # type: ignore[attr-defined]
 
     admin = admin_client(bootstrap)
@@ -55,8 +56,7 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     except Exception as exc:
         if "TOPIC_ALREADY_EXISTS" not in kafka_error_text(exc):
             raise ConfigError(f"cannot create topic {name}: {kafka_error_text(exc)}") from None
-        existing = admin.list_topics(name, timeout=ADMIN_TIMEOUT_S).topics.get(name)
-        created = len(existing.partitions) if existing is not None else created
+        created = partitions  # someone else's topic: left as it is
     while created < partitions:  # bounded: each step adds CREATE_PARTITIONS_MAX
         created = min(partitions, created + CREATE_PARTITIONS_MAX)
         grown = admin.create_partitions([NewPartitions(name, created)], operation_timeout=ADMIN_TIMEOUT_S)[name]

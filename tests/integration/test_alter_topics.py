@@ -187,7 +187,8 @@ def test_create_partitions_then_write_and_read_the_new_ones(insync_cluster: Clus
 def test_a_topic_larger_than_one_request_may_create_is_grown_in_steps(insync_cluster: ClusterSpec,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """ensure_topic's steps (a 10,000-partition topic is over what one CreateTopics may create, on Kafka too),
-    with a step of 3 partitions so that a topic of 7 takes a create and two additions; again, it stays 7."""
+    with a step of 3 partitions so that a topic of 7 takes a create and two additions; asked again, it is left as it
+    is."""
     from insync import admin
 
     monkeypatch.setattr(admin, "CREATE_PARTITIONS_MAX", 3)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hand_history import HandHistory
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,15 +16,8 @@ from insync.config import ConfigError
 ALL = "acks=all,idempotent"
 
 
-class H:
+class H(HandHistory):
     """A history written by hand, one op a call, 10 ms apart."""
-
-    def __init__(self) -> None:
-        self.ops: list[Op] = []
-
-    def op(self, process: str, type_: str, f: str, **fields: object) -> H:
-        self.ops.append(Op(len(self.ops) * 10.0, process, type_, f, **fields))  # type: ignore[arg-type]
-        return self
 
     def send(self, value: str, partition: int, offset: int | None, label: str = ALL, outcome: str = "ok") -> H:
         self.op(value.split("-")[0], "invoke", "send", value=value, label=label)

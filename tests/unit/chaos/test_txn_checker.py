@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hand_history import HandHistory
+
 from insync.chaos import checker
-from insync.chaos.ops import HistoryWriter, Op, read_history
+from insync.chaos.ops import HistoryWriter, read_history
 from insync.chaos.txn_workload import LABEL
 
 RC, RU = "read_committed", "read_uncommitted"
@@ -17,15 +19,8 @@ COMMITTED = {"t0-0.0": (0, 0), "t0-0.1": (1, 1)}
 ABORTED = {"t0-1.0": (0, 2), "t0-1.1": (2, 0)}
 
 
-class History:
+class History(HandHistory):
     """Ops one a call, 10 ms apart."""
-
-    def __init__(self) -> None:
-        self.ops: list[Op] = []
-
-    def op(self, process: str, type_: str, f: str, **fields: object) -> History:
-        self.ops.append(Op(len(self.ops) * 10.0, process, type_, f, **fields))  # type: ignore[arg-type]
-        return self
 
     def txn(self, name: str, records: dict[str, tuple[int, int]], end: str = "commit", outcome: str = "ok") -> History:
         self.op("t0", "invoke", "txn-begin", txn=name, label=LABEL).op("t0", "ok", "txn-begin", txn=name)
