@@ -5,10 +5,10 @@ RF 1, with insync's one-node row beside it). Each side gets, in turn, on the sam
 - throughput (`insync.bench.steady`): produce (acks=all) and consume of 1 KiB records with confluent-kafka, with the
   servers' CPU per MB (consume twice: librdkafka's defaults and `fetch.queue.backoff.ms` at 10 ms);
 - latency (`insync.bench.latency`): a producer and a tailing consumer in their own processes, acks=all, linger 0,
-  at 500 and 2,000 records/s, and the highest rate whose end-to-end p99 stays under 50 ms;
+  at 500 to 10,000 records/s (`LATENCY_RUNS`), and the highest rate whose end-to-end p99 stays under 50 ms;
 - beside Kafka also the request rate at one record per request (`insync.bench.requests`), Kafka's own perf
-  tests (`insync.bench.java_perf`), the connection rows (`insync.bench.connections`) and, given a partition
-  count, the scale rows (`insync.bench.scale`), which restart brokers and so come last.
+  tests and `kafka-e2e-latency` (`insync.bench.java_perf`), the connection rows (`insync.bench.connections`)
+  and, given a partition count, the scale rows (`insync.bench.scale`), which restart brokers and so come last.
 `only` runs some of the row groups (`GROUPS`). `table` prints each row both sides ran, and insync / peer.
 """
 from __future__ import annotations
@@ -26,11 +26,16 @@ TOPIC = "bench"
 LATENCY_TOPIC = "bench-latency"
 REQUESTS_TOPIC = "bench-requests"
 JAVA_TOPIC = "bench-java"
+E2E_TOOL_TOPIC = "bench-e2e-tool"
 RECORD_BYTES = 1024
 TANSU_SETTLE_S = 0.5
 # (name, producer client, records/s) of the latency runs
 LATENCY_RUNS = (("latency-500", "confluent", 500.0), ("latency-2000", "confluent", 2000.0),
+                ("latency-5000", "confluent", 5000.0), ("latency-10000", "confluent", 10000.0),
                 ("latency-kafka-python-500", "kafka-python", 500.0), ("latency-aiokafka-500", "aiokafka", 500.0))
+# The figures of each latency run in the table: the first beside the run's name, the others indented under it.
+LATENCY_FIGURES = (("ack p50 ms", "ack_p50_ms"), ("ack p99 ms", "ack_p99_ms"), ("ack p99.9 ms", "ack_p999_ms"),
+                   ("e2e p50 ms", "e2e_p50_ms"), ("e2e p99 ms", "e2e_p99_ms"), ("e2e p99.9 ms", "e2e_p999_ms"))
 SEARCH_START_RATE = 500.0
 WARMUP_RUN_S = 10.0  # each discarded latency run before the measured ones
 WARMUP_RUNS_MAX = 6
@@ -40,7 +45,7 @@ ACTIVE_CLIENTS = 100
 ACTIVE_RATE = 2_000.0  # records/s of the active clients together
 SCALE_RATE = 1_000.0  # records/s round-robin over the scale topic's partitions
 # Row groups, in the order they run on each side.
-GROUPS = ("throughput", "latency", "requests", "java", "connections", "scale")
+GROUPS = ("throughput", "latency", "requests", "java", "e2e-tool", "connections", "scale")
 # The second consume run: librdkafka's fetch.queue.backoff.ms lowered from 1,000 ms (see insync.bench.steady)
 EAGER_FETCH_QUEUE_BACKOFF_MS = 10
 
@@ -105,6 +110,12 @@ def _java_clients(target: Target, dist: KafkaDist, seconds: float) -> dict[str, 
             "java-consume": asdict(java_perf.consume(dist, target, JAVA_TOPIC, produced.records))}
 
 
+def _e2e_tool(target: Target, dist: KafkaDist, seconds: float) -> dict[str, Any]:
+    """Kafka's `kafka-e2e-latency`: the Java clients' round trip of one record at a time."""
+    target.ensure_topic(E2E_TOOL_TOPIC, 1)
+    return {"e2e-tool": asdict(java_perf.e2e_latency(dist, target, E2E_TOOL_TOPIC, seconds))}
+
+
 def _connections(target: Target, seconds: float) -> dict[str, Any]:
     target.ensure_topic(CONNECTIONS_TOPIC, 3)
     return connections.run(target, IDLE_CONNECTIONS, ACTIVE_CLIENTS, ACTIVE_RATE, CONNECTIONS_TOPIC, seconds)
@@ -118,6 +129,8 @@ def _peer_rows(target: Target, dist: KafkaDist, seconds: float, steps: int, only
         out.update(_request_rates(target, seconds))
     if "java" in only:
         out.update(_java_clients(target, dist, seconds))
+    if "e2e-tool" in only:
+        out.update(_e2e_tool(target, dist, seconds))
     if "connections" in only:
         out.update(_connections(target, seconds))
     if partitions is not None and "scale" in only:
@@ -159,8 +172,8 @@ ROWS = (
     ("consume MB/s", "consume", "mb_per_s"), ("consume server CPU ms/MB", "consume", "server_cpu_ms_per_mb"),
     ("consume MB/s, queue backoff 10 ms", "consume-eager", "mb_per_s"),
     ("  its server CPU ms/MB", "consume-eager", "server_cpu_ms_per_mb"),
-    *((f"{name} {label}", name, key) for name, _, _ in LATENCY_RUNS
-      for label, key in (("ack p99 ms", "ack_p99_ms"), ("e2e p99 ms", "e2e_p99_ms"))),
+    *((f"{name} {label}" if index == 0 else f"  {label}", name, key) for name, _, _ in LATENCY_RUNS
+      for index, (label, key) in enumerate(LATENCY_FIGURES)),
     ("max rate, e2e p99 < 50 ms", "max-rate", "max_rate"),
     ("Produce requests/s, acks=1", "requests-acks-1", "requests_per_s"),
     ("  server CPU ms/request", "requests-acks-1", "cluster_cpu_ms_per_request"),
@@ -171,6 +184,8 @@ ROWS = (
     ("  its server CPU ms/MB", "java-produce", "server_cpu_ms_per_mb"),
     ("consume MB/s, Java perf-test", "java-consume", "mb_per_s"),
     ("  its server CPU ms/MB", "java-consume", "server_cpu_ms_per_mb"),
+    ("kafka-e2e-latency: avg ms", "e2e-tool", "avg_ms"), ("  p50 ms", "e2e-tool", "p50_ms"),
+    ("  p99 ms", "e2e-tool", "p99_ms"), ("  p99.9 ms", "e2e-tool", "p999_ms"),
     ("idle connections: KB/connection", "connections-idle", "kb_per_connection"),
     ("  slow connects (SYN resent)", "connections-idle", "slow_connects"),
     ("active producers: ack p50 ms", "connections-active", "ack_p50_ms"),

@@ -4,7 +4,7 @@
 then starts the producer process (`latency_workers.produce`): `warmup_s` of records that are not measured (the
 clients connect, the ISR forms), then `seconds` of measured ones. The server's CPU time is read over the measured
 window when the target has pids. `LatencyResult` carries the counts (records sent, acked and read in the window,
-errors: failed or never acknowledged, or never read) beside ack and end-to-end p50/p99/max in ms.
+errors: failed or never acknowledged, or never read) beside ack and end-to-end p50/p99/p999/max in ms.
 
 `find_max_rate` searches the highest rate whose end-to-end p99 stays under a bound, with every measured record
 acked and read: it doubles the rate from `start_rate` while runs pass (halves while they fail), then bisects
@@ -49,9 +49,11 @@ class LatencyResult:
     outstanding_max: int  # the most measured records sent and not yet acknowledged at once
     ack_p50_ms: float | None
     ack_p99_ms: float | None
+    ack_p999_ms: float | None
     ack_max_ms: float | None
     e2e_p50_ms: float | None
     e2e_p99_ms: float | None
+    e2e_p999_ms: float | None
     e2e_max_ms: float | None
     server_cpu_ms_per_mb: float | None
 
@@ -99,8 +101,9 @@ def run(target: Target, plan: ProducerPlan) -> LatencyResult:
         records_acked=produced["acked"], records_read=consumed["read"],
         errors=produced["errors"] + consumed["errors"] + max(0, produced["sent"] - consumed["read"]),
         outstanding_max=produced["outstanding_max"], ack_p50_ms=produced["p50_ms"], ack_p99_ms=produced["p99_ms"],
-        ack_max_ms=produced["max_ms"], e2e_p50_ms=consumed["p50_ms"], e2e_p99_ms=consumed["p99_ms"],
-        e2e_max_ms=consumed["max_ms"], server_cpu_ms_per_mb=cpu_ms_per_mb(cpu_before, cpu_after, megabytes))
+        ack_p999_ms=produced["p999_ms"], ack_max_ms=produced["max_ms"], e2e_p50_ms=consumed["p50_ms"],
+        e2e_p99_ms=consumed["p99_ms"], e2e_p999_ms=consumed["p999_ms"], e2e_max_ms=consumed["max_ms"],
+        server_cpu_ms_per_mb=cpu_ms_per_mb(cpu_before, cpu_after, megabytes))
 
 
 def _result_of(results: Any, process: Any, timeout_s: float) -> dict[str, Any]:

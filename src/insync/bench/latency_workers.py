@@ -63,7 +63,7 @@ class _Send:
 def summary(latencies_ms: list[float]) -> dict[str, float | None]:
     latencies_ms.sort()
     return {"p50_ms": percentile(latencies_ms, 0.5), "p99_ms": percentile(latencies_ms, 0.99),
-            "max_ms": round(latencies_ms[-1], 2) if latencies_ms else None}
+            "p999_ms": percentile(latencies_ms, 0.999), "max_ms": round(latencies_ms[-1], 2) if latencies_ms else None}
 
 
 class _Tally:

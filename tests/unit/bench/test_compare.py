@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from insync.bench import compare
+from pathlib import Path
+
+import pytest
+
+from insync.bench import compare, java_perf
+from insync.bench.latency import LatencyResult
+from insync.bench.targets import Target
+from insync.chaos.kafka_dist import KafkaDist
 
 
 def side(name: str, kb: float, p99: float, storm_s: float | None, leaders_s: float) -> dict[str, object]:
@@ -30,7 +37,35 @@ def test_connection_and_scale_rows_show_both_sides_and_the_ratio() -> None:
 
 def test_every_row_names_a_group_that_compare_runs() -> None:
     produced = {"produce", "consume", "consume-eager", "produce-one-node", "max-rate", "requests-acks-1",
-                "requests-acks-all", "java-produce", "java-consume", "connections-idle", "connections-active",
+                "requests-acks-all", "java-produce", "java-consume", "e2e-tool", "connections-idle", "connections-active",
                 "reconnect-storm", "scale", *(name for name, _, _ in compare.LATENCY_RUNS)}
     assert {mode for _, mode, _ in compare.ROWS} <= produced
     assert compare.GROUPS[-1] == "scale"  # it restarts and kills brokers, so it runs last
+
+
+def test_each_latency_run_has_ack_and_e2e_p50_p99_p999_rows() -> None:
+    rates = {name: (client, rate) for name, client, rate in compare.LATENCY_RUNS}
+    assert rates["latency-5000"] == ("confluent", 5000.0) and rates["latency-10000"] == ("confluent", 10000.0)
+    figures = {f"{side}_{p}_ms" for side in ("ack", "e2e") for p in ("p50", "p99", "p999")}
+    assert figures <= set(LatencyResult.__dataclass_fields__)
+    for name in rates:
+        assert {key for _, mode, key in compare.ROWS if mode == name} == figures, name
+
+
+def test_the_e2e_tool_rows_are_its_result_figures() -> None:
+    keys = [key for _, mode, key in compare.ROWS if mode == "e2e-tool"]
+    assert keys == ["avg_ms", "p50_ms", "p99_ms", "p999_ms"]
+    assert set(keys) <= set(java_perf.EndToEndResult.__dataclass_fields__)
+    assert "e2e-tool" in compare.GROUPS
+
+
+def test_peer_rows_run_the_e2e_tool_on_its_own_one_partition_topic(monkeypatch: pytest.MonkeyPatch) -> None:
+    topics: list[tuple[str, int]] = []
+    monkeypatch.setattr(Target, "ensure_topic", lambda self, topic, partitions: topics.append((topic, partitions)))
+    monkeypatch.setattr(java_perf, "e2e_latency", lambda dist, target, topic, seconds: java_perf.EndToEndResult(
+        2000, 5.9, 4.0, 20.0, 43.0))
+    rows = compare._peer_rows(Target("Kafka 4.1.2 RF3", "127.0.0.1:9", 3), KafkaDist("4.1.2", Path("/nonexistent")),
+                              10.0, 6, frozenset({"e2e-tool"}), None)
+    assert rows == {"target": "Kafka 4.1.2 RF3",
+                    "e2e-tool": {"records": 2000, "avg_ms": 5.9, "p50_ms": 4.0, "p99_ms": 20.0, "p999_ms": 43.0}}
+    assert topics == [(compare.E2E_TOOL_TOPIC, 1)]

@@ -17,7 +17,8 @@ from insync.cli.main import main
 RESULT = LatencyResult(
     target="given", client="confluent", rate=500.0, linger_ms=0, acks="all", record_bytes=1024, seconds=10.0,
     records_sent=5000, records_acked=5000, records_read=5000, errors=0, outstanding_max=3, ack_p50_ms=2.0,
-    ack_p99_ms=8.0, ack_max_ms=9.0, e2e_p50_ms=3.0, e2e_p99_ms=12.0, e2e_max_ms=15.0, server_cpu_ms_per_mb=None)
+    ack_p99_ms=8.0, ack_p999_ms=8.5, ack_max_ms=9.0, e2e_p50_ms=3.0, e2e_p99_ms=12.0, e2e_p999_ms=14.0,
+    e2e_max_ms=15.0, server_cpu_ms_per_mb=None)
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -70,7 +71,8 @@ def test_latency_prints_one_json_object_with_every_figure(fake_runs: list[latenc
                  "--linger-ms", "5", "--acks", "1"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert set(printed) == {f.name for f in RESULT.__dataclass_fields__.values()}
-    for key in ("ack_p50_ms", "ack_p99_ms", "ack_max_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_max_ms",
+    for key in ("ack_p50_ms", "ack_p99_ms", "ack_p999_ms", "ack_max_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p999_ms",
+                "e2e_max_ms",
                 "records_acked", "records_read", "errors", "server_cpu_ms_per_mb"):
         assert key in printed
     [plan] = fake_runs
@@ -116,6 +118,14 @@ def test_the_tally_counts_measured_records_and_the_most_outstanding() -> None:
     assert result["p50_ms"] is not None and result["max_ms"] is not None
 
 
+def test_the_summary_has_p999_between_p99_and_the_max() -> None:
+    latencies = [float(ms) for ms in range(1, 2001)]  # 1 to 2,000 ms, shuffled by reversing
+    summary = latency_workers.summary(latencies[::-1])
+    assert (summary["p50_ms"], summary["p99_ms"], summary["p999_ms"], summary["max_ms"]) == (1001.0, 1980.0,
+                                                                                                1998.0, 2000.0)
+    assert latency_workers.summary([]) == {"p50_ms": None, "p99_ms": None, "p999_ms": None, "max_ms": None}
+
+
 def test_server_cpu_is_read_from_proc() -> None:
     assert targets.server_cpu_s(()) is None
     assert targets.cpu_ms_per_mb(1.0, 1.5, 2.0) == 250.0
@@ -135,8 +145,13 @@ def test_compare_table_has_every_mode_and_the_ratio() -> None:
                           "peer": {**side, "target": "Tansu RF1", "max-rate": {"max_rate": 2000.0}}})
     lines = text.splitlines()
     assert "insync RF3" in lines[0] and "Tansu RF1" in lines[0]
-    beside_kafka_only = {"requests-acks-1", "requests-acks-all", "java-produce", "java-consume", "connections-idle",
-                         "connections-active", "reconnect-storm", "scale"}
+    beside_kafka_only = {"requests-acks-1", "requests-acks-all", "java-produce", "java-consume", "e2e-tool",
+                         "connections-idle", "connections-active", "reconnect-storm", "scale"}
     assert len(lines) == 1 + len([row for row in compare.ROWS if row[1] not in beside_kafka_only])
-    assert any(line.startswith("latency-2000 e2e p99 ms") and line.endswith("1.00") for line in lines)
+    run = next(index for index, line in enumerate(lines) if line.startswith("latency-2000 "))
+    assert [(line[:36].strip(), line[36:].split()) for line in lines[run:run + 7]] == [
+        ("latency-2000 ack p50 ms", ["2.0", "2.0", "1.00"]), ("ack p99 ms", ["8.0", "8.0", "1.00"]),
+        ("ack p99.9 ms", ["8.5", "8.5", "1.00"]), ("e2e p50 ms", ["3.0", "3.0", "1.00"]),
+        ("e2e p99 ms", ["12.0", "12.0", "1.00"]), ("e2e p99.9 ms", ["14.0", "14.0", "1.00"]),
+        ("latency-5000 ack p50 ms", ["2.0", "2.0", "1.00"])]
     assert any(line.startswith("max rate, e2e p99 < 50 ms") and line.endswith("2.00") for line in lines)
