@@ -124,8 +124,16 @@ class BrokerCore:
 
     # Queries for drivers, tools and the simulator's checker -------------------------------------------------
 
-    def leader_states(self) -> list[tuple[TopicPartition, int, int]]:
-        return self.partitions.leader_states()
+    def leader_states(self, topic: str | None = None) -> list[tuple[TopicPartition, int, int]]:
+        """(partition, leader epoch, high watermark) of each partition this broker leads; of `topic`'s only, found
+        through the metadata, so that a coordinator's check of its topic costs its partitions, not all hosted."""
+        if topic is None:
+            return self.partitions.leader_states()
+        image = self.metadata.image.topic(topic)
+        if image is None:
+            return []
+        return [(tp, partition.leader_epoch, partition.high_watermark) for index in sorted(image.partitions)
+                if (partition := self.partitions.leader(tp := TopicPartition(topic, index))) is not None]
 
     def leader_epoch(self, tp: TopicPartition) -> int | None:
         """The leader epoch of `tp` if this broker leads it (the group coordinator's test), else None."""
@@ -210,7 +218,9 @@ class BrokerCore:
         if isinstance(query, OffsetForLeaderEpochRequest):
             return offset_for_leader_epoch(self.partitions, self.metadata, query)
         if isinstance(query, DeleteRecordsRequest):
-            return delete_records(self.partitions, self.metadata, query)
+            answer = delete_records(self.partitions, self.metadata, query)
+            self.fetch_server.changed(tp for tp, _ in query.partitions)  # followers learn the new log start
+            return answer
         if isinstance(query, DescribeLogDirsRequest):
             return describe_log_dirs(self.log_manager, self.partitions, query)
         if isinstance(query, AlterReplicaLogDirsRequest):
@@ -245,6 +255,7 @@ class BrokerCore:
             for tp in failure.partitions:
                 self.fetchers.remove(now_ms, tp)
                 self.proposals.withdraw(tp)
+            self.fetch_server.changed(failure.partitions)  # their followers are told by the next fetch
             log.warning("Broker %d stopped fetcher for partitions %s because they are in the failed log directory "
                         "%s.", self.broker_id, ",".join(map(str, failure.partitions)), log_dir)
             log.warning("Stopped serving replicas in dir %s", log_dir)
@@ -282,7 +293,8 @@ class BrokerCore:
         if now_ms >= self._next_retention_ms:
             self._next_retention_ms = now_ms + self._retention_interval_ms
             # Followers bound it by their own HW, as Kafka's deletableSegments does on every replica.
-            self.log_manager.apply_retention(self.partitions.high_watermarks())
+            if self.log_manager.apply_retention(self.partitions.high_watermarks()):
+                self.fetch_server.sessions.mark_all()  # followers learn the new log starts
         if now_ms >= self._next_clean_ms:
             self._next_clean_ms = now_ms + CLEANER_CHECK_INTERVAL_MS
             self.log_manager.clean(now_ms, self.partitions.stable_offsets_of_compacted(self.log_manager),
@@ -340,6 +352,7 @@ class BrokerCore:
         if partition is None:
             return []
         partition.delete_records_on_leader(-1 if offset is None else offset)
+        self.fetch_server.changed((tp,))
         return []
 
     # Fetch serving and its consequences ---------------------------------------------------------------
@@ -505,6 +518,10 @@ class BrokerCore:
 
     def _on_alter_partition_response(self, now_ms: int, response: AlterPartitionResponse) -> list[Command]:
         outgoing, advanced = self.proposals.on_response(now_ms, response, self.partitions)
+        # A follower back in the ISR (or out of it) is idle or not by it: each answered partition is visited again.
+        topics = self.metadata.image.topics_by_id
+        self.fetch_server.changed(TopicPartition(topics[result.topic_id].name, result.partition)
+                                  for result in response.results if result.topic_id in topics)
         commands: list[Command] = list(outgoing)
         if advanced:
             commands.extend(self.produce.check(now_ms, advanced))

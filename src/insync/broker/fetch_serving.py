@@ -15,11 +15,11 @@ a throttled out-of-sync one reads nothing; a consumer's that may read a follower
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from insync import errors
-from insync.broker.fetch_sessions import FetchSessions, SessionContext
+from insync.broker.fetch_sessions import FetchSessions, SessionContext, SessionKey
 from insync.broker.messages import (
     READ_COMMITTED,
     CompleteAfter,
@@ -91,18 +91,24 @@ class FetchServer:
             if isinstance(opened, KafkaError):
                 return FetchOutcome([Outgoing(source, FetchResponse(request.correlation_id, opened, ()))], [])
             context = opened
+            for tp in request.forgotten:  # no later fetch of this follower counts for these
+                if (forgotten := self._partitions(tp)) is not None:
+                    forgotten.end_idle_follower_fetches(request.replica_id)
         request = context.request
         answers: list[FetchPartitionData | _Read] = []
         latency_ms = 0
-        # An incremental fetch leaves out, unread, every partition with nothing new for its follower: its answer
-        # would leave them out anyway. A parked fetch read again updates no state; a new fetch updates only the
-        # follower's fetch time (`Partition.follower_fetch_is_idle`), so that a leader's fetch costs what changed,
-        # not what it leads. Unless a read turns out slow: then every partition is read, so each shows its
-        # follower's fetch pending at this leader while it waits (the evidence that the leader is slow).
+        # An incremental fetch visits only the partitions changed since its session found them idle
+        # (`FetchSessions.visit`), and of those leaves out, unread, every one with nothing new for its follower: its
+        # answer would leave them out anyway. A parked fetch read again updates no state; a new fetch updates only
+        # the follower's fetch time (`Partition.follower_fetch_is_idle`, through the session's clock), so that a
+        # leader's fetch costs what changed, not what it leads. Unless a read turns out slow: then every partition
+        # is read, so each shows its follower's fetch pending at this leader while it waits (the evidence that the
+        # leader is slow).
+        parts, walked = self.sessions.visit(context, now_ms)
         unchanged = self.sessions.unchanged if context.incremental else None
         skipped: list[tuple[FetchRequestPartition, Partition]] = []
         throttled = self._throttles is not None and self._throttles.is_set(leader=True)
-        for part in request.partitions:
+        for part in parts:
             partition = self._partitions(part.topic_partition)
             if unchanged is not None and partition is not None and partition.is_leader \
                     and part.fetch_offset == partition.log.log_end_offset \
@@ -116,12 +122,22 @@ class FetchServer:
                 continue
             latency_ms = max(latency_ms, self._read_for_follower(now_ms, request, part, partition, from_purgatory,
                                                                  throttled, answers))
+        clock = self.sessions.clock(context)
         if latency_ms > 0:
-            for part, partition in skipped:
-                self._read_for_follower(now_ms, request, part, partition, from_purgatory, throttled, answers)
-        elif not from_purgatory:
-            for _, partition in skipped:
-                partition.note_idle_follower_fetch(request.replica_id, now_ms)
+            visited = set() if walked else {part.topic_partition for part in parts}
+            unread = [(part, self._partitions(part.topic_partition)) for part in request.partitions
+                      if not walked and part.topic_partition not in visited]
+            for part, maybe_partition in [*skipped, *unread]:
+                self._read_for_follower(now_ms, request, part, maybe_partition, from_purgatory, throttled, answers)
+            self.sessions.mark_session(context)
+        else:
+            self.sessions.settle(context, [part.topic_partition for part, _ in skipped], walked=walked,
+                                 from_purgatory=from_purgatory)
+        if not from_purgatory and clock is not None:
+            clock.fetch_ms = now_ms  # after the visits: a partition read above was caught up at the fetch before
+            if latency_ms == 0:
+                for _, partition in skipped:
+                    partition.note_idle_follower_fetch(request.replica_id, clock)
         slow = _SlowFollowerFetch(source, context, answers)
         if latency_ms > 0:
             self._next_token += 1
@@ -243,15 +259,21 @@ class FetchServer:
 
     def _park(self, now_ms: int, source: Address, request: Request, context: SessionContext | None = None) -> bool:
         """Park `request` in the purgatory; False when it is full (the caller answers at once)."""
+        keys: tuple[Hashable, ...]
         if isinstance(request, FetchRequest):
             delayed = DelayedFetch(_Waiting(source, request, context),
                                    (part.topic_partition for part in request.partitions), request.min_bytes,
                                    follower=True)
+            # A session's fetch waits on its session, which `wake` finds from the partitions (`FetchSessions.mark`):
+            # parking it under each of thousands of partitions would cost what the visit saved.
+            in_session = context is not None and self.sessions.clock(context) is not None
+            keys = (SessionKey(context.session_id),) if in_session and context is not None else delayed.keys
         else:
             delayed = DelayedFetch(_Waiting(source, request), (tp for tp, _ in request.partitions), 1,
                                    follower=False)
+            keys = delayed.keys
         try:
-            self._purgatory.add(delayed, now_ms + request.max_wait_ms, delayed.keys)
+            self._purgatory.add(delayed, now_ms + request.max_wait_ms, keys)
         except PurgatoryFullError:
             return False
         return True
@@ -264,19 +286,27 @@ class FetchServer:
         - a consumer fetch once the high watermark of one of its partitions advanced,
         - any fetch for a partition in `forced` (leadership moved: it gets an error now),
         - any fetch whose wait expired.
-        Only the fetches watching a partition named here are looked at, besides the expired ones."""
+        Only the fetches watching a partition named here (or a session holding one) are looked at, besides the
+        expired ones; each fetch session holding one visits it on its next fetch (`FetchSessions.mark`)."""
         appended = appended or {}
+        keys: dict[Hashable, None] = {}
         for tp, size in appended.items():
-            for delayed in self._purgatory.watchers(tp):
-                delayed.on_append(size)
+            for key in (tp, *self.sessions.mark((tp,))):
+                keys[key] = None
+                for delayed in self._purgatory.watchers(key):
+                    delayed.on_append(size)
         for tp in hw_advanced:
-            for delayed in self._purgatory.watchers(tp):
-                delayed.on_high_watermark_advanced()
+            for key in (tp, *self.sessions.mark((tp,))):
+                keys[key] = None
+                for delayed in self._purgatory.watchers(key):
+                    delayed.on_high_watermark_advanced()
         for tp in forced:
-            for delayed in self._purgatory.watchers(tp):
-                delayed.force()
+            for key in (tp, *self.sessions.mark((tp,))):
+                keys[key] = None
+                for delayed in self._purgatory.watchers(key):
+                    delayed.force()
         outcome = FetchOutcome([], [])
-        for delayed in self._purgatory.poll(now_ms, [*appended, *hw_advanced, *forced]):
+        for delayed in self._purgatory.poll(now_ms, keys):
             waiting = delayed.context
             if isinstance(waiting.request, FetchRequest):
                 served = self.follower_fetch(now_ms, waiting.source, waiting.request, may_park=not delayed.expired,
@@ -286,6 +316,11 @@ class FetchServer:
             outcome.commands.extend(served.commands)
             outcome.results.extend(served.results)
         return outcome
+
+    def changed(self, tps: Iterable[TopicPartition]) -> None:
+        """Something a follower's next fetch must see changed in these partitions, that completes no parked fetch
+        (their ISR, their log start, their log directory)."""
+        self.sessions.mark(tps)
 
     def forget(self, source: Address) -> None:
         """A peer restarted: its parked fetches will never be read."""

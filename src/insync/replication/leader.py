@@ -37,6 +37,13 @@ from insync.types import (
 )
 
 
+@dataclasses.dataclass(slots=True)
+class FollowerClock:
+    """When a follower last fetched from this broker (`fetch_ms`), shared by every partition it is idle on."""
+
+    fetch_ms: int = -1
+
+
 class Leader:
     def __init__(self, topic_partition: TopicPartition, broker_id: BrokerId, log: LogView,
                  leader_epoch: LeaderEpoch, epoch_start_offset: Offset, followers: Iterable[ReplicaState], *,
@@ -51,20 +58,21 @@ class Leader:
         self.recovering = recovering
         self._states = {state.broker_id: state for state in followers}
         assert broker_id not in self._states, broker_id
-        # Per follower, its latest idle fetch (`note_idle_fetch`) not yet applied to its state: (when, the lag).
-        # Applied on the next use of the states, so that an idle fetch costs a dict entry, not a new state.
-        self._idle_fetches: dict[BrokerId, tuple[int, int]] = {}
+        # Per follower idle here (`note_idle_fetch`): the clock of its fetches, and the lag. Each use of the states
+        # catches them up to it, until a fetch of that follower reads this partition again; so that an idle
+        # fetch costs this leader nothing at all, and a fetch that does not visit it still counts.
+        self._idle_fetches: dict[BrokerId, tuple[FollowerClock, int]] = {}
         self._next_read_id = 0
         # Per follower, the first reads begun and not completed: read id -> when the fetch arrived.
         self._fetches_in_flight: dict[BrokerId, dict[int, int]] = {}
 
     @property
     def _replica_states(self) -> dict[BrokerId, ReplicaState]:
-        """The followers' states, every idle fetch applied."""
-        if self._idle_fetches:
-            for broker, (fetch_time_ms, lag_time_max_ms) in self._idle_fetches.items():
-                self._states[broker] = self._states[broker].after_idle_fetch(fetch_time_ms, lag_time_max_ms)
-            self._idle_fetches.clear()
+        """The followers' states, every idle follower caught up to its latest fetch."""
+        for broker, (clock, lag_time_max_ms) in self._idle_fetches.items():
+            state = self._states[broker]
+            if clock.fetch_ms > state.last_fetch_time_ms:
+                self._states[broker] = state.after_idle_fetch(clock.fetch_ms, lag_time_max_ms)
         return self._states
 
     @_replica_states.setter
@@ -114,6 +122,8 @@ class Leader:
         error = self._leader_epoch_error(current_leader_epoch)
         if error is None and replica_id not in self._replica_states:
             error = errors.NOT_LEADER_OR_FOLLOWER  # not a replica, as far as this leader knows
+        if not from_purgatory:  # caught up to the fetch before this one, and no further
+            self._idle_fetches.pop(replica_id, None)
         if error is not None:
             return FetchPartitionData(self.topic_partition, error)
         life = self._replica_states[replica_id].for_broker_epoch(replica_epoch)
@@ -196,12 +206,19 @@ class Leader:
         epoch, end_offset = self.log.end_offset_for_epoch(last_fetched_epoch)
         return epoch == last_fetched_epoch and end_offset == log_end_offset
 
-    def note_idle_fetch(self, replica_id: BrokerId, now_ms: int, lag_time_max_ms: int) -> None:
-        """A fetch `fetch_is_idle` accepted, at `now_ms`: the follower is caught up now. Applied to its state
-        when the states are next used (`ReplicaState.after_idle_fetch`); a later idle fetch replaces an earlier
-        one not yet applied, as applying both leaves the same state."""
+    def note_idle_fetch(self, replica_id: BrokerId, clock: FollowerClock, lag_time_max_ms: int) -> None:
+        """A fetch `fetch_is_idle` accepted: the follower is caught up at each fetch `clock` tells of, until one
+        reads this partition again (`begin_fetch`). Whoever advances the clock must make sure a fetch after a
+        change here reads it: the fetch sessions' changed partitions (`broker.fetch_sessions`)."""
         assert replica_id in self._states and lag_time_max_ms > 0, replica_id
-        self._idle_fetches[replica_id] = (now_ms, lag_time_max_ms)
+        self._idle_fetches[replica_id] = (clock, lag_time_max_ms)
+
+    def end_idle_fetches(self, replica_id: BrokerId) -> None:
+        """The follower's fetches no longer include this partition (it left its session, as a failed or backing-off
+        partition does): it was caught up at its last fetch, not at the ones that follow."""
+        if replica_id in self._idle_fetches:
+            _ = self._replica_states  # caught up to the clock as it stands: the follower's last fetch
+            del self._idle_fetches[replica_id]
 
     def _leader_epoch_error(self, current_leader_epoch: LeaderEpoch) -> KafkaError | None:
         if current_leader_epoch == UNDEFINED_EPOCH or current_leader_epoch == self.leader_epoch:

@@ -28,7 +28,7 @@ from insync.replication import producer_state
 from insync.replication.event_buffer import EventBuffer
 from insync.replication.follower import Follower, bounded_high_watermark
 from insync.replication.isr import IsrPolicy, IsrState, after_alter_partition, from_metadata
-from insync.replication.leader import Leader
+from insync.replication.leader import FollowerClock, Leader
 from insync.replication.log_view import LogView, ReadResultView
 from insync.replication.messages import (
     AlterPartitionItem,
@@ -366,10 +366,16 @@ class Partition:
             and self._leader.fetch_is_idle(replica_id, fetch_offset, current_leader_epoch, last_fetched_epoch,
                                            follower_log_start_offset, replica_epoch)
 
-    def note_idle_follower_fetch(self, replica_id: BrokerId, now_ms: int) -> None:
-        """The follower fetch `follower_fetch_is_idle` accepted: its follower's state, as a read would leave it."""
+    def note_idle_follower_fetch(self, replica_id: BrokerId, clock: FollowerClock) -> None:
+        """The follower fetch `follower_fetch_is_idle` accepted: its follower's state, as a read would leave it,
+        at each fetch `clock` tells of (`Leader.note_idle_fetch`)."""
         assert self._leader is not None
-        self._leader.note_idle_fetch(replica_id, now_ms, self.config.isr_policy.replica_lag_time_max_ms)
+        self._leader.note_idle_fetch(replica_id, clock, self.config.isr_policy.replica_lag_time_max_ms)
+
+    def end_idle_follower_fetches(self, replica_id: BrokerId) -> None:
+        """The follower left this partition out of its fetch session (`Leader.end_idle_fetches`)."""
+        if self._leader is not None:
+            self._leader.end_idle_fetches(replica_id)
 
     # --- ISR --------------------------------------------------------------------------------------------------
 

@@ -106,8 +106,8 @@ class GroupCoordinator:
             if self.core.leader_epoch(TopicPartition(OFFSETS_TOPIC, partition)) != epoch:
                 log.info("No longer coordinating the groups of %s-%d", OFFSETS_TOPIC, partition)
                 self._unload(partition)
-        for tp, epoch, _ in self.core.leader_states():
-            if tp.topic == OFFSETS_TOPIC and self.offsets.loaded.get(tp.partition) != epoch:
+        for tp, epoch, _ in self.core.leader_states(OFFSETS_TOPIC):
+            if self.offsets.loaded.get(tp.partition) != epoch:
                 self._start_load(tp.partition, epoch)
 
     # Held requests and the timer ----------------------------------------------------------------------------

@@ -130,7 +130,7 @@ class TransactionCoordinator:
 
     def _sync_leadership(self) -> None:
         lost, to_load = driving.leadership_changes(self._loaded,
-                                                   driving.led_state_partitions(self.core.leader_states()))
+                                                   driving.led_state_partitions(self.core.leader_states(TRANSACTION_STATE_TOPIC)))
         for partition in lost:
             log.info("No longer coordinating the transactions of %s-%d", TRANSACTION_STATE_TOPIC, partition)
             del self._loaded[partition]

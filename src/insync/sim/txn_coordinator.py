@@ -96,7 +96,7 @@ class SimTxnCoordinator:
 
     def _sync_leadership(self) -> None:
         lost, to_load = driving.leadership_changes(self._loaded,
-                                                   driving.led_state_partitions(self.core.leader_states()))
+                                                   driving.led_state_partitions(self.core.leader_states(TRANSACTION_STATE_TOPIC)))
         for partition in lost:
             del self._loaded[partition]
             self.state.unload(partition)

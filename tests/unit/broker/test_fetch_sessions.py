@@ -11,7 +11,7 @@ from fetch_helpers import T0, A, B, answered, append, follower_request, leaders
 
 from insync import errors
 from insync.broker.fetch_serving import FetchServer
-from insync.broker.fetch_sessions import FetchSessions, SessionContext
+from insync.broker.fetch_sessions import FULL_WALK_INTERVAL_MS, FetchSessions, SessionContext
 from insync.replication.messages import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -252,3 +252,95 @@ def test_the_fetch_server_answers_a_session_error_at_the_top_level_without_readi
     outcome = server.follower_fetch(T0, FOLLOWER, incremental(41, 3, {A: 0}))
     (command,) = outcome.commands
     assert isinstance(command, Outgoing) and command.message == FetchResponse(1, NOT_FOUND, ())
+
+
+class CountingLookup:
+    """The fetch server's partition lookup, recording what it was asked for (a read looks up its partition twice:
+    to begin and to complete)."""
+
+    def __init__(self, partitions: dict[TopicPartition, Partition]) -> None:
+        self.partitions, self.looked_up = partitions, list[TopicPartition]()
+
+    def __call__(self, tp: TopicPartition) -> Partition | None:
+        self.looked_up.append(tp)
+        return self.partitions.get(tp)
+
+
+def now_answered(server: FetchServer, now_ms: int, request: FetchRequest) -> FetchResponse:
+    (command,) = server.follower_fetch(now_ms, FOLLOWER, dataclasses.replace(request, max_wait_ms=0)).commands
+    assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse), command
+    return command.message
+
+
+def idle_session() -> tuple[dict[TopicPartition, Partition], FetchServer, CountingLookup, int]:
+    """A session of A and B whose follower is at both log ends and knows their offsets, found idle by a fetch."""
+    partitions = leaders()
+    lookup = CountingLookup(partitions)
+    server = FetchServer(lookup)
+    session_id = now_answered(server, T0, full({A: 0, B: 0})).session_id
+    now_answered(server, T0 + 1, incremental(session_id, 1, {}))
+    lookup.looked_up.clear()
+    return partitions, server, lookup, session_id
+
+
+def test_a_fetch_with_nothing_changed_visits_no_partition_yet_its_follower_is_caught_up_on_each() -> None:
+    """Unlike Kafka's, an idle fetch here costs nothing per partition: each partition's follower state takes the
+    fetch's time through the session's clock, as a read would leave it."""
+    partitions, server, lookup, session_id = idle_session()
+    later = T0 + FULL_WALK_INTERVAL_MS - 1
+    assert now_answered(server, later, incremental(session_id, 2, {})).partitions == ()
+    assert lookup.looked_up == []
+    for tp in (A, B):
+        state = partitions[tp].replica_state(BrokerId(FOLLOWER))
+        assert state is not None and state.last_fetch_time_ms == state.last_caught_up_ms == later
+
+
+def test_an_append_marks_its_partition_and_the_next_fetch_visits_only_it() -> None:
+    partitions, server, lookup, session_id = idle_session()
+    append(partitions[B], 2, T0 + 10)
+    assert server.wake(T0 + 10, {B: 100}).commands == []  # nothing parked: the mark waits for the next fetch
+    response = now_answered(server, T0 + 20, incremental(session_id, 2, {}))
+    assert set(lookup.looked_up) == {B} and [(p.topic_partition, bool(p.records)) for p in response.partitions] == [(B, True)]
+    state = partitions[B].replica_state(BrokerId(FOLLOWER))
+    assert state is not None and state.last_caught_up_ms == T0 + 1  # the fetch before the append, as in Kafka
+
+
+def test_a_change_nobody_marked_is_found_by_the_next_full_walk_and_counted() -> None:
+    partitions, server, lookup, session_id = idle_session()
+    append(partitions[B], 2, T0 + 10)  # and no wake
+    assert now_answered(server, T0 + 20, incremental(session_id, 2, {})).partitions == ()
+    response = now_answered(server, T0 + 1 + FULL_WALK_INTERVAL_MS, incremental(session_id, 3, {}))
+    assert [(p.topic_partition, bool(p.records)) for p in response.partitions] == [(B, True)]
+    assert set(lookup.looked_up) == {A, B} and server.sessions.missed_changes == 1
+
+
+def test_a_follower_named_change_and_a_marked_isr_change_are_visited() -> None:
+    """The follower names a partition whose fetch state moved; the leader marks one whose ISR changed (`changed`),
+    which an idle fetch would otherwise never look at again."""
+    partitions, server, lookup, session_id = idle_session()
+    now_answered(server, T0 + 10, incremental(session_id, 2, {A: 0}))
+    server.changed([B])
+    now_answered(server, T0 + 20, incremental(session_id, 3, {}))
+    assert set(lookup.looked_up) == {A, B}
+
+
+def test_a_parked_session_fetch_is_woken_through_its_session_by_any_of_its_partitions() -> None:
+    partitions, server, _, session_id = idle_session()
+    assert server.follower_fetch(T0 + 10, FOLLOWER, incremental(session_id, 2, {})).commands == []
+    assert server.purgatory_size == 1
+    assert server.wake(T0 + 11, {TopicPartition("other", 0): 100}).commands == []  # not the session's
+    append(partitions[A], 1, T0 + 12)
+    (command,) = server.wake(T0 + 12, {A: 100}).commands
+    assert isinstance(command, Outgoing) and isinstance(command.message, FetchResponse)
+    assert [p.topic_partition for p in command.message.partitions] == [A] and server.purgatory_size == 0
+
+
+def test_a_partition_the_follower_forgets_stops_counting_its_later_fetches() -> None:
+    """A failed or backing-off partition leaves the follower's session (KIP-461): its state stays at the last fetch
+    that held it, so the ISR check can see the follower fall behind there."""
+    partitions, server, _, session_id = idle_session()
+    now_answered(server, T0 + 10, incremental(session_id, 2, {}, forgotten=(B,)))
+    now_answered(server, T0 + 20, incremental(session_id, 3, {}))
+    state_a, state_b = (partitions[tp].replica_state(BrokerId(FOLLOWER)) for tp in (A, B))
+    assert state_a is not None and state_a.last_caught_up_ms == T0 + 20
+    assert state_b is not None and state_b.last_caught_up_ms == T0 + 1

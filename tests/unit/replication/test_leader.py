@@ -9,7 +9,7 @@ from repl_helpers import LAG_MS, T0, TP, batch, ids, new_log
 from insync import errors
 from insync.events import ShrinkReason
 from insync.replication.isr import Committed, IsrPolicy, PendingShrink, Removal
-from insync.replication.leader import Leader
+from insync.replication.leader import FollowerClock, Leader
 from insync.replication.messages import AlterPartitionItem, FetchPartitionData
 from insync.replication.results import FollowerRead
 from insync.storage.log import Log
@@ -125,11 +125,36 @@ def test_a_fetch_at_the_log_end_where_the_last_one_left_the_follower_is_idle_and
     for each in (leader, twin):
         fetch(each, 2, 3, T0 + 1)
     assert idle(leader, 2, 3) and idle(leader, 2, 3, last_fetched_epoch=1)
-    leader.note_idle_fetch(BrokerId(2), T0 + LAG_MS * 3, LAG_MS)
+    clock = FollowerClock(T0 + LAG_MS * 3)
+    leader.note_idle_fetch(BrokerId(2), clock, LAG_MS)
     fetch(twin, 2, 3, T0 + LAG_MS * 3)
     state = leader.replica_state(BrokerId(2))
     assert state == twin.replica_state(BrokerId(2))
     assert state is not None and state.last_caught_up_ms == state.last_fetch_time_ms == T0 + LAG_MS * 3
+    # Later fetches of the same follower that leave this partition unvisited count as idle ones too.
+    clock.fetch_ms = T0 + LAG_MS * 5
+    fetch(twin, 2, 3, T0 + LAG_MS * 5)
+    assert leader.replica_state(BrokerId(2)) == twin.replica_state(BrokerId(2))
+
+
+def test_a_read_ends_the_idle_count_at_the_fetch_before_it() -> None:
+    """Once a fetch reads the partition again (records arrived), the follower was caught up at the fetch before
+    that one, whatever the clock says later: Kafka's rule, as if every fetch had been read."""
+    log = new_log()
+    log.append_as_leader(batch(3), LeaderEpoch(1))
+    leader, twin = start(log, 1), start(log, 1)
+    for each in (leader, twin):
+        fetch(each, 2, 3, T0 + 1)
+    clock = FollowerClock(T0 + 100)
+    leader.note_idle_fetch(BrokerId(2), clock, LAG_MS)
+    fetch(twin, 2, 3, T0 + 100)
+    log.append_as_leader(batch(2), LeaderEpoch(1))
+    for each in (leader, twin):
+        fetch(each, 2, 3, T0 + 200)  # behind now: caught up last at the fetch at T0 + 100
+    clock.fetch_ms = T0 + LAG_MS * 4  # the session's later fetches do not count here any more
+    state = leader.replica_state(BrokerId(2))
+    assert state == twin.replica_state(BrokerId(2))
+    assert state is not None and state.last_caught_up_ms == T0 + 100
 
 
 def test_a_fetch_that_could_change_anything_is_not_idle() -> None:
