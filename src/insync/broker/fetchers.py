@@ -68,8 +68,7 @@ class ReplicaFetchers:
         session = self.sessions.get(leader)
         if session is None:
             assert len(self.sessions) < BROKERS_MAX
-            session = FetcherSession(self.broker_id, leader, self._lookup, self._config, events=self._events,
-                                     held_back=None if self._throttles is None else self._held_back)
+            session = FetcherSession(self.broker_id, leader, self._lookup, self._config, events=self._events)
             self.sessions[leader] = session
         session.add_partition(tp, leader_epoch, follower.fetch_position(), now_ms)
         self._leader_of[tp] = leader
@@ -90,9 +89,7 @@ class ReplicaFetchers:
         return self._send(now_ms, session)
 
     def _held_back(self, tp: TopicPartition, now_ms: int) -> bool:
-        assert self._throttles is not None
-        if not self._throttles.is_set(leader=False):
-            return False
+        assert self._throttles is not None and self._throttles.is_set(leader=False)
         partition = self._partitions.get(tp)
         in_sync = partition is not None and self.broker_id in partition.isr
         return self._throttles.holds_back(tp, in_sync, now_ms, leader=False)
@@ -112,7 +109,10 @@ class ReplicaFetchers:
         return commands
 
     def _send(self, now_ms: int, session: FetcherSession) -> list[Outgoing]:
-        request = session.build_fetch_request(now_ms, self._broker_epoch())
+        # Asked of every partition fetched only while a follower rate is set: otherwise none is held back, and a
+        # fetch in the leader's session looks at the changed partitions alone.
+        throttled = self._throttles is not None and self._throttles.is_set(leader=False)
+        request = session.build_fetch_request(now_ms, self._broker_epoch(), self._held_back if throttled else None)
         return [] if request is None else [Outgoing(session.leader_id, request)]
 
     def next_deadline_ms(self) -> int:

@@ -1,20 +1,21 @@
 """A fetcher session: one follower broker copying many partitions from one leader broker.
 
-The session keeps, per partition, where to fetch next (`FetchPosition`), the leader epoch it follows, and a
-back-off deadline. `build_fetch_request(now_ms)` asks for every partition not backing off (one request in
-flight, failed after `replica.socket.timeout.ms`); `handle_fetch_response` applies the answer through the
-`Follower`s from `lookup`, except where the partition changed since the request.
-Per-partition error isolation (KIP-461, seed 002): whatever goes wrong with one partition stays with it.
+Per partition the session keeps where to fetch next (`FetchPosition`), the followed leader epoch, a back-off
+deadline and the `FetchRequestPartition` they make, rebuilt only when they change: with the leader's incremental
+session (KIP-227) a fetch then costs what changed since the last one (plus what backs off), not every partition.
+`build_fetch_request(now_ms)` asks for every partition not backing off (one request in flight, failed after
+`replica.socket.timeout.ms`); `handle_fetch_response` applies the answer through the `Follower`s from `lookup`,
+except where the partition changed since the request. Per-partition error isolation (KIP-461, seed 002):
 - Appending or truncating raised: the partition is marked failed (`partition_failed`, `failed_partitions_count`)
   and leaves the session until `add_partition` brings a newer epoch; the rest of the response is still applied.
   Corrupt records are only backed off, as in Kafka, since a transient truncation on the leader explains them.
-- FENCED_LEADER_EPOCH for the followed epoch: failed until new leadership metadata arrives.
-- Other errors: back off `replica.fetch.backoff.ms` for that partition only. KAFKA-7104 (seed 004) never fails
-  a partition: it is handled by truncation (`follower.py`).
+- FENCED_LEADER_EPOCH for the followed epoch: failed until new leadership metadata arrives. Other errors back off
+  `replica.fetch.backoff.ms` for that partition only; KAFKA-7104 (seed 004) is handled by truncation instead.
 """
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 from collections.abc import Callable
@@ -45,6 +46,10 @@ _BACK_OFF_ON_PROCESSING = frozenset({errors.CORRUPT_MESSAGE, errors.BY_NAME["INV
 # FetchSessionHandler answers them with an empty response, not a back-off).
 _SESSION_ERRORS = frozenset({errors.BY_NAME["FETCH_SESSION_ID_NOT_FOUND"],
                              errors.BY_NAME["INVALID_FETCH_SESSION_EPOCH"]})
+# The partitions changed since the last fetch are hosted, or were in the view or the fetch in flight when dropped.
+_CHANGED_MAX = 3 * limits.FETCHER_PARTITIONS_MAX
+# Stale heap entries of back-off deadlines allowed beyond twice the live values before the heap is rebuilt.
+_DEADLINE_HEAP_SLACK = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,38 +84,88 @@ class _OutcomeBuilder:
 
 
 @dataclass(frozen=True, slots=True)
+class _Fetch:
+    """A partition's fetch state with the request it makes, and its place in fetch order (served ones move last:
+    a larger `order`). A new one is made on every state change; the request is kept while position and epoch are."""
+
+    state: PartitionFetchState
+    request: FetchRequestPartition
+    order: int
+
+
+def _fetch_order(fetch: _Fetch) -> int:
+    return fetch.order
+
+
+@dataclass(frozen=True, slots=True)
 class _InFlight:
     request: FetchRequest
     sent_ms: int
-    fetched: dict[TopicPartition, FetchRequestPartition]  # every partition fetched, listed in `request` or not
+    fetched: dict[TopicPartition, _Fetch]  # every partition fetched, listed in `request` or not
+
+
+class _Deadlines:
+    """The back-off deadline of every partition (a past one too, so `next_fetch_ms` is the least of all without a
+    walk) as a multiset: a count per value, and a heap of the values where one no longer counted is dropped when it
+    reaches the top."""
+
+    def __init__(self) -> None:
+        self._counts: dict[int, int] = {}
+        self._heap: list[int] = []
+
+    def add(self, deadline_ms: int) -> None:
+        count = self._counts.get(deadline_ms, 0)
+        self._counts[deadline_ms] = count + 1
+        if count == 0:
+            heapq.heappush(self._heap, deadline_ms)
+            if len(self._heap) > 2 * len(self._counts) + _DEADLINE_HEAP_SLACK:  # drop the stale entries
+                self._heap = sorted(self._counts)
+
+    def remove(self, deadline_ms: int) -> None:
+        count = self._counts[deadline_ms]
+        assert count > 0, deadline_ms
+        if count == 1:
+            del self._counts[deadline_ms]
+        else:
+            self._counts[deadline_ms] = count - 1
+
+    def least(self) -> int | None:
+        assert len(self._heap) >= len(self._counts), "every counted value is in the heap"
+        while self._heap and self._heap[0] not in self._counts:  # bounded by the heap's length
+            heapq.heappop(self._heap)
+        return self._heap[0] if self._heap else None
 
 
 class FetcherSession:
     def __init__(self, follower_id: BrokerId, leader_id: BrokerId,
                  lookup: Callable[[TopicPartition], FollowerReplica | None], config: FetcherConfig | None = None,
-                 *, events: EventBuffer | None = None,
-                 held_back: Callable[[TopicPartition, int], bool] | None = None) -> None:
+                 *, events: EventBuffer | None = None) -> None:
         assert follower_id != leader_id
         self.follower_id = follower_id
         self.leader_id = leader_id
         self.config = config or FetcherConfig()
         self.events = events if events is not None else EventBuffer()
         self._lookup = lookup
-        self._held_back = held_back  # (partition, now) -> the follower's replication throttle holds it back
-        self._partitions: dict[TopicPartition, PartitionFetchState] = {}  # fetch order: served ones move last
+        self._partitions: dict[TopicPartition, _Fetch] = {}  # in fetch order
+        self._orders = itertools.count()
         self._failed: dict[TopicPartition, LeaderEpoch] = {}  # the epoch each failed in
         self._in_flight: _InFlight | None = None
         self._correlation_ids = itertools.count(1)
         # The leader's fetch session (KIP-227) and what it holds of each partition: a fetch lists what differs.
         self._session_id = NO_SESSION
         self._session_epoch = INITIAL_EPOCH
-        self._session_view: dict[TopicPartition, FetchRequestPartition] = {}
+        self._session_view: dict[TopicPartition, _Fetch] = {}
+        # What an incremental fetch compares with the view instead of every partition: the partitions changed since
+        # the last request was built, those backing off (until a fetch finds them due) and all the deadlines.
+        self._changed: set[TopicPartition] = set()
+        self._delayed: set[TopicPartition] = set()
+        self._deadlines = _Deadlines()
 
     # --- Partitions -------------------------------------------------------------------------------------------
 
     @property
     def partitions(self) -> dict[TopicPartition, PartitionFetchState]:
-        return dict(self._partitions)
+        return {topic_partition: fetch.state for topic_partition, fetch in self._partitions.items()}
 
     @property
     def failed_partitions(self) -> frozenset[TopicPartition]:
@@ -123,8 +178,8 @@ class FetcherSession:
     @property
     def max_lag(self) -> int:
         """Kafka's MaxLag: the largest (leader high watermark - fetch offset) over the partitions."""
-        return max((max(0, s.leader_high_watermark - s.position.fetch_offset) for s in self._partitions.values()),
-                   default=0)
+        return max((max(0, f.state.leader_high_watermark - f.state.position.fetch_offset)
+                    for f in self._partitions.values()), default=0)
 
     def add_partition(self, topic_partition: TopicPartition, leader_epoch: LeaderEpoch, position: FetchPosition,
                       now_ms: int) -> bool:
@@ -137,17 +192,16 @@ class FetcherSession:
             del self._failed[topic_partition]
             self._emit(EventType.PARTITION_UNFAILED, topic_partition, now_ms, leader=self.leader_id)
         current = self._partitions.get(topic_partition)
-        if current is not None and current.leader_epoch >= leader_epoch:
+        if current is not None and current.state.leader_epoch >= leader_epoch:
             return False
         assert len(self._partitions) < limits.FETCHER_PARTITIONS_MAX or current is not None
-        self._partitions.pop(topic_partition, None)
-        self._partitions[topic_partition] = PartitionFetchState(position, leader_epoch)
+        self._update(topic_partition, PartitionFetchState(position, leader_epoch))
         return True
 
     def remove_partition(self, topic_partition: TopicPartition, now_ms: int) -> None:
         """Stop fetching (became leader, moved elsewhere, deleted); a failure is cleared with it (KIP-461:
         stopping or deleting the replica, or leading it, clears the failed state), and said so."""
-        self._partitions.pop(topic_partition, None)
+        self._drop(topic_partition)
         if self._failed.pop(topic_partition, None) is not None:
             self._emit(EventType.PARTITION_UNFAILED, topic_partition, now_ms, leader=self.leader_id)
 
@@ -162,49 +216,92 @@ class FetcherSession:
         that there is nothing to fetch."""
         if self._in_flight is not None:
             return self._in_flight.sent_ms + self.config.request_timeout_ms
-        return min((state.delayed_until_ms for state in self._partitions.values()), default=None)
+        return self._deadlines.least()
 
-    def build_fetch_request(self, now_ms: int, replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH
-                            ) -> FetchRequest | None:
+    def build_fetch_request(self, now_ms: int, replica_epoch: BrokerEpoch = UNKNOWN_BROKER_EPOCH,
+                            held_back: Callable[[TopicPartition, int], bool] | None = None) -> FetchRequest | None:
         """The next request (None while one is in flight or every partition backs off); `replica_epoch` is this
-        broker's epoch from its registration, which ties the leader's view of us to this life (KIP-903)."""
+        broker's epoch from its registration, which ties the leader's view of us to this life (KIP-903).
+        `held_back(partition, now_ms)`: the follower's replication throttle, when one is set, holds it back."""
         if self._in_flight is not None:
             if now_ms - self._in_flight.sent_ms < self.config.request_timeout_ms:
                 return None
             logger.warning("Fetch request %d to broker %d timed out", self._in_flight.request.correlation_id,
                            self.leader_id)
             self.handle_fetch_error(self._in_flight.request.correlation_id, now_ms)
-        due = [(tp, state) for tp, state in self._partitions.items() if state.delayed_until_ms <= now_ms]
-        if self._held_back is not None:
-            held = {tp for tp, _ in due if self._held_back(tp, now_ms)}
-            for tp in held:  # left out of the request as in Kafka, for a backoff rather than a busy loop
-                self._back_off(tp, now_ms)
-            due = [(tp, state) for tp, state in due if tp not in held]
-        fetched = {topic_partition: FetchRequestPartition(
-            topic_partition, state.position.fetch_offset, state.leader_epoch, state.position.last_fetched_epoch,
-            state.position.log_start_offset, self.config.partition_max_bytes) for topic_partition, state in due}
+        had_view = bool(self._session_view)
+        forgotten: tuple[TopicPartition, ...] = ()
+        if self._session_id != NO_SESSION and held_back is None:
+            fetched, (listed, forgotten) = self._session_view, self._diff_view(now_ms)
+        else:
+            fetched = self._due(now_ms, held_back)
+            if self._session_id == NO_SESSION:
+                listed = tuple(fetch.request for fetch in fetched.values())
+            else:
+                listed, forgotten = self._walk_view(fetched)
+        self._changed.clear()
         # As Kafka's fetcher: a request goes even with nothing to fetch while the session has partitions to forget.
         # Without it, a partition refused in the fetch that opened the session (its topic id not yet known to the
         # leader) stayed in this side's view only, and every later incremental fetch left it out as unchanged.
-        if not fetched and (self._session_id == NO_SESSION or not self._session_view):
+        if not fetched and (self._session_id == NO_SESSION or not had_view):
             return None
+        # Partitions backing off or held back are forgotten, as Kafka's builder leaves them out of the session.
         request = FetchRequest(next(self._correlation_ids), self.follower_id, self.config.max_wait_ms,
-                               self.config.min_bytes, self.config.max_bytes, tuple(fetched.values()), replica_epoch,
-                               session_id=NO_SESSION, session_epoch=INITIAL_EPOCH)
-        if self._session_id != NO_SESSION:
-            # Partitions backing off or held back are forgotten, as Kafka's builder leaves them out of the session.
-            request = replace(request, partitions=tuple(p for tp, p in fetched.items()
-                                                        if self._session_view.get(tp) != p),
-                              session_id=self._session_id, session_epoch=self._session_epoch,
-                              forgotten=tuple(tp for tp in self._session_view if tp not in fetched))
+                               self.config.min_bytes, self.config.max_bytes, listed, replica_epoch,
+                               session_id=self._session_id, session_epoch=self._session_epoch, forgotten=forgotten)
         self._in_flight = _InFlight(request, now_ms, fetched)
         return request
+
+    def _due(self, now_ms: int, held_back: Callable[[TopicPartition, int], bool] | None
+             ) -> dict[TopicPartition, _Fetch]:
+        """Every partition to fetch now, in fetch order: a walk over all of them."""
+        due = [(tp, fetch) for tp, fetch in self._partitions.items() if fetch.state.delayed_until_ms <= now_ms]
+        if held_back is not None:
+            held = {tp for tp, _ in due if held_back(tp, now_ms)}
+            for tp in held:  # left out of the request as in Kafka, for a backoff rather than a busy loop
+                self._back_off(tp, now_ms)
+            due = [(tp, fetch) for tp, fetch in due if tp not in held]
+        return dict(due)
+
+    def _walk_view(self, fetched: dict[TopicPartition, _Fetch]
+                   ) -> tuple[tuple[FetchRequestPartition, ...], tuple[TopicPartition, ...]]:
+        """What a fetch lists and forgets, found by comparing every partition fetched with the view."""
+        view = self._session_view
+        listed = tuple(fetch.request for tp, fetch in fetched.items()
+                       if (seen := view.get(tp)) is None or seen.request != fetch.request)
+        forgotten = tuple(seen.request.topic_partition for seen in sorted(view.values(), key=_fetch_order)
+                          if seen.request.topic_partition not in fetched)
+        return listed, forgotten
+
+    def _diff_view(self, now_ms: int) -> tuple[tuple[FetchRequestPartition, ...], tuple[TopicPartition, ...]]:
+        """What an incremental fetch lists and forgets, found among the partitions changed or backing off; the
+        view becomes what this fetch asks for (kept only if the leader answers, else the session ends)."""
+        view = self._session_view
+        candidates = self._changed | self._delayed
+        assert len(candidates) <= _CHANGED_MAX, "the changed ones are hosted or were in a view"
+        listed: list[_Fetch] = []
+        forgotten: list[_Fetch] = []
+        for tp in candidates:
+            fetch = self._partitions.get(tp)
+            seen = view.get(tp)
+            if fetch is not None and fetch.state.delayed_until_ms <= now_ms:
+                self._delayed.discard(tp)
+                if seen is None or seen.request != fetch.request:
+                    listed.append(fetch)
+                view[tp] = fetch
+            elif seen is not None:
+                forgotten.append(seen)
+                del view[tp]
+        listed.sort(key=_fetch_order)  # as a walk in fetch order lists them
+        forgotten.sort(key=_fetch_order)  # as the view's partitions were ordered when it was sent
+        return (tuple(fetch.request for fetch in listed),
+                tuple(fetch.request.topic_partition for fetch in forgotten))
 
     def _end_session(self) -> None:
         """The next fetch is a full one that opens a new session."""
         self._session_id, self._session_epoch, self._session_view = NO_SESSION, INITIAL_EPOCH, {}
 
-    def _session_answered(self, response: FetchResponse, fetched: dict[TopicPartition, FetchRequestPartition],
+    def _session_answered(self, response: FetchResponse, fetched: dict[TopicPartition, _Fetch],
                           sent_epoch: int) -> None:
         """Kafka's FetchSessionHandler.handleResponse: a full fetch's answer names the new session (none when
         the leader keeps no session); an incremental answer must come from the session it continued."""
@@ -222,8 +319,8 @@ class FetcherSession:
             return
         fetched, self._in_flight = self._in_flight.fetched, None
         self._end_session()
-        for topic_partition in fetched:
-            self._back_off(topic_partition, now_ms)
+        for fetch in sorted(fetched.values(), key=_fetch_order):
+            self._back_off(fetch.request.topic_partition, now_ms)
 
     # --- Responses --------------------------------------------------------------------------------------------
 
@@ -236,18 +333,18 @@ class FetcherSession:
             self._end_session()
             if response.error in _SESSION_ERRORS:
                 return outcome.build()
-            for topic_partition in requested_by_tp:
-                if self._back_off(topic_partition, now_ms):
-                    outcome.backed_off.append(topic_partition)
+            for fetch in sorted(requested_by_tp.values(), key=_fetch_order):
+                if self._back_off(fetch.request.topic_partition, now_ms):
+                    outcome.backed_off.append(fetch.request.topic_partition)
             return outcome.build()
         self._session_answered(response, requested_by_tp, request.session_epoch)
         for data in response.partitions:
             requested = requested_by_tp.get(data.topic_partition)
-            state = self._partitions.get(data.topic_partition)
-            if requested is None or state is None or state.leader_epoch != requested.current_leader_epoch \
-                    or state.position.fetch_offset != requested.fetch_offset:
+            current = self._partitions.get(data.topic_partition)
+            if requested is None or current is None or current.state.leader_epoch != requested.state.leader_epoch \
+                    or current.state.position.fetch_offset != requested.state.position.fetch_offset:
                 continue  # removed, re-added or moved since the request: this answer is stale
-            self._apply(data, requested, state, now_ms, outcome)
+            self._apply(data, requested.request, current.state, now_ms, outcome)
         return outcome.build()
 
     def _apply(self, data: FetchPartitionData, requested: FetchRequestPartition, state: PartitionFetchState,
@@ -264,7 +361,7 @@ class FetcherSession:
             return
         replica = self._lookup(topic_partition)
         if replica is None:
-            self._partitions.pop(topic_partition)  # no longer hosted here
+            self._drop(topic_partition)  # no longer hosted here
             return
         try:
             self._apply_to_replica(replica, data, requested, state, now_ms, outcome)
@@ -311,19 +408,47 @@ class FetcherSession:
             outcome.appended.append(topic_partition)
 
     def _update(self, topic_partition: TopicPartition, state: PartitionFetchState) -> None:
-        # Move to the end so the next request serves the others first (Kafka's updateAndMoveToEnd).
-        del self._partitions[topic_partition]
-        self._partitions[topic_partition] = state
+        """The one place a partition's fetch state is set. It moves to the end so the next request serves the
+        others first (Kafka's updateAndMoveToEnd); its request is made again only if what feeds it moved."""
+        previous = self._partitions.pop(topic_partition, None)
+        if previous is not None and previous.state.position == state.position \
+                and previous.state.leader_epoch == state.leader_epoch:
+            request = previous.request
+        else:
+            request = FetchRequestPartition(topic_partition, state.position.fetch_offset, state.leader_epoch,
+                                            state.position.last_fetched_epoch, state.position.log_start_offset,
+                                            self.config.partition_max_bytes)
+        if previous is not None:
+            self._deadlines.remove(previous.state.delayed_until_ms)
+        self._deadlines.add(state.delayed_until_ms)
+        self._partitions[topic_partition] = _Fetch(state, request, next(self._orders))
+        self._changed.add(topic_partition)
+        assert len(self._changed) <= _CHANGED_MAX
+
+    def _drop(self, topic_partition: TopicPartition) -> None:
+        previous = self._partitions.pop(topic_partition, None)
+        if previous is None:
+            return
+        self._deadlines.remove(previous.state.delayed_until_ms)
+        self._delayed.discard(topic_partition)
+        # Only a partition the next incremental fetch compares with (its view) needs forgetting.
+        if topic_partition in self._session_view or (self._in_flight is not None
+                                                     and topic_partition in self._in_flight.fetched):
+            self._changed.add(topic_partition)
+        else:
+            self._changed.discard(topic_partition)
+        assert len(self._changed) <= _CHANGED_MAX
 
     def _back_off(self, topic_partition: TopicPartition, now_ms: int) -> bool:
-        state = self._partitions.get(topic_partition)
-        if state is None:
+        current = self._partitions.get(topic_partition)
+        if current is None:
             return False
-        self._update(topic_partition, replace(state, delayed_until_ms=now_ms + self.config.backoff_ms))
+        self._update(topic_partition, replace(current.state, delayed_until_ms=now_ms + self.config.backoff_ms))
+        self._delayed.add(topic_partition)
         return True
 
     def _fail(self, topic_partition: TopicPartition, state: PartitionFetchState, error: str, now_ms: int) -> None:
-        del self._partitions[topic_partition]
+        self._drop(topic_partition)
         self._failed[topic_partition] = state.leader_epoch
         logger.warning("[ReplicaFetcher replicaId=%d, leaderId=%d, fetcherId=0] %s", self.follower_id, self.leader_id,
                        kafkalog.failed_message(topic_partition.topic, topic_partition.partition))
