@@ -64,7 +64,7 @@ from insync.replication.messages import FetchRequest, FetchResponse
 from insync.replication.partition import Partition, PartitionConfig
 from insync.storage.checkpoint import CheckpointError
 from insync.storage.log_manager import LogManager
-from insync.types import Address, BrokerId, LeaderEpoch, Outgoing, PartitionEpoch, TopicPartition
+from insync.types import NO_LEADER, Address, BrokerId, LeaderEpoch, Outgoing, PartitionEpoch, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +315,8 @@ class BrokerCore:
         heartbeat = next((o.message for o in sent if isinstance(o.message, BrokerHeartbeatRequest)), None)
         if heartbeat is None or not self.caught_up:
             return []
-        hosted = {tp: log for tp in self.partitions if (log := self.log_manager.get(tp)) is not None}
+        hosted = {tp: log for tp in self.partitions if (reg := self.metadata.registration(tp)) is not None
+                  and reg.leader == NO_LEADER and (log := self.log_manager.get(tp)) is not None}
         reports = offline_replica_logs(self.broker_id, self.metadata, hosted)
         if not reports:
             return []

@@ -261,12 +261,12 @@ class FetchServer:
         """Park `request` in the purgatory; False when it is full (the caller answers at once)."""
         keys: tuple[Hashable, ...]
         if isinstance(request, FetchRequest):
-            delayed = DelayedFetch(_Waiting(source, request, context),
-                                   (part.topic_partition for part in request.partitions), request.min_bytes,
-                                   follower=True)
             # A session's fetch waits on its session, which `wake` finds from the partitions (`FetchSessions.mark`):
             # parking it under each of thousands of partitions would cost what the visit saved.
             in_session = context is not None and self.sessions.clock(context) is not None
+            delayed = DelayedFetch(_Waiting(source, request, context),
+                                   () if in_session else (part.topic_partition for part in request.partitions),
+                                   request.min_bytes, follower=True)
             keys = (SessionKey(context.session_id),) if in_session and context is not None else delayed.keys
         else:
             delayed = DelayedFetch(_Waiting(source, request), (tp for tp, _ in request.partitions), 1,

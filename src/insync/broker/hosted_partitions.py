@@ -35,8 +35,8 @@ class HostedPartitions(dict[TopicPartition, Partition]):
         """What bounds each compacted log's cleaning: its last stable offset (Kafka's first unstable offset bounds
         the cleaner, so an open transaction's records are not cleaned before its marker). Followers bound it by
         their own, as every Kafka replica cleans its own copy."""
-        return {tp: partition.last_stable_offset for tp, partition in self.items()
-                if (log := log_manager.get(tp)) is not None and log.config.compact}
+        return {tp: partition.last_stable_offset for tp in log_manager.compacted_logs()
+                if (partition := self.get(tp)) is not None}
 
     def in_transaction(self, tp: TopicPartition, producer_id: int, producer_epoch: int) -> bool:
         """Whether the producer, in this epoch, has a transaction open on a partition this broker leads: its next

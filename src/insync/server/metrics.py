@@ -43,6 +43,7 @@ class MetricsSnapshot:
     fetch_purgatory_size: int = 0
     fetch_sessions: int = 0
     fetch_session_partitions: int = 0
+    fetch_session_missed_changes: int = 0
     cleaner: CleanerMetrics = field(default_factory=CleanerMetrics)
     uncleanable_partitions: int = 0
 
@@ -64,6 +65,8 @@ class _CoreCollector(Collector):
              s.fetch_sessions),
             ("NumIncrementalFetchPartitionsCached", "Partitions held by those sessions (FetchSessionCache)",
              s.fetch_session_partitions),
+            ("IncrementalFetchMissedChanges", "Changed partitions only a session's full walk found (insync's own; "
+             "0 unless a change went unmarked)", s.fetch_session_missed_changes),
         )
         for name, doc, value in gauges:
             yield GaugeMetricFamily(name, doc, value=value)
@@ -164,6 +167,7 @@ def snapshot(core: BrokerCore, events_written: Mapping[str, int]) -> MetricsSnap
         fetch_purgatory_size=core.fetch_server.purgatory_size,
         fetch_sessions=len(core.fetch_server.sessions),
         fetch_session_partitions=core.fetch_server.sessions.partitions_cached,
+        fetch_session_missed_changes=core.fetch_server.sessions.missed_changes,
         cleaner=replace(cleaner.metrics) if (cleaner := core.log_manager.cleaner) is not None else CleanerMetrics(),
         uncleanable_partitions=len(cleaner.uncleanable) if cleaner is not None else 0,
     )

@@ -79,6 +79,7 @@ class LogManager:
         self.disk = disk
         self.clock = clock
         self._logs: dict[TopicPartition, Log] = {}
+        self._compacted: dict[TopicPartition, Log] | None = None  # `compacted_logs`, found again after a change
         self._owns_disk = owns_disk
         self.preferred_dirs: dict[TopicPartition, str] = {}  # AlterReplicaLogDirs before the log exists
         self.cleaner: LogCleaner | None = None  # set by open()
@@ -165,6 +166,7 @@ class LogManager:
                     self.moves.resume(tp, log)
                 else:
                     self._logs[tp] = log
+                    self._compacted = None
 
     def _read_or_default(self, log_dir: str, name: str, default_text: str) -> dict[TopicPartition, int]:
         try:
@@ -211,9 +213,18 @@ class LogManager:
             log = Log.open(f"{self._next_log_dir(tp)}/{tp}", config or self.config, self.disk, clock=self.clock)
             log.failure_channel = self.failure_channel
             self._logs[tp] = log
+            self._compacted = None
         elif config is not None:
             log.config = config
+            self._compacted = None
         return log
+
+    def compacted_logs(self) -> Mapping[TopicPartition, Log]:
+        """The logs whose cleanup.policy compacts, the cleaner's only work: kept between changes of the logs or
+        their configs, so that the cleaner's check every half second costs the compacted logs, not every log."""
+        if self._compacted is None:
+            self._compacted = {tp: log for tp, log in self._logs.items() if log.config.compact}
+        return self._compacted
 
     def delete(self, tp: TopicPartition) -> None:
         """Remove the partition's directory and everything in it, once its cleaning has stopped; a future copy
@@ -224,6 +235,7 @@ class LogManager:
         self.moves.cancel(tp)
         self.preferred_dirs.pop(tp, None)
         log = self._logs.pop(tp, None)
+        self._compacted = None
         if log is not None:
             delete_log_dir(self.disk, log.directory)
 
@@ -310,7 +322,7 @@ class LogManager:
         clock."""
         assert self.cleaner is not None
         moving = self.moves.future_logs()  # paused while they move, as Kafka's abortAndPauseCleaning
-        logs = self._logs
+        logs = self.compacted_logs()
         if moving or any(log.offline for log in logs.values()):
             logs = {tp: log for tp, log in logs.items() if tp not in moving and not log.offline}
         return self.cleaner.tick(now_ms, self.clock.now_ms(), logs, stable_offsets, producers)
