@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # per version outside the repo (tools/compat/build.sh).
 COMPAT_VERSION := 1.10.1
 
-.PHONY: setup test test-slow demo bench lint clean compat kafka kafka-streams spark-kafka-jars quix-venv
+.PHONY: setup test test-slow demo bench lint clean compat compat-kafka-runs kafka kafka-streams spark-kafka-jars quix-venv
 
 setup: $(STAMP)
 
@@ -72,6 +72,10 @@ compat: setup kafka kafka-streams spark-kafka-jars quix-venv
 	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
 		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
 	$(PY) -m pytest -n 2 --dist loadfile tests/kafka_ref
+
+# All eight live Kafka runs analysed to their truth (make compat runs one per version): half an hour of both cores.
+compat-kafka-runs: setup kafka
+	INSYNC_KAFKA_RUNS=all $(PY) -m pytest -n 2 tests/kafka_ref/test_kafka_log_truth_live.py
 
 demo: setup
 	$(VENV)/bin/insync demo

@@ -1,10 +1,10 @@
 """librdkafka's own integration tests against a 3-broker insync cluster on 127.0.0.1 (`make compat`).
 
 Every broker-facing test of librdkafka's test table (tests/test.c: not TEST_F_LOCAL, not TEST_F_MANUAL) that the
-allowlist does not exclude runs on its own, `TESTS=<name> ./test-runner -p1 -Q -L`, with a timeout, against a
-cluster started by `insync cluster up` (restarted if a node died). test-runner selects by test number, so the
-tests sharing a number run together each time (0045's five); each test's status is read from its own row of
-test-runner's summary. The tests that emulate network trouble in the client (TEST_F_SOCKEM: librdkafka's socket
+allowlist does not exclude runs in its own `TESTS=<name> ./test-runner -p1 -Q -L`, with a timeout, two at once
+(`--jobs`), against a cluster started by `insync cluster up` (restarted between tests if a node died).
+test-runner selects by test number, so the tests sharing a number run together each time (0045's five); each
+test's status is read from its own row of test-runner's summary. The tests that emulate network trouble in the client (TEST_F_SOCKEM: librdkafka's socket
 emulation delays and cuts its own connections) run too, since they need nothing of the broker but Kafka's
 behaviour. A test names the broker setup it needs (`.scenario`, tests/scenarios/*.json): the "default" ones run
 first, on a cluster creating topics on first use; then the cluster is replaced by one that does not
@@ -18,6 +18,7 @@ Usage: run_librdkafka_tests.py TESTS_DIR [--allowlist FILE] [--only NAME ...] [-
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,8 @@ from insync.chaos import cluster
 HERE = Path(__file__).resolve().parent
 DEFAULT_ALLOWLIST = HERE / "librdkafka-allowlist.txt"
 KAFKA_VERSION = "4.0.0"  # the Kafka whose API versions insync advertises (docs/compatibility.md, the APIs insync serves)
+# Two at a time: most tests wait on timeouts and rebalances, so two roughly halve the suite's time on two cores.
+JOBS = 2
 TEST_TIMEOUT_S = 150.0  # above the longest test-runner timeout a listed test sets in quick mode
 CLUSTER_UP_TIMEOUT_S = 120.0
 OUTPUT_TAIL_LINES = 15  # of a failed test's output, printed for the reader
@@ -139,9 +143,9 @@ def kafka_path(work: Path) -> Path | None:
     return home
 
 
-def run_test(tests_dir: Path, name: str, target: Target, work: Path, kafka_version: str, timeout_s: float
-             ) -> Outcome:
-    conf = work / "test.conf"
+def run_test(tests_dir: Path, name: str, target: Target, work: Path, kafka_version: str, timeout_s: float,
+             java_home: Path | None) -> Outcome:
+    conf = work / f"{name}.conf"
     multiplier = TIMEOUT_MULTIPLIERS.get(name)
     conf.write_text(f"bootstrap.servers={target.bootstrap}\ntest.topic.random=true\n"
                     + (f"test.timeout.multiplier={multiplier}\n" if multiplier else ""))
@@ -149,7 +153,6 @@ def run_test(tests_dir: Path, name: str, target: Target, work: Path, kafka_versi
     libraries = f"{tests_dir.parent / 'src'}:{tests_dir.parent / 'src-cpp'}"
     env = {**os.environ, "TESTS": name, "RDKAFKA_TEST_CONF": str(conf), "TEST_KAFKA_VERSION": kafka_version,
            "TEST_SCENARIO": target.scenario, "LD_LIBRARY_PATH": libraries}
-    java_home = kafka_path(work)
     if java_home is not None:
         env["KAFKA_PATH"] = str(java_home)
     started = time.monotonic()
@@ -170,21 +173,36 @@ def run_test(tests_dir: Path, name: str, target: Target, work: Path, kafka_versi
 
 def run_scenario(tests_dir: Path, scenario: str, names: list[str], work: Path, args: argparse.Namespace
                  ) -> list[Outcome]:
-    """`names` one by one on a cluster set up for `scenario`, started here and stopped after."""
+    """`names` on a cluster set up for `scenario`, started here and stopped after, `args.jobs` at a time (each test
+    uses topics and groups of its own, as librdkafka's test-runner, which runs several at once, expects)."""
     directory = work / f"cluster-{scenario}"
     outcomes: list[Outcome] = []
-    try:
-        target = Target(start_cluster(directory, scenario).bootstrap, scenario)
-        for name in names:
-            if not cluster_alive(directory):
-                print(f"a node died before {name}: restarting the cluster", flush=True)
-                stop_cluster(directory)
-                target = Target(start_cluster(directory, scenario).bootstrap, scenario)
-            outcome = run_test(tests_dir, name, target, work, args.kafka_version, args.timeout_s)
+    java_home = kafka_path(work)
+    running: dict[concurrent.futures.Future[Outcome], str] = {}
+
+    def report(done: Iterable[concurrent.futures.Future[Outcome]]) -> None:
+        for future in done:
+            outcome = future.result()
+            del running[future]
             outcomes.append(outcome)
-            print(f"{outcome.status:<7} {name} ({outcome.seconds:.1f} s)", flush=True)
+            print(f"{outcome.status:<7} {outcome.name} ({outcome.seconds:.1f} s)", flush=True)
             if outcome.detail:
                 print(outcome.detail, flush=True)
+
+    try:
+        target = Target(start_cluster(directory, scenario).bootstrap, scenario)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for name in names:
+                if len(running) >= args.jobs:
+                    report(concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED).done)
+                if not cluster_alive(directory):
+                    report(concurrent.futures.wait(running).done)  # none may run on the cluster being replaced
+                    print(f"a node died before {name}: restarting the cluster", flush=True)
+                    stop_cluster(directory)
+                    target = Target(start_cluster(directory, scenario).bootstrap, scenario)
+                running[pool.submit(run_test, tests_dir, name, target, work, args.kafka_version, args.timeout_s,
+                                    java_home)] = name
+            report(concurrent.futures.wait(running).done)
     finally:
         stop_cluster(directory)
     return outcomes
@@ -201,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="run just these tests (names or number prefixes)")
     parser.add_argument("--timeout-s", type=float, default=TEST_TIMEOUT_S)
     parser.add_argument("--kafka-version", default=KAFKA_VERSION)
+    parser.add_argument("--jobs", type=int, default=JOBS, help="tests run at once against the cluster")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, not {args.jobs}")
 
     excluded = read_allowlist(args.allowlist)
     scenarios = broker_tests(args.tests_dir)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
+import time
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -72,3 +75,43 @@ def test_summary_rows_are_read_without_colours() -> None:
               "|\x1b[36m 0053_stats                               |    SKIPPED |   0.200s \x1b[0m|")
     rows = dict(module._SUMMARY_ROW.findall(module._ANSI.sub("", "|" + output)))
     assert rows == {"0001_multiobj": "PASSED", "0053_stats": "SKIPPED"}
+
+
+def test_tests_run_two_at_once_and_a_dead_cluster_is_replaced_only_between_tests(monkeypatch: Any,
+                                                                                  tmp_path: Path) -> None:
+    """At most `--jobs` tests at once, every outcome reported, and a restart waits until none is running."""
+    module = runner()
+    lock = threading.Lock()
+    state = {"running": 0, "most": 0, "starts": 0, "alive_checks": 0}
+    restarted_while_running: list[int] = []
+
+    def start(directory: Path, scenario: str) -> Any:
+        with lock:
+            state["starts"] += 1
+            if state["running"]:
+                restarted_while_running.append(state["running"])
+        return SimpleNamespace(bootstrap="127.0.0.1:1")
+
+    def alive(directory: Path) -> bool:
+        state["alive_checks"] += 1
+        return state["alive_checks"] != 3  # a node dies once, before the third test
+
+    def run_test(tests_dir: Path, name: str, *rest: Any) -> Any:
+        with lock:
+            state["running"] += 1
+            state["most"] = max(state["most"], state["running"])
+        time.sleep(0.05)
+        with lock:
+            state["running"] -= 1
+        return module.Outcome(name, "PASSED", "", 0.05)
+
+    monkeypatch.setattr(module, "start_cluster", start)
+    monkeypatch.setattr(module, "stop_cluster", lambda directory: None)
+    monkeypatch.setattr(module, "cluster_alive", alive)
+    monkeypatch.setattr(module, "kafka_path", lambda work: None)
+    monkeypatch.setattr(module, "run_test", run_test)
+    names = [f"00{n:02d}_t" for n in range(6)]
+    args = SimpleNamespace(jobs=2, kafka_version="4.1", timeout_s=10.0)
+    outcomes = module.run_scenario(tmp_path, "default", names, tmp_path, args)
+    assert sorted(o.name for o in outcomes) == names and state["most"] == 2
+    assert state["starts"] == 2 and restarted_while_running == []
