@@ -21,7 +21,7 @@ from insync.cli.main import main
     (["bench", "storage", "--seconds", "0"], "--seconds and --fetch-bytes must be positive"),
     (["bench", "spark-source", "--bootstrap-server", "127.0.0.1:9", "--rounds", "0"], "--rounds 1 to 20"),
     (["bench", "compare", "--peer", "kafka", "--only", "latency,scales"],
-     "--only takes throughput, latency, requests, java, connections, scale, not scales"),
+     "--only takes throughput, latency, requests, java, e2e-tool, connections, scale, not scales"),
     (["bench", "compare", "--peer", "kafka", "--scale", "0"], "--scale takes a number of partitions, 1 or more"),
     (["configs", "--entity-type", "brokers", "--entity-name", "one", "--describe"],
      "--entity-name must be a broker id, got 'one'"),
