@@ -104,7 +104,7 @@ class FetchServer:
         # leader's fetch costs what changed, not what it leads. Unless a read turns out slow: then every partition
         # is read, so each shows its follower's fetch pending at this leader while it waits (the evidence that the
         # leader is slow).
-        parts, walked = self.sessions.visit(context, now_ms)
+        parts, walked = self.sessions.visit(context, now_ms, from_purgatory)
         unchanged = self.sessions.unchanged if context.incremental else None
         skipped: list[tuple[FetchRequestPartition, Partition]] = []
         throttled = self._throttles is not None and self._throttles.is_set(leader=True)

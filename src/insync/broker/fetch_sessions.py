@@ -152,11 +152,13 @@ class FetchSessions:
         return answered is not None and answered.high_watermark == high_watermark \
             and answered.log_start_offset == log_start_offset
 
-    def visit(self, context: SessionContext, now_ms: int) -> tuple[tuple[FetchRequestPartition, ...], bool]:
+    def visit(self, context: SessionContext, now_ms: int, from_purgatory: bool = False
+              ) -> tuple[tuple[FetchRequestPartition, ...], bool]:
         """The partitions this fetch must look at, and whether that is all of them: an incremental fetch's
-        changed ones, until its session's next full walk. The caller `settle`s what the visit found."""
+        changed ones, until its session's next full walk (which only a new fetch makes: a read from the purgatory
+        settles nothing of what it would find). The caller `settle`s what the visit found."""
         session = self._sessions.get(context.session_id)
-        if session is None or not context.incremental or now_ms >= session.full_walk_due_ms:
+        if session is None or not context.incremental or (not from_purgatory and now_ms >= session.full_walk_due_ms):
             if session is not None:
                 session.full_walk_due_ms = now_ms + FULL_WALK_INTERVAL_MS
             return context.request.partitions, True

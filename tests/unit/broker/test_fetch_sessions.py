@@ -344,3 +344,16 @@ def test_a_partition_the_follower_forgets_stops_counting_its_later_fetches() -> 
     state_a, state_b = (partitions[tp].replica_state(BrokerId(FOLLOWER)) for tp in (A, B))
     assert state_a is not None and state_a.last_caught_up_ms == T0 + 20
     assert state_b is not None and state_b.last_caught_up_ms == T0 + 1
+
+
+def test_only_a_new_fetch_walks_the_whole_session() -> None:
+    """A parked fetch woken after the walk is due reads only what was marked: the walk, whose findings only a new
+    fetch's visit records, waits for that fetch."""
+    partitions, server, lookup, session_id = idle_session()
+    assert server.follower_fetch(T0 + 10, FOLLOWER, incremental(session_id, 2, {})).commands == []
+    append(partitions[B], 1, T0 + 10 + FULL_WALK_INTERVAL_MS)
+    (command,) = server.wake(T0 + 10 + FULL_WALK_INTERVAL_MS, {B: 100}).commands
+    assert isinstance(command, Outgoing) and set(lookup.looked_up) == {B}
+    lookup.looked_up.clear()
+    now_answered(server, T0 + 20 + FULL_WALK_INTERVAL_MS, incremental(session_id, 3, {B: 1}))
+    assert set(lookup.looked_up) == {A, B} and server.sessions.missed_changes == 0
