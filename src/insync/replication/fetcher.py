@@ -257,7 +257,7 @@ class FetcherSession:
         """Every partition to fetch now, in fetch order: a walk over all of them."""
         due = [(tp, fetch) for tp, fetch in self._partitions.items() if fetch.state.delayed_until_ms <= now_ms]
         if held_back is not None:
-            held = {tp for tp, _ in due if held_back(tp, now_ms)}
+            held = dict.fromkeys(tp for tp, _ in due if held_back(tp, now_ms))  # in fetch order, whatever the hash
             for tp in held:  # left out of the request as in Kafka, for a backoff rather than a busy loop
                 self._back_off(tp, now_ms)
             due = [(tp, fetch) for tp, fetch in due if tp not in held]

@@ -146,7 +146,7 @@ class ReferenceFetcherSession:
             self.handle_fetch_error(self._in_flight.request.correlation_id, now_ms)
         due = [(tp, state) for tp, state in self._partitions.items() if state.delayed_until_ms <= now_ms]
         if self._held_back is not None:
-            held = {tp for tp, _ in due if self._held_back(tp, now_ms)}
+            held = dict.fromkeys(tp for tp, _ in due if self._held_back(tp, now_ms))  # in fetch order (fixed in both)
             for tp in held:  # left out of the request as in Kafka, for a backoff rather than a busy loop
                 self._back_off(tp, now_ms)
             due = [(tp, state) for tp, state in due if tp not in held]
