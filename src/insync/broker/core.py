@@ -284,6 +284,7 @@ class BrokerCore:
                 proposal = partition.maybe_shrink_isr(now_ms)
                 if proposal is not None:
                     commands.extend(self.proposals.propose(now_ms, tp, proposal))
+                    self.fetch_server.changed((tp,))  # with a change in flight no follower fetch is idle there
                 commands.extend(self.proposals.propose_recovered(now_ms, tp, partition))  # an answer lost or refused
         if now_ms >= self._next_checkpoint_ms:
             self._next_checkpoint_ms = now_ms + self._checkpoint_interval_ms
@@ -364,6 +365,7 @@ class BrokerCore:
         for partition, result in outcome.results:
             if result.alter_partition is not None:
                 commands.extend(self.proposals.propose(now_ms, partition.topic_partition, result.alter_partition))
+                self.fetch_server.changed((partition.topic_partition,))  # the other followers' sessions too
             if result.high_watermark_advanced:
                 advanced.append(partition.topic_partition)
         if advanced:

@@ -319,7 +319,7 @@ class FetchServer:
 
     def changed(self, tps: Iterable[TopicPartition]) -> None:
         """Something a follower's next fetch must see changed in these partitions, that completes no parked fetch
-        (their ISR, their log start, their log directory)."""
+        (an ISR change proposed or decided, their log start, their log directory)."""
         self.sessions.mark(tps)
 
     def forget(self, source: Address) -> None:
