@@ -124,9 +124,9 @@ class FetchServer:
                                                                  throttled, answers))
         clock = self.sessions.clock(context)
         if latency_ms > 0:
-            visited = set() if walked else {part.topic_partition for part in parts}
-            unread = [(part, self._partitions(part.topic_partition)) for part in request.partitions
-                      if not walked and part.topic_partition not in visited]
+            visited = {part.topic_partition for part in parts}
+            unread = [] if walked else [(part, self._partitions(part.topic_partition)) for part in request.partitions
+                                        if part.topic_partition not in visited]
             for part, maybe_partition in [*skipped, *unread]:
                 self._read_for_follower(now_ms, request, part, maybe_partition, from_purgatory, throttled, answers)
             self.sessions.mark_session(context)
