@@ -17,6 +17,7 @@ import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.*;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.*;
 
 public class ClientDriver {
@@ -50,7 +51,7 @@ public class ClientDriver {
         try (Admin admin = Admin.create(common(bootstrap))) {
             NewTopic created = new NewTopic(topic, 3, (short) 3).configs(Map.of("min.insync.replicas", "2"));
             admin.createTopics(List.of(created)).all().get(30, TimeUnit.SECONDS);
-            TopicDescription description = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            TopicDescription description = settled(admin, topic);
             boolean full = description.partitions().stream().allMatch(p -> p.isr().size() == 3 && p.leader() != null);
             Config config = admin.describeConfigs(List.of(new ConfigResource(ConfigResource.Type.TOPIC, topic)))
                 .all().get().values().iterator().next();
@@ -70,6 +71,23 @@ public class ClientDriver {
                 System.out.println("admin_create_again=" + e.getCause().getClass().getSimpleName());
             }
             return description.partitions().size() == 3 && full && "2".equals(minIsr) && brokers == 3 && listed;
+        }
+    }
+
+    // CreateTopics returns once the controller has committed the topic; a broker learns of it from its metadata
+    // a moment later (Kafka's AdminClient documents this), so the description is read until every partition has
+    // its leader and full ISR, or the last one read is returned after 30 s.
+    static TopicDescription settled(Admin admin, String topic) throws Exception {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (true) {
+            try {
+                TopicDescription description = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+                boolean full = description.partitions().stream().allMatch(p -> p.isr().size() == 3 && p.leader() != null);
+                if (full || System.currentTimeMillis() > deadline) return description;
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException) || System.currentTimeMillis() > deadline) throw e;
+            }
+            Thread.sleep(100);
         }
     }
 
