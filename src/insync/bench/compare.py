@@ -17,7 +17,7 @@ import time
 from dataclasses import asdict, replace
 from typing import Any
 
-from insync.bench import connections, java_perf, latency, requests, scale, steady, targets
+from insync.bench import compaction, connections, java_perf, latency, requests, scale, steady, targets
 from insync.bench.targets import Target
 from insync.chaos import kafka_cluster
 from insync.chaos.kafka_dist import KafkaDist
@@ -45,7 +45,8 @@ ACTIVE_CLIENTS = 100
 ACTIVE_RATE = 2_000.0  # records/s of the active clients together
 SCALE_RATE = 1_000.0  # records/s round-robin over the scale topic's partitions
 # Row groups, in the order they run on each side.
-GROUPS = ("throughput", "latency", "requests", "java", "e2e-tool", "connections", "scale")
+GROUPS = ("throughput", "latency", "requests", "java", "e2e-tool", "connections", "compaction", "scale")
+COMPACTION_MB = 1_024  # the compacted log the cleaner is busy on in the compaction rows
 # The second consume run: librdkafka's fetch.queue.backoff.ms lowered from 1,000 ms (see insync.bench.steady)
 EAGER_FETCH_QUEUE_BACKOFF_MS = 10
 
@@ -122,7 +123,7 @@ def _connections(target: Target, seconds: float) -> dict[str, Any]:
 
 
 def _peer_rows(target: Target, dist: KafkaDist, seconds: float, steps: int, only: frozenset[str],
-               partitions: int | None) -> dict[str, Any]:
+               partitions: int | None, compaction_mb: int) -> dict[str, Any]:
     """The rows of one side of a Kafka comparison, in `GROUPS` order."""
     out = _run(target, seconds, steps, only)
     if "requests" in only:
@@ -133,17 +134,21 @@ def _peer_rows(target: Target, dist: KafkaDist, seconds: float, steps: int, only
         out.update(_e2e_tool(target, dist, seconds))
     if "connections" in only:
         out.update(_connections(target, seconds))
+    if "compaction" in only:
+        out.update(compaction.run(target, compaction_mb, seconds))
     if partitions is not None and "scale" in only:
         out.update(scale.run(target, partitions, SCALE_RATE, seconds))
     return out
 
 
 def compare(seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int = 3, peer: str = "tansu",
-            scale_partitions: int | None = None, only: frozenset[str] = frozenset(GROUPS)) -> dict[str, Any]:
+            scale_partitions: int | None = None, only: frozenset[str] = frozenset(GROUPS),
+            compaction_mb: int = COMPACTION_MB) -> dict[str, Any]:
     """Every row on insync and on the peer: Tansu (one node in memory, with insync's one-node row beside it) or
     Apache Kafka (`kafka[:VERSION]`, as many brokers as insync, with the request rate, Kafka's own clients, the
-    connection rows and, given `scale_partitions`, the scale rows). `only`: the row groups to run."""
-    assert seconds > 0 and steps > 0 and only <= frozenset(GROUPS), only
+    connection rows, the compaction rows on a log of `compaction_mb` and, given `scale_partitions`, the scale
+    rows). `only`: the row groups to run."""
+    assert seconds > 0 and steps > 0 and only <= frozenset(GROUPS) and compaction_mb > 0, only
     assert scale_partitions is None or scale_partitions > 0
     if peer == "tansu":
         with targets.insync_cluster(brokers) as target:
@@ -161,7 +166,7 @@ def compare(seconds: float = latency.SECONDS_MIN, steps: int = 6, brokers: int =
     runs = {}
     for side, engine_of in (("insync", kafka_cluster.ENGINE_INSYNC), ("peer", engine)):
         with targets.insync_cluster(brokers, engine=engine_of) as target:
-            runs[side] = _peer_rows(target, dist, seconds, steps, only, scale_partitions)
+            runs[side] = _peer_rows(target, dist, seconds, steps, only, scale_partitions, compaction_mb)
     return runs
 
 
@@ -194,6 +199,15 @@ ROWS = (
     ("reconnect storm: all answered s", "reconnect-storm", "seconds"),
     ("  slow connects (SYN resent)", "reconnect-storm", "slow_connects"),
     ("  connections made again", "reconnect-storm", "reconnects"),
+    ("compaction: log MB the cleaner takes", "compaction", "megabytes"),
+    ("  ack p99 ms, cleaner idle", "compaction", "idle_ack_p99_ms"),
+    ("  ack p99 ms, cleaner busy", "compaction", "busy_ack_p99_ms"),
+    ("  busy / idle ack p99", "compaction", "ack_p99_ratio"),
+    ("  e2e p99 ms, cleaner idle", "compaction", "idle_e2e_p99_ms"),
+    ("  e2e p99 ms, cleaner busy", "compaction", "busy_e2e_p99_ms"),
+    ("  busy run with a clean writing %", "compaction", "busy_cleaning_percent"),
+    ("  server CPU % busy (of one core)", "compaction", "busy_cpu_percent"),
+    ("  config change to copies cleaned s", "compaction", "cleaned_s"),
     ("scale: partitions", "scale", "partitions"),
     ("  broker resident MB, max", "scale", "rss_mb_max"),
     ("  broker idle CPU %, max", "scale", "idle_cpu_percent_max"),

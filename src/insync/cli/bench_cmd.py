@@ -54,6 +54,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                               "slow, so off unless asked")
     compare.add_argument("--only", default=None, metavar="GROUPS",
                          help=f"comma-separated row groups to run, of {','.join(compare_bench.GROUPS)} (default all)")
+    compare.add_argument("--compaction-mb", type=int, default=compare_bench.COMPACTION_MB, metavar="MB",
+                         help=f"with --peer kafka, the compacted log of the compaction rows "
+                              f"(default {compare_bench.COMPACTION_MB})")
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(func=run_compare)
     source = commands.add_parser("spark-source", help="Spark reading a topic through format(\"insync\") vs parquet")
@@ -219,7 +222,10 @@ def run_compare(args: argparse.Namespace) -> int:
         raise ConfigError(f"--only takes {', '.join(compare_bench.GROUPS)}, not {', '.join(unknown)}")
     if args.scale is not None and args.scale < 1:
         raise ConfigError("--scale takes a number of partitions, 1 or more")
-    result = compare_bench.compare(args.seconds, args.steps, peer=args.peer, scale_partitions=args.scale, only=only)
+    if args.compaction_mb < 1:
+        raise ConfigError("--compaction-mb takes a size in MB, 1 or more")
+    result = compare_bench.compare(args.seconds, args.steps, peer=args.peer, scale_partitions=args.scale, only=only,
+                                   compaction_mb=args.compaction_mb)
     print(json.dumps(result) if args.json else compare_bench.table(result))
     return 0
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from insync.bench import compare, java_perf
+from insync.bench import compaction, compare, java_perf
 from insync.bench.latency import LatencyResult
 from insync.bench.targets import Target
 from insync.chaos.kafka_dist import KafkaDist
@@ -38,9 +38,18 @@ def test_connection_and_scale_rows_show_both_sides_and_the_ratio() -> None:
 def test_every_row_names_a_group_that_compare_runs() -> None:
     produced = {"produce", "consume", "consume-eager", "produce-one-node", "max-rate", "requests-acks-1",
                 "requests-acks-all", "java-produce", "java-consume", "e2e-tool", "connections-idle", "connections-active",
-                "reconnect-storm", "scale", *(name for name, _, _ in compare.LATENCY_RUNS)}
+                "reconnect-storm", "scale", "compaction", *(name for name, _, _ in compare.LATENCY_RUNS)}
     assert {mode for _, mode, _ in compare.ROWS} <= produced
     assert compare.GROUPS[-1] == "scale"  # it restarts and kills brokers, so it runs last
+
+
+def test_the_compaction_rows_are_its_result_fields_or_figures() -> None:
+    fields = set(compaction.CompactionResult.__dataclass_fields__)
+    flat = {f"{run}_{figure}" for run in ("idle", "busy") for figure in compaction.FIGURES}
+    keys = {key for _, mode, key in compare.ROWS if mode == "compaction"}
+    assert {"idle_ack_p99_ms", "busy_ack_p99_ms", "ack_p99_ratio", "busy_cleaning_percent"} <= keys <= fields | flat
+    assert set(compaction.FIGURES) <= set(LatencyResult.__dataclass_fields__)
+    assert compare.GROUPS.index("compaction") < compare.GROUPS.index("scale")
 
 
 def test_each_latency_run_has_ack_and_e2e_p50_p99_p999_rows() -> None:
@@ -65,7 +74,7 @@ def test_peer_rows_run_the_e2e_tool_on_its_own_one_partition_topic(monkeypatch: 
     monkeypatch.setattr(java_perf, "e2e_latency", lambda dist, target, topic, seconds: java_perf.EndToEndResult(
         2000, 5.9, 4.0, 20.0, 43.0))
     rows = compare._peer_rows(Target("Kafka 4.1.2 RF3", "127.0.0.1:9", 3), KafkaDist("4.1.2", Path("/nonexistent")),
-                              10.0, 6, frozenset({"e2e-tool"}), None)
+                              10.0, 6, frozenset({"e2e-tool"}), None, 1024)
     assert rows == {"target": "Kafka 4.1.2 RF3",
                     "e2e-tool": {"records": 2000, "avg_ms": 5.9, "p50_ms": 4.0, "p99_ms": 20.0, "p999_ms": 43.0}}
     assert topics == [(compare.E2E_TOOL_TOPIC, 1)]

@@ -146,7 +146,7 @@ def test_compare_table_has_every_mode_and_the_ratio() -> None:
     lines = text.splitlines()
     assert "insync RF3" in lines[0] and "Tansu RF1" in lines[0]
     beside_kafka_only = {"requests-acks-1", "requests-acks-all", "java-produce", "java-consume", "e2e-tool",
-                         "connections-idle", "connections-active", "reconnect-storm", "scale"}
+                         "connections-idle", "connections-active", "reconnect-storm", "compaction", "scale"}
     assert len(lines) == 1 + len([row for row in compare.ROWS if row[1] not in beside_kafka_only])
     run = next(index for index, line in enumerate(lines) if line.startswith("latency-2000 "))
     assert [(line[:36].strip(), line[36:].split()) for line in lines[run:run + 7]] == [
