@@ -1,4 +1,5 @@
-"""Fault plans (insync.sim.faults): the `stop` kind's restart when the run's faults end mid-stop."""
+"""Fault plans (insync.sim.faults): the `stop` kind's restart when the run's faults end mid-stop, and a drawn power
+loss waiting until the last one is made good."""
 
 from __future__ import annotations
 
@@ -66,3 +67,51 @@ def test_a_stop_restarts_the_broker_its_restart_delay_after_it_stopped() -> None
     assert cluster.calls == ["stop 1"]
     scheduler.run_until(scheduler.start_ms + 7_000)
     assert cluster.calls == ["stop 1", "restart 1"]
+
+
+class _PowerCluster(_StoppingCluster):
+    """A cluster whose brokers rejoin every ISR when the test says so; records kills."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.behind: set[int] = set()
+
+    def kill(self, broker_id: int, torn_tail: bool, empty_disk: bool = False) -> None:
+        self.calls.append(f"kill {broker_id}")
+        self.behind.add(broker_id)
+
+    def in_every_isr(self, broker_id: int) -> bool:
+        return broker_id not in self.behind
+
+
+def test_a_drawn_power_loss_waits_until_the_last_one_is_back_in_every_isr() -> None:
+    scheduler = Scheduler(seed=0)
+    cluster = _PowerCluster()
+    plan = FaultPlan(scheduler, cluster, scheduler.start_ms + 60_000)  # type: ignore[arg-type]  # a kill's part
+    plan.apply({"kind": "kill", "target": 1, "restart_after_s": 1}, drawn=True)
+    scheduler.run_until(scheduler.start_ms + 2_000)  # broker 1 restarted, still catching up
+    plan.apply({"kind": "kill", "target": 2, "restart_after_s": 1}, drawn=True)
+    scheduler.run_until(scheduler.start_ms + 5_000)
+    assert cluster.calls == ["kill 1", "restart 1"]  # the second power loss waits
+    cluster.behind.discard(1)
+    scheduler.run_until(scheduler.start_ms + 5_600)
+    assert cluster.calls[:3] == ["kill 1", "restart 1", "kill 2"]
+
+
+def test_a_scripted_power_loss_does_not_wait() -> None:
+    scheduler = Scheduler(seed=0)
+    cluster = _PowerCluster()
+    plan = FaultPlan(scheduler, cluster, scheduler.start_ms + 60_000)  # type: ignore[arg-type]  # a kill's part
+    plan.apply({"kind": "kill", "target": 1, "restart_after_s": 10})
+    plan.apply({"kind": "kill", "target": 2, "restart_after_s": 10})  # last-replica-standing kills on purpose
+    assert cluster.calls == ["kill 1", "kill 2"]
+
+
+def test_a_drawn_power_loss_that_cannot_wait_past_the_chaos_window_is_dropped() -> None:
+    scheduler = Scheduler(seed=0)
+    cluster = _PowerCluster()
+    plan = FaultPlan(scheduler, cluster, scheduler.start_ms + 3_000)  # type: ignore[arg-type]  # a kill's part
+    plan.apply({"kind": "kill", "target": 1, "restart_after_s": 1}, drawn=True)
+    plan.apply({"kind": "kill", "target": 2, "restart_after_s": 1}, drawn=True)
+    scheduler.run_until(scheduler.start_ms + 10_000)
+    assert "kill 2" not in cluster.calls

@@ -119,6 +119,13 @@ class SimCluster:
     def broker_ids(self) -> list[int]:
         return list(self._broker_ids)
 
+    def in_every_isr(self, broker_id: int) -> bool:
+        image = self.controller.controller.image
+        broker = image.brokers.get(broker_id)
+        return broker is not None and not broker.fenced and all(
+            broker_id in view.registration.isr for view in image.all_partitions()
+            if broker_id in view.registration.replicas)
+
     def resolve(self, target: object, topic_partition: TopicPartition) -> int:
         if isinstance(target, int) and target in self.brokers:
             return target

@@ -10,7 +10,10 @@ into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the p
 (ENOSPC on the log dir: it halts; healed by space and a restart) and `delete_records` (`offset` or `"hw"`).
 `every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or absent lasts until the quiesce phase.
 `[chaos]` draws faults from the run's seed (`kinds`, `targets`, `gap_s`, `duration_s`, `slow_read_ms` ranges,
-`until_s`), one at a time, so an acks=all cluster with RF 3 and min ISR 2 must lose nothing.
+`until_s`), one at a time, so an acks=all cluster with RF 3 and min ISR 2 must lose nothing. A power loss (`kill`,
+`wipe`) destroys a copy, so a drawn one also waits until the last one's broker is back in every ISR: a restarted
+broker cannot register until its old session expires, and three power losses each inside the last one's recovery
+left every copy of a partition lost (ctp seed 231), which Kafka, relying on copies and not on fsync, loses too.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "partition", "clo
                    "io_error", "disk_full", "delete_records", "throttle"})
 CHAOS_KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "clog", "swizzle", "slow_reads", "disk_full"})
 FAULTS_PER_RUN_MAX = 100_000
+POWER_LOSS_RETRY_MS = 500  # how often a drawn power loss asks again whether the last one is made good
 
 
 class FaultTarget(Protocol):
@@ -64,6 +68,9 @@ class FaultTarget(Protocol):
 
     def clear_disk_faults(self, broker_id: int) -> None: ...
 
+    def in_every_isr(self, broker_id: int) -> bool:
+        """The broker is registered, unfenced and in the ISR of every partition it holds a replica of."""
+
     def fill_disk(self, broker_id: int) -> None: ...
 
     def free_disk(self, broker_id: int) -> None: ...
@@ -83,6 +90,8 @@ class FaultPlan:
         self._end_ms = end_ms
         self._heals: list[Callable[[], None]] = []
         self._dead: set[int] = set()
+        self._power_lost: set[int] = set()  # brokers whose last power loss is not yet made good in every ISR
+        self._chaos_until_ms = end_ms
         self.applied = 0
 
     def schedule(self, faults: tuple[dict[str, Any], ...]) -> None:
@@ -112,6 +121,7 @@ class FaultPlan:
         start = self._scheduler.start_ms
         until_ms = start + round(float(chaos.get("until_s", (self._end_ms - start) / 1000)) * 1000)
         time_ms = start + round(float(chaos.get("start_s", 5)) * 1000)
+        self._chaos_until_ms = until_ms
         for _ in range(FAULTS_PER_RUN_MAX):
             duration_s = rng.uniform(dur_lo, dur_hi)
             if time_ms + duration_s * 1000 > until_ms:
@@ -131,17 +141,27 @@ class FaultPlan:
                 spec["all_partitions"] = rng.random() < 0.5
             if kind == "isolate":
                 spec["one_way"] = rng.random() < 0.3
-            self._scheduler.at(time_ms, functools.partial(self.apply, spec))
+            self._scheduler.at(time_ms, functools.partial(self.apply, spec, drawn=True))
             time_ms += round((duration_s + rng.uniform(gap_lo, gap_hi)) * 1000)
 
-    def apply(self, spec: dict[str, Any]) -> None:
-        """Inject one fault now and schedule its end."""
+    def apply(self, spec: dict[str, Any], drawn: bool = False) -> None:
+        """Inject one fault now and schedule its end. A `drawn` power loss waits for the last one (module doc)."""
         cluster = self._cluster
         tp = TopicPartition(cluster.topic, int(spec.get("partition", 0)))
         kind = spec["kind"]
         broker = -1 if kind in ("partition", "swizzle", "delete_records") else cluster.resolve(spec.get("target"), tp)
         if broker in self._dead:
             return  # a fault on a dead broker has no effect
+        if kind in ("kill", "wipe"):
+            self._power_lost = {b for b in self._power_lost if not cluster.in_every_isr(b)}
+            if drawn and self._power_lost:
+                retry_ms = self._scheduler.now_ms + POWER_LOSS_RETRY_MS
+                if retry_ms < self._chaos_until_ms:
+                    self._scheduler.at(retry_ms, functools.partial(self.apply, spec, drawn=True))
+                else:
+                    cluster.note(f"fault {kind} dropped: brokers {sorted(self._power_lost)} not yet back in every ISR")
+                return
+            self._power_lost.add(broker)
         duration_ms = round(float(spec.get("duration_s", 0)) * 1000)
         until_ms = self._scheduler.now_ms + duration_ms if duration_ms > 0 else self._end_ms
         self.applied += 1
