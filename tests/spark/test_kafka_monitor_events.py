@@ -159,3 +159,19 @@ def test_the_tail_takes_whole_lines_up_to_a_time(tmp_path: Path) -> None:
     assert lines == ["[1970-01-01 00:00:03,000] INFO b"], lines
     log.write_text("[1970-01-01 00:00:04,000] INFO c\n", encoding="utf-8")  # truncated, as by a rotation
     assert read_lines(str(log), position, None)[0] == ["[1970-01-01 00:00:04,000] INFO c"]
+
+
+def test_the_rest_of_a_log_log4j_rolled_is_read_before_the_new_file(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("[1970-01-01 00:00:01,000] INFO a\n", encoding="utf-8")
+    lines, position = read_lines(str(log), [], None)
+    assert lines == ["[1970-01-01 00:00:01,000] INFO a"]
+    with log.open("a", encoding="utf-8") as f:
+        f.write("[1970-01-01 00:00:02,000] INFO b, before the roll\n")
+    log.rename(tmp_path / "server.log.1970-01-01-00")  # log4j's hourly roll, then a new server.log
+    log.write_text("[1970-01-01 01:00:00,000] INFO c\n", encoding="utf-8")
+    lines, position = read_lines(str(log), position, None)
+    assert lines == ["[1970-01-01 00:00:02,000] INFO b, before the roll"]
+    lines, position = read_lines(str(log), position, None)
+    assert lines == ["[1970-01-01 01:00:00,000] INFO c"]
+    assert read_lines(str(log), position, None)[0] == []

@@ -5,12 +5,12 @@ A pyspark `SimpleDataSourceStreamReader`, on the driver: each trigger's `read` t
 `state-change.log` and `controller.log` under the given directories from the byte offsets of the checkpoint (whole
 lines only, at most READ_BYTES_MAX a file), and takes the metadata snapshots a thread polls every POLL_S. Spark's
 file source reads only whole new files, so it cannot tail a log that grows; this reader can, and its offsets are the
-files' byte positions (a restart goes on from the checkpoint, rotated or truncated files start again at 0). Lines
-and snapshots are released only when older than the read's start less HOLD_MS: every file is read after that time,
-so what comes out is complete up to it and goes to the `kafka_events.Translator` in time order. A heartbeat at that
-time (and a tick to each partition in trouble) moves event time while the poll answers and some broker is not
-shutting down: a cluster shut down, or gone, stops the monitor's clock. The translator's knowledge is not in the
-checkpoint: after a restart the next poll gives it back.
+files' byte positions (a restart goes on from the checkpoint; a file log4j rolled is read to its end first, other
+replaced or truncated files start again at 0). Lines and snapshots are released only when older than the read's
+start less HOLD_MS: every file is read after that time, so what comes out is complete up to it and goes to the
+`kafka_events.Translator` in time order. A heartbeat at that time (and a tick to each partition in trouble) moves
+event time while the poll answers and some broker is not shutting down: a cluster shut down, or gone, stops the
+monitor's clock. The translator's knowledge is not in the checkpoint: after a restart the next poll gives it back.
 """
 
 from __future__ import annotations
@@ -55,7 +55,32 @@ def log_files(dirs: list[str]) -> list[str]:
 
 def read_lines(path: str, position: list[int], until_ms: int | None) -> tuple[list[str], list[int]]:
     """Whole lines of `path` from `position` ([inode, byte]); with `until_ms`, up to the first log4j line at or
-    after it. Returns them and the new position; a file replaced or truncated starts again at 0."""
+    after it. Returns them and the new position. When `path` is another file now, the rest of the one read so far
+    comes first if log4j rolled it to a sibling (`server.log.2026-11-30-21`, the tarball's hourly roll); a file
+    replaced or truncated otherwise starts again at 0."""
+    if position:
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        rolled = _rolled(path, position[0]) if current != position[0] else None
+        if rolled is not None and position[1] < rolled.stat().st_size:
+            return _read_from(str(rolled), position, until_ms)
+    return _read_from(path, position, until_ms)
+
+
+def _rolled(path: str, inode: int) -> Path | None:
+    """The sibling `path.*` that is the file of `inode`, if any."""
+    for sibling in Path(path).parent.glob(f"{Path(path).name}.*"):
+        try:
+            if sibling.stat().st_ino == inode:
+                return sibling
+        except FileNotFoundError:
+            continue  # removed since the listing
+    return None
+
+
+def _read_from(path: str, position: list[int], until_ms: int | None) -> tuple[list[str], list[int]]:
     try:
         with open(path, "rb") as f:
             stat = os.fstat(f.fileno())
