@@ -48,7 +48,7 @@ from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.acceptor import ConnectionQuotas
 from insync.server.access_gate import AccessGate
 from insync.server.broker_apis import BrokerApis, Coordinators
-from insync.server.cleaner_threads import CleanerThreads
+from insync.server.cleaner_processes import CleanerProcesses
 from insync.server.client import FailoverConnection, KafkaConnection
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
@@ -98,8 +98,8 @@ class BrokerNode(MeteredDispatcher):
         self.log_dirs = tuple(str(Path(d).absolute()) for d in config.log_dirs())
         self.log_dir = self.log_dirs[0]
         self.disk = open_disk(self.log_dir, config.storage.power_loss_journal)
-        self.cleaner_threads = CleanerThreads(config.cleaner, self.disk)
-        self.log_manager = LogManager.open(self.log_dirs, config, self.disk, self.clock, self.cleaner_threads)
+        self.cleaners = CleanerProcesses(config.cleaner, self.disk)
+        self.log_manager = LogManager.open(self.log_dirs, config, self.disk, self.clock, self.cleaners)
         self.core = BrokerCore(self.broker_id, config, self.log_manager, random.getrandbits(62), self._now())
         self.endpoints = broker_listeners(config.listeners)
         quotas = ConnectionQuotas.from_config(config.sockets)
@@ -376,7 +376,7 @@ class BrokerNode(MeteredDispatcher):
         if self.config.node.metrics_port:
             self.metrics.serve(self.config.node.metrics_port)
         self._feed(self.core.start(self._now()))
-        self.cleaner_threads.start()
+        self.cleaners.start()
         log.info("Broker %d serving on %s", self.broker_id, ",".join(str(e) for e in self._advertised()))
         halt = asyncio.Event()  # the background loops outlive `stop` until requests in flight are answered
         try:
@@ -427,7 +427,7 @@ class BrokerNode(MeteredDispatcher):
             await connection.close()
         self.core.checkpoint()
         self.log_manager.stop_cleaning()  # a clean in progress stops at its next batch and is dropped
-        self.cleaner_threads.close()
+        self.cleaners.close()
         self.log_manager.close()
         self.core.mark_clean_shutdown()  # every log is flushed: the next registration is clean (KIP-966)
         self.metrics.close()

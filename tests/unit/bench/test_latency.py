@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -13,6 +16,7 @@ import pytest
 from insync.bench import compare, latency, latency_workers, targets
 from insync.bench.latency import LatencyResult
 from insync.cli.main import main
+from insync.waiting import wait_until
 
 RESULT = LatencyResult(
     target="given", client="confluent", rate=500.0, linger_ms=0, acks="all", record_bytes=1024, seconds=10.0,
@@ -133,6 +137,20 @@ def test_server_cpu_is_read_from_proc() -> None:
     if os.path.exists(f"/proc/{os.getpid()}/stat"):
         cpu = targets.server_cpu_s((os.getpid(),))
         assert cpu is not None and cpu > 0
+
+
+def test_server_cpu_counts_a_live_child_of_the_server() -> None:
+    """An insync broker's log cleaner works in child processes; their CPU is the server's too."""
+    server = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                               "'import time\\nend = time.process_time() + 0.5\\nwhile time.process_time() < end: "
+                               "pass\\ntime.sleep(30)'])"])
+    try:
+        wait_until(lambda: (targets.server_cpu_s((server.pid,)) or 0) >= 0.45, 20, "the child's CPU counted")
+    finally:
+        for child in targets._with_children((server.pid,))[1:]:
+            os.kill(child, signal.SIGKILL)
+        server.kill()
+        server.wait(10)
 
 
 def test_compare_table_has_every_mode_and_the_ratio() -> None:
