@@ -1,5 +1,5 @@
 """The `compaction` rows of `insync bench compare`: produce latency with the log cleaner busy on a 1 GB log, beside
-the same with the cleaner idle (issue 36: busy p99 within twice idle p99), on insync and on Kafka alike.
+the same with the cleaner idle (the aim: busy p99 within twice idle p99), on insync and on Kafka alike.
 
 A one-partition compacted topic (segments of a sixteenth of the log, `min.compaction.lag.ms` a day, so nothing is
 cleanable yet) is filled with `megabytes` of 1 KiB records, `RECORDS_PER_KEY` of each key, acks=all: a clean keeps

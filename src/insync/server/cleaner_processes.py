@@ -2,14 +2,13 @@
 `storage.log_cleaner` hands its jobs to, so that cleaning never runs on the event loop nor takes its GIL.
 
 Departure from Kafka, whose cleaners are threads: a clean is Python work on every record, and a thread doing it
-took the GIL from the event loop at each of its socket calls, so produce p99 at 2,000 records/s went from 55 ms to
-7.5 s while 1 GB was cleaned (docs/benchmarks.md). `log.cleaner.threads` processes, spawned (never a fork of the
-running broker) and niced (`NICE`, so the event loops come first on a busy machine), each own an offset map of its
-share of `log.cleaner.dedupe.buffer.size`, a `RealDisk` and a `Throttler` at its share of
-`log.cleaner.io.max.bytes.per.second`. A job goes over a pipe with bare copies of its old segments; the
-`PreparedClean` that comes back is given this side's job and segments again (the swap compares them), and its
-cleaned segments join the log through the log's disk (`LogSegment.use_disk`). An abort (`check_done` raising here,
-asked whenever this side looks) reaches the worker through its Event, checked between batches. A worker that dies
+took the GIL from the event loop at each of its socket calls, and produce latency grew a hundredfold while a large
+log was cleaned (docs/benchmarks.md). At most `log.cleaner.threads` processes, spawned when a clean
+needs one (never a fork of the running broker) and niced (`NICE`: the event loops come first on a busy machine),
+each own an offset map of its share of `log.cleaner.dedupe.buffer.size`, a `RealDisk` and a `Throttler` at its
+share of `log.cleaner.io.max.bytes.per.second`. A job goes over a pipe with bare copies of its old segments; the
+`PreparedClean` that comes back gets this side's job and segments again (the swap compares them). An abort
+(`check_done` raising here) reaches the worker through its Event, checked between batches. A worker that dies
 counts in `dead_threads` (Kafka's DeadThreadCount) and is not started again, as Kafka's threads are not.
 """
 
@@ -63,11 +62,21 @@ class CleanerProcesses:
         self.disk = disk
         self._workers: list[_Worker] = []
         self._done: list[tuple[CleanJob, Outcome]] = []
+        self._started = False
+        self._spawned = 0
         self.dead_threads = 0
 
     def start(self) -> None:
-        if self.config.enable:
-            self._workers = [_Worker(index, self.config) for index in range(self.config.threads)]
+        self._started = self.config.enable
+
+    def _free_worker(self) -> _Worker:
+        """An idle worker; the next is spawned when none is (a broker that never cleans runs none)."""
+        idle = next((w for w in self._workers if w.running is None), None)
+        if idle is None:
+            idle = _Worker(self._spawned, self.config)
+            self._spawned += 1
+            self._workers.append(idle)
+        return idle
 
     def close(self) -> None:
         for worker in self._workers:
@@ -81,16 +90,19 @@ class CleanerProcesses:
                 worker.process.join(JOIN_TIMEOUT_S)
             worker.conn.close()
         self._workers.clear()
+        self._started = False
 
     def pids(self) -> list[int]:
         return [worker.process.pid for worker in self._workers if worker.process.pid is not None]
 
     def room(self) -> int:
-        return sum(1 for worker in self._workers if worker.running is None)
+        idle = sum(1 for worker in self._workers if worker.running is None)
+        return idle + (self.config.threads - self._spawned) if self._started else 0
 
     def submit(self, job: CleanJob, check_done: Callable[[], None]) -> None:
         assert all(w.running is None or w.running.job.topic_partition != job.topic_partition for w in self._workers)
-        worker = next(w for w in self._workers if w.running is None)
+        assert self.room() > 0
+        worker = self._free_worker()
         worker.abort.clear()
         worker.running = _Running(job, check_done)
         worker.conn.send(_bare(job))

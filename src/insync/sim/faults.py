@@ -5,15 +5,12 @@ A scripted fault has `at_s`, `kind`, `target` (a broker id, or `"leader"` / `"fo
 `pause` (a GC pause: nothing runs, messages wait), `kill` (only fsynced data survives, `torn_tail` keeps a random
 prefix of the last append; restarts after `restart_after_s`), `wipe` (back on an empty disk, a replaced one),
 `stop` (controlled shutdown, then every log flushed), `isolate` (`one_way`: only what it sends is lost),
-`partition` (`side_a`, `side_b`), `clog` and `swizzle` (FoundationDB's clogging), `throttle` (`bytes_per_ms`
-into the broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files), `disk_full`
-(ENOSPC on the log dir: it halts; healed by space and a restart) and `delete_records` (`offset` or `"hw"`).
+`partition` (`side_a`, `side_b`), `clog` and `swizzle` (FoundationDB's clogging), `throttle` (`bytes_per_ms` into the
+broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files), `disk_full` (ENOSPC on the log
+dir: it halts; healed by space and a restart) and `delete_records` (`offset` or `"hw"`).
 `every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or absent lasts until the quiesce phase.
-`[chaos]` draws faults from the run's seed (`kinds`, `targets`, `gap_s`, `duration_s`, `slow_read_ms` ranges,
-`until_s`), one at a time, so an acks=all cluster with RF 3 and min ISR 2 must lose nothing. A power loss (`kill`,
-`wipe`) destroys a copy, so a drawn one also waits until the last one's broker is back in every ISR: a restarted
-broker cannot register until its old session expires, and three power losses each inside the last one's recovery
-left every copy of a partition lost (ctp seed 231), which Kafka, relying on copies and not on fsync, loses too.
+`[chaos]` draws faults (`kinds`, `targets`, `gap_s`, `duration_s`, `slow_read_ms`, `until_s`) one at a time, so RF 3
+and min ISR 2 lose nothing; copies keep data (not fsync), so a power loss waits for the last one's broker in all ISRs.
 """
 
 from __future__ import annotations
