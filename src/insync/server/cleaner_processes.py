@@ -15,12 +15,15 @@ counts in `dead_threads` (Kafka's DeadThreadCount) and is not started again, as 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from insync.config import CleanerConfig
@@ -35,6 +38,10 @@ from insync.types import TopicPartition
 log = logging.getLogger("insync.storage")
 
 NICE = 10  # added to a worker's niceness: request handling first, cleaning with what is left
+# Linux shares the CPU between autogroups (sessions) before it looks at niceness, so a worker takes a session of its
+# own and gives it the lowest weight; otherwise it competes at its broker's weight with every other process.
+AUTOGROUP_NICE = 19
+PR_SET_PDEATHSIG = 1
 JOIN_TIMEOUT_S = 10.0
 
 
@@ -172,16 +179,16 @@ def _joined(job: CleanJob, outcome: Outcome) -> Outcome:
 
 
 def serve(conn: Connection, abort: Any, config: CleanerConfig) -> None:
-    """A worker: cleans each job it is sent until it is sent None or its pipe closes."""
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
+    """A worker: cleans each job it is sent until it is sent None, its pipe closes or its broker is gone."""
+    broker = os.getppid()
+    _lower_priority()
     disk = RealDisk()
     offset_map = OffsetMap(map_bytes_per_thread(config), config.dedupe_buffer_load_factor)
     throttler = Throttler(config.io_max_bytes_per_second / max(1, config.threads))
 
     def check_done() -> None:
-        if abort.is_set():
-            raise CleaningAborted("the broker asked the clean to stop")
+        if abort.is_set() or os.getppid() != broker:
+            raise CleaningAborted("the broker asked the clean to stop, or is gone")
 
     while True:  # bounded by the broker: it sends None, or its end of the pipe closes with it
         try:
@@ -198,3 +205,14 @@ def serve(conn: Connection, abort: Any, config: CleanerConfig) -> None:
             conn.send(outcome)
         except (TypeError, AttributeError, ValueError) as exc:  # an error of a kind pickle cannot carry
             conn.send(RuntimeError(f"{outcome!r} ({exc})"))
+
+
+def _lower_priority() -> None:
+    """Below every request handler (module doc), and gone with the broker (SIGTERM when its thread ends)."""
+    with contextlib.suppress(OSError):
+        os.setsid()
+        Path("/proc/self/autogroup").write_text(str(AUTOGROUP_NICE))
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

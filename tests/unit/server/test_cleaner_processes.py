@@ -50,7 +50,7 @@ def test_a_thread_cleans_and_the_owner_swaps_in(tmp_path: Path) -> None:
 
 
 def _slow_manager(tmp_path: Path) -> tuple[LogManager, CleanerProcesses]:
-    """A manager whose cleaner reads and writes 2 KB a second: a clean of the log below takes minutes."""
+    """A manager whose cleaner reads and writes 2 KB a second: a clean of the 400 KB log below takes minutes."""
     config = BrokerConfig({"log.cleaner.backoff.ms": "10", "log.cleaner.dedupe.buffer.size": str(1 << 20),
                            "log.cleaner.io.max.bytes.per.second": "2000"})
     processes = CleanerProcesses(config.cleaner, RealDisk())
@@ -58,7 +58,7 @@ def _slow_manager(tmp_path: Path) -> tuple[LogManager, CleanerProcesses]:
     processes.start()
     log = manager.get_or_create(TP, COMPACTED)
     for i in range(400):
-        log.append_as_leader(build_batch([RecordSpec(b"k%d" % (i % 3), b"v%d" % i, timestamp=i)]), 0)
+        log.append_as_leader(build_batch([RecordSpec(b"k%d" % (i % 3), b"v" * 1000, timestamp=i)]), 0)
     manager.clean(1000, {TP: log.log_end_offset}, NO_PRODUCERS)  # hands the job to a worker
     assert processes.room() == 0
     return manager, processes
