@@ -57,9 +57,10 @@ def test_killing_every_coordinator_in_turn_moves_the_transactions_and_keeps_the_
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_transactions_clean_over_twenty_seeds() -> None:
-    """CI's share of the sweep; `insync sim sweep transactions --seeds 1000` is the full one (docs/benchmarks.md)."""
-    summary = sweep("transactions", {}, range(20), local_processes(2))
+def test_transactions_clean_over_eight_seeds() -> None:
+    """CI's share of the sweep (eight seeds: twenty took CI's test-slow 161 s of both cores, and CI has 45 minutes);
+    `insync sim sweep transactions --seeds 1000` is the full one (docs/benchmarks.md)."""
+    summary = sweep("transactions", {}, range(8), local_processes(2))
     assert not summary.failures, summary.table()
 
 
