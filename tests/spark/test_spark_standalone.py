@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[
     work = tmp_path_factory.mktemp("analyze")
     spark_scenario.write(work / "scenario")
     inputs = ["scenario", str(KAFKA_RUNS)]
-    with standalone_spark.running(tmp_path_factory.mktemp("standalone")) as cluster:
-        printed = {"local": standalone_spark.analyze([*inputs, "--out", "out-local", "--master", "local[*]"], work,
-                                                     "local", ANALYZE_TIMEOUT_S),
-                   "cluster": standalone_spark.analyze([*inputs, "--out", "out-cluster", "--master",
-                                                        cluster.master_url, "--conf", CLUSTER_SHUFFLE],
-                                                       work, "cluster", ANALYZE_TIMEOUT_S)}
+    with standalone_spark.running(tmp_path_factory.mktemp("standalone")) as cluster, ThreadPoolExecutor(2) as pool:
+        # Both at once: most of each run is a JVM starting and Spark's scheduling, which overlap well.
+        runs = {"local": pool.submit(standalone_spark.analyze, [*inputs, "--out", "out-local", "--master", "local[*]"],
+                                     work, "local", ANALYZE_TIMEOUT_S),
+                "cluster": pool.submit(standalone_spark.analyze, [*inputs, "--out", "out-cluster", "--master",
+                                                                  cluster.master_url, "--conf", CLUSTER_SHUFFLE],
+                                       work, "cluster", ANALYZE_TIMEOUT_S)}
+        printed = {master: run.result() for master, run in runs.items()}
         yield work, {"printed": printed, "master": standalone_spark.master_state(cluster.ui_url)}
 
 
