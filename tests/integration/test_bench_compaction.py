@@ -1,5 +1,5 @@
 """`insync.bench.compaction` (issue 36's produce latency with the cleaner busy), small, on the shared 3-broker
-cluster: the compacted log is filled and every copy of it on the three brokers is cleaned to about a tenth, the
+cluster: the compacted log is filled and every copy of it on the three brokers is cleaned to under half, the
 busy run starts only once a clean is writing, and both latency runs have every record acknowledged and read."""
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ def test_the_busy_run_starts_once_a_clean_writes_and_every_copy_is_cleaned(insyn
     row = compaction.run(target, MEGABYTES, SECONDS)["compaction"]
     before, after = row["replica_mb_before"], row["replica_mb_after"]
     assert len(before) == 3 and all(size >= MEGABYTES * 0.95 for size in before), before
-    # About one record in ten is the last of its key; the active segment (a sixteenth) is never cleaned.
-    assert row["cleaned_s"] is not None and all(size < 0.3 * MEGABYTES for size in after), after
+    # About one record in ten is the last of its key, but the active segment is never cleaned and a copy may keep a
+    # dirty tail under min.cleanable.dirty.ratio after its first clean (one run kept 5.2 MB of 16): under half.
+    assert row["cleaned_s"] is not None and all(size < compaction.CLEANED_SHARE * MEGABYTES for size in after), after
     assert 0 <= row["start_wait_s"] <= compaction.START_TIMEOUT_S  # run() raises when no clean began
     for run in ("idle", "busy"):
         assert row[f"{run}_errors"] == 0 and row[run]["records_read"] == row[run]["records_sent"] > 0, row[run]

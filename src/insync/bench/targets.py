@@ -50,25 +50,25 @@ class Target:
 
 
 def server_cpu_s(pids: Sequence[int]) -> float | None:
-    """User + system CPU seconds the processes and their live children (an insync broker's log cleaner workers)
-    used so far, every thread, or None without /proc or pids."""
+    """User + system CPU seconds the processes and their children (an insync broker's log cleaner workers: the live
+    ones', and the ended ones' the process waited for) used so far, every thread, or None without /proc or pids."""
     if not pids:
         return None
     ticks = 0
-    for pid in _with_children(pids):
+    for pid in with_children(pids):
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             if pid in pids:
                 return None
             continue  # a child that ended since the listing
-        # Fields after the command name, which may hold spaces: utime and stime are fields 14 and 15.
+        # Fields after the command name, which may hold spaces: utime, stime, cutime and cstime are fields 14-17.
         fields = stat[stat.rindex(")") + 2:].split()
-        ticks += int(fields[11]) + int(fields[12])
+        ticks += sum(int(field) for field in fields[11:15])
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _with_children(pids: Sequence[int]) -> list[int]:
+def with_children(pids: Sequence[int]) -> list[int]:
     """`pids` and their children (one level: a node's workers), from /proc/PID/task/TID/children."""
     found = list(pids)
     for pid in pids:

@@ -1,15 +1,15 @@
 """The log cleaner's workers (Kafka's `kafka-log-cleaner-thread-N`): processes of their own, the executor that
 `storage.log_cleaner` hands its jobs to, so that cleaning never runs on the event loop nor takes its GIL.
 
-Departure from Kafka, whose cleaners are threads: a clean is Python work on every record, and a thread doing it
-took the GIL from the event loop at each of its socket calls, and produce latency grew a hundredfold while a large
-log was cleaned (docs/benchmarks.md). At most `log.cleaner.threads` processes, spawned when a clean
-needs one (never a fork of the running broker) and niced (`NICE`: the event loops come first on a busy machine),
-each own an offset map of its share of `log.cleaner.dedupe.buffer.size`, a `RealDisk` and a `Throttler` at its
-share of `log.cleaner.io.max.bytes.per.second`. A job goes over a pipe with bare copies of its old segments; the
-`PreparedClean` that comes back gets this side's job and segments again (the swap compares them). An abort
-(`check_done` raising here) reaches the worker through its Event, checked between batches. A worker that dies
-counts in `dead_threads` (Kafka's DeadThreadCount) and is not started again, as Kafka's threads are not.
+Departure from Kafka, whose cleaners are threads: a clean is Python work on every record, and a thread doing it took
+the GIL from the event loop at each of its socket calls (docs/benchmarks.md). At most `log.cleaner.threads`
+processes, spawned when a clean needs one (never a fork of the running broker), in a session of their own at the
+lowest CPU weight (Linux shares the CPU between sessions before niceness), each with an offset map of its share of
+`log.cleaner.dedupe.buffer.size`, a `RealDisk` and a `Throttler` at its share of the I/O rate. A thread per worker
+carries its jobs and outcomes over the pipe, so the event loop never waits on it; the outcome is joined back to this
+side's job and segments (the swap compares them). An abort kills the worker, whose work is dropped anyway, and
+removes its `.cleaned` files: nothing waits on a process at the lowest priority. A worker that dies on its own is
+counted in `dead_threads` (what Kafka's DeadThreadCount counts) and not started again, as Kafka's threads are not.
 """
 
 from __future__ import annotations
@@ -19,12 +19,14 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import queue
 import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import Any
 
 from insync.config import CleanerConfig
 from insync.server.throttler import Throttler
@@ -33,16 +35,15 @@ from insync.storage.disk import Disk, RealDisk
 from insync.storage.log_cleaner import Outcome, map_bytes_per_thread
 from insync.storage.offset_map import OffsetMap
 from insync.storage.segment import LogSegment
+from insync.storage.segment_swap import CLEANED_SUFFIX
 from insync.types import TopicPartition
 
 log = logging.getLogger("insync.storage")
 
-NICE = 10  # added to a worker's niceness: request handling first, cleaning with what is left
-# Linux shares the CPU between autogroups (sessions) before it looks at niceness, so a worker takes a session of its
-# own and gives it the lowest weight; otherwise it competes at its broker's weight with every other process.
-AUTOGROUP_NICE = 19
+NICE = 10  # the worker's niceness inside its session
+AUTOGROUP_NICE = 19  # its session's weight against the broker's and everyone else's
 PR_SET_PDEATHSIG = 1
-JOIN_TIMEOUT_S = 10.0
+JOIN_TIMEOUT_S = 2.0
 
 
 @dataclass(slots=True)
@@ -52,6 +53,8 @@ class _Running:
 
 
 class _Worker:
+    """A worker process, and the thread that sends it jobs and takes its outcomes (one at a time, in turn)."""
+
     def __init__(self, index: int, config: CleanerConfig) -> None:
         context = multiprocessing.get_context("spawn")
         self.conn, child = context.Pipe()
@@ -60,42 +63,54 @@ class _Worker:
                                        name=f"kafka-log-cleaner-thread-{index}")
         self.process.start()
         child.close()
+        self.jobs: queue.SimpleQueue[CleanJob | None] = queue.SimpleQueue()
+        self.outcomes: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()  # None: the worker is gone
         self.running: _Running | None = None
+        self._pump = threading.Thread(target=self._carry, name=f"{self.process.name}-pipe", daemon=True)
+        self._pump.start()
+
+    def _carry(self) -> None:
+        for job in iter(self.jobs.get, None):  # bounded by the broker: close() sends None
+            try:
+                self.conn.send(job)
+                self.outcomes.put(self.conn.recv())
+            except (OSError, EOFError):
+                self.outcomes.put(None)
+                return
+            except Exception as exc:  # noqa: BLE001  # an outcome pickle could not rebuild; the worker goes on
+                self.outcomes.put(RuntimeError(f"unreadable outcome from {self.process.name}: {exc!r}"))
+
+    def alive(self) -> bool:
+        return self.process.exitcode is None
+
+    def stop(self) -> None:
+        """Kill the process and let its thread end; nothing it was doing is kept."""
+        self.jobs.put(None)
+        if self.process.exitcode is None:
+            self.process.kill()
+        self.process.join(JOIN_TIMEOUT_S)
+        self._pump.join(JOIN_TIMEOUT_S)  # its recv ends with the process
+        self.conn.close()
 
 
 class CleanerProcesses:
     def __init__(self, config: CleanerConfig, disk: Disk) -> None:
         self.config = config
-        self.disk = disk
+        self.disk = disk  # the broker's: what a stopped worker left is removed through it
         self._workers: list[_Worker] = []
         self._done: list[tuple[CleanJob, Outcome]] = []
         self._started = False
-        self._spawned = 0
+        self._spawned = 0  # workers started and not stopped by this side: at most log.cleaner.threads
         self.dead_threads = 0
 
     def start(self) -> None:
         self._started = self.config.enable
 
-    def _free_worker(self) -> _Worker:
-        """An idle worker; the next is spawned when none is (a broker that never cleans runs none)."""
-        idle = next((w for w in self._workers if w.running is None), None)
-        if idle is None:
-            idle = _Worker(self._spawned, self.config)
-            self._spawned += 1
-            self._workers.append(idle)
-        return idle
-
     def close(self) -> None:
+        """The broker is stopping: every worker is stopped; a clean in progress is dropped (the log's next open
+        removes its `.cleaned` files)."""
         for worker in self._workers:
-            worker.abort.set()  # a clean in progress stops at its next batch
-            with contextlib.suppress(OSError):
-                worker.conn.send(None)
-        for worker in self._workers:
-            worker.process.join(JOIN_TIMEOUT_S)
-            if worker.process.is_alive():
-                worker.process.kill()
-                worker.process.join(JOIN_TIMEOUT_S)
-            worker.conn.close()
+            worker.stop()
         self._workers.clear()
         self._started = False
 
@@ -103,58 +118,101 @@ class CleanerProcesses:
         return [worker.process.pid for worker in self._workers if worker.process.pid is not None]
 
     def room(self) -> int:
+        self._bury_dead()
         idle = sum(1 for worker in self._workers if worker.running is None)
         return idle + (self.config.threads - self._spawned) if self._started else 0
 
     def submit(self, job: CleanJob, check_done: Callable[[], None]) -> None:
-        assert all(w.running is None or w.running.job.topic_partition != job.topic_partition for w in self._workers)
         assert self.room() > 0
-        worker = self._free_worker()
+        assert all(w.running is None or w.running.job.topic_partition != job.topic_partition for w in self._workers)
+        try:
+            worker = next((w for w in self._workers if w.running is None), None) or self._spawn()
+        except OSError as exc:  # no process could be started: the clean fails, the log stays as it is
+            self._done.append((job, RuntimeError(f"could not start a log cleaner process: {exc}")))
+            return
         worker.abort.clear()
         worker.running = _Running(job, check_done)
-        worker.conn.send(_bare(job))
+        worker.jobs.put(_bare(job))
 
     def completed(self) -> list[tuple[CleanJob, Outcome]]:
         for worker in list(self._workers):
-            self._collect(worker, 0)
+            self._collect(worker)
         done, self._done = self._done, []
         return done
 
     def wait(self, tp: TopicPartition, timeout_s: float) -> bool:
+        """An aborted clean of `tp` is stopped at once (its worker killed); any other is waited for."""
         worker = next((w for w in self._workers if w.running is not None and w.running.job.topic_partition == tp),
                       None)
-        return worker is None or self._collect(worker, timeout_s)
+        if worker is None or self._collect(worker):
+            return True
+        try:
+            outcome = worker.outcomes.get(timeout=timeout_s)
+        except queue.Empty:
+            return False
+        self._finish(worker, outcome)
+        return True
 
-    def _collect(self, worker: _Worker, timeout_s: float) -> bool:
-        """Take the worker's outcome if it is there within `timeout_s`; pass on an abort first. True when the
-        worker is free (or gone)."""
+    def _spawn(self) -> _Worker:
+        worker = _Worker(self._spawned, self.config)
+        self._spawned += 1
+        self._workers.append(worker)
+        return worker
+
+    def _collect(self, worker: _Worker) -> bool:
+        """Take the worker's outcome if it is there; stop it if its job was aborted. True when it is free."""
         running = worker.running
         if running is None:
             return True
-        outcome: Outcome
         try:
             running.check_done()
-        except CleaningAborted:
-            worker.abort.set()
+        except CleaningAborted as exc:
+            self._stop(worker)
+            self._remove_cleaned(running.job)
+            self._done.append((running.job, exc))
+            return True
         try:
-            if not worker.conn.poll(timeout_s):
-                if worker.process.is_alive():
-                    return False
-                raise EOFError
-            received = worker.conn.recv()
-        except (EOFError, OSError):
-            self._workers.remove(worker)
-            self.dead_threads += 1
+            outcome = worker.outcomes.get_nowait()
+        except queue.Empty:
+            return False
+        self._finish(worker, outcome)
+        return True
+
+    def _finish(self, worker: _Worker, outcome: Outcome | None) -> None:
+        running = worker.running
+        assert running is not None
+        worker.running = None
+        if outcome is None:  # the process died under the job
+            self._bury(worker)
+            self._remove_cleaned(running.job)
             outcome = RuntimeError(f"log cleaner process {worker.process.name} died "
                                    f"(exit code {worker.process.exitcode})")
-            log.error("%s", outcome)
-        except Exception as exc:  # noqa: BLE001  # an outcome pickle could not rebuild: the worker goes on
-            outcome = RuntimeError(f"unreadable outcome from {worker.process.name}: {exc!r}")
-        else:
-            outcome = _joined(running.job, received)
-        worker.running = None
-        self._done.append((running.job, outcome))
-        return True
+        self._done.append((running.job, _joined(running.job, outcome)))
+
+    def _stop(self, worker: _Worker) -> None:
+        """Stop a worker on purpose: a new one may take its place."""
+        worker.stop()
+        self._workers.remove(worker)
+        self._spawned -= 1
+
+    def _bury_dead(self) -> None:
+        for worker in [w for w in self._workers if w.running is None and not w.alive()]:
+            self._bury(worker)
+
+    def _bury(self, worker: _Worker) -> None:
+        log.error("Log cleaner process %s died (exit code %s)", worker.process.name, worker.process.exitcode)
+        worker.stop()
+        self._workers.remove(worker)
+        self.dead_threads += 1
+
+    def _remove_cleaned(self, job: CleanJob) -> None:
+        """What a stopped or dead worker wrote (the log's next open would remove it too)."""
+        try:
+            for name in self.disk.listdir(job.directory):
+                if name.endswith(CLEANED_SUFFIX):
+                    self.disk.remove(f"{job.directory}/{name}")
+        except OSError as exc:
+            log.warning("Could not remove the cleaned files of a stopped clean in %s: %s", job.directory, exc)
 
 
 def _bare(job: CleanJob) -> CleanJob:
@@ -172,13 +230,14 @@ def _joined(job: CleanJob, outcome: Outcome) -> Outcome:
     """A worker's outcome with this side's job and old segments."""
     if not isinstance(outcome, PreparedClean):
         return outcome
+    assert outcome.job.topic_partition == job.topic_partition and outcome.job.generation == job.generation
     ours = {segment.base_offset: segment for segment in job.segments}
     replacements = tuple((tuple(ours[old.base_offset] for old in olds), cleaned)
                          for olds, cleaned in outcome.replacements)
     return replace(outcome, job=job, replacements=replacements)
 
 
-def serve(conn: Connection, abort: Any, config: CleanerConfig) -> None:
+def serve(conn: Connection, abort: Event, config: CleanerConfig) -> None:
     """A worker: cleans each job it is sent until it is sent None, its pipe closes or its broker is gone."""
     broker = os.getppid()
     _lower_priority()
@@ -201,10 +260,9 @@ def serve(conn: Connection, abort: Any, config: CleanerConfig) -> None:
             outcome = run_clean(job, disk, offset_map, throttler.maybe_throttle, check_done)
         finally:
             disk.close()  # handles of the old segments, which the swap deletes
-        try:
-            conn.send(outcome)
-        except (TypeError, AttributeError, ValueError) as exc:  # an error of a kind pickle cannot carry
-            conn.send(RuntimeError(f"{outcome!r} ({exc})"))
+        if isinstance(outcome, BaseException) and not isinstance(outcome, CleaningAborted):
+            outcome = RuntimeError(f"{type(outcome).__name__}: {outcome}")  # a kind pickle carries whatever it held
+        conn.send(outcome)
 
 
 def _lower_priority() -> None:

@@ -1,10 +1,9 @@
 """Kafka's `Throttler`: callers report bytes moved; past the desired rate over a check interval, the caller sleeps
-until the average is back at the rate. Shared by the cleaner threads (`log.cleaner.io.max.bytes.per.second` is a
-budget for all of them), so it is the one place in storage/ with a lock; it runs only on cleaner threads."""
+until the average is back at the rate. Each log cleaner worker process has one, at its share of
+`log.cleaner.io.max.bytes.per.second`; it runs only there, never on the event loop."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
@@ -17,22 +16,19 @@ class Throttler:
         assert bytes_per_second > 0
         self.bytes_per_second = bytes_per_second
         self._monotonic, self._sleep = monotonic, sleep
-        self._lock = threading.Lock()
         self._period_start = monotonic()
         self._observed = 0
         self.slept_s = 0.0
 
     def maybe_throttle(self, observed_bytes: int) -> None:
         assert observed_bytes >= 0
-        with self._lock:
-            self._observed += observed_bytes
-            elapsed = self._monotonic() - self._period_start
-            if elapsed < CHECK_INTERVAL_S:
-                return
-            pause_s = self._observed / self.bytes_per_second - elapsed
-            self._period_start, self._observed = self._monotonic(), 0
+        self._observed += observed_bytes
+        elapsed = self._monotonic() - self._period_start
+        if elapsed < CHECK_INTERVAL_S:
+            return
+        pause_s = self._observed / self.bytes_per_second - elapsed
+        self._period_start, self._observed = self._monotonic(), 0
         if pause_s > 0:
             self.slept_s += pause_s
             self._sleep(pause_s)
-            with self._lock:
-                self._period_start = self._monotonic()
+            self._period_start = self._monotonic()

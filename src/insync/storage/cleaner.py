@@ -8,7 +8,7 @@ Kafka cleans a log with more keys than its map holds) goes on from there. The se
 with the base offset of its first, written with the suffix `.cleaned` and fsynced. Both passes follow the log's
 transactions (`cleaned_txns`): aborted records are neither mapped nor kept; the aborted transactions left without
 records go back with the clean, for the index to drop. The swap (`segment_swap.swap_in`) is the log's owner's to
-do: this module only reads the old segments and writes new files, through a `Disk` of its own (a cleaner thread
+do: this module only reads the old segments and writes new files, through a `Disk` of its own (a cleaner worker
 never shares file handles with the event loop). `check_done` is called between batches and raises to abort (a
 truncation or deletion asked for the log); `throttle(bytes)` paces I/O (`log.cleaner.io.max.bytes.per.second`).
 """

@@ -4,8 +4,8 @@ a clean is swapped in, and the `cleaner-offset-checkpoint` file.
 The log's owner (the broker) calls `tick` with each partition's last stable offset and its `ProducerStates` (last
 offsets and aborted-transaction index, which the replication layer keeps). A tick swaps in the cleans its executor
 finished, then, while the executor has room, picks the filthiest compacted log (`cleaner_plan`) and hands it a
-`CleanJob` to run (`cleaner.run_clean`): the server's executor on `log.cleaner.threads` threads with their own file
-handles, `InlineExecutor` at once. A job only reads old segments and writes `.cleaned` files; the swap and the
+`CleanJob` to run (`cleaner.run_clean`): the server's executor in `log.cleaner.threads` worker processes with their
+own file handles, `InlineExecutor` at once. A job only reads old segments and writes `.cleaned` files; the swap and the
 checkpoint happen in `tick`, and only when the log has not been truncated, trimmed or closed since the job was
 taken (its cleaning generation): otherwise the work is dropped, as Kafka aborts a clean. Before the swap the index
 forgets the aborted transactions the clean left without records, so none outlives its marker, even across a crash.
@@ -181,7 +181,7 @@ class LogCleaner:
                    for job, outcome in self.executor.completed())
 
     def _check_done(self, tp: TopicPartition) -> Callable[[], None]:
-        def check_done() -> None:  # on the executor's thread: reads a set the owner changes, never iterates it
+        def check_done() -> None:  # asked by the executor between batches or when it looks at the job
             if tp in self._aborting:
                 raise CleaningAborted(str(tp))
 

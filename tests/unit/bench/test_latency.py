@@ -147,7 +147,7 @@ def test_server_cpu_counts_a_live_child_of_the_server() -> None:
     try:
         wait_until(lambda: (targets.server_cpu_s((server.pid,)) or 0) >= 0.45, 20, "the child's CPU counted")
     finally:
-        for child in targets._with_children((server.pid,))[1:]:
+        for child in targets.with_children((server.pid,))[1:]:
             os.kill(child, signal.SIGKILL)
         server.kill()
         server.wait(10)
