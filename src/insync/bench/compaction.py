@@ -20,9 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from insync import command_config
 from insync.admin import ADMIN_TIMEOUT_S, admin_client, ensure_topic, kafka_error_text
-from insync.bench import latency
+from insync.bench import clients, latency
 from insync.bench.targets import Target
 from insync.config import ConfigError
 from insync.waiting import WaitTimeout, wait_until
@@ -107,11 +106,7 @@ def _create(target: Target, segment_bytes: int) -> None:
 def _fill(bootstrap: str, records: int) -> None:
     """`records` records of RECORD_BYTES, RECORDS_PER_KEY of each key, acks=all; raises unless every one was
     acknowledged."""
-    from confluent_kafka import Producer
-
-    producer = Producer(command_config.confluent({
-        "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 1_000_000,
-        "queue.buffering.max.kbytes": 64 * 1024}))
+    producer = clients._producer(bootstrap, "all", {"queue.buffering.max.kbytes": 64 * 1024})
     failed = [0]
 
     def delivered(err: Any, _msg: Any) -> None:
