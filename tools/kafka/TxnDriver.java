@@ -24,6 +24,7 @@ import org.apache.kafka.common.serialization.*;
 public class TxnDriver {
     static final int PER_TRANSACTION = 30;
     static final long READ_MS = 30_000;
+    static final List<String> SEND_FAILED = Collections.synchronizedList(new ArrayList<>());
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1];
@@ -55,10 +56,22 @@ public class TxnDriver {
         System.out.println("read_committed_exact=" + readCommitted.equals(committed));
         System.out.println("read_uncommitted=" + readUncommitted.size());
         System.out.println("read_uncommitted_exact=" + readUncommitted.equals(all));
-        boolean ok = readCommitted.equals(committed) && readUncommitted.equals(all) && !fenced.equals("none")
+        // On a failure, what was missing or extra, for the test's message.
+        printDifference("read_committed", readCommitted, committed);
+        printDifference("read_uncommitted", readUncommitted, all);
+        if (!SEND_FAILED.isEmpty()) System.out.println("send_failed=" + SEND_FAILED);
+        boolean ok = SEND_FAILED.isEmpty() && readCommitted.equals(committed) && readUncommitted.equals(all) && !fenced.equals("none")
             && transformed == committed.size() && output.equals(upper(committed));
         System.out.println("ok=" + ok);
         System.exit(ok ? 0 : 1);
+    }
+
+    static void printDifference(String name, Set<String> read, Set<String> expected) {
+        Set<String> missing = new TreeSet<>(expected), extra = new TreeSet<>(read);
+        missing.removeAll(read);
+        extra.removeAll(expected);
+        if (!missing.isEmpty()) System.out.println(name + "_missing=" + missing);
+        if (!extra.isEmpty()) System.out.println(name + "_extra=" + extra);
     }
 
     static Set<String> upper(Set<String> values) {
@@ -128,7 +141,9 @@ public class TxnDriver {
         List<String> values = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             String value = prefix + "-" + i;
-            producer.send(new ProducerRecord<>(topic, i % 3, "k", value));
+            producer.send(new ProducerRecord<>(topic, i % 3, "k", value), (metadata, error) -> {
+                if (error != null) SEND_FAILED.add(value + ": " + error);
+            });
             values.add(value);
         }
         producer.flush();

@@ -49,13 +49,13 @@ class HostedPartitions(dict[TopicPartition, Partition]):
             partition.producer_state.transactions.open_transaction(producer_id) is not None
 
     def start_verification(self, tp: TopicPartition, producer_id: int, producer_epoch: int,
-                           bumps_epoch: bool) -> int | None:
+                           bumps_epoch: bool, base_sequence: int) -> int | None:
         """A verification guard for the producer's batch on a partition this broker leads (None where it does
         not): `verification_holds` says whether no batch or marker of the producer was appended since."""
         partition = self.leader(tp)
         if partition is None:
             return None
-        return partition.producer_state.verifications.start(producer_id, producer_epoch, bumps_epoch)
+        return partition.producer_state.verifications.start(producer_id, producer_epoch, bumps_epoch, base_sequence)
 
     def verification_holds(self, tp: TopicPartition, producer_id: int, token: int) -> bool:
         partition = self.leader(tp)

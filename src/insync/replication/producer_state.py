@@ -87,9 +87,18 @@ class ProducerStateTable:
         self.verifications = VerificationGuards()
 
     def check_batch(self, records: bytes) -> Duplicate | None:
-        """`check` for the one batch of a produce request (its header read without decoding records)."""
+        """`check` for the one batch of a produce request (its header read without decoding records), and a
+        transactional one's sequence against its producer's verification guard."""
         header = parse_header(records, 0)
-        return self.check(header.producer_id, header.producer_epoch, header.base_sequence, header.last_offset_delta)
+        duplicate = self.check(header.producer_id, header.producer_epoch, header.base_sequence,
+                               header.last_offset_delta)
+        if duplicate is None and header.is_transactional and len(self.verifications):
+            entry = self._producers.get(header.producer_id)
+            refused = self.verifications.refusal(header.producer_id, header.base_sequence,
+                                                 entry is not None and bool(entry.batches))
+            if refused is not None:
+                raise KafkaException(errors.OUT_OF_ORDER_SEQUENCE_NUMBER, refused)
+        return duplicate
 
     def __len__(self) -> int:
         return len(self._producers)

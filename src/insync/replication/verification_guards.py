@@ -7,7 +7,10 @@ ABA race Kafka's guard closes). So the leader `start`s a guard before asking; an
 that producer appended meanwhile clears it, and the batch is appended only if its guard `holds` then (or its
 transaction is open by then: another request's batch opened it). A marker of
 transactions v2 in the epoch being verified is the previous transaction's end, bumped to that epoch: it leaves
-the guard, as the next transaction is the one verified. One guard per producer, at most `GUARDS_MAX`.
+the guard, as the next transaction is the one verified. A guard keeps the lowest sequence verified in its epoch: a
+batch above it, or (transactions v2) a first batch past sequence 0, is OUT_OF_ORDER_SEQUENCE_NUMBER, so a batch
+that overtook an earlier one still being verified is retried after it (`refusal`, Kafka's `checkSequence`). One
+guard per producer, at most `GUARDS_MAX`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class _Guard:
     token: int
     producer_epoch: int
     bumps_epoch: bool  # transactions v2: the coordinator adds the partition, each EndTxn bumps the epoch
+    lowest_sequence: int  # the lowest base sequence verified in `producer_epoch` (Kafka's VerificationStateEntry)
 
 
 class VerificationGuards:
@@ -33,20 +37,42 @@ class VerificationGuards:
     def __len__(self) -> int:
         return len(self._guards)
 
-    def start(self, producer_id: int, producer_epoch: int, bumps_epoch: bool) -> int:
+    def start(self, producer_id: int, producer_epoch: int, bumps_epoch: bool, base_sequence: int = 0) -> int:
         """The producer's guard, its token: the one being verified already (another request of the producer in
-        flight, Kafka's `maybeCreateVerificationStateEntry`), at the newer of the two epochs, or a new one."""
+        flight, Kafka's `maybeCreateVerificationStateEntry`), at the newer of the two epochs and with the lowest
+        sequence of that epoch (`maybeUpdateLowestSequenceAndEpoch`), or a new one."""
         assert producer_id >= 0 and producer_epoch >= 0, (producer_id, producer_epoch)
         guard = self._guards.get(producer_id)
         if guard is not None:
+            if producer_epoch > guard.producer_epoch:
+                lowest = base_sequence
+            elif producer_epoch == guard.producer_epoch:
+                lowest = min(guard.lowest_sequence, base_sequence)
+            else:
+                lowest = guard.lowest_sequence
             self._guards[producer_id] = _Guard(guard.token, max(guard.producer_epoch, producer_epoch),
-                                               guard.bumps_epoch)
+                                               guard.bumps_epoch, lowest)
             return guard.token
         if len(self._guards) >= GUARDS_MAX:
             del self._guards[next(iter(self._guards))]
         token = next(self._tokens)
-        self._guards[producer_id] = _Guard(token, producer_epoch, bumps_epoch)
+        self._guards[producer_id] = _Guard(token, producer_epoch, bumps_epoch, base_sequence)
         return token
+
+    def refusal(self, producer_id: int, base_sequence: int, has_state: bool) -> str | None:
+        """Why a transactional batch of the producer is out of order while its guard stands (None: it is not), in
+        Kafka's words: transactions v2 with no state for the producer must start at 0, and no batch may start
+        above the lowest sequence being verified."""
+        guard = self._guards.get(producer_id)
+        if guard is None:
+            return None
+        if guard.bumps_epoch and base_sequence != 0 and not has_state:
+            return (f"Invalid sequence number for producer {producer_id}: {base_sequence} (incoming seq. number). "
+                    "Expected sequence 0 for transactions v2 idempotent producer with no existing state.")
+        if base_sequence > guard.lowest_sequence:
+            return (f"Out of order sequence number for producer {producer_id}: {base_sequence} (incoming seq. "
+                    f"number), {guard.lowest_sequence} (earliest seen sequence)")
+        return None
 
     def holds(self, producer_id: int, token: int) -> bool:
         guard = self._guards.get(producer_id)

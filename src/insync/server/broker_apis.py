@@ -9,13 +9,19 @@ are answered from the metadata image.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from insync import errors
 from insync.broker.core import BrokerCore
-from insync.broker.messages import ConsumerFetchResponse, ProduceResponse
+from insync.broker.messages import (
+    ConsumerFetchResponse,
+    PartitionProduceResult,
+    ProduceRequest,
+    ProduceResponse,
+)
 from insync.config import BrokerConfig
 from insync.metadata.image import MetadataImage
 from insync.protocol.codec import DecodedRequest
@@ -78,6 +84,10 @@ class CoreCalls(Protocol):
 
     async def call(self, message: Any) -> Any:
         """The core's answer to `message`."""
+        ...
+
+    def submit(self, message: Any) -> Awaitable[Any]:
+        """Hand `message` to the core now; the awaitable is the core's answer."""
         ...
 
     def send(self, message: Any) -> None:
@@ -227,19 +237,33 @@ class BrokerApis:
         if decoded.error is not errors.NONE or not internal.partitions:
             return produce.encode_response(ProduceResponse(internal.correlation_id, ()), decoded, image)
         transactional_id = request.body.transactional_id
-        refused = await self._transactions.unverified(transactional_id, internal.partitions, request.api_version) \
-            if transactional_id else ()
+        refused: tuple[PartitionProduceResult, ...] = ()
+        if not transactional_id:
+            answering = self._submit(internal)
+        else:
+            with session.appends.turn() as earlier_done:
+                refused = await self._transactions.unverified(transactional_id, internal.partitions,
+                                                              request.api_version, earlier_done)
+                gone = {result.topic_partition for result in refused}
+                internal = dataclasses.replace(
+                    internal, partitions=tuple(p for p in internal.partitions if p[0] not in gone))
+                answering = self._submit(internal)
+        if answering is None:
+            return None
+        answered = await answering
         if refused:
-            gone = {result.topic_partition for result in refused}
-            internal = dataclasses.replace(internal, partitions=tuple(p for p in internal.partitions if p[0] not in gone))
+            answered = dataclasses.replace(answered, results=answered.results + refused)
+        return produce.encode_response(answered, decoded, self._image(session))
+
+    def _submit(self, internal: ProduceRequest) -> Awaitable[ProduceResponse] | None:
+        """Hand a produce's batches to the core now (their append); what it returns is the answer, None for acks=0."""
         if internal.acks == 0:
             if internal.partitions:
                 self._node.send(internal)
             return None
-        answered = await self._node.call(internal) if internal.partitions else ProduceResponse(internal.correlation_id, ())
-        if refused:
-            answered = dataclasses.replace(answered, results=answered.results + refused)
-        return produce.encode_response(answered, decoded, self._image(session))
+        if not internal.partitions:
+            return asyncio.sleep(0, ProduceResponse(internal.correlation_id, ()))
+        return self._node.submit(internal)
 
     async def fetch(self, request: DecodedRequest, session: Session) -> Any:
         image = self._image(session)

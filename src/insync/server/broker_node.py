@@ -18,7 +18,7 @@ import dataclasses
 import itertools
 import logging
 import random
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -189,6 +189,10 @@ class BrokerNode(MeteredDispatcher):
     async def call(self, message: Any) -> Any:
         """Hand a client's request to the core and wait for the core's answer to it (TimeoutError after
         REQUEST_TIMEOUT_MS, `_expire_waiters`)."""
+        return await self.submit(message)
+
+    def submit(self, message: Any) -> Awaitable[Any]:
+        """Hand a client's request to the core now; the awaitable is the core's answer (as `call`)."""
         source = f"c{next(self._sources)}"
         key = (source, message.correlation_id)
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
@@ -196,6 +200,13 @@ class BrokerNode(MeteredDispatcher):
         self._waiters[key] = (future, now_ms + REQUEST_TIMEOUT_MS)
         try:
             self._feed(self.core.handle(now_ms, source, message))
+        except BaseException:
+            self._waiters.pop(key, None)
+            raise
+        return self._answer(key, future)
+
+    async def _answer(self, key: tuple[object, int], future: asyncio.Future[object]) -> Any:
+        try:
             return await future
         finally:
             self._waiters.pop(key, None)

@@ -5,10 +5,10 @@ starts its handler at once, and a responder task that writes the responses in re
 `INFLIGHT_REQUESTS_PER_CONNECTION_MAX` a connection. Kafka instead mutes a connection until its response is sent;
 since an acks=all produce waits for the followers' next fetch, that would turn a librdkafka producer at
 `linger.ms=0` (a request per record) into a queue that grows without end once a round trip outlasts the gap
-between records. Handlers start in arrival order, so appends keep the client's order. A bad frame, an unknown api
-key or version (except ApiVersions) or a body that does not parse closes only that connection. Responses are
-written as `encode_response_parts` parts, so a Fetch response's records go uncopied from the log's read to the
-socket, and the 4 MiB default `socket.send.buffer.bytes` (Kafka's: 100 KB) lets one leave in one or two sends.
+between records. Handlers start in arrival order, so appends keep the client's order (`session.AppendTurns`
+where a transaction's coordinator is asked first). A bad frame, an unknown api key or version (except ApiVersions)
+or a body that does not parse closes only that connection. Responses are `encode_response_parts` parts: a Fetch
+response's records go uncopied to the socket, and the 4 MiB `socket.send.buffer.bytes` sends one in one or two.
 A TLS listener bounds its handshake by `ssl.handshake.timeout.ms`; the client certificate gives the principal.
 A thread accepts (`server.acceptor`: backlog, quotas); connections idle for `connections.max.idle.ms` are closed.
 """

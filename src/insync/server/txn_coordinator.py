@@ -306,14 +306,15 @@ class TransactionCoordinator:
         return api.encode_batched(request, results)
 
     async def unverified(self, transactional_id: str | None, partitions: tuple[tuple[TopicPartition, bytes], ...],
-                         version: int) -> tuple[PartitionProduceResult, ...]:
+                         version: int, in_turn: Callable[[], Awaitable[None]]) -> tuple[PartitionProduceResult, ...]:
         """The partitions of a produce request of `version` to refuse, and why: a transactional batch that would
         open its producer's transaction on a partition this broker leads is first checked with the coordinator (over
         the inter-broker listener, this broker included), and refused unless the partition is in that transaction,
         so a late or stray batch cannot leave a transaction hanging; from Produce v12 (transactions v2) the
         coordinator adds the partition instead. A verification guard (`replication.verification_guards`) refuses
-        the batch if the producer's transaction ended on the partition while the coordinator was asked. The caller
-        must append what is not refused without awaiting anything first."""
+        the batch if the producer's transaction ended on the partition while the coordinator was asked. `in_turn`
+        is awaited last: the connection's earlier produce requests have appended. The caller must append what is
+        not refused without awaiting anything first."""
         adds, abortable = version >= PRODUCE_ADDS_FROM, version >= PRODUCE_ABORTABLE_FROM
         asked: dict[tuple[int, int], list[TopicPartition]] = {}
         guards: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (producer id, its guard's token)
@@ -327,7 +328,7 @@ class TransactionCoordinator:
             if not header.is_transactional or pid < 0 or not transactional_id \
                     or self.core.partitions.in_transaction(tp, pid, epoch):
                 continue
-            token = self.core.partitions.start_verification(tp, pid, epoch, adds)
+            token = self.core.partitions.start_verification(tp, pid, epoch, adds, header.base_sequence)
             if token is not None:
                 asked.setdefault((pid, epoch), []).append(tp)
                 guards[tp], epochs[tp] = (pid, token), epoch
@@ -339,6 +340,7 @@ class TransactionCoordinator:
                 if error is not errors.NONE:
                     error, message = leader_answer(error, adds, abortable)
                     refused[tp] = PartitionProduceResult(tp, error, Offset(-1), error_message=message)
+        await in_turn()
         # No await from here to the append: a guard that holds now still holds when the batch is appended.
         for tp, (producer_id, token) in guards.items():
             if tp not in refused and not self.core.partitions.verification_holds(tp, producer_id, token) \

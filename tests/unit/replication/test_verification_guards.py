@@ -1,5 +1,8 @@
+import pytest
+
+from insync.errors import KafkaException
 from insync.protocol.control_records import marker_batch
-from insync.protocol.records import iter_batches
+from insync.protocol.records import build_batch, iter_batches
 from insync.replication.producer_state import ProducerStateTable
 from insync.replication.verification_guards import GUARDS_MAX, VerificationGuards
 
@@ -46,3 +49,45 @@ def test_the_partitions_table_clears_a_guard_when_it_observes_the_producers_mark
     for position, header in iter_batches(batch, verify_crc=False):
         table.observe(header, batch, position)
     assert not table.verifications.holds(7, token)
+
+
+def test_a_guard_keeps_the_lowest_sequence_of_its_newest_epoch() -> None:
+    guards = VerificationGuards()
+    guards.start(7, 3, bumps_epoch=True, base_sequence=9)
+    guards.start(7, 3, bumps_epoch=True, base_sequence=0)  # an earlier batch of the same epoch
+    assert guards.refusal(7, 0, has_state=True) is None
+    assert "9 (incoming seq. number), 0 (earliest seen sequence)" in str(guards.refusal(7, 9, has_state=True))
+    guards.start(7, 2, bumps_epoch=True, base_sequence=0)  # an older epoch leaves the lowest alone
+    guards.start(7, 4, bumps_epoch=True, base_sequence=5)  # a newer epoch starts it again
+    assert guards.refusal(7, 5, has_state=True) is None
+    assert guards.refusal(8, 5, has_state=False) is None  # no guard, nothing to say
+
+
+def test_a_v2_batch_past_zero_for_a_producer_the_partition_does_not_know_is_out_of_order() -> None:
+    guards = VerificationGuards()
+    guards.start(7, 0, bumps_epoch=True, base_sequence=9)  # the batch before it is not verified yet
+    assert "Expected sequence 0 for transactions v2" in str(guards.refusal(7, 9, has_state=False))
+    guards = VerificationGuards()
+    guards.start(7, 0, bumps_epoch=False, base_sequence=9)  # transactions v1: Kafka accepts an unknown producer
+    assert guards.refusal(7, 9, has_state=False) is None
+
+
+def test_a_batch_that_overtook_one_being_verified_is_refused_out_of_order_and_appends_after_it() -> None:
+    """Two batches of one transactions-v2 producer on a partition it has never written, both being verified: the
+    second may not land first (its records would precede the first's, and the first could never follow)."""
+    table = ProducerStateTable()
+
+    def batch(sequence: int, count: int) -> bytes:
+        return build_batch([(None, b"v")] * count, producer_id=7, producer_epoch=0, base_sequence=sequence,
+                           is_transactional=True)
+
+    table.verifications.start(7, 0, True, 0)
+    table.verifications.start(7, 0, True, 9)
+    with pytest.raises(KafkaException) as refused:
+        table.check_batch(batch(9, 1))
+    assert refused.value.error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    first = batch(0, 9)
+    assert table.check_batch(first) is None
+    for position, header in iter_batches(first, verify_crc=False):  # appended at offset 0
+        table.observe(header, first, position)
+    assert table.check_batch(batch(9, 1)) is None  # the guard is spent: the second follows in sequence
