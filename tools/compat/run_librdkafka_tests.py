@@ -35,8 +35,8 @@ from insync.chaos import cluster
 HERE = Path(__file__).resolve().parent
 DEFAULT_ALLOWLIST = HERE / "librdkafka-allowlist.txt"
 KAFKA_VERSION = "4.0.0"  # the Kafka whose API versions insync advertises (docs/compatibility.md, the APIs insync serves)
-# Two at a time: most tests wait on timeouts and rebalances, so two roughly halve the suite's time on two cores.
-JOBS = 2
+# Three at a time: most tests wait on timeouts and rebalances, so three beat two on two cores (docs/compatibility.md).
+JOBS = 3
 TEST_TIMEOUT_S = 150.0  # above the longest test-runner timeout a listed test sets in quick mode
 CLUSTER_UP_TIMEOUT_S = 120.0
 OUTPUT_TAIL_LINES = 15  # of a failed test's output, printed for the reader
