@@ -1,8 +1,8 @@
 """Consumer groups with real, unmodified clients against a 3-broker insync cluster: subscribe() consumers
 share a topic's partitions and read every message once, committed offsets are where the next member of the group
 resumes, confluent-kafka, kafka-python, aiokafka and kcat all join groups, the admin client lists and describes
-them, and a group's committed offsets survive its coordinator being killed (they are replicated records of
-`__consumer_offsets`)."""
+them, and a group's committed offsets and its members survive its coordinator being killed (they are replicated
+records of `__consumer_offsets`)."""
 
 from __future__ import annotations
 
@@ -221,6 +221,45 @@ def test_committed_offsets_survive_a_sigkill_of_the_coordinator(groups_cluster: 
         reader.close()  # type: ignore[attr-defined]
     finally:
         restart(spec, coordinator)
+
+
+def test_a_member_carries_on_with_its_generation_when_the_coordinator_is_killed(
+        groups_cluster: cluster.ClusterSpec) -> None:
+    """The rebalance's end is a record of the group's partition, as in Kafka: the next coordinator knows the member,
+    so a commit in the old generation passes and the member keeps its id (a rejoin would have a new one)."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+
+    spec = groups_cluster
+    new_topic(spec, "carry-on", 8)
+    group_id = "carry-on-group"
+    consumer = KafkaConsumer("carry-on", bootstrap_servers=spec.bootstrap.split(","), group_id=group_id,
+                             auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10_000,
+                             heartbeat_interval_ms=1_000)
+    admin = AdminClient({"bootstrap.servers": spec.bootstrap})
+
+    def members() -> tuple[str, list[str]]:
+        description = admin.describe_consumer_groups([group_id])[group_id].result(timeout=10)
+        return str(description.state), sorted(m.member_id for m in description.members)
+
+    try:
+        wait_until(lambda: bool(consumer.poll(timeout_ms=500) is not None and consumer.assignment()), 60,
+                   "the consumer's assignment")
+        state, before = members()
+        assert len(before) == 1, (state, before)
+        partition = partition_for(group_id, 10)
+        metadata = admin.list_topics(OFFSETS_TOPIC, timeout=10)
+        coordinator = metadata.topics[OFFSETS_TOPIC].partitions[partition].leader
+        cluster.signal_node(spec, coordinator, signal.SIGKILL)
+        try:
+            consumer.commit({TopicPartition("carry-on", 0): OffsetAndMetadata(1, "", -1)})  # retries NOT_COORDINATOR
+            assert consumer.committed(TopicPartition("carry-on", 0)) == 1
+            state, after = members()
+            assert (state.rsplit(".", 1)[-1], after) == ("STABLE", before)
+        finally:
+            restart(spec, coordinator)
+    finally:
+        consumer.close()
 
 
 def test_bad_group_requests_get_kafkas_errors(groups_cluster: cluster.ClusterSpec) -> None:

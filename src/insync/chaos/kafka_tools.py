@@ -43,6 +43,7 @@ MAIN_CLASSES = {
     "kafka-metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "kafka-broker-api-versions": "org.apache.kafka.tools.BrokerApiVersionsCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
+    "kafka-dump-log": "kafka.tools.DumpLogSegments",
     "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
     "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",

@@ -8,9 +8,9 @@ Empty waits `initial_rebalance_delay_ms` (InitialDelayedJoin); members that have
 timeout are removed (DelayedSync); a session expires `session_timeout_ms` after the last join, sync, heartbeat
 or commit, but not while a join or sync is held. The state is `group_metadata.py`, the deadline heap
 `deadlines.py`. Deviations, for simplicity: a static member rejoining always rebalances and is removed like a
-dynamic one when it misses a rebalance; a member's protocols are checked against the others only; nothing is
-persisted, and at `groups_max` a new group evicts an Empty one or is refused COORDINATOR_NOT_AVAILABLE; a
-superseded join or sync is answered REBALANCE_IN_PROGRESS.
+dynamic one when it misses a rebalance; a member's protocols are checked against the others only; at
+`groups_max` a new group evicts an Empty one or is refused COORDINATOR_NOT_AVAILABLE; a superseded join or sync
+is answered REBALANCE_IN_PROGRESS. A rebalance's end is for the caller to write (`take_records`, `restore`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from insync.groups.group_metadata import (
     generation_error,
     protocol_error,
 )
+from insync.groups.group_records import GroupRecord, MemberRecord
 from insync.groups.messages import (
     NO_GENERATION,
     UNKNOWN_MEMBER,
@@ -67,6 +68,7 @@ class GroupMembership:
         self._groups: dict[str, GroupMetadata] = {}
         self._held: set[int] = set()  # tokens of held joins and syncs
         self._deadlines = GroupDeadlines()
+        self._to_record: dict[str, int] = {}  # group -> the generation whose end is to be written, in order
 
     # ---- JoinGroup
 
@@ -235,6 +237,7 @@ class GroupMembership:
         if not group.members:
             group.state = GroupState.EMPTY
             group.protocol_name = None
+            self._to_record[group.group_id] = group.generation_id
             return out
         group.protocol_name = group.select_protocol()
         group.state = GroupState.COMPLETING_REBALANCE
@@ -268,6 +271,7 @@ class GroupMembership:
             for each in group.members.values():
                 each.assignment = assignments.get(each.member_id, b"")
             group.state = GroupState.STABLE
+            self._to_record[group.group_id] = group.generation_id
             for each in group.members.values():
                 if each.sync_token is not None:
                     out.append(self._answer(each, group.sync_answer(each), now_ms))
@@ -388,6 +392,47 @@ class GroupMembership:
     def _arm(self, group: GroupMetadata) -> None:
         """Keep the group's deadline entry no later than its earliest deadline (call after every change)."""
         self._deadlines.arm(group.group_id, group.deadline_ms())
+
+    # ---- The group's record, coordinator moves, describing
+
+    def take_records(self, now_ms: int) -> list[tuple[str, int, GroupRecord]]:
+        """The groups whose rebalance ended since the last call, each as (group, generation, its record), for the
+        caller to write (Kafka's storeGroup); one whose state moved on since is left to its next end."""
+        out = []
+        for group_id, generation_id in self._to_record.items():
+            group = self._groups.get(group_id)
+            if group is None or group.generation_id != generation_id or \
+                    group.state not in (GroupState.STABLE, GroupState.EMPTY):
+                continue
+            protocol_name = group.protocol_name
+            members = tuple(MemberRecord(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                         m.rebalance_timeout_ms, m.session_timeout_ms,
+                                         m.metadata(protocol_name) if protocol_name is not None else b"",
+                                         m.assignment) for m in group.members.values())
+            out.append((group_id, generation_id, GroupRecord(group.protocol_type, generation_id, protocol_name,
+                                                             group.leader, now_ms, members)))
+        self._to_record.clear()
+        return out
+
+    def restore(self, now_ms: int, group_id: str, record: GroupRecord) -> bool:
+        """Take a group over from its record (Kafka's loadGroup): Stable with its members and their assignments,
+        each session starting now, or Empty at its generation. False when the group is already here, or no room."""
+        if group_id in self._groups or len(self._groups) >= self._groups_max:
+            return False
+        group = GroupMetadata(group_id, generation_id=record.generation_id, protocol_type=record.protocol_type)
+        if record.members and record.protocol_name is not None:
+            group.state, group.protocol_name, group.leader = GroupState.STABLE, record.protocol_name, record.leader
+            for m in record.members:
+                group.members[m.member_id] = MemberMetadata(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host, m.session_timeout_ms,
+                    m.rebalance_timeout_ms, ((record.protocol_name, m.subscription),), now_ms, assignment=m.assignment)
+                if m.group_instance_id is not None:
+                    group.static[m.group_instance_id] = m.member_id
+            if group.leader not in group.members:
+                group.leader = next(iter(group.members))
+        self._groups[group_id] = group
+        self._arm(group)
+        return True
 
     # ---- Coordinator moves, describing
 

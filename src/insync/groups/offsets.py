@@ -8,8 +8,8 @@ replaying the partition when a broker becomes its leader (`OffsetCache.load`) an
 acknowledged; each entry keeps the log offset of its record, so a late acknowledgement never overwrites a newer
 commit. The topic is compacted, as in Kafka: the cleaner keeps the last commit of each group and partition.
 A commit of a group without members expires `offsets.retention.minutes` after it was made (`expired`): the
-coordinator writes its tombstone, which the cleaner drops in turn after `delete.retention.ms`. Group membership is not written to the log, so members rejoin after a
-coordinator moves (they would rebalance anyway).
+coordinator writes its tombstone, which the cleaner drops in turn after `delete.retention.ms`. A group's
+membership shares the partition in its own records (`group_records`, key version 2).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from insync.protocol.records import Record
 from insync.types import TopicPartition
 
-KEY_VERSION = 1  # OffsetCommitKey; version 2 is GroupMetadataKey (membership), which insync does not write
+KEY_VERSION = 1  # OffsetCommitKey; version 2 is GroupMetadataKey (membership, `group_records`)
 VALUE_VERSION = 3  # OffsetCommitValue with the leader epoch (KIP-320)
 NO_LEADER_EPOCH = -1
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")

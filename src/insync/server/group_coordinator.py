@@ -7,9 +7,10 @@ in Kafka. This module keeps that true as leadership moves:
 - A group whose partition this broker leads but has not replayed at the current epoch starts the replay and is
   answered COORDINATOR_LOAD_IN_PROGRESS; one whose partition it does not lead gets NOT_COORDINATOR.
 - Every SYNC_INTERVAL_MS partitions no longer led at their loaded epoch are dropped (held requests: NOT_COORDINATOR).
-Held joins and syncs are futures keyed by a token, answered through `GroupMembership`'s `Completion`s. The
-committed offsets, their replay, appends and expiry are the `OffsetStore`'s (offset_store.py); this module checks
-a commit against the group's generation and answers the offset APIs from the store.
+Held joins and syncs are futures keyed by a token, answered through `GroupMembership`'s `Completion`s. A
+rebalance's end is written (`groups.group_records`) and its syncs answered once acknowledged, as Kafka's
+storeGroup; the next coordinator restores the group from it. Offsets, their replay, appends and expiry are the
+`OffsetStore`'s; this module checks a commit against the group's generation and answers the offset APIs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from insync.broker.messages import ProduceRequest, ProduceResponse
 from insync.config import GroupCoordinatorConfig
 from insync.errors import KafkaError
 from insync.groups import deletion
+from insync.groups.group_records import GroupRecord
 from insync.groups.membership import GroupMembership
 from insync.groups.messages import Completion, GroupDescription, JoinResult, LeaveResult, SyncResult
 from insync.groups.offsets import CommittedOffset, OffsetKey, partition_for
@@ -51,7 +53,8 @@ OffsetsPartitionCheck = Callable[[str, int, int, TopicPartition, int], Awaitable
 log = logging.getLogger("insync.groups")
 
 SYNC_INTERVAL_MS = 500
-HELD_MAX = 10_000  # joins and syncs waiting at once
+HELD_MAX = 10_000  # joins and syncs waiting at once; group writes in flight
+STORES_SWEPT = 64  # finished group writes forgotten per new one
 JOIN_WAIT_MARGIN_S = 5.0  # a held join is answered by the rebalance timeout; this bounds the wait past it
 CREATE_TIMEOUT_S = 30.0
 E = errors.BY_NAME
@@ -66,7 +69,10 @@ class GroupCoordinator:
             max_session_timeout_ms=config.max_session_timeout_ms,
             initial_rebalance_delay_ms=config.initial_rebalance_delay_ms, group_max_size=config.max_size)
         self.offsets = OffsetStore(config, core, log_manager, append)
+        self.offsets.on_groups = self._restore_groups
         self._held: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
+        # (group, generation) -> the write of that rebalance's end; its syncs are answered once it is done
+        self._stores: dict[tuple[str, int], asyncio.Task[KafkaError]] = {}
         self._tokens = itertools.count(1)
         self._wake = asyncio.Event()
         self._creating: asyncio.Task[None] | None = None
@@ -117,6 +123,40 @@ class GroupCoordinator:
             future = self._held.get(completion.token)
             if future is not None and not future.done():
                 future.set_result(completion.result)
+        self._store_records()
+        self._wake.set()
+
+    def _store_records(self) -> None:
+        """Write the end of each rebalance the last membership call finished (Kafka's storeGroup)."""
+        count = self.offsets_partitions()
+        now_ms = self._now()
+        for group_id, generation_id, record in self.membership.take_records(now_ms):
+            if count is None:
+                continue
+            for key in [k for k in self._stores if k[0] == group_id or self._stores[k].done()][:STORES_SWEPT]:
+                del self._stores[key]  # an older generation's write, or one whose syncs have had their answer
+            if len(self._stores) >= HELD_MAX:
+                continue  # bounded: its syncs are answered without waiting, as before the record existed
+            self._stores[(group_id, generation_id)] = asyncio.get_running_loop().create_task(
+                self._write_group(partition_for(group_id, count), group_id, record, now_ms))
+
+    async def _write_group(self, partition: int, group_id: str, record: GroupRecord, now_ms: int) -> KafkaError:
+        try:
+            return await self.offsets.write_group(partition, group_id, record, now_ms)
+        except TimeoutError:  # the node's guard on the core's answer
+            return E["COORDINATOR_NOT_AVAILABLE"]
+
+    async def _stored(self, group_id: str, generation_id: int) -> KafkaError:
+        """The outcome of writing the group's rebalance end of `generation_id`, once it is known (NONE if none)."""
+        store = self._stores.get((group_id, generation_id))
+        return errors.NONE if store is None else await asyncio.shield(store)
+
+    def _restore_groups(self, partition: int, groups: dict[str, GroupRecord]) -> None:
+        """A newly led partition's groups, from their last records: their members carry on (Kafka's loadGroup)."""
+        now_ms = self._now()
+        restored = sum(self.membership.restore(now_ms, group_id, record) for group_id, record in groups.items())
+        if groups:
+            log.info("Loaded %d groups of %s-%d", restored, OFFSETS_TOPIC, partition)
         self._wake.set()
 
     async def _hold(self, start: Callable[[int], list[Completion]], wait_s: float,
@@ -231,6 +271,10 @@ class GroupCoordinator:
         result = await self._hold(lambda token: self.membership.sync(self._now(), token, sync), wait_s,
                                   dataclasses.replace(failed, error=E["REBALANCE_IN_PROGRESS"]))
         assert isinstance(result, SyncResult)
+        if result.error is errors.NONE:
+            stored = await self._stored(sync.group_id, sync.generation_id)
+            if stored is not errors.NONE:  # Kafka answers every member the write's error; they rejoin
+                result = dataclasses.replace(failed, error=stored)
         return api.encode_sync(request, result)
 
     def heartbeat(self, request: DecodedRequest) -> Any:
@@ -361,10 +405,14 @@ class GroupCoordinator:
             return error
         # Forgotten before the tombstones are written, as Kafka marks the group Dead first: a member joining
         # meanwhile starts a new group.
+        had_record = self.membership.view(group_id) is not None
         self._deliver(self.membership.remove_groups([group_id]))
-        if not offsets:
-            return errors.NONE
-        return await self.offsets.write(partition, [(OffsetKey(group_id, tp), None) for tp in sorted(offsets)], self._now())
+        if offsets:
+            error = await self.offsets.write(partition, [(OffsetKey(group_id, tp), None) for tp in sorted(offsets)],
+                                             self._now())
+        if error is errors.NONE and had_record:
+            error = await self.offsets.write_group(partition, group_id, None, self._now())
+        return error
 
     async def offset_delete(self, request: DecodedRequest) -> Any:
         group_id, asked = api.decode_offset_delete(request)

@@ -5,7 +5,8 @@ usable once `loaded` holds the leader epoch it was replayed at. A commit is appe
 enters the cache once acknowledged; a tombstone deletes an offset so. A TxnOffsetCommit (KIP-447) is appended in
 the producer's transaction and held until its marker: applied on COMMIT, dropped on ABORT, whether the marker is
 written (`complete_transaction`) or replayed. Expiry writes tombstones for the offsets past
-offsets.retention.minutes of groups without members. Which groups exist and who is in them is the coordinator's.
+offsets.retention.minutes of groups without members. Which groups exist and who is in them is the coordinator's;
+it writes a group's membership here (`write_group`) and gets the replayed records back (`on_groups`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ from insync.broker.core import BrokerCore
 from insync.broker.messages import ProduceRequest, ProduceResponse
 from insync.config import GroupCoordinatorConfig
 from insync.errors import KafkaError, KafkaException
+from insync.groups.group_records import (
+    GroupRecord,
+    decode_group_value,
+    encode_group_key,
+    encode_group_value,
+    group_of_key,
+)
 from insync.groups.offsets import (
     CommittedOffset,
     OffsetCache,
@@ -30,7 +38,7 @@ from insync.groups.offsets import (
     encode_value,
 )
 from insync.protocol.control_records import COMMIT, marker_type
-from insync.protocol.records import RecordSpec, build_batch, iter_batches, iter_records
+from insync.protocol.records import Record, RecordSpec, build_batch, iter_batches, iter_records
 from insync.storage.log_manager import LogManager
 from insync.types import OFFSETS_TOPIC, TopicPartition
 
@@ -60,6 +68,9 @@ class OffsetStore:
         self._expiring: asyncio.Task[None] | None = None
         # (offsets partition, producer id) -> the commits of its open transaction, with their log offsets
         self._txn_commits: dict[tuple[int, int], list[tuple[int, OffsetKey, CommittedOffset]]] = {}
+        # The groups' membership records a load replayed (None: deleted), handed to `on_groups` when it is done.
+        self._replayed_groups: dict[int, dict[str, GroupRecord | None]] = {}
+        self.on_groups: Callable[[int, dict[str, GroupRecord]], None] = lambda partition, groups: None
 
     # Loading and unloading partitions -----------------------------------------------------------------------
 
@@ -91,8 +102,11 @@ class OffsetStore:
         except KafkaException as exc:  # retention or truncation moved the log under the replay: try again later
             log.warning("Loading %s stopped at offset %d: %s", tp, offset, exc)
             self.cache.unload(partition)
+            self._replayed_groups.pop(partition, None)
             return
+        groups = self._replayed_groups.pop(partition, {})
         if self.core.leader_epoch(tp) == epoch:
+            self.on_groups(partition, {group_id: record for group_id, record in groups.items() if record is not None})
             self.loaded[partition] = epoch
             log.info("Loaded %d offset commits of %s (leader epoch %d)", applied, tp, epoch)
 
@@ -107,8 +121,22 @@ class OffsetStore:
                 for record in iter_records(batch):
                     self._hold_txn_commit(partition, header.producer_id, record.offset, record.key, record.value)
             else:
-                applied += self.cache.load(partition, iter_records(batch))
+                replayed = list(iter_records(batch))
+                applied += self.cache.load(partition, replayed)
+                self._replay_groups(partition, replayed)
         return applied
+
+    def _replay_groups(self, partition: int, records: Sequence[Record]) -> None:
+        """Keep the last membership record of each group (Kafka's loader skips what it cannot read; so here)."""
+        for record in records:
+            try:
+                group_id = None if record.key is None else group_of_key(record.key)
+                if group_id is not None:
+                    value = None if record.value is None else decode_group_value(record.value)
+                    self._replayed_groups.setdefault(partition, {})[group_id] = value
+            except OffsetRecordError as exc:
+                log.warning("Skipping a group record at offset %d of %s-%d: %s", record.offset, OFFSETS_TOPIC,
+                            partition, exc)
 
     def _hold_txn_commit(self, partition: int, producer_id: int, log_offset: int, key: bytes | None,
                          value: bytes | None) -> None:
@@ -146,6 +174,18 @@ class OffsetStore:
             for i, (key, value) in enumerate(commits):
                 self.cache.commit(partition, result.base_offset + i, key, value)
         return errors.NONE
+
+    async def write_group(self, partition: int, group_id: str, record: GroupRecord | None, now_ms: int
+                          ) -> KafkaError:
+        """Append a group's membership record (None: its tombstone) with acks=all, as Kafka's storeGroup does."""
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        value = None if record is None else encode_group_value(record)
+        batch = build_batch([RecordSpec(key=encode_group_key(group_id), value=value)], base_timestamp=now_ms)
+        response = await self._append(ProduceRequest(0, -1, self.config.offsets_commit_timeout_ms,
+                                                     ((tp, batch),)))
+        (result,) = response.results
+        error = _COMMIT_ERRORS.get(result.error.name, result.error)
+        return errors.UNKNOWN_SERVER_ERROR if error.name == "INVALID_COMMIT_OFFSET_SIZE" else error
 
     async def write_in_transaction(self, partition: int, producer_id: int, producer_epoch: int,
                                    held: Sequence[tuple[OffsetKey, CommittedOffset]], now_ms: int) -> KafkaError:
