@@ -73,6 +73,7 @@ class GroupCoordinator:
         self._held: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
         # (group, generation) -> the write of that rebalance's end; its syncs are answered once it is done
         self._stores: dict[tuple[str, int], asyncio.Task[KafkaError]] = {}
+        self._forgetting: asyncio.Task[None] | None = None
         self._tokens = itertools.count(1)
         self._wake = asyncio.Event()
         self._creating: asyncio.Task[None] | None = None
@@ -140,7 +141,8 @@ class GroupCoordinator:
             self._stores[(group_id, generation_id)] = asyncio.get_running_loop().create_task(
                 self._write_group(partition_for(group_id, count), group_id, record, now_ms))
 
-    async def _write_group(self, partition: int, group_id: str, record: GroupRecord, now_ms: int) -> KafkaError:
+    async def _write_group(self, partition: int, group_id: str, record: GroupRecord | None, now_ms: int
+                           ) -> KafkaError:
         try:
             return await self.offsets.write_group(partition, group_id, record, now_ms)
         except TimeoutError:  # the node's guard on the core's answer
@@ -182,6 +184,7 @@ class GroupCoordinator:
             if now_ms >= next_expiry_ms:
                 next_expiry_ms = now_ms + self.config.offsets_retention_check_interval_ms
                 self.offsets.maybe_expire(now_ms, self._has_members)
+                self._forget_empty_groups()
             self._sync_leadership()
             self._deliver(self.membership.tick(now_ms))
             deadline = self.membership.next_deadline_ms()
@@ -190,14 +193,33 @@ class GroupCoordinator:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
 
+    def _forget_empty_groups(self) -> None:
+        """Kafka's cleanupGroupMetadata: an Empty group left with no offsets goes, and its record's tombstone is
+        written (one pass at a time)."""
+        count = self.offsets_partitions()
+        if count is None or (self._forgetting is not None and not self._forgetting.done()):
+            return
+        empty = [group_id for group_id, _, state in self.membership.list_groups()
+                 if state == "Empty" and partition_for(group_id, count) in self.offsets.loaded
+                 and not self.offsets.cache.offsets(group_id) and not self.offsets.unstable(group_id)]
+        if empty:
+            self._deliver(self.membership.remove_groups(empty))
+            self._forgetting = asyncio.get_running_loop().create_task(self._write_tombstones(empty, count))
+
+    async def _write_tombstones(self, group_ids: list[str], count: int) -> None:
+        for group_id in group_ids:  # bounded by the groups this broker coordinates
+            error = await self._write_group(partition_for(group_id, count), group_id, None, self._now())
+            log.info("Removed the empty group %s: %s", group_id, error.name)
+
     def _has_members(self, group_id: str) -> bool:
         described = self.membership.describe(group_id)
         return described is not None and bool(described.members)
 
     def close(self) -> None:
         self.offsets.close()
-        if self._creating is not None:
-            self._creating.cancel()
+        for task in (self._creating, self._forgetting):
+            if task is not None:
+                task.cancel()
 
     # The APIs -------------------------------------------------------------------------------------------------
 

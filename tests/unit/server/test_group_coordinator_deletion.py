@@ -78,3 +78,25 @@ def test_offset_delete_tombstones_only_committed_partitions_and_reports_a_refuse
         assert int(answer.error_code) == E["INVALID_GROUP_ID"].code
 
     asyncio.run(scenario())
+
+
+def test_the_expiry_pass_removes_an_empty_group_without_offsets_and_writes_its_tombstone() -> None:
+    """Kafka's cleanupGroupMetadata: a restored Empty group with no offsets left goes; one with offsets stays."""
+    from insync.groups.group_records import GroupRecord, group_of_key
+
+    async def scenario() -> tuple[list[str], list[tuple[str | None, bytes | None]]]:
+        appends = Appends("NONE")
+        c = coordinator(appends)
+        c.offsets.loaded.update({0: 5, 1: 5})
+        empty = GroupRecord("consumer", 4, None, None, 0, ())
+        assert c.membership.restore(1_000, "gone", empty) and c.membership.restore(1_000, "kept", empty)
+        c.offsets.cache.commit(0, 7, OffsetKey("kept", T0), CommittedOffset(3, -1, "", 1_000))
+        c._forget_empty_groups()
+        assert c._forgetting is not None
+        await c._forgetting
+        records = [(group_of_key(r.key) if r.key else None, r.value) for request in appends.requests
+                   for _, batch in request.partitions for r in iter_records(batch)]
+        return [g for g, _, _ in c.membership.list_groups()], records
+
+    groups, written = asyncio.run(scenario())
+    assert groups == ["kept"] and written == [("gone", None)]
