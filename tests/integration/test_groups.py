@@ -192,7 +192,7 @@ def test_committed_offsets_survive_a_sigkill_of_the_coordinator(groups_cluster: 
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    spec = groups_cluster
+    spec = cluster.ClusterSpec.load(groups_cluster.directory)  # the pids of brokers other tests restarted
     new_topic(spec, "durable", 40)
     group_id = "durable-group"
     consumer = confluent_consumer(spec.bootstrap, group_id)
@@ -230,7 +230,7 @@ def test_a_member_carries_on_with_its_generation_when_the_coordinator_is_killed(
     from confluent_kafka.admin import AdminClient
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
-    spec = groups_cluster
+    spec = cluster.ClusterSpec.load(groups_cluster.directory)  # the pids of brokers other tests restarted
     new_topic(spec, "carry-on", 8)
     group_id = "carry-on-group"
     consumer = KafkaConsumer("carry-on", bootstrap_servers=spec.bootstrap.split(","), group_id=group_id,
@@ -365,7 +365,7 @@ def test_members_carry_on_through_a_coordinator_crash(groups_cluster: cluster.Cl
     from confluent_kafka.admin import AdminClient
 
 
-    spec = groups_cluster
+    spec = cluster.ClusterSpec.load(groups_cluster.directory)  # the pids of brokers other tests restarted
     group_id = "survivors"
     values = new_topic(spec, "through-crash", 400)
     members = [confluent_consumer(spec.bootstrap, group_id, **{"enable.auto.commit": True,
