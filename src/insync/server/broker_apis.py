@@ -82,12 +82,8 @@ class CoreCalls(Protocol):
 
     core: BrokerCore
 
-    async def call(self, message: Any) -> Any:
-        """The core's answer to `message`."""
-        ...
-
-    def submit(self, message: Any) -> Awaitable[Any]:
-        """Hand `message` to the core now; the awaitable is the core's answer."""
+    def call(self, message: Any) -> Awaitable[Any]:
+        """Hand `message` to the core now (a produce's append happens here); the awaitable is the core's answer."""
         ...
 
     def send(self, message: Any) -> None:
@@ -263,7 +259,7 @@ class BrokerApis:
             return None
         if not internal.partitions:
             return asyncio.sleep(0, ProduceResponse(internal.correlation_id, ()))
-        return self._node.submit(internal)
+        return self._node.call(internal)
 
     async def fetch(self, request: DecodedRequest, session: Session) -> Any:
         image = self._image(session)

@@ -186,13 +186,9 @@ class BrokerNode(MeteredDispatcher):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def call(self, message: Any) -> Any:
-        """Hand a client's request to the core and wait for the core's answer to it (TimeoutError after
+    def call(self, message: Any) -> Awaitable[Any]:
+        """Hand a client's request to the core now; the awaitable is the core's answer to it (TimeoutError after
         REQUEST_TIMEOUT_MS, `_expire_waiters`)."""
-        return await self.submit(message)
-
-    def submit(self, message: Any) -> Awaitable[Any]:
-        """Hand a client's request to the core now; the awaitable is the core's answer (as `call`)."""
         source = f"c{next(self._sources)}"
         key = (source, message.correlation_id)
         future: asyncio.Future[object] = asyncio.get_running_loop().create_future()

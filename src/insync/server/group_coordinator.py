@@ -53,8 +53,7 @@ OffsetsPartitionCheck = Callable[[str, int, int, TopicPartition, int], Awaitable
 log = logging.getLogger("insync.groups")
 
 SYNC_INTERVAL_MS = 500
-HELD_MAX = 10_000  # joins and syncs waiting at once; group writes in flight
-STORES_SWEPT = 64  # finished group writes forgotten per new one
+HELD_MAX = 10_000  # joins and syncs waiting at once; groups with a rebalance's write kept
 JOIN_WAIT_MARGIN_S = 5.0  # a held join is answered by the rebalance timeout; this bounds the wait past it
 CREATE_TIMEOUT_S = 30.0
 E = errors.BY_NAME
@@ -71,8 +70,8 @@ class GroupCoordinator:
         self.offsets = OffsetStore(config, core, log_manager, append)
         self.offsets.on_groups = self._restore_groups
         self._held: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
-        # (group, generation) -> the write of that rebalance's end; its syncs are answered once it is done
-        self._stores: dict[tuple[str, int], asyncio.Task[KafkaError]] = {}
+        # group -> (generation, the write of that rebalance's end): its syncs are answered once it is done
+        self._stores: dict[str, tuple[int, asyncio.Task[KafkaError]]] = {}
         self._forgetting: asyncio.Task[None] | None = None
         self._tokens = itertools.count(1)
         self._wake = asyncio.Event()
@@ -129,17 +128,18 @@ class GroupCoordinator:
 
     def _store_records(self) -> None:
         """Write the end of each rebalance the last membership call finished (Kafka's storeGroup)."""
-        count = self.offsets_partitions()
         now_ms = self._now()
-        for group_id, generation_id, record in self.membership.take_records(now_ms):
-            if count is None:
-                continue
-            for key in [k for k in self._stores if k[0] == group_id or self._stores[k].done()][:STORES_SWEPT]:
-                del self._stores[key]  # an older generation's write, or one whose syncs have had their answer
-            if len(self._stores) >= HELD_MAX:
-                continue  # bounded: its syncs are answered without waiting, as before the record existed
-            self._stores[(group_id, generation_id)] = asyncio.get_running_loop().create_task(
-                self._write_group(partition_for(group_id, count), group_id, record, now_ms))
+        records, count = self.membership.take_records(now_ms), self.offsets_partitions()
+        if count is None:
+            return
+        for group_id, generation_id, record in records:
+            if group_id not in self._stores and len(self._stores) >= HELD_MAX:
+                # Groups evicted or gone leave their last write here: drop the finished ones (rare, bounded).
+                self._stores = {g: s for g, s in self._stores.items() if not s[1].done()}
+                if len(self._stores) >= HELD_MAX:
+                    continue  # its syncs are answered without waiting for the write
+            self._stores[group_id] = (generation_id, asyncio.get_running_loop().create_task(
+                self._write_group(partition_for(group_id, count), group_id, record, now_ms)))
 
     async def _write_group(self, partition: int, group_id: str, record: GroupRecord | None, now_ms: int
                            ) -> KafkaError:
@@ -150,8 +150,8 @@ class GroupCoordinator:
 
     async def _stored(self, group_id: str, generation_id: int) -> KafkaError:
         """The outcome of writing the group's rebalance end of `generation_id`, once it is known (NONE if none)."""
-        store = self._stores.get((group_id, generation_id))
-        return errors.NONE if store is None else await asyncio.shield(store)
+        generation, store = self._stores.get(group_id, (None, None))
+        return errors.NONE if store is None or generation != generation_id else await asyncio.shield(store)
 
     def _restore_groups(self, partition: int, groups: dict[str, GroupRecord]) -> None:
         """A newly led partition's groups, from their last records: their members carry on (Kafka's loadGroup)."""
@@ -433,7 +433,7 @@ class GroupCoordinator:
             error = await self.offsets.write(partition, [(OffsetKey(group_id, tp), None) for tp in sorted(offsets)],
                                              self._now())
         if error is errors.NONE and had_record:
-            error = await self.offsets.write_group(partition, group_id, None, self._now())
+            error = await self._write_group(partition, group_id, None, self._now())
         return error
 
     async def offset_delete(self, request: DecodedRequest) -> Any:
