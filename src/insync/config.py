@@ -526,6 +526,8 @@ class SocketConfig:
     max_connections_per_ip: int  # max.connections.per.ip
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]  # (host or IP, its maximum)
     connections_max_idle_ms: int  # connections.max.idle.ms
+    queued_max_requests: int  # queued.max.requests
+    queued_max_request_bytes: int  # queued.max.request.bytes
 
 
 def _socket_config(config: BrokerConfig) -> SocketConfig:
@@ -534,7 +536,8 @@ def _socket_config(config: BrokerConfig) -> SocketConfig:
                         config.get_int("socket.listen.backlog.size"), config.get_int("max.connections"),
                         config.get_int("max.connections.per.ip"),
                         connection_overrides(overrides_key, config.get_str(overrides_key) or ""),
-                        config.get_int("connections.max.idle.ms"))
+                        config.get_int("connections.max.idle.ms"), config.get_int("queued.max.requests"),
+                        config.get_int("queued.max.request.bytes"))
 
 
 def connection_overrides(key: str, text: str) -> tuple[tuple[str, int], ...]:

@@ -245,6 +245,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("connections.max.idle.ms", "long", 600000, "Close a connection after this long without a request read "
            "in full or a response written (a frame that trickles in is no activity), unless a request is in flight.",
            min=1),
+        _d("queued.max.requests", "int", 500, "The number of requests read and not yet being handled allowed "
+           "before no more requests are read from any connection.", min=1),
+        _d("queued.max.request.bytes", "long", -1, "The number of bytes of those requests allowed before no more "
+           "requests are read; -1 for no bound.", min=-1),
         _d("message.max.bytes", "int", 1048588, "Largest record batch accepted.", min=0),
         _d("request.timeout.ms", "int", 30000, "Client-side request timeout used by insync's own tools.", min=1),
         # Log

@@ -55,6 +55,7 @@ from insync.server.event_topic import EventTopic
 from insync.server.group_coordinator import GroupCoordinator
 from insync.server.halt import Halter
 from insync.server.metrics import MetricsSnapshot, NodeMetrics, snapshot
+from insync.server.request_queue import RequestQueue
 from insync.server.role import (
     MeteredDispatcher,
     client_sasl_for,
@@ -105,7 +106,8 @@ class BrokerNode(MeteredDispatcher):
         quotas = ConnectionQuotas.from_config(config.sockets)
         # Kafka protects the inter-broker listener from max.connections when there are others for clients
         protected = self.endpoints.inter_broker.name if len(self.endpoints.bound) > 1 else None
-        self.listeners = [make_listener(self, endpoint, config, quotas, endpoint.name == protected)
+        self.request_queue = RequestQueue(config.sockets.queued_max_requests, config.sockets.queued_max_request_bytes)
+        self.listeners = [make_listener(self, endpoint, config, quotas, self.request_queue, endpoint.name == protected)
                           for endpoint in self.endpoints.bound]
         controller_listener = controller_names(config.listeners)[0]
         self.controller = FailoverConnection(
@@ -375,7 +377,8 @@ class BrokerNode(MeteredDispatcher):
         self._faults = spec
 
     def _snapshot(self) -> MetricsSnapshot:
-        return snapshot(self.core, self.event_log.counts)
+        return dataclasses.replace(snapshot(self.core, self.event_log.counts),
+                                   request_queue_size=self.request_queue.size)
 
     async def run(self, stop: asyncio.Event) -> None:
         for listener in self.listeners:

@@ -42,6 +42,7 @@ from insync.server.access_gate import AccessGate
 from insync.server.event_log import EventLog
 from insync.server.event_topic import EventTopic
 from insync.server.metrics import MetricsSnapshot, NodeMetrics
+from insync.server.request_queue import RequestQueue
 from insync.server.role import (
     MeteredDispatcher,
     librdkafka_settings,
@@ -95,7 +96,9 @@ class ControllerNode(MeteredDispatcher):
         endpoint = controller_endpoint(config.listeners)
         self.event_topic = EventTopic(config.events, self.node_id, lambda: self.controller.image, self._brokers, None,
                                       librdkafka_settings(config, endpoint, to_controller=True), now=self._now)
-        self.listener = make_listener(self, endpoint, config, ConnectionQuotas.from_config(config.sockets))
+        self.request_queue = RequestQueue(config.sockets.queued_max_requests, config.sockets.queued_max_request_bytes)
+        self.listener = make_listener(self, endpoint, config, ConnectionQuotas.from_config(config.sockets),
+                                      self.request_queue)
         self.metrics = NodeMetrics(self._snapshot)
         self._waiters: dict[tuple[str, int], asyncio.Future[object]] = {}  # a broker request's answer from the core
         self._sources = itertools.count(1)
@@ -313,7 +316,8 @@ class ControllerNode(MeteredDispatcher):
 
     def _snapshot(self) -> MetricsSnapshot:
         image = self.controller.image
-        return MetricsSnapshot(offline_partitions=len(image.offline_partitions()), active_controller=1)
+        return MetricsSnapshot(offline_partitions=len(image.offline_partitions()), active_controller=1,
+                               request_queue_size=self.request_queue.size)
 
     async def _become_active(self, stop: asyncio.Event) -> bool:
         """Open the store (campaigning first when it is ZooKeeper) and load the controller; False if `stop` came

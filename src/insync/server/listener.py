@@ -10,7 +10,7 @@ where a transaction's coordinator is asked first). A bad frame, an unknown api k
 or a body that does not parse closes only that connection. Responses are `encode_response_parts` parts: a Fetch
 response's records go uncopied to the socket, and the 4 MiB `socket.send.buffer.bytes` sends one in one or two.
 A TLS listener bounds its handshake by `ssl.handshake.timeout.ms`; the client certificate gives the principal.
-A thread accepts (`server.acceptor`: backlog, quotas); connections idle for `connections.max.idle.ms` are closed.
+A thread accepts (`server.acceptor`); idle connections are closed; a full `request_queue` pauses the reading.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from insync.protocol.framing import FrameDecoder, FrameError
 from insync.security.listeners import Endpoint
 from insync.security.ssl_principal import NoRuleApplies
 from insync.server.acceptor import Acceptor, ConnectionQuotas, listening_socket
+from insync.server.request_queue import RequestQueue, Ticket
 from insync.server.session import Session
 from insync.server.tls import TlsServer
 
@@ -93,9 +94,11 @@ class Listener:
                  send_buffer_bytes: int = -1, *, name: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT",
                  tls: TlsServer | None = None, gate: GateFactory | None = None,
                  backlog: int = LISTEN_BACKLOG_SIZE, quotas: ConnectionQuotas | None = None,
-                 protected: bool = False, idle_ms: int = CONNECTIONS_MAX_IDLE_MS) -> None:
+                 protected: bool = False, idle_ms: int = CONNECTIONS_MAX_IDLE_MS,
+                 queue: RequestQueue | None = None) -> None:
         """`quotas`: the node's, shared by its listeners (None: no limits); `protected`: the inter-broker
-        listener, which accepts beyond `max.connections` as Kafka's does; `idle_ms`: connections.max.idle.ms."""
+        listener, which accepts beyond `max.connections` as Kafka's does; `idle_ms`: connections.max.idle.ms;
+        `queue`: the node's request queue, shared by its listeners (None: one of Kafka's default size)."""
         assert max_request_bytes > 0 and send_buffer_bytes >= -1 and backlog >= 1 and idle_ms > 0
         assert (tls is not None) == security_protocol.endswith("SSL"), (security_protocol, tls)
         self.dispatcher = dispatcher
@@ -109,6 +112,7 @@ class Listener:
         self.send_buffer_bytes = send_buffer_bytes
         self.backlog = backlog
         self.quotas = quotas or ConnectionQuotas()
+        self.queue = queue or RequestQueue()
         self.protected = protected
         self._acceptor: Acceptor | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -288,8 +292,11 @@ class Listener:
                 for payload in decoder.feed(data):
                     self._touch(connection)
                     await slots.acquire()  # none free: the reading stops, back-pressure on the client
+                    ticket = self.queue.try_enter(len(payload)) or await self.queue.enter(len(payload))
                     screened = gate.screen(payload) if gate is not None else None
-                    answer = self._start(payload, session) if screened is None else screened
+                    answer = self._start(payload, session, ticket) if screened is None else screened
+                    if not isinstance(answer, asyncio.Task):
+                        ticket.leave()
                     self._busy.add(connection)
                     in_order.put_nowait(answer)
                     if isinstance(answer, FrameError) or self._stopping:
@@ -303,7 +310,7 @@ class Listener:
             finally:
                 _cancel_unanswered(in_order)
 
-    def _start(self, payload: bytes, session: Session) -> _Answer:
+    def _start(self, payload: bytes, session: Session, ticket: Ticket) -> _Answer:
         """Decode at once (a bad frame stops the reading) and start the handler, so handlers begin in arrival order
         (asyncio runs new tasks first come, first served) and a produce's append happens before the next's."""
         try:
@@ -316,9 +323,12 @@ class Listener:
             return encode_response_parts(exc.api_key, version, exc.correlation_id, body)
         except MalformedRequest as exc:
             return FrameError(f"malformed request: {exc}")
-        return asyncio.create_task(self._respond(request, session))
+        task = asyncio.create_task(self._respond(request, session, ticket))
+        task.add_done_callback(ticket.leave)  # a handler cancelled before its first step
+        return task
 
-    async def _respond(self, request: DecodedRequest, session: Session) -> list[Buffer] | None:
+    async def _respond(self, request: DecodedRequest, session: Session, ticket: Ticket) -> list[Buffer] | None:
+        ticket.leave()  # started: out of the request queue
         body = await self.dispatcher.handle(request, session)
         if body is None:
             return None

@@ -46,6 +46,7 @@ class MetricsSnapshot:
     fetch_session_missed_changes: int = 0
     cleaner: CleanerMetrics = field(default_factory=CleanerMetrics)
     uncleanable_partitions: int = 0
+    request_queue_size: int = 0
 
 
 class _CoreCollector(Collector):
@@ -65,6 +66,8 @@ class _CoreCollector(Collector):
              s.fetch_sessions),
             ("NumIncrementalFetchPartitionsCached", "Partitions held by those sessions (FetchSessionCache)",
              s.fetch_session_partitions),
+            ("RequestQueueSize", "Requests read and not yet being handled (RequestChannel; at most "
+             "queued.max.requests)", s.request_queue_size),
             ("IncrementalFetchMissedChanges", "Changed partitions only a session's full walk found (insync's own; "
              "0 unless a change went unmarked)", s.fetch_session_missed_changes),
         )

@@ -20,6 +20,7 @@ from insync.security.scram import ScramCredential, ScramMechanism
 from insync.server.acceptor import ConnectionQuotas
 from insync.server.listener import Listener
 from insync.server.metrics import NodeMetrics
+from insync.server.request_queue import RequestQueue
 from insync.server.sasl_gate import client_credentials, gate_factory
 from insync.server.session import Session
 from insync.server.tls import client_tls, server_tls
@@ -69,7 +70,7 @@ class MeteredDispatcher:
 
 
 def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: BrokerConfig, quotas: ConnectionQuotas,
-                  protected: bool = False) -> Listener:
+                  queue: RequestQueue, protected: bool = False) -> Listener:
     """A listener for `endpoint`, with TLS (its `ssl.*` settings) when its security protocol has it, a SASL gate
     on each connection when it is SASL_PLAINTEXT or SASL_SSL, and the node's connection `quotas` (a `protected`
     listener, the inter-broker one, accepts beyond max.connections)."""
@@ -80,7 +81,7 @@ def make_listener(dispatcher: MeteredDispatcher, endpoint: Endpoint, config: Bro
                     security_protocol=endpoint.security_protocol,
                     tls=server_tls(config, endpoint.name, sasl=gate is not None) if endpoint.uses_tls else None,
                     gate=gate, backlog=config.sockets.listen_backlog_size, quotas=quotas, protected=protected,
-                    idle_ms=config.sockets.connections_max_idle_ms)
+                    idle_ms=config.sockets.connections_max_idle_ms, queue=queue)
 
 
 def client_tls_for(config: BrokerConfig, listener: str, security_protocol: str) -> ssl.SSLContext | None:

@@ -16,6 +16,7 @@ from kio.static.primitive import i16
 
 from insync.protocol.codec import DecodedRequest, decode_response, encode_request
 from insync.server.listener import Listener
+from insync.server.request_queue import RequestQueue
 from insync.server.session import Session
 
 pytestmark = pytest.mark.timeout(20)
@@ -441,3 +442,44 @@ def test_a_request_whose_send_cannot_finish_times_out_and_drops_the_connection()
         server.close()
 
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+@pytest.mark.parametrize("max_requests", [1, 3])
+def test_a_listener_with_a_small_queue_answers_every_pipelined_request_in_order(max_requests: int) -> None:
+    queue = RequestQueue(max_requests=max_requests)
+    count = 40
+
+    async def body() -> None:
+        listener = Listener(ApiVersionsOnly(), "127.0.0.1", 0, max_request_bytes=1024, queue=queue)
+        await listener.start()
+        try:
+            connections = [await asyncio.open_connection("127.0.0.1", listener.port) for _ in range(2)]
+            for _, writer in connections:
+                writer.write(b"".join(api_versions(3, cid) for cid in range(count)))
+            for reader, writer in connections:
+                assert [(await read_response(reader, 3))[0] for _ in range(count)] == list(range(count))
+                writer.close()
+        finally:
+            await listener.stop(deadline_s=1.0)
+
+    asyncio.run(body())
+    assert queue.high_water == max_requests and (queue.size, queue.bytes) == (0, 0)
+
+
+def test_with_kafkas_default_queue_a_burst_is_decoded_in_one_turn() -> None:
+    """The bound above is what held the readers back: with room, one read's frames all enter at once."""
+    queue = RequestQueue()
+
+    async def body() -> None:
+        listener = Listener(ApiVersionsOnly(), "127.0.0.1", 0, max_request_bytes=1024, queue=queue)
+        await listener.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+            writer.write(b"".join(api_versions(3, cid) for cid in range(40)))
+            assert [(await read_response(reader, 3))[0] for _ in range(40)] == list(range(40))
+            writer.close()
+        finally:
+            await listener.stop(deadline_s=1.0)
+
+    asyncio.run(body())
+    assert queue.high_water > 3 and queue.size == 0
