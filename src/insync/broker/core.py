@@ -413,9 +413,10 @@ class BrokerCore:
             self._delete_stray_logs({d.topic_partition for d in deltas})
         commands: list[Command] = []
         touched: list[TopicPartition] = []
-        for delta in deltas:
-            commands.extend(self._apply_delta(now_ms, delta))
-            touched.append(delta.topic_partition)
+        with self.log_manager.epoch_checkpoints.batched():  # each new leader's epoch file, all durable at the end
+            for delta in deltas:
+                commands.extend(self._apply_delta(now_ms, delta))
+                touched.append(delta.topic_partition)
         if touched:
             commands.extend(self.produce.check(now_ms, touched))
             commands.extend(self._after_fetch(now_ms, self.fetch_server.wake(now_ms, forced=touched)))

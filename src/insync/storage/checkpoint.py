@@ -57,6 +57,11 @@ def write_epoch_checkpoint(disk: Disk, path: str, entries: Iterable[tuple[int, i
     _write(disk, path, (f"{epoch} {start_offset}" for epoch, start_offset in entries))
 
 
+def epoch_checkpoint_bytes(entries: Iterable[tuple[int, int]]) -> bytes:
+    """What `write_epoch_checkpoint` writes, for `Disk.replace_files`."""
+    return _render(f"{epoch} {start_offset}" for epoch, start_offset in entries)
+
+
 def read_epoch_checkpoint(disk: Disk, path: str) -> list[tuple[int, int]]:
     """(epoch, start_offset) entries; both must increase strictly from line to line."""
     entries: list[tuple[int, int]] = []
@@ -69,13 +74,16 @@ def read_epoch_checkpoint(disk: Disk, path: str) -> list[tuple[int, int]]:
 
 
 def _write(disk: Disk, path: str, lines: Iterable[str]) -> None:
-    body = list(lines)
-    assert len(body) <= CHECKPOINT_ENTRIES_MAX
-    text = "\n".join([str(CHECKPOINT_VERSION), str(len(body)), *body]) + "\n"
     tmp = path + ".tmp"
-    disk.write_file(tmp, text.encode())
+    disk.write_file(tmp, _render(lines))
     disk.fsync(tmp)
     disk.rename(tmp, path)
+
+
+def _render(lines: Iterable[str]) -> bytes:
+    body = list(lines)
+    assert len(body) <= CHECKPOINT_ENTRIES_MAX
+    return ("\n".join([str(CHECKPOINT_VERSION), str(len(body)), *body]) + "\n").encode()
 
 
 def _read(disk: Disk, path: str, field_count: int) -> list[tuple[int, list[str]]]:

@@ -18,10 +18,13 @@ from __future__ import annotations
 import errno
 import os
 import random
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
 OPEN_FILES_MAX = 512
+REPLACE_THREADS_MAX = 16
 MEMORY_VOLUME_BYTES = 1 << 40  # what `MemoryDisk.space` reports as the volume's size
 
 
@@ -65,6 +68,10 @@ class Disk(Protocol):
 
     def rename(self, source: str, target: str) -> None:
         """Atomically replace `target` with `source`."""
+
+    def replace_files(self, files: Sequence[tuple[str, bytes]]) -> list[OSError | None]:
+        """Durably create or replace each file (paths distinct) as `write_file` + `fsync` + `rename` of `path.tmp`
+        would, all before returning; one file's error does not stop the others and is its result (None: done)."""
 
     def remove(self, path: str) -> None: ...
 
@@ -232,12 +239,7 @@ class RealDisk(_FaultInjecting):
         self._forget(source)
         self._forget(target)
         os.replace(source, target)
-        # The rename is only durable once the directory entry is.
-        directory = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        _fsync_directory(os.path.dirname(target))  # the rename is only durable once the directory entry is
 
     def rename_dir(self, source: str, target: str) -> None:
         self.faults.check(target, write=True)
@@ -247,17 +249,65 @@ class RealDisk(_FaultInjecting):
         if os.path.exists(target):
             raise FileExistsError(errno.EEXIST, "directory exists", target)
         os.rename(source, target)
-        for parent in {os.path.dirname(source) or ".", os.path.dirname(target) or "."}:
-            directory = os.open(parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
+        for parent in {os.path.dirname(source), os.path.dirname(target)}:
+            _fsync_directory(parent)
 
     def remove(self, path: str) -> None:
         self.faults.check(path, write=True)
         self._forget(path)
         os.remove(path)
+
+    def replace_files(self, files: Sequence[tuple[str, bytes]]) -> list[OSError | None]:
+        """The files' fsyncs overlap on up to REPLACE_THREADS_MAX threads: a journaling file system commits
+        concurrent fsyncs together, where one after another each waits for a commit of its own."""
+        assert len({path for path, _ in files}) == len(files), "a path twice"
+        results: list[OSError | None] = [None] * len(files)
+        todo = []
+        for i, (path, _) in enumerate(files):
+            try:
+                self.faults.check(path, write=True)
+            except OSError as exc:
+                results[i] = exc
+                continue
+            self._forget(path)
+            self._forget(path + ".tmp")
+            todo.append(i)
+        if len(todo) == 1:
+            results[todo[0]] = _replace_durably(*files[todo[0]])
+        elif todo:
+            with ThreadPoolExecutor(min(REPLACE_THREADS_MAX, len(todo)), "replace-files") as pool:
+                for i, result in zip(todo, pool.map(lambda i: _replace_durably(*files[i]), todo), strict=True):
+                    results[i] = result
+        return results
+
+
+def _replace_durably(path: str, data: bytes) -> OSError | None:
+    tmp = path + ".tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            for _ in range(1 + len(view) // 65536):  # bounded: a short write is finished, not torn
+                if not view:
+                    break
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        _fsync_directory(os.path.dirname(path))
+    except OSError as exc:
+        return exc
+    return None
+
+
+def _fsync_directory(path: str) -> None:
+    """Make the directory's entries durable (a rename, a new file)."""
+    directory = os.open(path or ".", os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 @dataclass(slots=True)
@@ -408,6 +458,20 @@ class MemoryDisk(_FaultInjecting):
         self._file(path)
         del self._files[_norm(path)]
         self._unlink(_norm(path))
+
+    def replace_files(self, files: Sequence[tuple[str, bytes]]) -> list[OSError | None]:
+        """One after another: nothing runs between them in the simulator."""
+        assert len({path for path, _ in files}) == len(files), "a path twice"
+        results: list[OSError | None] = []
+        for path, data in files:
+            try:
+                self.write_file(path + ".tmp", data)
+                self.fsync(path + ".tmp")
+                self.rename(path + ".tmp", path)
+                results.append(None)
+            except OSError as exc:
+                results.append(exc)
+        return results
 
     def crash(self, torn_tail: bool = False, rng: random.Random | None = None) -> None:
         """Lose everything not fsynced; with `torn_tail`, keep a random prefix of the last unflushed append."""

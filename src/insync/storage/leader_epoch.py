@@ -3,27 +3,79 @@
 Entries are (epoch, start_offset) pairs, both strictly increasing. The leader assigns (new epoch, its LEO) when
 it takes over and on its first append in the epoch; a follower assigns the epoch of each batch it copies that is
 newer than the latest. `end_offset_for` answers OffsetsForLeaderEpoch (REFERENCE.md 8), and the two truncations
-keep the cache in step with the log. Every change is persisted at once to `leader-epoch-checkpoint` (through
-the `Disk`, via `checkpoint.py`): epochs change rarely, and a stale file after a crash is repaired by
-`truncate_from_end` and by the epochs found in batches during recovery.
+keep the cache in step with the log. Every change is persisted to `leader-epoch-checkpoint` (through the `Disk`,
+via `checkpoint.py`) at once, or with the others of an `EpochCheckpoints.batched` block at its end; a stale file
+after a crash is repaired by `truncate_from_end` and by the epochs found in batches during recovery.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
+from collections.abc import Callable, Iterator
 
 from insync.limits import LEADER_EPOCH_ENTRIES_MAX
-from insync.storage.checkpoint import read_epoch_checkpoint, write_epoch_checkpoint
+from insync.storage.checkpoint import epoch_checkpoint_bytes, read_epoch_checkpoint, write_epoch_checkpoint
 from insync.storage.disk import Disk
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
+class EpochCheckpoints:
+    """How the leader epoch caches on one `Disk` write their files. Inside `batched()` a cache's change is noted,
+    and every noted file is written when the outermost block ends, by one `Disk.replace_files` (whose fsyncs
+    overlap): a broker applying a metadata update that moves a thousand leaderships writes each file once, and
+    they are all durable before the update's outcome leaves the broker, as when each was written at once. A file
+    that fails goes to its cache's `on_write_error` (its log then goes offline), else raises."""
+
+    def __init__(self, disk: Disk) -> None:
+        self.disk = disk
+        self._depth = 0
+        self._pending: dict[str, LeaderEpochCache] = {}
+
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if not self._depth and self._pending:
+                self._flush()
+
+    def write(self, cache: LeaderEpochCache) -> None:
+        if self._depth:
+            self._pending[cache.path] = cache  # bounded by the caches, one entry each
+        else:
+            write_epoch_checkpoint(self.disk, cache.path, cache.epoch_entries)
+
+    def forget(self, cache: LeaderEpochCache) -> None:
+        """Its log is being deleted: a noted change is not written."""
+        self._pending.pop(cache.path, None)
+
+    def _flush(self) -> None:
+        caches = list(self._pending.values())
+        self._pending.clear()
+        results = self.disk.replace_files([(c.path, epoch_checkpoint_bytes(c.epoch_entries)) for c in caches])
+        unhandled = []
+        for cache, error in zip(caches, results, strict=True):
+            if error is not None and cache.on_write_error is not None:
+                cache.on_write_error(error)
+            elif error is not None:
+                unhandled.append(error)
+        if unhandled:
+            raise unhandled[0]
+
+
 class LeaderEpochCache:
-    def __init__(self, disk: Disk, path: str, entries: list[tuple[int, int]] | None = None) -> None:
-        self._disk = disk
-        self._path = path
+    def __init__(self, disk: Disk, path: str, entries: list[tuple[int, int]] | None = None,
+                 writer: EpochCheckpoints | None = None) -> None:
+        """`writer`: shared by the caches of a log manager, so it can batch their files; by default, each change
+        is written at once."""
+        self.path = path
+        self._writer = writer or EpochCheckpoints(disk)
+        self.on_write_error: Callable[[OSError], None] | None = None
         self._epochs: list[int] = []
         self._start_offsets: list[int] = []
         for epoch, start_offset in entries or []:
@@ -32,9 +84,9 @@ class LeaderEpochCache:
             self._start_offsets.append(start_offset)
 
     @classmethod
-    def load(cls, disk: Disk, path: str) -> LeaderEpochCache:
+    def load(cls, disk: Disk, path: str, writer: EpochCheckpoints | None = None) -> LeaderEpochCache:
         """Read the checkpoint (missing file: empty cache). Raises CheckpointError when it is garbled."""
-        return cls(disk, path, read_epoch_checkpoint(disk, path))
+        return cls(disk, path, read_epoch_checkpoint(disk, path), writer)
 
     @property
     def epoch_entries(self) -> list[tuple[int, int]]:
@@ -109,4 +161,4 @@ class LeaderEpochCache:
             self._persist()
 
     def _persist(self) -> None:
-        write_epoch_checkpoint(self._disk, self._path, self.epoch_entries)
+        self._writer.write(self)

@@ -30,7 +30,7 @@ from insync.errors import KafkaException
 from insync.limits import SEGMENTS_PER_PARTITION_MAX
 from insync.protocol.records import BatchHeader, iter_batches, stamp, validate_batches, validate_keys
 from insync.storage.disk import Disk, InjectedIOError, RealDisk
-from insync.storage.leader_epoch import LeaderEpochCache
+from insync.storage.leader_epoch import EpochCheckpoints, LeaderEpochCache
 from insync.storage.log_dir_failure import LogDirFailureChannel
 from insync.storage.log_loader import load_epoch_cache, load_segments
 from insync.storage.log_reads import find_batch, max_timestamp_and_offset, offset_for_timestamp
@@ -136,19 +136,26 @@ class Log:
             self.failure_channel.maybe_add_offline_log_dir(
                 parent, f"Error while {action} of {PurePosixPath(self.directory).name} in dir {parent}", error)
 
+    def _epoch_checkpoint_failed(self, error: OSError) -> None:
+        """Its leader epoch file, written in a batch of them (`EpochCheckpoints`), failed: as a failed write."""
+        self.offline = True
+        logger.error("Taking %s offline after an I/O error: %s", self.directory, error)
+        self.report_io_error("writing the leader epoch checkpoint", error)
+
     # --- Opening and recovery ------------------------------------------------------------------------------
 
     @classmethod
     def open(cls, directory: str | Path, config: LogConfig, disk: Disk | None = None, *,
              clock: Clock | None = None, recovery_point: int | None = None,
-             log_start_offset: int | None = None) -> Log:
+             log_start_offset: int | None = None, epoch_writer: EpochCheckpoints | None = None) -> Log:
         """Open (creating when missing) and recover the log in `directory`. Without a recovery point every
-        segment is checked."""
+        segment is checked. `epoch_writer`: the log manager's, for `disk`, so its epoch files can be batched."""
         path = str(directory).rstrip("/") or "/"
         real_disk = disk or RealDisk()
         real_disk.mkdir(path)
-        cache, rebuild_epochs = load_epoch_cache(real_disk, path)
+        cache, rebuild_epochs = load_epoch_cache(real_disk, path, epoch_writer)
         log = cls(path, config, real_disk, clock or SystemClock(), cache, owns_disk=disk is None)
+        cache.on_write_error = log._epoch_checkpoint_failed
         recover_swaps(real_disk, path)
         log.segments = load_segments(real_disk, path, config, log.clock.now_ms(), cache, rebuild_epochs,
                                      recovery_point or 0, log_start_offset or 0)

@@ -15,7 +15,7 @@ from insync.config import LogConfig
 from insync.limits import SEGMENTS_PER_PARTITION_MAX
 from insync.storage.checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError
 from insync.storage.disk import Disk
-from insync.storage.leader_epoch import LeaderEpochCache
+from insync.storage.leader_epoch import EpochCheckpoints, LeaderEpochCache
 from insync.storage.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, BatchScan, LogSegment
 
 logger = logging.getLogger("insync.storage")
@@ -23,16 +23,17 @@ logger = logging.getLogger("insync.storage")
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex)$")
 
 
-def load_epoch_cache(disk: Disk, directory: str) -> tuple[LeaderEpochCache, bool]:
+def load_epoch_cache(disk: Disk, directory: str,
+                     writer: EpochCheckpoints | None = None) -> tuple[LeaderEpochCache, bool]:
     """The directory's leader epoch cache, and whether it must be rebuilt from the batches (its file missing or
     garbled)."""
     epoch_path = f"{directory}/{LEADER_EPOCH_CHECKPOINT}"
     try:
         # Without the file (never written, or lost) the cache is rebuilt too: the batches hold the epochs.
-        return LeaderEpochCache.load(disk, epoch_path), not disk.exists(epoch_path)
+        return LeaderEpochCache.load(disk, epoch_path, writer), not disk.exists(epoch_path)
     except CheckpointError as exc:
         logger.warning("Rebuilding the leader epoch cache of %s from its batches: %s", directory, exc)
-        return LeaderEpochCache(disk, epoch_path), True
+        return LeaderEpochCache(disk, epoch_path, writer=writer), True
 
 
 def load_segments(disk: Disk, directory: str, config: LogConfig, now_ms: int, epochs: LeaderEpochCache,

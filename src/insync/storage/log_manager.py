@@ -34,6 +34,7 @@ from insync.storage.checkpoint import (
     write_offset_checkpoint,
 )
 from insync.storage.disk import Disk, RealDisk
+from insync.storage.leader_epoch import EpochCheckpoints
 from insync.storage.log import Log
 from insync.storage.log_cleaner import (
     CleanExecutor,
@@ -85,6 +86,7 @@ class LogManager:
         self.cleaner: LogCleaner | None = None  # set by open()
         self.moves = ReplicaMoves(self)
         self.failure_channel = LogDirFailureChannel()
+        self.epoch_checkpoints = EpochCheckpoints(disk)  # the broker batches a metadata update's epoch files
         # What each checkpoint file last held when written: an unchanged one is not written again (an idle broker
         # with thousands of partitions would rewrite and fsync the same lines every interval).
         self._written: dict[str, dict[TopicPartition, int]] = {}
@@ -160,7 +162,8 @@ class LogManager:
                     continue
                 assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
                 log = Log.open(f"{log_dir}/{name}", self.config, self.disk, clock=self.clock,
-                               recovery_point=recovery_points.get(tp), log_start_offset=log_starts.get(tp))
+                               recovery_point=recovery_points.get(tp), log_start_offset=log_starts.get(tp),
+                               epoch_writer=self.epoch_checkpoints)
                 log.failure_channel = self.failure_channel
                 if is_future:
                     self.moves.resume(tp, log)
@@ -210,7 +213,8 @@ class LogManager:
         log = self._logs.get(tp)
         if log is None:
             assert len(self._logs) < PARTITIONS_PER_BROKER_MAX
-            log = Log.open(f"{self._next_log_dir(tp)}/{tp}", config or self.config, self.disk, clock=self.clock)
+            log = Log.open(f"{self._next_log_dir(tp)}/{tp}", config or self.config, self.disk, clock=self.clock,
+                           epoch_writer=self.epoch_checkpoints)
             log.failure_channel = self.failure_channel
             self._logs[tp] = log
             self._compacted = None
@@ -237,6 +241,7 @@ class LogManager:
         log = self._logs.pop(tp, None)
         self._compacted = None
         if log is not None:
+            self.epoch_checkpoints.forget(log.leader_epoch_cache)
             delete_log_dir(self.disk, log.directory)
 
     def all_logs(self) -> dict[TopicPartition, Log]:

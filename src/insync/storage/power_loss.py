@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,6 +87,15 @@ class JournalingDisk(RealDisk):
         super().remove(path)
         self._durable.pop(path, None)
         self._record("remove", path)
+
+    def replace_files(self, files: Sequence[tuple[str, bytes]]) -> list[OSError | None]:
+        for path, _ in files:
+            self._touch(path)
+        results = super().replace_files(files)
+        for (path, data), error in zip(files, results, strict=True):
+            if error is None:  # fsynced before it was renamed into place: durable whole
+                self._set(path, len(data))
+        return results
 
 
 def durable_sizes(journal_text: str) -> dict[str, int]:

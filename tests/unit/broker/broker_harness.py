@@ -188,3 +188,11 @@ def answer(h: Harness, core: BrokerCore, request: object, kind: type[Response]) 
 
 def follower(h: Harness) -> BrokerCore:
     return next(core for core in h.cores.values() if core is not h.leader())
+
+
+def registered(core: BrokerCore, now_ms: int) -> BrokerCore:
+    """`core` started and registered with broker epoch 0, as a controller would answer it; no metadata yet."""
+    [registration] = [o.message for o in core.start(now_ms) if isinstance(o.message, BrokerRegistrationRequest)]
+    core.handle(now_ms, "controller", BrokerRegistrationResponse(registration.correlation_id, errors.NONE,
+                                                                 BrokerEpoch(0)))
+    return core

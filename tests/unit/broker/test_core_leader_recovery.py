@@ -3,6 +3,8 @@ recorded RECOVERED, refuses consumers until the controller accepts, and serves t
 
 from __future__ import annotations
 
+from broker_harness import registered
+
 from insync import errors
 from insync.broker.core import BrokerCore
 from insync.broker.messages import ConsumerFetchRequest, ConsumerFetchResponse
@@ -10,8 +12,6 @@ from insync.config import BrokerConfig
 from insync.controller.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
     MetadataUpdate,
 )
 from insync.controller.results import AlterPartitionDataResult
@@ -25,7 +25,7 @@ from insync.metadata.records import (
 )
 from insync.storage.disk import MemoryDisk
 from insync.storage.log_manager import LogManager
-from insync.types import BrokerEpoch, BrokerId, Offset, Outgoing, TopicPartition
+from insync.types import BrokerId, Offset, Outgoing, TopicPartition
 
 TP = TopicPartition("t", 0)
 TOPIC_ID = "00000000-0000-4000-8000-000000000001"
@@ -43,10 +43,8 @@ class _Clock:
 def _leader_after_an_unclean_election() -> tuple[BrokerCore, list[object]]:
     """Broker 1, registered, replaying metadata that makes it the RECOVERING leader of t-0 (replicas 1, 2)."""
     config = BrokerConfig({"node.id": 1})
-    core = BrokerCore(BrokerId(1), config, LogManager.open("/b1", config, MemoryDisk(), _Clock()), 1, NOW)
-    [registration] = [o.message for o in core.start(NOW) if isinstance(o.message, BrokerRegistrationRequest)]
-    core.handle(NOW, "controller", BrokerRegistrationResponse(registration.correlation_id, errors.NONE,
-                                                              BrokerEpoch(0)))
+    core = registered(BrokerCore(BrokerId(1), config, LogManager.open("/b1", config, MemoryDisk(), _Clock()), 1, NOW),
+                      NOW)
     records: list[Record] = [
         RegisterBrokerRecord(1, 0, "i1", "h", 1), RegisterBrokerRecord(2, 1, "i2", "h", 2),
         UnfenceBrokerRecord(1, 0), UnfenceBrokerRecord(2, 1), TopicRecord("t", TOPIC_ID),

@@ -141,3 +141,21 @@ def test_a_directory_moves_whole_and_never_over_another(disk_and_root: tuple[Dis
     disk.mkdir(f"{root}/c")
     with pytest.raises(FileExistsError):
         disk.rename_dir(f"{root}/c", f"{root}/b/t-0")
+
+
+def test_files_replaced_together_are_each_durable_and_fail_alone(disk_and_root: tuple[Disk, str]) -> None:
+    disk, root = disk_and_root
+    files = [(f"{root}/p-{i}/leader-epoch-checkpoint", f"0\n1\n{i} 0\n".encode()) for i in range(40)]
+    for path, _ in files:
+        disk.mkdir(path.rsplit("/", 1)[0])
+    disk.write_file(files[0][0], b"old")
+    disk.set_io_error(f"{root}/p-7/", on_read=False, on_write=True)  # type: ignore[attr-defined]
+    results = disk.replace_files(files)
+    assert [i for i, error in enumerate(results) if error is not None] == [7]
+    assert isinstance(results[7], OSError) and results[7].errno == errno.EIO
+    for i, (path, data) in enumerate(files):
+        assert i == 7 or disk.read_file(path) == data
+        assert not disk.exists(path + ".tmp") or i == 7
+    if isinstance(disk, MemoryDisk):
+        disk.crash()  # each was fsynced before its rename: all kept
+        assert all(disk.read_file(path) == data for i, (path, data) in enumerate(files) if i != 7)

@@ -32,6 +32,9 @@ def _step(rng: random.Random, disks: tuple[JournalingDisk, MemoryDisk], root: st
             disk.truncate(path, disk.size(path) // 2)
         elif action < 0.8:
             disk.write_file(path, b"replaced")
+        elif action < 0.85:  # several checkpoints at once, durable on return (`Disk.replace_files`)
+            files = [(path, b"both" * size), (target, b"at once")] if target != path else [(path, b"alone")]
+            assert disk.replace_files(files) == [None] * len(files)
         elif action < 0.9:
             if target != path:
                 disk.rename(path, target)
