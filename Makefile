@@ -73,7 +73,7 @@ compat: setup kafka kafka-streams spark-kafka-jars quix-venv
 		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
 	$(PY) -m pytest -n 2 --dist loadfile tests/kafka_ref
 
-# All eight live Kafka runs analysed to their truth (make compat runs one per version), and Kafka under insync's
+# All eight live Kafka runs analysed to their truth (make compat runs one, of 4.1), and Kafka under insync's
 # clock steps: half an hour of both cores.
 compat-kafka-runs: setup kafka
 	INSYNC_KAFKA_RUNS=all $(PY) -m pytest -n 2 tests/kafka_ref/test_kafka_log_truth_live.py \
