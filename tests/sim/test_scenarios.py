@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from insync.sim.result import SimResult
 from insync.sim.run import run_scenario
 from insync.sim.scenario import load_scenario
@@ -214,3 +216,20 @@ def test_disk_full_leader_halts_the_others_lead_and_nothing_acknowledged_is_lost
     moved = [e for e in events(result, "leader_change", 0) if e["ts_ms"] >= fill_ms and e["reason"] == "fenced"]
     assert fenced and moved and moved[0]["leader_after"] not in (-1, moved[0]["leader_before"])
     assert [e for e in events(result, "broker_unfenced") if e["ts_ms"] > fill_ms + 15_000]  # back after the heal
+
+
+def test_slow_link_follower_stays_in_sync_through_the_bursts() -> None:
+    result = run("slow-link")
+    assert result.ok, (result.reproduce_command(), result.expectation_failures)
+    assert result.acked > 0 and result.lost_acked == 0
+    assert result.isr_shrinks == 0 and result.isr_expands == 0 and result.urp_ms == 0
+    assert not [name for name in result.produce_errors if name.startswith("NOT_ENOUGH_REPLICAS")]
+
+
+@pytest.mark.parametrize("overrides", [
+    {"faults.1.bytes_per_ms": 250},  # a burst's fetch answer on the narrow way for the whole lag
+    {"faults.0.ms": 700},  # a round trip over half the lag: each fetch shows it caught up as of the one before
+])
+def test_slow_link_narrower_or_slower_than_the_lag_allows_removes_the_follower(overrides: dict[str, int]) -> None:
+    result = run("slow-link", **overrides)
+    assert result.isr_shrinks >= 1 and result.isr_expands >= 1 and result.lost_acked == 0

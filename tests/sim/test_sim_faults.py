@@ -1,10 +1,13 @@
-"""Fault plans (insync.sim.faults): the `stop` kind's restart when the run's faults end mid-stop, and a drawn power
-loss waiting until the last one is made good."""
+"""Fault plans (insync.sim.faults): the `stop` kind's restart when the run's faults end mid-stop, a drawn power
+loss waiting until the last one is made good, and the `latency` kind's figures and end."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
+from insync.config import ConfigError
 from insync.sim.faults import FaultPlan
 from insync.sim.scheduler import Scheduler
 from insync.types import TopicPartition
@@ -115,3 +118,36 @@ def test_a_drawn_power_loss_that_cannot_wait_past_the_chaos_window_is_dropped() 
     plan.apply({"kind": "kill", "target": 2, "restart_after_s": 1}, drawn=True)
     scheduler.run_until(scheduler.start_ms + 10_000)
     assert "kill 2" not in cluster.calls
+
+
+class _LinkCluster(_StoppingCluster):
+    """Records what a latency fault does to a broker's links."""
+
+    def slow_links(self, broker_id: int, latency_ms: int, jitter_ms: int, one_way: bool) -> None:
+        self.calls.append(f"slow {broker_id} {latency_ms}+{jitter_ms}{' one way' if one_way else ''}")
+
+    def restore_links(self, broker_id: int) -> None:
+        self.calls.append(f"restore {broker_id}")
+
+
+def test_a_latency_fault_slows_the_links_as_netem_says_it_and_restores_them_at_its_end() -> None:
+    scheduler = Scheduler(seed=0)
+    cluster = _LinkCluster()
+    plan = FaultPlan(scheduler, cluster, scheduler.start_ms + 60_000)  # type: ignore[arg-type]  # the links' part
+    plan.schedule(({"kind": "latency", "target": 2, "at_s": 1, "duration_s": 5, "ms": 10, "jitter_ms": 3},
+                   {"kind": "latency", "target": 3, "at_s": 2, "ms": 40, "one_way": True}))
+    scheduler.run_until(scheduler.start_ms + 5_000)
+    assert cluster.calls == ["slow 2 7+6", "slow 3 40+0 one way"]  # 10 +/- 3 ms: 7 ms plus up to 6
+    scheduler.run_until(scheduler.start_ms + 6_000)
+    assert cluster.calls[2:] == ["restore 2"]
+    plan.heal_all()  # the one without a duration lasts until the quiesce phase
+    assert cluster.calls[3:] == ["restore 3"]
+
+
+@pytest.mark.parametrize("spec", [{"jitter_ms": 3}, {"ms": 2, "jitter_ms": 3}, {"ms": "ten"},
+                                  {"ms": 60_000, "jitter_ms": 1}])
+def test_a_latency_fault_with_bad_figures_is_refused_when_scheduled(spec: dict[str, object]) -> None:
+    scheduler = Scheduler(seed=0)
+    plan = FaultPlan(scheduler, _LinkCluster(), scheduler.start_ms + 60_000)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="a latency fault needs"):
+        plan.schedule(({"kind": "latency", "target": 2, **spec},))

@@ -87,6 +87,33 @@ def test_bandwidth_charges_record_bytes_and_queues_on_the_link() -> None:
     assert record_bytes(Blob(b"abc")) == 3 and record_bytes("x") == 0
 
 
+def test_one_link_slowed_with_jitter_keeps_its_order_and_the_others_their_latency() -> None:
+    scheduler, network, got = _net(LinkConfig(latency_ms=1, jitter_ms=0))
+    network.set_latency("a", "b", 20, 10)
+    for i in range(30):
+        network.send("a", "b", i)
+    network.send("b", "a", "back")
+    network.send("a", "c", "aside")
+    scheduler.run_until(scheduler.now_ms + 100)
+    on_link = [(msg, t) for _, msg, t in got if isinstance(msg, int)]
+    assert [msg for msg, _ in on_link] == list(range(30))  # FIFO despite the jitter
+    assert all(20 <= t <= 30 for _, t in on_link)
+    assert len({t for _, t in on_link}) > 1  # the jitter varies the delay
+    assert ("b", "back", 1) in got and ("a", "aside", 1) in got  # the reverse link and the others as they were
+
+
+def test_clearing_a_link_latency_restores_the_network_latency_behind_what_is_in_flight() -> None:
+    scheduler, network, got = _net(LinkConfig(latency_ms=1, jitter_ms=0))
+    network.set_latency("a", "b", 50)
+    network.send("a", "b", "slow")
+    network.clear_latency("a", "b")
+    network.send("a", "b", "after")  # a FIFO link: not before the slow one
+    scheduler.run_until(scheduler.now_ms + 100)
+    network.send("a", "b", "fast")
+    scheduler.run_until(scheduler.now_ms + 100)
+    assert [(msg, t) for _, msg, t in got] == [("slow", 50), ("after", 50), ("fast", 101)]
+
+
 def test_random_drops_are_reproducible_from_the_seed() -> None:
     def run(seed: int) -> list[object]:
         scheduler, network, got = _net(LinkConfig(latency_ms=1, jitter_ms=3, drop_rate=0.3), seed)

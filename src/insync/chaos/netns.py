@@ -2,13 +2,13 @@
 
 `create(node_ids)` draws a run id and makes a bridge `isy<run>br` in the root namespace with `198.18.<k>.1/24`
 (RFC 2544's benchmarking range: never routed; `k` is the first /24 no interface of this machine has, chosen under
-a file lock), and per node a namespace `isy<run>n<id>` holding `eth0` (a veth pair to the bridge). Clients stay
-in the root namespace and reach every node through the bridge. Every name starts with `isy<run>` so
-`destroy(network)` removes exactly what `create` made. `install(network, faults)` puts a `NetFaults` in place
-(an nft table dropping what arrives from cut-off nodes, netem and tbf qdiscs on `eth0`, and a tbf on the veth's
-root end for the ingress limit), replacing whatever was there, so `install(network, NetFaults())` heals
-everything. Without netem in the kernel, latency, jitter and loss are made in user space (`chaos/nfqueue_ctl.py`),
-and refused by name before anything changes when iptables-legacy is missing too.
+a file lock), and per node a namespace `isy<run>n<id>` holding `eth0` (a veth pair to the bridge). Clients stay in
+the root namespace and reach every node through the bridge. Every name starts with `isy<run>` so
+`destroy(network)` removes exactly what `create` made. `install(network, faults)` puts a `NetFaults` in place (an
+nft table dropping what arrives from cut-off nodes, netem and tbf qdiscs on `eth0`, and on the veth's root end a
+tbf for the ingress limit and netem for an incoming delay), replacing whatever was there, so `install(network,
+NetFaults())` heals everything. Without netem in the kernel, latency, jitter and loss are made in user space
+(`chaos/nfqueue_ctl.py`), and refused by name before anything changes when iptables-legacy is missing too.
 
 Needs root, iproute2 (`ip`, `tc`) and nftables (`nft`); `unavailable()` says what is missing.
 """
@@ -191,7 +191,7 @@ def install(network: Network, faults: NetFaults, log_dir: str | None = None) -> 
         _run("ip", "netns", "exec", namespace, "nft", "-f", "-",
              stdin=nft_script(node_id, faults.drops, network.addresses))
         _run_tc(["ip", "netns", "exec", namespace], tc_commands(faults.shapes.get(node_id, Shape()), netem=netem))
-        _run_tc([], tc_commands(Shape(rate_kbit=faults.ingress.get(node_id, 0)), device=network.host_end(node_id)))
+        _run_tc([], tc_commands(faults.received(node_id), device=network.host_end(node_id), netem=netem))
 
 
 def _pids(namespace: str) -> list[int]:

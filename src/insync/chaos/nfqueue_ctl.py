@@ -1,15 +1,16 @@
 """Latency, jitter and loss where the kernel has no netem: iptables rules and the daemons of `chaos/nfqueue.py`.
 
 A node's shape (`partitions.Shape`: delay, jitter, loss) is made where its packets arrive, as the drops are: in
-each peer's namespace an `iptables-legacy` rule sends what comes from the shaped node's address to NFQUEUE
-number `<shaped node id>`, and a daemon there holds each packet for its delay; with `clients`, the node's own
-namespace also holds what the root namespace's clients send it. At the destination, not the source, because a
-packet held in the sender's OUTPUT hook still counts against its socket's TCP Small Queues budget (a queue
-verdict cannot orphan it, as netem does), so TCP would stall on it; crossing the veth orphans the packet. One
-daemon per (shaped node, peer) pair keeps a node's packets to each peer in order. iptables-legacy, since nft's
-`queue` (CONFIG_NFT_QUEUE) is not built in every kernel where xtables' NFQUEUE is. Each namespace's filter table
-is the harness's own, written whole with `iptables-legacy-restore` and emptied on heal. A daemon's command line
-is its parameters, so `running` tells which daemons already do what is wanted; only the others are restarted.
+each peer's namespace an `iptables-legacy` rule sends what comes from the shaped node's address to NFQUEUE number
+`<shaped node id>`, and a daemon there holds each packet for its delay; with `clients`, the node's own namespace
+also holds what the root namespace's clients send it, and with `incoming` what its peers send it (one daemon per
+peer, its delay added to the peer's own). At the destination, not the source, because a packet held in the
+sender's OUTPUT hook still counts against its socket's TCP Small Queues budget (a queue verdict cannot orphan it,
+as netem does), so TCP would stall on it; crossing the veth orphans the packet. One daemon per (shaped node, peer)
+pair keeps a node's packets to each peer in order. iptables-legacy, since nft's `queue` (CONFIG_NFT_QUEUE) is not
+built in every kernel where xtables' NFQUEUE is. Each namespace's filter table is the harness's own, written whole
+with `iptables-legacy-restore` and emptied on heal. A daemon's command line is its parameters, so `running` tells
+which daemons already do what is wanted; only the others are restarted.
 """
 
 from __future__ import annotations
@@ -52,15 +53,31 @@ def daemon_args(source: int, shape: Shape) -> Args:
 
 
 def plan(nodes: Iterable[int], shapes: Mapping[int, Shape]) -> dict[int, dict[int, Args]]:
-    """Per destination node, the daemons it needs: queue (the shaped source node, or `CLIENTS_QUEUE` for a node
-    whose clients are delayed too) -> the daemon's arguments."""
+    """Per destination node, the daemons it needs: queue (the source node, or `CLIENTS_QUEUE` for a node whose
+    clients are delayed too) -> the daemon's arguments. A packet waits for its sender's shape, and also for its
+    receiver's when that one is `incoming` (both ways of the receiver's link slow)."""
     planned: dict[int, dict[int, Args]] = {}
     for dest in sorted(nodes):
-        planned[dest] = {source: daemon_args(source, shape) for source, shape in sorted(shapes.items())
-                         if shape.needs_netem and source != dest}
+        inbound = shapes[dest] if dest in shapes and shapes[dest].incoming else None
+        planned[dest] = {}
+        for source in sorted({*nodes, *shapes} - {dest}):
+            shape = _in_series(shapes.get(source), inbound)
+            if shape is not None:
+                planned[dest][source] = daemon_args(source, shape)
         if dest in shapes and shapes[dest].clients:
             planned[dest][CLIENTS_QUEUE] = daemon_args(CLIENTS_QUEUE, shapes[dest])
     return planned
+
+
+def _in_series(sent: Shape | None, received: Shape | None) -> Shape | None:
+    """The one delay a packet gets through its sender's shape and then its receiver's: delays and jitters add,
+    and it is lost if either loses it; None when neither delays or loses anything."""
+    parts = [shape for shape in (sent, received) if shape is not None and shape.needs_netem]
+    if len(parts) < 2:
+        return parts[0] if parts else None
+    kept = (1 - parts[0].loss_percent / 100) * (1 - parts[1].loss_percent / 100)
+    return Shape(parts[0].delay_ms + parts[1].delay_ms, parts[0].jitter_ms + parts[1].jitter_ms,
+                 round(100 * (1 - kept), 6))
 
 
 def iptables_input(sources: Mapping[int, str]) -> str:

@@ -1,15 +1,15 @@
 """Network faults between the nodes of a namespaced cluster, as data: which packets to drop, how to shape a link.
 
-A `NetFaults` is the whole network state the harness wants: `drops` maps a directed link to the percentage of
-its packets lost (100: cut), `shapes` maps a node to what its outgoing traffic goes through (`Shape`: netem,
-tbf), and `ingress` to the rate of what it receives (tbf on the root end of its veth: a slow link into one
-follower, which shaping the leader's egress cannot make). Faults add up (`with_drops`, `with_shape`,
-`with_ingress`), `heal` is the empty state, and `chaos/netns.py` installs a state. The partitions are Jepsen's:
-`isolate`, `leader_cut` (a leader from its followers, both still reaching the controller: the classic ISR
-data-loss case), `bridge`, `majorities_ring`, `one_way`, and `lossy` (random loss on every link of one node,
-made with nft so kernels without netem have it too). Clients in the root namespace are never cut. Drops are made
-at the destination (nft's input hook), so the sender sees silence (a timeout), as with a real partition, where
-dropping at the sender would hand it an immediate EPERM.
+A `NetFaults` is the whole network state the harness wants: `drops` maps a directed link to the percentage of its
+packets lost (100: cut), `shapes` maps a node to what its outgoing traffic goes through (`Shape`: netem, tbf;
+`incoming` puts its delay on what it receives too), and `ingress` to the rate of what it receives (tbf on the
+root end of its veth: a slow link into one follower, which shaping the leader's egress cannot make). Faults add
+up (`with_drops`, `with_shape`, `with_ingress`), `heal` is the empty state, and `chaos/netns.py` installs a
+state. The partitions are Jepsen's: `isolate`, `leader_cut` (a leader from its followers, both still reaching the
+controller: the classic ISR data-loss case), `bridge`, `majorities_ring`, `one_way`, and `lossy` (random loss on
+every link of one node, made with nft so kernels without netem have it too). Clients in the root namespace are
+never cut. Drops are made at the destination (nft's input hook), so the sender sees silence (a timeout), as with
+a real partition, where dropping at the sender would hand it an immediate EPERM.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class Shape:
     loss_percent: float = 0.0
     rate_kbit: int = 0
     clients: bool = False  # the delay on the root namespace's clients too (netem on eth0 always delays them)
+    incoming: bool = False  # the delay and loss on what its peers send it too: both ways of its link are slow
 
     def __post_init__(self) -> None:
         if min(self.delay_ms, self.jitter_ms, self.rate_kbit) < 0 or not 0 <= self.loss_percent <= 100:
@@ -44,6 +45,8 @@ class Shape:
             raise ConfigError("jitter needs a delay to vary around (--ms)")
         if self.clients and not self.needs_netem:
             raise ConfigError("--clients needs a delay or a loss to put on the clients' packets (--ms)")
+        if self.incoming and not self.needs_netem:
+            raise ConfigError("a slow way in needs a delay or a loss to put on the packets a node receives")
 
     @property
     def needs_netem(self) -> bool:
@@ -70,10 +73,19 @@ class NetFaults:
             raise ConfigError(f"an ingress limit needs a rate above 0 kbit/s, got {rate_kbit}")
         return replace(self, ingress={**self.ingress, node: rate_kbit})
 
+    def received(self, node: int) -> Shape:
+        """What traffic into `node` goes through on the root end of its veth: its ingress rate, and with netem the
+        delay and loss of an `incoming` shape (the nfqueue daemons hold those packets in its namespace instead)."""
+        shape = self.shapes.get(node, Shape())
+        rate_kbit = self.ingress.get(node, 0)
+        if not shape.incoming:
+            return Shape(rate_kbit=rate_kbit)
+        return Shape(shape.delay_ms, shape.jitter_ms, shape.loss_percent, rate_kbit)
+
     def to_json(self) -> str:
         return json.dumps({"drops": [[s, d, p] for (s, d), p in sorted(self.drops.items())],
-                           "shapes": {str(n): [s.delay_ms, s.jitter_ms, s.loss_percent, s.rate_kbit, s.clients]
-                                      for n, s in sorted(self.shapes.items())},
+                           "shapes": {str(n): [s.delay_ms, s.jitter_ms, s.loss_percent, s.rate_kbit, s.clients,
+                                               s.incoming] for n, s in sorted(self.shapes.items())},
                            "ingress": {str(n): kbit for n, kbit in sorted(self.ingress.items())}})
 
     @classmethod
@@ -81,8 +93,8 @@ class NetFaults:
         try:
             data = json.loads(text)
             drops = {(int(s), int(d)): float(p) for s, d, p in data["drops"]}
-            shapes = {int(n): Shape(int(d), int(j), float(loss), int(r), bool(clients and clients[0]))
-                      for n, (d, j, loss, r, *clients) in dict(data["shapes"]).items()}  # no clients before
+            shapes = {int(n): Shape(int(d), int(j), float(loss), int(r), *(bool(flag) for flag in flags[:2]))
+                      for n, (d, j, loss, r, *flags) in dict(data["shapes"]).items()}  # older files lack flags
             ingress = {int(n): int(kbit) for n, kbit in dict(data.get("ingress", {})).items()}  # none before
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise ConfigError(f"not a network fault description: {exc}") from None

@@ -183,6 +183,18 @@ def check_bursty_count_rule(run: SeedRun) -> list[str]:
     return failures
 
 
+def check_slow_link(run: SeedRun) -> list[str]:
+    """A healthy follower behind a slow link (latency both ways, a narrow way in) under acks=all bursts: the time
+    rule keeps it in the ISR, so no shrink and no under-replicated time at all, acks=all is never refused
+    NOT_ENOUGH_REPLICAS, and nothing is lost."""
+    failures: list[str] = []
+    _expect(failures, not run.of("isr_shrink"), "no ISR shrink", run.removals())
+    _expect(failures, run.urp_s == 0, "never under-replicated", run.urp_s)
+    _expect(failures, run.not_enough_replicas == 0, "no NOT_ENOUGH_REPLICAS", run.not_enough_replicas)
+    _no_loss(run, failures)
+    return failures
+
+
 def check_last_replica_standing(run: SeedRun) -> list[str]:
     """KIP-966 with ELR (the default): the ISR shrinks to the leader, which loses power and its unflushed tail;
     the partition stays offline until an eligible follower returns and leads, and nothing acknowledged is lost."""

@@ -15,8 +15,8 @@ from insync.config import ConfigError
 # __consumer_offsets (the read-back's consumer has a group.id: creating 50 would cost each run seconds).
 BASE_CONFIGS = ("replica.fetch.backoff.ms=200", "isr.change.propagation.check.interval.ms=250",
                 "isr.change.propagation.blackout.ms=500", "fault.injection.enable=true", "offsets.topic.num.partitions=1")
-STEP_ACTIONS = ("pause", "kill", "stop", "crash", "isolate", "throttle", "slow-reads", "fail-partition", "delay",
-                "delete-records")
+STEP_ACTIONS = ("pause", "kill", "stop", "crash", "isolate", "throttle", "latency", "slow-reads", "fail-partition",
+                "delay", "delete-records")
 STEP_TARGETS = ("leader", "follower", "follower2")
 STEP_WAITS = ("", "isr-full", "isr-published", "isr-shrunk", "leader-alone")
 LAG_REMOVAL = "lag"  # a Kafka leader's removal: Kafka has one rule, and names no finer reason (stuck, slow)
@@ -27,7 +27,8 @@ class SeedStep:
     """One fault at `at_s` seconds into the workload, on `target` ("leader" / "follower" / "follower2" of
     `partition` when it fires, or a broker id), undone `for_s` later (resume, restart, heal the network, or clear
     the fault file); 0 keeps it. `crash` is a power loss (what the node had not fsynced is gone); `throttle`
-    limits what the target receives to `kbit` kbit/s (tbf, in network namespaces).
+    limits what the target receives to `kbit` kbit/s (tbf, in network namespaces); `latency` delays its link both
+    ways by `ms` +/- `jitter_ms` (netem, or the nfqueue daemons, in network namespaces).
 
     `after` makes it wait (bounded by the seed's `settle_s`) for a state before firing, and moves every later
     step and undoing by the time it waited, so the faults keep their spacing: "isr-full" (every ISR full, as an
@@ -43,6 +44,7 @@ class SeedStep:
     partition: int = 0
     ms: int = 0
     kbit: int = 0
+    jitter_ms: int = 0
     after: str = ""
 
     def __post_init__(self) -> None:
@@ -54,6 +56,10 @@ class SeedStep:
         if (self.action == "throttle") != (self.kbit > 0):
             raise ConfigError(f"seed step: a throttle needs a rate (kbit > 0), and only a throttle has one; got "
                               f"{self.action} at {self.kbit} kbit/s")
+        latency_ok = self.ms > 0 and 0 <= self.jitter_ms <= self.ms
+        if (self.action == "latency" and not latency_ok) or (self.action != "latency" and self.jitter_ms):
+            raise ConfigError(f"seed step: a latency needs 0 < ms and 0 <= jitter_ms <= ms, and only a latency has a "
+                              f"jitter; got {self.action} of {self.ms} +/- {self.jitter_ms} ms")
         if self.after not in STEP_WAITS:
             raise ConfigError(f"seed step: after must be one of {', '.join(w for w in STEP_WAITS if w)}, "
                               f"got {self.after!r}")
@@ -130,7 +136,7 @@ class RealSeed:
     side_records: int = 0
     side_every_s: float = 0.0
     side_acks: str = "all"
-    namespaces: bool = False  # each node in its own network namespace (root): for `isolate` and `throttle`
+    namespaces: bool = False  # each node in its own network namespace (root): for `isolate`, `throttle`, `latency`
     watch_metadata: bool = False  # ask every broker for the topic's ISRs all along (`SeedRun.seen`)
     duration_s: float = 8.0
     settle_s: float = 15.0  # at most this long, after the faults are undone, for every ISR to be full again

@@ -24,12 +24,14 @@ from insync.chaos.seed_claims import (
     check_slow_follower,
     check_slow_leader_flag_off,
     check_slow_leader_flag_on,
+    check_slow_link,
     check_stuck_follower,
 )
 from insync.chaos.seed_model import RealSeed, SeedStep
 from insync.config import ConfigError
 
 THROTTLE_KBIT = 320  # slow-follower's limit into the follower (see SEEDS)
+SLOW_LINK_KBIT = 3600  # slow-link-follower's narrow way into the follower (see SEEDS)
 
 
 def _slow_leader_reads(kip501: bool) -> RealSeed:
@@ -113,6 +115,15 @@ SEEDS: tuple[RealSeed, ...] = (
              namespaces=True, duration_s=7.0),
     _bursty(count_rule=False),
     _bursty(count_rule=True),
+    # The simulator's slow-link: a healthy follower behind a 10 +/- 3 ms link both ways, and what it receives
+    # limited (tbf, SLOW_LINK_KBIT) while what it sends is not. Bursts of 8,000 small acks=all records take about
+    # half the lag to cross that narrow way, as the simulator's take half of its 2 s lag; the time rule keeps the
+    # follower in the ISR. Needs network namespaces (root).
+    RealSeed("slow-link-follower", "slow-link", f"a follower behind a 10 +/- 3 ms link, what it receives limited to "
+             f"{SLOW_LINK_KBIT} kbit/s, under bursts of 8,000 acks=all records", check_slow_link,
+             (SeedStep(0.5, "latency", "follower", ms=10, jitter_ms=3),
+              SeedStep(0.5, "throttle", "follower", kbit=SLOW_LINK_KBIT)),
+             side_records=8000, side_every_s=2.5, namespaces=True, duration_s=9.0),
     _last_replica_standing(elr=True),
     _last_replica_standing(elr=False),
     # Seed 004: a follower paused past the lag falls behind; as it resumes, the leader's reads are slow (its

@@ -58,10 +58,11 @@ WATCH_S = 0.1  # how often the metadata watch asks each broker
 WATCH_FILE = "metadata-watch.jsonl"  # in the cluster directory: what the watch saw, for a reader of a failed run
 WATCH_TIMEOUT_S = 0.5  # a paused broker's answer is not waited for longer
 # Each kind of fault held, and its undoing.
-UNDO = {"paused": "resume", "faulted": "clear", "down": "restart", "isolated": "heal", "throttled": "heal"}
+UNDO = {"paused": "resume", "faulted": "clear", "down": "restart", "isolated": "heal", "throttled": "heal",
+        "slowed": "heal"}
 KIND_OF = {"pause": "paused", "kill": "down", "stop": "down", "crash": "down", "isolate": "isolated",
-           "throttle": "throttled"}
-NETWORK_KINDS = ("isolated", "throttled")  # healing ends every network fault at once
+           "throttle": "throttled", "latency": "slowed"}
+NETWORK_KINDS = ("isolated", "throttled", "slowed")  # healing ends every network fault at once
 
 
 def run_sim(seed: RealSeed) -> SeedRun:
@@ -178,6 +179,8 @@ class _RealRun:
             self._delete_records(step.partition)
         elif step.action == "throttle":
             network.install(self.spec, network.current(self.spec).with_ingress(broker, step.kbit))
+        elif step.action == "latency":
+            network.shape(self.spec, broker, delay_ms=step.ms, jitter_ms=step.jitter_ms, incoming=True)
         elif step.action == "slow-reads" and self.kafka:
             slow_disk.write_control(Path(self.spec.node(broker).directory), {f"{self.topic}-{step.partition}": step.ms})
         else:
@@ -199,8 +202,8 @@ class _RealRun:
 
     def undo(self, broker: int, kind: str) -> None:
         """Undo one kind of fault on `broker`: "paused" (resume), "faulted" (clear its fault file), "down"
-        (restart it), "isolated" or "throttled" (heal the network: every network fault ends); nothing when it is
-        no longer on."""
+        (restart it), "isolated", "throttled" or "slowed" (heal the network: every network fault ends); nothing
+        when it is no longer on."""
         if broker not in self.held[kind]:
             return
         self.held[kind].discard(broker)

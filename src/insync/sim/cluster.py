@@ -196,6 +196,19 @@ class SimCluster:
             if other != broker_id:
                 self.network.throttle(other, broker_id, bytes_per_ms)
 
+    def slow_links(self, broker_id: int, latency_ms: int, jitter_ms: int, one_way: bool) -> None:
+        for other in self._everyone():
+            if other != broker_id:
+                self.network.set_latency(broker_id, other, latency_ms, jitter_ms)
+                if not one_way:
+                    self.network.set_latency(other, broker_id, latency_ms, jitter_ms)
+
+    def restore_links(self, broker_id: int) -> None:
+        for other in self._everyone():
+            if other != broker_id:
+                self.network.clear_latency(broker_id, other)
+                self.network.clear_latency(other, broker_id)
+
     def swizzle(self, duration_ms: int) -> None:
         self.network.swizzle_clog(list(self._broker_ids), duration_ms)
 

@@ -6,12 +6,12 @@ A scripted fault has `at_s`, `kind`, `target` (a broker id, or `"leader"` / `"fo
 prefix of the last append; restarts after `restart_after_s`), `wipe` (back on an empty disk, a replaced one),
 `stop` (controlled shutdown, then every log flushed), `isolate` (`one_way`: only what it sends is lost),
 `partition` (`side_a`, `side_b`), `clog` and `swizzle` (FoundationDB's clogging), `throttle` (`bytes_per_ms` into the
-broker: a slow follower), `slow_reads` (`ms`), `io_error` (EIO on the partition's files), `disk_full` (ENOSPC on the log
-dir: it halts; healed by space and a restart) and `delete_records` (`offset` or `"hw"`).
-`every_s` and `until_s` repeat a fault (churn); a `duration_s` of 0 or absent lasts until the quiesce phase.
-`[chaos]` draws faults (`kinds`, `targets`, `gap_s`, `duration_s`, `slow_read_ms`, `until_s`) one at a time, so RF 3
-and min ISR 2 lose nothing; copies keep data (not fsync), so a power loss waits for the last one's broker in all ISRs.
-"""
+broker: a slow follower), `latency` (its links take `ms` +/- `jitter_ms`, netem's terms; `one_way`: what it sends),
+`slow_reads` (`ms`), `io_error` (EIO on the partition's files), `disk_full` (ENOSPC on the log dir: it halts; healed
+by space and a restart), `delete_records` (`offset` or `"hw"`). `every_s` and `until_s` repeat a fault (churn); a
+`duration_s` of 0 or absent lasts until the quiesce phase. `[chaos]` draws faults (`kinds`, `targets`, `gap_s`,
+`duration_s`, `slow_read_ms`, `until_s`) one at a time, so RF 3 and min ISR 2 lose nothing, and a power loss waits
+for the last one's broker to be in all ISRs (copies keep data, not fsync)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from insync.config import ConfigError
+from insync.sim.network import LINK_LATENCY_MS_MAX
 from insync.sim.scheduler import Scheduler
 from insync.types import TopicPartition
 
 KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "partition", "clog", "swizzle", "slow_reads",
-                   "io_error", "disk_full", "delete_records", "throttle"})
+                   "io_error", "disk_full", "delete_records", "throttle", "latency"})
 CHAOS_KINDS = frozenset({"pause", "kill", "wipe", "stop", "isolate", "clog", "swizzle", "slow_reads", "disk_full"})
 FAULTS_PER_RUN_MAX = 100_000
 POWER_LOSS_RETRY_MS = 500  # how often a drawn power loss asks again whether the last one is made good
@@ -57,6 +58,10 @@ class FaultTarget(Protocol):
 
     def throttle_to(self, broker_id: int, bytes_per_ms: int) -> None: ...
 
+    def slow_links(self, broker_id: int, latency_ms: int, jitter_ms: int, one_way: bool) -> None: ...
+
+    def restore_links(self, broker_id: int) -> None: ...
+
     def swizzle(self, duration_ms: int) -> None: ...
 
     def set_slow_reads(self, broker_id: int, topic_partition: TopicPartition | None, ms: int) -> None: ...
@@ -78,6 +83,19 @@ class FaultTarget(Protocol):
         """Log a fault for the run's trace."""
 
 
+def link_latency(spec: dict[str, Any]) -> tuple[int, int]:
+    """A `latency` fault's `ms` +/- `jitter_ms` (netem's and the real harness's terms) as the network's latency plus
+    up to its jitter."""
+    try:
+        ms, jitter_ms = int(spec["ms"]), int(spec.get("jitter_ms", 0))
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(f"a latency fault needs ms and may have jitter_ms, whole milliseconds: {spec}") from None
+    if not 0 <= jitter_ms <= ms or ms + jitter_ms > LINK_LATENCY_MS_MAX:
+        raise ConfigError(f"a latency fault needs 0 <= jitter_ms <= ms and ms + jitter_ms <= {LINK_LATENCY_MS_MAX}, "
+                          f"got {spec}")
+    return ms - jitter_ms, 2 * jitter_ms
+
+
 class FaultPlan:
     """Schedules the faults of one run; `heal_all` undoes whatever is still active."""
 
@@ -96,6 +114,8 @@ class FaultPlan:
             kind = spec.get("kind")
             if kind not in KINDS:
                 raise ConfigError(f"unknown fault kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+            if kind == "latency":
+                link_latency(spec)  # a bad figure is named now, not when the fault fires
             at_ms = self._scheduler.start_ms + round(float(spec.get("at_s", 0)) * 1000)
             every_ms = round(float(spec.get("every_s", 0)) * 1000)
             until_ms = self._scheduler.start_ms + round(float(spec.get("until_s", 0)) * 1000)
@@ -200,6 +220,9 @@ class FaultPlan:
         if kind == "throttle":
             cluster.throttle_to(broker, int(spec["bytes_per_ms"]))
             return lambda: cluster.throttle_to(broker, 0)
+        if kind == "latency":
+            cluster.slow_links(broker, *link_latency(spec), bool(spec.get("one_way", False)))
+            return lambda: cluster.restore_links(broker)
         if kind == "swizzle":
             cluster.swizzle(until_ms - now)
             return None

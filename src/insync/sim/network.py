@@ -1,16 +1,16 @@
 """A simulated network between named nodes: latency, jitter, loss, reordering, partitions and clogging.
 
 `send(src, dst, message)` delivers after the link's latency plus a random jitter; a link is FIFO like a TCP
-connection unless `reorder=True`. A message is lost when the link is cut (`cut`, `partition`), the random drop
-rate says so, or the destination died since it was sent (`kill` bumps its incarnation). A dead process is
-silent, like a machine that lost power; one that stops cleanly (`close`) gives nodes registered with
-`hears_disconnects` a `Disconnected(node)` one latency later, and again for each message sent to it until it
-is back (`open`), as a reset or refused connection. Clogging (FoundationDB's term) holds a link's messages until
-`unclog`, so the receiver sees a burst later; `swizzle_clog` clogs links one after another and unclogs them in
-another order, which shakes out ordering assumptions. Optional bandwidth (per link, `throttle` for one) charges
-record bytes: `n` bytes occupy the link for `n / bandwidth` ms, queued like bytes on a TCP connection, so a
-burst of large batches takes time to reach followers. Handlers are callbacks `deliver(src, message)`; pausing is
-the node's business.
+connection unless `reorder=True`. A message is lost when the link is cut (`cut`, `partition`), the random drop rate
+says so, or the destination died since it was sent (`kill` bumps its incarnation). A dead process is silent, like a
+machine that lost power; one that stops cleanly (`close`) gives nodes registered with `hears_disconnects` a
+`Disconnected(node)` one latency later, and again for each message sent to it until it is back (`open`), as a reset
+or refused connection. Clogging (FoundationDB's term) holds a link's messages until `unclog`, so the receiver sees
+a burst later; `swizzle_clog` clogs links one after another and unclogs them in another order, which shakes out
+ordering assumptions. Optional bandwidth (per link, `throttle` for one) charges record bytes: `n` bytes occupy the
+link for `n / bandwidth` ms, queued like bytes on a TCP connection, so a burst of large batches takes time to reach
+followers. `set_latency` gives one link its own latency and jitter until `clear_latency`. Handlers are callbacks
+`deliver(src, message)`; pausing is the node's business.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ Deliver = Callable[[NodeId, object], None]
 
 # Links between a handful of nodes and clients; bounded so a bug cannot grow it without end.
 LINKS_MAX = 10_000
+# A link slower than this is a partition, which `cut` says more plainly.
+LINK_LATENCY_MS_MAX = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,7 @@ class Network:
         self._clogged_until_ms: dict[tuple[NodeId, NodeId], int] = {}
         self._last_delivery_ms: dict[tuple[NodeId, NodeId], int] = {}
         self._bandwidth: dict[tuple[NodeId, NodeId], int] = {}
+        self._latency: dict[tuple[NodeId, NodeId], tuple[int, int]] = {}  # link -> (latency_ms, jitter_ms)
         self._link_free_ms: dict[tuple[NodeId, NodeId], int] = {}
         self._closed: set[NodeId] = set()
         self._hears_disconnects: set[NodeId] = set()
@@ -104,7 +107,8 @@ class Network:
 
     def _refuse(self, node: NodeId, client: NodeId) -> None:
         if (node, client) not in self._cut:
-            self._scheduler.after(self.config.latency_ms, lambda: self._handlers[client](node, Disconnected(node)))
+            latency_ms, _ = self._link_latency((node, client))
+            self._scheduler.after(latency_ms, lambda: self._handlers[client](node, Disconnected(node)))
 
     def send(self, src: NodeId, dst: NodeId, message: object) -> None:
         assert dst in self._handlers, f"unknown destination {dst!r}"
@@ -123,7 +127,8 @@ class Network:
         if config.drop_rate and scheduler.chance(config.drop_rate):
             self.stats.dropped_random += 1
             return
-        delay = config.latency_ms + (scheduler.uniform_ms(0, config.jitter_ms) if config.jitter_ms else 0)
+        latency_ms, jitter_ms = self._link_latency(link)
+        delay = latency_ms + (scheduler.uniform_ms(0, jitter_ms) if jitter_ms else 0)
         due_ms = scheduler.now_ms + delay
         bandwidth = self._bandwidth.get(link, config.bandwidth_bytes_per_ms)
         if bandwidth:
@@ -145,6 +150,10 @@ class Network:
             self._last_delivery_ms[link] = due_ms
         incarnation = self._incarnation[dst]
         scheduler.at(due_ms, lambda: self._deliver(src, dst, incarnation, message))
+
+    def _link_latency(self, link: tuple[NodeId, NodeId]) -> tuple[int, int]:
+        """The link's latency and jitter now: its own (`set_latency`), else the network's."""
+        return self._latency.get(link, (self.config.latency_ms, self.config.jitter_ms))
 
     def _deliver(self, src: NodeId, dst: NodeId, incarnation: int, message: object) -> None:
         if self._incarnation[dst] != incarnation:
@@ -185,6 +194,19 @@ class Network:
             self._bandwidth[(src, dst)] = bytes_per_ms
         else:
             self._bandwidth.pop((src, dst), None)
+
+    def set_latency(self, src: NodeId, dst: NodeId, latency_ms: int, jitter_ms: int = 0) -> None:
+        """Messages on src->dst take `latency_ms` plus up to `jitter_ms` instead of the network's latency, until
+        `clear_latency`; the link stays FIFO unless the network reorders."""
+        assert latency_ms >= 0 and jitter_ms >= 0, (latency_ms, jitter_ms)
+        assert latency_ms + jitter_ms <= LINK_LATENCY_MS_MAX, (latency_ms, jitter_ms)
+        assert src in self._handlers and dst in self._handlers and src != dst, (src, dst)
+        assert len(self._latency) < LINKS_MAX or (src, dst) in self._latency
+        self._latency[(src, dst)] = (latency_ms, jitter_ms)
+
+    def clear_latency(self, src: NodeId, dst: NodeId) -> None:
+        """src->dst back to the network's latency; a message already on its way keeps the delay it was sent with."""
+        self._latency.pop((src, dst), None)
 
     def clog(self, src: NodeId, dst: NodeId, until_ms: int) -> None:
         """Hold every message sent on src->dst until `until_ms`, then deliver them in order."""

@@ -267,6 +267,17 @@ def test_a_node_whose_clients_are_delayed_gets_a_daemon_of_its_own() -> None:
         Shape(rate_kbit=800, clients=True)
 
 
+def test_a_node_slow_both_ways_holds_what_every_peer_sends_it_adding_their_own_delays() -> None:
+    shapes = {2: Shape(delay_ms=10, jitter_ms=3, incoming=True), 3: Shape(delay_ms=50, jitter_ms=10, loss_percent=10)}
+    planned = nfqueue_ctl.plan([0, 1, 2, 3], shapes)
+    assert {dest: sorted(daemons) for dest, daemons in planned.items()} == {0: [2, 3], 1: [2, 3], 2: [0, 1, 3],
+                                                                             3: [2]}
+    assert planned[1][2][2:] == planned[2][1][2:]  # the same delay each way
+    assert planned[2][0] == ("--queue", "0", "--delay-ms", "10", "--jitter-ms", "3", "--loss-percent", "0")
+    assert planned[2][3] == ("--queue", "3", "--delay-ms", "60", "--jitter-ms", "13", "--loss-percent", "10")
+    assert planned[0][3] == ("--queue", "3", "--delay-ms", "50", "--jitter-ms", "10", "--loss-percent", "10")
+
+
 def test_the_iptables_rules_queue_each_shaped_source_and_bypass_when_no_daemon_serves() -> None:
     text = nfqueue_ctl.iptables_input({2: "198.18.0.12", 1: "198.18.0.11"})
     lines = text.splitlines()

@@ -55,6 +55,7 @@ def test_one_way_drops_one_direction_only() -> None:
     (lambda: Shape(loss_percent=101), "loss within 0..100"),
     (lambda: NetFaults.from_json("{}"), "not a network fault description"),
     (lambda: NetFaults().with_ingress(2, 0), "an ingress limit needs a rate above 0 kbit/s, got 0"),
+    (lambda: Shape(rate_kbit=800, incoming=True), "a slow way in needs a delay or a loss"),
 ])
 def test_bad_partitions_are_named(make: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -82,10 +83,23 @@ def test_nft_drops_at_the_destination() -> None:
 
 
 def test_shapes_round_trip_through_json_with_and_without_clients() -> None:
-    faults = NetFaults(shapes={2: Shape(50, 10, 1.0, 800, clients=True), 3: Shape(rate_kbit=100)})
+    faults = NetFaults(shapes={2: Shape(50, 10, 1.0, 800, clients=True), 3: Shape(rate_kbit=100),
+                               4: Shape(10, 3, incoming=True)})
     assert NetFaults.from_json(faults.to_json()) == faults
     before = '{"drops": [], "shapes": {"2": [50, 10, 0.0, 0]}}'  # written before shapes had `clients`
     assert NetFaults.from_json(before).shapes == {2: Shape(50, 10)}
+    clients_only = '{"drops": [], "shapes": {"2": [50, 10, 0.0, 0, true]}}'  # and before they had `incoming`
+    assert NetFaults.from_json(clients_only).shapes == {2: Shape(50, 10, clients=True)}
+
+
+def test_what_a_node_receives_goes_through_its_ingress_rate_and_an_incoming_delay() -> None:
+    faults = NetFaults(shapes={2: Shape(10, 3, rate_kbit=800, incoming=True), 3: Shape(50)}).with_ingress(2, 3600)
+    assert faults.received(2) == Shape(10, 3, rate_kbit=3600)  # its own egress rate stays on its eth0
+    assert faults.received(3) == Shape()  # an outgoing delay only
+    assert faults.received(1) == Shape()
+    commands = partitions.tc_commands(faults.received(2), device="isyh2")
+    assert [c[5:9] for c in commands[1:]] == [["root", "handle", "1:", "netem"], ["parent", "1:1", "handle", "2:"]]
+    assert [c[5] for c in partitions.tc_commands(faults.received(2), device="isyh2", netem=False)[1:]] == ["root"]
 
 
 def test_tc_puts_tbf_under_netem() -> None:

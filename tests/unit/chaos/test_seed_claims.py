@@ -120,6 +120,22 @@ def test_bursty_claims() -> None:
     assert [f.split(" (")[0] for f in failures] == ["removed by the count rule only", "and back"]
 
 
+def test_slow_link_claims_hold_when_the_follower_never_leaves() -> None:
+    assert seed_claims.check_slow_link(seed_run([], urp_s=0.0)) == []
+
+
+@pytest.mark.parametrize(("events", "figures", "claim"), [
+    ([shrink(11_400, 3, 10_000, "slow"), expand(11_900, 3)], {"urp_s": 0.0}, "no ISR shrink"),
+    ([], {"urp_s": 0.1}, "never under-replicated"),
+    ([], {"urp_s": 0.0, "not_enough_replicas": 1}, "no NOT_ENOUGH_REPLICAS"),
+    ([], {"urp_s": 0.0, "lost": 3}, "no acknowledged write lost"),
+])
+def test_slow_link_claims_fail_naming_what_was_seen(events: list[dict[str, Any]], figures: dict[str, Any],
+                                                    claim: str) -> None:
+    failures = seed_claims.check_slow_link(seed_run(events, **figures))
+    assert len(failures) == 1 and claim in failures[0] and "seen:" in failures[0], failures
+
+
 def test_last_replica_standing_claims() -> None:
     offline = event("leader_change", 12_000, reason="fenced", leader_before=1, leader_after=-1, isr=[1], elr=[2, 3])
     eligible = event("leader_change", 14_000, reason="unfenced", leader_before=-1, leader_after=3, isr=[3])

@@ -21,3 +21,10 @@ def test_bad_steps_are_refused() -> None:
         SeedStep(1, "pause", "leader", after="soon")
     with pytest.raises(ConfigError, match="target must be a broker id or one of leader, follower, follower2"):
         SeedStep(1, "isolate", "all")
+    with pytest.raises(ConfigError, match="a latency needs 0 < ms and 0 <= jitter_ms <= ms"):
+        SeedStep(1, "latency", "follower", ms=3, jitter_ms=4)
+    with pytest.raises(ConfigError, match="got latency of 0 \\+/- 0 ms"):
+        SeedStep(1, "latency", "follower")
+    with pytest.raises(ConfigError, match="only a latency has a jitter; got slow-reads of 300 \\+/- 30 ms"):
+        SeedStep(1, "slow-reads", "leader", ms=300, jitter_ms=30)
+    assert SeedStep(1, "latency", "follower", ms=10, jitter_ms=3).jitter_ms == 3

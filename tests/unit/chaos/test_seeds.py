@@ -18,7 +18,8 @@ def test_every_seed_names_a_packaged_simulator_scenario() -> None:
 
 def test_the_seeds_that_need_network_namespaces_say_so() -> None:
     assert {s.name for s in seeds.SEEDS if s.namespaces} == {"last-replica-standing", "last-replica-standing-kafka-3",
-                                                              "slow-follower", "partitioned-follower"}
+                                                              "slow-follower", "partitioned-follower",
+                                                              "slow-link-follower"}
 
 
 def test_an_unknown_seed_name_is_refused() -> None:

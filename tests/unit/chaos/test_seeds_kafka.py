@@ -96,7 +96,7 @@ def test_seeds_needing_insyncs_fault_file_or_the_count_rule_say_why_not_on_kafka
         runnable = sorted(name for name, reason in why.items() if reason is None)
         slow_leader = ["slow-leader-reads-kip501-on"] + ([] if kraft else ["slow-leader-reads-kip501-off"])
         assert runnable == sorted([elr_seed, "leader-failover", "rolling-restart", "slow-follower", "stuck-follower",
-                                   "partitioned-follower", "log-start-race", *slow_leader]), why
+                                   "partitioned-follower", "log-start-race", "slow-link-follower", *slow_leader]), why
         assert "fault file" in str(why["failing-partition"]) and "0.9" in str(why["bursty-producer-count-rule"])
         assert "ELR" in str(why["last-replica-standing-kafka-3" if kraft else "last-replica-standing"])
 
