@@ -36,6 +36,10 @@ SINGLE_REPLICA = "single_replica_isr"  # a kind of state row for `data_at_risk`,
 _ORDER = ("ts_ms", "file", "line")  # a total order of events: time, then position in the logs
 
 
+def _reversed_order() -> list[Column]:
+    return [F.col(name).desc() for name in _ORDER]
+
+
 @dataclass(frozen=True, slots=True)
 class AnalysisOptions:
     flap_window_ms: int = 60_000
@@ -351,9 +355,10 @@ def blame(outs: DataFrame) -> DataFrame:
     def every(condition: Column, window: WindowSpec) -> Column:
         return F.min(F.coalesce(condition, F.lit(False)).cast("int")).over(window) == 1
 
-    # The first removal of the same replica, at or after this one, that found its broker fenced.
+    # The first removal of the same replica, at or after this one, that found its broker fenced: a running minimum
+    # in reverse order, since a frame from the current row to the end is computed again for every row.
     fenced_next = F.min(F.when(F.col("fenced"), F.col("ts_ms"))).over(
-        by_replica.orderBy(*_ORDER).rowsBetween(0, Window.unboundedFollowing))
+        by_replica.orderBy(*_reversed_order()).rowsBetween(Window.unboundedPreceding, 0))
     outs = outs.withColumn("fenced", F.coalesce(fenced_next.isNotNull() & (
         F.col("back_ms").isNull() | (F.col("ts_ms") + F.col("back_ms") >= fenced_next)), F.lit(False)))
     marked = (outs.withColumn("_emptied", F.max(F.col("all_followers_out").cast("int")).over(by_partition) == 1)
@@ -390,11 +395,15 @@ def _overlapping_follower(marked: DataFrame) -> DataFrame:
     """A removal no rule blamed, of a replica that was out at the same time, in another time group, as a follower
     at fault until it came back: the same follower's fault (a slow follower falls behind on its partitions at
     different times). A removal never followed by the replica's return proves nothing about later ones."""
-    by_replica = Window.partitionBy("replica").orderBy(*_ORDER)
+    by_replica = Window.partitionBy("replica")
     as_follower = (F.col("blame") == "follower") & (F.col("at_fault") == F.col("replica")) & F.col("back_ms").isNotNull()
     end = F.col("ts_ms") + F.coalesce(F.col("back_ms"), F.lit(0))
-    before_end = F.max(F.when(as_follower, end)).over(by_replica.rowsBetween(Window.unboundedPreceding, -1))
-    after_start = F.min(F.when(as_follower, F.col("ts_ms"))).over(by_replica.rowsBetween(1, Window.unboundedFollowing))
+    before_end = F.max(F.when(as_follower, end)).over(
+        by_replica.orderBy(*_ORDER).rowsBetween(Window.unboundedPreceding, -1))
+    # The rows after this one as the rows before it in reverse order: a running minimum, not a frame recomputed for
+    # every row (quadratic in a replica's removals).
+    after_start = F.min(F.when(as_follower, F.col("ts_ms"))).over(
+        by_replica.orderBy(*_reversed_order()).rowsBetween(Window.unboundedPreceding, -1))
     late = F.col("blame").isNull() & F.coalesce((before_end >= F.col("ts_ms")) | (after_start <= end), F.lit(False))
     return (marked.withColumn("at_fault", F.when(late, F.col("replica")).otherwise(F.col("at_fault")))
             .withColumn("blame", F.when(late, F.lit("follower")).otherwise(F.col("blame"))))
