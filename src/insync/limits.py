@@ -28,8 +28,8 @@ PRODUCER_BATCHES_REMEMBERED = 5  # Kafka keeps the last five batches per produce
 BROKERS_MAX = 10_000
 METADATA_RECORDS_PER_BATCH_MAX = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_BATCH (and per user operation)
 # Records one metadata fetch brings a broker, which applies them in one turn of its event loop: a committed batch at
-# most, so a broker fenced with 10,000 partitions moves every leadership in one round trip (as a Kafka broker's
-# metadata fetch of up to 1 MB does), while an apply of about a second stays well inside the heartbeat interval.
+# most, so a broker fenced with 10,000 partitions moves every leadership in one round trip, while an apply of about
+# a second stays well inside the heartbeat interval.
 METADATA_RECORDS_PER_FETCH_MAX = METADATA_RECORDS_PER_BATCH_MAX
 ACLS_MAX = 10_000  # ACLs a cluster holds: the authorizer scans them per decision (security/authorizer.py)
 ALTER_PARTITION_ITEMS_MAX = 10_000
