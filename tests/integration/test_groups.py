@@ -236,9 +236,10 @@ def test_a_member_carries_on_with_its_generation_when_the_coordinator_is_killed(
     consumer = KafkaConsumer("carry-on", bootstrap_servers=spec.bootstrap.split(","), group_id=group_id,
                              auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10_000,
                              heartbeat_interval_ms=1_000)
-    admin = AdminClient({"bootstrap.servers": spec.bootstrap})
 
     def members() -> tuple[str, list[str]]:
+        # A fresh client each time: librdkafka caches a group's coordinator, and the cached one is the killed broker.
+        admin = AdminClient({"bootstrap.servers": spec.bootstrap})
         description = admin.describe_consumer_groups([group_id])[group_id].result(timeout=10)
         return str(description.state), sorted(m.member_id for m in description.members)
 
@@ -248,7 +249,7 @@ def test_a_member_carries_on_with_its_generation_when_the_coordinator_is_killed(
         state, before = members()
         assert len(before) == 1, (state, before)
         partition = partition_for(group_id, 10)
-        metadata = admin.list_topics(OFFSETS_TOPIC, timeout=10)
+        metadata = AdminClient({"bootstrap.servers": spec.bootstrap}).list_topics(OFFSETS_TOPIC, timeout=10)
         coordinator = metadata.topics[OFFSETS_TOPIC].partitions[partition].leader
         cluster.signal_node(spec, coordinator, signal.SIGKILL)
         try:

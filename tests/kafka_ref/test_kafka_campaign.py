@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(600)
 
 def test_a_campaign_runs_on_kafka_and_finds_nothing_forbidden(tmp_path: Path) -> None:
     engine = kafka_cluster.parse_engine("kafka:4.1")
-    plans = campaign.plan_campaign(1, 11, 40.0, nemesis.parse_kinds("kill,pause", engine),
+    plans = campaign.plan_campaign(1, 11, 40.0, nemesis.parse_kinds("kill,pause"),
                                    engine=engine)
     result, = campaign.run_campaign(plans, tmp_path)
     assert result.error is None, result.error

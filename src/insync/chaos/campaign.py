@@ -79,6 +79,7 @@ class RunResult:
     elapsed_s: float
     client_errors: tuple[str, ...] = ()
     error: str | None = None  # the harness failed (e.g. a broker that would not start again)
+    skipped: tuple[str, ...] = ()  # kinds the schedule has that this engine cannot be given (`insync_only` on Kafka)
 
     @property
     def ok(self) -> bool:
@@ -89,11 +90,12 @@ class RunResult:
         check = self.check
         return {
             "run": self.plan.run, "seed": self.plan.seed, "duration_s": self.plan.duration_s,
-            "metadata_store": "zookeeper" if self.plan.zookeeper else "kraft",
+            "metadata_store": "zookeeper" if self.plan.zookeeper else "kraft", "engine": self.plan.engine,
             "elapsed_s": round(self.elapsed_s, 1), "ok": self.ok, "error": self.error,
             "forbidden": len(check.forbidden),
             "schedule": [asdict(p) for p in self.plan.faults],
             "faults": [{"fault": f, "start_ms": round(a, 1), "stop_ms": round(b, 1)} for f, a, b in check.faults],
+            "skipped": list(self.skipped),
             "sends": check.sends, "transactions": check.transactions, "reads": check.reads, "complete_partitions": list(check.complete_partitions),
             "anomalies": check.counts, "anomalies_by_label": check.counts_by_label(),
             "client_errors": list(self.client_errors),
@@ -131,7 +133,7 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str],
         raise ConfigError(f"{', '.join(networked)} need a cluster in network namespaces, and metadata.store="
                           "zookeeper does not run in them (its ZooKeeper server listens on 127.0.0.1): drop "
                           "--zookeeper or those kinds")
-    _check_log_dir_disks(kinds, engine)
+    _check_log_dir_disks(kinds)
     transactional = [kind for kind in kinds if nemesis.REGISTRY[kind].needs_txn]
     if transactional and not txn:
         raise ConfigError(f"{', '.join(transactional)} hit the transactional producer's coordinator: add --txn")
@@ -144,9 +146,9 @@ def plan_campaign(runs: int, seed: int, duration_s: float, kinds: Sequence[str],
                  for r in range(runs))
 
 
-def _check_log_dir_disks(kinds: Sequence[str], engine: str) -> None:
+def _check_log_dir_disks(kinds: Sequence[str]) -> None:
     """The kinds that put the brokers' log dirs on a file system of their own: one such file system per run,
-    one that can be made here, under insync's brokers (whose log dir is `node-<id>/data`)."""
+    one that can be made here, under each broker's log dir (`node-<id>/data`, on insync and on Kafka)."""
     needs = {name: nemesis.REGISTRY[name].log_dir_disk for name in kinds if nemesis.REGISTRY[name].log_dir_disk}
     if not needs:
         return
@@ -156,8 +158,6 @@ def _check_log_dir_disks(kinds: Sequence[str], engine: str) -> None:
     reason = small_disk.unavailable() if nemesis.SMALL_DISK in needs.values() else slow_disk.unavailable()
     if reason is not None:
         raise ConfigError(f"{', '.join(needs)}: {reason}")
-    if engine != "insync":
-        raise ConfigError(f"{', '.join(needs)} run on insync's brokers only, not on {engine}")
 
 
 def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
@@ -179,7 +179,8 @@ def run_one(plan: RunPlan, out: Path, rate: float = 300.0) -> RunResult:
         clients_log.close()
         history.close()
     ops = read_history(directory / "history.jsonl")
-    result = RunResult(plan, checker.check(ops), str(directory), time.monotonic() - started, errors, error)
+    skipped = tuple(op.fault for op in ops if op.f == "skip" and op.fault is not None)
+    result = RunResult(plan, checker.check(ops), str(directory), time.monotonic() - started, errors, error, skipped)
     report.write(directory, result.to_json(ops))
     return result
 
@@ -188,7 +189,7 @@ def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: 
     """ZooKeeper (when the plan asks for it) and the cluster up, then the workload under the faults; returns the
     clients' own errors."""
     kinds = [nemesis.REGISTRY[p.kind] for p in plan.faults]
-    overrides = [*OVERRIDES, *dict.fromkeys(o for kind in kinds for o in kind.overrides)]
+    overrides = node_overrides(plan)
     with contextlib.ExitStack() as stack:
         controllers = 1
         if plan.zookeeper:
@@ -206,6 +207,15 @@ def _under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: 
                           namespaces=any(k.needs_netns for k in kinds), engine=plan.engine,
                           clock_steps=any(k.clock_steps for k in kinds))
         return _workload_under_faults(plan, directory, history, rate, spec)
+
+
+def node_overrides(plan: RunPlan) -> list[str]:
+    """The nodes' configs: the campaign's own, and on insync those that turn on the planned kinds' fault injection
+    (a Kafka node would only warn of configs it does not know)."""
+    overrides = [*OVERRIDES]
+    if plan.engine == "insync":
+        overrides += dict.fromkeys(o for p in plan.faults for o in nemesis.REGISTRY[p.kind].overrides)
+    return overrides
 
 
 def _workload_under_faults(plan: RunPlan, directory: Path, history: HistoryWriter, rate: float,
@@ -258,6 +268,11 @@ def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None
             if not is_start:
                 _undo(active.pop(i), target, history)
                 continue
+            kind = nemesis.REGISTRY[plan.faults[i].kind]
+            if kind.insync_only and target.spec.engine != "insync":
+                history.append("nemesis", "info", "skip", fault=kind.name,
+                               error=f"injected by an insync node itself: no way in on {target.spec.engine}")
+                continue
             try:
                 active[i] = nemesis.REGISTRY[plan.faults[i].kind].start(target, plan.faults[i].pick)
             except Exception as exc:  # e.g. no leader to kill right now: the run goes on, the history says so
@@ -301,11 +316,12 @@ def summary(results: Sequence[RunResult], elapsed_s: float) -> dict[str, Any]:
     return {
         "runs": len(results), "elapsed_s": round(elapsed_s, 1), "ok_runs": sum(1 for r in results if r.ok),
         "forbidden": sum(len(r.check.forbidden) for r in results),
-        "faults": sum(len(r.check.faults) for r in results),
+        "faults": sum(len(r.check.faults) for r in results), "skipped": sum(len(r.skipped) for r in results),
         "acked": sum(r.check.sends.get("ok", 0) for r in results),
         "anomalies": {kind: totals[kind] for kind in checker.KINDS},
         "anomalies_by_label": {label: dict(kinds) for label, kinds in sorted(by_label.items())},
         "per_run": [{"run": r.plan.run, "seed": r.plan.seed, "ok": r.ok, "error": r.error,
                      "elapsed_s": round(r.elapsed_s, 1), "faults": [f for f, _, _ in r.check.faults],
+                     "skipped": list(r.skipped),
                      "anomalies": r.check.counts, "transactions": r.check.transactions} for r in results],
     }

@@ -25,8 +25,8 @@ from typing import IO, Any
 from insync.config import ConfigError
 
 TYPES = ("invoke", "ok", "fail", "info")
-F = ("send", "poll", "commit", "assign", "seek", "start", "stop", "complete-read", "txn-init", "txn-begin", "txn-commit",
-     "txn-abort")
+F = ("send", "poll", "commit", "assign", "seek", "start", "stop", "skip", "complete-read", "txn-init", "txn-begin",
+     "txn-commit", "txn-abort")
 Record = tuple[int, int, str]  # (partition, offset, value)
 # Delivery errors after which the record may be in the log anyway: its send's outcome is unknown (`info`).
 INFO_ERRORS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_QUEUE", "_PURGE_INFLIGHT"})

@@ -80,7 +80,8 @@ def index(summary: dict[str, Any]) -> str:
         + f"<td>{escape('; '.join(r['faults']))}</td></tr>" for r in summary["per_run"])
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>chaos campaign</title>{STYLE}</head><body>"
             f"<h1>Chaos campaign: {summary['ok_runs']} of {summary['runs']} runs ok</h1>"
-            f"<p>{summary['faults']} faults, {summary['acked']} acknowledged sends, {summary['forbidden']} forbidden "
+            f"<p>{summary['faults']} faults ({summary.get('skipped', 0)} more skipped: not injectable on this "
+            f"engine), {summary['acked']} acknowledged sends, {summary['forbidden']} forbidden "
             f"anomalies, {summary['elapsed_s']} s</p><table><tr><th>run</th><th>seed</th><th>verdict</th><th>s</th>"
             + "".join(f"<th>{k}</th>" for k in TABLE_KINDS) + f"<th>faults</th></tr>{runs}</table></body></html>")
 

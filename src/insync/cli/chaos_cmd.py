@@ -69,8 +69,9 @@ def register(subparsers: Any) -> None:
                       help="metadata.store=zookeeper with two controllers (one standby) and a ZooKeeper server per "
                       "run, so controller-kill and controller-pause hand over to the standby")
     camp.add_argument("--engine", default="insync", metavar="insync|kafka[:VERSION]",
-                      help="the same runs on real Apache Kafka (see cluster up --engine); faults insync nodes inject "
-                           "into themselves are left out of all")
+                      help="the same runs on real Apache Kafka (see cluster up --engine): the same seed plans the "
+                           "same schedule, and the faults only an insync node can inject into itself (slow-reads, "
+                           "fail-partition, delay) are skipped where they fall")
     camp.add_argument("--txn", action="store_true",
                       help="a transactional producer too, and the transactional checks (aborted-read, "
                            "torn-transaction, lost-write, duplicate)")
@@ -117,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _campaign(args: argparse.Namespace) -> int:
     engine = kafka_cluster.parse_engine(args.engine)
-    kinds = nemesis.parse_kinds(args.faults, engine)
+    kinds = nemesis.parse_kinds(args.faults)
     if args.runs < 1 or args.duration <= campaign.WARMUP_S + campaign.COOLDOWN_S or args.rate <= 0:
         raise ConfigError(f"--runs must be at least 1 (got {args.runs}), --duration over "
                           f"{campaign.WARMUP_S + campaign.COOLDOWN_S:g} s (got {args.duration:g}) and --rate "
@@ -133,6 +134,8 @@ def _campaign(args: argparse.Namespace) -> int:
         print(f"run {result.plan.run} (seed {result.plan.seed}, {result.elapsed_s:.0f} s): "
               f"{'; '.join(f for f, _, _ in result.check.faults) or 'no fault'} -> {result.directory}/report.html",
               flush=True)
+        if result.skipped:
+            print(f"  skipped on {result.plan.engine}: {', '.join(result.skipped)}")
         for error in result.client_errors:
             print(f"  client error: {error}")
         if result.error:

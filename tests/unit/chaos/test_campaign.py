@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -110,7 +111,7 @@ def test_the_campaign_summary_totals_the_runs() -> None:
     assert (data["runs"], data["ok_runs"], data["forbidden"], data["faults"], data["acked"]) == (2, 2, 0, 2, 4)
     assert data["anomalies"]["lost-write"] == 2 and data["anomalies_by_label"] == {"acks=1": {"lost-write": 2}}
     assert data["per_run"][1] == {"run": 0, "seed": 7, "ok": True, "error": None, "elapsed_s": 12.0,
-                                  "faults": ["kill broker 2"],
+                                  "faults": ["kill broker 2"], "skipped": [],
                                   "anomalies": result.check.counts, "transactions": {}}
 
 
@@ -214,23 +215,57 @@ def test_heal_skips_a_resume_of_a_node_that_is_not_running(tmp_path: Path) -> No
     assert target.spec.node(1).pid is None
 
 
-def test_a_kafka_campaign_leaves_out_what_insync_nodes_inject_into_themselves() -> None:
-    on_kafka = nemesis.parse_kinds("all", "kafka:4.1.2")
-    assert "kill" in on_kafka and "controller-pause" in on_kafka
-    assert not {"slow-reads", "fail-partition", "delay", "power-loss"} & set(on_kafka)
-    with pytest.raises(ConfigError, match="slow-reads are injected by insync nodes themselves, not on kafka:4.1.2"):
-        nemesis.parse_kinds("kill,slow-reads", "kafka:4.1.2")
-    plans = campaign.plan_campaign(2, 7, 30.0, on_kafka, engine="kafka:4.1.2")
-    assert {p.engine for p in plans} == {"kafka:4.1.2"}
+def test_a_kafka_campaign_plans_insyncs_schedule_and_skips_what_only_insync_nodes_inject() -> None:
+    kinds = nemesis.parse_kinds("all")
+    assert {"slow-reads", "fail-partition", "delay", "power-loss", "kill"} <= set(kinds)
+    on_kafka = campaign.plan_campaign(3, 7, 60.0, kinds, 2, engine="kafka:4.1.2")
+    on_insync = campaign.plan_campaign(3, 7, 60.0, kinds, 2)
+    assert [p.faults for p in on_kafka] == [p.faults for p in on_insync]
+    assert {p.engine for p in on_kafka} == {"kafka:4.1.2"}
+    slow = next(p for p in on_kafka if any(f.kind == "slow-reads" for f in p.faults))
+    assert "fault.injection.enable=true" in campaign.node_overrides(replace(slow, engine="insync"))
+    assert campaign.node_overrides(slow) == list(campaign.OVERRIDES)
     with pytest.raises(ConfigError, match="--engine kafka:3.9"):
         campaign.plan_campaign(1, 7, 30.0, ("kill",), zookeeper=True, engine="kafka:4.1.2")
+
+
+def test_play_on_kafka_records_the_insync_only_kinds_as_skipped(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def start(_target: nemesis.Target, pick: int) -> nemesis.Active:
+        calls.append(f"start {pick}")
+        return nemesis.Active(f"kill {pick}", lambda _t: calls.append(f"undo {pick}"))
+
+    monkeypatch.setattr(nemesis, "REGISTRY", {"kill": nemesis.FaultKind("kill", start),
+                                              "delay": nemesis.FaultKind("delay", start, insync_only=True)})
+    plan = campaign.RunPlan(0, 1, 0.6, (campaign.Planned(0.0, "delay", 0.2, 1), campaign.Planned(0.1, "kill", 0.2, 2)),
+                            engine="kafka:4.1.2")
+    spec = replace(cluster.layout(tmp_path, brokers=1, port=0), engine="kafka:4.1.2")
+    history = HistoryWriter(tmp_path / "h.jsonl")
+    campaign._play(plan, nemesis.Target(spec, "t"), history)
+    history.close()
+    assert calls == ["start 2", "undo 2"]
+    ops = [(op.f, op.fault) for op in read_history(tmp_path / "h.jsonl")]
+    assert ops == [("skip", "delay"), ("start", "kill 2"), ("stop", "kill 2")]
+
+    def under_faults(_plan: campaign.RunPlan, _directory: Path, history: HistoryWriter, _rate: float) -> tuple[()]:
+        history.append("nemesis", "info", "skip", fault="delay", error="injected by an insync node itself")
+        return ()
+
+    monkeypatch.setattr(campaign, "_under_faults", under_faults)
+    [result] = campaign.run_campaign([plan], tmp_path / "campaign")
+    assert result.skipped == ("delay",) and result.ok and not result.check.faults
+    totals = json.loads((tmp_path / "campaign" / "campaign.json").read_text())
+    assert (totals["skipped"], totals["per_run"][0]["skipped"]) == (1, ["delay"])
+    assert "1 more skipped" in (tmp_path / "campaign" / "index.html").read_text()
 
 
 def test_the_log_dir_kinds_are_opt_in_and_each_needs_a_campaign_of_its_own() -> None:
     assert "disk-full" not in campaign.nemesis.KINDS and "disk-error" not in nemesis.parse_kinds("all")
     with pytest.raises(ConfigError, match="disk-full and disk-error each put the log dirs on a file system"):
         campaign.plan_campaign(1, 0, 30.0, ("disk-full", "disk-error"))
-    with pytest.raises(ConfigError, match="run on insync's brokers only, not on kafka:4.1.2"):
-        campaign.plan_campaign(1, 0, 30.0, ("kill", "disk-full"), engine="kafka:4.1.2")
+    [on_kafka] = campaign.plan_campaign(1, 0, 30.0, ("kill", "disk-full"), engine="kafka:4.1.2")  # from outside too
+    assert {f.kind for f in on_kafka.faults} == {"kill", "disk-full"}
     [plan] = campaign.plan_campaign(1, 0, 30.0, ("kill", "disk-full"))
     assert {f.kind for f in plan.faults} == {"kill", "disk-full"}
