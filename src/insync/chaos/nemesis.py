@@ -9,10 +9,8 @@ partition stays failed until then, as in Kafka), `delay`, `power-loss` (chaos/po
 `controller-pause` (with a ZooKeeper standby, it takes over). Opt-in network kinds (`OPT_IN_KINDS`, not in
 `all`, since they need a cluster in network namespaces: `needs_netns`) are `isolate`, `leader-cut`, `bridge`,
 `ring`, `one-way`, `bandwidth`, `loss` and `latency`; they are undone by healing the network. Opt-in too:
-`LOG_DIR_KINDS` (`disk-full`, `disk-error`, on log dirs of their own file system), `clock-step` (a broker's wall
-clock stepped minutes), `txn-coordinator-kill` / `-pause` (the transactional producer's coordinator; `--txn`).
-On a Kafka cluster the `insync_only` kinds are skipped where they fall, so one seed plans the same schedule on
-every engine.
+`LOG_DIR_KINDS` (`disk-full`, `disk-error`), `clock-step` (a broker's wall clock stepped minutes) and
+`txn-coordinator-kill` / `-pause` (`--txn`). On Kafka the `insync_only` kinds are skipped where they fall.
 """
 
 from __future__ import annotations
