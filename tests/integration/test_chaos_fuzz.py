@@ -20,7 +20,7 @@ from insync.server.event_log import EVENTS_FILE
 
 FAST_REQUESTS = 2000
 CONTROLLER_REQUESTS = 4000
-SLOW_REQUESTS = 20_000  # CI's share: `insync chaos fuzz` sent the recorded 1,000,000 (docs/benchmarks.md)
+SLOW_REQUESTS = 10_000  # CI's share: `insync chaos fuzz` sent the recorded 1,000,000 (docs/benchmarks.md)
 SEED = 20261130
 
 
@@ -80,5 +80,5 @@ def test_the_controllers_listener_takes_its_share_of_cases(fuzz_cluster: Cluster
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_tens_of_thousands_of_schema_cases_break_nothing(fuzz_cluster: ClusterSpec) -> None:
+def test_ten_thousand_schema_cases_break_nothing(fuzz_cluster: ClusterSpec) -> None:
     _run(fuzz_cluster, SLOW_REQUESTS, FAST_REQUESTS, 64)

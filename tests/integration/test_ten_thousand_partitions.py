@@ -22,8 +22,8 @@ from insync.chaos import cluster
 from insync.protocol.kio import build, nested, request_class
 
 # Minutes of both cores for the four processes (creating 30,000 replicas, then fencing a broker that is in 10,000
-# ISRs): `make test-slow` runs it alone rather than beside the suite's other clusters.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# ISRs): `make test-long` runs it, not make test or CI.
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(900)]
 
 TOPICS = {"big": 9_000, "small": 1_000}  # one CreateTopics request of 10,000 partitions, the most one may ask
 LED_TIMEOUT_S = 300

@@ -20,7 +20,7 @@ import spark_scenario
 import standalone_spark
 
 # Two Spark drivers, a master and two workers with an executor each: minutes of both cores.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.long, pytest.mark.timeout(900)]
 
 KAFKA_RUNS = Path(__file__).parent / "fixtures" / "kafka-runs"
 TABLES = ("events", "malformed", "isr_changes", "intervals", "flapping_episodes", "episodes", "per_broker",

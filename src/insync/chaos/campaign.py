@@ -274,7 +274,7 @@ def _play(plan: RunPlan, target: nemesis.Target, history: HistoryWriter) -> None
                                error=f"injected by an insync node itself: no way in on {target.spec.engine}")
                 continue
             try:
-                active[i] = nemesis.REGISTRY[plan.faults[i].kind].start(target, plan.faults[i].pick)
+                active[i] = kind.start(target, plan.faults[i].pick)
             except Exception as exc:  # e.g. no leader to kill right now: the run goes on, the history says so
                 history.append("nemesis", "fail", "start", fault=plan.faults[i].kind, error=repr(exc))
                 continue

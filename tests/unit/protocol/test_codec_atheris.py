@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 TARGETS = ("framing", "requests", "records")
-SECONDS_PER_TARGET = 20
+SECONDS_PER_TARGET = 10
 STARTUP_ALLOWANCE_S = 300  # instrumenting the modules takes over a minute on two loaded cores
 MAX_FRAME_BYTES = 1 << 20
 CHUNKS_MAX = 16
