@@ -72,8 +72,7 @@ quix-venv:
 	@test -x $(QUIX_VENV)/bin/python && $(QUIX_VENV)/bin/python -c "import quixstreams; assert quixstreams.__version__ == '$(QUIX_VERSION)'" 2>/dev/null || \
 		{ $(PYTHON) -m venv $(QUIX_VENV) && $(QUIX_VENV)/bin/pip install -q "quixstreams==$(QUIX_VERSION)"; }
 
-# What make compat needs beyond make setup, fetched and built once: .ci/run makes it at low priority while make test
-# runs, whose workers mostly wait on clusters.
+# What make compat needs beyond make setup, fetched and built once (librdkafka's test suite: tools/compat/build.sh).
 compat-deps: setup kafka kafka-streams spark-kafka-jars quix-venv
 	tools/compat/build.sh $(COMPAT_VERSION) >/dev/null
 
