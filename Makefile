@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # per version outside the repo (tools/compat/build.sh).
 COMPAT_VERSION := 1.10.1
 
-.PHONY: setup test test-slow test-long demo bench lint clean compat compat-deps compat-kafka-runs kafka kafka-streams spark-kafka-jars quix-venv
+.PHONY: setup test test-slow test-long demo bench lint clean compat compat-kafka-runs kafka kafka-streams spark-kafka-jars quix-venv
 
 setup: $(STAMP)
 
@@ -72,12 +72,8 @@ quix-venv:
 	@test -x $(QUIX_VENV)/bin/python && $(QUIX_VENV)/bin/python -c "import quixstreams; assert quixstreams.__version__ == '$(QUIX_VERSION)'" 2>/dev/null || \
 		{ $(PYTHON) -m venv $(QUIX_VENV) && $(QUIX_VENV)/bin/pip install -q "quixstreams==$(QUIX_VERSION)"; }
 
-# What make compat needs beyond make setup, fetched and built once (librdkafka's test suite: tools/compat/build.sh).
-compat-deps: setup kafka kafka-streams spark-kafka-jars quix-venv
-	tools/compat/build.sh $(COMPAT_VERSION) >/dev/null
-
 # tests/kafka_ref on two workers, a test file each: its tests mostly wait on JVMs and clusters.
-compat: compat-deps
+compat: setup kafka kafka-streams spark-kafka-jars quix-venv
 	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
 		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
 	$(PY) -m pytest -n 2 --dist loadfile tests/kafka_ref
