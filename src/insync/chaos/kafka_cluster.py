@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from insync.admin_requests import PartitionDescription
-from insync.chaos import kafka_dist, secure
+from insync.chaos import kafka_cds, kafka_dist, secure
 from insync.config import ConfigError
 from insync.waiting import wait_until
 
@@ -131,7 +131,8 @@ def format_storage(dist: kafka_dist.KafkaDist, config_paths: list[Path]) -> str:
     cluster_id = "-"
     while cluster_id.startswith("-"):  # kafka-storage's parser takes an id starting with '-' for an option
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
-    processes = [subprocess.Popen(["java", "-Xmx128m", "-cp", dist.classpath, "kafka.tools.StorageTool", "format",
+    jvm = ("-Xmx128m", *kafka_cds.flags(dist, "format"))
+    processes = [subprocess.Popen(["java", *jvm, "-cp", dist.classpath, "kafka.tools.StorageTool", "format",
                                    "-t", cluster_id, "-c", str(path)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
                  for path in config_paths]
@@ -157,7 +158,8 @@ def node_command(dist: kafka_dist.KafkaDist, roles: str, directory: Path, jmx_po
            f"-Dcom.sun.management.jmxremote.rmi.port={jmx_port}", f"-Dcom.sun.management.jmxremote.host={host}",
            f"-Djava.rmi.server.hostname={host}"]
     main = ZOOKEEPER_MAIN if roles == ZOOKEEPER_ROLE else "kafka.Kafka"
-    return ["java", *HEAP[roles].split(), *JVM_OPTS, f"-Dkafka.logs.dir={directory}", log_flag, *jmx,
+    shared = kafka_cds.flags(dist, "server") if roles != ZOOKEEPER_ROLE else ()
+    return ["java", *HEAP[roles].split(), *JVM_OPTS, *shared, f"-Dkafka.logs.dir={directory}", log_flag, *jmx,
             "-cp", dist.classpath, main, str(directory / CONFIG_FILE_NAME)]
 
 

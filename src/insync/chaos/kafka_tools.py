@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from insync.chaos import kafka_cds
 from insync.chaos.kafka_dist import KafkaDist
 from insync.config import ConfigError
 
@@ -83,7 +84,8 @@ def tools_log_config(dist: KafkaDist) -> Path:
 def command(dist: KafkaDist, tool: str, args: list[str]) -> list[str]:
     if tool not in MAIN_CLASSES:
         raise ConfigError(f"unknown Kafka tool {tool!r}: one of {', '.join(sorted(MAIN_CLASSES))}")
-    return _java(dist, LOAD_JVM if tool in LOAD_TOOLS else ADMIN_JVM, dist.classpath, MAIN_CLASSES[tool], args)
+    jvm = (*(LOAD_JVM if tool in LOAD_TOOLS else ADMIN_JVM), *kafka_cds.flags(dist, "tools"))
+    return _java(dist, jvm, dist.classpath, MAIN_CLASSES[tool], args)
 
 
 def _java(dist: KafkaDist, jvm: tuple[str, ...], classpath: str, main: str, args: list[str]) -> list[str]:
