@@ -1,7 +1,7 @@
 """librdkafka's own integration tests against a 3-broker insync cluster on 127.0.0.1 (`make compat`).
 
 Every broker-facing test of librdkafka's test table (tests/test.c: not TEST_F_LOCAL, not TEST_F_MANUAL) that the
-allowlist does not exclude runs in its own `TESTS=<name> ./test-runner -p1 -Q -L`, with a timeout, two at once
+allowlist does not exclude runs in its own `TESTS=<name> ./test-runner -p1 -Q -L`, with a timeout, several at once
 (`--jobs`), against a cluster started by `insync cluster up` (restarted between tests if a node died).
 test-runner selects by test number, so the tests sharing a number run together each time (0045's five); each
 test's status is read from its own row of test-runner's summary. The tests that emulate network trouble in the client (TEST_F_SOCKEM: librdkafka's socket
@@ -35,8 +35,9 @@ from insync.chaos import cluster
 HERE = Path(__file__).resolve().parent
 DEFAULT_ALLOWLIST = HERE / "librdkafka-allowlist.txt"
 KAFKA_VERSION = "4.0.0"  # the Kafka whose API versions insync advertises (docs/compatibility.md, the APIs insync serves)
-# Three at a time: most tests wait on timeouts and rebalances, so three beat two on two cores (docs/compatibility.md).
-JOBS = 3
+# Five at a time: most tests wait on timeouts and rebalances, so five beat three and two on two cores
+# (docs/compatibility.md).
+JOBS = 5
 TEST_TIMEOUT_S = 150.0  # above the longest test-runner timeout a listed test sets in quick mode
 CLUSTER_UP_TIMEOUT_S = 120.0
 OUTPUT_TAIL_LINES = 15  # of a failed test's output, printed for the reader
