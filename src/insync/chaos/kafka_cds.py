@@ -1,12 +1,13 @@
 """Class-data sharing for the reference Kafka's JVMs: each JVM maps the classes an earlier one loaded instead of
-loading them from ~100 jars again, which halves a tool's start and takes a third off a node's.
+loading them from a hundred jars again, which shortens every tool's start and a node's.
 
 `flags(dist, kind)` gives the options for a JVM of `kind` (`server`: brokers and controllers; `tools`: the
-command-line tools; `format`: kafka-storage's format). With a published archive for that kind, the JVM uses it. Without one, the first JVM to ask
-trains it (`-XX:ArchiveClassesAtExit`, written when it exits, a clean stop or SIGTERM) while the others run
-plain; the next call publishes the archive once its writer is gone and the JVM maps it with `-Xshare:on`. A
-truncated archive would crash a JVM that maps it, hence the check. Archives are per release and per JDK, in the
-release's cache directory; CDS's own log lines are off, so a tool's output is the same with or without one.
+command-line tools; `format`: kafka-storage's format). With a published archive for that kind, the JVM uses it.
+Without one, the first JVM to ask trains it (`-XX:ArchiveClassesAtExit`, written when it exits, a clean stop or
+SIGTERM) while the others run plain; the next call publishes the archive once its writer is gone and a JVM maps it
+with `-Xshare:on`. A truncated archive would crash a JVM that maps it, hence the check. An archive is kept per
+release, JDK and classpath in the release's cache directory; CDS's own log lines are off, so a tool prints the same
+with or without one.
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ def _archive(dist: KafkaDist, kind: str) -> Path | None:
         return None
     directory = dist.libs.parent / "cds"
     directory.mkdir(exist_ok=True)
-    return directory / f"{kind}-{jdk}.jsa"
+    # An archive maps only under the classpath it was written with (a release with Kafka Streams has a longer one).
+    classpath = hashlib.sha256(dist.classpath.encode()).hexdigest()[:8]
+    return directory / f"{kind}-{jdk}-{classpath}.jsa"
 
 
 def _jdk_tag() -> str | None:
