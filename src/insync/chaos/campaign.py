@@ -294,7 +294,12 @@ def _undo(active: nemesis.Active, target: nemesis.Target, history: HistoryWriter
 def run_campaign(plans: Sequence[RunPlan], out: Path, rate: float = 300.0,
                  each: Callable[[RunResult], None] = lambda _r: None) -> list[RunResult]:
     """The runs one after another; `<out>/campaign.json` (the totals so far) and `<out>/index.html` (the same,
-    linking to each run's report) are rewritten after each."""
+    linking to each run's report) are rewritten after each. A run directory left by an earlier campaign is refused:
+    its cluster's logs would be the new cluster's, and every value read twice."""
+    earlier = sorted(str(out / f"run-{p.run}") for p in plans if (out / f"run-{p.run}").exists())
+    if earlier:
+        raise ConfigError(f"--out {out} already holds {', '.join(earlier)} from an earlier campaign: choose another "
+                          "directory or remove them")
     results: list[RunResult] = []
     started = time.monotonic()
     for plan in plans:

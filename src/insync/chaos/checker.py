@@ -10,8 +10,8 @@ From the values seen at each (partition, offset) and the offsets each value was 
   `unacknowledged-but-present`, for information: a failed or unknown send, read anyway.
 Each anomaly carries its records, producer labels and the faults active in its window. `forbidden` says which the
 producers' guarantees rule out: lost writes under acks=all, duplicates and reordered sends from an idempotent
-producer, inconsistent offsets unless an acks=1 write is involved, any poll anomaly, and all chaos/txn_checker.py
-finds in the transactional producer's records, which it judges instead."""
+producer (unless its client bumped its epoch in between: `client_defect`), inconsistent offsets unless an acks=1
+write is involved, any poll anomaly, and all chaos/txn_checker.py finds in the transactional producer's records."""
 
 from __future__ import annotations
 
@@ -43,13 +43,14 @@ class Anomaly:
     window_ms: tuple[float, float]
     faults: tuple[str, ...] = ()
     detail: str = ""
+    client_defect: str = ""  # a known client defect the history shows at work in the window: not the log's doing
 
     def to_json(self) -> dict[str, object]:
         return {**asdict(self), "forbidden": self.forbidden}
 
     @property
     def forbidden(self) -> bool:
-        if self.kind in INFORMATION:
+        if self.kind in INFORMATION or self.client_defect:
             return False
         if TXN in self.labels and self.kind in ("lost-write", "duplicate", "nonmonotonic-send"):
             return True
@@ -132,7 +133,8 @@ def check(ops: Sequence[Op]) -> Check:
     plain = {value: send for value, send in sends.items() if send.label != TXN}
     found = [*_value_anomalies(plain, seen, end_ms), *_offset_anomalies(seen, sends), *_send_order_anomalies(plain),
              *_poll_anomalies(ops, seen, sends), *_txn_anomalies(ops, sends, seen)]
-    anomalies = tuple(_with_faults(a, faults) for a in found)
+    bumps = _epoch_bumps(ops)
+    anomalies = tuple(_with_client_defect(_with_faults(a, faults), bumps) for a in found)
     txns = txn_checker.collect(ops)
     return Check(anomalies, dict(Counter(s.outcome for s in sends.values())), seen.reads,
                  tuple(sorted(seen.complete)), tuple(faults),
@@ -273,6 +275,10 @@ def _send_order_anomalies(sends: dict[str, Send]) -> Iterable[Anomaly]:
 def _poll_anomalies(ops: Sequence[Op], seen: _Seen, sends: dict[str, Send]) -> Iterable[Anomaly]:
     last: dict[tuple[str, int], tuple[int, str, float]] = {}  # (process, partition) -> (offset, value, time)
     uncommitted = txn_checker.uncommitted_readers(ops)
+    reported: dict[tuple[str, int], list[tuple[float, str]]] = defaultdict(list)  # what the client said, when
+    for op in ops:
+        if op.f == "client-error" and op.partition is not None:
+            reported[(op.process, op.partition)].append((op.time_ms, op.error or "?"))
     for op in ops:
         if op.f == "assign":
             for key in [k for k in last if k[0] == op.process]:
@@ -290,9 +296,11 @@ def _poll_anomalies(ops: Sequence[Op], seen: _Seen, sends: dict[str, Send]) -> I
                 kind = _step_kind(before[0], offset, known.get(partition, []))
                 if kind is not None:
                     labels = tuple(sorted({sends[v].label for v in (before[1], value) if v in sends}))
+                    said = [e for at, e in reported.get((op.process, partition), ()) if before[2] <= at <= op.time_ms]
                     yield Anomaly(kind, partition, (before[0], offset), (before[1], value), (op.process,), labels,
                                   (before[2], op.time_ms), detail=f"{op.process} polled {partition}:{before[0]} "
-                                  f"then {partition}:{offset}")
+                                  f"then {partition}:{offset}" + (f", its client reporting {'; '.join(said)}"
+                                                                  if said else ""))
 
 
 def _step_kind(previous: int, offset: int, known: list[int]) -> str | None:
@@ -300,6 +308,29 @@ def _step_kind(previous: int, offset: int, known: list[int]) -> str | None:
         return "nonmonotonic-poll"
     between = bisect.bisect_left(known, offset) - bisect.bisect_right(known, previous)
     return "poll-skip" if between > 0 else None
+
+
+def _epoch_bumps(ops: Iterable[Op]) -> dict[str, list[tuple[float, str]]]:
+    bumps: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for op in ops:
+        if op.f == "epoch-bump":
+            bumps[op.process].append((op.time_ms, op.label or "?"))
+    return bumps
+
+
+def _with_client_defect(anomaly: Anomaly, bumps: dict[str, list[tuple[float, str]]]) -> Anomaly:
+    """An idempotent producer's duplicate or reordered sends with an epoch bump of its client in their window:
+    librdkafka resent, renumbered under the new epoch, a batch the old epoch had written, which no broker can
+    tell from a new one (confluentinc/librdkafka#4953; Kafka's Java producer retries without the bump)."""
+    if anomaly.kind not in ("duplicate", "nonmonotonic-send") or TXN in anomaly.labels or len(anomaly.processes) != 1:
+        return anomaly
+    low, high = anomaly.window_ms
+    within = [pid for at, pid in bumps.get(anomaly.processes[0], ()) if low <= at <= high]
+    if not within:
+        return anomaly
+    return replace(anomaly, client_defect="confluentinc/librdkafka#4953",
+                   detail=f"{anomaly.detail}; resent after its client bumped its epoch to {', '.join(within)} "
+                          "(librdkafka renumbers retried batches under the new epoch: confluentinc/librdkafka#4953)")
 
 
 def _with_faults(anomaly: Anomaly, faults: Sequence[tuple[str, float, float]]) -> Anomaly:

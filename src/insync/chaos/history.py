@@ -30,10 +30,10 @@ END_OFFSET_RETRY_S = 0.5
 CLIENT_LOGGER = "insync.clients"
 
 
-def client_conf(conf: dict[str, Any]) -> dict[str, Any]:
-    """`conf` for a confluent-kafka client whose log lines go to the `insync.clients` logger, not stderr, with the
-    command's client settings (`--command-config`)."""
-    return command_config.confluent({**conf, "logger": logging.getLogger(CLIENT_LOGGER)})
+def client_conf(conf: dict[str, Any], logger: Any = None) -> dict[str, Any]:
+    """`conf` for a confluent-kafka client whose log lines go to `logger` (anything with Logger.log), by default
+    the `insync.clients` logger, not stderr, with the command's client settings (`--command-config`)."""
+    return command_config.confluent({**conf, "logger": logger or logging.getLogger(CLIENT_LOGGER)})
 
 
 @dataclass

@@ -6,11 +6,12 @@ a `type` and a function `f`. `type` is Jepsen's: `invoke` when an operation begi
 produce), `poll` (ok with `records` in the order the client returned them, written only when records came),
 `commit`, `assign` and `seek` (info), `start`/`stop` (the nemesis: `fault` names it), and `complete-read` (the
 process read `partition` from its log start to `offset`, its high watermark, with nothing missing in between).
+An idempotent producer's `epoch-bump` names in `label` the id and epoch its client moved to, a reader's
+`client-error` in `error` what its client reported on `partition` (both info).
 A transactional producer adds `txn-init` (a new producer for its transactional.id), `txn-begin`, `txn-commit` and
 `txn-abort`, each naming its transaction in `txn`, as its sends do; a reader's `assign` says in `label` which
-isolation level it reads at (read_committed when not said, librdkafka's default). Values are unique within a run (`<process>-<sequence>`), so a completion names its invoke by value, not by
-position: a producer has many sends in flight, where Jepsen's processes have one. `HistoryWriter` appends from
-several client threads under one lock; `read_history` names the line of anything malformed.
+isolation level it reads at (read_committed when not said). Values are unique within a run (`<process>-<n>`), so
+a completion names its invoke by value. `HistoryWriter` appends from client threads under one lock.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from insync.config import ConfigError
 
 TYPES = ("invoke", "ok", "fail", "info")
 F = ("send", "poll", "commit", "assign", "seek", "start", "stop", "skip", "complete-read", "txn-init", "txn-begin",
-     "txn-commit", "txn-abort")
+     "txn-commit", "txn-abort", "epoch-bump", "client-error")
 Record = tuple[int, int, str]  # (partition, offset, value)
 # Delivery errors after which the record may be in the log anyway: its send's outcome is unknown (`info`).
 INFO_ERRORS = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_QUEUE", "_PURGE_INFLIGHT"})

@@ -15,13 +15,14 @@ in a history (chaos/ops.py).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from insync.chaos.history import client_conf
+from insync.chaos.history import CLIENT_LOGGER, client_conf
 from insync.chaos.ops import HistoryWriter, pad, send_outcome, unpad
 from insync.chaos.txn_workload import PROCESS, TxnProducer
 
@@ -99,7 +100,11 @@ class Workload:
 
         conf = {"bootstrap.servers": self.bootstrap, "linger.ms": 5,
                 "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000), **producer_spec.conf}
-        producer = Producer(client_conf(conf))
+        logger = None
+        if conf.get("enable.idempotence"):
+            conf["debug"] = "eos"  # librdkafka says when it bumps its epoch only in these lines
+            logger = EpochBumps(name, self.history)
+        producer = Producer(client_conf(conf, logger))
         rate = self.spec.rate / len(PRODUCERS)
         start, sent = time.monotonic(), 0
         while not self._stop.is_set():
@@ -199,10 +204,37 @@ class Workload:
             self.history.append(name, "fail", "seek", partition=to.partition, offset=0, error=exc.args[0].name())
 
     def _poll(self, name: str, consumer: Any) -> int:
-        records = _records(consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S))
+        from confluent_kafka import KafkaError
+
+        messages = consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S)
+        for m in messages:  # a position reset or a truncation librdkafka detected: the checker names it at a skip
+            if (error := m.error()) is not None and error.code() != KafkaError._PARTITION_EOF:
+                self.history.append(name, "info", "client-error", partition=m.partition(),
+                                    error=f"{error.name()}: {error.str()}")
+        records = _records(messages)
         if records:
             self.history.append(name, "ok", "poll", records=records)
         return len(records)
+
+
+class EpochBumps:
+    """An idempotent producer's librdkafka log: each epoch it bumps to becomes an `epoch-bump` op of its process,
+    with the lines that say why at INFO in the clients' log; the rest goes there as it came. librdkafka renumbers
+    the batches it retries under the new epoch, so one the old epoch already wrote is written again
+    (confluentinc/librdkafka#4953): the checker names such duplicates for what they are."""
+
+    REASONS = ("DRAIN", "ERRSEQ", "DUPSEQ", "UNKPID")
+
+    def __init__(self, process: str, history: HistoryWriter) -> None:
+        self.process, self.history = process, history
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        if len(args) == 3 and args[0] in self.REASONS:
+            level = max(level, logging.INFO)
+            line = str(args[2])
+            if "bumped epoch to " in line:
+                self.history.append(self.process, "info", "epoch-bump", label=line.rsplit("bumped epoch to ", 1)[1])
+        logging.getLogger(CLIENT_LOGGER).log(level, msg, *args)
 
 
 def final_read(bootstrap: str, topic: str, history: HistoryWriter, name: str = "final",

@@ -176,6 +176,16 @@ def test_a_harness_failure_fails_its_run_and_the_campaign_goes_on(tmp_path: Path
         (2, 1, "TimeoutError: node 1 not listening")
 
 
+def test_a_run_directory_of_an_earlier_campaign_is_refused_before_anything_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "run-1" / "cluster" / "node-1").mkdir(parents=True)  # its old logs would be the new cluster's
+    started: list[int] = []
+    monkeypatch.setattr(campaign, "_under_faults", lambda plan, *_: started.append(plan.run) or ())
+    with pytest.raises(ConfigError, match=r"already holds .*run-1 from an earlier campaign"):
+        campaign.run_campaign(campaign.plan_campaign(2, 0, 30.0, ("kill",)), tmp_path)
+    assert started == [] and not (tmp_path / "run-0").exists() and not (tmp_path / "campaign.json").exists()
+
+
 def test_concurrent_lanes_overlap_their_faults() -> None:
     kinds = tuple(nemesis.KINDS)
     assert campaign.plan_run(0, 3, 60.0, kinds, 1) == campaign.plan_run(0, 3, 60.0, kinds)

@@ -103,6 +103,29 @@ def test_duplicate_from_a_producer_without_idempotence_is_not_forbidden() -> Non
     assert kinds(h.check()) == ["duplicate"] and h.check().ok
 
 
+def resent_after_a_bump(bumper: str, between: bool) -> H:
+    """p0-0 written at 0 and, retried under a new epoch, at 1 (acknowledged there), as in librdkafka#4953."""
+    h = H().op("p0", "invoke", "send", value="p0-0", label=ALL)
+    if between:
+        h.op(bumper, "info", "epoch-bump", label="PID{Id:7,Epoch:1}")
+    h.op("p0", "ok", "send", value="p0-0", partition=0, offset=1)
+    if not between:
+        h.op(bumper, "info", "epoch-bump", label="PID{Id:7,Epoch:1}")
+    return h.poll("final", (0, 0, "p0-0"), (0, 1, "p0-0")).complete("final", 0, 2)
+
+
+def test_an_idempotent_duplicate_across_its_clients_epoch_bump_is_the_clients_defect_not_forbidden() -> None:
+    [dup] = resent_after_a_bump("p0", between=True).check().anomalies
+    assert (dup.kind, dup.client_defect, dup.forbidden) == ("duplicate", "confluentinc/librdkafka#4953", False)
+    assert "bumped its epoch to PID{Id:7,Epoch:1}" in dup.detail and dup.to_json()["forbidden"] is False
+
+
+@pytest.mark.parametrize(("bumper", "between"), [("p0", False), ("p1", True)])
+def test_an_epoch_bump_after_the_send_or_by_another_producer_excuses_nothing(bumper: str, between: bool) -> None:
+    [dup] = resent_after_a_bump(bumper, between).check().anomalies
+    assert (dup.kind, dup.client_defect, dup.forbidden) == ("duplicate", "", True)
+
+
 def test_inconsistent_offsets_across_readers_and_against_the_acknowledgement() -> None:
     h = H().send("p0-0", 0, 0).send("p0-1", 0, 1).poll("c0", (0, 0, "p0-0"), (0, 1, "p0-1"))
     h.poll("r0", (0, 0, "p0-0"), (0, 1, "p0-9"))
@@ -136,6 +159,15 @@ def test_nonmonotonic_poll_and_poll_skip_within_a_consumer() -> None:
     assert kinds(result) == ["nonmonotonic-poll", "poll-skip"]
     skip = next(a for a in result.anomalies if a.kind == "poll-skip")
     assert (skip.processes, skip.offsets, skip.labels, skip.forbidden) == (("c2",), (0, 2), (ALL,), True)
+
+
+def test_a_skip_names_what_its_client_reported_in_between_and_stays_forbidden() -> None:
+    h = clean().poll("r0", (0, 0, "p0-0"))
+    h.op("r0", "info", "client-error", partition=0, error="_LOG_TRUNCATION: Partition log truncation detected")
+    h.op("r0", "info", "client-error", partition=1, error="_AUTO_OFFSET_RESET: another partition's")
+    [skip] = h.poll("r0", (0, 2, "p0-2")).check().anomalies
+    assert (skip.kind, skip.forbidden) == ("poll-skip", True)
+    assert skip.detail == "r0 polled 0:0 then 0:2, its client reporting _LOG_TRUNCATION: Partition log truncation detected"
 
 
 def test_examples_list_the_forbidden_anomalies_first() -> None:
