@@ -72,11 +72,16 @@ quix-venv:
 	@test -x $(QUIX_VENV)/bin/python && $(QUIX_VENV)/bin/python -c "import quixstreams; assert quixstreams.__version__ == '$(QUIX_VERSION)'" 2>/dev/null || \
 		{ $(PYTHON) -m venv $(QUIX_VENV) && $(QUIX_VENV)/bin/pip install -q "quixstreams==$(QUIX_VERSION)"; }
 
-# tests/kafka_ref on two workers, a test file each: its tests mostly wait on JVMs and clusters.
+# tests/kafka_ref on two workers, a test file each: its tests mostly wait on JVMs and clusters. librdkafka's suite
+# runs beside them, its output printed after theirs: it waits on timeouts and rebalances (a tenth of the two cores).
 compat: setup kafka kafka-streams spark-kafka-jars quix-venv
-	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) && \
-		$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir"
-	$(PY) -m pytest -n 2 --dist loadfile tests/kafka_ref
+	@tests_dir=$$(tools/compat/build.sh $(COMPAT_VERSION)) || exit 1; \
+	suite_log=$$(mktemp); \
+	$(PY) tools/compat/run_librdkafka_tests.py "$$tests_dir" >"$$suite_log" 2>&1 & suite=$$!; \
+	$(PY) -m pytest -n 2 --dist loadfile tests/kafka_ref; ref=$$?; \
+	wait $$suite; suite_rc=$$?; echo "librdkafka's test suite against insync:"; cat "$$suite_log"; rm -f "$$suite_log"; \
+	echo "make compat: tests/kafka_ref exit $$ref, librdkafka's suite exit $$suite_rc"; \
+	[ $$ref -eq 0 ] && [ $$suite_rc -eq 0 ]
 
 # All eight live Kafka runs analysed to their truth (make compat runs one, of 4.1), and Kafka under insync's
 # clock steps: half an hour of both cores.
