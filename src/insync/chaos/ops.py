@@ -4,14 +4,13 @@ Each `Op` has `time_ms` since the run began, the `process` that did it (`p0`, `c
 a `type` and a function `f`. `type` is Jepsen's: `invoke` when an operation begins, then `ok` (it happened),
 `fail` (it certainly did not) or `info` (unknown: it may or may not be in the log). `f` is one of `F`: `send` (a
 produce), `poll` (ok with `records` in the order the client returned them, written only when records came),
-`commit`, `assign` and `seek` (info), `start`/`stop` (the nemesis: `fault` names it), and `complete-read` (the
-process read `partition` from its log start to `offset`, its high watermark, with nothing missing in between).
-An idempotent producer's `epoch-bump` names in `label` the id and epoch its client moved to, a reader's
-`client-error` in `error` what its client reported on `partition` (both info).
-A transactional producer adds `txn-init` (a new producer for its transactional.id), `txn-begin`, `txn-commit` and
-`txn-abort`, each naming its transaction in `txn`, as its sends do; a reader's `assign` says in `label` which
-isolation level it reads at (read_committed when not said). Values are unique within a run (`<process>-<n>`), so
-a completion names its invoke by value. `HistoryWriter` appends from client threads under one lock.
+`commit`, `assign` and `seek` (info), `start`/`stop` (the nemesis: `fault` names it), and `complete-read` (read
+`partition` from its log start to `offset`, its high watermark, nothing missing).
+Also: an idempotent producer's `epoch-bump` (info, `label`: the id and epoch its client moved to), a reader's
+`client-error` (info, `error`: what its client reported on `partition`), a transactional producer's `txn-init`,
+`txn-begin`, `txn-commit`, `txn-abort` (`txn` names the transaction, as in its sends). A reader's `assign` names
+its isolation level in `label` (read_committed when not). Values are unique within a run (`<process>-<n>`): a
+completion names its invoke by value. `HistoryWriter` appends from client threads under one lock.
 """
 
 from __future__ import annotations
