@@ -37,10 +37,38 @@ class CheckpointError(ValueError):
         super().__init__(f"{path}: line {line}: {reason}" if line else f"{path}: {reason}")
 
 
-def write_offset_checkpoint(disk: Disk, path: str, offsets: Mapping[TopicPartition, int]) -> None:
-    for tp, offset in offsets.items():
-        assert " " not in tp.topic and tp.partition >= 0 and offset >= 0, (tp, offset)
-    _write(disk, path, (f"{tp.topic} {tp.partition} {offset}" for tp, offset in sorted(offsets.items())))
+def write_offset_checkpoint(disk: Disk, path: str, offsets: Mapping[TopicPartition, int],
+                            rendered: OffsetLines | None = None) -> None:
+    """`rendered`: the lines of this file's last write, kept by the caller, so that only the entries that changed
+    since are formatted again (a broker of 10,000 partitions rewrites its high watermarks every few seconds)."""
+    lines = (rendered or OffsetLines()).update(offsets)
+    _write_bytes(disk, path, _render(lines))
+
+
+class OffsetLines:
+    """An offset checkpoint's entry lines, in key order, updated where the offsets changed."""
+
+    def __init__(self) -> None:
+        self._offsets: dict[TopicPartition, int] = {}
+        self._index: dict[TopicPartition, int] = {}
+        self._lines: list[str] = []
+
+    def update(self, offsets: Mapping[TopicPartition, int]) -> list[str]:
+        if offsets.keys() != self._offsets.keys():
+            order = sorted(offsets)
+            self._index = {tp: i for i, tp in enumerate(order)}
+            self._lines = [_offset_line(tp, offsets[tp]) for tp in order]
+        else:
+            for tp, offset in offsets.items():
+                if self._offsets[tp] != offset:
+                    self._lines[self._index[tp]] = _offset_line(tp, offset)
+        self._offsets = dict(offsets)
+        return self._lines
+
+
+def _offset_line(tp: TopicPartition, offset: int) -> str:
+    assert " " not in tp.topic and tp.partition >= 0 and offset >= 0, (tp, offset)
+    return f"{tp.topic} {tp.partition} {offset}"
 
 
 def read_offset_checkpoint(disk: Disk, path: str) -> dict[TopicPartition, int]:
@@ -74,8 +102,12 @@ def read_epoch_checkpoint(disk: Disk, path: str) -> list[tuple[int, int]]:
 
 
 def _write(disk: Disk, path: str, lines: Iterable[str]) -> None:
+    _write_bytes(disk, path, _render(lines))
+
+
+def _write_bytes(disk: Disk, path: str, content: bytes) -> None:
     tmp = path + ".tmp"
-    disk.write_file(tmp, _render(lines))
+    disk.write_file(tmp, content)
     disk.fsync(tmp)
     disk.rename(tmp, path)
 

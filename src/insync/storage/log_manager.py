@@ -15,6 +15,7 @@ moves between dirs are `replica_moves.ReplicaMoves`. An I/O error in a dir's log
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ from insync.storage.checkpoint import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointError,
+    OffsetLines,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
@@ -68,7 +70,13 @@ def tp_of(name: str) -> TopicPartition | None:
 
 
 def parent_dir(log: Log) -> str:
-    return os.path.dirname(log.directory)
+    return _parent_of(log.directory)
+
+
+@functools.lru_cache(maxsize=2 * PARTITIONS_PER_BROKER_MAX)
+def _parent_of(directory: str) -> str:
+    # Each checkpoint asks it of every log: posixpath.dirname was most of a 10,000-log broker's checkpoint.
+    return os.path.dirname(directory)
 
 
 class LogManager:
@@ -90,6 +98,7 @@ class LogManager:
         # What each checkpoint file last held when written: an unchanged one is not written again (an idle broker
         # with thousands of partitions would rewrite and fsync the same lines every interval).
         self._written: dict[str, dict[TopicPartition, int]] = {}
+        self._rendered: dict[str, OffsetLines] = {}  # each file's lines as last written, updated where they changed
 
     @property
     def offline_dirs(self) -> frozenset[str]:
@@ -188,6 +197,8 @@ class LogManager:
 
     def logs_in(self, log_dir: str) -> dict[TopicPartition, Log]:
         """The current and future logs of one dir: what its checkpoint files list."""
+        if self.log_dirs == (log_dir,):  # no other dir, so no future log either
+            return dict(self._logs)
         found = {tp: log for tp, log in self._logs.items() if parent_dir(log) == log_dir}
         found.update((tp, log) for tp, log in self.moves.future_logs().items() if parent_dir(log) == log_dir)
         return found
@@ -249,7 +260,12 @@ class LogManager:
 
     def checkpoint_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Each online dir's `replication-offset-checkpoint`, with the current logs it holds."""
-        for log_dir in self.online_dirs():
+        online = self.online_dirs()
+        if len(self.log_dirs) == 1 and online:  # one dir holds every log: no need to ask each where it is
+            self._write_checkpoint(online[0], REPLICATION_OFFSET_CHECKPOINT,
+                                   {tp: hw for tp, hw in high_watermarks.items() if tp in self._logs})
+            return
+        for log_dir in online:
             self._write_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT,
                                    {tp: hw for tp, hw in high_watermarks.items() if self.dir_of(tp) == log_dir})
 
@@ -261,7 +277,7 @@ class LogManager:
         if self._written.get(path) == offsets:
             return
         try:
-            write_offset_checkpoint(self.disk, path, offsets)
+            write_offset_checkpoint(self.disk, path, offsets, self._rendered.setdefault(path, OffsetLines()))
             self._written[path] = dict(offsets)
         except OSError as exc:
             self.failure_channel.maybe_add_offline_log_dir(

@@ -6,6 +6,7 @@ import pytest
 
 from insync.storage.checkpoint import (
     CheckpointError,
+    OffsetLines,
     read_epoch_checkpoint,
     read_offset_checkpoint,
     write_epoch_checkpoint,
@@ -30,6 +31,20 @@ def test_offset_checkpoint_round_trip_in_kafka_format(disk: MemoryDisk) -> None:
     assert disk.read_file(PATH) == b"0\n2\nmy.topic-x 12 0\norders 0 1100\n"
     assert read_offset_checkpoint(disk, PATH) == offsets
     assert not disk.exists(PATH + ".tmp")
+
+
+def test_kept_lines_rewrite_what_changed_and_write_what_a_fresh_rendering_writes(disk: MemoryDisk) -> None:
+    rendered = OffsetLines()
+    offsets = {TopicPartition("b", 1): 7, TopicPartition("a", 0): 3, TopicPartition("b", 0): 9}
+    steps = [dict(offsets), {**offsets, TopicPartition("b", 0): 10},  # an offset moved
+             {**offsets, TopicPartition("a", 1): 0},  # a partition added: sorted again
+             {TopicPartition("b", 1): 8}]  # partitions gone
+    for step in steps:
+        write_offset_checkpoint(disk, PATH, step, rendered)
+        kept = disk.read_file(PATH)
+        write_offset_checkpoint(disk, PATH, step)
+        assert kept == disk.read_file(PATH) and read_offset_checkpoint(disk, PATH) == step
+    assert disk.read_file(PATH) == b"0\n1\nb 1 8\n"
 
 
 def test_checkpoint_write_is_durable_and_atomic(disk: MemoryDisk) -> None:
