@@ -38,7 +38,10 @@ def kafka_error_text(exc: Exception) -> str:
     text = getattr(arg, "str", None)
     if callable(name) and callable(text):
         return f"{name()}: {text()}"
-    return str(exc)
+    if str(exc):
+        return str(exc)
+    # A future that timed out says nothing: an address no broker answers on (a controller's, say) ends so.
+    return f"{type(exc).__name__}: no answer from the cluster in time"
 
 
 def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
