@@ -6,7 +6,7 @@ a `type` and a function `f`. `type` is Jepsen's: `invoke` when an operation begi
 produce), `poll` (ok with `records` in the order the client returned them, written only when records came),
 `commit`, `assign` and `seek` (info), `start`/`stop` (the nemesis: `fault` names it), and `complete-read` (read
 `partition` from its log start to `offset`, its high watermark, nothing missing).
-Also: an idempotent producer's `epoch-bump` (info, `label`: the id and epoch its client moved to), a reader's
+Also: an idempotent producer's `epoch-bump` (info, `label`: the id and epoch its client moved to), a consumer's
 `client-error` (info, `error`: what its client reported on `partition`), a transactional producer's `txn-init`,
 `txn-begin`, `txn-commit`, `txn-abort` (`txn` names the transaction, as in its sends). A reader's `assign` names
 its isolation level in `label` (read_committed when not). Values are unique within a run (`<process>-<n>`): a
