@@ -83,8 +83,8 @@ compat: setup kafka kafka-streams spark-kafka-jars quix-venv
 	echo "make compat: tests/kafka_ref exit $$ref, librdkafka's suite exit $$suite_rc"; \
 	[ $$ref -eq 0 ] && [ $$suite_rc -eq 0 ]
 
-# All eight live Kafka runs analysed to their truth (make compat runs one, of 4.1), and Kafka under insync's
-# clock steps: half an hour of both cores.
+# All eight live Kafka runs analysed to their truth (make compat runs none: their recorded logs are analysed in
+# make test), and Kafka under insync's clock steps: half an hour of both cores.
 compat-kafka-runs: setup kafka
 	INSYNC_KAFKA_RUNS=all $(PY) -m pytest -n 2 tests/kafka_ref/test_kafka_log_truth_live.py \
 		tests/kafka_ref/test_clock_steps_on_kafka.py
