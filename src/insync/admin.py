@@ -40,8 +40,9 @@ def kafka_error_text(exc: Exception) -> str:
         return f"{name()}: {text()}"
     if str(exc):
         return str(exc)
-    # A future that timed out says nothing: an address no broker answers on (a controller's, say) ends so.
-    return f"{type(exc).__name__}: no answer from the cluster in time"
+    if isinstance(exc, TimeoutError):  # a future that timed out says nothing: against a controller's address, say
+        return f"{type(exc).__name__}: no answer from the cluster in time"
+    return type(exc).__name__
 
 
 def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,

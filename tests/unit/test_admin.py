@@ -22,4 +22,4 @@ def test_a_partition_not_being_reassigned_shows_no_reassignment_columns() -> Non
 
 def test_an_error_without_words_is_named_by_its_kind() -> None:
     assert kafka_error_text(concurrent.futures.TimeoutError()) == "TimeoutError: no answer from the cluster in time"
-    assert kafka_error_text(ValueError("bad")) == "bad"
+    assert kafka_error_text(ValueError("bad")) == "bad" and kafka_error_text(ValueError()) == "ValueError"

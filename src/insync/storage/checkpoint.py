@@ -65,6 +65,11 @@ class OffsetLines:
         self._offsets = dict(offsets)
         return self._lines
 
+    @property
+    def offsets(self) -> Mapping[TopicPartition, int]:
+        """What the lines say."""
+        return self._offsets
+
 
 def _offset_line(tp: TopicPartition, offset: int) -> str:
     assert " " not in tp.topic and tp.partition >= 0 and offset >= 0, (tp, offset)

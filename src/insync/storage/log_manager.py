@@ -96,9 +96,9 @@ class LogManager:
         self.failure_channel = LogDirFailureChannel()
         self.epoch_checkpoints = EpochCheckpoints(disk)  # the broker batches a metadata update's epoch files
         # What each checkpoint file last held when written: an unchanged one is not written again (an idle broker
-        # with thousands of partitions would rewrite and fsync the same lines every interval).
-        self._written: dict[str, dict[TopicPartition, int]] = {}
-        self._rendered: dict[str, OffsetLines] = {}  # each file's lines as last written, updated where they changed
+        # with thousands of partitions would rewrite and fsync the same lines every interval), a changed one has
+        # only its changed lines formatted again.
+        self._written: dict[str, OffsetLines] = {}
 
     @property
     def offline_dirs(self) -> frozenset[str]:
@@ -274,11 +274,13 @@ class LogManager:
         if self.failure_channel.is_offline(log_dir):
             return
         path = f"{log_dir}/{name}"
-        if self._written.get(path) == offsets:
+        written = self._written.pop(path, None) or OffsetLines()  # back only once written: a failed write forgets
+        if written.offsets == offsets:
+            self._written[path] = written
             return
         try:
-            write_offset_checkpoint(self.disk, path, offsets, self._rendered.setdefault(path, OffsetLines()))
-            self._written[path] = dict(offsets)
+            write_offset_checkpoint(self.disk, path, offsets, written)
+            self._written[path] = written
         except OSError as exc:
             self.failure_channel.maybe_add_offline_log_dir(
                 log_dir, f"Disk error while writing {name} in directory {log_dir}", exc)
